@@ -1,0 +1,24 @@
+// Package takeover lets a human operator take over a chat that a LangBot bot
+// handles: while a chat is taken over the AI is blocked there, and the
+// operator answers from a console.
+//
+// The service answers the host's events (PersonMessageReceived,
+// GroupMessageReceived, NormalMessageResponded) with a blocking decision that
+// is made first, from an in-process view of the takeover records kept current
+// by a JetStream consumer, and never waits on storage while that view is live.
+// Recording happens afterwards, within a small budget: session metadata is a
+// KV record per session written by compare-and-set, the history is one stream
+// subject per session, and attachments live in an object store. Takeovers
+// expire by JetStream message schedules.
+//
+// The console operations (list, open, take over, release, reply, cards,
+// export, delete, clear, mark handled) form one handler layer (see Pages),
+// reachable through the NATS page endpoint; an HTTP console can sit on the
+// same functions. The operator's identity is always a parameter.
+//
+// The pure parts of the service live in their own files and need no bus:
+// installation settings (settings.go), content extraction (content.go),
+// trigger matching (trigger.go), the group recording policy (policy.go),
+// session identity (session.go), stored shapes (record.go), takeover timing
+// (timing.go) and console request parsing (page_request.go).
+package takeover

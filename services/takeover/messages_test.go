@@ -1,0 +1,35 @@
+package takeover_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/langbot-nats/plugins/services/takeover"
+)
+
+func TestMessagesCatalogue(t *testing.T) {
+	c, err := takeover.Messages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Has("en_US") || !c.Has("zh_Hans") {
+		t.Fatalf("languages %v", c.Languages())
+	}
+	fields := []string{"takeover_timeout", "trigger_words", "auto_takeover_on_trigger", "trigger_match", "trigger_case_sensitive",
+		"takeover_on_reply", "history_limit", "record_groups", "user_notice_on_takeover", "user_notice_on_release"}
+	for _, f := range fields {
+		for _, suffix := range []string{".label", ".description"} {
+			key := "config." + f + suffix
+			for _, lang := range []string{"en_US", "zh_Hans"} {
+				if got := c.Text(lang, key, nil); got == key || got == "" {
+					t.Errorf("%s %s missing", lang, key)
+				}
+			}
+		}
+	}
+	for _, reason := range []string{"legacy_read_only", "installation_inactive", "reply_in_progress", "send_failed", "outcome_unknown", "unreadable"} {
+		if c.Text("zh_Hans", "error."+reason, nil) == c.Text("en_US", "error."+reason, nil) || strings.HasPrefix(c.Text("en_US", "error."+reason, nil), "error.") {
+			t.Errorf("reason %s not translated", reason)
+		}
+	}
+}

@@ -1,0 +1,395 @@
+package takeover
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Op names one console operation: "<METHOD> /<path>" (spec §7.2).
+type Op string
+
+// The console operations.
+const (
+	OpInfo           Op = "GET /info"
+	OpSessions       Op = "GET /sessions"
+	OpMessages       Op = "GET /messages"
+	OpTakeoverStatus Op = "GET /takeover_status"
+	OpTakeover       Op = "POST /takeover"
+	OpRelease        Op = "DELETE /takeover"
+	OpMarkHandled    Op = "POST /mark_handled"
+	OpReply          Op = "POST /reply"
+	OpUserInfo       Op = "GET /user_info"
+	OpGroupInfo      Op = "GET /group_info"
+	OpBlob           Op = "GET /blob"
+	OpExport         Op = "GET /export"
+	OpDeleteSession  Op = "DELETE /session"
+	OpClear          Op = "DELETE /clear"
+)
+
+// Ops lists every operation.
+var Ops = []Op{OpInfo, OpSessions, OpMessages, OpTakeoverStatus, OpTakeover, OpRelease,
+	OpMarkHandled, OpReply, OpUserInfo, OpGroupInfo, OpBlob, OpExport, OpDeleteSession, OpClear}
+
+// IsAction reports whether the operation changes state (the rest are reads,
+// which have no side effects and skip invocation dedupe).
+func (o Op) IsAction() bool {
+	switch o {
+	case OpTakeover, OpRelease, OpMarkHandled, OpReply, OpDeleteSession, OpClear:
+		return true
+	}
+	return false
+}
+
+// Paging bounds (spec §11).
+const (
+	DefaultSessionPage = 100
+	MaxSessionPage     = 500
+	DefaultHistoryPage = 50
+	MaxHistoryPage     = 200
+	MaxReplyRunes      = 10000
+	maxQueryRunes      = 200
+	maxCursorLen       = 512
+	maxBlobNameLen     = 512
+	maxMemberIDLen     = 256
+)
+
+// Session list filters.
+const (
+	TypeAll    = "all"
+	TypePerson = "person"
+	TypeGroup  = "group"
+)
+
+// PageRequest is a parsed and validated console request. Which fields are
+// set depends on Op.
+type PageRequest struct {
+	Op          Op
+	SID         string
+	Type        string // sessions: all, person, group
+	Query       string // sessions: search text
+	Limit       int    // sessions, messages
+	Cursor      string // sessions
+	Before      uint64 // messages: exclusive sequence, 0 = newest
+	MemberID    string // user_info
+	Name        string // blob
+	InlineBlobs bool   // export
+	Reply       *ReplyRequest
+}
+
+// ReplyRequest is an operator reply (spec §7.4). The HTTP transport fills
+// the attachment bytes from multipart parts and calls Validate; the page
+// transport decodes them from data URLs.
+type ReplyRequest struct {
+	IdempotencyKey string
+	Text           string
+	Image          []byte
+	ImageMime      string
+	File           []byte
+	FileName       string
+	FileMime       string
+}
+
+var (
+	idemKeyRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{8,128}$`)
+	operatorRE = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`)
+	cursorRE   = regexp.MustCompile(`^[A-Za-z0-9_=-]*$`)
+	blobNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+)
+
+// HostOperator is the operator of page calls that carry no valid caller.
+const HostOperator = "host"
+
+// ValidOperator reports whether id is a valid operator id (spec §9).
+func ValidOperator(id string) bool { return operatorRE.MatchString(id) }
+
+// OperatorOf is the operator of a page call: caller.operator when valid,
+// else "host" (spec §7.1).
+func OperatorOf(callerOperator string) string {
+	if ValidOperator(callerOperator) {
+		return callerOperator
+	}
+	return HostOperator
+}
+
+// ParseOp resolves a method and endpoint ("/sessions" or "sessions") to an
+// operation; an unknown pair is ErrNotFound.
+func ParseOp(method, endpoint string) (Op, error) {
+	ep := "/" + strings.TrimPrefix(strings.TrimSpace(endpoint), "/")
+	op := Op(strings.ToUpper(strings.TrimSpace(method)) + " " + ep)
+	for _, o := range Ops {
+		if o == op {
+			return o, nil
+		}
+	}
+	return "", reqErr(ErrNotFound, "", "unknown console operation")
+}
+
+// ParsePageRequest parses and validates one console request: its method,
+// endpoint and parameters (a JSON object; null or empty means none).
+// Strings given as numbers and numbers given as strings are accepted, since
+// HTTP query parameters are text.
+func ParsePageRequest(method, endpoint string, body []byte) (PageRequest, error) {
+	op, err := ParseOp(method, endpoint)
+	if err != nil {
+		return PageRequest{}, err
+	}
+	p, err := newParams(body)
+	if err != nil {
+		return PageRequest{}, err
+	}
+	req := PageRequest{Op: op}
+	switch op {
+	case OpInfo:
+	case OpSessions:
+		req.Type = TypeAll
+		if t, ok, err := p.str("type"); err != nil {
+			return req, err
+		} else if ok && t != "" {
+			switch t {
+			case TypeAll, TypePerson, TypeGroup:
+				req.Type = t
+			default:
+				return req, reqErr(ErrBadRequest, "", "type must be all, person or group")
+			}
+		}
+		q, _, err := p.str("q")
+		if err != nil {
+			return req, err
+		}
+		req.Query = cutRunes(strings.TrimSpace(q), maxQueryRunes)
+		if req.Limit, err = p.limit(DefaultSessionPage, MaxSessionPage); err != nil {
+			return req, err
+		}
+		c, _, err := p.str("cursor")
+		if err != nil {
+			return req, err
+		}
+		if len(c) > maxCursorLen || !cursorRE.MatchString(c) {
+			return req, reqErr(ErrBadRequest, "", "cursor is malformed")
+		}
+		req.Cursor = c
+	case OpMessages:
+		if req.SID, err = p.sid(); err != nil {
+			return req, err
+		}
+		if req.Before, err = p.uint("before"); err != nil {
+			return req, err
+		}
+		if req.Limit, err = p.limit(DefaultHistoryPage, MaxHistoryPage); err != nil {
+			return req, err
+		}
+	case OpTakeoverStatus, OpTakeover, OpRelease, OpMarkHandled, OpGroupInfo, OpDeleteSession:
+		if req.SID, err = p.sid(); err != nil {
+			return req, err
+		}
+	case OpUserInfo:
+		if req.SID, err = p.sid(); err != nil {
+			return req, err
+		}
+		m, _, err := p.str("member_id")
+		if err != nil {
+			return req, err
+		}
+		if len(m) > maxMemberIDLen {
+			return req, reqErr(ErrBadRequest, "", "member_id is too long")
+		}
+		req.MemberID = m
+	case OpBlob:
+		if req.SID, err = p.sid(); err != nil {
+			return req, err
+		}
+		n, _, err := p.str("name")
+		if err != nil {
+			return req, err
+		}
+		if n == "" || len(n) > maxBlobNameLen || !blobNameRE.MatchString(n) {
+			return req, reqErr(ErrBadRequest, "", "name is missing or malformed")
+		}
+		req.Name = n
+	case OpExport:
+		if req.SID, err = p.sid(); err != nil {
+			return req, err
+		}
+		if req.InlineBlobs, _, err = p.bool("inline_blobs"); err != nil {
+			return req, err
+		}
+	case OpClear:
+		confirm, _, err := p.bool("confirm")
+		if err != nil {
+			return req, err
+		}
+		if !confirm {
+			return req, reqErr(ErrBadRequest, "", "clear needs confirm: true")
+		}
+	case OpReply:
+		if req.SID, err = p.sid(); err != nil {
+			return req, err
+		}
+		r := &ReplyRequest{}
+		if r.IdempotencyKey, _, err = p.str("idempotency_key"); err != nil {
+			return req, err
+		}
+		if r.Text, _, err = p.str("text"); err != nil {
+			return req, err
+		}
+		img, _, err := p.str("image_base64")
+		if err != nil {
+			return req, err
+		}
+		if img != "" {
+			if r.Image, err = decodeAttachment("image_base64", img); err != nil {
+				return req, err
+			}
+		}
+		file, _, err := p.str("file_base64")
+		if err != nil {
+			return req, err
+		}
+		if file != "" {
+			if r.File, err = decodeAttachment("file_base64", file); err != nil {
+				return req, err
+			}
+		}
+		if r.FileName, _, err = p.str("file_name"); err != nil {
+			return req, err
+		}
+		if err := r.Validate(); err != nil {
+			return req, err
+		}
+		req.Reply = r
+	}
+	return req, nil
+}
+
+func decodeAttachment(field, s string) ([]byte, error) {
+	b, err := DecodeDataURL(s, MaxAttachmentBytes)
+	switch {
+	case err == errTooLarge:
+		return nil, reqErr(ErrTooLarge, "", "%s is over the attachment limit", field)
+	case err != nil:
+		return nil, reqErr(ErrBadRequest, "", "%s is not valid base64", field)
+	}
+	return b, nil
+}
+
+// Validate checks and normalises a reply (spec §7.4 rule 1): the key's
+// form, trimmed text of at most 10 000 characters, at least one of text,
+// image or file, an image that sniffs as image/*, attachments of at most
+// 10 MiB, and a sanitised file name. It sets the sniffed mime types.
+func (r *ReplyRequest) Validate() error {
+	if !idemKeyRE.MatchString(r.IdempotencyKey) {
+		return reqErr(ErrBadRequest, "", "idempotency_key must be 8-128 of A-Z a-z 0-9 _ -")
+	}
+	if !utf8.ValidString(r.Text) {
+		return reqErr(ErrBadRequest, "", "text is not valid UTF-8")
+	}
+	r.Text = strings.TrimSpace(r.Text)
+	if utf8.RuneCountInString(r.Text) > MaxReplyRunes {
+		return reqErr(ErrTooLarge, "", "text is over %d characters", MaxReplyRunes)
+	}
+	if r.Text == "" && len(r.Image) == 0 && len(r.File) == 0 {
+		return reqErr(ErrBadRequest, "", "a reply needs text, an image or a file")
+	}
+	if len(r.Image) > MaxAttachmentBytes || len(r.File) > MaxAttachmentBytes {
+		return reqErr(ErrTooLarge, "", "an attachment is over the limit")
+	}
+	if len(r.Image) > 0 {
+		r.ImageMime = SniffMime(r.Image)
+		if !strings.HasPrefix(r.ImageMime, "image/") {
+			return reqErr(ErrBadRequest, "", "the image is not an image")
+		}
+	}
+	if len(r.File) > 0 {
+		r.FileMime = SniffMime(r.File)
+		r.FileName = SanitizeFileName(r.FileName)
+	} else {
+		r.FileName = ""
+	}
+	return nil
+}
+
+// params is a console request's parameter object.
+type params map[string]json.RawMessage
+
+func newParams(body []byte) (params, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || string(body) == "null" {
+		return params{}, nil
+	}
+	var p params
+	if err := json.Unmarshal(body, &p); err != nil {
+		return nil, reqErr(ErrBadRequest, "", "parameters must be a JSON object")
+	}
+	return p, nil
+}
+
+// str reads a string parameter (a number is taken as its text). Missing or
+// null gives ok false.
+func (p params) str(name string) (string, bool, error) {
+	v, ok := p[name]
+	if !ok || isNull(v) {
+		return "", false, nil
+	}
+	if s, ok := idText(v); ok {
+		return s, true, nil
+	}
+	return "", false, reqErr(ErrBadRequest, "", "%s must be a string", name)
+}
+
+func (p params) bool(name string) (bool, bool, error) {
+	v, ok := p[name]
+	if !ok || isNull(v) {
+		return false, false, nil
+	}
+	if b, ok := parseBool(v); ok {
+		return b, true, nil
+	}
+	return false, false, reqErr(ErrBadRequest, "", "%s must be a boolean", name)
+}
+
+func (p params) sid() (string, error) {
+	s, _, err := p.str("sid")
+	if err != nil {
+		return "", err
+	}
+	if !ValidSID(s) {
+		return "", reqErr(ErrBadRequest, "", "sid is missing or malformed")
+	}
+	return s, nil
+}
+
+// limit reads an optional page size, clamped to [1, max].
+func (p params) limit(def, maxN int) (int, error) {
+	v, ok := p["limit"]
+	if !ok || isNull(v) {
+		return def, nil
+	}
+	n, ok := parseInt(v)
+	if !ok {
+		return 0, reqErr(ErrBadRequest, "", "limit must be an integer")
+	}
+	return int(min(max(n, 1), int64(maxN))), nil
+}
+
+func (p params) uint(name string) (uint64, error) {
+	v, ok := p[name]
+	if !ok || isNull(v) {
+		return 0, nil
+	}
+	s, ok := idText(v)
+	if !ok {
+		return 0, reqErr(ErrBadRequest, "", "%s must be a sequence number", name)
+	}
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, reqErr(ErrBadRequest, "", "%s must be a sequence number", name)
+	}
+	return n, nil
+}
