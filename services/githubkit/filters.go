@@ -1,0 +1,123 @@
+package githubkit
+
+import (
+	"slices"
+	"strings"
+)
+
+// Canonical event filters (spec §3.6).
+const (
+	KindPush         = "push"
+	KindPullRequest  = "pull_request"
+	KindIssues       = "issues"
+	KindIssueComment = "issue_comment"
+	KindRelease      = "release"
+	KindStar         = "star"
+	KindFork         = "fork"
+	KindCreate       = "create"
+	KindDelete       = "delete"
+	KindBranch       = "branch"
+	KindTag          = "tag"
+	KindReview       = "review"
+)
+
+// filterWords maps each accepted filter word to its canonical filter.
+var filterWords = map[string]string{
+	"push": KindPush, "commit": KindPush, "commits": KindPush,
+	"pr": KindPullRequest, "prs": KindPullRequest, "pull_request": KindPullRequest,
+	"issue": KindIssues, "issues": KindIssues,
+	"comment": KindIssueComment,
+	"release": KindRelease, "releases": KindRelease,
+	"star": KindStar, "stars": KindStar,
+	"fork": KindFork, "forks": KindFork,
+	"create": KindCreate, "delete": KindDelete,
+	"branch": KindBranch, "tag": KindTag,
+	"review": KindReview,
+}
+
+// FilterWords returns every accepted filter word in a fixed order (help and
+// sub.bad_events).
+func FilterWords() []string {
+	return []string{"push", "commit", "commits", "pr", "prs", "pull_request", "issue", "issues", "comment",
+		"release", "releases", "star", "stars", "fork", "forks", "create", "delete", "branch", "tag", "review"}
+}
+
+// ParseFilters maps filter words to canonical filters, de-duplicated in
+// first-seen order. No words gives nil (all events). Unknown words are
+// returned, lower-cased and de-duplicated, and then kinds is nil.
+func ParseFilters(words []string) (kinds, unknown []string) {
+	for _, w := range words {
+		lw := strings.ToLower(w)
+		k, ok := filterWords[lw]
+		if !ok {
+			if !slices.Contains(unknown, lw) {
+				unknown = append(unknown, lw)
+			}
+			continue
+		}
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, unknown
+	}
+	return kinds, nil
+}
+
+// Matches reports whether an event of type typ (with refType for Create and
+// Delete events) passes the filter kinds; nil kinds match everything.
+func Matches(kinds []string, typ, refType string) bool {
+	if kinds == nil {
+		return true
+	}
+	for _, k := range kinds {
+		switch k {
+		case KindPush:
+			if typ == "PushEvent" {
+				return true
+			}
+		case KindPullRequest:
+			if typ == "PullRequestEvent" {
+				return true
+			}
+		case KindIssues:
+			if typ == "IssuesEvent" {
+				return true
+			}
+		case KindIssueComment:
+			if typ == "IssueCommentEvent" {
+				return true
+			}
+		case KindRelease:
+			if typ == "ReleaseEvent" {
+				return true
+			}
+		case KindStar:
+			if typ == "WatchEvent" {
+				return true
+			}
+		case KindFork:
+			if typ == "ForkEvent" {
+				return true
+			}
+		case KindCreate:
+			if typ == "CreateEvent" {
+				return true
+			}
+		case KindDelete:
+			if typ == "DeleteEvent" {
+				return true
+			}
+		case KindBranch, KindTag:
+			if (typ == "CreateEvent" || typ == "DeleteEvent") && strings.EqualFold(refType, k) {
+				return true
+			}
+		case KindReview:
+			if typ == "PullRequestReviewEvent" || typ == "PullRequestReviewCommentEvent" {
+				return true
+			}
+		}
+	}
+	return false
+}

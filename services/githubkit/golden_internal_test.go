@@ -1,0 +1,290 @@
+package githubkit
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// checkGolden compares got with testdata/golden/<lang>/<name>.txt.
+func checkGolden(t *testing.T, lang, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", lang, name+".txt")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%s: %v (run with -update)", path, err)
+	}
+	if got != string(want) {
+		t.Errorf("%s mismatch\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+	}
+}
+
+func testTexts(t testing.TB, lang string) texts {
+	t.Helper()
+	cat, err := LoadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return texts{cat: cat, lang: lang}
+}
+
+// fakeSettings points settings at a fake GitHub.
+func fakeSettings(fake *fakegithub.Server, token string) Settings {
+	s, _ := NormalizeSettings(json.RawMessage(`{"github_api_url":"`+fake.URL+`","github_token":"`+token+`"}`), true)
+	return s
+}
+
+func testGitHub() *GitHub {
+	return NewGitHub(NewHTTPClient(HTTPOptions{AllowPrivateNetworks: true}), nil)
+}
+
+// commandCases are the §3.5 outputs, as command lines.
+var commandCases = []struct {
+	name string
+	line string
+	prep func(f *fakegithub.Server)
+}{
+	{"repo", "repo octocat/Hello-World", nil},
+	{"repo_nulls", "repo octocat/Hello-World", func(f *fakegithub.Server) {
+		f.SetResponse("/repos/octocat/Hello-World", 200, `{"id":1,"full_name":"octocat/Hello-World","description":null,"homepage":"","language":null,"license":null,"stargazers_count":0,"forks_count":0,"subscribers_count":0,"open_issues_count":0,"default_branch":"main","html_url":"https://github.com/octocat/Hello-World"}`)
+	}},
+	{"repo_usage", "repo", nil},
+	{"bad_repo", "repo https://gitlab.com/o/r", nil},
+	{"issues", "issues octocat/Hello-World", nil},
+	{"issues_closed", "issues octocat/Hello-World closed", nil},
+	{"issues_none", "issues octocat/Hello-World", func(f *fakegithub.Server) {
+		f.SetResponse("/repos/octocat/Hello-World/issues", 200, `[{"number":9,"title":"only a PR","pull_request":{}}]`)
+	}},
+	{"issues_usage", "issues", nil},
+	{"prs", "prs octocat/Hello-World all", nil},
+	{"prs_none", "prs octocat/Hello-World", func(f *fakegithub.Server) { f.SetResponse("/repos/octocat/Hello-World/pulls", 200, `[]`) }},
+	{"prs_usage", "prs", nil},
+	{"issue", "issue octocat/Hello-World 1347", nil},
+	{"issue_pr_open", "issue octocat/Hello-World #1348", nil},
+	{"issue_pr_merged", "pr octocat/Hello-World 1290", nil},
+	{"issue_no_body", "issue octocat/Hello-World 1349", nil},
+	{"issue_long_body", "issue octocat/Hello-World 7", func(f *fakegithub.Server) {
+		f.SetResponse("/repos/octocat/Hello-World/issues/7", 200, `{"number":7,"state":"open","title":"Long","user":null,"comments":null,"labels":[],"html_url":"https://github.com/octocat/Hello-World/issues/7","body":"`+strings.Repeat("word ", 100)+`"}`)
+	}},
+	{"issue_usage", "issue octocat/Hello-World", nil},
+	{"issue_bad_number", "issue octocat/Hello-World 0", nil},
+	{"releases", "releases octocat/Hello-World", nil},
+	{"releases_none", "rel octocat/Hello-World", func(f *fakegithub.Server) { f.SetResponse("/repos/octocat/Hello-World/releases", 200, `[]`) }},
+	{"releases_usage", "releases", nil},
+	{"user", "user @octocat", nil},
+	{"user_bio", "user monalisa", nil},
+	{"user_usage", "user", nil},
+	{"search", "search hello world", nil},
+	{"search_none", "s nothing", func(f *fakegithub.Server) {
+		f.SetResponse("/search/repositories", 200, `{"total_count":0,"incomplete_results":false,"items":[]}`)
+	}},
+	{"search_usage", "search", nil},
+	{"search_too_long", "search " + strings.Repeat("x", 257), nil},
+	{"help", "", nil},
+	{"err_404", "repo octocat/missing", nil},
+	{"err_perm", "repo octocat/Hello-World", func(f *fakegithub.Server) {
+		f.Inject(fakegithub.Fault{Path: "/repos/", Status: 401, Body: `{"message":"Bad credentials"}`})
+	}},
+	{"err_rate", "repo octocat/Hello-World", func(f *fakegithub.Server) {
+		f.Inject(fakegithub.Fault{Path: "/repos/", Status: 429, Header: mkHeader("Retry-After", "120"), Body: `{"message":"API rate limit exceeded"}`})
+	}},
+	{"err_generic", "repo octocat/Hello-World", func(f *fakegithub.Server) {
+		f.Inject(fakegithub.Fault{Path: "/repos/", Status: 502, Body: `<html><body>Bad gateway</body></html>`})
+	}},
+	{"err_network", "repo octocat/Hello-World", func(f *fakegithub.Server) { f.Inject(fakegithub.Fault{Reset: true}) }},
+}
+
+func TestGoldenCommands(t *testing.T) {
+	gh := testGitHub()
+	for _, lang := range []string{i18n.EnUS, i18n.ZhHans} {
+		x := testTexts(t, lang)
+		for _, c := range commandCases {
+			t.Run(lang+"/"+c.name, func(t *testing.T) {
+				fake := fakegithub.New(fakegithub.Options{})
+				defer fake.Close()
+				if c.prep != nil {
+					c.prep(fake)
+				}
+				s := fakeSettings(fake, "tok")
+				p := ParseCommand(strings.Fields(c.line))
+				got := x.queryCommand(context.Background(), gh, s, p, "!")
+				checkGolden(t, lang, c.name, got)
+			})
+		}
+		t.Run(lang+"/others", func(t *testing.T) {
+			checkGolden(t, lang, "help_admin", x.help("/", true))
+			checkGolden(t, lang, "err_config", x.apiErrorText(&APIError{Code: CodeConfig}))
+			checkGolden(t, lang, "sub_ok", x.t("sub.ok", "repo", "octocat/Hello-World", "events", x.kindsText([]string{"push", "release"}, "sub.all_events"), "interval", "300", "prefix", "!"))
+			checkGolden(t, lang, "sub_ok_all", x.t("sub.ok", "repo", "octocat/Hello-World", "events", x.kindsText(nil, "sub.all_events"), "interval", "120", "prefix", "!"))
+			for _, sub := range []string{"sub", "unsub"} {
+				checkGolden(t, lang, sub+"_usage", x.usage(sub, "!"))
+			}
+			kinds, unknown := ParseFilters([]string{"push", "pushes", "Bogus"})
+			_ = kinds
+			checkGolden(t, lang, "sub_bad_events", x.t("sub.bad_events", "tokens", x.join(unknown), "valid", x.join(FilterWords())))
+			checkGolden(t, lang, "sub_cap_repos", x.t("sub.cap_repos", "max", "50"))
+			checkGolden(t, lang, "sub_cap_subscribers", x.t("sub.cap_subscribers", "repo", "octocat/Hello-World", "max", "20"))
+			checkGolden(t, lang, "unsub_ok", x.t("unsub.ok", "repo", "octocat/Hello-World"))
+			checkGolden(t, lang, "unsub_not_subbed", x.t("unsub.not_subbed", "repo", "octocat/hello-world"))
+			checkGolden(t, lang, "admin_only", x.t("err.admin_only"))
+			checkGolden(t, lang, "no_bot", x.t("err.no_bot"))
+			checkGolden(t, lang, "subs_none", x.subsList(nil, "!"))
+			checkGolden(t, lang, "subs", x.subsList([]SubItem{
+				{FullName: "langbot-app/LangBot", Kinds: nil},
+				{FullName: "octocat/Hello-World", Kinds: []string{"push", "pull_request"}},
+				{FullName: "octocat/gone", Kinds: []string{"release"}, BrokenStatus: 404},
+			}, "!"))
+			checkGolden(t, lang, "push_broken", x.t("push.broken", "repo", "octocat/gone", "status", "404", "prefix", "!"))
+		})
+	}
+}
+
+// eventCases pair each event fixture with an optional enrichment.
+var eventCases = []struct {
+	name    string
+	fixture string
+	en      *Enrichment
+}{
+	{"push_full", "push_full", nil},
+	{"push_full_branch", "push_full_branch", nil},
+	{"push_trimmed", "push_trimmed", nil},
+	{"push_trimmed_enriched", "push_trimmed", &Enrichment{Commits: 3, HeadMessage: "Fix all the bugs\n\nA long description"}},
+	{"push_trimmed_newbranch", "push_trimmed_newbranch", nil},
+	{"push_tag_full", "push_tag_full", nil},
+	{"pr_opened_full", "pr_opened_full", nil},
+	{"pr_closed_full", "pr_closed_full", nil},
+	{"pr_merged_full", "pr_merged_full", nil},
+	{"pr_reopened_full", "pr_reopened_full", nil},
+	{"pr_synchronize_full", "pr_synchronize_full", nil},
+	{"pr_opened_trimmed", "pr_opened_trimmed", nil},
+	{"pr_opened_trimmed_enriched", "pr_opened_trimmed", &Enrichment{HasPR: true, Title: "Update the greeting"}},
+	{"pr_closed_trimmed", "pr_closed_trimmed", nil},
+	{"pr_closed_trimmed_enriched", "pr_closed_trimmed", &Enrichment{HasPR: true, Title: "Speed up the build", Merged: true}},
+	{"issue_opened", "issue_opened", nil},
+	{"issue_closed", "issue_closed", nil},
+	{"issue_reopened", "issue_reopened", nil},
+	{"issue_labeled", "issue_labeled", nil},
+	{"comment", "comment", nil},
+	{"release_full", "release_full", nil},
+	{"release_noname", "release_noname", nil},
+	{"watch", "watch", nil},
+	{"fork", "fork", nil},
+	{"create_branch", "create_branch", nil},
+	{"create_tag", "create_tag", nil},
+	{"create_repo", "create_repo", nil},
+	{"delete_branch", "delete_branch", nil},
+	{"delete_tag", "delete_tag", nil},
+	{"review_approved", "review_approved", nil},
+	{"review_changes", "review_changes", nil},
+	{"review_commented", "review_commented", nil},
+	{"review_dismissed", "review_dismissed", nil},
+	{"review_comment", "review_comment", nil},
+	{"no_actor", "no_actor", nil},
+}
+
+func fixtureEvent(t testing.TB, name string, id int64) Event {
+	t.Helper()
+	var e Event
+	if err := json.Unmarshal(fakegithub.Event(name, id), &e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestGoldenEvents(t *testing.T) {
+	for _, lang := range []string{i18n.EnUS, i18n.ZhHans} {
+		x := testTexts(t, lang)
+		for _, c := range eventCases {
+			t.Run(lang+"/"+c.name, func(t *testing.T) {
+				line, ok := x.eventLine(fixtureEvent(t, c.fixture, 1), c.en)
+				if !ok {
+					t.Fatalf("%s has no formatter", c.fixture)
+				}
+				checkGolden(t, lang, "ev_"+c.name, line)
+			})
+		}
+		for _, unformatted := range []string{"gollum", "member"} {
+			if line, ok := x.eventLine(fixtureEvent(t, unformatted, 1), nil); ok {
+				t.Errorf("%s formatted as %q, want none", unformatted, line)
+			}
+		}
+		t.Run(lang+"/push_message", func(t *testing.T) {
+			a, _ := x.eventLine(fixtureEvent(t, "push_full", 1), nil)
+			b, _ := x.eventLine(fixtureEvent(t, "release_full", 2), nil)
+			checkGolden(t, lang, "push_message", x.pushMessage("octocat/Hello-World", []string{a, b}, 7))
+		})
+	}
+}
+
+// TestEveryFixtureCovered keeps eventCases in step with the fixtures.
+func TestEveryFixtureCovered(t *testing.T) {
+	var covered []string
+	for _, c := range eventCases {
+		covered = append(covered, c.fixture)
+	}
+	for _, f := range fakegithub.EventFixtures() {
+		if f == "gollum" || f == "member" {
+			continue
+		}
+		if !slices.Contains(covered, f) {
+			t.Errorf("fixture %s has no golden case", f)
+		}
+	}
+}
+
+// TestGoldensClean scans every golden for values that must never show
+// (spec §7.5, AT-36).
+func TestGoldensClean(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "golden", "*", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no goldens: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		for _, bad := range []string{" 0 commit", "null", "None", "<nil>", "{", "}", "推送了 0 个"} {
+			if strings.Contains(s, bad) {
+				t.Errorf("%s contains %q:\n%s", f, bad, s)
+			}
+		}
+	}
+}
+
+func TestCatalogueParity(t *testing.T) {
+	cat, err := LoadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cat.Languages(); !slices.Equal(got, []string{i18n.EnUS, i18n.ZhHans}) {
+		t.Fatalf("languages %v", got)
+	}
+	// Every key the code may render exists.
+	keys := cat.Keys()
+	for _, k := range []string{"misc.sep", "misc.dash", "err.config", "push.more", "ev.verdict_other", "help.admin"} {
+		if !slices.Contains(keys, k) {
+			t.Errorf("missing key %s", k)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package githubkit
+
+import (
+	"encoding/base64"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Input limits (spec §3.2, §9).
+const (
+	MaxSearchRunes   = 256
+	MaxUsernameRunes = 100
+	MaxEchoRunes     = 60
+)
+
+// Repo is a validated repository name.
+type Repo struct {
+	Owner string
+	Name  string
+}
+
+// String returns "owner/name".
+func (r Repo) String() string { return r.Owner + "/" + r.Name }
+
+// Key returns the record key token: unpadded base64url of the lower-cased
+// "owner/name" (spec §6.2).
+func (r Repo) Key() string { return RepoKey(r.String()) }
+
+// RepoKey returns the repo-key of a full name: unpadded base64url of its
+// lower-cased form.
+func RepoKey(fullName string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strings.ToLower(fullName)))
+}
+
+var repoRE = regexp.MustCompile(`^[A-Za-z0-9-]{1,39}/[A-Za-z0-9._-]{1,100}$`)
+
+// ParseRepo normalises a repository argument (spec §3.2). apiHost is the
+// host of a non-default github_api_url ("" for github.com), whose URLs are
+// accepted too. It returns ErrEmptyRepo or ErrBadRepo.
+func ParseRepo(arg, apiHost string) (Repo, error) {
+	s := strings.TrimSpace(arg)
+	if s == "" {
+		return Repo{}, ErrEmptyRepo
+	}
+	lower := strings.ToLower(s)
+	var owner, name string
+	if strings.Contains(s, "://") || strings.HasPrefix(lower, "github.com/") || strings.HasPrefix(lower, "www.github.com/") {
+		if !strings.Contains(s, "://") {
+			s = "https://" + s
+		}
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil {
+			return Repo{}, ErrBadRepo
+		}
+		host := strings.ToLower(u.Hostname())
+		if host != "github.com" && host != "www.github.com" && (apiHost == "" || !strings.EqualFold(host, hostOnly(apiHost))) {
+			return Repo{}, ErrBadRepo
+		}
+		segs := strings.Split(strings.TrimPrefix(u.Path, "/"), "/")
+		if len(segs) < 2 {
+			return Repo{}, ErrBadRepo
+		}
+		owner, name = segs[0], segs[1]
+	} else {
+		var ok bool
+		owner, name, ok = strings.Cut(s, "/")
+		if !ok {
+			return Repo{}, ErrBadRepo
+		}
+	}
+	if len(name) > 4 && strings.EqualFold(name[len(name)-4:], ".git") {
+		name = name[:len(name)-4]
+	} else if strings.EqualFold(name, ".git") {
+		name = ""
+	}
+	if name == "." || name == ".." || !repoRE.MatchString(owner+"/"+name) {
+		return Repo{}, ErrBadRepo
+	}
+	return Repo{Owner: owner, Name: name}, nil
+}
+
+func hostOnly(h string) string {
+	if u, err := url.Parse("//" + h); err == nil && u.Hostname() != "" {
+		return u.Hostname()
+	}
+	return h
+}
+
+// Echo cuts user input for an error message to MaxEchoRunes runes.
+func Echo(s string) string { return truncate(strings.TrimSpace(s), MaxEchoRunes) }
+
+var issueNumRE = regexp.MustCompile(`^[1-9][0-9]{0,9}$`)
+
+// ParseIssueNumber accepts an optional single '#' then a positive decimal of
+// at most 2147483647 in ASCII digits (spec §3.2).
+func ParseIssueNumber(s string) (int, bool) {
+	s = strings.TrimPrefix(s, "#")
+	if !issueNumRE.MatchString(s) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n > 2147483647 {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// ParseUsername trims, strips leading '@' and checks the length (spec §3.2).
+// The caller path-escapes the result.
+func ParseUsername(s string) (string, bool) {
+	s = strings.TrimLeft(strings.TrimSpace(s), "@")
+	if s == "" || utf8.RuneCountInString(s) > MaxUsernameRunes {
+		return "", false
+	}
+	return s, true
+}
+
+// ParseState maps a state word to open, closed or all (default open).
+func ParseState(words []string) string {
+	if len(words) == 0 {
+		return "open"
+	}
+	switch w := strings.ToLower(words[0]); w {
+	case "open", "closed", "all":
+		return w
+	}
+	return "open"
+}
+
+// truncate cuts s to n runes, appending "…" only when it cut.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
+}
+
+// firstLine returns the first line of s, trimmed.
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}

@@ -1,0 +1,202 @@
+package githubkit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Poll limits (spec §9).
+const (
+	BrokenAfter        = 5
+	SendFailuresToDrop = 10
+	BackoffCap         = 3600 * time.Second
+	ClaimFor           = 120 * time.Second
+	PollDeadline       = 110 * time.Second
+	EventsPerPage      = 100
+	MaxEventPages      = 3
+	EnrichmentBudget   = 5
+)
+
+// RepoRecord is the stored state of one subscribed repository,
+// <scope>.repo.<repo-key> (spec §6.2).
+type RepoRecord struct {
+	V           int           `json:"v"`
+	FullName    string        `json:"full_name"`
+	RepoID      *int64        `json:"repo_id"`
+	Head        *string       `json:"head"`
+	ETag        string        `json:"etag,omitempty"`
+	Poll        PollState     `json:"poll"`
+	Subscribers []*Subscriber `json:"subscribers"`
+}
+
+// PollState is the poll bookkeeping of a record.
+type PollState struct {
+	IntervalS         int        `json:"interval_s"`
+	XPollIntervalS    int        `json:"x_poll_interval_s,omitempty"`
+	NotBefore         *time.Time `json:"not_before"`
+	ClaimUntil        *time.Time `json:"claim_until"`
+	TransientFailures int        `json:"transient_failures"`
+	PermanentFailures int        `json:"permanent_failures"`
+	LastStatus        int        `json:"last_status,omitempty"`
+	Broken            *Broken    `json:"broken"`
+}
+
+// Broken marks a record whose polling stopped after repeated permanent errors.
+type Broken struct {
+	At     time.Time `json:"at"`
+	Status int       `json:"status"`
+}
+
+// Identity is a subscriber's identity (spec §3.6).
+type Identity struct {
+	BotUUID    string `json:"bot_uuid"`
+	TargetType string `json:"target_type"`
+	TargetID   string `json:"target_id"`
+}
+
+// SID is the first 16 hex digits of SHA-256(bot_uuid|target_type|target_id).
+func (id Identity) SID() string {
+	sum := sha256.Sum256([]byte(id.BotUUID + "|" + id.TargetType + "|" + id.TargetID))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Subscriber is one chat subscribed to a repository.
+type Subscriber struct {
+	Identity
+	Kinds        []string  `json:"kinds"`
+	Prefix       string    `json:"prefix"`
+	Cursor       *string   `json:"cursor"`
+	SendFailures int       `json:"send_failures"`
+	AddedAt      time.Time `json:"added_at"`
+}
+
+// Find returns the subscriber with identity id, or nil.
+func (r *RepoRecord) Find(id Identity) *Subscriber {
+	for _, s := range r.Subscribers {
+		if s.Identity == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Remove drops the subscriber with identity id and reports whether it was there.
+func (r *RepoRecord) Remove(id Identity) bool {
+	n := len(r.Subscribers)
+	r.Subscribers = slices.DeleteFunc(r.Subscribers, func(s *Subscriber) bool { return s.Identity == id })
+	return len(r.Subscribers) != n
+}
+
+// SortSubscribers orders subscribers by added_at, ties by identity.
+func (r *RepoRecord) SortSubscribers() {
+	slices.SortStableFunc(r.Subscribers, func(a, b *Subscriber) int {
+		if c := a.AddedAt.Compare(b.AddedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.BotUUID+"|"+a.TargetType+"|"+a.TargetID, b.BotUUID+"|"+b.TargetType+"|"+b.TargetID)
+	})
+}
+
+// CompareIDs compares two GitHub event ids as unsigned decimals of any
+// length (spec §6.2: "99" < "100"). Non-decimal ids sort before every
+// decimal one.
+func CompareIDs(a, b string) int {
+	da, db := isDecimal(a), isDecimal(b)
+	switch {
+	case !da && !db:
+		return strings.Compare(a, b)
+	case !da:
+		return -1
+	case !db:
+		return 1
+	}
+	a = strings.TrimLeft(a, "0")
+	b = strings.TrimLeft(b, "0")
+	if len(a) != len(b) {
+		if len(a) < len(b) {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+func isDecimal(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// maxID returns the larger id.
+func maxID(a, b string) string {
+	if CompareIDs(a, b) >= 0 {
+		return a
+	}
+	return b
+}
+
+// Selection is what one subscriber gets from a poll.
+type Selection struct {
+	Events []Event // oldest first, after filter and cap
+	More   int     // matching events dropped by the cap
+}
+
+// Select applies filter-then-cap (spec §7.2 step 10): the events (oldest
+// first) newer than cursor that match kinds and have a formatter, then the
+// newest max of them.
+func Select(events []Event, cursor string, kinds []string, max int) Selection {
+	var keep []Event
+	for _, e := range events {
+		if CompareIDs(e.ID, cursor) <= 0 || !formatted(e.Type) {
+			continue
+		}
+		rt := ""
+		if e.Type == "CreateEvent" || e.Type == "DeleteEvent" {
+			rt = e.RefType()
+		}
+		if !Matches(kinds, e.Type, rt) {
+			continue
+		}
+		keep = append(keep, e)
+	}
+	if max > 0 && len(keep) > max {
+		return Selection{Events: keep[len(keep)-max:], More: len(keep) - max}
+	}
+	return Selection{Events: keep}
+}
+
+// Backoff returns the not_before delay after the k-th consecutive transient
+// failure: d·U(0.5, 1) with d = min(interval·2^(k−1), 3600 s) (spec §7.3).
+// u is a uniform sample in [0, 1); nil uses math/rand/v2.
+func Backoff(interval time.Duration, k int, u func() float64) time.Duration {
+	if u == nil {
+		u = rand.Float64
+	}
+	d := interval
+	for i := 1; i < k && d < BackoffCap; i++ {
+		d *= 2
+	}
+	d = min(d, BackoffCap)
+	return time.Duration(float64(d) * (0.5 + 0.5*u()))
+}
+
+// RateJitter returns the 1-5 s jitter added to a rate-limit wait.
+func RateJitter(u func() float64) time.Duration {
+	if u == nil {
+		u = rand.Float64
+	}
+	return time.Second + time.Duration(u()*float64(4*time.Second))
+}
+
+// EffectiveInterval is max(config interval, X-Poll-Interval).
+func EffectiveInterval(config, xPoll int) int { return max(config, xPoll) }
