@@ -1,0 +1,361 @@
+package schenotify
+
+import (
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// CommandIn is the command part of an invocation.
+type CommandIn struct {
+	Name     string   `json:"name"`
+	Params   []string `json:"params"`
+	FullText string   `json:"full_text"`
+	Prefix   string   `json:"prefix,omitempty"`
+}
+
+// Command kinds produced by ParseSche and ParseDsche.
+const (
+	CmdHelp       = "help"
+	CmdList       = "list"
+	CmdAdd        = "add"
+	CmdAddUsage   = "add_usage"
+	CmdDelUsage   = "delete_usage"
+	CmdDelInvalid = "delete_invalid"
+	CmdDelAll     = "delete_all"
+	CmdDelIndex   = "delete_index"
+	CmdDelID      = "delete_id"
+)
+
+// When forms of !sche add (spec 4.2).
+const (
+	WhenIn    = "in"
+	WhenCron  = "cron"
+	WhenDate  = "date"
+	WhenClock = "clock"
+)
+
+// AddSpec is the syntax of "!sche add <when> <message>".
+type AddSpec struct {
+	Form    string
+	Raw     string        // the <when> value as typed (folded)
+	Delay   time.Duration // WhenIn
+	DelayOK bool
+	Expr    string // WhenCron
+	Wall    Wall   // WhenDate, WhenClock (date fields zero for a clock)
+	WallOK  bool
+	Message string
+}
+
+// Command is a parsed !sche or !dsche.
+type Command struct {
+	Kind  string
+	Page  int     // CmdList
+	Add   AddSpec // CmdAdd
+	Index int     // CmdDelIndex
+	ID    string  // CmdDelID
+	Token string  // CmdDelInvalid
+}
+
+// FoldWidth maps full-width digits and the full-width colon to ASCII;
+// command input only (spec 4.1 rule 3).
+func FoldWidth(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return (r >= '０' && r <= '９') || r == '：' }) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= '０' && r <= '９':
+			return '0' + (r - '０')
+		case r == '：':
+			return ':'
+		}
+		return r
+	}, s)
+}
+
+// tokens drops the empty tokens of params.
+func tokens(params []string) []string {
+	var out []string
+	for _, p := range params {
+		if strings.TrimSpace(p) != "" {
+			out = append(out, strings.TrimSpace(p))
+		}
+	}
+	return out
+}
+
+// ParseSche parses the params of !sche.
+func ParseSche(in CommandIn) Command {
+	toks := tokens(in.Params)
+	if len(toks) == 0 {
+		return Command{Kind: CmdList, Page: 1}
+	}
+	first := FoldWidth(toks[0])
+	if strings.EqualFold(first, "add") {
+		spec, ok := parseAdd(addRest(in, toks))
+		if !ok {
+			return Command{Kind: CmdAddUsage}
+		}
+		return Command{Kind: CmdAdd, Add: spec}
+	}
+	if len(toks) == 1 {
+		if n, ok := atoiStrict(first); ok && n > 0 && first[0] != '-' {
+			return Command{Kind: CmdList, Page: n}
+		}
+	}
+	return Command{Kind: CmdHelp}
+}
+
+// addRest is the text after the "add" token, from full_text when it holds
+// it (so the message keeps its spacing and line breaks), else the params.
+func addRest(in CommandIn, toks []string) string {
+	ft := in.FullText
+	// Find "add" among the first three whitespace-separated words: the
+	// command word may come as "!sche" or as "!" "sche".
+	pos := 0
+	for word := 0; word < 3; word++ {
+		start, end := nextWord(ft, pos)
+		if start < 0 {
+			break
+		}
+		if strings.EqualFold(ft[start:end], "add") && word > 0 {
+			return ft[end:]
+		}
+		pos = end
+	}
+	return " " + strings.Join(toks[1:], " ")
+}
+
+// nextWord returns the bounds of the next whitespace-separated word at or
+// after pos, or -1.
+func nextWord(s string, pos int) (int, int) {
+	start := -1
+	for i, r := range s[pos:] {
+		if unicode.IsSpace(r) {
+			if start >= 0 {
+				return start, pos + i
+			}
+			continue
+		}
+		if start < 0 {
+			start = pos + i
+		}
+	}
+	if start < 0 {
+		return -1, -1
+	}
+	return start, len(s)
+}
+
+// cutWord splits s (starting at a word) into the word and the rest.
+func cutWord(s string) (word, rest string) {
+	i := strings.IndexFunc(s, unicode.IsSpace)
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], s[i:]
+}
+
+// message takes the message after a <when>: at least one whitespace
+// character, then a non-blank rest, kept as typed after the separator.
+func message(rest string) (string, bool) {
+	if rest == "" {
+		return "", false
+	}
+	r, _ := utf8.DecodeRuneInString(rest)
+	if !unicode.IsSpace(r) {
+		return "", false
+	}
+	msg := strings.TrimLeftFunc(rest, unicode.IsSpace)
+	if strings.TrimSpace(msg) == "" {
+		return "", false
+	}
+	return msg, true
+}
+
+// parseAdd parses "<when> <message>" (rest starts with the separator after
+// "add"). ok false means cmd.add_usage. A recognised form whose value is
+// invalid is returned with DelayOK or WallOK false, or an Expr the caller
+// rejects, so it can answer err.invalid_*.
+func parseAdd(rest string) (AddSpec, bool) {
+	s := strings.TrimLeftFunc(rest, unicode.IsSpace)
+	w1, after1 := cutWord(s)
+	if w1 == "" {
+		return AddSpec{}, false
+	}
+	switch {
+	case strings.EqualFold(w1, "in"):
+		a := strings.TrimLeftFunc(after1, unicode.IsSpace)
+		w2, after2 := cutWord(a)
+		msg, ok := message(after2)
+		if w2 == "" || !ok {
+			return AddSpec{}, false
+		}
+		raw := FoldWidth(w2)
+		d, err := ParseDuration(raw)
+		return AddSpec{Form: WhenIn, Raw: raw, Delay: d, DelayOK: err == nil && d >= minDelay, Message: msg}, true
+	case strings.EqualFold(w1, "cron"):
+		a := strings.TrimLeftFunc(after1, unicode.IsSpace)
+		var body string
+		switch {
+		case strings.HasPrefix(a, `"`):
+			body = a[1:]
+		case strings.HasPrefix(a, "“"):
+			body = a[len("“"):]
+		default:
+			return AddSpec{}, false
+		}
+		end := strings.IndexAny(body, `"”`)
+		if end < 0 {
+			return AddSpec{}, false
+		}
+		expr := body[:end]
+		closeLen := 1
+		if strings.HasPrefix(body[end:], "”") {
+			closeLen = len("”")
+		}
+		msg, ok := message(body[end+closeLen:])
+		if !ok {
+			return AddSpec{}, false
+		}
+		return AddSpec{Form: WhenCron, Raw: expr, Expr: expr, Message: msg}, true
+	}
+	f1 := FoldWidth(w1)
+	if looksLikeDate(f1) {
+		// The date form: the time is the next word, after spaces or tabs.
+		a := strings.TrimLeft(after1, " \t")
+		if len(a) == len(after1) {
+			return AddSpec{}, false
+		}
+		w2, after2 := cutWord(a)
+		f2 := FoldWidth(w2)
+		msg, ok := message(after2)
+		if w2 == "" || !ok || !looksLikeClock(f2) {
+			return AddSpec{}, false
+		}
+		raw := f1 + " " + f2
+		w, ok := parseLegacy(raw, true)
+		return AddSpec{Form: WhenDate, Raw: raw, Wall: w, WallOK: ok, Message: msg}, true
+	}
+	if looksLikeClock(f1) {
+		msg, ok := message(after1)
+		if !ok {
+			return AddSpec{}, false
+		}
+		w, ok := parseClock(f1, true)
+		return AddSpec{Form: WhenClock, Raw: f1, Wall: w, WallOK: ok, Message: msg}, true
+	}
+	return AddSpec{}, false
+}
+
+// looksLikeDate reports whether s has the shape digits-digits-digits.
+func looksLikeDate(s string) bool {
+	parts := strings.Split(s, "-")
+	return len(parts) == 3 && allDigits(parts[0]) && allDigits(parts[1]) && allDigits(parts[2])
+}
+
+// looksLikeClock reports whether s has the shape digits:digits[:digits].
+func looksLikeClock(s string) bool {
+	parts := strings.Split(s, ":")
+	if len(parts) != 2 && len(parts) != 3 {
+		return false
+	}
+	for _, p := range parts {
+		if !allDigits(p) {
+			return false
+		}
+	}
+	return true
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseDsche parses the params of !dsche (spec 4.3).
+func ParseDsche(in CommandIn) Command {
+	toks := tokens(in.Params)
+	if len(toks) == 0 {
+		return Command{Kind: CmdDelUsage}
+	}
+	t := FoldWidth(toks[0])
+	switch {
+	case strings.EqualFold(t, "i"):
+		if len(toks) < 2 {
+			return Command{Kind: CmdDelUsage}
+		}
+		n := FoldWidth(toks[1])
+		if idx, ok := atoiStrict(n); ok {
+			return Command{Kind: CmdDelIndex, Index: idx}
+		}
+		return Command{Kind: CmdDelInvalid, Token: n}
+	case strings.EqualFold(t, "all"):
+		return Command{Kind: CmdDelAll}
+	}
+	if idx, ok := atoiStrict(t); ok {
+		return Command{Kind: CmdDelIndex, Index: idx}
+	}
+	if id, ok := NormalizeID(t); ok {
+		return Command{Kind: CmdDelID, ID: id}
+	}
+	return Command{Kind: CmdDelInvalid, Token: t}
+}
+
+// PlanAdd validates a parsed "!sche add" like the tool (spec 4.2): the
+// same codes, with the when forms mapped to a start or a rule.
+func PlanAdd(spec AddSpec, in ScheduleInput) (Plan, *Failure) {
+	var w When
+	switch spec.Form {
+	case WhenIn:
+		if !spec.DelayOK {
+			return Plan{}, fail("invalid_delay", "delay", map[string]string{"value": spec.Raw})
+		}
+		w.Delay, w.DelayRaw = spec.Delay, spec.Raw
+	case WhenCron:
+		rule, f := parseRule(spec.Expr, in.MinEvery, "recurrence")
+		if f != nil {
+			return Plan{}, f
+		}
+		w.Rule = &rule
+	case WhenDate:
+		if !spec.WallOK {
+			return Plan{}, fail("invalid_time", "time_str", map[string]string{"value": spec.Raw})
+		}
+		at, adj := Resolve(spec.Wall, in.Zone)
+		w.Time, w.TimeRaw = &TimeSpec{At: at, Adjust: adj, Requested: spec.Wall, Legacy: true}, spec.Raw
+	case WhenClock:
+		if !spec.WallOK {
+			return Plan{}, fail("invalid_time", "time_str", map[string]string{"value": spec.Raw})
+		}
+		ts := nextClock(spec.Wall, in.Now.Truncate(time.Second), in.Zone)
+		w.Time, w.TimeRaw = &ts, spec.Raw
+	default:
+		return Plan{}, fail("invalid_time", "time_str", map[string]string{"value": spec.Raw})
+	}
+	return finishPlan(spec.Message, w, in)
+}
+
+// nextClock is the next occurrence of a wall clock time in loc: today if
+// strictly in the future, otherwise tomorrow (through the DST policy).
+func nextClock(c Wall, now time.Time, loc *time.Location) TimeSpec {
+	local := now.In(loc)
+	for day := 0; day < 3; day++ {
+		d := local.AddDate(0, 0, day)
+		w := Wall{d.Year(), int(d.Month()), d.Day(), c.Hour, c.Minute, c.Second}
+		at, adj := Resolve(w, loc)
+		if at.After(now) {
+			return TimeSpec{At: at, Adjust: adj, Requested: w, Legacy: true}
+		}
+	}
+	return TimeSpec{At: now} // unreachable: tomorrow is always later
+}

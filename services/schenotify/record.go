@@ -1,0 +1,132 @@
+package schenotify
+
+import (
+	"sort"
+	"time"
+)
+
+// Reminder states (spec 6.1).
+const (
+	StateScheduled = "scheduled"
+	StateSending   = "sending"
+	StateRetrying  = "retrying"
+	StatePaused    = "paused"
+	StateFailed    = "failed"
+)
+
+// Error codes stored in last_error.
+const (
+	ErrCodeHost        = "host_error"
+	ErrCodeTimeout     = "timeout"
+	ErrCodeUnavailable = "unavailable"
+)
+
+// Claim marks the occurrence a replica is sending, until it expires.
+type Claim struct {
+	Occurrence time.Time `json:"occurrence"`
+	Replica    string    `json:"replica"`
+	Until      time.Time `json:"until"`
+}
+
+// LastError is the last failed attempt; Detail never holds message text.
+type LastError struct {
+	Code   string    `json:"code"`
+	Detail string    `json:"detail"`
+	At     time.Time `json:"at"`
+}
+
+// Record is the stored reminder, key <scope>.reminder.<id>. Instants are
+// UTC to the second.
+type Record struct {
+	V                   int         `json:"v"`
+	ID                  string      `json:"id"`
+	Session             Session     `json:"session"`
+	CreatorSenderID     string      `json:"creator_sender_id"`
+	CreatedAt           time.Time   `json:"created_at"`
+	CreatedVia          string      `json:"created_via"`
+	InvocationID        string      `json:"invocation_id"`
+	Message             string      `json:"message"`
+	OriginalLength      int         `json:"original_length"`
+	Zone                string      `json:"zone"`
+	Recurrence          *Recurrence `json:"recurrence"`
+	Until               *time.Time  `json:"until"`
+	NextDue             time.Time   `json:"next_due"`
+	State               string      `json:"state"`
+	Claim               *Claim      `json:"claim"`
+	Attempt             int         `json:"attempt"`
+	FirstAttemptAt      *time.Time  `json:"first_attempt_at"`
+	NextAttemptAt       *time.Time  `json:"next_attempt_at"`
+	LastError           *LastError  `json:"last_error"`
+	Delivered           int         `json:"delivered"`
+	LastOccurrence      *time.Time  `json:"last_occurrence"`
+	ConsecutiveFailures int         `json:"consecutive_failures"`
+}
+
+// Created via.
+const (
+	ViaTool    = "tool"
+	ViaCommand = "command"
+)
+
+// Target is the instant the record's schedule is armed for: the retry time
+// while retrying, otherwise next_due (spec 7.2).
+func (r *Record) Target() time.Time {
+	if r.State == StateRetrying && r.NextAttemptAt != nil {
+		return *r.NextAttemptAt
+	}
+	return r.NextDue
+}
+
+// IndexEntry is one reminder in the scope index.
+type IndexEntry struct {
+	Session   string    `json:"s"`
+	CreatedAt time.Time `json:"c"`
+}
+
+// Index is <scope>.index: every reminder of the scope by id.
+type Index struct {
+	V       int                   `json:"v"`
+	Entries map[string]IndexEntry `json:"entries"`
+}
+
+// SessionIDs returns the ids of token's entries.
+func (ix *Index) SessionIDs(token string) []string {
+	var ids []string
+	for id, e := range ix.Entries {
+		if e.Session == token {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Count returns the number of entries of token, or all entries when token
+// is empty.
+func (ix *Index) Count(token string) int {
+	if token == "" {
+		return len(ix.Entries)
+	}
+	n := 0
+	for _, e := range ix.Entries {
+		if e.Session == token {
+			n++
+		}
+	}
+	return n
+}
+
+// SortRecords orders reminders as lists show them (spec 4.2): by next_due,
+// then created_at, then id.
+func SortRecords(rs []*Record) {
+	sort.Slice(rs, func(i, j int) bool {
+		a, b := rs[i], rs[j]
+		if !a.NextDue.Equal(b.NextDue) {
+			return a.NextDue.Before(b.NextDue)
+		}
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.Before(b.CreatedAt)
+		}
+		return a.ID < b.ID
+	})
+}

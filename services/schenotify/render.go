@@ -1,0 +1,341 @@
+package schenotify
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/langbot-nats/plugins/pkg/i18n"
+)
+
+// Warning is one entry of a tool result's warnings.
+type Warning struct {
+	Code string `json:"code"`
+	Text string `json:"text"`
+}
+
+// TimeResult is the result of get_current_time_str.
+type TimeResult struct {
+	Status   string    `json:"status"`
+	Now      string    `json:"now"`
+	Zone     string    `json:"zone"`
+	Offset   string    `json:"offset"`
+	Weekday  string    `json:"weekday"`
+	Local    string    `json:"local"`
+	Warnings []Warning `json:"warnings"`
+	Text     string    `json:"text"`
+}
+
+// ScheduleResult is the success result of schedule_notify.
+type ScheduleResult struct {
+	Status         string      `json:"status"`
+	ID             string      `json:"id"`
+	Due            string      `json:"due"`
+	DueUTC         string      `json:"due_utc"`
+	Zone           string      `json:"zone"`
+	Recurrence     *Recurrence `json:"recurrence"`
+	Until          *string     `json:"until"`
+	Next           []string    `json:"next"`
+	Message        string      `json:"message"`
+	Truncated      bool        `json:"truncated"`
+	OriginalLength int         `json:"original_length"`
+	Adjusted       *Adjusted   `json:"adjusted"`
+	Warnings       []Warning   `json:"warnings"`
+	Text           string      `json:"text"`
+}
+
+// ListItem is one reminder of list_notifications.
+type ListItem struct {
+	ID         string      `json:"id"`
+	Due        string      `json:"due"`
+	Recurrence *Recurrence `json:"recurrence"`
+	State      string      `json:"state"`
+	Attempt    int         `json:"attempt"`
+	LastError  *string     `json:"last_error"`
+	Message    string      `json:"message"`
+	MessageCut bool        `json:"message_cut"`
+}
+
+// ListResult is the result of list_notifications.
+type ListResult struct {
+	Status    string     `json:"status"`
+	Zone      string     `json:"zone"`
+	Count     int        `json:"count"`
+	Reminders []ListItem `json:"reminders"`
+	Warnings  []Warning  `json:"warnings"`
+	Text      string     `json:"text"`
+}
+
+// CancelResult is the success result of cancel_notification.
+type CancelResult struct {
+	Status   string    `json:"status"`
+	ID       string    `json:"id"`
+	Due      string    `json:"due"`
+	Message  string    `json:"message"`
+	InFlight bool      `json:"in_flight"`
+	Warnings []Warning `json:"warnings"`
+	Text     string    `json:"text"`
+}
+
+// ErrorResult is any tool's error result.
+type ErrorResult struct {
+	Status   string    `json:"status"`
+	Code     string    `json:"code"`
+	Field    string    `json:"field,omitempty"`
+	Warnings []Warning `json:"warnings"`
+	Text     string    `json:"text"`
+}
+
+// Renderer turns outcomes into tool results and command replies in the
+// language of the settings.
+type Renderer struct {
+	Cat *i18n.Catalog
+}
+
+func (rd Renderer) text(s Settings, key string, args map[string]string) string {
+	return rd.Cat.Text(s.Language, key, args)
+}
+
+// Warnings renders the settings' config warnings.
+func (rd Renderer) Warnings(s Settings) []Warning {
+	out := []Warning{}
+	for _, w := range s.Warnings {
+		out = append(out, Warning{Code: "bad_config", Text: rd.text(s, "warn.bad_config",
+			map[string]string{"field": w.Field, "value": w.Value, "used": w.Used})})
+	}
+	return out
+}
+
+// Reply is a command reply: the prefix, the body, then one line per
+// config warning.
+func (rd Renderer) Reply(s Settings, body string) string {
+	var b strings.Builder
+	b.WriteString(s.Prefix)
+	b.WriteString(body)
+	for _, w := range rd.Warnings(s) {
+		b.WriteString("\n")
+		b.WriteString(w.Text)
+	}
+	return b.String()
+}
+
+// FailureText is the localized text of a validation failure.
+func (rd Renderer) FailureText(s Settings, f *Failure) string {
+	return rd.text(s, "err."+f.Code, f.Args)
+}
+
+// ToolError is the error result of a failure.
+func (rd Renderer) ToolError(s Settings, f *Failure) ErrorResult {
+	return ErrorResult{Status: "error", Code: f.Code, Field: f.Field, Warnings: rd.Warnings(s), Text: rd.FailureText(s, f)}
+}
+
+// Now is the result of get_current_time_str.
+func (rd Renderer) Now(s Settings, now time.Time) TimeResult {
+	now = now.Truncate(time.Second)
+	local := now.In(s.Zone)
+	return TimeResult{
+		Status:   "ok",
+		Now:      RFC3339In(now, s.Zone),
+		Zone:     s.Zone.String(),
+		Offset:   Offset(s.Zone, now),
+		Weekday:  local.Weekday().String(),
+		Local:    Local(now, s.Zone),
+		Warnings: rd.Warnings(s),
+		Text: rd.text(s, "time.now", map[string]string{"time": Local(now, s.Zone),
+			"zone": ZoneLabel(s.Zone, now), "weekday": Weekday(rd.Cat, s.Language, local.Weekday())}),
+	}
+}
+
+// Scheduled is the text of a created reminder (ok.* plus notes), shared by
+// the tool and !sche add.
+func (rd Renderer) Scheduled(s Settings, id string, p Plan, now time.Time) string {
+	zone := ZoneLabel(s.Zone, now)
+	args := map[string]string{"id": id, "time": Local(p.First, s.Zone), "zone": zone, "message": Preview(p.Message, listPreviewRunes)}
+	var parts []string
+	if p.Rule == nil {
+		parts = append(parts, rd.text(s, "ok.scheduled", args))
+	} else {
+		var next []string
+		for _, t := range p.Next[min(1, len(p.Next)):] {
+			next = append(next, Local(t, s.Zone))
+		}
+		args["next"] = strings.Join(next, ", ")
+		if len(next) == 0 {
+			args["next"] = rd.text(s, "word.none", nil)
+		}
+		args["recurrence"] = p.Rule.Display()
+		args["until"] = rd.text(s, "word.no_end", nil)
+		if !p.Until.IsZero() {
+			args["until"] = Local(p.Until, s.Zone)
+		}
+		parts = append(parts, rd.text(s, "ok.scheduled_recurring", args))
+	}
+	if p.Truncated {
+		parts = append(parts, rd.text(s, "note.truncated", map[string]string{"max": strconv.Itoa(MaxMessageRunes), "length": strconv.Itoa(p.OriginalLength)}))
+	}
+	if p.Adjusted != nil {
+		switch p.Adjusted.Reason {
+		case AdjustGap:
+			parts = append(parts, rd.text(s, "note.dst_gap", map[string]string{"requested": p.Adjusted.Requested, "time": Local(p.First, s.Zone)}))
+		case AdjustOverlap:
+			parts = append(parts, rd.text(s, "note.dst_overlap", map[string]string{"time": p.Adjusted.Requested, "zone": zone}))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// ScheduleResult is the success result of schedule_notify.
+func (rd Renderer) ScheduleResult(s Settings, id string, p Plan, now time.Time) ScheduleResult {
+	r := ScheduleResult{
+		Status: "ok", ID: id, Due: RFC3339In(p.First, s.Zone), DueUTC: UTCString(p.First),
+		Zone: s.Zone.String(), Next: []string{}, Message: p.Message, Truncated: p.Truncated,
+		OriginalLength: p.OriginalLength, Adjusted: p.Adjusted, Warnings: rd.Warnings(s),
+		Text: rd.Scheduled(s, id, p, now),
+	}
+	if p.Rule != nil {
+		rec := p.Rule.Recurrence
+		r.Recurrence = &rec
+		for _, t := range p.Next {
+			r.Next = append(r.Next, RFC3339In(t, s.Zone))
+		}
+		if !p.Until.IsZero() {
+			u := RFC3339In(p.Until, s.Zone)
+			r.Until = &u
+		}
+	}
+	return r
+}
+
+// shownState maps a record state to what lists show: a reminder being
+// sent is still scheduled.
+func shownState(st string) string {
+	if st == StateSending {
+		return StateScheduled
+	}
+	return st
+}
+
+// List is the result of list_notifications over the session's sorted
+// records.
+func (rd Renderer) List(s Settings, recs []*Record, now time.Time) ListResult {
+	zone := ZoneLabel(s.Zone, now)
+	r := ListResult{Status: "ok", Zone: s.Zone.String(), Count: len(recs), Reminders: []ListItem{}, Warnings: rd.Warnings(s)}
+	for _, rec := range recs {
+		it := ListItem{ID: rec.ID, Due: RFC3339In(rec.NextDue, s.Zone), Recurrence: rec.Recurrence,
+			State: shownState(rec.State), Attempt: rec.Attempt}
+		if rec.LastError != nil {
+			c := rec.LastError.Code
+			it.LastError = &c
+		}
+		it.Message = cutRunes(rec.Message, toolPreviewRunes)
+		if it.Message != rec.Message {
+			it.Message = strings.TrimSuffix(it.Message, "…")
+			it.MessageCut = true
+		}
+		r.Reminders = append(r.Reminders, it)
+	}
+	args := map[string]string{"count": strconv.Itoa(len(recs)), "zone": zone}
+	if len(recs) == 0 {
+		r.Text = rd.text(s, "ok.list_empty", args)
+	} else {
+		r.Text = rd.text(s, "ok.list", args)
+	}
+	return r
+}
+
+// Cancelled is the success result of cancel_notification.
+func (rd Renderer) Cancelled(s Settings, rec *Record, inFlight bool) CancelResult {
+	msg := cutRunes(rec.Message, toolPreviewRunes)
+	text := rd.text(s, "ok.cancelled", map[string]string{"id": rec.ID, "time": Local(rec.NextDue, s.Zone), "message": Preview(rec.Message, listPreviewRunes)})
+	if inFlight {
+		text += "\n" + rd.text(s, "note.in_flight", nil)
+	}
+	return CancelResult{Status: "ok", ID: rec.ID, Due: RFC3339In(rec.NextDue, s.Zone), Message: msg,
+		InFlight: inFlight, Warnings: rd.Warnings(s), Text: text}
+}
+
+// ListPageSize is the number of reminders per !sche page.
+const ListPageSize = 20
+
+// ListReply renders !sche page over the session's sorted records;
+// maxAttempts is the retry cap shown in retrying markers (0: none).
+func (rd Renderer) ListReply(s Settings, recs []*Record, page int, maxAttempts int, now time.Time) string {
+	zone := ZoneLabel(s.Zone, now)
+	if len(recs) == 0 {
+		return rd.Reply(s, rd.text(s, "cmd.list_empty", map[string]string{"zone": zone}))
+	}
+	pages := (len(recs) + ListPageSize - 1) / ListPageSize
+	page = max(1, min(page, pages))
+	lines := []string{rd.text(s, "cmd.list_header", map[string]string{"count": strconv.Itoa(len(recs)), "zone": zone})}
+	start := (page - 1) * ListPageSize
+	for i := start; i < min(start+ListPageSize, len(recs)); i++ {
+		lines = append(lines, rd.listLine(s, i+1, recs[i], maxAttempts))
+	}
+	if pages > 1 {
+		lines = append(lines, rd.text(s, "cmd.list_footer", map[string]string{"page": strconv.Itoa(page), "pages": strconv.Itoa(pages)}))
+	}
+	return rd.Reply(s, strings.Join(lines, "\n"))
+}
+
+func (rd Renderer) listLine(s Settings, n int, rec *Record, maxAttempts int) string {
+	t := Local(rec.NextDue, s.Zone)
+	if rec.Zone != "" && rec.Zone != s.Zone.String() {
+		t += rd.text(s, "cmd.list_zone", map[string]string{"zone": rec.Zone})
+	}
+	rec2 := ""
+	if rec.Recurrence != nil {
+		rec2 = rd.text(s, "cmd.list_recurrence", map[string]string{"recurrence": rec.Recurrence.Display()})
+	}
+	state := ""
+	switch rec.State {
+	case StateRetrying:
+		mx := rd.text(s, "word.unlimited", nil)
+		if maxAttempts > 0 {
+			mx = strconv.Itoa(maxAttempts)
+		}
+		state = rd.text(s, "cmd.state_retrying", map[string]string{"attempt": strconv.Itoa(rec.Attempt), "max": mx})
+	case StatePaused:
+		state = rd.text(s, "cmd.state_paused", nil)
+	case StateFailed:
+		code := ErrCodeHost
+		if rec.LastError != nil {
+			code = rec.LastError.Code
+		}
+		state = rd.text(s, "cmd.state_failed", map[string]string{"error": code})
+	}
+	return rd.text(s, "cmd.list_line", map[string]string{"n": strconv.Itoa(n), "id": rec.ID, "time": t,
+		"recurrence": rec2, "state": state, "message": Preview(rec.Message, listPreviewRunes)})
+}
+
+// Deleted is the !dsche success reply body (without prefix).
+func (rd Renderer) Deleted(s Settings, rec *Record, inFlight bool) string {
+	t := rd.text(s, "cmd.deleted", map[string]string{"id": rec.ID, "time": Local(rec.NextDue, s.Zone), "message": Preview(rec.Message, listPreviewRunes)})
+	if inFlight {
+		t += "\n" + rd.text(s, "note.in_flight", nil)
+	}
+	return t
+}
+
+// DeliveryText is the delivered text: prefix + message, plus the late note
+// in the authority's language when the occurrence is more than 60 s late.
+func (rd Renderer) DeliveryText(s Settings, rec *Record, occurrence, now time.Time, skipped int) string {
+	text := s.Prefix + rec.Message
+	late := now.Sub(occurrence)
+	if late <= LateThreshold {
+		return text
+	}
+	zone := s.Zone
+	if loc, ok := LoadZone(rec.Zone); ok && rec.Recurrence != nil {
+		zone = loc
+	}
+	args := map[string]string{"time": Local(occurrence, zone), "late": CoarseDuration(rd.Cat, s.Language, late), "skipped": strconv.Itoa(skipped)}
+	key := "deliver.late_single"
+	if skipped > 0 {
+		key = "deliver.late"
+	}
+	return text + "\n" + rd.text(s, key, args)
+}
+
+// LateThreshold is the lateness above which a delivery carries the late
+// note.
+const LateThreshold = 60 * time.Second
