@@ -1,0 +1,751 @@
+package deploy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// scope is a valid installation scope (instance.workspace.installation).
+const scope = "inst-1.ws-1.inst-a"
+
+// pluginSpec is what one service owns in JetStream, as the specs define it.
+type pluginSpec struct {
+	name      string
+	buckets   []jetstream.KeyValueConfig
+	streams   []jetstream.StreamConfig
+	work      jetstream.ConsumerConfig // the durable pull consumer on streams[0]
+	workSubj  string                   // a subject that consumer takes
+	schedSubj string                   // a schedule subject ("" when it has none)
+	objects   string                   // object store bucket ("" when none)
+}
+
+var plugins = []pluginSpec{
+	{
+		name: "githubkit",
+		buckets: []jetstream.KeyValueConfig{
+			{Bucket: "langbot_githubkit", Storage: jetstream.FileStorage},
+			{Bucket: "langbot_githubkit_dedupe", Storage: jetstream.FileStorage, TTL: 10 * time.Minute},
+		},
+		streams: []jetstream.StreamConfig{{
+			Name:              "LANGBOT_GITHUBKIT",
+			Subjects:          []string{"langbot.githubkit.sched.>", "langbot.githubkit.poll.>"},
+			Storage:           jetstream.FileStorage,
+			MaxMsgsPerSubject: 1,
+			AllowMsgSchedules: true,
+		}},
+		work:      jetstream.ConsumerConfig{Durable: "githubkit-poll", FilterSubject: "langbot.githubkit.poll.>", AckPolicy: jetstream.AckExplicitPolicy},
+		workSubj:  "langbot.githubkit.poll." + scope + ".cmVwbw",
+		schedSubj: "langbot.githubkit.sched." + scope + ".cmVwbw",
+	},
+	{
+		name: "takeover",
+		buckets: []jetstream.KeyValueConfig{
+			{Bucket: "langbot_takeover", Storage: jetstream.FileStorage},
+			{Bucket: "langbot_takeover_dedupe", Storage: jetstream.FileStorage, TTL: 24 * time.Hour},
+		},
+		streams: []jetstream.StreamConfig{{
+			Name:              "LANGBOT_TAKEOVER_TIMERS",
+			Subjects:          []string{"langbot.takeover.timer.>", "langbot.takeover.expire.>"},
+			Storage:           jetstream.FileStorage,
+			MaxMsgsPerSubject: 1,
+			MaxAge:            7 * 24 * time.Hour,
+			AllowMsgSchedules: true,
+		}, {
+			Name:              "LANGBOT_TAKEOVER_HISTORY",
+			Subjects:          []string{"langbot.takeover.history.>"},
+			Storage:           jetstream.FileStorage,
+			MaxMsgsPerSubject: 2200,
+			Duplicates:        2 * time.Minute,
+			AllowDirect:       true,
+		}},
+		work:      jetstream.ConsumerConfig{Durable: "takeover-expire", FilterSubject: "langbot.takeover.expire.>", AckPolicy: jetstream.AckExplicitPolicy},
+		workSubj:  "langbot.takeover.expire." + scope + ".c2lk",
+		schedSubj: "langbot.takeover.timer." + scope + ".c2lk",
+		objects:   "langbot_takeover_blobs",
+	},
+	{
+		name: "schenotify",
+		buckets: []jetstream.KeyValueConfig{
+			{Bucket: "langbot_schenotify", Storage: jetstream.FileStorage},
+			{Bucket: "langbot_schenotify_dedupe", Storage: jetstream.FileStorage, TTL: 24 * time.Hour},
+		},
+		streams: []jetstream.StreamConfig{{
+			Name:              "LANGBOT_SCHENOTIFY",
+			Subjects:          []string{"langbot.schenotify.sched.>", "langbot.schenotify.due.>"},
+			Storage:           jetstream.FileStorage,
+			AllowMsgSchedules: true,
+		}},
+		work:      jetstream.ConsumerConfig{Durable: "schenotify-due", FilterSubject: "langbot.schenotify.due.>", AckPolicy: jetstream.AckExplicitPolicy},
+		workSubj:  "langbot.schenotify.due." + scope + ".r1",
+		schedSubj: "langbot.schenotify.sched." + scope + ".r1",
+	},
+}
+
+// natsUsers are the users of accounts.conf and the environment variables
+// holding their passwords.
+var natsUsers = map[string]string{
+	"host":       "HOST_PASSWORD",
+	"githubkit":  "GITHUBKIT_PASSWORD",
+	"takeover":   "TAKEOVER_PASSWORD",
+	"schenotify": "SCHENOTIFY_PASSWORD",
+	"admin":      "ADMIN_PASSWORD",
+}
+
+// TestPermissionMatrix starts an embedded NATS server with JetStream from the
+// accounts file the manifests ship (taken from the rendered prod overlay's
+// ConfigMap) and proves, with the operations the services and the host
+// really perform, that each allowed operation works and each denied one is
+// refused by the server with a permissions violation.
+func TestPermissionMatrix(t *testing.T) {
+	url, passwords := startShippedNATS(t)
+	ctx := t.Context()
+
+	t.Run("unauthenticated", func(t *testing.T) {
+		cases := []struct{ name, user, password string }{
+			{"no credentials", "", ""},
+			{"wrong password", "host", "wrong"},
+			{"another user's password", "githubkit", passwords["takeover"]},
+			{"unknown user", "nobody", passwords["host"]},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				opts := []nats.Option{nats.NoReconnect()}
+				if c.user != "" {
+					opts = append(opts, nats.UserInfo(c.user, c.password))
+				}
+				nc, err := nats.Connect(url, opts...)
+				if err == nil {
+					nc.Close()
+					t.Fatalf("connect as %q: got a connection, want %v", c.user, nats.ErrAuthorization)
+				}
+				if !errors.Is(err, nats.ErrAuthorization) {
+					t.Fatalf("connect as %q: got %v, want %v", c.user, err, nats.ErrAuthorization)
+				}
+			})
+		}
+	})
+
+	host := connectAs(t, url, "host", passwords["host"])
+
+	// The host serves host actions, as LangBot does.
+	hostActions, err := host.nc.QueueSubscribe("langbot.host.>", "host", func(m *nats.Msg) {
+		_ = m.Respond([]byte(`{}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostActions.Unsubscribe()
+
+	t.Run("host", func(t *testing.T) {
+		// lbctl setup: the lifecycle stream, as DESIGN.md 3.2 defines it.
+		lifecycle := jetstream.StreamConfig{
+			Name:       "LANGBOT_LIFECYCLE",
+			Subjects:   []string{"langbot.lifecycle.>"},
+			Storage:    jetstream.FileStorage,
+			Retention:  jetstream.LimitsPolicy,
+			MaxAge:     7 * 24 * time.Hour,
+			Duplicates: 2 * time.Minute,
+		}
+		if _, err := host.js.CreateOrUpdateStream(ctx, lifecycle); err != nil {
+			t.Fatalf("create LANGBOT_LIFECYCLE: %v", err)
+		}
+		if _, err := host.js.CreateOrUpdateStream(ctx, lifecycle); err != nil {
+			t.Fatalf("update LANGBOT_LIFECYCLE: %v", err)
+		}
+		if _, err := host.js.AccountInfo(ctx); err != nil {
+			t.Fatalf("account info: %v", err)
+		}
+		for _, p := range plugins {
+			subj := "langbot.lifecycle." + p.name + ".attach." + scope
+			if _, err := host.js.Publish(ctx, subj, []byte(`{"enabled":true}`), jetstream.WithMsgID(p.name+"-attach-1")); err != nil {
+				t.Fatalf("publish %s: %v", subj, err)
+			}
+		}
+		host.noViolations(t)
+
+		host.deniedSub(t, "langbot.plugin.>")
+		host.deniedSub(t, "langbot.lifecycle.>")
+		host.deniedSub(t, "langbot.githubkit.>")
+		host.deniedPub(t, "langbot.githubkit.poll."+scope+".cmVwbw")
+		host.deniedPub(t, "langbot.takeover.live."+scope)
+		host.deniedPub(t, "$KV.langbot_takeover."+scope+".authority")
+		host.deniedRequest(t, "$JS.API.STREAM.INFO.KV_langbot_githubkit", func(ctx context.Context) error {
+			_, err := host.js.KeyValue(ctx, "langbot_githubkit")
+			return err
+		})
+		host.deniedRequest(t, "$JS.API.STREAM.CREATE.SPY", func(ctx context.Context) error {
+			_, err := host.js.CreateStream(ctx, jetstream.StreamConfig{Name: "SPY", Subjects: []string{"langbot.plugin.>"}})
+			return err
+		})
+		host.deniedRequest(t, "$JS.API.STREAM.DELETE.LANGBOT_LIFECYCLE", func(ctx context.Context) error {
+			return host.js.DeleteStream(ctx, "LANGBOT_LIFECYCLE")
+		})
+		host.deniedRequest(t, "$JS.API.CONSUMER.CREATE.LANGBOT_LIFECYCLE.spy.langbot.lifecycle.>", func(ctx context.Context) error {
+			_, err := host.js.CreateOrUpdateConsumer(ctx, "LANGBOT_LIFECYCLE", jetstream.ConsumerConfig{Durable: "spy", FilterSubject: "langbot.lifecycle.>"})
+			return err
+		})
+		host.forgetErrors(t)
+	})
+
+	for _, p := range plugins {
+		t.Run(p.name, func(t *testing.T) {
+			svc := connectAs(t, url, p.name, passwords[p.name])
+			t.Run("allowed", func(t *testing.T) {
+				exerciseService(t, host, svc, p)
+			})
+			t.Run("denied", func(t *testing.T) {
+				denyService(t, svc, p)
+			})
+		})
+	}
+
+	t.Run("admin", func(t *testing.T) {
+		admin := connectAs(t, url, "admin", passwords["admin"])
+		// Operators read every stream (backups, inspection).
+		for _, name := range []string{"LANGBOT_LIFECYCLE", "KV_langbot_githubkit", "LANGBOT_TAKEOVER_HISTORY", "OBJ_langbot_takeover_blobs", "KV_langbot_schenotify_dedupe"} {
+			if _, err := admin.js.Stream(ctx, name); err != nil {
+				t.Fatalf("admin: stream info %s: %v", name, err)
+			}
+		}
+		kv, err := admin.js.KeyValue(ctx, "langbot_takeover")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kv.Get(ctx, scope+".authority"); err != nil {
+			t.Fatalf("admin: get takeover authority: %v", err)
+		}
+		admin.noViolations(t)
+	})
+}
+
+// exerciseService performs, as the service user, every kind of operation the
+// service performs, and fails on any error or permissions violation.
+func exerciseService(t *testing.T, host, svc *client, p pluginSpec) {
+	ctx := t.Context()
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s as %s: %v", what, p.name, err)
+		}
+	}
+
+	// Start-up: create or update its buckets, streams and object store.
+	var kvs []jetstream.KeyValue
+	for _, cfg := range p.buckets {
+		kv, err := svc.js.CreateOrUpdateKeyValue(ctx, cfg)
+		must("create bucket "+cfg.Bucket, err)
+		_, err = svc.js.CreateOrUpdateKeyValue(ctx, cfg)
+		must("update bucket "+cfg.Bucket, err)
+		kv, err = svc.js.KeyValue(ctx, cfg.Bucket)
+		must("bind bucket "+cfg.Bucket, err)
+		kvs = append(kvs, kv)
+	}
+	var streams []jetstream.Stream
+	for _, cfg := range p.streams {
+		_, err := svc.js.CreateOrUpdateStream(ctx, cfg)
+		must("create stream "+cfg.Name, err)
+		s, err := svc.js.CreateOrUpdateStream(ctx, cfg)
+		must("update stream "+cfg.Name, err)
+		streams = append(streams, s)
+	}
+	_, err := svc.js.AccountInfo(ctx)
+	must("account info", err)
+
+	// KV: CAS writes, reads (direct get), watches, deletes and purges.
+	kv, dedupe := kvs[0], kvs[1]
+	authKey := scope + ".authority"
+	rev, err := kv.Create(ctx, authKey, []byte(`{"state":"active"}`))
+	must("kv create", err)
+	_, err = kv.Update(ctx, authKey, []byte(`{"state":"disabled"}`), rev)
+	must("kv update", err)
+	e, err := kv.Get(ctx, authKey)
+	must("kv get", err)
+	if string(e.Value()) != `{"state":"disabled"}` {
+		t.Fatalf("kv get: got %s", e.Value())
+	}
+	w, err := kv.Watch(ctx, "*.*.*.authority")
+	must("kv watch", err)
+	waitWatchInitial(t, w, authKey)
+	must("kv watch stop", w.Stop())
+	lister, err := kv.ListKeys(ctx)
+	must("kv list keys", err)
+	keys := 0
+	for range lister.Keys() {
+		keys++
+	}
+	if keys != 1 {
+		t.Fatalf("kv list keys: got %d keys, want 1", keys)
+	}
+
+	// The authority view's ordered consumer on the bucket's stream.
+	oc, err := svc.js.OrderedConsumer(ctx, "KV_"+p.buckets[0].Bucket, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{"$KV." + p.buckets[0].Bucket + ".*.*.*.authority"},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	})
+	must("ordered consumer", err)
+	batch, err := oc.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	must("ordered consumer fetch", err)
+	n := 0
+	for range batch.Messages() {
+		n++
+	}
+	must("ordered consumer fetch", batch.Error())
+	if n != 1 {
+		t.Fatalf("ordered consumer: got %d messages, want 1", n)
+	}
+
+	invKey := scope + ".inv.0123456789abcdef0123456789abcdef"
+	drev, err := dedupe.Create(ctx, invKey, []byte(`{"state":"running"}`))
+	must("dedupe create", err)
+	_, err = dedupe.Update(ctx, invKey, []byte(`{"state":"done"}`), drev)
+	must("dedupe update", err)
+	must("dedupe delete", dedupe.Delete(ctx, invKey))
+	must("kv purge", kv.Purge(ctx, scope+".other"))
+	must("kv purge deletes", dedupe.PurgeDeletes(ctx, jetstream.DeleteMarkersOlderThan(-1)))
+
+	// Its stream: JetStream publish, a schedule, direct and plain gets,
+	// message delete and subject purge.
+	work := streams[0]
+	if p.schedSubj != "" {
+		sched := nats.NewMsg(p.schedSubj)
+		sched.Header.Set("Nats-Schedule", "@at "+time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+		sched.Header.Set("Nats-Schedule-Target", p.workSubj)
+		sched.Data = []byte(`{}`)
+		_, err := svc.js.PublishMsg(ctx, sched)
+		must("publish schedule "+p.schedSubj, err)
+		must("purge schedule", work.Purge(ctx, jetstream.WithPurgeSubject(p.schedSubj)))
+	}
+	ack, err := svc.js.Publish(ctx, p.workSubj, []byte(`{}`))
+	must("publish "+p.workSubj, err)
+	_, err = work.GetMsg(ctx, ack.Sequence)
+	must("get message", err)
+	_, err = work.GetLastMsgForSubject(ctx, p.workSubj)
+	must("get last message for subject", err)
+	_, err = work.Info(ctx)
+	must("stream info", err)
+
+	// The durable pull consumer shared by the replicas: fetch and ack.
+	cons, err := svc.js.CreateOrUpdateConsumer(ctx, work.CachedInfo().Config.Name, p.work)
+	must("create consumer "+p.work.Durable, err)
+	fetchAck(t, cons, p.name+" "+p.work.Durable)
+	_, err = svc.js.Consumer(ctx, work.CachedInfo().Config.Name, p.work.Durable)
+	must("consumer info", err)
+
+	ack, err = svc.js.Publish(ctx, p.workSubj, []byte(`{}`))
+	must("publish "+p.workSubj, err)
+	must("delete message", work.DeleteMsg(ctx, ack.Sequence))
+	must("purge subject", work.Purge(ctx, jetstream.WithPurgeSubject(p.workSubj)))
+
+	// Every other stream it owns (takeover's history: direct gets).
+	for _, s := range streams[1:] {
+		subj := strings.TrimSuffix(s.CachedInfo().Config.Subjects[0], ">") + scope + ".c2lk"
+		ack, err := svc.js.Publish(ctx, subj, []byte(`{}`), jetstream.WithMsgID("entry-1"))
+		must("publish "+subj, err)
+		_, err = s.GetMsg(ctx, ack.Sequence)
+		must("direct get", err)
+		_, err = s.GetLastMsgForSubject(ctx, subj)
+		must("direct get last for subject", err)
+		must("purge below sequence", s.Purge(ctx, jetstream.WithPurgeSubject(subj), jetstream.WithPurgeSequence(ack.Sequence)))
+	}
+
+	// Object store (takeover's blobs).
+	if p.objects != "" {
+		obs, err := svc.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: p.objects, Storage: jetstream.FileStorage})
+		must("create object store", err)
+		name := scope + ".c2lk.e1.0"
+		_, err = obs.PutBytes(ctx, name, []byte("image bytes"))
+		must("put object", err)
+		got, err := obs.GetBytes(ctx, name)
+		must("get object", err)
+		if string(got) != "image bytes" {
+			t.Fatalf("get object: got %q", got)
+		}
+		_, err = obs.List(ctx)
+		must("list objects", err)
+		must("delete object", obs.Delete(ctx, name))
+	}
+
+	// Its lifecycle consumer: the host's attach arrives and is acked.
+	_, err = svc.js.Stream(ctx, "LANGBOT_LIFECYCLE")
+	must("lifecycle stream info", err)
+	lc, err := svc.js.CreateOrUpdateConsumer(ctx, "LANGBOT_LIFECYCLE", jetstream.ConsumerConfig{
+		Durable:       p.name + "-lifecycle",
+		FilterSubject: "langbot.lifecycle." + p.name + ".>",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+	})
+	must("create lifecycle consumer", err)
+	fetchAck(t, lc, p.name+"-lifecycle")
+	_, err = svc.js.Consumer(ctx, "LANGBOT_LIFECYCLE", p.name+"-lifecycle")
+	must("lifecycle consumer info", err)
+
+	// Serve invocations with micro; the host invokes and discovers it.
+	srv, err := micro.AddService(svc.nc, micro.Config{Name: p.name, Version: "1.0.0", QueueGroup: p.name})
+	must("micro service", err)
+	defer srv.Stop()
+	group := srv.AddGroup("langbot.plugin." + p.name)
+	for _, ep := range []string{"command", "event", "tool", "page"} {
+		must("endpoint "+ep, group.AddEndpoint(ep, micro.HandlerFunc(func(r micro.Request) {
+			_ = r.Respond([]byte(`{"ok":true}`))
+		}), micro.WithEndpointSubject(ep+".*.*.*")))
+	}
+	for _, ep := range []string{"command", "event", "tool", "page"} {
+		subj := "langbot.plugin." + p.name + "." + ep + "." + scope
+		reply, err := host.nc.RequestWithContext(ctx, subj, []byte(`{}`))
+		if err != nil {
+			t.Fatalf("host invokes %s: %v", subj, err)
+		}
+		if string(reply.Data) != `{"ok":true}` {
+			t.Fatalf("host invokes %s: got %s", subj, reply.Data)
+		}
+	}
+	for _, subj := range []string{"$SRV.PING", "$SRV.INFO." + p.name, "$SRV.STATS." + p.name} {
+		if _, err := host.nc.RequestWithContext(ctx, subj, nil); err != nil {
+			t.Fatalf("host discovers %s: %v", subj, err)
+		}
+	}
+
+	// Host actions: the service requests, the host answers.
+	reply, err := svc.nc.RequestWithContext(ctx, "langbot.host.send_message."+scope, []byte(`{}`))
+	must("host action", err)
+	if string(reply.Data) != `{}` {
+		t.Fatalf("host action: got %s", reply.Data)
+	}
+
+	// Internal core subjects (takeover's live feed).
+	live := "langbot." + p.name + ".live." + scope
+	sub, err := svc.nc.SubscribeSync(live)
+	must("subscribe "+live, err)
+	must("publish "+live, svc.nc.Publish(live, []byte(`{}`)))
+	_, err = sub.NextMsg(5 * time.Second)
+	must("receive "+live, err)
+	must("unsubscribe", sub.Unsubscribe())
+
+	svc.noViolations(t)
+	host.noViolations(t)
+}
+
+// denyService proves that the service user cannot act outside its plugin.
+func denyService(t *testing.T, svc *client, p pluginSpec) {
+	// Invoking plugins, its own included, and forging lifecycle messages.
+	svc.deniedPub(t, "langbot.plugin."+p.name+".command."+scope)
+	svc.deniedPub(t, "langbot.lifecycle."+p.name+".revoke."+scope)
+	svc.deniedSub(t, "langbot.lifecycle.>")
+	// Impersonating the host, or forging replies into other inboxes.
+	svc.deniedSub(t, "langbot.host.>")
+	svc.deniedPub(t, "_INBOX.forged")
+	// The lifecycle stream beyond its own consumer.
+	svc.deniedRequest(t, "$JS.API.CONSUMER.CREATE.LANGBOT_LIFECYCLE.spy.langbot.lifecycle."+p.name+".>", func(ctx context.Context) error {
+		_, err := svc.js.CreateOrUpdateConsumer(ctx, "LANGBOT_LIFECYCLE", jetstream.ConsumerConfig{Durable: "spy", FilterSubject: "langbot.lifecycle." + p.name + ".>"})
+		return err
+	})
+	svc.deniedRequest(t, "$JS.API.CONSUMER.CREATE.LANGBOT_LIFECYCLE."+p.name+"-lifecycle.langbot.lifecycle.>", func(ctx context.Context) error {
+		_, err := svc.js.CreateOrUpdateConsumer(ctx, "LANGBOT_LIFECYCLE", jetstream.ConsumerConfig{Durable: p.name + "-lifecycle", FilterSubject: "langbot.lifecycle.>"})
+		return err
+	})
+	svc.deniedRequest(t, "$JS.API.STREAM.DELETE.LANGBOT_LIFECYCLE", func(ctx context.Context) error {
+		return svc.js.DeleteStream(ctx, "LANGBOT_LIFECYCLE")
+	})
+	svc.deniedRequest(t, "$JS.API.STREAM.MSG.GET.LANGBOT_LIFECYCLE", func(ctx context.Context) error {
+		_, err := svc.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.LANGBOT_LIFECYCLE", []byte(`{"seq":1}`))
+		return err
+	})
+	// Its own streams cannot be deleted.
+	own := p.streams[0].Name
+	svc.deniedRequest(t, "$JS.API.STREAM.DELETE."+own, func(ctx context.Context) error {
+		return svc.js.DeleteStream(ctx, own)
+	})
+	// Streams that belong to nobody.
+	svc.deniedRequest(t, "$JS.API.STREAM.CREATE.SPY", func(ctx context.Context) error {
+		_, err := svc.js.CreateStream(ctx, jetstream.StreamConfig{Name: "SPY", Subjects: []string{"langbot.plugin.>"}})
+		return err
+	})
+
+	for _, q := range plugins {
+		if q.name == p.name {
+			continue
+		}
+		// Another plugin's invocations and internal subjects.
+		svc.deniedSub(t, "langbot.plugin."+q.name+".>")
+		svc.deniedPub(t, "langbot.plugin."+q.name+".command."+scope)
+		svc.deniedSub(t, "langbot."+q.name+".>")
+		svc.deniedPub(t, q.workSubj)
+		svc.deniedSub(t, "$SRV.PING."+q.name)
+		svc.deniedPub(t, "$JS.ACK."+q.streams[0].Name+"."+q.work.Durable+".1.1.1.1.0")
+		// Another plugin's buckets and streams.
+		bucket := q.buckets[0].Bucket
+		svc.deniedRequest(t, "$JS.API.STREAM.INFO.KV_"+bucket, func(ctx context.Context) error {
+			_, err := svc.js.KeyValue(ctx, bucket)
+			return err
+		})
+		svc.deniedRequest(t, "$JS.API.DIRECT.GET.KV_"+bucket+".$KV."+bucket+"."+scope+".authority", func(ctx context.Context) error {
+			_, err := svc.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET.KV_"+bucket+".$KV."+bucket+"."+scope+".authority", nil)
+			return err
+		})
+		svc.deniedPub(t, "$KV."+bucket+"."+scope+".authority")
+		svc.deniedRequest(t, "$JS.API.CONSUMER.CREATE.KV_"+bucket+".spy.$KV."+bucket+".>", func(ctx context.Context) error {
+			_, err := svc.js.CreateOrUpdateConsumer(ctx, "KV_"+bucket, jetstream.ConsumerConfig{Name: "spy", FilterSubject: "$KV." + bucket + ".>"})
+			return err
+		})
+		stream := q.streams[0].Name
+		svc.deniedRequest(t, "$JS.API.STREAM.INFO."+stream, func(ctx context.Context) error {
+			_, err := svc.js.Stream(ctx, stream)
+			return err
+		})
+		svc.deniedRequest(t, "$JS.API.STREAM.PURGE."+stream, func(ctx context.Context) error {
+			_, err := svc.nc.RequestWithContext(ctx, "$JS.API.STREAM.PURGE."+stream, nil)
+			return err
+		})
+		svc.deniedRequest(t, "$JS.API.CONSUMER.CREATE.LANGBOT_LIFECYCLE."+p.name+"-lifecycle.langbot.lifecycle."+q.name+".>", func(ctx context.Context) error {
+			_, err := svc.js.CreateOrUpdateConsumer(ctx, "LANGBOT_LIFECYCLE", jetstream.ConsumerConfig{Durable: p.name + "-lifecycle", FilterSubject: "langbot.lifecycle." + q.name + ".>"})
+			return err
+		})
+		if q.objects != "" {
+			svc.deniedRequest(t, "$JS.API.STREAM.INFO.OBJ_"+q.objects, func(ctx context.Context) error {
+				_, err := svc.js.ObjectStore(ctx, q.objects)
+				return err
+			})
+			svc.deniedPub(t, "$O."+q.objects+".M.bmFtZQ")
+		}
+	}
+}
+
+// waitWatchInitial reads a watcher until its initial values are delivered
+// and checks that key was among them.
+func waitWatchInitial(t *testing.T, w jetstream.KeyWatcher, key string) {
+	t.Helper()
+	seen := false
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case e := <-w.Updates():
+			if e == nil {
+				if !seen {
+					t.Fatalf("watch: initial values lack %s", key)
+				}
+				return
+			}
+			seen = seen || e.Key() == key
+		case <-timeout:
+			t.Fatal("watch: initial values not delivered")
+		}
+	}
+}
+
+// fetchAck fetches one message from a durable pull consumer and acks it
+// synchronously.
+func fetchAck(t *testing.T, c jetstream.Consumer, what string) {
+	t.Helper()
+	batch, err := c.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatalf("%s: fetch: %v", what, err)
+	}
+	n := 0
+	for m := range batch.Messages() {
+		n++
+		if err := m.DoubleAck(t.Context()); err != nil {
+			t.Fatalf("%s: ack: %v", what, err)
+		}
+	}
+	if err := batch.Error(); err != nil {
+		t.Fatalf("%s: fetch: %v", what, err)
+	}
+	if n != 1 {
+		t.Fatalf("%s: fetched %d messages, want 1", what, n)
+	}
+}
+
+// client is one authenticated connection that records the asynchronous
+// errors the server sends it (permissions violations arrive that way).
+type client struct {
+	user string
+	nc   *nats.Conn
+	js   jetstream.JetStream
+
+	mu   sync.Mutex
+	errs []error
+}
+
+func connectAs(t *testing.T, url, user, password string) *client {
+	t.Helper()
+	c := &client{user: user}
+	nc, err := nats.Connect(url,
+		nats.UserInfo(user, password),
+		nats.Name("permission-test-"+user),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			c.mu.Lock()
+			c.errs = append(c.errs, err)
+			c.mu.Unlock()
+		}))
+	if err != nil {
+		t.Fatalf("connect as %s: %v", user, err)
+	}
+	t.Cleanup(nc.Close)
+	c.nc = nc
+	if c.js, err = jetstream.New(nc); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// noViolations fails if the server reported any error to this client.
+func (c *client) noViolations(t *testing.T) {
+	t.Helper()
+	if err := c.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, err := range c.errs {
+		t.Errorf("%s: unexpected asynchronous error: %v", c.user, err)
+	}
+	c.errs = nil
+}
+
+// forgetErrors drops the errors recorded so far, once the server has
+// answered everything sent before.
+func (c *client) forgetErrors(t *testing.T) {
+	t.Helper()
+	if err := c.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	c.errs = nil
+	c.mu.Unlock()
+}
+
+// mark returns the position from which waitViolation looks.
+func (c *client) mark() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.errs)
+}
+
+// waitViolation polls, until a deadline, for a permissions violation of the
+// given kind ("Publish to" or "Subscription to") on subject, reported after
+// position from.
+func (c *client) waitViolation(kind, subject string, from int) bool {
+	want := strings.ToLower(fmt.Sprintf("%s %q", kind, subject))
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		for _, err := range c.errs[from:] {
+			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(strings.ToLower(err.Error()), want) {
+				c.mu.Unlock()
+				return true
+			}
+		}
+		c.mu.Unlock()
+		time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
+	}
+	return false
+}
+
+func (c *client) deniedPub(t *testing.T, subject string) {
+	t.Helper()
+	from := c.mark()
+	if err := c.nc.Publish(subject, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !c.waitViolation("Publish to", subject, from) {
+		t.Errorf("%s: publish to %s was not refused", c.user, subject)
+	}
+}
+
+func (c *client) deniedSub(t *testing.T, subject string) {
+	t.Helper()
+	from := c.mark()
+	sub, err := c.nc.SubscribeSync(subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if !c.waitViolation("Subscription to", subject, from) {
+		t.Errorf("%s: subscription to %s was not refused", c.user, subject)
+	}
+}
+
+// deniedRequest runs op, a request the server must refuse on subject, and
+// checks both the violation and that op failed.
+func (c *client) deniedRequest(t *testing.T, subject string, op func(ctx context.Context) error) {
+	t.Helper()
+	from := c.mark()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- op(ctx) }()
+	refused := c.waitViolation("Publish to", subject, from)
+	cancel()
+	err := <-done
+	if !refused {
+		t.Errorf("%s: request on %s was not refused (op returned %v)", c.user, subject, err)
+	}
+	if err == nil {
+		t.Errorf("%s: request on %s succeeded", c.user, subject)
+	}
+}
+
+// startShippedNATS starts an embedded server whose accounts come from the
+// ConfigMap of the rendered prod overlay, with random passwords in the
+// environment as the StatefulSet provides them. It returns the client URL
+// and the passwords by user.
+func startShippedNATS(t *testing.T) (string, map[string]string) {
+	t.Helper()
+	m := render(t, "k8s/overlays/prod")
+	cm := m.configMapByPrefix(t, "nats-config")
+	accounts, ok := cm.Data["accounts.conf"]
+	if !ok {
+		t.Fatal("nats-config has no accounts.conf")
+	}
+	passwords := map[string]string{}
+	for user, env := range natsUsers {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			t.Fatal(err)
+		}
+		passwords[user] = "pw" + hex.EncodeToString(b)
+		t.Setenv(env, passwords[user])
+	}
+
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "accounts.conf"), []byte(accounts), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conf := fmt.Sprintf("jetstream {\n  store_dir: %q\n  sync_interval: always\n}\ninclude ./accounts.conf\n", filepath.Join(dir, "jetstream"))
+	confPath := filepath.Join(dir, "nats.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(confPath)
+	if err != nil {
+		t.Fatalf("shipped accounts.conf: %v", err)
+	}
+	opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
+	opts.NoLog, opts.NoSigs = true, true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server not ready")
+	}
+	return s.ClientURL(), passwords
+}
