@@ -105,7 +105,11 @@ func TestBindingJSONNames(t *testing.T) {
 }
 
 func TestCompare(t *testing.T) {
-	mk := func(g, r int64) binding.Binding { b := valid(); b.PlacementGeneration, b.RuntimeRevision = g, r; return b }
+	mk := func(g, r int64) binding.Binding {
+		b := valid()
+		b.PlacementGeneration, b.RuntimeRevision = g, r
+		return b
+	}
 	tests := []struct {
 		a, b binding.Binding
 		want int

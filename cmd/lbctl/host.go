@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// startHost answers host actions on subj.HostAll(), printing each
+// send_message. seen, when not nil, receives every send.
+func startHost(nc *nats.Conn, subj bus.Subjects, out io.Writer, seen func(bus.SendMessage)) (*nats.Subscription, error) {
+	var mu sync.Mutex
+	return nc.Subscribe(subj.HostAll(), func(m *nats.Msg) {
+		action, sc, err := subj.ParseHostAction(m.Subject)
+		if err != nil {
+			return
+		}
+		var req bus.HostRequest
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			_ = m.RespondMsg(errorReply(bus.Errorf(bus.ErrBadRequest, "malformed host request")))
+			return
+		}
+		switch action {
+		case bus.ActionSendMessage:
+			var sm bus.SendMessage
+			if err := json.Unmarshal(req.Data, &sm); err != nil {
+				_ = m.RespondMsg(errorReply(bus.Errorf(bus.ErrBadRequest, "malformed send_message data")))
+				return
+			}
+			mu.Lock()
+			fmt.Fprintf(out, "\n[%s → %s %s via %s] %s\n", req.Plugin, sm.TargetType, sm.TargetID, sm.BotUUID, chainText(sm.MessageChain))
+			mu.Unlock()
+			if seen != nil {
+				seen(sm)
+			}
+			_ = m.Respond([]byte(`{}`))
+		case bus.ActionGetBotInfo:
+			var d struct {
+				BotUUID string `json:"bot_uuid"`
+			}
+			_ = json.Unmarshal(req.Data, &d)
+			b, _ := json.Marshal(map[string]any{"bot": bus.BotInfo{UUID: d.BotUUID, Name: "Dev Bot", Adapter: "lbctl-dev"}})
+			_ = m.Respond(b)
+		case bus.ActionGetBots:
+			_ = m.Respond([]byte(`{"bots":[{"uuid":"dev-bot","name":"Dev Bot","adapter":"lbctl-dev"}]}`))
+		default:
+			_ = m.RespondMsg(errorReply(bus.Errorf(bus.ErrNotFound, "unknown host action %q for %s", action, sc)))
+		}
+	})
+}
+
+func errorReply(e *bus.Error) *nats.Msg {
+	h := nats.Header{}
+	h.Set(bus.HeaderServiceError, e.Word)
+	h.Set(bus.HeaderServiceCode, fmt.Sprint(e.Code))
+	body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": e.Word, "message": e.Message}})
+	return &nats.Msg{Header: h, Data: body}
+}
+
+// chainText renders a message chain for the terminal.
+func chainText(chain []bus.Component) string {
+	var b strings.Builder
+	for _, c := range chain {
+		switch c.Type {
+		case "Plain":
+			b.WriteString(c.Text)
+		case "Image":
+			b.WriteString("[image]")
+		case "File":
+			b.WriteString("[file " + c.Name + "]")
+		case "At":
+			b.WriteString("@" + string(c.Target) + " ")
+		default:
+			b.WriteString("[" + c.Type + "]")
+		}
+	}
+	return b.String()
+}

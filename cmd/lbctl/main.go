@@ -1,0 +1,83 @@
+// Command lbctl is the LangBot host simulator and operator CLI for the
+// plugin services: it runs the whole stack in one process for development
+// (lbctl dev), speaks the wire protocol exactly as a host would (invoke,
+// attach, revoke, host), prepares a NATS deployment (setup), and carries
+// the services' operator commands (import, console-token, ...).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// command is one lbctl subcommand. Name may have two words ("import
+// githubkit").
+type command struct {
+	Name    string
+	Summary string
+	Run     func(ctx context.Context, args []string, stdio stdio) error
+}
+
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+	getenv   func(string) string
+}
+
+func commands() []command {
+	cmds := []command{
+		{Name: "dev", Summary: "run embedded NATS, every service and an interactive host in one process", Run: runDev},
+		{Name: "setup", Summary: "create the lifecycle stream on a NATS deployment", Run: runSetup},
+		{Name: "invoke", Summary: "invoke a plugin: invoke {command|event|tool|page} [flags]", Run: runInvoke},
+		{Name: "attach", Summary: "publish a lifecycle attach for an installation", Run: runAttach},
+		{Name: "revoke", Summary: "publish a lifecycle revoke for an installation", Run: runRevoke},
+		{Name: "host", Summary: "answer host actions for a stack running elsewhere, printing sends", Run: runHost},
+	}
+	for _, s := range devServices() {
+		cmds = append(cmds, s.Commands...)
+	}
+	sort.SliceStable(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	return cmds
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, getenv: os.Getenv})
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, io stdio) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(io.out)
+		return 0
+	}
+	for _, c := range commands() {
+		words := strings.Fields(c.Name)
+		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.Name {
+			if err := c.Run(ctx, args[len(words):], io); err != nil {
+				fmt.Fprintf(io.err, "lbctl %s: %v\n", c.Name, err)
+				return 1
+			}
+			return 0
+		}
+	}
+	fmt.Fprintf(io.err, "lbctl: unknown command %q\n\n", strings.Join(args, " "))
+	usage(io.err)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: lbctl <command> [flags]")
+	fmt.Fprintln(w)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-24s %s\n", c.Name, c.Summary)
+	}
+	fmt.Fprintln(w, "\nRun 'lbctl <command> -h' for a command's flags.")
+}

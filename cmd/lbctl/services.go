@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+
+	"github.com/langbot-nats/plugins/pkg/svcmain"
+)
+
+// devService is a plugin service lbctl knows: how lbctl dev runs it in
+// process, how the dev prompt routes to it, and the subcommands it adds.
+// Each service's svc_<name>.go returns one (nil while the service does not
+// exist yet).
+type devService struct {
+	// Plugin is the plugin name.
+	Plugin string
+	// Build creates the service on env, as its binary's main does.
+	Build func(ctx context.Context, env *svcmain.Env) (svcmain.Service, error)
+	// Config is the installation config lbctl dev attaches with; flags of
+	// lbctl dev may change it (see DevFlags).
+	Config json.RawMessage
+	// SecretFields of Config, sealed at rest: lbctl prints none of them.
+	SecretFields []string
+	// CommandWords are the chat command words routed to this plugin
+	// ("gh", "sche", ...).
+	CommandWords []string
+	// Events reports whether chat messages are sent to the plugin as
+	// events (takeover).
+	Events bool
+	// DevFlags adds flags of lbctl dev that the service reads in Build
+	// (githubkit: --fake-github).
+	DevFlags func(fs *flag.FlagSet)
+	// Banner returns lines printed when lbctl dev is up (a console URL).
+	Banner func(env *DevEnv) []string
+	// Commands are lbctl subcommands the service adds.
+	Commands []command
+}
+
+// DevEnv is what lbctl dev knows that a service's Banner may use.
+type DevEnv struct {
+	HTTPAddr string
+	Scope    string // the dev installation's scope of this plugin
+	Getenv   func(string) string
+}
+
+func devServices() []devService {
+	var out []devService
+	for _, f := range []func() *devService{githubkitService, takeoverService, schenotifyService} {
+		if s := f(); s != nil {
+			out = append(out, *s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,175 @@
+package bustest
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// HostCall is one host action the fake host received.
+type HostCall struct {
+	Action         string
+	Scope          binding.Scope
+	Request        bus.HostRequest
+	IdempotencyKey string
+	Header         nats.Header
+	At             time.Time
+}
+
+// SendMessage decodes the call's data as send_message data.
+func (c HostCall) SendMessage() bus.SendMessage {
+	var m bus.SendMessage
+	_ = json.Unmarshal(c.Request.Data, &m)
+	return m
+}
+
+// HostReply is how the fake host answers one call.
+type HostReply struct {
+	Data any        // success body; nil means {}
+	Err  *bus.Error // error reply
+	Drop bool       // no reply at all: the caller times out
+}
+
+// Host is a fake LangBot host: it answers every host action on
+// <prefix>.host.> and records what it received. By default send_message
+// succeeds and get_bot_info describes a bot named "Test Bot".
+type Host struct {
+	mu      sync.Mutex
+	calls   []HostCall
+	respond func(HostCall) HostReply
+	changed chan struct{}
+}
+
+// NewHost subscribes a fake host on nc until cleanup.
+func NewHost(t testing.TB, nc *nats.Conn, subjects bus.Subjects) *Host {
+	t.Helper()
+	h := &Host{changed: make(chan struct{})}
+	sub, err := nc.Subscribe(subjects.HostAll(), func(m *nats.Msg) {
+		action, sc, err := subjects.ParseHostAction(m.Subject)
+		if err != nil {
+			return
+		}
+		call := HostCall{Action: action, Scope: sc, IdempotencyKey: m.Header.Get(bus.HeaderIdempotencyKey), Header: m.Header, At: time.Now()}
+		_ = json.Unmarshal(m.Data, &call.Request)
+		h.mu.Lock()
+		h.calls = append(h.calls, call)
+		respond := h.respond
+		close(h.changed)
+		h.changed = make(chan struct{})
+		h.mu.Unlock()
+
+		reply := defaultReply(call)
+		if respond != nil {
+			reply = respond(call)
+		}
+		if reply.Drop {
+			return
+		}
+		if reply.Err != nil {
+			_ = m.RespondMsg(ErrorMsg(reply.Err))
+			return
+		}
+		data := reply.Data
+		if data == nil {
+			data = struct{}{}
+		}
+		b, _ := json.Marshal(data)
+		_ = m.Respond(b)
+	})
+	if err != nil {
+		t.Fatalf("bustest: host subscribe: %v", err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return h
+}
+
+func defaultReply(c HostCall) HostReply {
+	switch c.Action {
+	case bus.ActionGetBotInfo:
+		var d struct {
+			BotUUID string `json:"bot_uuid"`
+		}
+		_ = json.Unmarshal(c.Request.Data, &d)
+		return HostReply{Data: map[string]any{"bot": bus.BotInfo{UUID: d.BotUUID, Name: "Test Bot", Adapter: "test"}}}
+	case bus.ActionGetBots:
+		return HostReply{Data: map[string]any{"bots": []bus.BotInfo{}}}
+	}
+	return HostReply{}
+}
+
+// ErrorMsg returns a reply message carrying e, as a peer following the
+// protocol would send it.
+func ErrorMsg(e *bus.Error) *nats.Msg {
+	h := nats.Header{}
+	h.Set(bus.HeaderServiceError, e.Word)
+	h.Set(bus.HeaderServiceCode, itoa(e.Code))
+	body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": e.Word, "message": e.Message, "reason": e.Reason}})
+	return &nats.Msg{Header: h, Data: body}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// Respond sets how later calls are answered (nil: the defaults).
+func (h *Host) Respond(f func(HostCall) HostReply) {
+	h.mu.Lock()
+	h.respond = f
+	h.mu.Unlock()
+}
+
+// Calls returns the calls received so far.
+func (h *Host) Calls() []HostCall {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]HostCall(nil), h.calls...)
+}
+
+// Sends returns the send_message calls received so far.
+func (h *Host) Sends() []HostCall {
+	var out []HostCall
+	for _, c := range h.Calls() {
+		if c.Action == bus.ActionSendMessage {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Reset forgets the calls received so far.
+func (h *Host) Reset() {
+	h.mu.Lock()
+	h.calls = nil
+	h.mu.Unlock()
+}
+
+// WaitSends waits until at least n send_message calls arrived, failing the
+// test after timeout, and returns them.
+func (h *Host) WaitSends(t testing.TB, n int, timeout time.Duration) []HostCall {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		h.mu.Lock()
+		ch := h.changed
+		h.mu.Unlock()
+		if s := h.Sends(); len(s) >= n {
+			return s
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("bustest: want %d send_message calls, got %d", n, len(h.Sends()))
+			return nil
+		}
+	}
+}

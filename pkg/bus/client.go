@@ -1,0 +1,91 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+)
+
+// Invoker calls plugins as the host does (DESIGN 3.1): lbctl and tests use
+// it, so they speak the protocol exactly as LangBot would.
+type Invoker struct {
+	nc       *nats.Conn
+	subjects Subjects
+	tracer   trace.Tracer
+	// Timeout applies when ctx has no deadline; default 30 s.
+	Timeout time.Duration
+}
+
+// NewInvoker returns an Invoker on nc.
+func NewInvoker(nc *nats.Conn, subjects Subjects, tp trace.TracerProvider) *Invoker {
+	return &Invoker{nc: nc, subjects: subjects, tracer: tracerOrNoop(tp), Timeout: 30 * time.Second}
+}
+
+// Invoke sends req to plugin's endpoint with the given invocation id (a
+// retry passes the same id) and returns the reply body. An error reply
+// comes back as *Error; no service gives ErrNoService.
+func (iv *Invoker) Invoke(ctx context.Context, plugin string, ep Endpoint, invocationID string, req *Request) (json.RawMessage, error) {
+	sc, err := req.Binding.Scope()
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	return iv.InvokeRaw(ctx, iv.subjects.Invocation(plugin, ep, sc), invocationID, body)
+}
+
+// ErrNoService is returned when no replica serves the subject.
+var ErrNoService = errors.New("bus: no service is serving this plugin")
+
+// InvokeRaw sends a raw body to an invocation subject; tests use it to
+// send what a well-behaved host never would.
+func (iv *Invoker) InvokeRaw(ctx context.Context, subject, invocationID string, body []byte) (json.RawMessage, error) {
+	ctx, span := iv.tracer.Start(ctx, "send "+subject, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(MessagingAttrs(subject, subject, "send", "invoke")...))
+	defer span.End()
+	msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: body}
+	msg.Header.Set(HeaderContentType, contentTypeJSON)
+	if invocationID != "" {
+		msg.Header.Set(HeaderInvocationID, invocationID)
+	}
+	Inject(ctx, msg.Header)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, iv.Timeout)
+		defer cancel()
+	}
+	reply, err := iv.nc.RequestMsgWithContext(ctx, msg)
+	if errors.Is(err, nats.ErrNoResponders) {
+		span.SetStatus(codes.Error, "no_responders")
+		return nil, ErrNoService
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, "transport")
+		return nil, fmt.Errorf("bus: invoke: %w", err)
+	}
+	if e := DecodeReply(reply); e != nil {
+		span.SetStatus(codes.Error, e.Word)
+		return reply.Data, e
+	}
+	return reply.Data, nil
+}
+
+// NewInvocationID returns a fresh invocation id.
+func NewInvocationID() string { return nats.NewInbox()[len(nats.InboxPrefix):] }
+
+// ScopeOf is a convenience for tests and tools: the scope of a binding
+// known to be valid (the zero Scope otherwise).
+func ScopeOf(b binding.Binding) binding.Scope {
+	sc, _ := b.Scope()
+	return sc
+}

@@ -1,0 +1,97 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// dedupeRecord is the value of <scope>.inv.<hash> (DESIGN 3.1).
+type dedupeRecord struct {
+	State     string          `json:"state"` // running or done
+	StartedAt time.Time       `json:"started_at"`
+	Code      int             `json:"code,omitempty"` // 200 or the error code
+	Word      string          `json:"word,omitempty"` // error code word
+	Body      json.RawMessage `json:"body,omitempty"`
+}
+
+func (d *dedupeRecord) header() nats.Header {
+	h := nats.Header{}
+	h.Set(HeaderContentType, contentTypeJSON)
+	if d.Code >= 400 {
+		h.Set(HeaderServiceError, d.Word)
+		h.Set(HeaderServiceCode, strconv.Itoa(d.Code))
+	}
+	return h
+}
+
+// claim creates the running marker for inv. It returns the stored final
+// reply of an earlier attempt, ErrInProgress while another attempt runs,
+// or nil, nil when this attempt should run.
+func (r *Runner) claim(ctx context.Context, inv *Invocation) (*dedupeRecord, error) {
+	key := InvocationKey(inv.Scope, inv.ID)
+	running, _ := json.Marshal(dedupeRecord{State: "running", StartedAt: r.now().UTC()})
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for attempt := 0; attempt < casAttempts; attempt++ {
+		_, err := r.dedupe.Create(cctx, key, running)
+		if err == nil {
+			return nil, nil
+		}
+		if !isCASConflict(err) {
+			return nil, Errorf(ErrUnavailable, "dedupe store unavailable")
+		}
+		e, err := r.dedupe.Get(cctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // deleted in between: try to create again
+		}
+		if err != nil {
+			return nil, Errorf(ErrUnavailable, "dedupe store unavailable")
+		}
+		var rec dedupeRecord
+		if json.Unmarshal(e.Value(), &rec) != nil {
+			return nil, Errorf(ErrUnavailable, "dedupe record unreadable")
+		}
+		if rec.State == "done" {
+			return &rec, nil
+		}
+		if r.now().Sub(rec.StartedAt) < r.cfg.InvocationTimeout {
+			return nil, ErrInProgress
+		}
+		// the first attempt's worker died: take the marker over
+		if _, err := r.dedupe.Update(cctx, key, running, e.Revision()); err == nil {
+			return nil, nil
+		} else if !isCASConflict(err) {
+			return nil, Errorf(ErrUnavailable, "dedupe store unavailable")
+		}
+	}
+	return nil, ErrInProgress
+}
+
+// settle stores a final reply for later retries, or deletes the marker
+// after a 5xx so that a retry runs again. It outlives the request's ctx.
+func (r *Runner) settle(inv *Invocation, h nats.Header, body []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	key := InvocationKey(inv.Scope, inv.ID)
+	code := 200
+	word := h.Get(HeaderServiceError)
+	if c, err := strconv.Atoi(h.Get(HeaderServiceCode)); err == nil {
+		code = c
+	}
+	if code >= 500 {
+		if err := r.dedupe.Delete(ctx, key); err != nil {
+			r.log.Error("dedupe marker not deleted", "scope", inv.Scope.String(), "err", err)
+		}
+		return
+	}
+	rec, _ := json.Marshal(dedupeRecord{State: "done", StartedAt: r.now().UTC(), Code: code, Word: word, Body: body})
+	if _, err := r.dedupe.Put(ctx, key, rec); err != nil {
+		r.log.Error("dedupe reply not stored", "scope", inv.Scope.String(), "err", err)
+	}
+}

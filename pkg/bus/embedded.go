@@ -1,0 +1,103 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// EmbeddedConfig configures an in-process NATS server for development and
+// tests: JetStream on, file store in Dir, fsync on every write.
+type EmbeddedConfig struct {
+	Dir        string // JetStream store directory (required)
+	Host       string // default 127.0.0.1
+	Port       int    // 0: 4222; -1: a random free port
+	ServerName string // default "langbot-dev"
+	// MaxPayload raises the server's message size limit; default 16 MiB,
+	// so that takeover attachments fit in one message.
+	MaxPayload int32
+	// Cluster, when set, joins a JetStream cluster.
+	Cluster *EmbeddedCluster
+	// Logging sends the server's log to stderr.
+	Logging bool
+	// ConfigFile, when set, is loaded first (accounts and users); the
+	// fields above then override it.
+	ConfigFile string
+}
+
+// EmbeddedCluster is the cluster part of EmbeddedConfig.
+type EmbeddedCluster struct {
+	Name   string
+	Host   string
+	Port   int      // -1 for random
+	Routes []string // nats-route://host:port of the other nodes
+}
+
+// ErrEmbedded wraps a failure to start the embedded server.
+var ErrEmbedded = errors.New("bus: embedded server")
+
+// StartEmbedded starts a server and waits until it accepts clients.
+func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
+	if cfg.Dir == "" {
+		return nil, fmt.Errorf("%w: no store directory", ErrEmbedded)
+	}
+	opts := &server.Options{}
+	if cfg.ConfigFile != "" {
+		o, err := server.ProcessConfigFile(cfg.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrEmbedded, err)
+		}
+		opts = o
+	}
+	opts.Host = cfg.Host
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	opts.Port = cfg.Port
+	if opts.Port == 0 {
+		opts.Port = 4222
+	}
+	opts.ServerName = cfg.ServerName
+	if opts.ServerName == "" {
+		opts.ServerName = "langbot-dev"
+	}
+	opts.JetStream = true
+	opts.StoreDir = cfg.Dir
+	opts.SyncAlways = true // DESIGN 4: an acknowledged write survives a crash
+	opts.MaxPayload = cfg.MaxPayload
+	if opts.MaxPayload == 0 {
+		opts.MaxPayload = 16 << 20
+	}
+	opts.NoSigs = true
+	if c := cfg.Cluster; c != nil {
+		opts.Cluster.Name = c.Name
+		opts.Cluster.Host = c.Host
+		if opts.Cluster.Host == "" {
+			opts.Cluster.Host = "127.0.0.1"
+		}
+		opts.Cluster.Port = c.Port
+		for _, r := range c.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return nil, fmt.Errorf("%w: route %q: %w", ErrEmbedded, r, err)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEmbedded, err)
+	}
+	if cfg.Logging {
+		s.ConfigureLogger()
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		return nil, fmt.Errorf("%w: not ready after 10s", ErrEmbedded)
+	}
+	return s, nil
+}

@@ -1,0 +1,257 @@
+package bus
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+)
+
+// ID is an identifier that LangBot sends as a JSON string or a JSON number
+// and that is always kept as text: a number keeps its literal digits
+// (123456789012345678 stays exact), null is the empty ID.
+type ID string
+
+// UnmarshalJSON accepts a string, a number or null.
+func (id *ID) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) == 0:
+		return errors.New("bus: empty id")
+	case string(b) == "null":
+		*id = ""
+		return nil
+	case b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*id = ID(s)
+		return nil
+	case b[0] == '-' || (b[0] >= '0' && b[0] <= '9'):
+		var n json.Number
+		if err := json.Unmarshal(b, &n); err != nil {
+			return err
+		}
+		*id = ID(n.String())
+		return nil
+	}
+	return fmt.Errorf("bus: id must be a string or a number, got %.20s", b)
+}
+
+// String returns the id's text.
+func (id ID) String() string { return string(id) }
+
+// Session is LangBot's session of a command or tool invocation.
+type Session struct {
+	LauncherType string `json:"launcher_type"` // person or group
+	LauncherID   ID     `json:"launcher_id"`
+	SenderID     ID     `json:"sender_id"`
+	BotUUID      string `json:"bot_uuid"`
+}
+
+// Launcher types.
+const (
+	LauncherPerson = "person"
+	LauncherGroup  = "group"
+)
+
+// Command is the body field of a command invocation.
+type Command struct {
+	Name      string   `json:"name"`
+	Params    []string `json:"params"`
+	FullText  string   `json:"full_text"`
+	Prefix    string   `json:"prefix,omitempty"`
+	Session   Session  `json:"session"`
+	Privilege int      `json:"privilege"`
+	QueryUUID ID       `json:"query_uuid,omitempty"`
+}
+
+// Event is the body field of an event invocation. Data holds the event's
+// own fields, decoded by the service that understands the event.
+type Event struct {
+	Name      string          `json:"name"`
+	BotUUID   string          `json:"bot_uuid"`
+	Data      json.RawMessage `json:"data"`
+	QueryUUID ID              `json:"query_uuid,omitempty"`
+}
+
+// Tool is the body field of a tool invocation.
+type Tool struct {
+	Name       string          `json:"name"`
+	Parameters json.RawMessage `json:"parameters"`
+	Session    Session         `json:"session"`
+	QueryUUID  ID              `json:"query_uuid,omitempty"`
+}
+
+// Page is the body field of a page invocation. Caller is filled only by
+// hosts that know the end user.
+type Page struct {
+	PageID   string          `json:"page_id"`
+	Endpoint string          `json:"endpoint"`
+	Method   string          `json:"method"`
+	Body     json.RawMessage `json:"body,omitempty"`
+	Caller   json.RawMessage `json:"caller,omitempty"`
+}
+
+// Request is the body of every invocation: the binding, the installation's
+// config snapshot, and exactly one of the endpoint fields.
+type Request struct {
+	Binding binding.Binding `json:"binding"`
+	Config  json.RawMessage `json:"config"`
+	Command *Command        `json:"command,omitempty"`
+	Event   *Event          `json:"event,omitempty"`
+	Tool    *Tool           `json:"tool,omitempty"`
+	Page    *Page           `json:"page,omitempty"`
+}
+
+// ErrEnvelope is wrapped by DecodeRequest for any malformed body.
+var ErrEnvelope = errors.New("bus: malformed request")
+
+// DecodeRequest decodes and checks an invocation body for endpoint ep: valid
+// JSON object, a complete binding, a config object (or absent), and the
+// endpoint's field present with a name.
+func DecodeRequest(ep Endpoint, body []byte) (*Request, error) {
+	var r Request
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEnvelope, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrEnvelope)
+	}
+	if err := r.Binding.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEnvelope, err)
+	}
+	if len(r.Config) == 0 || string(r.Config) == "null" {
+		r.Config = json.RawMessage("{}")
+	} else if r.Config[0] != '{' {
+		return nil, fmt.Errorf("%w: config must be an object", ErrEnvelope)
+	}
+	var name string
+	switch ep {
+	case EndpointCommand:
+		if r.Command == nil {
+			return nil, fmt.Errorf("%w: missing command", ErrEnvelope)
+		}
+		name = r.Command.Name
+	case EndpointEvent:
+		if r.Event == nil {
+			return nil, fmt.Errorf("%w: missing event", ErrEnvelope)
+		}
+		name = r.Event.Name
+		if len(r.Event.Data) == 0 || string(r.Event.Data) == "null" {
+			r.Event.Data = json.RawMessage("{}")
+		}
+	case EndpointTool:
+		if r.Tool == nil {
+			return nil, fmt.Errorf("%w: missing tool", ErrEnvelope)
+		}
+		name = r.Tool.Name
+		if len(r.Tool.Parameters) == 0 || string(r.Tool.Parameters) == "null" {
+			r.Tool.Parameters = json.RawMessage("{}")
+		}
+	case EndpointPage:
+		if r.Page == nil {
+			return nil, fmt.Errorf("%w: missing page", ErrEnvelope)
+		}
+		name = r.Page.Endpoint
+	default:
+		return nil, fmt.Errorf("%w: unknown endpoint %q", ErrEnvelope, ep)
+	}
+	if strings.TrimSpace(name) == "" {
+		return nil, fmt.Errorf("%w: %s has no name", ErrEnvelope, ep)
+	}
+	return &r, nil
+}
+
+// Return is one message of a command reply.
+type Return struct {
+	Text string `json:"text"`
+}
+
+// CommandReply is the reply to a command; a command may return several
+// messages.
+type CommandReply struct {
+	Returns []Return `json:"returns"`
+}
+
+// EventReply is the reply to an event.
+type EventReply struct {
+	PreventDefault    bool        `json:"prevent_default"`
+	PreventPostorder  bool        `json:"prevent_postorder"`
+	ReplyMessageChain []Component `json:"reply_message_chain,omitempty"`
+}
+
+// ToolReply is the reply to a tool call.
+type ToolReply struct {
+	Result any `json:"result"`
+}
+
+// PageReply is the reply to a page call.
+type PageReply struct {
+	Data any `json:"data"`
+}
+
+// Component is one element of LangBot's message chain. Only the fields of
+// its Type are set.
+type Component struct {
+	Type   string `json:"type"`
+	Text   string `json:"text,omitempty"`
+	URL    string `json:"url,omitempty"`
+	Base64 string `json:"base64,omitempty"`
+	Name   string `json:"name,omitempty"`
+	Target ID     `json:"target,omitempty"`
+}
+
+// Plain returns a one-component chain holding text.
+func Plain(text string) []Component { return []Component{{Type: "Plain", Text: text}} }
+
+// SendMessage is the data of the send_message host action.
+type SendMessage struct {
+	BotUUID      string      `json:"bot_uuid"`
+	TargetType   string      `json:"target_type"`
+	TargetID     string      `json:"target_id"`
+	MessageChain []Component `json:"message_chain"`
+}
+
+// BotInfo is the reply of get_bot_info.
+type BotInfo struct {
+	UUID                 string         `json:"uuid"`
+	Name                 string         `json:"name"`
+	Adapter              string         `json:"adapter"`
+	AdapterRuntimeValues map[string]any `json:"adapter_runtime_values,omitempty"`
+}
+
+// HostRequest is the body of every host action (DESIGN 3.4).
+type HostRequest struct {
+	Binding binding.Binding `json:"binding"`
+	Plugin  string          `json:"plugin"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// Attach is the body of a lifecycle attach message.
+type Attach struct {
+	Binding binding.Binding `json:"binding"`
+	Config  json.RawMessage `json:"config"`
+	Enabled bool            `json:"enabled"`
+}
+
+// Revoke reasons (DESIGN 3.2).
+const (
+	ReasonUninstall        = "uninstall"
+	ReasonWorkspaceRemoved = "workspace_removed"
+	ReasonDisable          = "disable"
+	ReasonUpgrade          = "upgrade"
+	ReasonConfigChange     = "config_change"
+)
+
+// Revoke is the body of a lifecycle revoke message.
+type Revoke struct {
+	Binding binding.Binding `json:"binding"`
+	Reason  string          `json:"reason"`
+}

@@ -1,0 +1,112 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+)
+
+const plugin = "echo"
+
+type harness struct {
+	t       *testing.T
+	srv     *bustest.Server
+	js      jetstream.JetStream
+	runner  *bus.Runner
+	invoker *bus.Invoker
+}
+
+func bindingFor(inst, ws, installation string, gen, rev int64) binding.Binding {
+	return binding.Binding{InstanceUUID: inst, WorkspaceUUID: ws, InstallationUUID: installation,
+		PlacementGeneration: gen, RuntimeRevision: rev, ArtifactDigest: "sha256:test"}
+}
+
+func newHarness(t *testing.T, cfg bus.RunnerConfig, deps bus.RunnerDeps) *harness {
+	t.Helper()
+	srv := bustest.NewServer(t)
+	h := &harness{t: t, srv: srv, js: srv.JetStream(t)}
+	cfg.Plugin = plugin
+	deps.Conn = srv.Conn(t)
+	r, err := bus.NewRunner(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := r.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	h.runner = r
+	h.invoker = bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)
+	return h
+}
+
+func (h *harness) command(b binding.Binding, id string, words ...string) (json.RawMessage, error) {
+	req := &bus.Request{Binding: b, Config: json.RawMessage(`{}`), Command: &bus.Command{Name: "echo", Params: words,
+		Session: bus.Session{LauncherType: "person", LauncherID: "u1", SenderID: "u1", BotUUID: "bot"}}}
+	return h.invoker.Invoke(context.Background(), plugin, bus.EndpointCommand, id, req)
+}
+
+func (h *harness) attach(b binding.Binding, enabled bool, config string) {
+	h.t.Helper()
+	if _, err := bus.PublishAttach(context.Background(), h.js, bus.Subjects{}, plugin, bus.Attach{Binding: b, Config: json.RawMessage(config), Enabled: enabled}, ""); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) revoke(b binding.Binding, reason string) {
+	h.t.Helper()
+	if _, err := bus.PublishRevoke(context.Background(), h.js, bus.Subjects{}, plugin, bus.Revoke{Binding: b, Reason: reason}, ""); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// waitAuthority polls the stored authority until cond holds.
+func (h *harness) waitAuthority(sc binding.Scope, cond func(*bus.Authority) bool) *bus.Authority {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a, err := h.runner.Authority(context.Background(), sc)
+		if err == nil && cond(a) {
+			return a
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("authority of %s never reached the expected state; last %+v, %v", sc, a, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitLifecycleDrained waits until the plugin's lifecycle consumer has
+// acknowledged everything published so far.
+func (h *harness) waitLifecycleDrained() {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := h.js.Consumer(context.Background(), bus.LifecycleStream, bus.LifecycleConsumer(plugin))
+		if err == nil {
+			info, err := c.Info(context.Background())
+			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatal("lifecycle consumer did not drain")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,122 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+)
+
+// DefaultHostTimeout bounds a host action whose ctx has no earlier deadline.
+const DefaultHostTimeout = 15 * time.Second
+
+// ErrHostTimeout is returned when a host action got no reply in time: the
+// outcome is unknown (the host may have acted), so callers retry with the
+// same idempotency key.
+var ErrHostTimeout = errors.New("bus: host action timed out, outcome unknown")
+
+// ErrNoHost is returned when nobody serves host actions (NATS no
+// responders); nothing was sent.
+var ErrNoHost = errors.New("bus: no host is serving actions")
+
+// Host calls the host's actions (DESIGN 3.4) for a plugin.
+type Host struct {
+	nc        *nats.Conn
+	subjects  Subjects
+	plugin    string
+	tracer    trace.Tracer
+	timeout   time.Duration
+	onRefused func(context.Context, binding.Scope, binding.Binding)
+}
+
+// NewHost returns a host-action client without a binding_refused hook, for
+// tools that are not a Runner (the Runner's Host marks authorities
+// superseded).
+func NewHost(nc *nats.Conn, subjects Subjects, plugin string, tp trace.TracerProvider) *Host {
+	return &Host{nc: nc, subjects: subjects, plugin: plugin, tracer: tracerOrNoop(tp), timeout: DefaultHostTimeout}
+}
+
+// SendMessage sends a message chain into a chat. idemKey must be stable per
+// logical delivery and contain the scope, so the host can drop duplicates.
+func (h *Host) SendMessage(ctx context.Context, b binding.Binding, msg SendMessage, idemKey string) error {
+	return h.Call(ctx, ActionSendMessage, b, msg, idemKey, nil)
+}
+
+// BotInfo asks the host about one bot.
+func (h *Host) BotInfo(ctx context.Context, b binding.Binding, botUUID string) (BotInfo, error) {
+	var out struct {
+		Bot BotInfo `json:"bot"`
+	}
+	err := h.Call(ctx, ActionGetBotInfo, b, map[string]string{"bot_uuid": botUUID}, "", &out)
+	return out.Bot, err
+}
+
+// Call performs a host action under binding b and decodes a success reply
+// into out (when non-nil). Errors: an *Error from the host (403
+// binding_refused also runs the refusal hook), ErrHostTimeout, ErrNoHost,
+// or a transport error.
+func (h *Host) Call(ctx context.Context, action string, b binding.Binding, data any, idemKey string, out any) error {
+	sc, err := b.Scope()
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("bus: host action data: %w", err)
+	}
+	body, err := json.Marshal(HostRequest{Binding: b, Plugin: h.plugin, Data: raw})
+	if err != nil {
+		return err
+	}
+	subject := h.subjects.HostAction(action, sc)
+	template := h.subjects.HostActionAll(action)
+	ctx, span := h.tracer.Start(ctx, "send "+template, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(MessagingAttrs(subject, template, "send", action)...),
+		trace.WithAttributes(AttrPlugin.String(h.plugin), AttrScope.String(sc.String())))
+	defer span.End()
+
+	msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: body}
+	msg.Header.Set(HeaderContentType, contentTypeJSON)
+	if idemKey != "" {
+		msg.Header.Set(HeaderIdempotencyKey, idemKey)
+	}
+	Inject(ctx, msg.Header)
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.timeout)
+		defer cancel()
+	}
+	reply, err := h.nc.RequestMsgWithContext(ctx, msg)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		span.SetStatus(codes.Error, "no_responders")
+		return fmt.Errorf("%s: %w", action, ErrNoHost)
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		span.SetStatus(codes.Error, "timeout")
+		return fmt.Errorf("%s: %w", action, ErrHostTimeout)
+	case err != nil:
+		span.SetStatus(codes.Error, "transport")
+		return fmt.Errorf("bus: host %s: %w", action, err)
+	}
+	if e := DecodeReply(reply); e != nil {
+		span.SetStatus(codes.Error, e.Word)
+		span.SetAttributes(attrErrorType.String(e.Word))
+		if e.Code == 403 && h.onRefused != nil {
+			h.onRefused(context.WithoutCancel(ctx), sc, b)
+		}
+		return e
+	}
+	if out != nil {
+		if err := json.Unmarshal(reply.Data, out); err != nil {
+			return fmt.Errorf("bus: host %s reply: %w", action, err)
+		}
+	}
+	return nil
+}

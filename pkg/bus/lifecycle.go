@@ -1,0 +1,235 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+)
+
+// LifecycleStreamConfig returns the configuration of LANGBOT_LIFECYCLE
+// (DESIGN 3.2): file storage, limits retention, 7 days, 2 min duplicate
+// window.
+func LifecycleStreamConfig(subjects Subjects, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:       LifecycleStream,
+		Subjects:   []string{subjects.LifecycleAll()},
+		Storage:    jetstream.FileStorage,
+		Retention:  jetstream.LimitsPolicy,
+		MaxAge:     7 * 24 * time.Hour,
+		Duplicates: 2 * time.Minute,
+		Replicas:   max(replicas, 1),
+	}
+}
+
+// EnsureLifecycleStream creates or updates LANGBOT_LIFECYCLE. It is the one
+// function the deployment (lbctl setup), the dev stack and the test harness
+// use; services never call it.
+func EnsureLifecycleStream(ctx context.Context, js jetstream.JetStream, subjects Subjects, replicas int) (jetstream.Stream, error) {
+	ctx, cancel := withDefault(ctx)
+	defer cancel()
+	s, err := js.CreateOrUpdateStream(ctx, LifecycleStreamConfig(subjects, replicas))
+	if err != nil {
+		return nil, fmt.Errorf("bus: lifecycle stream: %w", err)
+	}
+	return s, nil
+}
+
+// PublishAttach publishes an attach message for plugin as a host does, with
+// a JetStream publish; msgID (optional) sets Nats-Msg-Id for the duplicate
+// window. It returns the stream sequence.
+func PublishAttach(ctx context.Context, js jetstream.JetStream, subjects Subjects, plugin string, a Attach, msgID string) (uint64, error) {
+	return publishLifecycle(ctx, js, subjects, plugin, LifecycleAttach, a.Binding, a, msgID)
+}
+
+// PublishRevoke publishes a revoke message for plugin as a host does.
+func PublishRevoke(ctx context.Context, js jetstream.JetStream, subjects Subjects, plugin string, r Revoke, msgID string) (uint64, error) {
+	return publishLifecycle(ctx, js, subjects, plugin, LifecycleRevoke, r.Binding, r, msgID)
+}
+
+func publishLifecycle(ctx context.Context, js jetstream.JetStream, subjects Subjects, plugin, kind string, b binding.Binding, body any, msgID string) (uint64, error) {
+	if err := b.Validate(); err != nil {
+		return 0, err
+	}
+	sc, _ := b.Scope()
+	data, err := json.Marshal(body)
+	if err != nil {
+		return 0, err
+	}
+	msg := &nats.Msg{Subject: subjects.Lifecycle(plugin, kind, sc), Header: nats.Header{}, Data: data}
+	msg.Header.Set(HeaderContentType, contentTypeJSON)
+	Inject(ctx, msg.Header)
+	var opts []jetstream.PublishOpt
+	if msgID != "" {
+		opts = append(opts, jetstream.WithMsgID(msgID))
+	}
+	ctx, cancel := withDefault(ctx)
+	defer cancel()
+	ack, err := js.PublishMsg(ctx, msg, opts...)
+	if err != nil {
+		return 0, fmt.Errorf("bus: publish %s: %w", kind, err)
+	}
+	return ack.Sequence, nil
+}
+
+// startLifecycle creates the plugin's durable lifecycle consumer and
+// consumes it until Shutdown.
+func (r *Runner) startLifecycle(ctx context.Context) error {
+	cons, err := r.js.CreateOrUpdateConsumer(ctx, LifecycleStream, jetstream.ConsumerConfig{
+		Durable:       LifecycleConsumer(r.cfg.Plugin),
+		FilterSubject: r.subjects.LifecycleFilter(r.cfg.Plugin),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       time.Minute,
+		MaxAckPending: 64,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("bus: lifecycle consumer: %w", err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { r.handleLifecycle(m) },
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
+				r.log.Warn("lifecycle consumer", "err", err)
+			}
+		}))
+	if err != nil {
+		return fmt.Errorf("bus: lifecycle consume: %w", err)
+	}
+	r.lifecycle = cc
+	return nil
+}
+
+// handleLifecycle applies one lifecycle message and acks it once the effect
+// is durable. Malformed messages are terminated: redelivery cannot fix them.
+func (r *Runner) handleLifecycle(m jetstream.Msg) {
+	ctx := Extract(r.baseCtx, m.Headers())
+	_, kind, sc, err := r.subjects.ParseLifecycle(m.Subject())
+	template := r.subjects.LifecycleFilter(r.cfg.Plugin)
+	ctx, span := r.tracer.Start(ctx, "process "+template, trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(MessagingAttrs(m.Subject(), template, "process", "lifecycle")...),
+		trace.WithAttributes(AttrPlugin.String(r.cfg.Plugin)))
+	defer span.End()
+	ctx, cancel := context.WithTimeout(ctx, 50*time.Second)
+	defer cancel()
+
+	term := func(why string) {
+		span.SetStatus(codes.Error, why)
+		r.metrics.lifecycle.WithLabelValues(kind, "malformed").Inc()
+		r.log.ErrorContext(ctx, "lifecycle message refused", "subject_kind", kind, "why", why)
+		_ = m.Term()
+	}
+	if err != nil {
+		term("bad subject")
+		return
+	}
+	span.SetAttributes(AttrScope.String(sc.String()))
+	meta, err := m.Metadata()
+	if err != nil {
+		term("no metadata")
+		return
+	}
+	in := Input{Seq: meta.Sequence.Stream}
+	switch kind {
+	case LifecycleAttach:
+		var a Attach
+		if err := json.Unmarshal(m.Data(), &a); err != nil {
+			term("bad attach body")
+			return
+		}
+		if len(a.Config) == 0 || string(a.Config) == "null" {
+			a.Config = json.RawMessage("{}")
+		}
+		in.Kind, in.Binding, in.Config, in.Enabled = InputAttach, a.Binding, a.Config, a.Enabled
+	case LifecycleRevoke:
+		var rv Revoke
+		if err := json.Unmarshal(m.Data(), &rv); err != nil {
+			term("bad revoke body")
+			return
+		}
+		switch rv.Reason {
+		case ReasonUninstall, ReasonWorkspaceRemoved, ReasonDisable, ReasonUpgrade, ReasonConfigChange:
+		default:
+			term("unknown revoke reason")
+			return
+		}
+		in.Kind, in.Binding, in.Reason = InputRevoke, rv.Binding, rv.Reason
+	default:
+		term("unknown lifecycle kind")
+		return
+	}
+	if err := in.Binding.Validate(); err != nil {
+		term("invalid binding")
+		return
+	}
+	if bs, _ := in.Binding.Scope(); bs != sc {
+		term("scope mismatch")
+		return
+	}
+
+	prev, d, err := r.store.Apply(ctx, sc, in)
+	if err != nil {
+		r.retryLifecycle(ctx, span, m, kind, err)
+		return
+	}
+	purge := d.Purge
+	if d.Outcome != Write && in.Kind == InputRevoke && isRemoval(in.Reason) && prev != nil && prev.State == StateRemoved {
+		// A redelivered removal: the tombstone is there, but the purge may
+		// not have finished before a crash. Purging again is harmless.
+		purge = true
+	}
+	if d.Outcome == Write {
+		// in-flight invocations on this replica see the change at once
+		r.view.apply(sc, d.Next, 0)
+	}
+	if purge {
+		if err := r.purgeScope(ctx, sc); err != nil {
+			r.retryLifecycle(ctx, span, m, kind, err)
+			return
+		}
+	}
+	if d.Outcome == Write {
+		if r.cfg.OnTransition != nil {
+			if err := r.cfg.OnTransition(ctx, sc, prev, d.Next); err != nil {
+				r.retryLifecycle(ctx, span, m, kind, err)
+				return
+			}
+		}
+	}
+	result := "ignored"
+	if d.Outcome == Write {
+		result = string(d.Next.State)
+	}
+	r.metrics.lifecycle.WithLabelValues(kind, result).Inc()
+	if err := m.DoubleAck(ctx); err != nil {
+		r.log.WarnContext(ctx, "lifecycle ack", "err", err)
+	}
+}
+
+func (r *Runner) retryLifecycle(ctx context.Context, span trace.Span, m jetstream.Msg, kind string, err error) {
+	span.SetStatus(codes.Error, "retry")
+	r.metrics.lifecycle.WithLabelValues(kind, "retry").Inc()
+	r.log.ErrorContext(ctx, "lifecycle message will be retried", "err", err)
+	_ = m.NakWithDelay(2 * time.Second)
+}
+
+// purgeScope removes everything of a removed scope but its tombstone: the
+// service's own data first (streams, schedules, blobs), then the buckets.
+func (r *Runner) purgeScope(ctx context.Context, sc binding.Scope) error {
+	if r.cfg.Purge != nil {
+		if err := r.cfg.Purge(ctx, sc); err != nil {
+			return fmt.Errorf("service purge: %w", err)
+		}
+	}
+	if err := r.kv.PurgeScope(ctx, sc, KeyAuthority); err != nil {
+		return err
+	}
+	return purgeScope(ctx, r.dedupe, sc)
+}

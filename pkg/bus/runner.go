@@ -1,0 +1,670 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+)
+
+// Invocation is one decoded, checked request handed to a Handler. It is
+// valid for the duration of the handler call.
+type Invocation struct {
+	Endpoint Endpoint
+	// ID is the Langbot-Invocation-Id; a retry reuses it.
+	ID      string
+	Scope   binding.Scope
+	Binding binding.Binding
+	// Config is the installation's config snapshot for this invocation.
+	Config json.RawMessage
+	// Authority is the authority the invocation is served under.
+	Authority Authority
+	// Exactly one of these is set, according to Endpoint.
+	Command *Command
+	Event   *Event
+	Tool    *Tool
+	Page    *Page
+}
+
+// Name returns the command, event, tool or page-endpoint name.
+func (inv *Invocation) Name() string {
+	switch {
+	case inv.Command != nil:
+		return inv.Command.Name
+	case inv.Event != nil:
+		return inv.Event.Name
+	case inv.Tool != nil:
+		return inv.Tool.Name
+	case inv.Page != nil:
+		return inv.Page.Endpoint
+	}
+	return ""
+}
+
+// Handler serves one invocation. It returns the reply value (marshalled to
+// JSON by the runner: a CommandReply, EventReply, ToolReply or PageReply) or
+// an error; an *Error (or a wrapped sentinel) goes on the wire as is,
+// anything else as 500 internal. A handler never sees NATS types.
+type Handler func(ctx context.Context, inv *Invocation) (any, error)
+
+// Handlers are a plugin's endpoint handlers. A nil handler makes its
+// endpoint answer 404 not_found (event: both flags false).
+type Handlers struct {
+	Command Handler
+	Event   Handler
+	Tool    Handler
+	Page    Handler
+	// Dedupe reports whether an invocation changes state and so must not
+	// repeat its effect when retried with the same invocation id (DESIGN
+	// 3.1). Nil: nothing is deduplicated.
+	Dedupe func(inv *Invocation) bool
+	// ServeInactive reports whether an invocation whose binding equals a
+	// disabled or superseded authority is still served (read-only page
+	// calls of takeover). Nil: never.
+	ServeInactive func(inv *Invocation) bool
+}
+
+func (h *Handlers) of(ep Endpoint) Handler {
+	switch ep {
+	case EndpointCommand:
+		return h.Command
+	case EndpointEvent:
+		return h.Event
+	case EndpointTool:
+		return h.Tool
+	case EndpointPage:
+		return h.Page
+	}
+	return nil
+}
+
+// RunnerConfig is the plugin-specific configuration of a Runner.
+type RunnerConfig struct {
+	Plugin      string // plugin name: micro service name, queue group, subject token
+	Version     string // semantic version for micro INFO; default 0.1.0
+	Description string
+	Prefix      string // subject prefix; default "langbot"
+
+	Handlers Handlers
+
+	Workers           int           // concurrent handlers; default 64
+	Queue             int           // requests waiting for a worker; default 4*Workers
+	MaxBody           int           // request body limit in bytes; default 1 MiB
+	InvocationTimeout time.Duration // per-request deadline; default 30 s
+	DedupeTTL         time.Duration // dedupe bucket TTL; default 24 h
+	Replicas          int           // replicas of the plugin's buckets; default 1
+	// SecretFields are top-level config fields sealed at rest in the
+	// authority record (githubkit: the token).
+	SecretFields []string
+	// Purge removes a removed scope's data kept outside the plugin's two
+	// buckets (streams, schedules, blobs). The runner purges the buckets
+	// itself afterwards (all but the tombstone). It must be idempotent.
+	Purge func(ctx context.Context, sc binding.Scope) error
+	// OnTransition is called on the replica that changed a scope's
+	// authority (lifecycle message, or an invocation with a newer binding),
+	// after the record is stored and, for a lifecycle message, before it is
+	// acked: pause, resume or reschedule work here. It must be idempotent;
+	// an error makes the lifecycle message redeliver.
+	OnTransition func(ctx context.Context, sc binding.Scope, prev *Authority, next Authority) error
+	// OnAuthority is called on every replica, from the view's watch, when a
+	// scope's state or binding changes. It must not block.
+	OnAuthority func(sc binding.Scope, a Authority)
+}
+
+// RunnerDeps are the live parts a Runner uses. Conn is required; the rest
+// have defaults: a JetStream context on Conn, time.Now, slog.Default(), no
+// tracing, a private metrics registry, and no keyring (then SecretFields
+// must be empty).
+type RunnerDeps struct {
+	Conn           *nats.Conn
+	JetStream      jetstream.JetStream
+	Keyring        *Keyring
+	Clock          func() time.Time
+	Logger         *slog.Logger
+	TracerProvider trace.TracerProvider
+	Registerer     prometheus.Registerer
+}
+
+// ErrConfig wraps invalid runner configuration.
+var ErrConfig = errors.New("bus: invalid configuration")
+
+// Runner serves one plugin on NATS: the micro service with the four
+// endpoints, the bounded worker pool, binding and authority checks,
+// invocation dedupe, the lifecycle consumer, and the fired-message
+// consumers a service adds. Create it with NewRunner, Start it, and
+// Shutdown it; Shutdown stops intake and waits for every worker.
+type Runner struct {
+	cfg      RunnerConfig
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	keyring  *Keyring
+	now      func() time.Time
+	log      *slog.Logger
+	tracer   trace.Tracer
+	subjects Subjects
+	metrics  *runnerMetrics
+
+	view   *AuthorityView
+	kv     *KV
+	dedupe jetstream.KeyValue
+	store  *AuthorityStore
+	host   *Host
+
+	jobs    chan job
+	baseCtx context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // workers and async writes
+	bg      sync.WaitGroup // consumers and watches
+
+	mu        sync.Mutex
+	started   bool
+	stopped   bool
+	svc       micro.Service
+	stops     []func()
+	lifecycle jetstream.ConsumeContext
+}
+
+type job struct {
+	ep      Endpoint
+	subject string
+	reply   string
+	header  nats.Header
+	data    []byte
+	start   time.Time
+}
+
+// NewRunner checks cfg and returns a Runner; it does no I/O.
+func NewRunner(cfg RunnerConfig, deps RunnerDeps) (*Runner, error) {
+	if err := checkPlugin(cfg.Plugin); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if deps.Conn == nil {
+		return nil, fmt.Errorf("%w: no NATS connection", ErrConfig)
+	}
+	subj, err := NewSubjects(cfg.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if len(cfg.SecretFields) > 0 && deps.Keyring == nil {
+		return nil, fmt.Errorf("%w: secret fields need a state keyring", ErrConfig)
+	}
+	if cfg.Version == "" {
+		cfg.Version = "0.1.0"
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 64
+	}
+	if cfg.Queue <= 0 {
+		cfg.Queue = 4 * cfg.Workers
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	if cfg.InvocationTimeout <= 0 {
+		cfg.InvocationTimeout = 30 * time.Second
+	}
+	if cfg.DedupeTTL <= 0 {
+		cfg.DedupeTTL = 24 * time.Hour
+	}
+	js := deps.JetStream
+	if js == nil {
+		if js, err = jetstream.New(deps.Conn); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
+	now := deps.Clock
+	if now == nil {
+		now = time.Now
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("plugin", cfg.Plugin)
+	reg := deps.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m, err := newRunnerMetrics(reg, cfg.Plugin)
+	if err != nil {
+		return nil, fmt.Errorf("%w: metrics: %w", ErrConfig, err)
+	}
+	r := &Runner{
+		cfg: cfg, nc: deps.Conn, js: js, keyring: deps.Keyring, now: now, log: log,
+		tracer: tracerOrNoop(deps.TracerProvider), subjects: subj, metrics: m,
+		jobs: make(chan job, cfg.Queue),
+	}
+	r.view = newAuthorityView(cfg.OnAuthority)
+	r.host = &Host{nc: deps.Conn, subjects: subj, plugin: cfg.Plugin, tracer: r.tracer, timeout: DefaultHostTimeout, onRefused: r.markStale}
+	return r, nil
+}
+
+// Subjects returns the subject builder of the runner's prefix.
+func (r *Runner) Subjects() Subjects { return r.subjects }
+
+// JetStream returns the JetStream context.
+func (r *Runner) JetStream() jetstream.JetStream { return r.js }
+
+// Conn returns the NATS connection.
+func (r *Runner) Conn() *nats.Conn { return r.nc }
+
+// KV returns the plugin's main bucket (valid after Start).
+func (r *Runner) KV() *KV { return r.kv }
+
+// Host returns the host-action client; a 403 binding_refused it receives
+// marks the scope's authority superseded.
+func (r *Runner) Host() *Host { return r.host }
+
+// Keyring returns the state keyring (nil when none was given).
+func (r *Runner) Keyring() *Keyring { return r.keyring }
+
+// View returns the in-process authority view.
+func (r *Runner) View() *AuthorityView { return r.view }
+
+// Authority reads the stored authority of sc (not the view): background
+// work calls it when it runs. Nil means no record.
+func (r *Runner) Authority(ctx context.Context, sc binding.Scope) (*Authority, error) {
+	return r.store.Get(ctx, sc)
+}
+
+// OpenConfig returns a's config with its secret fields opened.
+func (r *Runner) OpenConfig(sc binding.Scope, a *Authority) (json.RawMessage, error) {
+	return r.store.OpenConfig(sc, a)
+}
+
+// Ready reports whether the runner serves: started, not stopped, the
+// authority view loaded and the connection up.
+func (r *Runner) Ready() bool {
+	r.mu.Lock()
+	ok := r.started && !r.stopped
+	r.mu.Unlock()
+	return ok && r.view.Ready() && r.nc.IsConnected()
+}
+
+// Start creates the plugin's buckets, loads the authority view, starts the
+// lifecycle consumer and the workers, and registers the micro service. The
+// context bounds the setup only; Shutdown ends the service.
+func (r *Runner) Start(ctx context.Context) error {
+	r.mu.Lock()
+	if r.started {
+		r.mu.Unlock()
+		return errors.New("bus: runner already started")
+	}
+	r.started = true
+	r.mu.Unlock()
+
+	main, err := EnsureBucket(ctx, r.js, Bucket(r.cfg.Plugin), BucketSpec{Replicas: r.cfg.Replicas})
+	if err != nil {
+		return err
+	}
+	r.dedupe, err = EnsureBucket(ctx, r.js, DedupeBucket(r.cfg.Plugin), BucketSpec{Replicas: r.cfg.Replicas, TTL: r.cfg.DedupeTTL})
+	if err != nil {
+		return err
+	}
+	r.kv = NewKV(main)
+	r.store = NewAuthorityStore(main, r.keyring, r.cfg.SecretFields, r.now)
+	r.baseCtx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+
+	stopWatch, err := r.view.watch(r.baseCtx, main, func(err error) {
+		r.log.Error("authority view: bad record", "err", err)
+	})
+	if err != nil {
+		return err
+	}
+	r.addStop(stopWatch)
+	select {
+	case <-r.view.ready:
+	case <-ctx.Done():
+		return fmt.Errorf("bus: loading authority view: %w", ctx.Err())
+	}
+
+	for i := 0; i < r.cfg.Workers; i++ {
+		r.wg.Add(1)
+		go r.worker()
+	}
+	if err := r.startLifecycle(ctx); err != nil {
+		return err
+	}
+
+	svc, err := micro.AddService(r.nc, micro.Config{
+		Name:        r.cfg.Plugin,
+		Version:     r.cfg.Version,
+		Description: r.cfg.Description,
+		QueueGroup:  r.cfg.Plugin,
+	})
+	if err != nil {
+		return fmt.Errorf("bus: micro service: %w", err)
+	}
+	for _, ep := range Endpoints {
+		if err := svc.AddEndpoint(string(ep), micro.HandlerFunc(r.dispatcher(ep)),
+			micro.WithEndpointSubject(r.subjects.InvocationAll(r.cfg.Plugin, ep)),
+			micro.WithEndpointQueueGroup(r.cfg.Plugin)); err != nil {
+			_ = svc.Stop()
+			return fmt.Errorf("bus: endpoint %s: %w", ep, err)
+		}
+	}
+	r.mu.Lock()
+	r.svc = svc
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *Runner) addStop(f func()) {
+	r.mu.Lock()
+	r.stops = append(r.stops, f)
+	r.mu.Unlock()
+}
+
+// Shutdown stops intake (micro endpoints, consumers), lets queued and
+// running invocations finish, and waits for every goroutine the runner
+// started, giving up when ctx is done. It is idempotent and never closes
+// the connection it was given.
+func (r *Runner) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	if r.stopped || !r.started {
+		r.stopped = true
+		r.mu.Unlock()
+		return nil
+	}
+	r.stopped = true
+	svc, stops := r.svc, r.stops
+	r.mu.Unlock()
+
+	var errs []error
+	if svc != nil {
+		if err := svc.Stop(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if r.lifecycle != nil {
+		r.lifecycle.Drain()
+		select {
+		case <-r.lifecycle.Closed():
+		case <-ctx.Done():
+		}
+	}
+	// consumers and watches, newest first
+	for i := len(stops) - 1; i >= 0; i-- {
+		stops[i]()
+	}
+	close(r.jobs)
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); r.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("bus: shutdown: %w", ctx.Err()))
+	}
+	if r.cancel != nil {
+		r.cancel()
+	}
+	return errors.Join(errs...)
+}
+
+// dispatcher is the micro handler: it runs serially per subscription, so
+// it only captures what the worker needs and queues it; a full queue is
+// answered 503 at once. It never keeps the micro request.
+func (r *Runner) dispatcher(ep Endpoint) func(micro.Request) {
+	return func(req micro.Request) {
+		j := job{ep: ep, subject: req.Subject(), reply: req.Reply(), header: nats.Header(req.Headers()), data: req.Data(), start: time.Now()}
+		if j.reply == "" {
+			r.metrics.outcome(ep, "no_reply")
+			return
+		}
+		select {
+		case r.jobs <- j:
+		default:
+			r.metrics.rejected.Inc()
+			r.metrics.outcome(ep, "rejected")
+			r.answerError(j.reply, Errorf(ErrUnavailable, "%s is at capacity, retry later", r.cfg.Plugin))
+		}
+	}
+}
+
+func (r *Runner) worker() {
+	defer r.wg.Done()
+	for j := range r.jobs {
+		r.serve(j)
+	}
+}
+
+// serve runs one invocation end to end and answers it.
+func (r *Runner) serve(j job) {
+	ctx := Extract(r.baseCtx, j.header)
+	ctx, span := r.tracer.Start(ctx, "process "+r.subjects.InvocationAll(r.cfg.Plugin, j.ep),
+		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(MessagingAttrs(j.subject, r.subjects.InvocationAll(r.cfg.Plugin, j.ep), "process", string(j.ep))...),
+		trace.WithAttributes(AttrPlugin.String(r.cfg.Plugin), AttrEndpoint.String(string(j.ep)), attrBodySize.Int(len(j.data))),
+	)
+	defer span.End()
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.InvocationTimeout)
+	defer cancel()
+
+	h, body, outcome := r.handle(ctx, span, j)
+	if err := r.nc.PublishMsg(&nats.Msg{Subject: j.reply, Header: h, Data: body}); err != nil {
+		r.log.ErrorContext(ctx, "reply not sent", "endpoint", j.ep, "err", err)
+	}
+	span.SetAttributes(AttrOutcome.String(outcome))
+	r.metrics.outcome(j.ep, outcome)
+	r.metrics.latency.WithLabelValues(string(j.ep)).Observe(time.Since(j.start).Seconds())
+}
+
+// handle returns the reply headers, body and outcome label.
+func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Header, []byte, string) {
+	fail := func(e *Error) (nats.Header, []byte, string) {
+		span.SetStatus(codes.Error, e.Word)
+		span.SetAttributes(attrErrorType.String(e.Word))
+		h, b := e.encode()
+		return h, b, e.Word
+	}
+	if len(j.data) > r.cfg.MaxBody {
+		return fail(Errorf(ErrTooLarge, "request body of %d bytes exceeds %d", len(j.data), r.cfg.MaxBody))
+	}
+	_, ep, subjScope, err := r.subjects.ParseInvocation(j.subject)
+	if err != nil || ep != j.ep {
+		return fail(Errorf(ErrBadRequest, "invalid scope in subject"))
+	}
+	span.SetAttributes(AttrScope.String(subjScope.String()))
+	req, err := DecodeRequest(j.ep, j.data)
+	if err != nil {
+		return fail(Errorf(ErrBadRequest, "%s", safeEnvelopeError(err)))
+	}
+	bodyScope, _ := req.Binding.Scope()
+	if bodyScope != subjScope {
+		return fail(WithReason(ErrBindingRefused, "scope_mismatch", "the subject's scope differs from the body's binding"))
+	}
+	id := j.header.Get(HeaderInvocationID)
+	if id == "" || len(id) > 256 {
+		return fail(Errorf(ErrBadRequest, "missing or oversized %s header", HeaderInvocationID))
+	}
+	inv := &Invocation{Endpoint: j.ep, ID: id, Scope: subjScope, Binding: req.Binding, Config: req.Config,
+		Command: req.Command, Event: req.Event, Tool: req.Tool, Page: req.Page}
+
+	write, err := r.admit(ctx, inv)
+	if err != nil {
+		e, _ := AsError(err)
+		if e.Code >= 500 {
+			r.log.ErrorContext(ctx, "authority check failed", "scope", subjScope.String(), "err", err)
+		}
+		return fail(e)
+	}
+
+	handler := r.cfg.Handlers.of(j.ep)
+	var reply any
+	var herr error
+	dedupe := handler != nil && r.cfg.Handlers.Dedupe != nil && r.cfg.Handlers.Dedupe(inv)
+	if dedupe {
+		var stored *dedupeRecord
+		stored, herr = r.claim(ctx, inv)
+		if herr == nil && stored != nil {
+			waitWrite(write)
+			return stored.header(), stored.Body, "replayed"
+		}
+	}
+	if herr == nil {
+		switch {
+		case handler != nil:
+			reply, herr = r.call(ctx, handler, inv)
+		case j.ep == EndpointEvent:
+			reply = EventReply{}
+		default:
+			herr = Errorf(ErrNotFound, "%s has no %s endpoint", r.cfg.Plugin, j.ep)
+		}
+	}
+	// a newer binding must be stored before the reply claims success
+	if werr := waitWrite(write); werr != nil && herr == nil {
+		herr = fmt.Errorf("store authority: %w: %w", ErrUnavailable, werr)
+	}
+
+	var h nats.Header
+	var body []byte
+	outcome := "ok"
+	if herr != nil {
+		e, wire := AsError(herr)
+		if !wire || e.Code >= 500 {
+			r.log.ErrorContext(ctx, "invocation failed", "scope", subjScope.String(), "endpoint", j.ep, "err", herr)
+		}
+		h, body, outcome = fail(e)
+	} else {
+		body, err = json.Marshal(reply)
+		if err != nil {
+			r.log.ErrorContext(ctx, "reply not encodable", "endpoint", j.ep, "err", err)
+			h, body, outcome = fail(&Error{Code: 500, Word: "internal", Message: "internal error"})
+		} else {
+			h = nats.Header{}
+			h.Set(HeaderContentType, contentTypeJSON)
+		}
+	}
+	if dedupe && !errors.Is(herr, ErrInProgress) {
+		r.settle(inv, h, body)
+	}
+	return h, body, outcome
+}
+
+// call runs a handler, turning a panic into a 500 so one bad request cannot
+// take the service down.
+func (r *Runner) call(ctx context.Context, h Handler, inv *Invocation) (reply any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.ErrorContext(ctx, "handler panic", "endpoint", inv.Endpoint, "panic", fmt.Sprint(p))
+			reply, err = nil, &Error{Code: 500, Word: "internal", Message: "internal error"}
+		}
+	}()
+	return h(ctx, inv)
+}
+
+func safeEnvelopeError(err error) string {
+	// The envelope errors name fields and JSON positions, never values.
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Sprintf("malformed JSON at byte %d", syn.Offset)
+	}
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		return fmt.Sprintf("field %q has the wrong type", typ.Field)
+	}
+	return err.Error()
+}
+
+// admit decides from the in-process view whether inv is served (DESIGN
+// 3.3). A newer binding is written asynchronously: the returned channel
+// yields the write's result.
+func (r *Runner) admit(ctx context.Context, inv *Invocation) (<-chan error, error) {
+	a, ok := r.view.Lookup(inv.Scope)
+	var cur *Authority
+	if ok {
+		cur = &a
+	}
+	d := Transition(cur, Input{Kind: InputInvocation, Binding: inv.Binding, Config: inv.Config}, r.now())
+	switch d.Outcome {
+	case Serve:
+		inv.Authority = a
+		return nil, nil
+	case Refuse:
+		if cur != nil && cur.State != StateRemoved && inv.Binding.Compare(cur.Binding) == 0 &&
+			r.cfg.Handlers.ServeInactive != nil && r.cfg.Handlers.ServeInactive(inv) {
+			inv.Authority = a
+			return nil, nil
+		}
+		return nil, WithReason(ErrBindingRefused, refuseReason(cur, inv.Binding), "the binding is not the installation's active one")
+	case Write:
+		// Serve at once under the new binding; the view sees it now so the
+		// next invocation with the same binding is served without a write.
+		inv.Authority = d.Next
+		r.view.apply(inv.Scope, d.Next, 0)
+		ch := make(chan error, 1)
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			prev, dec, err := r.store.Apply(wctx, inv.Scope, Input{Kind: InputInvocation, Binding: inv.Binding, Config: inv.Config})
+			if err == nil && dec.Outcome == Write && r.cfg.OnTransition != nil {
+				if terr := r.cfg.OnTransition(wctx, inv.Scope, prev, dec.Next); terr != nil {
+					r.log.ErrorContext(wctx, "authority transition hook failed", "scope", inv.Scope.String(), "err", terr)
+				}
+			}
+			ch <- err
+		}()
+		return ch, nil
+	}
+	return nil, WithReason(ErrBindingRefused, "ignored", "the binding is not the installation's active one")
+}
+
+func refuseReason(cur *Authority, b binding.Binding) string {
+	switch {
+	case cur == nil:
+		return "unknown"
+	case cur.State == StateRemoved:
+		return "removed"
+	case b.Compare(cur.Binding) < 0:
+		return "stale_binding"
+	}
+	return "installation_inactive"
+}
+
+func waitWrite(ch <-chan error) error {
+	if ch == nil {
+		return nil
+	}
+	return <-ch
+}
+
+func (r *Runner) answerError(reply string, e *Error) {
+	h, b := e.encode()
+	if err := r.nc.PublishMsg(&nats.Msg{Subject: reply, Header: h, Data: b}); err != nil {
+		r.log.Error("error reply not sent", "err", err)
+	}
+}
+
+// markStale is the host client's hook for 403 binding_refused.
+func (r *Runner) markStale(ctx context.Context, sc binding.Scope, b binding.Binding) {
+	if r.store == nil {
+		return
+	}
+	prev, d, err := r.store.Apply(ctx, sc, Input{Kind: InputStale, Binding: b})
+	if err != nil {
+		r.log.ErrorContext(ctx, "marking authority superseded failed", "scope", sc.String(), "err", err)
+		return
+	}
+	if d.Outcome == Write {
+		r.view.apply(sc, d.Next, 0)
+		if r.cfg.OnTransition != nil {
+			if err := r.cfg.OnTransition(ctx, sc, prev, d.Next); err != nil {
+				r.log.ErrorContext(ctx, "authority transition hook failed", "scope", sc.String(), "err", err)
+			}
+		}
+	}
+}

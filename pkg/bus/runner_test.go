@@ -1,0 +1,52 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+func echoHandlers() bus.Handlers {
+	return bus.Handlers{
+		Command: func(ctx context.Context, inv *bus.Invocation) (any, error) {
+			return bus.CommandReply{Returns: []bus.Return{{Text: strings.Join(inv.Command.Params, " ")}}}, nil
+		},
+	}
+}
+
+func TestRunnerServesCommand(t *testing.T) {
+	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.RunnerDeps{})
+	b := bindingFor("i1", "w1", "n1", 1, 1)
+	out, err := h.command(b, "inv-1", "hello", "world")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply bus.CommandReply
+	if err := json.Unmarshal(out, &reply); err != nil || len(reply.Returns) != 1 || reply.Returns[0].Text != "hello world" {
+		t.Fatalf("reply = %s, %v", out, err)
+	}
+	// the first invocation created the authority
+	a := h.waitAuthority(bus.ScopeOf(b), func(a *bus.Authority) bool { return a != nil })
+	if a.State != bus.StateActive || a.Binding != b {
+		t.Fatalf("authority = %+v", a)
+	}
+}
+
+func TestRunnerUnusedEndpoints(t *testing.T) {
+	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.RunnerDeps{})
+	b := bindingFor("i1", "w1", "n1", 1, 1)
+	ev := &bus.Request{Binding: b, Event: &bus.Event{Name: "PersonMessageReceived", BotUUID: "bot"}}
+	out, err := h.invoker.Invoke(context.Background(), plugin, bus.EndpointEvent, "e1", ev)
+	if err != nil || string(out) != `{"prevent_default":false,"prevent_postorder":false}` {
+		t.Fatalf("event on a plugin without events = %s, %v", out, err)
+	}
+	tool := &bus.Request{Binding: b, Tool: &bus.Tool{Name: "x"}}
+	_, err = h.invoker.Invoke(context.Background(), plugin, bus.EndpointTool, "t1", tool)
+	if !errors.Is(err, bus.ErrNotFound) {
+		t.Fatalf("tool on a plugin without tools = %v, want 404", err)
+	}
+}

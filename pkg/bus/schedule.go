@@ -1,0 +1,254 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+)
+
+// StreamSpec is the configuration of a plugin stream (DESIGN 4, 5); the
+// settings that vary between dev and production come from configuration.
+type StreamSpec struct {
+	Name              string
+	Subjects          []string
+	Replicas          int
+	Schedules         bool          // AllowMsgSchedules: the stream holds message schedules
+	MaxMsgsPerSubject int64         // 0: unlimited
+	MaxAge            time.Duration // 0: none (schedule streams must not age out schedules)
+	Duplicates        time.Duration // duplicate window for Nats-Msg-Id
+	AllowDirect       bool
+	AllowRollup       bool
+	Memory            bool
+}
+
+// EnsureStream creates or updates a stream with file storage, limits
+// retention and discard old.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec) (jetstream.Stream, error) {
+	ctx, cancel := withDefault(ctx)
+	defer cancel()
+	cfg := jetstream.StreamConfig{
+		Name:              spec.Name,
+		Subjects:          spec.Subjects,
+		Storage:           jetstream.FileStorage,
+		Retention:         jetstream.LimitsPolicy,
+		Discard:           jetstream.DiscardOld,
+		Replicas:          max(spec.Replicas, 1),
+		MaxMsgsPerSubject: spec.MaxMsgsPerSubject,
+		MaxAge:            spec.MaxAge,
+		Duplicates:        spec.Duplicates,
+		AllowDirect:       spec.AllowDirect,
+		AllowRollup:       spec.AllowRollup || spec.Schedules,
+		AllowMsgSchedules: spec.Schedules,
+	}
+	if spec.Memory {
+		cfg.Storage = jetstream.MemoryStorage
+	}
+	if cfg.MaxMsgsPerSubject == 0 {
+		cfg.MaxMsgsPerSubject = -1
+	}
+	s, err := js.CreateOrUpdateStream(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bus: stream %s: %w", spec.Name, err)
+	}
+	return s, nil
+}
+
+// ScheduleAt arms a one-shot schedule on subject that the server republishes
+// onto target at the given second (DESIGN 5: "@at <RFC 3339 UTC>"; a past
+// instant fires at once). Republishing on the same subject replaces the
+// schedule. With rollup, each firing replaces the previous fired message on
+// target, so at most one is kept. ctx's trace context travels with it.
+func ScheduleAt(ctx context.Context, js jetstream.JetStream, subject, target string, at time.Time, body []byte, rollup bool) error {
+	opts := []jetstream.PublishOpt{jetstream.WithScheduleAt(at.UTC().Truncate(time.Second)), jetstream.WithScheduleTarget(target)}
+	if rollup {
+		opts = append(opts, jetstream.WithScheduleRollup())
+	}
+	return publishSchedule(ctx, js, subject, body, opts)
+}
+
+// ScheduleEvery arms a repeating schedule ("@every <duration>") on subject
+// firing onto target.
+func ScheduleEvery(ctx context.Context, js jetstream.JetStream, subject, target string, every time.Duration, body []byte) error {
+	opts := []jetstream.PublishOpt{jetstream.WithScheduleEvery(every), jetstream.WithScheduleTarget(target)}
+	return publishSchedule(ctx, js, subject, body, opts)
+}
+
+func publishSchedule(ctx context.Context, js jetstream.JetStream, subject string, body []byte, opts []jetstream.PublishOpt) error {
+	msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: body}
+	Inject(ctx, msg.Header)
+	ctx, cancel := withDefault(ctx)
+	defer cancel()
+	if _, err := js.PublishMsg(ctx, msg, opts...); err != nil {
+		return fmt.Errorf("bus: arm schedule: %w", err)
+	}
+	return nil
+}
+
+// PurgeSubjects removes every message of the given subjects from stream:
+// for a schedule subject this cancels the schedule, for a target subject it
+// drops fired messages not yet handled. A subject may be a wildcard.
+func PurgeSubjects(ctx context.Context, stream jetstream.Stream, subjects ...string) error {
+	ctx, cancel := withDefault(ctx)
+	defer cancel()
+	var errs []error
+	for _, s := range subjects {
+		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(s)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("bus: purge: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// FiredConfig configures a shared durable pull consumer of fired schedule
+// messages (DESIGN 5).
+type FiredConfig struct {
+	Stream     string
+	Durable    string
+	Filter     string
+	Workers    int           // handlers running at once; default 16
+	AckWait    time.Duration // default 30 s
+	MaxDeliver int           // 0: unlimited
+	Timeout    time.Duration // per-message deadline; default AckWait
+}
+
+// Fired is one fired schedule message. The handler must Ack, Nak or Term
+// it; a message left alone is redelivered after AckWait.
+type Fired struct {
+	msg jetstream.Msg
+	// Subject is the target subject the schedule fired onto.
+	Subject string
+	// Scope and IDs are parsed from Subject: <prefix>.<plugin>.<kind>.<scope>.<ids...>.
+	Kind  string
+	Scope binding.Scope
+	IDs   []string
+	Data  []byte
+	// Delivered counts deliveries of this message, 1 the first time.
+	Delivered uint64
+	// Published is when the server published the fired message.
+	Published time.Time
+	// Origin is the span context of the trace that armed the schedule.
+	Origin trace.SpanContext
+}
+
+// Ack acknowledges the message.
+func (f *Fired) Ack(ctx context.Context) error { return f.msg.DoubleAck(ctx) }
+
+// Nak asks for redelivery after delay.
+func (f *Fired) Nak(delay time.Duration) error { return f.msg.NakWithDelay(delay) }
+
+// Term stops redelivery of a message that can never be handled.
+func (f *Fired) Term() error { return f.msg.Term() }
+
+// InProgress extends the ack deadline while work continues.
+func (f *Fired) InProgress() error { return f.msg.InProgress() }
+
+// FiredHandler handles one fired message.
+type FiredHandler func(ctx context.Context, f *Fired)
+
+// ConsumeFired creates (or updates) the durable consumer and hands each
+// fired message to h on a bounded pool: a message is fetched only when a
+// slot is free. The handler's span is a CONSUMER span linked to the trace
+// that armed the schedule. Consumption stops at Shutdown.
+func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandler) error {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 16
+	}
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = 30 * time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = cfg.AckWait
+	}
+	cc := jetstream.ConsumerConfig{
+		Durable:       cfg.Durable,
+		FilterSubject: cfg.Filter,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    cfg.MaxDeliver,
+		MaxAckPending: max(1000, cfg.Workers*4),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	if cc.MaxDeliver == 0 {
+		cc.MaxDeliver = -1
+	}
+	cons, err := r.js.CreateOrUpdateConsumer(ctx, cfg.Stream, cc)
+	if err != nil {
+		return fmt.Errorf("bus: consumer %s: %w", cfg.Durable, err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(cfg.Workers))
+	if err != nil {
+		return fmt.Errorf("bus: consume %s: %w", cfg.Durable, err)
+	}
+	sem := make(chan struct{}, cfg.Workers)
+	var inflight sync.WaitGroup
+	loopDone := make(chan struct{})
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		defer close(loopDone)
+		for {
+			sem <- struct{}{}
+			m, err := it.Next()
+			if err != nil {
+				<-sem
+				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					return
+				}
+				continue
+			}
+			inflight.Add(1)
+			go func() {
+				defer inflight.Done()
+				defer func() { <-sem }()
+				r.handleFired(cfg, m, h)
+			}()
+		}
+	}()
+	r.addStop(func() {
+		it.Drain()
+		<-loopDone
+		inflight.Wait()
+	})
+	return nil
+}
+
+func (r *Runner) handleFired(cfg FiredConfig, m jetstream.Msg, h FiredHandler) {
+	f := &Fired{msg: m, Subject: m.Subject(), Data: m.Data(), Origin: RemoteSpanContext(m.Headers())}
+	if meta, err := m.Metadata(); err == nil {
+		f.Delivered, f.Published = meta.NumDelivered, meta.Timestamp
+	}
+	kind, sc, ids, err := r.subjects.ParseInternal(r.cfg.Plugin, f.Subject)
+	opts := []trace.SpanStartOption{
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(MessagingAttrs(f.Subject, cfg.Filter, "process", cfg.Durable)...),
+		trace.WithAttributes(AttrPlugin.String(r.cfg.Plugin), attrConsumerGroup.String(cfg.Durable)),
+	}
+	if f.Origin.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: f.Origin}))
+	}
+	// a fired message starts its own trace, linked to the one that armed it
+	ctx, span := r.tracer.Start(trace.ContextWithSpanContext(r.baseCtx, trace.SpanContext{}), "process "+cfg.Filter, opts...)
+	defer span.End()
+	if err != nil {
+		r.log.ErrorContext(ctx, "fired message with a malformed subject", "consumer", cfg.Durable)
+		_ = m.Term()
+		return
+	}
+	f.Kind, f.Scope, f.IDs = kind, sc, ids
+	span.SetAttributes(AttrScope.String(sc.String()))
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	r.metrics.fired.WithLabelValues(cfg.Durable).Inc()
+	h(ctx, f)
+}

@@ -1,0 +1,289 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+)
+
+// DefaultPrefix is the subject prefix unless configured otherwise.
+const DefaultPrefix = "langbot"
+
+// Endpoint names one of the four invocation kinds of DESIGN 3.1.
+type Endpoint string
+
+// The invocation endpoints.
+const (
+	EndpointCommand Endpoint = "command"
+	EndpointEvent   Endpoint = "event"
+	EndpointTool    Endpoint = "tool"
+	EndpointPage    Endpoint = "page"
+)
+
+// Endpoints lists the invocation endpoints in a fixed order.
+var Endpoints = [...]Endpoint{EndpointCommand, EndpointEvent, EndpointTool, EndpointPage}
+
+// Lifecycle message kinds (DESIGN 3.2).
+const (
+	LifecycleAttach = "attach"
+	LifecycleRevoke = "revoke"
+)
+
+// Host actions (DESIGN 3.4).
+const (
+	ActionSendMessage = "send_message"
+	ActionGetBotInfo  = "get_bot_info"
+	ActionGetBots     = "get_bots"
+)
+
+// Internal subject kinds: the token after "<prefix>.<plugin>." of a plugin's
+// internal subjects (DESIGN 3.1, 5; the service specs).
+const (
+	KindSched   = "sched"   // githubkit and schenotify schedules
+	KindPoll    = "poll"    // githubkit fired polls
+	KindDue     = "due"     // schenotify fired reminders
+	KindTimer   = "timer"   // takeover expiry schedules
+	KindExpire  = "expire"  // takeover fired expiries
+	KindHistory = "history" // takeover chat history
+	KindLive    = "live"    // takeover live feed (core NATS)
+)
+
+// KV key kinds: the token after "<scope>." of a key.
+const (
+	KeyAuthority = "authority"
+	KeyInv       = "inv"
+)
+
+// Stream, bucket and consumer names (DESIGN 3.2, 4).
+const (
+	LifecycleStream = "LANGBOT_LIFECYCLE"
+)
+
+// Bucket returns the plugin's main KV bucket name, e.g. "langbot_githubkit".
+func Bucket(plugin string) string { return "langbot_" + plugin }
+
+// DedupeBucket returns the plugin's dedupe KV bucket name.
+func DedupeBucket(plugin string) string { return "langbot_" + plugin + "_dedupe" }
+
+// LifecycleConsumer returns the durable lifecycle consumer of a plugin.
+func LifecycleConsumer(plugin string) string { return plugin + "-lifecycle" }
+
+// ErrSubject is returned when a subject does not have the expected shape.
+var ErrSubject = errors.New("bus: malformed subject")
+
+// ErrKey is returned when a key part is not key-safe.
+var ErrKey = errors.New("bus: malformed key")
+
+var pluginRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+
+// keyTokenRE is the charset of one KV key or subject token built from
+// service ids; free text must go through binding.Token first.
+var keyTokenRE = regexp.MustCompile(`^[-_=A-Za-z0-9]{1,256}$`)
+
+// CheckID reports whether id can be one token of a key or subject.
+func CheckID(id string) error {
+	if !keyTokenRE.MatchString(id) {
+		return fmt.Errorf("%w: token %q (encode free text with binding.Token)", ErrKey, id)
+	}
+	return nil
+}
+
+// Subjects builds and parses every subject of the protocol under one prefix.
+// The zero value uses DefaultPrefix.
+type Subjects struct {
+	// Prefix is the first subject token, "langbot" when empty.
+	Prefix string
+}
+
+// NewSubjects returns Subjects for prefix, which must be one valid token.
+func NewSubjects(prefix string) (Subjects, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if err := binding.CheckToken(prefix); err != nil {
+		return Subjects{}, fmt.Errorf("bus: subject prefix: %w", err)
+	}
+	return Subjects{Prefix: prefix}, nil
+}
+
+func (s Subjects) p() string {
+	if s.Prefix == "" {
+		return DefaultPrefix
+	}
+	return s.Prefix
+}
+
+func join(parts ...string) string { return strings.Join(parts, ".") }
+
+// Invocation is "<prefix>.plugin.<plugin>.<endpoint>.<scope>".
+func (s Subjects) Invocation(plugin string, ep Endpoint, sc binding.Scope) string {
+	return join(s.p(), "plugin", plugin, string(ep), sc.String())
+}
+
+// InvocationAll is the wildcard an endpoint of a plugin serves:
+// "<prefix>.plugin.<plugin>.<endpoint>.*.*.*".
+func (s Subjects) InvocationAll(plugin string, ep Endpoint) string {
+	return join(s.p(), "plugin", plugin, string(ep), "*.*.*")
+}
+
+// ParseInvocation returns the plugin, endpoint and scope of an invocation
+// subject.
+func (s Subjects) ParseInvocation(subject string) (plugin string, ep Endpoint, sc binding.Scope, err error) {
+	t := strings.Split(subject, ".")
+	if len(t) != 7 || t[0] != s.p() || t[1] != "plugin" {
+		return "", "", binding.Scope{}, fmt.Errorf("%w: %q is not an invocation", ErrSubject, subject)
+	}
+	sc, err = binding.ScopeFromTokens(t[4:7])
+	if err != nil {
+		return "", "", binding.Scope{}, err
+	}
+	return t[2], Endpoint(t[3]), sc, nil
+}
+
+// Lifecycle is "<prefix>.lifecycle.<plugin>.<kind>.<scope>".
+func (s Subjects) Lifecycle(plugin, kind string, sc binding.Scope) string {
+	return join(s.p(), "lifecycle", plugin, kind, sc.String())
+}
+
+// LifecycleAll is the subject space of the lifecycle stream.
+func (s Subjects) LifecycleAll() string { return join(s.p(), "lifecycle", ">") }
+
+// LifecycleFilter is the filter of a plugin's lifecycle consumer.
+func (s Subjects) LifecycleFilter(plugin string) string {
+	return join(s.p(), "lifecycle", plugin, ">")
+}
+
+// ParseLifecycle returns the plugin, kind and scope of a lifecycle subject.
+func (s Subjects) ParseLifecycle(subject string) (plugin, kind string, sc binding.Scope, err error) {
+	t := strings.Split(subject, ".")
+	if len(t) != 7 || t[0] != s.p() || t[1] != "lifecycle" {
+		return "", "", binding.Scope{}, fmt.Errorf("%w: %q is not a lifecycle subject", ErrSubject, subject)
+	}
+	sc, err = binding.ScopeFromTokens(t[4:7])
+	if err != nil {
+		return "", "", binding.Scope{}, err
+	}
+	return t[2], t[3], sc, nil
+}
+
+// HostAction is "<prefix>.host.<action>.<scope>".
+func (s Subjects) HostAction(action string, sc binding.Scope) string {
+	return join(s.p(), "host", action, sc.String())
+}
+
+// HostActionAll is the wildcard of one host action over all scopes.
+func (s Subjects) HostActionAll(action string) string { return join(s.p(), "host", action, "*.*.*") }
+
+// HostAll is the subject space a host serves.
+func (s Subjects) HostAll() string { return join(s.p(), "host", ">") }
+
+// ParseHostAction returns the action and scope of a host-action subject.
+func (s Subjects) ParseHostAction(subject string) (action string, sc binding.Scope, err error) {
+	t := strings.Split(subject, ".")
+	if len(t) != 6 || t[0] != s.p() || t[1] != "host" {
+		return "", binding.Scope{}, fmt.Errorf("%w: %q is not a host action", ErrSubject, subject)
+	}
+	sc, err = binding.ScopeFromTokens(t[3:6])
+	if err != nil {
+		return "", binding.Scope{}, err
+	}
+	return t[2], sc, nil
+}
+
+// Internal is a plugin's internal subject
+// "<prefix>.<plugin>.<kind>.<scope>[.<id>...]"; each id must pass CheckID.
+func (s Subjects) Internal(plugin, kind string, sc binding.Scope, ids ...string) (string, error) {
+	if sc.IsZero() {
+		return "", fmt.Errorf("%w: zero scope", binding.ErrInvalidScope)
+	}
+	for _, id := range ids {
+		if err := CheckID(id); err != nil {
+			return "", err
+		}
+	}
+	return join(append([]string{s.p(), plugin, kind, sc.String()}, ids...)...), nil
+}
+
+// InternalAll is the wildcard of one kind of a plugin's internal subjects:
+// "<prefix>.<plugin>.<kind>.>".
+func (s Subjects) InternalAll(plugin, kind string) string {
+	return join(s.p(), plugin, kind, ">")
+}
+
+// InternalScope is the wildcard of one kind within one scope:
+// "<prefix>.<plugin>.<kind>.<scope>.>".
+func (s Subjects) InternalScope(plugin, kind string, sc binding.Scope) string {
+	return join(s.p(), plugin, kind, sc.String(), ">")
+}
+
+// ParseInternal splits an internal subject of plugin into its kind, scope and
+// trailing ids.
+func (s Subjects) ParseInternal(plugin, subject string) (kind string, sc binding.Scope, ids []string, err error) {
+	t := strings.Split(subject, ".")
+	if len(t) < 6 || t[0] != s.p() || t[1] != plugin {
+		return "", binding.Scope{}, nil, fmt.Errorf("%w: %q is not a %s subject", ErrSubject, subject, plugin)
+	}
+	sc, err = binding.ScopeFromTokens(t[3:6])
+	if err != nil {
+		return "", binding.Scope{}, nil, err
+	}
+	for _, id := range t[6:] {
+		if err := CheckID(id); err != nil {
+			return "", binding.Scope{}, nil, fmt.Errorf("%w: %w", ErrSubject, err)
+		}
+	}
+	return t[2], sc, t[6:], nil
+}
+
+// Key is the KV key "<scope>.<kind>[.<id>...]"; each id must pass CheckID.
+func Key(sc binding.Scope, kind string, ids ...string) (string, error) {
+	if sc.IsZero() {
+		return "", fmt.Errorf("%w: zero scope", binding.ErrInvalidScope)
+	}
+	if err := CheckID(kind); err != nil {
+		return "", err
+	}
+	for _, id := range ids {
+		if err := CheckID(id); err != nil {
+			return "", err
+		}
+	}
+	return join(append([]string{sc.String(), kind}, ids...)...), nil
+}
+
+// AuthorityKey is "<scope>.authority".
+func AuthorityKey(sc binding.Scope) string { return sc.String() + "." + KeyAuthority }
+
+// AuthorityKeysFilter matches every scope's authority key.
+const AuthorityKeysFilter = "*.*.*." + KeyAuthority
+
+// ScopeKeysFilter matches every key of one scope: "<scope>.>".
+func ScopeKeysFilter(sc binding.Scope) string { return sc.String() + ".>" }
+
+// InvocationKey is the dedupe key "<scope>.inv.<first 32 hex of sha256(id)>".
+func InvocationKey(sc binding.Scope, invocationID string) string {
+	return sc.String() + "." + KeyInv + "." + binding.HashToken(invocationID, 32)
+}
+
+// ParseKey splits a KV key into scope, kind and ids.
+func ParseKey(key string) (sc binding.Scope, kind string, ids []string, err error) {
+	t := strings.Split(key, ".")
+	if len(t) < 4 {
+		return binding.Scope{}, "", nil, fmt.Errorf("%w: %q", ErrKey, key)
+	}
+	sc, err = binding.ScopeFromTokens(t[:3])
+	if err != nil {
+		return binding.Scope{}, "", nil, err
+	}
+	return sc, t[3], t[4:], nil
+}
+
+func checkPlugin(plugin string) error {
+	if !pluginRE.MatchString(plugin) {
+		return fmt.Errorf("bus: invalid plugin name %q", plugin)
+	}
+	return nil
+}
