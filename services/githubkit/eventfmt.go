@@ -82,7 +82,6 @@ type Enrichment struct {
 	HasPR  bool
 }
 
-
 func isZeroSHA(s string) bool { return s == "" || strings.Trim(s, "0") == "" }
 
 // pushCount returns payload size, else the length of a non-empty commits

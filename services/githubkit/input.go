@@ -59,7 +59,7 @@ func ParseRepo(arg, apiHost string) (Repo, error) {
 		if host != "github.com" && host != "www.github.com" && (apiHost == "" || !strings.EqualFold(host, hostOnly(apiHost))) {
 			return Repo{}, ErrBadRepo
 		}
-		segs := strings.Split(strings.TrimPrefix(u.Path, "/"), "/")
+		segs := strings.Split(strings.TrimPrefix(u.EscapedPath(), "/"), "/")
 		if len(segs) < 2 {
 			return Repo{}, ErrBadRepo
 		}

@@ -109,7 +109,7 @@ func NewHTTPClient(o HTTPOptions) *http.Client {
 // sameHostRedirect follows at most MaxRedirects hops, only to the scheme and
 // host of the first request (spec §3.3 rule 3).
 func sameHostRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) > MaxRedirects {
+	if len(via) > MaxRedirects { // via holds the original and every hop followed
 		return fmt.Errorf("%w: too many hops", ErrOffHostRedirect)
 	}
 	first := via[0].URL

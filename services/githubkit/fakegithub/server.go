@@ -67,7 +67,8 @@ type Fault struct {
 	// "" matches every request.
 	Path string
 	// Status, Header and Body make the answer (Body defaults to a GitHub-style
-	// JSON error for non-2xx statuses).
+	// JSON error for non-2xx statuses). Only Header's headers are sent: no
+	// rate-limit headers unless it has them.
 	Status int
 	Header http.Header
 	Body   string
@@ -423,14 +424,6 @@ func (s *Server) applyFault(w http.ResponseWriter, f *Fault) bool {
 			for _, v := range vs {
 				w.Header().Add(k, v)
 			}
-		}
-		if f.Header.Get("X-RateLimit-Remaining") == "" {
-			s.mu.Lock()
-			rem, reset := s.remaining, s.reset
-			s.mu.Unlock()
-			w.Header().Set("X-RateLimit-Limit", "5000")
-			w.Header().Set("X-RateLimit-Remaining", strconv.Itoa(rem))
-			w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
 		}
 		body := f.Body
 		if body == "" && f.Status >= 300 {

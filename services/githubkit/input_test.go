@@ -1,0 +1,226 @@
+package githubkit_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/langbot-nats/plugins/services/githubkit"
+)
+
+func TestParseRepo(t *testing.T) {
+	tests := []struct {
+		name, in, apiHost, want string
+		err                     error
+	}{
+		{"plain", "octocat/Hello-World", "", "octocat/Hello-World", nil},
+		{"trimmed", "  o/r \t", "", "o/r", nil},
+		{"url", "https://github.com/o/r", "", "o/r", nil},
+		{"url issues", "https://github.com/o/r/issues/5", "", "o/r", nil},
+		{"url dot git", "https://github.com/o/r.git", "", "o/r", nil},
+		{"dot git upper", "o/r.GIT", "", "o/r", nil},
+		{"dot git once", "o/r.git.git", "", "o/r.git", nil},
+		{"www", "www.github.com/o/r", "", "o/r", nil},
+		{"bare github.com", "github.com/o/r", "", "o/r", nil},
+		{"bare upper host", "GitHub.com/o/r", "", "o/r", nil},
+		{"http scheme", "http://github.com/o/r", "", "o/r", nil},
+		{"query and fragment ignored", "https://github.com/o/r?tab=readme#top", "", "o/r", nil},
+		{"enterprise host", "https://ghe.example.com/o/r", "ghe.example.com", "o/r", nil},
+		{"enterprise host with port", "https://ghe.example.com:8443/o/r/pulls", "ghe.example.com:8443", "o/r", nil},
+		{"dots in name", "o/my.repo_x-1", "", "o/my.repo_x-1", nil},
+		{"40 char owner", strings.Repeat("a", 39) + "/r", "", strings.Repeat("a", 39) + "/r", nil},
+		{"empty", "", "", "", githubkit.ErrEmptyRepo},
+		{"spaces", "   ", "", "", githubkit.ErrEmptyRepo},
+		{"owner too long", strings.Repeat("a", 40) + "/r", "", "", githubkit.ErrBadRepo},
+		{"wrong host", "https://gitlab.com/o/r", "", "", githubkit.ErrBadRepo},
+		{"enterprise host not configured", "https://ghe.example.com/o/r", "", "", githubkit.ErrBadRepo},
+		{"dotdot", "o/..", "", "", githubkit.ErrBadRepo},
+		{"dot", "o/.", "", "", githubkit.ErrBadRepo},
+		{"only .git", "o/.git", "", "", githubkit.ErrBadRepo},
+		{"hash", "o/r#x", "", "", githubkit.ErrBadRepo},
+		{"question", "o/r?x", "", "", githubkit.ErrBadRepo},
+		{"three segments", "o/r/x", "", "", githubkit.ErrBadRepo},
+		{"trailing slash", "o/r/", "", "", githubkit.ErrBadRepo},
+		{"no slash", "octocat", "", "", githubkit.ErrBadRepo},
+		{"url one segment", "https://github.com/o", "", "", githubkit.ErrBadRepo},
+		{"url userinfo", "https://u:p@github.com/o/r", "", "", githubkit.ErrBadRepo},
+		{"underscore owner", "o_x/r", "", "", githubkit.ErrBadRepo},
+		{"unicode", "ö/r", "", "", githubkit.ErrBadRepo},
+		{"ftp scheme", "ftp://github.com/o/r", "", "", githubkit.ErrBadRepo},
+		{"encoded slash", "https://github.com/o%2Fx/r", "", "", githubkit.ErrBadRepo},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := githubkit.ParseRepo(tc.in, tc.apiHost)
+			if !errors.Is(err, tc.err) || (tc.err == nil && err != nil) {
+				t.Fatalf("ParseRepo(%q) error %v, want %v", tc.in, err, tc.err)
+			}
+			if err == nil && got.String() != tc.want {
+				t.Fatalf("ParseRepo(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRepoKey(t *testing.T) {
+	if a, b := githubkit.RepoKey("O/R"), githubkit.RepoKey("o/r"); a != b || a != "by9y" {
+		t.Fatalf("keys %q %q, want both by9y", a, b)
+	}
+	if k := githubkit.RepoKey("octocat/Hello-World"); strings.ContainsAny(k, ".*> =+/") {
+		t.Fatalf("key %q is not subject-safe", k)
+	}
+}
+
+func TestParseIssueNumber(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{"5", 5, true}, {"#5", 5, true}, {"2147483647", 2147483647, true},
+		{"0", 0, false}, {"-1", 0, false}, {"+5", 0, false}, {"5a", 0, false}, {"1_0", 0, false},
+		{"٥", 0, false}, {"##5", 0, false}, {"", 0, false}, {"#", 0, false}, {"05", 0, false},
+		{"2147483648", 0, false}, {"99999999999", 0, false}, {" 5", 0, false},
+	}
+	for _, tc := range tests {
+		got, ok := githubkit.ParseIssueNumber(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ParseIssueNumber(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestParseUsername(t *testing.T) {
+	tests := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"@octocat", "octocat", true}, {" octocat ", "octocat", true}, {"a/b", "a/b", true},
+		{"@@x", "x", true}, {"", "", false}, {"@", "", false}, {strings.Repeat("é", 100), strings.Repeat("é", 100), true},
+		{strings.Repeat("é", 101), "", false},
+	}
+	for _, tc := range tests {
+		got, ok := githubkit.ParseUsername(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ParseUsername(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestParseState(t *testing.T) {
+	for in, want := range map[string]string{"": "open", "OPEN": "open", "Closed": "closed", "all": "all", "merged": "open"} {
+		var words []string
+		if in != "" {
+			words = []string{in}
+		}
+		if got := githubkit.ParseState(words); got != want {
+			t.Errorf("ParseState(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestParseCommand(t *testing.T) {
+	tests := []struct {
+		name   string
+		params []string
+		sub    string
+		args   []string
+	}{
+		{"empty", nil, "help", nil},
+		{"only gh", []string{"gh"}, "help", nil},
+		{"unknown", []string{"frobnicate", "x"}, "help", nil},
+		{"upper", []string{"REPO", "o/r"}, "repo", []string{"o/r"}},
+		{"mixed case alias", []string{"Sub", "o/r", "push"}, "sub", []string{"o/r", "push"}},
+		{"leading gh", []string{"GH", "r", "o/r"}, "repo", []string{"o/r"}},
+		{"whitespace", []string{"", "repo\t\to/r\n", "", "\u3000x"}, "repo", []string{"o/r", "x"}},
+		{"words inside one param", []string{"issues o/r  closed"}, "issues", []string{"o/r", "closed"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := githubkit.ParseCommand(tc.params)
+			if got.Sub != tc.sub || !slices.Equal(got.Args, tc.args) {
+				t.Fatalf("ParseCommand(%q) = %+v, want %s %q", tc.params, got, tc.sub, tc.args)
+			}
+		})
+	}
+}
+
+func TestAliases(t *testing.T) {
+	pairs := map[string]string{
+		"r": "repo", "pulls": "prs", "pr": "issue", "rel": "releases", "u": "user", "s": "search",
+		"subscribe": "sub", "watch": "sub", "unsubscribe": "unsub", "unwatch": "unsub",
+		"subscriptions": "subs", "list": "subs", "h": "help",
+	}
+	for alias, canon := range pairs {
+		if got := githubkit.ParseCommand([]string{strings.ToUpper(alias), "x"}).Sub; got != canon {
+			t.Errorf("alias %s -> %s, want %s", alias, got, canon)
+		}
+		if !slices.Contains(githubkit.Aliases(canon), alias) {
+			t.Errorf("Aliases(%s) lacks %s", canon, alias)
+		}
+	}
+}
+
+func TestCommandPrefix(t *testing.T) {
+	tests := []struct{ prefix, full, want string }{
+		{"", "！gh x", "！"},
+		{"", "/gh repo", "/"},
+		{"", "  !GH repo", "!"},
+		{"", "", "!"},
+		{"#", "!gh x", "#"},
+		{"", "gh repo", "!"},
+		{"", "abcd gh", "!"},
+		{"", "a b gh", "!"},
+		{"", ">>>gh", ">>>"},
+		{"", ">>>>gh", "!"},
+	}
+	for _, tc := range tests {
+		if got := githubkit.CommandPrefix(tc.prefix, tc.full); got != tc.want {
+			t.Errorf("CommandPrefix(%q, %q) = %q, want %q", tc.prefix, tc.full, got, tc.want)
+		}
+	}
+}
+
+func TestParseFilters(t *testing.T) {
+	tests := []struct {
+		words, kinds, unknown []string
+	}{
+		{nil, nil, nil},
+		{[]string{"PUSH", "commits", "pr", "Release"}, []string{"push", "pull_request", "release"}, nil},
+		{[]string{"branch", "tag", "create", "delete", "review", "comment"}, []string{"branch", "tag", "create", "delete", "review", "issue_comment"}, nil},
+		{[]string{"push", "bogus", "Bogus", "x"}, nil, []string{"bogus", "x"}},
+	}
+	for _, tc := range tests {
+		k, u := githubkit.ParseFilters(tc.words)
+		if !slices.Equal(k, tc.kinds) || !slices.Equal(u, tc.unknown) {
+			t.Errorf("ParseFilters(%q) = %q, %q; want %q, %q", tc.words, k, u, tc.kinds, tc.unknown)
+		}
+	}
+}
+
+func TestMatches(t *testing.T) {
+	tests := []struct {
+		kinds        []string
+		typ, refType string
+		want         bool
+	}{
+		{nil, "GollumEvent", "", true},
+		{[]string{"push"}, "PushEvent", "", true},
+		{[]string{"push"}, "PullRequestEvent", "", false},
+		{[]string{"branch"}, "CreateEvent", "branch", true},
+		{[]string{"branch"}, "CreateEvent", "tag", false},
+		{[]string{"tag"}, "DeleteEvent", "tag", true},
+		{[]string{"create"}, "CreateEvent", "tag", true},
+		{[]string{"delete"}, "CreateEvent", "tag", false},
+		{[]string{"review"}, "PullRequestReviewCommentEvent", "", true},
+		{[]string{"review"}, "PullRequestReviewEvent", "", true},
+		{[]string{"star"}, "WatchEvent", "", true},
+		{[]string{"issue_comment"}, "IssueCommentEvent", "", true},
+	}
+	for _, tc := range tests {
+		if got := githubkit.Matches(tc.kinds, tc.typ, tc.refType); got != tc.want {
+			t.Errorf("Matches(%q, %s, %s) = %v", tc.kinds, tc.typ, tc.refType, got)
+		}
+	}
+}
