@@ -260,9 +260,14 @@ const ListPageSize = 20
 // ListReply renders !sche page over the session's sorted records;
 // maxAttempts is the retry cap shown in retrying markers (0: none).
 func (rd Renderer) ListReply(s Settings, recs []*Record, page int, maxAttempts int, now time.Time) string {
+	return rd.Reply(s, rd.ListBody(s, recs, page, maxAttempts, now))
+}
+
+// ListBody is ListReply without the prefix and warnings.
+func (rd Renderer) ListBody(s Settings, recs []*Record, page int, maxAttempts int, now time.Time) string {
 	zone := ZoneLabel(s.Zone, now)
 	if len(recs) == 0 {
-		return rd.Reply(s, rd.text(s, "cmd.list_empty", map[string]string{"zone": zone}))
+		return rd.text(s, "cmd.list_empty", map[string]string{"zone": zone})
 	}
 	pages := (len(recs) + ListPageSize - 1) / ListPageSize
 	page = max(1, min(page, pages))
@@ -274,7 +279,7 @@ func (rd Renderer) ListReply(s Settings, recs []*Record, page int, maxAttempts i
 	if pages > 1 {
 		lines = append(lines, rd.text(s, "cmd.list_footer", map[string]string{"page": strconv.Itoa(page), "pages": strconv.Itoa(pages)}))
 	}
-	return rd.Reply(s, strings.Join(lines, "\n"))
+	return strings.Join(lines, "\n")
 }
 
 func (rd Renderer) listLine(s Settings, n int, rec *Record, maxAttempts int) string {

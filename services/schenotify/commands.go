@@ -1,0 +1,135 @@
+package schenotify
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// Command names (spec 4).
+const (
+	CommandSche  = "sche"
+	CommandDsche = "dsche"
+)
+
+func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, error) {
+	set := NormalizeConfig(inv.Config, s.zone)
+	in := CommandIn{Name: inv.Command.Name, Params: inv.Command.Params, FullText: inv.Command.FullText, Prefix: inv.Command.Prefix}
+	var body string
+	switch inv.Command.Name {
+	case CommandSche:
+		body = s.sche(ctx, inv, set, ParseSche(in))
+	case CommandDsche:
+		body = s.dsche(ctx, inv, set, ParseDsche(in))
+	default:
+		return nil, bus.Errorf(bus.ErrNotFound, "schenotify has no command %q", safeName(inv.Command.Name))
+	}
+	return bus.CommandReply{Returns: []bus.Return{{Text: s.rd.Reply(set, body)}}}, nil
+}
+
+func (s *Service) text(set Settings, key string, args map[string]string) string {
+	return s.rd.Cat.Text(set.Language, key, args)
+}
+
+func (s *Service) failText(ctx context.Context, inv *bus.Invocation, set Settings, err error) string {
+	var f *Failure
+	if !errors.As(err, &f) {
+		f = s.internalFailure(ctx, inv, err)
+	}
+	return s.rd.FailureText(set, f)
+}
+
+func (s *Service) sche(ctx context.Context, inv *bus.Invocation, set Settings, c Command) string {
+	now := s.now()
+	switch c.Kind {
+	case CmdHelp:
+		return s.text(set, "cmd.help", nil)
+	case CmdAddUsage:
+		return s.text(set, "cmd.add_usage", nil)
+	case CmdAdd:
+		plan, f := PlanAdd(c.Add, ScheduleInput{Now: now, Zone: set.Zone, MinEvery: s.cfg.MinEvery})
+		if f != nil {
+			return s.rd.FailureText(set, f)
+		}
+		sess, sender, ok := sessionOf(inv.Command.Session).Resolve()
+		if !ok {
+			return s.text(set, "err.no_session", nil)
+		}
+		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaCommand})
+		if err != nil {
+			return s.failText(ctx, inv, set, err)
+		}
+		return s.rd.Scheduled(set, id, plan, now)
+	case CmdList:
+		sess, _, ok := sessionOf(inv.Command.Session).Resolve()
+		if !ok {
+			return s.text(set, "err.no_session", nil)
+		}
+		recs, err := s.sessionRecords(ctx, inv.Scope, sess)
+		if err != nil {
+			return s.failText(ctx, inv, set, err)
+		}
+		return s.rd.ListBody(set, recs, c.Page, s.cfg.Retry.MaxAttempts, now)
+	}
+	return s.text(set, "cmd.help", nil)
+}
+
+func (s *Service) dsche(ctx context.Context, inv *bus.Invocation, set Settings, c Command) string {
+	switch c.Kind {
+	case CmdDelUsage:
+		return s.text(set, "cmd.delete_usage", nil)
+	case CmdDelInvalid:
+		return s.text(set, "cmd.delete_invalid", map[string]string{"token": Preview(c.Token, 32)})
+	}
+	sess, _, ok := sessionOf(inv.Command.Session).Resolve()
+	if !ok {
+		return s.text(set, "err.no_session", nil)
+	}
+	switch c.Kind {
+	case CmdDelAll:
+		recs, err := s.sessionRecords(ctx, inv.Scope, sess)
+		if err != nil {
+			return s.failText(ctx, inv, set, err)
+		}
+		n := 0
+		for _, r := range recs {
+			_, _, found, err := s.remove(ctx, inv.Scope, sess, r.ID)
+			if err != nil {
+				return s.failText(ctx, inv, set, err)
+			}
+			if found {
+				n++
+			}
+		}
+		return s.text(set, "cmd.deleted_all", map[string]string{"count": strconv.Itoa(n)})
+	case CmdDelIndex:
+		recs, err := s.sessionRecords(ctx, inv.Scope, sess)
+		if err != nil {
+			return s.failText(ctx, inv, set, err)
+		}
+		rangeText := s.text(set, "cmd.delete_range", map[string]string{"index": strconv.Itoa(c.Index), "count": strconv.Itoa(len(recs))})
+		if c.Index < 1 || c.Index > len(recs) {
+			return rangeText
+		}
+		rec, inFlight, found, err := s.remove(ctx, inv.Scope, sess, recs[c.Index-1].ID)
+		if err != nil {
+			return s.failText(ctx, inv, set, err)
+		}
+		if !found {
+			return rangeText
+		}
+		return s.rd.Deleted(set, rec, inFlight)
+	case CmdDelID:
+		rec, inFlight, found, err := s.remove(ctx, inv.Scope, sess, c.ID)
+		if err != nil {
+			return s.failText(ctx, inv, set, err)
+		}
+		if !found {
+			return s.text(set, "cmd.delete_not_found", map[string]string{"id": c.ID})
+		}
+		return s.rd.Deleted(set, rec, inFlight)
+	}
+	return s.text(set, "cmd.delete_usage", nil)
+}

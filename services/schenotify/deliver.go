@@ -1,0 +1,355 @@
+package schenotify
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// maxConsecutiveFailures is the number of failed occurrences after which a
+// recurring reminder gives up (spec 7.5 rule 3).
+const maxConsecutiveFailures = 3
+
+// retryNak is the redelivery delay after a temporary storage failure.
+const retryNak = 2 * time.Second
+
+// IdempotencyKey is the send_message key of one occurrence:
+// <scope>:<id>:<occurrence as 2006-01-02T15:04:05Z>.
+func IdempotencyKey(sc binding.Scope, id string, occurrence time.Time) string {
+	return sc.String() + ":" + id + ":" + occurrence.UTC().Format("2006-01-02T15:04:05Z")
+}
+
+// handleFired handles one fired message (spec 7.4) and acks or naks it.
+func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
+	span := trace.SpanFromContext(ctx)
+	outcome, err := s.deliver(ctx, f)
+	span.SetAttributes(attribute.String("schenotify.outcome", outcome))
+	if outcome != "" {
+		s.metrics.deliveries.WithLabelValues(outcome).Inc()
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "fired reminder will be retried", "scope", f.Scope.String(), "err", err)
+		_ = f.Nak(retryNak)
+	}
+}
+
+func (s *Service) ack(ctx context.Context, f *bus.Fired) {
+	if err := f.Ack(ctx); err != nil {
+		s.log.WarnContext(ctx, "ack failed", "scope", f.Scope.String(), "err", err)
+	}
+}
+
+// deliver returns the outcome label ("" when no counted outcome) and an
+// error when the message must be redelivered after a temporary failure;
+// otherwise it has acked or nak'd the message itself.
+func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
+	sc := f.Scope
+	if f.Kind != bus.KindDue || len(f.IDs) != 1 {
+		s.log.ErrorContext(ctx, "fired message with an unexpected subject", "scope", sc.String())
+		s.ack(ctx, f)
+		return "", nil
+	}
+	id, ok := NormalizeID(f.IDs[0])
+	if !ok || id != f.IDs[0] {
+		s.log.ErrorContext(ctx, "fired message with a malformed id", "scope", sc.String())
+		s.ack(ctx, f)
+		return "", nil
+	}
+	span := trace.SpanFromContext(ctx)
+	span.SetAttributes(attribute.String("schenotify.reminder_id", id))
+	auth, err := s.runner.Authority(ctx, sc)
+	if err != nil {
+		return "", err
+	}
+	if auth != nil && auth.State == bus.StateRemoved {
+		// An add that raced the removal may have left a record or index.
+		_ = s.purge(ctx, sc, id, true)
+		_ = s.runner.KV().Purge(ctx, sc, keyReminder, id)
+		_ = s.runner.KV().Purge(ctx, sc, keyIndex)
+		s.ack(ctx, f)
+		return OutcomeDeleted, nil
+	}
+	for range 10 {
+		rec, rev, err := s.loadRecord(ctx, sc, id)
+		if err != nil {
+			return "", err
+		}
+		if rec == nil {
+			if err := s.purge(ctx, sc, id, true); err != nil {
+				return "", err
+			}
+			s.ack(ctx, f)
+			return OutcomeDeleted, nil
+		}
+		if rec.State == StateFailed {
+			s.ack(ctx, f)
+			return "", nil
+		}
+		now := s.now()
+		target := rec.Target()
+		if target.After(now.Add(time.Second)) {
+			return OutcomeNotDue, s.notDue(ctx, f, sc, id, target, now)
+		}
+		if rec.State == StateSending && rec.Claim != nil && now.Before(rec.Claim.Until) {
+			_ = f.Nak(rec.Claim.Until.Sub(now) + time.Second)
+			return "", nil
+		}
+		if !auth.Active() {
+			if rec.State != StatePaused {
+				c := *rec
+				c.State, c.Claim = StatePaused, nil
+				if _, err := s.casRecord(ctx, sc, &c, rev); err != nil {
+					if isConflict(err) {
+						continue
+					}
+					return "", storeErr("pause", err)
+				}
+			}
+			s.log.InfoContext(ctx, "reminder paused", "scope", sc.String(), "id", id)
+			s.ack(ctx, f)
+			return OutcomePaused, nil
+		}
+		if h := s.hooks.beforeClaim; h != nil {
+			h(ctx, sc, id)
+		}
+		// Claim: the linearisation point against deletes.
+		occ := rec.NextDue
+		c := *rec
+		nowSec := now.UTC().Truncate(time.Second)
+		if c.Attempt == 0 || c.FirstAttemptAt == nil {
+			fa := nowSec
+			c.FirstAttemptAt = &fa
+		}
+		c.State = StateSending
+		c.Claim = &Claim{Occurrence: occ, Replica: s.cfg.Replica, Until: nowSec.Add(s.cfg.Claim)}
+		c.Attempt++
+		crev, err := s.casRecord(ctx, sc, &c, rev)
+		if isConflict(err) {
+			continue
+		}
+		if err != nil {
+			return "", storeErr("claim", err)
+		}
+		return s.send(ctx, f, auth, &c, crev, occ, target, now)
+	}
+	return "", storeErr("claim", bus.ErrCASExhausted)
+}
+
+// notDue handles an early or stale fire: never acked away, because the
+// server has already removed the @at that fired.
+func (s *Service) notDue(ctx context.Context, f *bus.Fired, sc binding.Scope, id string, target, now time.Time) error {
+	if wait := target.Sub(now); wait <= time.Minute {
+		_ = f.Nak(wait)
+		return nil
+	}
+	if err := s.arm(ctx, sc, id, target); err != nil {
+		return err
+	}
+	s.ack(ctx, f)
+	return nil
+}
+
+// send performs the claimed delivery and records its outcome.
+func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, rec *Record, rev uint64, occ, target, now time.Time) (string, error) {
+	sc := f.Scope
+	cfg, err := s.runner.OpenConfig(sc, auth)
+	if err != nil {
+		cfg = nil
+	}
+	set := NormalizeConfig(cfg, s.zone)
+	loc := s.zone
+	if l, ok := LoadZone(rec.Zone); ok {
+		loc = l
+	}
+	var rule *Rule
+	if rec.Recurrence != nil {
+		if r, err := RuleOf(*rec.Recurrence); err == nil {
+			rule = &r
+		}
+	}
+	skipped := 0
+	if rule != nil {
+		skipped = rule.Skipped(occ, now, loc, 10000)
+	}
+	text := s.rd.DeliveryText(set, rec, occ, now, skipped)
+	msg := bus.SendMessage{BotUUID: rec.Session.BotUUID, TargetType: rec.Session.TargetType, TargetID: rec.Session.TargetID,
+		MessageChain: bus.Plain(text)}
+	s.metrics.lateness.Observe(now.Sub(target).Seconds())
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
+	err = s.runner.Host().SendMessage(sctx, auth.Binding, msg, IdempotencyKey(sc, rec.ID, occ))
+	cancel()
+	if h := s.hooks.afterSend; h != nil {
+		h(ctx, sc, rec.ID)
+	}
+	trace.SpanFromContext(ctx).SetAttributes(attribute.Int("schenotify.attempt", rec.Attempt))
+	now = s.now()
+	nowSec := now.UTC().Truncate(time.Second)
+	c := *rec
+	c.Claim = nil
+	var outcome string
+	var hostErr *bus.Error
+	switch {
+	case err == nil:
+		outcome = OutcomeDelivered
+		c.Delivered++
+		o := occ
+		c.LastOccurrence = &o
+		if done, err := s.advance(ctx, sc, &c, rule, loc, occ, now, rev, true); err != nil || done {
+			return s.finishOutcome(ctx, f, outcome, err)
+		}
+	case errors.As(err, &hostErr) && hostErr.Code == 403:
+		outcome = OutcomePaused
+		c.State = StatePaused
+		c.Attempt = max(0, c.Attempt-1)
+		if c.Attempt == 0 {
+			c.FirstAttemptAt = nil
+		}
+		if err := s.writeOutcome(ctx, sc, &c, rev); err != nil {
+			return s.finishOutcome(ctx, f, outcome, err)
+		}
+	default:
+		c.LastError = &LastError{Code: errorCode(err), Detail: errorDetail(err), At: nowSec}
+		first := nowSec
+		if c.FirstAttemptAt != nil {
+			first = *c.FirstAttemptAt
+		}
+		if next, ok := s.cfg.Retry.NextAttempt(c.Attempt, first, now); ok {
+			outcome = OutcomeRetry
+			c.State = StateRetrying
+			c.NextAttemptAt = &next
+			if err := s.arm(ctx, sc, c.ID, next); err != nil {
+				return s.finishOutcome(ctx, f, outcome, err)
+			}
+			if err := s.writeOutcome(ctx, sc, &c, rev); err != nil {
+				return s.finishOutcome(ctx, f, outcome, err)
+			}
+			break
+		}
+		outcome = OutcomeFailed
+		c.ConsecutiveFailures++
+		if rule == nil || c.ConsecutiveFailures >= maxConsecutiveFailures {
+			c.State = StateFailed
+			c.NextAttemptAt = nil
+			if err := s.writeOutcome(ctx, sc, &c, rev); err != nil {
+				return s.finishOutcome(ctx, f, outcome, err)
+			}
+			_ = s.purge(ctx, sc, c.ID, false)
+			break
+		}
+		o := occ
+		c.LastOccurrence = &o
+		if done, err := s.advance(ctx, sc, &c, rule, loc, occ, now, rev, false); err != nil || done {
+			return s.finishOutcome(ctx, f, outcome, err)
+		}
+	}
+	s.log.InfoContext(ctx, "reminder handled", "scope", sc.String(), "id", rec.ID, "outcome", outcome,
+		"attempt", rec.Attempt, "occurrence", occ.UTC().Format(time.RFC3339))
+	s.ack(ctx, f)
+	return outcome, nil
+}
+
+// finishOutcome acks after an outcome whose write found the record gone
+// (errGone) and reports other write failures for redelivery.
+func (s *Service) finishOutcome(ctx context.Context, f *bus.Fired, outcome string, err error) (string, error) {
+	if err != nil && !errors.Is(err, errGone) {
+		return outcome, err
+	}
+	s.ack(ctx, f)
+	return outcome, nil
+}
+
+// errGone reports that the record was deleted while it was being sent.
+var errGone = errors.New("schenotify: reminder deleted meanwhile")
+
+// writeOutcome stores c at the claimed revision; a deleted record has its
+// subjects purged and gives errGone.
+func (s *Service) writeOutcome(ctx context.Context, sc binding.Scope, c *Record, rev uint64) error {
+	_, err := s.casRecord(ctx, sc, c, rev)
+	if err == nil {
+		return nil
+	}
+	if isConflict(err) {
+		if cur, _, lerr := s.loadRecord(ctx, sc, c.ID); lerr == nil && cur == nil {
+			_ = s.purge(ctx, sc, c.ID, true)
+			return errGone
+		}
+		return errGone // changed by someone else: their write wins
+	}
+	return storeErr("record outcome", err)
+}
+
+// advance moves a handled occurrence on: a one-shot (or a series that has
+// ended) is deleted and its due subject purged; a recurring reminder arms
+// its next occurrence and then stores it. done reports that the record is
+// finished (deleted).
+func (s *Service) advance(ctx context.Context, sc binding.Scope, c *Record, rule *Rule, loc *time.Location, occ, now time.Time, rev uint64, success bool) (done bool, err error) {
+	var next time.Time
+	if rule != nil {
+		next = rule.Next(occ, now, loc)
+		if c.Until != nil && next.After(*c.Until) {
+			next = time.Time{}
+		}
+	}
+	if next.IsZero() {
+		derr := s.runner.KV().Delete(ctx, sc, keyReminder, rev, c.ID)
+		if derr != nil && !isConflict(derr) {
+			return true, storeErr("finish reminder", derr)
+		}
+		_ = s.purge(ctx, sc, c.ID, derr != nil)
+		return true, nil
+	}
+	if err := s.arm(ctx, sc, c.ID, next); err != nil {
+		return false, err
+	}
+	c.State = StateScheduled
+	c.NextDue = next
+	c.Attempt = 0
+	c.FirstAttemptAt, c.NextAttemptAt = nil, nil
+	if success {
+		c.ConsecutiveFailures = 0
+		c.LastError = nil
+	}
+	if err := s.writeOutcome(ctx, sc, c, rev); err != nil {
+		return true, err
+	}
+	return false, nil
+}
+
+// errorCode maps a failed send to the stored code.
+func errorCode(err error) string {
+	var e *bus.Error
+	switch {
+	case errors.Is(err, bus.ErrHostTimeout), errors.Is(err, context.DeadlineExceeded):
+		return ErrCodeTimeout
+	case errors.As(err, &e):
+		if e.Code == 503 {
+			return ErrCodeUnavailable
+		}
+		return ErrCodeHost
+	}
+	return ErrCodeUnavailable
+}
+
+// errorDetail is a short, text-free description of a failed send.
+func errorDetail(err error) string {
+	var e *bus.Error
+	switch {
+	case errors.As(err, &e):
+		d := itoa(e.Code) + " " + e.Word
+		if e.Reason != "" {
+			d += " (" + e.Reason + ")"
+		}
+		return d
+	case errors.Is(err, bus.ErrHostTimeout):
+		return "no reply in time"
+	case errors.Is(err, bus.ErrNoHost):
+		return "no host is serving actions"
+	}
+	return "transport error"
+}

@@ -1,0 +1,124 @@
+package schenotify
+
+import (
+	"context"
+	"time"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// onTransition is the runner's authority hook (spec 8): when a scope
+// becomes active (an attach, or an invocation with a newer binding), every
+// paused reminder returns to scheduled (or retrying) and is armed.
+func (s *Service) onTransition(ctx context.Context, sc binding.Scope, prev *bus.Authority, next bus.Authority) error {
+	if next.State != bus.StateActive {
+		return nil
+	}
+	if prev != nil && prev.State == bus.StateActive && prev.Binding == next.Binding {
+		return nil
+	}
+	return s.resume(ctx, sc)
+}
+
+// resume re-arms the paused reminders of sc.
+func (s *Service) resume(ctx context.Context, sc binding.Scope) error {
+	ix, err := s.loadIndex(ctx, sc)
+	if err != nil {
+		return err
+	}
+	for id := range ix.Entries {
+		for range 5 {
+			rec, rev, err := s.loadRecord(ctx, sc, id)
+			if err != nil {
+				return err
+			}
+			if rec == nil || rec.State != StatePaused {
+				break
+			}
+			c := *rec
+			c.State = StateScheduled
+			if c.NextAttemptAt != nil && c.Attempt > 0 {
+				c.State = StateRetrying
+			}
+			if err := s.arm(ctx, sc, id, c.Target()); err != nil {
+				return err
+			}
+			if _, err := s.casRecord(ctx, sc, &c, rev); err != nil {
+				if isConflict(err) {
+					continue
+				}
+				return storeErr("resume", err)
+			}
+			s.log.InfoContext(ctx, "reminder resumed", "scope", sc.String(), "id", id)
+			break
+		}
+	}
+	return nil
+}
+
+// Sweep is one pass of the recovery sweep (spec 7.6 rule 2) over the
+// scopes with an active authority, one at a time: it arms "@at now" for
+// reminders whose target (or send claim) is more than 60 s in the past,
+// drops index entries without a record that are more than 60 s old, and
+// refreshes the pending gauge.
+func (s *Service) Sweep(ctx context.Context) {
+	pending := 0
+	for _, sc := range s.runner.View().Scopes(bus.StateActive) {
+		if ctx.Err() != nil {
+			return
+		}
+		n, err := s.sweepScope(ctx, sc)
+		if err != nil {
+			s.log.WarnContext(ctx, "recovery sweep of a scope failed", "scope", sc.String(), "err", err)
+		}
+		pending += n
+		select { // a bounded rate: other work goes first
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	s.metrics.pending.Set(float64(pending))
+}
+
+func (s *Service) sweepScope(ctx context.Context, sc binding.Scope) (int, error) {
+	ix, err := s.loadIndex(ctx, sc)
+	if err != nil {
+		return 0, err
+	}
+	now := s.now()
+	var orphans []string
+	for id, e := range ix.Entries {
+		rec, _, err := s.loadRecord(ctx, sc, id)
+		if err != nil {
+			return len(ix.Entries), err
+		}
+		switch {
+		case rec == nil:
+			if now.Sub(e.CreatedAt) > sweepGrace {
+				orphans = append(orphans, id)
+			}
+		case (rec.State == StateScheduled || rec.State == StateRetrying) && now.Sub(rec.Target()) > sweepGrace,
+			rec.State == StateSending && rec.Claim != nil && now.Sub(rec.Claim.Until) > sweepGrace:
+			if err := s.arm(ctx, sc, id, now); err != nil {
+				return len(ix.Entries), err
+			}
+			s.log.InfoContext(ctx, "recovery sweep re-armed a reminder", "scope", sc.String(), "id", id)
+		}
+	}
+	if len(orphans) > 0 {
+		err := s.updateIndex(ctx, sc, func(ix *Index) error {
+			for _, id := range orphans {
+				if e, ok := ix.Entries[id]; ok && now.Sub(e.CreatedAt) > sweepGrace {
+					delete(ix.Entries, id)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return len(ix.Entries), err
+		}
+	}
+	return len(ix.Entries) - len(orphans), nil
+}

@@ -1,0 +1,186 @@
+package schenotify
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// addRequest is a validated reminder to create.
+type addRequest struct {
+	scope    binding.Scope
+	invID    string
+	settings Settings
+	session  Session
+	sender   string
+	plan     Plan
+	via      string
+}
+
+// add creates and arms a reminder (spec 3.3 success, 6.1): the index entry
+// first by compare-and-set (which keeps the caps exact), then the record,
+// then its @at schedule. A retried invocation finds its own record and
+// gets its id back without a second reminder. It returns a *Failure for
+// too_many / too_many_in_session, errStore-wrapped errors otherwise.
+func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
+	sc := req.scope
+	id := DerivedID(sc.String(), req.invID)
+	existing, _, err := s.loadRecord(ctx, sc, id)
+	if err != nil {
+		return "", err
+	}
+	if existing != nil {
+		if existing.InvocationID == req.invID {
+			return id, nil
+		}
+		id = RandomID()
+	}
+	now := s.now().UTC().Truncate(time.Second)
+	token := req.session.Token()
+	addEntry := func(dropOrphans map[string]bool) func(ix *Index) error {
+		return func(ix *Index) error {
+			if _, ok := ix.Entries[id]; ok {
+				return bus.ErrNoChange // our own entry, from an earlier attempt
+			}
+			if dropOrphans != nil {
+				for eid, e := range ix.Entries {
+					if !dropOrphans[eid] && now.Sub(e.CreatedAt) > orphanGrace {
+						delete(ix.Entries, eid)
+					}
+				}
+			}
+			if ix.Count("") >= req.settings.MaxReminders {
+				return &capError{"too_many"}
+			}
+			if ix.Count(token) >= req.settings.MaxPerSession {
+				return &capError{"too_many_in_session"}
+			}
+			ix.Entries[id] = IndexEntry{Session: token, CreatedAt: now}
+			return nil
+		}
+	}
+	err = s.updateIndex(ctx, sc, addEntry(nil))
+	var ce *capError
+	if errors.As(err, &ce) {
+		// Finished reminders must not hold a cap: drop entries whose record
+		// is gone, then check again.
+		keys, kerr := s.runner.KV().Keys(ctx, sc, keyReminder)
+		if kerr != nil && !errors.Is(kerr, jetstream.ErrNoKeysFound) {
+			return "", storeErr("list reminders", kerr)
+		}
+		live := map[string]bool{}
+		for _, k := range keys {
+			live[k] = true
+		}
+		err = s.updateIndex(ctx, sc, addEntry(live))
+	}
+	if errors.As(err, &ce) {
+		limit := req.settings.MaxReminders
+		if ce.code == "too_many_in_session" {
+			limit = req.settings.MaxPerSession
+		}
+		return "", fail(ce.code, "", map[string]string{"limit": itoa(limit)})
+	}
+	if err != nil {
+		return "", err
+	}
+	rec := &Record{
+		V: 1, ID: id, Session: req.session, CreatorSenderID: req.sender, CreatedAt: now, CreatedVia: req.via,
+		InvocationID: req.invID, Message: req.plan.Message, OriginalLength: req.plan.OriginalLength,
+		Zone: req.settings.Zone.String(), NextDue: req.plan.First.UTC(), State: StateScheduled,
+	}
+	if req.plan.Rule != nil {
+		r := req.plan.Rule.Recurrence
+		rec.Recurrence = &r
+		if !req.plan.Until.IsZero() {
+			u := req.plan.Until.UTC()
+			rec.Until = &u
+		}
+	}
+	if _, err := s.casRecord(ctx, sc, rec, 0); err != nil {
+		if isConflict(err) {
+			if cur, _, lerr := s.loadRecord(ctx, sc, id); lerr == nil && cur != nil && cur.InvocationID == req.invID {
+				return id, nil
+			}
+		}
+		_ = s.dropIndexEntry(context.WithoutCancel(ctx), sc, id)
+		return "", storeErr("create reminder", err)
+	}
+	if err := s.arm(ctx, sc, id, rec.NextDue); err != nil {
+		// Undo, so that the caller's retry starts clean.
+		cctx := context.WithoutCancel(ctx)
+		if _, rev, lerr := s.loadRecord(cctx, sc, id); lerr == nil && rev != 0 {
+			_ = s.runner.KV().Delete(cctx, sc, keyReminder, rev, id)
+		}
+		_ = s.dropIndexEntry(cctx, sc, id)
+		return "", err
+	}
+	kind := "once"
+	if rec.Recurrence != nil {
+		kind = rec.Recurrence.Kind
+	}
+	s.metrics.created.WithLabelValues(kind).Inc()
+	s.log.InfoContext(ctx, "reminder created", "scope", sc.String(), "id", id, "kind", kind, "via", req.via)
+	return id, nil
+}
+
+// remove deletes a reminder of the session (spec 4.3 delete steps): the
+// record by compare-and-set, then both of its subjects, then its index
+// entry. found is false when the reminder is gone or belongs to another
+// session. inFlight reports an unexpired send claim at that moment.
+func (s *Service) remove(ctx context.Context, sc binding.Scope, sess Session, id string) (rec *Record, inFlight, found bool, err error) {
+	for range 10 {
+		r, rev, err := s.loadRecord(ctx, sc, id)
+		if err != nil {
+			return nil, false, false, err
+		}
+		if r == nil || r.Session != sess {
+			return nil, false, false, nil
+		}
+		now := s.now()
+		inFlight = r.State == StateSending && r.Claim != nil && now.Before(r.Claim.Until)
+		err = s.runner.KV().Delete(ctx, sc, keyReminder, rev, id)
+		if isConflict(err) || errors.Is(err, jetstream.ErrKeyExists) {
+			continue
+		}
+		if err != nil {
+			return nil, false, false, storeErr("delete reminder", err)
+		}
+		if err := s.purge(ctx, sc, id, true); err != nil {
+			s.log.WarnContext(ctx, "purge after delete failed", "scope", sc.String(), "id", id, "err", err)
+		}
+		if err := s.dropIndexEntry(ctx, sc, id); err != nil {
+			s.log.WarnContext(ctx, "index entry not dropped", "scope", sc.String(), "id", id, "err", err)
+		}
+		s.log.InfoContext(ctx, "reminder deleted", "scope", sc.String(), "id", id, "in_flight", inFlight)
+		return r, inFlight, true, nil
+	}
+	return nil, false, false, storeErr("delete reminder", bus.ErrCASExhausted)
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,288 @@
+package schenotify
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// Plugin is the plugin name: micro service name, subject and key token.
+const Plugin = "schenotify"
+
+// Stream and consumer names (spec 7.1).
+const (
+	StreamName   = "LANGBOT_SCHENOTIFY"
+	DueConsumer  = "schenotify-due"
+	tracerName   = "github.com/langbot-nats/plugins/services/schenotify"
+	keyReminder  = "reminder"
+	keyIndex     = "index"
+	defaultClaim = 30 * time.Second
+)
+
+// ErrConfig wraps an invalid service Config.
+var ErrConfig = errors.New("schenotify: invalid configuration")
+
+// Config holds the service settings. The zero value means the defaults.
+type Config struct {
+	Prefix            string        // subject prefix; default "langbot"
+	Replicas          int           // replicas of the stream and buckets; default 1
+	Workers           int           // invocation workers; default 64
+	DueWorkers        int           // fired-message handlers at once; default 64
+	InvocationTimeout time.Duration // default 30 s
+	// MinEvery is the shortest @every interval; default 1 min (tests lower it).
+	MinEvery time.Duration
+	// Retry is the delivery retry schedule (spec 7.5).
+	Retry RetryPolicy
+	// Claim is how long a send claim holds; default 30 s.
+	Claim time.Duration
+	// AckWait of the due consumer; default 30 s.
+	AckWait time.Duration
+	// SendTimeout bounds send_message; default 15 s.
+	SendTimeout time.Duration
+	// SweepInterval is the period of the recovery sweep; default 30 min.
+	SweepInterval time.Duration
+	// SweepDelay is the upper bound of the random delay before the first
+	// sweep; default 30 s; negative means none.
+	SweepDelay time.Duration
+	// Replica names this instance in claims; default random.
+	Replica string
+	// DefaultZone is the zone used when an installation sets none; default
+	// the process zone (spec 2 rule 2).
+	DefaultZone string
+}
+
+// Deps are the live parts the service uses. Conn is required; Clock
+// defaults to time.Now, Logger to slog.Default(), TracerProvider to no
+// tracing and Registerer to a private registry.
+type Deps struct {
+	Conn           *nats.Conn
+	Clock          func() time.Time
+	Logger         *slog.Logger
+	TracerProvider trace.TracerProvider
+	Registerer     prometheus.Registerer
+}
+
+// Service is the reminder service. Create it with New and serve with Run.
+type Service struct {
+	cfg     Config
+	zone    *time.Location
+	nc      *nats.Conn
+	now     func() time.Time
+	log     *slog.Logger
+	tracer  trace.Tracer
+	rd      Renderer
+	metrics *metrics
+	runner  *bus.Runner
+	subj    bus.Subjects
+
+	mu     sync.Mutex
+	stream jetstream.Stream
+	ready  bool
+
+	hooks hooks // tests only (export_test.go)
+}
+
+// hooks let tests hold a handler at a chosen point.
+type hooks struct {
+	beforeClaim func(ctx context.Context, sc binding.Scope, id string)
+	afterSend   func(ctx context.Context, sc binding.Scope, id string)
+}
+
+// New checks cfg, fills defaults and returns the service; it does no I/O.
+func New(cfg Config, deps Deps) (*Service, error) {
+	if deps.Conn == nil {
+		return nil, fmt.Errorf("%w: no NATS connection", ErrConfig)
+	}
+	if cfg.MinEvery <= 0 {
+		cfg.MinEvery = DefaultMinEvery
+	}
+	if cfg.Claim <= 0 {
+		cfg.Claim = defaultClaim
+	}
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = 30 * time.Second
+	}
+	if cfg.SendTimeout <= 0 {
+		cfg.SendTimeout = bus.DefaultHostTimeout
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = 30 * time.Minute
+	}
+	if cfg.SweepDelay == 0 {
+		cfg.SweepDelay = 30 * time.Second
+	}
+	if cfg.DueWorkers <= 0 {
+		cfg.DueWorkers = 64
+	}
+	if cfg.Replica == "" {
+		var b [6]byte
+		_, _ = crand.Read(b[:])
+		cfg.Replica = hex.EncodeToString(b[:])
+	}
+	if cfg.DefaultZone == "" {
+		cfg.DefaultZone = ProcessZoneName()
+	}
+	zone, ok := LoadZone(cfg.DefaultZone)
+	if !ok {
+		return nil, fmt.Errorf("%w: default zone %q is not an IANA zone", ErrConfig, cfg.DefaultZone)
+	}
+	cat, err := LoadCatalog()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	subj, err := bus.NewSubjects(cfg.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	s := &Service{cfg: cfg, zone: zone, nc: deps.Conn, now: deps.Clock, log: deps.Logger, subj: subj, rd: Renderer{Cat: cat}}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.log = s.log.With("service", Plugin)
+	tp := deps.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	s.tracer = tp.Tracer(tracerName)
+	reg := deps.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	if s.metrics, err = newMetrics(reg); err != nil {
+		return nil, fmt.Errorf("%w: metrics: %w", ErrConfig, err)
+	}
+	s.runner, err = bus.NewRunner(bus.RunnerConfig{
+		Plugin:            Plugin,
+		Description:       "Reminders delivered into the chat at the due second",
+		Prefix:            cfg.Prefix,
+		Workers:           cfg.Workers,
+		InvocationTimeout: cfg.InvocationTimeout,
+		Replicas:          cfg.Replicas,
+		Handlers: bus.Handlers{
+			Command: s.handleCommand,
+			Tool:    s.handleTool,
+			Dedupe:  dedupes,
+		},
+		Purge:        s.purgeScope,
+		OnTransition: s.onTransition,
+	}, bus.RunnerDeps{Conn: deps.Conn, Clock: s.now, Logger: deps.Logger, TracerProvider: tp, Registerer: reg})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return s, nil
+}
+
+// Zone returns the default zone resolved at New.
+func (s *Service) Zone() *time.Location { return s.zone }
+
+// Ready reports whether the service serves: the runner is ready and the
+// due consumer runs.
+func (s *Service) Ready() bool {
+	s.mu.Lock()
+	ok := s.ready
+	s.mu.Unlock()
+	return ok && s.runner.Ready()
+}
+
+// Run creates the stream, starts the runner (endpoints, lifecycle
+// consumer), the due consumer and the recovery sweep, and serves until ctx
+// is done. It returns nil for a ctx-requested stop, after stopping intake
+// and waiting for every handler; it never closes the connection.
+func (s *Service) Run(ctx context.Context) error {
+	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := bus.EnsureStream(setup, s.runner.JetStream(), bus.StreamSpec{
+		Name:      StreamName,
+		Subjects:  []string{s.subj.InternalAll(Plugin, bus.KindSched), s.subj.InternalAll(Plugin, bus.KindDue)},
+		Replicas:  s.cfg.Replicas,
+		Schedules: true,
+	})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.stream = st
+	s.mu.Unlock()
+	if err := s.runner.Start(setup); err != nil {
+		s.shutdown()
+		return err
+	}
+	if err := s.runner.ConsumeFired(setup, bus.FiredConfig{
+		Stream:  StreamName,
+		Durable: DueConsumer,
+		Filter:  s.subj.InternalAll(Plugin, bus.KindDue),
+		Workers: s.cfg.DueWorkers,
+		AckWait: s.cfg.AckWait,
+		Timeout: s.cfg.SendTimeout + 10*time.Second,
+	}, s.handleFired); err != nil {
+		s.shutdown()
+		return err
+	}
+	s.mu.Lock()
+	s.ready = true
+	s.mu.Unlock()
+
+	sweepDone := make(chan struct{})
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	go func() {
+		defer close(sweepDone)
+		s.sweepLoop(sweepCtx)
+	}()
+	<-ctx.Done()
+	stopSweep()
+	<-sweepDone
+	s.mu.Lock()
+	s.ready = false
+	s.mu.Unlock()
+	return s.shutdown()
+}
+
+func (s *Service) shutdown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.SendTimeout+15*time.Second)
+	defer cancel()
+	return s.runner.Shutdown(ctx)
+}
+
+func (s *Service) streamHandle() jetstream.Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stream
+}
+
+// sweepLoop runs the recovery sweep after a random delay and then every
+// SweepInterval, until ctx is done.
+func (s *Service) sweepLoop(ctx context.Context) {
+	delay := time.Duration(0)
+	if s.cfg.SweepDelay > 0 {
+		delay = time.Duration(rand.Int64N(int64(s.cfg.SweepDelay) + 1))
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.Sweep(ctx)
+		t.Reset(s.cfg.SweepInterval)
+	}
+}

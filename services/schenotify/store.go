@@ -1,0 +1,199 @@
+package schenotify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// errCap is returned by the index update when a cap is reached.
+type capError struct{ code string }
+
+func (e *capError) Error() string { return "schenotify: " + e.code }
+
+// errStore marks a storage failure (reported as unavailable).
+var errStore = errors.New("schenotify: storage unavailable")
+
+// orphanGrace is how old an index entry without a record must be before an
+// add that found a cap reached drops it; the recovery sweep uses 60 s.
+const (
+	orphanGrace = 10 * time.Second
+	sweepGrace  = 60 * time.Second
+)
+
+func storeErr(op string, err error) error {
+	return fmt.Errorf("%w: %s: %w", errStore, op, err)
+}
+
+// loadRecord reads a reminder; nil with revision 0 when absent.
+func (s *Service) loadRecord(ctx context.Context, sc binding.Scope, id string) (*Record, uint64, error) {
+	e, err := s.runner.KV().Get(ctx, sc, keyReminder, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, storeErr("read reminder", err)
+	}
+	var r Record
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		return nil, 0, fmt.Errorf("schenotify: decode reminder: %w", err)
+	}
+	return &r, e.Revision(), nil
+}
+
+// casRecord writes rec if the key is still at rev.
+func (s *Service) casRecord(ctx context.Context, sc binding.Scope, rec *Record, rev uint64) (uint64, error) {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return 0, err
+	}
+	return s.runner.KV().UpdateAt(ctx, sc, keyReminder, b, rev, rec.ID)
+}
+
+// isConflict reports whether err is a lost compare-and-set.
+func isConflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}
+
+// loadIndex reads the scope index (empty when absent).
+func (s *Service) loadIndex(ctx context.Context, sc binding.Scope) (*Index, error) {
+	e, err := s.runner.KV().Get(ctx, sc, keyIndex)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return &Index{V: 1, Entries: map[string]IndexEntry{}}, nil
+	}
+	if err != nil {
+		return nil, storeErr("read index", err)
+	}
+	return decodeIndex(e.Value())
+}
+
+func decodeIndex(b []byte) (*Index, error) {
+	ix := &Index{V: 1, Entries: map[string]IndexEntry{}}
+	if len(b) == 0 {
+		return ix, nil
+	}
+	if err := json.Unmarshal(b, ix); err != nil {
+		return nil, fmt.Errorf("schenotify: decode index: %w", err)
+	}
+	if ix.Entries == nil {
+		ix.Entries = map[string]IndexEntry{}
+	}
+	return ix, nil
+}
+
+// updateIndex applies fn to the index by compare-and-set, retrying on
+// contention. fn returns bus.ErrNoChange to skip the write.
+func (s *Service) updateIndex(ctx context.Context, sc binding.Scope, fn func(ix *Index) error) error {
+	var err error
+	for range 5 {
+		_, _, err = s.runner.KV().Update(ctx, sc, keyIndex, func(cur []byte, _ bool) ([]byte, error) {
+			ix, err := decodeIndex(cur)
+			if err != nil {
+				return nil, err
+			}
+			if err := fn(ix); err != nil {
+				return nil, err
+			}
+			return json.Marshal(ix)
+		})
+		if !errors.Is(err, bus.ErrCASExhausted) {
+			break
+		}
+	}
+	var ce *capError
+	if err != nil && !errors.As(err, &ce) {
+		return storeErr("update index", err)
+	}
+	return err
+}
+
+// dropIndexEntry removes id from the index.
+func (s *Service) dropIndexEntry(ctx context.Context, sc binding.Scope, id string) error {
+	return s.updateIndex(ctx, sc, func(ix *Index) error {
+		if _, ok := ix.Entries[id]; !ok {
+			return bus.ErrNoChange
+		}
+		delete(ix.Entries, id)
+		return nil
+	})
+}
+
+// sessionRecords returns the session's reminders in list order (spec 4.2),
+// skipping index entries whose record is gone.
+func (s *Service) sessionRecords(ctx context.Context, sc binding.Scope, sess Session) ([]*Record, error) {
+	ix, err := s.loadIndex(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Record
+	for _, id := range ix.SessionIDs(sess.Token()) {
+		r, _, err := s.loadRecord(ctx, sc, id)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil || r.Session != sess {
+			continue
+		}
+		out = append(out, r)
+	}
+	SortRecords(out)
+	return out, nil
+}
+
+// subjects returns a reminder's schedule and due subjects.
+func (s *Service) subjects(sc binding.Scope, id string) (sched, due string, err error) {
+	if sched, err = s.subj.Internal(Plugin, bus.KindSched, sc, id); err != nil {
+		return "", "", err
+	}
+	due, err = s.subj.Internal(Plugin, bus.KindDue, sc, id)
+	return sched, due, err
+}
+
+// scheduleBody is the body of a schedule message: the id only.
+type scheduleBody struct {
+	ID string `json:"id"`
+}
+
+// arm publishes the reminder's @at schedule for at (spec 7.2), replacing
+// any schedule on its subject.
+func (s *Service) arm(ctx context.Context, sc binding.Scope, id string, at time.Time) error {
+	sched, due, err := s.subjects(sc, id)
+	if err != nil {
+		return err
+	}
+	body, _ := json.Marshal(scheduleBody{ID: id})
+	if err := bus.ScheduleAt(ctx, s.runner.JetStream(), sched, due, at, body, true); err != nil {
+		return storeErr("arm", err)
+	}
+	return nil
+}
+
+// purge removes a reminder's schedule (when sched) and its fired messages.
+func (s *Service) purge(ctx context.Context, sc binding.Scope, id string, sched bool) error {
+	schedSubj, due, err := s.subjects(sc, id)
+	if err != nil {
+		return err
+	}
+	subjects := []string{due}
+	if sched {
+		subjects = append(subjects, schedSubj)
+	}
+	if err := bus.PurgeSubjects(ctx, s.streamHandle(), subjects...); err != nil {
+		return storeErr("purge", err)
+	}
+	return nil
+}
+
+// purgeScope is the runner's removal hook: it cancels every schedule and
+// drops every fired message of the scope; the runner then purges the keys.
+func (s *Service) purgeScope(ctx context.Context, sc binding.Scope) error {
+	return bus.PurgeSubjects(ctx, s.streamHandle(),
+		s.subj.InternalScope(Plugin, bus.KindSched, sc), s.subj.InternalScope(Plugin, bus.KindDue, sc))
+}
