@@ -44,30 +44,65 @@ type component struct {
 	Name    string          `json:"name"`
 }
 
-// ExtractContent turns a message chain (a JSON array of components) into the
-// parts of an entry. Components that are not objects, or not an array at
-// all, are "other" parts; extraction never fails.
-func ExtractContent(chain json.RawMessage) Content {
-	var c Content
+// Chain is a parsed message chain. Parsing copies the components' fields but
+// decodes no attachment, so the decision can read the trigger text cheaply.
+type Chain struct {
+	comps []component
+}
+
+// ParseChain parses a message chain (a JSON array of components). Components
+// that are not objects, or a value that is not an array, never fail: they
+// become "Unknown" components or an empty chain.
+func ParseChain(chain json.RawMessage) Chain {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(chain, &raws); err != nil {
-		return c
+		return Chain{}
 	}
-	var text, trig strings.Builder
-	var rest []Part
+	comps := make([]component, 0, len(raws))
 	for _, raw := range raws {
 		var comp component
 		if err := json.Unmarshal(raw, &comp); err != nil {
 			comp = component{Type: "Unknown"}
 		}
+		comps = append(comps, comp)
+	}
+	return Chain{comps: comps}
+}
+
+// TriggerText is the concatenation of the chain's Plain texts (spec §3.4
+// rule 4).
+func (c Chain) TriggerText() string {
+	var b strings.Builder
+	for _, comp := range c.comps {
+		if comp.Type == "Plain" {
+			b.WriteString(comp.Text)
+		}
+	}
+	return b.String()
+}
+
+// ExtractContent turns a message chain into the parts of an entry; see
+// Chain.Extract.
+func ExtractContent(chain json.RawMessage) Content {
+	return ParseChain(chain).Extract()
+}
+
+// Extract turns the chain into the parts of an entry (spec §3.4): the
+// trimmed text part first, then images, files and other components in
+// chain order, at most 20 parts. Base64 attachments are decoded into
+// Part.Data.
+func (c Chain) Extract() Content {
+	var out Content
+	var text strings.Builder
+	var rest []Part
+	for _, comp := range c.comps {
 		switch comp.Type {
 		case "Source":
 		case "Plain":
 			text.WriteString(comp.Text)
-			trig.WriteString(comp.Text)
 		case "At":
 			target, _ := idText(comp.Target)
-			c.AtTargets = append(c.AtTargets, target)
+			out.AtTargets = append(out.AtTargets, target)
 			shown := comp.Display
 			if shown == "" {
 				shown = target
@@ -93,17 +128,17 @@ func ExtractContent(chain json.RawMessage) Content {
 			}
 		}
 	}
-	c.TriggerText = trig.String()
+	out.TriggerText = c.TriggerText()
 	if t := strings.TrimSpace(text.String()); t != "" {
 		t, cut := CutText(t, MaxTextBytes)
-		c.Truncated = cut
-		c.Parts = append(c.Parts, Part{Type: PartText, Text: t})
+		out.Truncated = cut
+		out.Parts = append(out.Parts, Part{Type: PartText, Text: t})
 	}
-	c.Parts = append(c.Parts, rest...)
-	if len(c.Parts) > MaxParts {
-		c.Parts = c.Parts[:MaxParts]
+	out.Parts = append(out.Parts, rest...)
+	if len(out.Parts) > MaxParts {
+		out.Parts = out.Parts[:MaxParts]
 	}
-	return c
+	return out
 }
 
 // attachmentPart is an image or file part: a URL part, or decoded bytes

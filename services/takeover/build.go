@@ -1,0 +1,23 @@
+package takeover
+
+import (
+	"context"
+
+	"github.com/langbot-nats/plugins/pkg/svcmain"
+)
+
+// Build creates the service from the shared binary environment; the
+// takeover binary and lbctl dev both use it.
+func Build(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
+	return New(Config{
+		Prefix:   env.Subjects.Prefix,
+		Replicas: env.Options.Replicas,
+		Workers:  env.Options.Workers,
+	}, Deps{
+		Conn:           env.Conn,
+		Keyring:        env.Keyring,
+		Logger:         env.Logger,
+		TracerProvider: env.TracerProvider,
+		Registerer:     env.Registry,
+	})
+}

@@ -1,0 +1,20 @@
+// Command takeover runs the takeover service: the blocking decision and
+// recording on LangBot's chat events, takeover timing, and the console
+// operations through the NATS page endpoint. Flags and environment are the
+// shared ones of pkg/svcmain (NATS_URL, NATS_USER, NATS_PASSWORD,
+// NATS_CREDS, NATS_TLS_*, LANGBOT_SUBJECT_PREFIX, LANGBOT_HTTP_ADDR,
+// LANGBOT_JS_REPLICAS, LANGBOT_STATE_KEY, LANGBOT_WORKERS,
+// LANGBOT_LOG_LEVEL, OTEL_*). LANGBOT_CONSOLE_KEY is read by the HTTP
+// console, which is not part of this binary yet.
+package main
+
+import (
+	"os"
+
+	"github.com/langbot-nats/plugins/pkg/svcmain"
+	"github.com/langbot-nats/plugins/services/takeover"
+)
+
+func main() {
+	os.Exit(svcmain.Main(takeover.Plugin, os.Args[1:], os.Getenv, os.Stderr, nil, takeover.Build))
+}

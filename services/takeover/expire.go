@@ -1,0 +1,138 @@
+package takeover
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// handleFired handles a fired expiry schedule (spec §6 rule 5). The fire
+// is only a wake-up: the stored record decides.
+func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
+	var body TimerBody
+	if json.Unmarshal(f.Data, &body) != nil || !ValidSID(body.SID) || len(f.IDs) != 1 || f.IDs[0] != body.SID {
+		s.log.ErrorContext(ctx, "malformed expiry message", "scope", f.Scope.String())
+		_ = f.Term()
+		return
+	}
+	sc, sid := f.Scope, body.SID
+	a, err := s.runner.Authority(ctx, sc)
+	if err != nil {
+		_ = f.Nak(5 * time.Second)
+		return
+	}
+	if a == nil || !a.Active() {
+		// paused or removed: the resume sweep handles it on re-attach
+		_ = f.Ack(ctx)
+		return
+	}
+	rec, _, err := s.st.getRecord(ctx, sc, sid)
+	if err != nil {
+		if errors.Is(err, errCorrupt) {
+			_ = f.Ack(ctx)
+			return
+		}
+		_ = f.Nak(5 * time.Second)
+		return
+	}
+	now := s.nowMS()
+	switch OnFire(rec, body.ExpiresAt, now) {
+	case FireAck:
+		_ = f.Ack(ctx)
+	case FireNakUntil:
+		_ = f.Nak(time.Duration(rec.Takeover.ExpiresAt-now)*time.Millisecond + 50*time.Millisecond)
+	case FireRearm:
+		if err := s.st.schedule(ctx, sc, sid, rec.Takeover.ExpiresAt); err != nil {
+			_ = f.Nak(5 * time.Second)
+			return
+		}
+		_ = f.Ack(ctx)
+	case FireRelease:
+		if err := s.expire(ctx, sc, a, sid); err != nil {
+			s.log.WarnContext(ctx, "expiry failed, will retry", "scope", sc.String(), "sid", sid, "err", err)
+			_ = f.Nak(5 * time.Second)
+			return
+		}
+		_ = f.Ack(ctx)
+	}
+}
+
+// expire releases a session whose deadline passed, with reason timeout,
+// under the authority's binding and config.
+func (s *Service) expire(ctx context.Context, sc binding.Scope, a *bus.Authority, sid string) error {
+	now := s.nowMS()
+	released := false
+	rec, rev, err := s.st.updateRecord(ctx, sc, sid, func(cur *Record) (*Record, error) {
+		released = false
+		if cur == nil || !cur.Takeover.Active || now < cur.Takeover.ExpiresAt {
+			return nil, errNoChange
+		}
+		r := cur.Clone()
+		r.Takeover.Release(now, "", ReasonTimeout)
+		r.UpdatedAt = now
+		released = true
+		return r, nil
+	})
+	if err != nil || !released {
+		return err
+	}
+	s.view.applyRecord(sc, sid, rec, rev)
+	cfg, err := s.runner.OpenConfig(sc, a)
+	if err != nil {
+		cfg = nil
+	}
+	set := s.settingsFor(sc, a.Binding, cfg)
+	s.afterRelease(ctx, sc, a.Binding, set, sid, rec, false)
+	return nil
+}
+
+// onTransition runs on the replica that changed a scope's authority: a
+// transition to active runs the resume sweep (spec §6 rule 6).
+func (s *Service) onTransition(ctx context.Context, sc binding.Scope, prev *bus.Authority, next bus.Authority) error {
+	if next.State != bus.StateActive || (prev != nil && prev.State == bus.StateActive) || prev == nil {
+		return nil
+	}
+	return s.resume(ctx, sc, &next)
+}
+
+// resume releases every active session of the scope whose deadline passed
+// and re-arms the schedule of the others.
+func (s *Service) resume(ctx context.Context, sc binding.Scope, a *bus.Authority) error {
+	sids, err := s.st.kv.Keys(ctx, sc, keySession)
+	if err != nil {
+		return nil // no keys: nothing to resume
+	}
+	var errs []error
+	for _, sid := range sids {
+		rec, _, err := s.st.getRecord(ctx, sc, sid)
+		if err != nil {
+			continue
+		}
+		switch ResumeAction(rec, s.nowMS()) {
+		case FireRelease:
+			errs = append(errs, s.expire(ctx, sc, a, sid))
+		case FireRearm:
+			errs = append(errs, s.st.schedule(ctx, sc, sid, rec.Takeover.ExpiresAt))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// onAuthority runs on every replica when a scope's authority changes: a
+// tombstone drops the scope from the session view.
+func (s *Service) onAuthority(sc binding.Scope, a bus.Authority) {
+	if a.State == bus.StateRemoved {
+		s.view.dropScope(sc)
+	}
+}
+
+// purgeScope removes a removed scope's data outside the buckets: blobs
+// named by its history, its history subjects and its timers (spec §10).
+// The runner purges the buckets afterwards, keeping the tombstone.
+func (s *Service) purgeScope(ctx context.Context, sc binding.Scope) error {
+	return s.sweepScope(ctx, sc)
+}

@@ -1,0 +1,289 @@
+package takeover_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/services/takeover"
+)
+
+// harness is one takeover replica on an embedded server, a fake host and an
+// invoker.
+type harness struct {
+	t      testing.TB
+	srv    *bustest.Server
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	host   *bustest.Host
+	inv    *bus.Invoker
+	svc    *takeover.Service
+	offset atomic.Int64 // clock offset, ns
+	stop   func()
+}
+
+func newHarness(t testing.TB) *harness {
+	t.Helper()
+	srv := bustest.NewServer(t)
+	h := &harness{t: t, srv: srv}
+	h.nc = srv.Conn(t)
+	h.js = srv.JetStream(t)
+	h.host = bustest.NewHost(t, srv.Conn(t), bus.Subjects{})
+	h.inv = bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)
+	h.svc = h.startReplica(h.nc)
+	return h
+}
+
+// startReplica runs one more service replica on nc until cleanup.
+func (h *harness) startReplica(nc *nats.Conn) *takeover.Service {
+	h.t.Helper()
+	svc, err := takeover.New(takeover.Config{
+		MinTakeoverTimeout: time.Second,
+		NoticeRetry:        []time.Duration{50 * time.Millisecond},
+	}, takeover.Deps{Conn: nc, Clock: h.now})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	select {
+	case <-svc.Started():
+	case err := <-done:
+		cancel()
+		h.t.Fatalf("service did not start: %v", err)
+	case <-time.After(20 * time.Second):
+		cancel()
+		h.t.Fatal("service did not start in time")
+	}
+	stop := func() {
+		cancel()
+		if err := <-done; err != nil {
+			h.t.Errorf("Run: %v", err)
+		}
+	}
+	h.t.Cleanup(stop)
+	if h.stop == nil {
+		h.stop = stop
+	}
+	return svc
+}
+
+func (h *harness) now() time.Time { return time.Now().Add(time.Duration(h.offset.Load())) }
+
+var genCounter atomic.Int64
+
+// newBinding returns a fresh installation's binding.
+func newBinding(name string) binding.Binding {
+	n := genCounter.Add(1)
+	return binding.Binding{InstanceUUID: "inst", WorkspaceUUID: "ws", InstallationUUID: fmt.Sprintf("%s-%d", name, n),
+		PlacementGeneration: 1, RuntimeRevision: 1, ArtifactDigest: "sha256:test"}
+}
+
+// attach publishes an attach and waits until the service's view has it.
+func (h *harness) attach(b binding.Binding, config string, enabled bool) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := bus.PublishAttach(ctx, h.js, bus.Subjects{}, takeover.Plugin, bus.Attach{Binding: b, Config: json.RawMessage(config), Enabled: enabled}, ""); err != nil {
+		h.t.Fatal(err)
+	}
+	sc, _ := b.Scope()
+	want := bus.StateActive
+	if !enabled {
+		want = bus.StateDisabled
+	}
+	waitFor(h.t, "attach applied", func() bool {
+		a, ok := h.svc.Runner().View().Lookup(sc)
+		return ok && a.State == want && a.Binding.Compare(b) == 0
+	})
+}
+
+func (h *harness) revoke(b binding.Binding, reason string, want bus.State) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := bus.PublishRevoke(ctx, h.js, bus.Subjects{}, takeover.Plugin, bus.Revoke{Binding: b, Reason: reason}, ""); err != nil {
+		h.t.Fatal(err)
+	}
+	sc, _ := b.Scope()
+	waitFor(h.t, "revoke applied", func() bool {
+		a, ok := h.svc.Runner().View().Lookup(sc)
+		return ok && a.State == want
+	})
+}
+
+// msgData is the data of a MessageReceived event.
+func msgData(ltype string, lid any, sender any, chain string) json.RawMessage {
+	l, _ := json.Marshal(lid)
+	s, _ := json.Marshal(sender)
+	return json.RawMessage(fmt.Sprintf(`{"launcher_type":%q,"launcher_id":%s,"sender_id":%s,"message_event":{"sender":{"nickname":"Nick","member_name":"Member","group":{"name":"Group"}}},"message_chain":%s}`,
+		ltype, l, s, chain))
+}
+
+func plain(text string) string {
+	b, _ := json.Marshal([]map[string]string{{"type": "Plain", "text": text}})
+	return string(b)
+}
+
+func aiData(ltype string, lid any, text string) json.RawMessage {
+	l, _ := json.Marshal(lid)
+	t, _ := json.Marshal(text)
+	return json.RawMessage(fmt.Sprintf(`{"launcher_type":%q,"launcher_id":%s,"sender_id":%s,"response_text":%s}`, ltype, l, l, t))
+}
+
+// event invokes an event and returns the reply.
+func (h *harness) event(b binding.Binding, config, name, bot string, data json.RawMessage) (bus.EventReply, error) {
+	return h.eventID(b, config, name, bot, data, bus.NewInvocationID())
+}
+
+func (h *harness) eventID(b binding.Binding, config, name, bot string, data json.RawMessage, id string) (bus.EventReply, error) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointEvent, id, &bus.Request{
+		Binding: b, Config: json.RawMessage(config), Event: &bus.Event{Name: name, BotUUID: bot, Data: data},
+	})
+	var r bus.EventReply
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		h.t.Fatal(err)
+	}
+	return r, nil
+}
+
+// mustEvent invokes an event that must succeed.
+func (h *harness) mustEvent(b binding.Binding, config, name, bot string, data json.RawMessage) bus.EventReply {
+	h.t.Helper()
+	r, err := h.event(b, config, name, bot, data)
+	if err != nil {
+		h.t.Fatalf("event %s: %v", name, err)
+	}
+	return r
+}
+
+// page invokes a console operation; out receives data when non-nil.
+func (h *harness) page(b binding.Binding, config, method, endpoint string, body any, out any) error {
+	h.t.Helper()
+	return h.pageAs(b, config, method, endpoint, body, "", out)
+}
+
+func (h *harness) pageAs(b binding.Binding, config, method, endpoint string, body any, operator string, out any) error {
+	h.t.Helper()
+	raw, _ := json.Marshal(body)
+	var caller json.RawMessage
+	if operator != "" {
+		caller, _ = json.Marshal(map[string]string{"operator": operator})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	reply, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointPage, bus.NewInvocationID(), &bus.Request{
+		Binding: b, Config: json.RawMessage(config),
+		Page: &bus.Page{PageID: "console", Endpoint: endpoint, Method: method, Body: raw, Caller: caller},
+	})
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		var pr struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(reply, &pr); err != nil {
+			h.t.Fatal(err)
+		}
+		if err := json.Unmarshal(pr.Data, out); err != nil {
+			h.t.Fatalf("decode %s: %v", endpoint, err)
+		}
+	}
+	return nil
+}
+
+func (h *harness) mustPage(b binding.Binding, config, method, endpoint string, body any, out any) {
+	h.t.Helper()
+	if err := h.page(b, config, method, endpoint, body, out); err != nil {
+		h.t.Fatalf("%s %s: %v", method, endpoint, err)
+	}
+}
+
+// messages reads a session's history through the console (newest first).
+func (h *harness) messages(b binding.Binding, config, sid string) takeover.MessagePage {
+	h.t.Helper()
+	var p takeover.MessagePage
+	h.mustPage(b, config, "GET", "/messages", map[string]any{"sid": sid, "limit": 200}, &p)
+	return p
+}
+
+// record reads a stored session record directly.
+func (h *harness) record(b binding.Binding, sid string) *takeover.Record {
+	h.t.Helper()
+	kv, err := h.js.KeyValue(context.Background(), bus.Bucket(takeover.Plugin))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	sc, _ := b.Scope()
+	key, _ := bus.Key(sc, "session", sid)
+	e, err := kv.Get(context.Background(), key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	r, err := takeover.DecodeRecord(e.Value())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// historyCount counts the stored messages on a session's history subject.
+func (h *harness) historyCount(b binding.Binding, sid string) int {
+	h.t.Helper()
+	sc, _ := b.Scope()
+	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, bus.KindHistory, sc, sid)
+	st, err := h.js.Stream(context.Background(), takeover.HistoryStream)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	info, err := st.Info(context.Background(), jetstream.WithSubjectFilter(subj))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return int(info.State.Subjects[subj])
+}
+
+func sidOf(bot, ltype string, lid any) string {
+	return takeover.SID(takeover.SessionKey(bot, ltype, fmt.Sprint(lid)))
+}
+
+// waitFor polls cond until it holds or 15 s pass.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func isCode(err error, code int, reason string) bool {
+	var e *bus.Error
+	return errors.As(err, &e) && e.Code == code && (reason == "" || e.Reason == reason)
+}
+
+var _ = strings.Contains

@@ -1,0 +1,57 @@
+package takeover
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the service's Prometheus metrics (spec §3.8). Labels never
+// carry a scope.
+type metrics struct {
+	decisions       *prometheus.CounterVec
+	decisionSeconds prometheus.Histogram
+	unkeyed         prometheus.Counter
+	recordDropped   *prometheus.CounterVec
+	identityRefused prometheus.Counter
+	noticeFailed    prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
+	m := &metrics{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "takeover_decisions_total", Help: "Blocking decisions by path and result.",
+		}, []string{"path", "blocked"}),
+		decisionSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "takeover_decision_seconds", Help: "Time from a parsed event to its blocking decision.",
+			Buckets: []float64{5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2, 0.25, 1},
+		}),
+		unkeyed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "takeover_events_unkeyed_total", Help: "Events without a valid trusted bot uuid.",
+		}),
+		recordDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "takeover_record_dropped_total", Help: "Recordings dropped, by reason.",
+		}, []string{"reason"}),
+		identityRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "takeover_identity_refused_total", Help: "Recordings refused by a session's bot or adapter identity.",
+		}),
+		noticeFailed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "takeover_notice_failed_total", Help: "User notices dropped after their retries.",
+		}),
+	}
+	stale := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "takeover_view_stale", Help: "1 while the session view is stale.",
+	}, func() float64 {
+		if s.view.live() {
+			return 0
+		}
+		return 1
+	})
+	active := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "takeover_sessions_active", Help: "Sessions taken over, as this replica's view sees them.",
+	}, func() float64 { return float64(s.view.activeCount(s.nowMS())) })
+	for _, c := range []prometheus.Collector{m.decisions, m.decisionSeconds, m.unkeyed, m.recordDropped, m.identityRefused, m.noticeFailed, stale, active} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

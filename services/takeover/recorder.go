@@ -1,0 +1,265 @@
+package takeover
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+)
+
+// recordJob is the recording of one event, done after the decision.
+type recordJob struct {
+	sc    binding.Scope
+	b     binding.Binding
+	set   Settings
+	event string
+	invID string
+
+	bot, ltype, lid, sid, key string
+	sessionName               string
+	senderID, senderName      string
+
+	chain  Chain
+	ai     bool
+	aiText string
+	word   string
+	hit    bool
+
+	takenOver bool // the decision's view of the session
+	now       int64
+	span      trace.SpanContext
+	done      chan struct{}
+}
+
+// recorder is the bounded recording pool of a replica (spec §3.3).
+type recorder struct {
+	s       *Service
+	workers int
+	jobs    chan *recordJob
+	wg      sync.WaitGroup
+
+	mu      sync.RWMutex
+	started bool
+	stopped bool
+}
+
+func newRecorder(s *Service, workers, queue int) *recorder {
+	return &recorder{s: s, workers: workers, jobs: make(chan *recordJob, queue)}
+}
+
+func (r *recorder) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return
+	}
+	r.started = true
+	for range r.workers {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			for j := range r.jobs {
+				r.s.record(j)
+				close(j.done)
+			}
+		}()
+	}
+}
+
+// stop lets queued recordings finish and waits for the workers.
+func (r *recorder) stop() {
+	r.mu.Lock()
+	if r.stopped || !r.started {
+		r.stopped = true
+		r.mu.Unlock()
+		return
+	}
+	r.stopped = true
+	close(r.jobs)
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// submitAndWait queues a recording and waits for it up to budget. A full
+// queue drops the recording (never the decision).
+func (r *recorder) submitAndWait(ctx context.Context, j *recordJob, budget time.Duration) {
+	r.mu.RLock()
+	if r.stopped {
+		r.mu.RUnlock()
+		r.s.dropRecording(j, "stopped")
+		return
+	}
+	select {
+	case r.jobs <- j:
+	default:
+		r.mu.RUnlock()
+		r.s.dropRecording(j, "queue_full")
+		return
+	}
+	r.mu.RUnlock()
+	t := time.NewTimer(budget)
+	defer t.Stop()
+	select {
+	case <-j.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func (s *Service) dropRecording(j *recordJob, reason string) {
+	s.metrics.recordDropped.WithLabelValues(reason).Inc()
+	s.view.settlePending(j.key)
+}
+
+// errIdentity refuses a recording into a session of another bot or
+// adapter, or into a legacy session.
+var errIdentity = errors.New("takeover: session identity mismatch")
+
+// record does the recording of one event (spec §3.3 steps 1-4).
+func (s *Service) record(j *recordJob) {
+	ctx, cancel := context.WithTimeout(trace.ContextWithRemoteSpanContext(s.runCtx, j.span), 30*time.Second)
+	defer cancel()
+	defer s.view.settlePending(j.key)
+
+	var parts []Part
+	truncated := false
+	var atTargets []string
+	if j.ai {
+		text, cut := CutText(j.aiText, MaxTextBytes)
+		parts, truncated = []Part{{Type: PartText, Text: text}}, cut
+	} else {
+		c := j.chain.Extract()
+		parts, truncated, atTargets = c.Parts, c.Truncated, c.AtTargets
+	}
+	bi := s.bots.lookup(j.sc, j.b, j.bot)
+	cur, _, err := s.st.getRecord(ctx, j.sc, j.sid)
+	if err != nil {
+		s.recordFailed(ctx, j, "storage", err)
+		return
+	}
+	if cur != nil && (IsLegacy(cur) || IdentityConflict(cur, j.bot, bi.adapter)) {
+		s.refuseIdentity(ctx, j)
+		return
+	}
+	facts := RecordFacts{
+		Group:     j.ltype == LauncherGroup,
+		Addressed: bi.accountID != "" && slices.Contains(atTargets, bi.accountID),
+		Triggered: j.hit,
+		TakenOver: j.takenOver || (cur != nil && cur.Takeover.TakenOver(j.now)),
+		Unread:    cur != nil && cur.Unread,
+	}
+	keep := len(parts) > 0
+	if j.ai {
+		keep = keep && ShouldRecordAI(j.set.RecordGroups, facts)
+	} else {
+		keep = keep && ShouldRecordUser(j.set.RecordGroups, facts)
+	}
+	if !keep && !j.hit {
+		return
+	}
+	auto := j.hit && j.set.AutoTakeoverOnTrigger
+	var tr Transition
+	rec, rev, err := s.st.updateRecord(ctx, j.sc, j.sid, func(cur *Record) (*Record, error) {
+		tr = Unchanged
+		var r *Record
+		if cur == nil {
+			r = NewRecord(j.bot, j.ltype, j.lid, j.sessionName, j.now)
+		} else {
+			if IsLegacy(cur) || IdentityConflict(cur, j.bot, bi.adapter) {
+				return nil, errIdentity
+			}
+			r = cur.Clone()
+		}
+		if r.Adapter == "" && bi.adapter != "" {
+			r.Adapter = bi.adapter
+		}
+		if !j.ai && j.sessionName != "" {
+			r.Name = cutRunes(j.sessionName, MaxNameRunes)
+		}
+		if j.hit {
+			r.Unread, r.TriggeredWord, r.TriggeredAt = true, j.word, j.now
+			if auto {
+				tr = r.Takeover.TakeOver(j.now, j.set.TimeoutMillis(), ViaTrigger, "")
+			}
+		}
+		if keep {
+			if r.Type == LauncherGroup && !j.ai {
+				r.AddMember(j.senderID, j.senderName, j.now)
+			}
+			r.LastMsgAt = max(r.LastMsgAt, j.now)
+			r.LastPreview = PreviewOf(parts)
+			r.HistoryCount++
+		}
+		r.UpdatedAt = j.now
+		return r, nil
+	})
+	if errors.Is(err, errIdentity) {
+		s.refuseIdentity(ctx, j)
+		return
+	}
+	if err != nil {
+		s.recordFailed(ctx, j, "storage", err)
+		return
+	}
+	s.view.applyRecord(j.sc, j.sid, rec, rev)
+	if j.hit {
+		s.publishLive(j.sc, Live{Type: LiveTrigger, SID: j.sid, Data: map[string]any{"sid": j.sid, "name": rec.Name, "word": j.word, "at": j.now}})
+	}
+	if tr == Started || tr == Extended {
+		s.afterTakeover(ctx, j.sc, j.b, j.set, j.sid, rec, tr)
+	}
+	if !keep {
+		s.publishLive(j.sc, Live{Type: LiveSession, SID: j.sid, Data: s.summary(ctx, j.sc, j.b, j.sid, rec)})
+		return
+	}
+	role := RoleUser
+	if j.ai {
+		role = RoleAI
+	}
+	e := &Entry{V: 1, ID: EventEntryID(j.sc.String(), j.sid, j.invID, j.event), Gen: rec.Gen, TS: j.now, Role: role, Truncated: truncated}
+	if !j.ai {
+		e.SenderID, e.SenderName = j.senderID, j.senderName
+	}
+	if err := s.storeEntry(ctx, j.sc, j.sid, e, parts); err != nil {
+		s.recordFailed(ctx, j, "append", err)
+		return
+	}
+	s.publishLive(j.sc, Live{Type: LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
+	s.maybeTrim(ctx, j.sc, j.sid, rec, j.set)
+}
+
+// storeEntry writes an entry's blobs, then appends it (spec §5.3 rule 7).
+func (s *Service) storeEntry(ctx context.Context, sc binding.Scope, sid string, e *Entry, parts []Part) error {
+	e.Parts = make([]Part, len(parts))
+	for i, p := range parts {
+		if p.Data != nil {
+			name := blobName(sc, sid, e.ID, i)
+			if err := s.st.putBlob(ctx, sc, name, p.Data, p.Mime, p.Name); err != nil {
+				return err
+			}
+			p.Blob, p.Data = name, nil
+		}
+		e.Parts[i] = p
+	}
+	seq, err := s.st.appendEntry(ctx, sc, sid, e)
+	if err != nil {
+		return err
+	}
+	e.Seq = seq
+	return nil
+}
+
+func (s *Service) recordFailed(ctx context.Context, j *recordJob, reason string, err error) {
+	s.metrics.recordDropped.WithLabelValues(reason).Inc()
+	s.log.ErrorContext(ctx, "recording failed", "scope", j.sc.String(), "sid", j.sid, "event", j.event, "err", err)
+}
+
+func (s *Service) refuseIdentity(ctx context.Context, j *recordJob) {
+	s.metrics.identityRefused.Inc()
+	s.log.ErrorContext(ctx, "recording refused: the session belongs to another bot or adapter", "scope", j.sc.String(), "sid", j.sid, "event", j.event)
+}

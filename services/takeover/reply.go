@@ -1,0 +1,211 @@
+package takeover
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// replyStaleMS is how long a "sending" reply record blocks a retry.
+const replyStaleMS = 30_000
+
+// ReplyResult is the result of POST /reply (spec §7.3, §7.4).
+type ReplyResult struct {
+	Delivered bool         `json:"delivered"`
+	Saved     bool         `json:"saved"`
+	Entry     *Entry       `json:"entry,omitempty"`
+	Takeover  TakeoverView `json:"takeover"`
+	Warning   string       `json:"warning,omitempty"`
+}
+
+func replyKeyID(sid, idem string) string {
+	sum := sha256.Sum256([]byte(sid + ":" + idem))
+	return hex.EncodeToString(sum[:])
+}
+
+// reply delivers an operator reply (spec §7.4): idempotency record, the
+// takeover first, the send, then the entry.
+func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyRequest) (ReplyResult, error) {
+	rec, err := s.mustRecord(ctx, c.Scope, sid)
+	if err != nil {
+		return ReplyResult{}, err
+	}
+	if IsLegacy(rec) {
+		return ReplyResult{}, legacyErr()
+	}
+	if len(r.Image) > s.attachmentLimit() || len(r.File) > s.attachmentLimit() {
+		return ReplyResult{}, reqErr(ErrTooLarge, "", "an attachment is over the limit")
+	}
+	now := s.nowMS()
+	dk := replyKeyID(sid, r.IdempotencyKey)
+
+	// 1. the idempotency record
+	if err := s.st.check("dedupe", c.Scope); err != nil {
+		return ReplyResult{}, err
+	}
+	sending, _ := json.Marshal(ReplyDedupe{State: ReplySending, At: now})
+	rev, err := s.st.dedupe.Create(ctx, c.Scope, keyReply, sending, dk)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		e, gerr := s.st.dedupe.Get(ctx, c.Scope, keyReply, dk)
+		if gerr != nil {
+			return ReplyResult{}, gerr
+		}
+		var d ReplyDedupe
+		if json.Unmarshal(e.Value(), &d) == nil {
+			switch {
+			case (d.State == ReplyDelivered || d.State == ReplySaved) && len(d.Result) > 0:
+				var res ReplyResult
+				if json.Unmarshal(d.Result, &res) == nil {
+					return res, nil
+				}
+			case d.State == ReplySending && now-d.At < replyStaleMS:
+				return ReplyResult{}, reqErr(ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
+			}
+		}
+		rev, err = s.st.dedupe.UpdateAt(ctx, c.Scope, keyReply, sending, e.Revision(), dk)
+		if err != nil {
+			return ReplyResult{}, reqErr(ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
+		}
+	} else if err != nil {
+		return ReplyResult{}, err
+	}
+	setDedupe := func(d ReplyDedupe) {
+		b, _ := json.Marshal(d)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5e9)
+		defer cancel()
+		if nrev, err := s.st.dedupe.UpdateAt(wctx, c.Scope, keyReply, b, rev, dk); err == nil {
+			rev = nrev
+		}
+	}
+
+	// 2. the takeover first, so the AI is blocked when the reply lands
+	var tr Transition
+	rec, krev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *Record) (*Record, error) {
+		tr = Unchanged
+		if cur == nil {
+			return nil, reqErr(ErrNotFound, "", "no such session")
+		}
+		if IsLegacy(cur) {
+			return nil, legacyErr()
+		}
+		r := cur.Clone()
+		if c.Settings.TakeoverOnReply {
+			tr = r.Takeover.TakeOver(now, c.Settings.TimeoutMillis(), ViaReply, c.Operator)
+		} else {
+			tr = r.Takeover.Extend(now, c.Settings.TimeoutMillis(), c.Operator)
+		}
+		if tr == Unchanged {
+			return nil, errNoChange
+		}
+		r.UpdatedAt = now
+		return r, nil
+	})
+	if err != nil {
+		setDedupe(ReplyDedupe{State: ReplyFailed, At: now})
+		var re *RequestError
+		if errors.As(err, &re) {
+			return ReplyResult{}, err
+		}
+		return ReplyResult{}, reqErr(ErrUnavailable, "", "the takeover could not be stored; nothing was sent")
+	}
+	if tr != Unchanged {
+		s.view.applyRecord(c.Scope, sid, rec, krev)
+		s.afterTakeoverSync(ctx, c, sid, rec, tr)
+	}
+
+	// 3. the send
+	chain := []bus.Component{}
+	if r.Text != "" {
+		chain = append(chain, bus.Component{Type: "Plain", Text: r.Text})
+	}
+	if len(r.Image) > 0 {
+		chain = append(chain, bus.Component{Type: "Image", Base64: DataURL(r.ImageMime, r.Image)})
+	}
+	if len(r.File) > 0 {
+		chain = append(chain, bus.Component{Type: "File", Base64: DataURL(r.FileMime, r.File), Name: r.FileName})
+	}
+	idem := "takeover:" + c.Scope.String() + ":" + sid + ":" + r.IdempotencyKey
+	err = s.runner.Host().SendMessage(ctx, c.Binding, bus.SendMessage{
+		BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: chain,
+	}, idem)
+	if err != nil {
+		setDedupe(ReplyDedupe{State: ReplyFailed, At: now})
+		if errors.Is(err, bus.ErrHostTimeout) {
+			return ReplyResult{}, reqErr(ErrUnavailable, ReasonOutcomeUnknown, "the host did not answer; retrying with the same key is safe")
+		}
+		return ReplyResult{}, reqErr(ErrUnavailable, ReasonSendFailed, "the host refused the message")
+	}
+	setDedupe(ReplyDedupe{State: ReplyDelivered, At: now})
+
+	// 4. the entry
+	res := ReplyResult{Delivered: true, Takeover: s.takeoverView(rec, c.Settings)}
+	entry, err := s.saveReply(ctx, c, sid, rec.Gen, r, now)
+	if err != nil {
+		s.log.ErrorContext(ctx, "a delivered reply was not saved", "scope", c.Scope.String(), "sid", sid, "err", err)
+		res.Warning = "history_not_saved"
+		b, _ := json.Marshal(res)
+		setDedupe(ReplyDedupe{State: ReplyDelivered, At: now, Result: b})
+		return res, nil
+	}
+	res.Saved, res.Entry = true, entry
+	b, _ := json.Marshal(res)
+	setDedupe(ReplyDedupe{State: ReplySaved, EntryID: entry.ID, Result: b, At: now})
+	return res, nil
+}
+
+// saveReply stores a delivered reply as one human entry and updates the
+// session's metadata.
+func (s *Service) saveReply(ctx context.Context, c PageCall, sid, gen string, r *ReplyRequest, now int64) (*Entry, error) {
+	var parts []Part
+	if r.Text != "" {
+		parts = append(parts, Part{Type: PartText, Text: r.Text})
+	}
+	if len(r.Image) > 0 {
+		parts = append(parts, Part{Type: PartImage, Mime: r.ImageMime, Size: int64(len(r.Image)), Data: r.Image})
+	}
+	if len(r.File) > 0 {
+		parts = append(parts, Part{Type: PartFile, Name: r.FileName, Mime: r.FileMime, Size: int64(len(r.File)), Data: r.File})
+	}
+	e := &Entry{V: 1, ID: ReplyEntryID(c.Scope.String(), sid, r.IdempotencyKey), Gen: gen, TS: now, Role: RoleHuman, Operator: c.Operator}
+	if err := s.storeEntry(ctx, c.Scope, sid, e, parts); err != nil {
+		return nil, err
+	}
+	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *Record) (*Record, error) {
+		if cur == nil {
+			return nil, reqErr(ErrNotFound, "", "no such session")
+		}
+		r := cur.Clone()
+		r.LastMsgAt = max(r.LastMsgAt, now)
+		r.LastPreview = PreviewOf(e.Parts)
+		r.HistoryCount++
+		r.UpdatedAt = now
+		return r, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.view.applyRecord(c.Scope, sid, rec, rev)
+	s.publishLive(c.Scope, Live{Type: LiveMessage, SID: sid, Data: map[string]any{"sid": sid, "gen": gen, "entry": e}})
+	s.maybeTrim(ctx, c.Scope, sid, rec, c.Settings)
+	return e, nil
+}
+
+// afterTakeoverSync is afterTakeover with the takeover notice's first try
+// made before returning (a reply's notice precedes the reply, spec §3.7).
+func (s *Service) afterTakeoverSync(ctx context.Context, c PageCall, sid string, rec *Record, tr Transition) {
+	if err := s.st.schedule(ctx, c.Scope, sid, rec.Takeover.ExpiresAt); err != nil {
+		s.log.ErrorContext(ctx, "arming the takeover expiry failed", "scope", c.Scope.String(), "sid", sid, "err", err)
+	}
+	s.publishLive(c.Scope, Live{Type: LiveTakeover, SID: sid, Data: s.takeoverView(rec, c.Settings)})
+	if tr == Started {
+		s.notify(ctx, c.Scope, c.Binding, sid, rec, c.Settings.NoticeOnTakeover, true, true)
+	}
+}
+
+

@@ -1,0 +1,294 @@
+package takeover
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// Config is the service's configuration. The zero value is valid: every
+// field has a default.
+type Config struct {
+	// Prefix is the subject prefix; "langbot" when empty.
+	Prefix string
+	// Replicas of the service's buckets and streams: 1 in dev, 3 in production.
+	Replicas int
+	// Workers is the invocation worker pool size; default 64.
+	Workers int
+	// RecordWorkers is the recording pool size; default 16.
+	RecordWorkers int
+	// RecordQueue bounds the recordings waiting for a worker; default 10 000.
+	RecordQueue int
+	// RecordBudget is how long an event reply waits for its recording;
+	// default 200 ms.
+	RecordBudget time.Duration
+	// MaxBody bounds an invocation body; default 32 MiB (an event carrying an
+	// 8 MiB inline image, a reply carrying two 10 MiB attachments).
+	MaxBody int
+	// MinTakeoverTimeout lowers the clamp of takeover_timeout (spec §12's
+	// test seam); zero means 30 s. Installation config cannot reach it.
+	MinTakeoverTimeout time.Duration
+	// NoticeRetry are the delays before the notice tries (spec §3.7);
+	// default 1 s, 5 s, 15 s.
+	NoticeRetry []time.Duration
+}
+
+// Deps are the live parts of the service. Conn is required; the rest
+// default to: a JetStream context on Conn, time.Now, slog.Default(), no
+// tracing, a private metrics registry, no state keyring.
+type Deps struct {
+	Conn           *nats.Conn
+	JetStream      jetstream.JetStream
+	Keyring        *bus.Keyring
+	Clock          func() time.Time
+	Logger         *slog.Logger
+	TracerProvider trace.TracerProvider
+	Registerer     prometheus.Registerer
+}
+
+// Service is the takeover service: the event path, the recording, the
+// takeover timing and the console operations of one replica.
+type Service struct {
+	cfg     Config
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	now     func() time.Time
+	log     *slog.Logger
+	tracer  trace.Tracer
+	subj    bus.Subjects
+	runner  *bus.Runner
+	st      *store
+	view    *sessionView
+	metrics *metrics
+	bots    *botCache
+	rec     *recorder
+
+	faultMu sync.RWMutex
+	fault   func(op string, sc binding.Scope) error // tests only
+
+	settingsMu sync.Mutex
+	settings   map[string]Settings // by scope and runtime revision
+
+	runCtx    context.Context
+	cancelRun context.CancelFunc
+	wg        sync.WaitGroup // notices and other background work
+	ready     chan struct{}
+}
+
+// New checks cfg and returns a Service; it does no I/O.
+func New(cfg Config, deps Deps) (*Service, error) {
+	if deps.Conn == nil {
+		return nil, fmt.Errorf("%w: no NATS connection", ErrInvalidConfig)
+	}
+	subj, err := bus.NewSubjects(cfg.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 64
+	}
+	if cfg.RecordWorkers <= 0 {
+		cfg.RecordWorkers = 16
+	}
+	if cfg.RecordQueue <= 0 {
+		cfg.RecordQueue = 10000
+	}
+	if cfg.RecordBudget <= 0 {
+		cfg.RecordBudget = 200 * time.Millisecond
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 32 << 20
+	}
+	if cfg.MinTakeoverTimeout < 0 || cfg.MinTakeoverTimeout > MinTakeoverTimeout*time.Second {
+		return nil, fmt.Errorf("%w: MinTakeoverTimeout must be within [0, 30s]", ErrInvalidConfig)
+	}
+	if cfg.NoticeRetry == nil {
+		cfg.NoticeRetry = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second}
+	}
+	js := deps.JetStream
+	if js == nil {
+		if js, err = jetstream.New(deps.Conn); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
+	now := deps.Clock
+	if now == nil {
+		now = time.Now
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	tp := deps.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	reg := deps.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	s := &Service{
+		cfg: cfg, nc: deps.Conn, js: js, now: now, log: log.With("plugin", Plugin),
+		tracer: tp.Tracer("github.com/langbot-nats/plugins/services/takeover"), subj: subj,
+		settings: make(map[string]Settings), ready: make(chan struct{}),
+	}
+	s.view = newSessionView(deps.Conn, bus.Bucket(Plugin))
+	if s.metrics, err = newMetrics(reg, s); err != nil {
+		return nil, fmt.Errorf("%w: metrics: %w", ErrInvalidConfig, err)
+	}
+	s.runner, err = bus.NewRunner(bus.RunnerConfig{
+		Plugin:      Plugin,
+		Description: "human takeover of chats",
+		Prefix:      cfg.Prefix,
+		Workers:     cfg.Workers,
+		MaxBody:     cfg.MaxBody,
+		Replicas:    cfg.Replicas,
+		Handlers: bus.Handlers{
+			Event:         s.handleEvent,
+			Page:          s.handlePage,
+			Dedupe:        dedupePage,
+			ServeInactive: pageRead,
+		},
+		Purge:        s.purgeScope,
+		OnTransition: s.onTransition,
+		OnAuthority:  s.onAuthority,
+	}, bus.RunnerDeps{
+		Conn: deps.Conn, JetStream: js, Keyring: deps.Keyring, Clock: now,
+		Logger: log, TracerProvider: tp, Registerer: reg,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	s.st = &store{js: js, subj: subj, fault: s.checkFault}
+	s.bots = newBotCache(s)
+	s.rec = newRecorder(s, cfg.RecordWorkers, cfg.RecordQueue)
+	return s, nil
+}
+
+// Run sets up the streams, the session view, the expiry consumer and the
+// endpoints, and serves until ctx is done; then it stops intake, waits for
+// its workers and returns nil. It never closes the connection it was given.
+func (s *Service) Run(ctx context.Context) error {
+	if err := s.start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return s.shutdown()
+}
+
+// Ready reports whether the service serves: set up, the runner ready
+// (connection up, authority view loaded).
+func (s *Service) Ready() bool {
+	select {
+	case <-s.ready:
+		return s.runner.Ready()
+	default:
+		return false
+	}
+}
+
+// Started is closed once Run has set everything up.
+func (s *Service) Started() <-chan struct{} { return s.ready }
+
+// Runner returns the bus runner (its View, Host and KV).
+func (s *Service) Runner() *bus.Runner { return s.runner }
+
+func (s *Service) start(ctx context.Context) error {
+	s.runCtx, s.cancelRun = context.WithCancel(context.WithoutCancel(ctx))
+	if err := s.st.ensure(ctx, s.cfg.Replicas); err != nil {
+		return err
+	}
+	dedupeKV, err := bus.EnsureBucket(ctx, s.js, bus.DedupeBucket(Plugin), bus.BucketSpec{Replicas: s.cfg.Replicas, TTL: 24 * time.Hour})
+	if err != nil {
+		return err
+	}
+	mainKV, err := bus.EnsureBucket(ctx, s.js, bus.Bucket(Plugin), bus.BucketSpec{Replicas: s.cfg.Replicas})
+	if err != nil {
+		return err
+	}
+	s.st.kv, s.st.dedupe = bus.NewKV(mainKV), bus.NewKV(dedupeKV)
+	if err := s.view.start(ctx, s.js, bus.Bucket(Plugin)); err != nil {
+		return err
+	}
+	s.rec.start()
+	if err := s.runner.Start(ctx); err != nil {
+		s.view.stop()
+		s.rec.stop()
+		return err
+	}
+	if err := s.runner.ConsumeFired(ctx, bus.FiredConfig{
+		Stream:  TimerStream,
+		Durable: ExpireDurable,
+		Filter:  s.subj.InternalAll(Plugin, bus.KindExpire),
+		AckWait: 30 * time.Second,
+	}, s.handleFired); err != nil {
+		_ = s.runner.Shutdown(context.Background())
+		s.view.stop()
+		s.rec.stop()
+		return err
+	}
+	close(s.ready)
+	return nil
+}
+
+func (s *Service) shutdown() error {
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := s.runner.Shutdown(sctx)
+	s.rec.stop()
+	s.view.stop()
+	s.cancelRun()
+	s.wg.Wait()
+	return err
+}
+
+// settingsFor parses an installation's config once per (scope, revision),
+// logging the names of bad fields once.
+func (s *Service) settingsFor(sc binding.Scope, b binding.Binding, raw json.RawMessage) Settings {
+	key := sc.String() + "#" + strconv.FormatInt(b.PlacementGeneration, 10) + "." + strconv.FormatInt(b.RuntimeRevision, 10)
+	s.settingsMu.Lock()
+	defer s.settingsMu.Unlock()
+	if st, ok := s.settings[key]; ok {
+		return st
+	}
+	st, problems := ParseSettings(raw, int(s.cfg.MinTakeoverTimeout/time.Second))
+	if len(problems) > 0 {
+		s.log.Warn("config fields fell back to defaults", "scope", sc.String(), "runtime_revision", b.RuntimeRevision, "fields", problems)
+	}
+	if len(s.settings) > 10000 {
+		clear(s.settings)
+	}
+	s.settings[key] = st
+	return st
+}
+
+// nowMS is the injected clock in Unix milliseconds.
+func (s *Service) nowMS() int64 { return s.now().UnixMilli() }
+
+// errStopped is returned for work refused after shutdown began.
+var errStopped = errors.New("takeover: service stopped")
+
+// checkFault consults the test-only fault seam.
+func (s *Service) checkFault(op string, sc binding.Scope) error {
+	s.faultMu.RLock()
+	f := s.fault
+	s.faultMu.RUnlock()
+	if f == nil {
+		return nil
+	}
+	return f(op, sc)
+}

@@ -1,0 +1,334 @@
+package takeover
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// Names of the service's JetStream resources (spec §5.1). Subjects and keys
+// come from pkg/bus; these are resource names only.
+const (
+	Plugin        = "takeover"
+	HistoryStream = "LANGBOT_TAKEOVER_HISTORY"
+	TimerStream   = "LANGBOT_TAKEOVER_TIMERS"
+	BlobBucket    = "langbot_takeover_blobs"
+	ExpireDurable = "takeover-expire"
+	keySession    = "session"
+	keyReply      = "reply"
+
+	historyPerSubject = 2200 // largest history_limit plus the largest trim slack
+)
+
+// errCorrupt marks a stored record that does not decode.
+var errCorrupt = errors.New("takeover: stored record is unreadable")
+
+// store is the service's state: the session bucket, the dedupe bucket, the
+// history and timer streams and the blob store. Every name it touches is
+// built from a Scope.
+type store struct {
+	js     jetstream.JetStream
+	subj   bus.Subjects
+	kv     *bus.KV
+	dedupe *bus.KV
+	hist   jetstream.Stream
+	timers jetstream.Stream
+	blobs  jetstream.ObjectStore
+	// fault, when set (tests only), is consulted before each storage call;
+	// a non-nil error fails the call as if JetStream had.
+	fault func(op string, sc binding.Scope) error
+}
+
+func (st *store) check(op string, sc binding.Scope) error {
+	if st.fault == nil {
+		return nil
+	}
+	if err := st.fault(op, sc); err != nil {
+		return fmt.Errorf("takeover: %s: %w", op, err)
+	}
+	return nil
+}
+
+// ensure creates or updates the streams and the object store (the buckets
+// are the runner's). It writes nothing of any scope.
+func (st *store) ensure(ctx context.Context, replicas int) error {
+	var err error
+	st.hist, err = bus.EnsureStream(ctx, st.js, bus.StreamSpec{
+		Name:              HistoryStream,
+		Subjects:          []string{st.subj.InternalAll(Plugin, bus.KindHistory)},
+		Replicas:          replicas,
+		MaxMsgsPerSubject: historyPerSubject,
+		Duplicates:        2 * time.Minute,
+		AllowDirect:       true,
+	})
+	if err != nil {
+		return err
+	}
+	st.timers, err = bus.EnsureStream(ctx, st.js, bus.StreamSpec{
+		Name:              TimerStream,
+		Subjects:          []string{st.subj.InternalAll(Plugin, bus.KindTimer), st.subj.InternalAll(Plugin, bus.KindExpire)},
+		Replicas:          replicas,
+		Schedules:         true,
+		MaxMsgsPerSubject: 1,
+		MaxAge:            7 * 24 * time.Hour,
+	})
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st.blobs, err = st.js.CreateOrUpdateObjectStore(cctx, jetstream.ObjectStoreConfig{
+		Bucket: BlobBucket, Storage: jetstream.FileStorage, Replicas: max(replicas, 1),
+	})
+	if err != nil {
+		return fmt.Errorf("takeover: object store: %w", err)
+	}
+	return nil
+}
+
+// sessionKey is the record's full KV key, <scope>.session.<sid>.
+func sessionKey(sc binding.Scope, sid string) string {
+	k, _ := bus.Key(sc, keySession, sid)
+	return k
+}
+
+// getRecord reads a session record; a missing key is (nil, 0, nil) and an
+// undecodable value wraps errCorrupt.
+func (st *store) getRecord(ctx context.Context, sc binding.Scope, sid string) (*Record, uint64, error) {
+	if err := st.check("kv.get", sc); err != nil {
+		return nil, 0, err
+	}
+	e, err := st.kv.Get(ctx, sc, keySession, sid)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := DecodeRecord(e.Value())
+	if err != nil {
+		return nil, e.Revision(), fmt.Errorf("%w: %w", errCorrupt, err)
+	}
+	return r, e.Revision(), nil
+}
+
+// errNoChange lets an update function leave the record as it is.
+var errNoChange = bus.ErrNoChange
+
+// updateRecord is a read-modify-write of a session record by CAS. fn gets
+// a copy of the current record (nil when missing) and returns the new one,
+// or errNoChange. A corrupt stored value fails with errCorrupt.
+func (st *store) updateRecord(ctx context.Context, sc binding.Scope, sid string, fn func(cur *Record) (*Record, error)) (*Record, uint64, error) {
+	if err := st.check("kv.update", sc); err != nil {
+		return nil, 0, err
+	}
+	var out *Record
+	rev, _, err := st.kv.Update(ctx, sc, keySession, func(cur []byte, exists bool) ([]byte, error) {
+		var r *Record
+		if exists {
+			var err error
+			if r, err = DecodeRecord(cur); err != nil {
+				return nil, fmt.Errorf("%w: %w", errCorrupt, err)
+			}
+		}
+		next, err := fn(r)
+		if errors.Is(err, errNoChange) {
+			out = r
+			return nil, err
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = next
+		return json.Marshal(next)
+	}, sid)
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, rev, nil
+}
+
+// historySubject is langbot.takeover.history.<scope>.<sid>.
+func (st *store) historySubject(sc binding.Scope, sid string) string {
+	s, _ := st.subj.Internal(Plugin, bus.KindHistory, sc, sid)
+	return s
+}
+
+// appendEntry publishes an entry on the session's history subject with its
+// id as Nats-Msg-Id, so a retried append is dropped by the server.
+func (st *store) appendEntry(ctx context.Context, sc binding.Scope, sid string, e *Entry) (uint64, error) {
+	if err := st.check("history.append", sc); err != nil {
+		return 0, err
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return 0, err
+	}
+	msg := &nats.Msg{Subject: st.historySubject(sc, sid), Header: nats.Header{}, Data: b}
+	bus.Inject(ctx, msg.Header)
+	ack, err := st.js.PublishMsg(ctx, msg, jetstream.WithMsgID(e.ID))
+	if err != nil {
+		return 0, fmt.Errorf("takeover: append: %w", err)
+	}
+	return ack.Sequence, nil
+}
+
+// storedEntry is an entry with its stream sequence.
+type storedEntry struct {
+	Entry
+	corrupt bool
+}
+
+// readHistory returns every message of a subject in stream order (at most
+// historyPerSubject), and the last sequence read.
+func (st *store) readSubject(ctx context.Context, sc binding.Scope, subject string) ([]storedEntry, uint64, error) {
+	if err := st.check("history.read", sc); err != nil {
+		return nil, 0, err
+	}
+	cons, err := st.hist.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("takeover: read history: %w", err)
+	}
+	pending := int(cons.CachedInfo().NumPending)
+	out := make([]storedEntry, 0, pending)
+	var last uint64
+	for len(out) < pending {
+		batch, err := cons.Fetch(min(pending-len(out), 500), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return nil, 0, fmt.Errorf("takeover: read history: %w", err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			meta, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			var se storedEntry
+			if json.Unmarshal(m.Data(), &se.Entry) != nil {
+				se.corrupt = true
+			}
+			se.Seq = meta.Sequence.Stream
+			last = se.Seq
+			out = append(out, se)
+		}
+		if err := batch.Error(); err != nil && n == 0 {
+			return nil, 0, fmt.Errorf("takeover: read history: %w", err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return out, last, nil
+}
+
+// readHistory reads one session's history subject.
+func (st *store) readHistory(ctx context.Context, sc binding.Scope, sid string) ([]storedEntry, uint64, error) {
+	return st.readSubject(ctx, sc, st.historySubject(sc, sid))
+}
+
+// purgeHistory removes a session's entries below seq (all of them when seq
+// is 0).
+func (st *store) purgeHistory(ctx context.Context, sc binding.Scope, sid string, below uint64) error {
+	if err := st.check("history.purge", sc); err != nil {
+		return err
+	}
+	opts := []jetstream.StreamPurgeOpt{jetstream.WithPurgeSubject(st.historySubject(sc, sid))}
+	if below > 0 {
+		opts = append(opts, jetstream.WithPurgeSequence(below))
+	}
+	return st.hist.Purge(ctx, opts...)
+}
+
+// blobName is <scope>.<sid>.<entry id>.<part index>.
+func blobName(sc binding.Scope, sid, entryID string, idx int) string {
+	n, _ := bus.Key(sc, sid, entryID, strconv.Itoa(idx))
+	return n
+}
+
+func (st *store) putBlob(ctx context.Context, sc binding.Scope, name string, data []byte, mime, fileName string) error {
+	if err := st.check("blob.put", sc); err != nil {
+		return err
+	}
+	meta := jetstream.ObjectMeta{Name: name, Headers: nats.Header{}}
+	meta.Headers.Set("Content-Type", mime)
+	if fileName != "" {
+		meta.Description = fileName
+	}
+	if _, err := st.blobs.Put(ctx, meta, bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("takeover: blob put: %w", err)
+	}
+	return nil
+}
+
+// getBlob returns a blob's bytes and stored mime type; a missing blob wraps
+// jetstream.ErrObjectNotFound.
+func (st *store) getBlob(ctx context.Context, sc binding.Scope, name string) ([]byte, string, error) {
+	if err := st.check("blob.get", sc); err != nil {
+		return nil, "", err
+	}
+	res, err := st.blobs.Get(ctx, name)
+	if err != nil {
+		return nil, "", err
+	}
+	defer res.Close()
+	info, err := res.Info()
+	if err != nil {
+		return nil, "", err
+	}
+	data, err := io.ReadAll(res)
+	if err != nil {
+		return nil, "", err
+	}
+	return data, info.Headers.Get("Content-Type"), nil
+}
+
+func (st *store) deleteBlobs(ctx context.Context, sc binding.Scope, names []string) error {
+	if err := st.check("blob.delete", sc); err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range names {
+		if err := st.blobs.Delete(ctx, n); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// schedule arms (or replaces) the session's expiry at expiresAt, rounded up
+// to the second (spec §6 rule 4).
+func (st *store) schedule(ctx context.Context, sc binding.Scope, sid string, expiresAt int64) error {
+	if err := st.check("timer.schedule", sc); err != nil {
+		return err
+	}
+	subject, _ := st.subj.Internal(Plugin, bus.KindTimer, sc, sid)
+	target, _ := st.subj.Internal(Plugin, bus.KindExpire, sc, sid)
+	body, _ := json.Marshal(TimerBody{SID: sid, ExpiresAt: expiresAt})
+	return bus.ScheduleAt(ctx, st.js, subject, target, time.UnixMilli(ScheduleAt(expiresAt)), body, true)
+}
+
+// cancelSchedule removes the session's schedule and any fired message not
+// yet handled.
+func (st *store) cancelSchedule(ctx context.Context, sc binding.Scope, sid string) error {
+	if err := st.check("timer.cancel", sc); err != nil {
+		return err
+	}
+	subject, _ := st.subj.Internal(Plugin, bus.KindTimer, sc, sid)
+	target, _ := st.subj.Internal(Plugin, bus.KindExpire, sc, sid)
+	return bus.PurgeSubjects(ctx, st.timers, subject, target)
+}

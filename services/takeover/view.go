@@ -1,0 +1,237 @@
+package takeover
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+)
+
+// Decision paths (spec §3.2).
+const (
+	PathView     = "view"
+	PathDirect   = "direct"
+	PathFallback = "fallback"
+)
+
+// view timing (spec §3.2).
+const (
+	viewHeartbeat  = 2 * time.Second
+	viewStaleAfter = 10 * time.Second
+	directReadWait = 250 * time.Millisecond
+)
+
+// kvStreamSubject is the subject under which JetStream stores a key of a
+// bucket. pkg/bus has no builder for KV stream subjects, so
+// the view forms it here from the bucket name.
+func kvStreamSubject(bucket, keyFilter string) string { return "$KV." + bucket + "." + keyFilter }
+
+// viewEntry is what the view keeps per session key.
+type viewEntry struct {
+	rev       uint64
+	active    bool
+	expiresAt int64
+}
+
+func (e viewEntry) takenOver(now int64) bool { return e.active && now < e.expiresAt }
+
+// sessionView is the in-process view of every session's takeover state,
+// fed by an ordered consumer on the bucket's stream (spec §3.2 "The view").
+// Entries are keyed by the full key <scope>.session.<sid>.
+type sessionView struct {
+	nc     *nats.Conn
+	prefix string // "$KV.<bucket>."
+
+	mu      sync.RWMutex
+	entries map[string]viewEntry
+	pending map[string]int64 // trigger takeovers decided but not yet stored: key -> expires_at
+	removed map[string]bool  // tombstoned scopes
+
+	initialized atomic.Bool
+	stopped     atomic.Bool
+	lastErr     atomic.Int64 // unix nanos of the last consumer error
+	cc          jetstream.ConsumeContext
+}
+
+func newSessionView(nc *nats.Conn, bucket string) *sessionView {
+	return &sessionView{
+		nc: nc, prefix: "$KV." + bucket + ".",
+		entries: make(map[string]viewEntry),
+		pending: make(map[string]int64),
+		removed: make(map[string]bool),
+	}
+}
+
+// start creates the ordered consumer and begins consuming.
+func (v *sessionView) start(ctx context.Context, js jetstream.JetStream, bucket string) error {
+	cons, err := js.OrderedConsumer(ctx, "KV_"+bucket, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{kvStreamSubject(bucket, "*.*.*."+keySession+".*")},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("takeover: session view: %w", err)
+	}
+	if cons.CachedInfo().NumPending == 0 {
+		v.initialized.Store(true)
+	}
+	cc, err := cons.Consume(v.handle,
+		jetstream.PullHeartbeat(viewHeartbeat),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			v.lastErr.Store(time.Now().UnixNano())
+		}))
+	if err != nil {
+		return fmt.Errorf("takeover: session view: %w", err)
+	}
+	v.cc = cc
+	return nil
+}
+
+// stop ends consumption; the view is stale from then on.
+func (v *sessionView) stop() {
+	v.stopped.Store(true)
+	if v.cc != nil {
+		v.cc.Stop()
+	}
+}
+
+// live reports whether decisions may come from the view alone.
+func (v *sessionView) live() bool {
+	if !v.initialized.Load() || v.stopped.Load() || !v.nc.IsConnected() {
+		return false
+	}
+	last := v.lastErr.Load()
+	return last == 0 || time.Since(time.Unix(0, last)) > viewStaleAfter
+}
+
+func (v *sessionView) handle(m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return
+	}
+	key := strings.TrimPrefix(m.Subject(), v.prefix)
+	op := m.Headers().Get("KV-Operation")
+	if op == "DEL" || op == "PURGE" {
+		v.remove(key, meta.Sequence.Stream)
+	} else {
+		var r struct {
+			Takeover struct {
+				Active    bool  `json:"active"`
+				ExpiresAt int64 `json:"expires_at"`
+			} `json:"takeover"`
+		}
+		// an unreadable record holds no takeover
+		_ = json.Unmarshal(m.Data(), &r)
+		v.apply(key, viewEntry{rev: meta.Sequence.Stream, active: r.Takeover.Active, expiresAt: r.Takeover.ExpiresAt})
+	}
+	if meta.NumPending == 0 {
+		v.initialized.Store(true)
+	}
+}
+
+func scopeOfKey(key string) string {
+	i := strings.Index(key, "."+keySession+".")
+	if i < 0 {
+		return ""
+	}
+	return key[:i]
+}
+
+// apply stores e for key unless a newer revision is known or the scope is
+// removed.
+func (v *sessionView) apply(key string, e viewEntry) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.removed[scopeOfKey(key)] {
+		return
+	}
+	if cur, ok := v.entries[key]; ok && cur.rev >= e.rev {
+		return
+	}
+	v.entries[key] = e
+}
+
+func (v *sessionView) remove(key string, rev uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if cur, ok := v.entries[key]; ok && cur.rev >= rev {
+		return
+	}
+	// keep the revision so an older update cannot revive the entry
+	v.entries[key] = viewEntry{rev: rev}
+}
+
+// applyRecord applies a record this replica just wrote at rev.
+func (v *sessionView) applyRecord(sc binding.Scope, sid string, r *Record, rev uint64) {
+	if r == nil || rev == 0 {
+		return
+	}
+	v.apply(sessionKey(sc, sid), viewEntry{rev: rev, active: r.Takeover.Active, expiresAt: r.Takeover.ExpiresAt})
+}
+
+// dropScope forgets every entry of a tombstoned scope and ignores its later
+// updates (the uninstall purge writes no per-key markers).
+func (v *sessionView) dropScope(sc binding.Scope) {
+	prefix := sc.String() + "."
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.removed[sc.String()] = true
+	for k := range v.entries {
+		if strings.HasPrefix(k, prefix) {
+			delete(v.entries, k)
+		}
+	}
+	for k := range v.pending {
+		if strings.HasPrefix(k, prefix) {
+			delete(v.pending, k)
+		}
+	}
+}
+
+func (v *sessionView) lookup(key string) (viewEntry, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	e, ok := v.entries[key]
+	return e, ok
+}
+
+func (v *sessionView) pendingTakenOver(key string, now int64) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	exp, ok := v.pending[key]
+	return ok && now < exp
+}
+
+func (v *sessionView) addPending(key string, expiresAt int64) {
+	v.mu.Lock()
+	v.pending[key] = expiresAt
+	v.mu.Unlock()
+}
+
+// settlePending drops a pending entry once its write settled (the stored
+// revision, applied separately, replaces it).
+func (v *sessionView) settlePending(key string) {
+	v.mu.Lock()
+	delete(v.pending, key)
+	v.mu.Unlock()
+}
+
+// activeCount counts the sessions taken over at now.
+func (v *sessionView) activeCount(now int64) int {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	n := 0
+	for _, e := range v.entries {
+		if e.takenOver(now) {
+			n++
+		}
+	}
+	return n
+}
