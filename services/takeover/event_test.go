@@ -52,10 +52,10 @@ func TestMalformedAndUnknownEvents(t *testing.T) {
 	b := newBinding("dec7")
 	h.attach(b, `{}`, true)
 	for name, data := range map[string]string{
-		"bad type":       `{"launcher_type":"channel","launcher_id":1}`,
-		"missing id":     `{"launcher_type":"person"}`,
-		"object id":      `{"launcher_type":"person","launcher_id":{}}`,
-		"control char":   `{"launcher_type":"person","launcher_id":"a\u0001"}`,
+		"bad type":        `{"launcher_type":"channel","launcher_id":1}`,
+		"missing id":      `{"launcher_type":"person"}`,
+		"object id":       `{"launcher_type":"person","launcher_id":{}}`,
+		"control char":    `{"launcher_type":"person","launcher_id":"a\u0001"}`,
 		"data not object": `[1]`,
 	} {
 		_, err := h.event(b, `{}`, takeover.EventPersonMessage, "bot-a", []byte(data))

@@ -207,5 +207,3 @@ func (s *Service) afterTakeoverSync(ctx context.Context, c PageCall, sid string,
 		s.notify(ctx, c.Scope, c.Binding, sid, rec, c.Settings.NoticeOnTakeover, true, true)
 	}
 }
-
-
