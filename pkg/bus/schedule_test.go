@@ -66,3 +66,88 @@ func TestScheduleFiresAtDueSecond(t *testing.T) {
 		t.Fatal("schedule did not fire")
 	}
 }
+
+func TestScheduleReplacedCancelledAndSurvivesRestart(t *testing.T) {
+	h, _, got := scheduleHarness(t)
+	subj := h.runner.Subjects()
+	sc := bus.ScopeOf(bindingFor("i1", "w1", "n1", 1, 1))
+	arm := func(id string, at time.Time, body string) {
+		t.Helper()
+		sched, _ := subj.Internal(plugin, bus.KindSched, sc, id)
+		due, _ := subj.Internal(plugin, bus.KindDue, sc, id)
+		if err := bus.ScheduleAt(context.Background(), h.js, sched, due, at, []byte(body), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := time.Now().Truncate(time.Second)
+	// replaced: armed far away, then re-armed soon with another body
+	arm("rep", base.Add(time.Hour), `"old"`)
+	arm("rep", base.Add(2*time.Second), `"new"`)
+	// cancelled: armed, then its schedule subject purged
+	arm("can", base.Add(2*time.Second), `"cancelled"`)
+	stream, err := h.js.Stream(context.Background(), "ECHO_TIMERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	canSched, _ := subj.Internal(plugin, bus.KindSched, sc, "can")
+	if err := bus.PurgeSubjects(context.Background(), stream, canSched); err != nil {
+		t.Fatal(err)
+	}
+	// survives a restart: armed, server restarted before it is due
+	arm("rst", base.Add(4*time.Second), `"restart"`)
+	h.srv.Restart(t)
+
+	seen := map[string]string{}
+	timeout := time.After(15 * time.Second)
+	for len(seen) < 2 {
+		select {
+		case f := <-got:
+			seen[f.ids[0]] = f.data
+		case <-timeout:
+			t.Fatalf("fired so far: %v", seen)
+		}
+	}
+	if seen["rep"] != `"new"` || seen["rst"] != `"restart"` {
+		t.Fatalf("fired %v", seen)
+	}
+	select {
+	case f := <-got:
+		t.Fatalf("unexpected fire %+v (a cancelled or replaced schedule fired)", f)
+	case <-time.After(1500 * time.Millisecond):
+	}
+}
+
+func TestFiredSpanLinksToScheduler(t *testing.T) {
+	h, rec, got := scheduleHarness(t)
+	subj := h.runner.Subjects()
+	sc := bus.ScopeOf(bindingFor("i1", "w1", "n1", 1, 1))
+	tp := trace.NewTracerProvider()
+	ctx, span := tp.Tracer("t").Start(context.Background(), "schedule")
+	sched, _ := subj.Internal(plugin, bus.KindSched, sc, "l1")
+	due, _ := subj.Internal(plugin, bus.KindDue, sc, "l1")
+	if err := bus.ScheduleAt(ctx, h.js, sched, due, time.Now(), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	span.End()
+	select {
+	case f := <-got:
+		if !f.linked {
+			t.Fatal("fired message carries no traceparent")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no fire")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range rec.Ended() {
+			if len(s.Links()) == 1 && s.Links()[0].SpanContext.TraceID() == span.SpanContext().TraceID() {
+				if s.Parent().IsValid() {
+					t.Fatal("fired span is a child, want a new trace with a link")
+				}
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no fired span links to the scheduling trace")
+}

@@ -1,0 +1,115 @@
+package bus
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+)
+
+func bnd(gen, rev int64) binding.Binding {
+	return binding.Binding{InstanceUUID: "i", WorkspaceUUID: "w", InstallationUUID: "n", PlacementGeneration: gen, RuntimeRevision: rev, ArtifactDigest: "d"}
+}
+
+// TestTransitionTable walks every cell of the table in DESIGN 3.3.
+func TestTransitionTable(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	S := bnd(1, 5)
+	newer, equal, older := bnd(1, 6), bnd(1, 5), bnd(1, 4)
+	stored := func(st State) *Authority {
+		return &Authority{Binding: S, State: st, Enabled: st == StateActive, LifecycleSeq: 10, Config: json.RawMessage(`{"k":"old"}`)}
+	}
+	type want struct {
+		outcome Outcome
+		state   State
+		purge   bool
+	}
+	var (
+		ignore = want{outcome: Ignore}
+		serve  = want{outcome: Serve}
+		refuse = want{outcome: Refuse}
+		to     = func(st State) want { return want{outcome: Write, state: st} }
+		purge  = want{outcome: Write, state: StateRemoved, purge: true}
+	)
+	states := []struct {
+		name string
+		cur  *Authority
+	}{
+		{"none", nil}, {"active", stored(StateActive)}, {"disabled", stored(StateDisabled)},
+		{"superseded", stored(StateSuperseded)}, {"removed", stored(StateRemoved)},
+	}
+	rows := []struct {
+		name  string
+		in    Input
+		cells [5]want // none, active, disabled, superseded, removed
+	}{
+		{"attach enabled newer", Input{Kind: InputAttach, Binding: newer, Enabled: true, Seq: 11}, [5]want{to(StateActive), to(StateActive), to(StateActive), to(StateActive), ignore}},
+		{"attach enabled equal", Input{Kind: InputAttach, Binding: equal, Enabled: true, Seq: 11}, [5]want{to(StateActive), to(StateActive), to(StateActive), to(StateActive), ignore}},
+		{"attach disabled equal", Input{Kind: InputAttach, Binding: equal, Enabled: false, Seq: 11}, [5]want{to(StateDisabled), to(StateDisabled), to(StateDisabled), to(StateDisabled), ignore}},
+		{"attach older", Input{Kind: InputAttach, Binding: older, Enabled: true, Seq: 11}, [5]want{to(StateActive), ignore, ignore, ignore, ignore}},
+		{"invocation newer", Input{Kind: InputInvocation, Binding: newer}, [5]want{to(StateActive), to(StateActive), to(StateActive), to(StateActive), refuse}},
+		{"invocation equal", Input{Kind: InputInvocation, Binding: equal}, [5]want{to(StateActive), serve, refuse, refuse, refuse}},
+		{"invocation older", Input{Kind: InputInvocation, Binding: older}, [5]want{to(StateActive), refuse, refuse, refuse, refuse}},
+		{"revoke disable equal", Input{Kind: InputRevoke, Binding: equal, Reason: ReasonDisable, Seq: 11}, [5]want{to(StateDisabled), to(StateDisabled), to(StateDisabled), to(StateDisabled), ignore}},
+		{"revoke upgrade equal", Input{Kind: InputRevoke, Binding: equal, Reason: ReasonUpgrade, Seq: 11}, [5]want{to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), ignore}},
+		{"revoke config_change newer", Input{Kind: InputRevoke, Binding: newer, Reason: ReasonConfigChange, Seq: 11}, [5]want{to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), ignore}},
+		{"revoke disable older", Input{Kind: InputRevoke, Binding: older, Reason: ReasonDisable, Seq: 11}, [5]want{to(StateDisabled), ignore, ignore, ignore, ignore}},
+		{"revoke upgrade older (late revoke)", Input{Kind: InputRevoke, Binding: older, Reason: ReasonUpgrade, Seq: 11}, [5]want{to(StateSuperseded), ignore, ignore, ignore, ignore}},
+		{"revoke uninstall older", Input{Kind: InputRevoke, Binding: older, Reason: ReasonUninstall, Seq: 11}, [5]want{to(StateRemoved), purge, purge, purge, ignore}},
+		{"revoke workspace_removed newer", Input{Kind: InputRevoke, Binding: newer, Reason: ReasonWorkspaceRemoved, Seq: 11}, [5]want{to(StateRemoved), purge, purge, purge, ignore}},
+	}
+	for _, row := range rows {
+		for i, st := range states {
+			t.Run(fmt.Sprintf("%s/%s", row.name, st.name), func(t *testing.T) {
+				d := Transition(st.cur, row.in, now)
+				w := row.cells[i]
+				if d.Outcome != w.outcome || d.Purge != w.purge || (w.outcome == Write && d.Next.State != w.state) {
+					t.Fatalf("got outcome %v state %q purge %v; want outcome %v state %q purge %v", d.Outcome, d.Next.State, d.Purge, w.outcome, w.state, w.purge)
+				}
+				if d.Outcome != Write {
+					return
+				}
+				if row.in.Seq != 0 && d.Next.LifecycleSeq != row.in.Seq {
+					t.Errorf("lifecycle_seq = %d, want %d", d.Next.LifecycleSeq, row.in.Seq)
+				}
+				if row.in.Seq == 0 && st.cur != nil && d.Next.LifecycleSeq != st.cur.LifecycleSeq {
+					t.Errorf("an invocation changed lifecycle_seq to %d", d.Next.LifecycleSeq)
+				}
+				if d.Next.State == StateRemoved && d.Next.Config != nil {
+					t.Errorf("tombstone keeps config %s", d.Next.Config)
+				}
+				if !d.Next.UpdatedAt.Equal(now) {
+					t.Errorf("updated_at = %v", d.Next.UpdatedAt)
+				}
+			})
+		}
+	}
+}
+
+// TestTransitionSequenceRule: a lifecycle message at or below the stored
+// sequence is ignored whatever it says.
+func TestTransitionSequenceRule(t *testing.T) {
+	cur := &Authority{Binding: bnd(1, 5), State: StateActive, LifecycleSeq: 10}
+	for _, seq := range []uint64{1, 9, 10} {
+		for _, in := range []Input{
+			{Kind: InputAttach, Binding: bnd(1, 9), Enabled: false, Seq: seq},
+			{Kind: InputRevoke, Binding: bnd(1, 9), Reason: ReasonUninstall, Seq: seq},
+		} {
+			if d := Transition(cur, in, time.Now()); d.Outcome != Ignore {
+				t.Errorf("seq %d kind %d: outcome %v, want Ignore", seq, in.Kind, d.Outcome)
+			}
+		}
+	}
+}
+
+func TestTransitionStale(t *testing.T) {
+	cur := &Authority{Binding: bnd(1, 5), State: StateActive}
+	if d := Transition(cur, Input{Kind: InputStale, Binding: bnd(1, 5)}, time.Now()); d.Outcome != Write || d.Next.State != StateSuperseded {
+		t.Fatalf("stale equal binding: %+v", d)
+	}
+	if d := Transition(cur, Input{Kind: InputStale, Binding: bnd(1, 4)}, time.Now()); d.Outcome != Ignore {
+		t.Fatalf("a refusal of an older binding must not touch the newer authority: %+v", d)
+	}
+}

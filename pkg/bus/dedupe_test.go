@@ -1,0 +1,175 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// effectHandlers count effects per invocation; "slow" blocks until
+// released, "fail" returns 503 the first time.
+type effects struct {
+	n       atomic.Int64
+	release chan struct{}
+	failed  atomic.Bool
+}
+
+func (e *effects) handlers() bus.Handlers {
+	return bus.Handlers{
+		Command: func(ctx context.Context, inv *bus.Invocation) (any, error) {
+			switch inv.Command.Params[0] {
+			case "slow":
+				<-e.release
+			case "fail":
+				if !e.failed.Swap(true) {
+					return nil, bus.Errorf(bus.ErrUnavailable, "try again")
+				}
+			case "bad":
+				return nil, bus.Errorf(bus.ErrBadRequest, "bad input")
+			}
+			n := e.n.Add(1)
+			return bus.CommandReply{Returns: []bus.Return{{Text: fmt.Sprintf("effect %d", n)}}}, nil
+		},
+		Dedupe: func(inv *bus.Invocation) bool { return inv.Command.Params[0] != "read" },
+	}
+}
+
+func TestRetriedInvocationDoesNotRepeat(t *testing.T) {
+	e := &effects{release: make(chan struct{})}
+	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers()}, bus.RunnerDeps{})
+	b := bindingFor("i", "w", "n", 1, 1)
+	first, err := h.command(b, "same-id", "add")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := h.command(b, "same-id", "add")
+	if err != nil || string(again) != string(first) {
+		t.Fatalf("retry = %s, %v; want the first reply %s", again, err, first)
+	}
+	if e.n.Load() != 1 {
+		t.Fatalf("effects = %d, want 1", e.n.Load())
+	}
+	// a 4xx is final and replayed too
+	_, err1 := h.command(b, "bad-id", "bad")
+	_, err2 := h.command(b, "bad-id", "bad")
+	if !errors.Is(err1, bus.ErrBadRequest) || !errors.Is(err2, bus.ErrBadRequest) {
+		t.Fatalf("4xx replay: %v / %v", err1, err2)
+	}
+	// a 5xx is not kept: the retry runs again
+	if _, err := h.command(b, "fail-id", "fail"); !errors.Is(err, bus.ErrUnavailable) {
+		t.Fatalf("first attempt: %v", err)
+	}
+	if _, err := h.command(b, "fail-id", "fail"); err != nil {
+		t.Fatalf("retry after 503: %v", err)
+	}
+	if e.n.Load() != 2 {
+		t.Fatalf("effects = %d, want 2", e.n.Load())
+	}
+	// reads are not deduplicated
+	r1, _ := h.command(b, "read-id", "read")
+	r2, _ := h.command(b, "read-id", "read")
+	if string(r1) == string(r2) {
+		t.Fatalf("read was replayed: %s", r1)
+	}
+}
+
+func TestRetryRacingFirstAttemptGetsInProgress(t *testing.T) {
+	e := &effects{release: make(chan struct{})}
+	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers()}, bus.RunnerDeps{})
+	b := bindingFor("i", "w", "n", 1, 1)
+	done := make(chan json.RawMessage)
+	go func() {
+		out, _ := h.command(b, "race-id", "slow")
+		done <- out
+	}()
+	// wait until the first attempt holds the marker
+	deadline := time.Now().Add(5 * time.Second)
+	for len(keys(t, h.js, bus.DedupeBucket(plugin))) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("first attempt never claimed the invocation")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, err := h.command(b, "race-id", "slow")
+	if !errors.Is(err, bus.ErrInProgress) {
+		t.Fatalf("racing retry = %v, want 409 in_progress", err)
+	}
+	var be *bus.Error
+	if !errors.As(err, &be) || be.Reason != "in_progress" || be.Code != 409 {
+		t.Fatalf("error = %#v", be)
+	}
+	close(e.release)
+	first := <-done
+	after, err := h.command(b, "race-id", "slow")
+	if err != nil || string(after) != string(first) {
+		t.Fatalf("retry after completion = %s, %v; want %s", after, err, first)
+	}
+	if e.n.Load() != 1 {
+		t.Fatalf("effects = %d, want 1", e.n.Load())
+	}
+}
+
+// TestRunnerConcurrentSafe drives many concurrent invocations (successes,
+// errors, dedupe replays) through the pool; run under -race it proves the
+// workers never touch micro's request state.
+func TestRunnerConcurrentSafe(t *testing.T) {
+	e := &effects{release: make(chan struct{})}
+	close(e.release)
+	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 8}, bus.RunnerDeps{})
+	b := bindingFor("i", "w", "n", 1, 1)
+	var wg sync.WaitGroup
+	var failures atomic.Int64
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 25 {
+				word := []string{"add", "bad", "read", "slow"}[i%4]
+				_, err := h.command(b, fmt.Sprintf("c-%d-%d", g, i%10), word)
+				if err != nil && !errors.Is(err, bus.ErrBadRequest) && !errors.Is(err, bus.ErrInProgress) {
+					failures.Add(1)
+					t.Errorf("unexpected error: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failures.Load() > 0 {
+		t.Fatalf("%d unexpected failures", failures.Load())
+	}
+}
+
+func TestFullPoolAnswers503(t *testing.T) {
+	e := &effects{release: make(chan struct{})}
+	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 1, Queue: 1}, bus.RunnerDeps{})
+	b := bindingFor("i", "w", "n", 1, 1)
+	results := make(chan error, 3)
+	for i := range 3 {
+		go func() {
+			_, err := h.command(b, fmt.Sprintf("p%d", i), "slow")
+			results <- err
+		}()
+	}
+	// one runs, one waits, the third must be refused at once
+	select {
+	case err := <-results:
+		if !errors.Is(err, bus.ErrUnavailable) {
+			t.Fatalf("first answer = %v, want 503 from the full pool", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no immediate 503 from a full pool")
+	}
+	close(e.release)
+	for range 2 {
+		if err := <-results; err != nil {
+			t.Fatalf("queued request: %v", err)
+		}
+	}
+}
