@@ -297,7 +297,7 @@ func (s *Service) advance(ctx context.Context, sc binding.Scope, c *Record, rule
 		}
 	}
 	if next.IsZero() {
-		derr := s.runner.KV().Delete(ctx, sc, keyReminder, rev, c.ID)
+		derr := s.deleteRecord(ctx, sc, c.ID, rev)
 		if derr != nil && !isConflict(derr) {
 			return true, storeErr("finish reminder", derr)
 		}

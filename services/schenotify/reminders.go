@@ -115,7 +115,7 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 		// Undo, so that the caller's retry starts clean.
 		cctx := context.WithoutCancel(ctx)
 		if _, rev, lerr := s.loadRecord(cctx, sc, id); lerr == nil && rev != 0 {
-			_ = s.runner.KV().Delete(cctx, sc, keyReminder, rev, id)
+			_ = s.deleteRecord(cctx, sc, id, rev)
 		}
 		_ = s.dropIndexEntry(cctx, sc, id)
 		return "", err
@@ -144,7 +144,7 @@ func (s *Service) remove(ctx context.Context, sc binding.Scope, sess Session, id
 		}
 		now := s.now()
 		inFlight = r.State == StateSending && r.Claim != nil && now.Before(r.Claim.Until)
-		err = s.runner.KV().Delete(ctx, sc, keyReminder, rev, id)
+		err = s.deleteRecord(ctx, sc, id, rev)
 		if isConflict(err) || errors.Is(err, jetstream.ErrKeyExists) {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -89,6 +90,10 @@ type Service struct {
 	metrics *metrics
 	runner  *bus.Runner
 	subj    bus.Subjects
+
+	// writes counts the JetStream writes the service asked for (KV writes,
+	// schedule publishes, purges), for the benchmark's writes per delivery.
+	writes atomic.Int64
 
 	mu     sync.Mutex
 	stream jetstream.Stream

@@ -54,7 +54,14 @@ func (s *Service) casRecord(ctx context.Context, sc binding.Scope, rec *Record, 
 	if err != nil {
 		return 0, err
 	}
+	s.writes.Add(1)
 	return s.runner.KV().UpdateAt(ctx, sc, keyReminder, b, rev, rec.ID)
+}
+
+// deleteRecord places a delete marker on the record if it is still at rev.
+func (s *Service) deleteRecord(ctx context.Context, sc binding.Scope, id string, rev uint64) error {
+	s.writes.Add(1)
+	return s.runner.KV().Delete(ctx, sc, keyReminder, rev, id)
 }
 
 // isConflict reports whether err is a lost compare-and-set.
@@ -101,6 +108,7 @@ func (s *Service) updateIndex(ctx context.Context, sc binding.Scope, fn func(ix 
 			if err := fn(ix); err != nil {
 				return nil, err
 			}
+			s.writes.Add(1)
 			return json.Marshal(ix)
 		})
 		if !errors.Is(err, bus.ErrCASExhausted) {
@@ -169,6 +177,7 @@ func (s *Service) arm(ctx context.Context, sc binding.Scope, id string, at time.
 		return err
 	}
 	body, _ := json.Marshal(scheduleBody{ID: id})
+	s.writes.Add(1)
 	if err := bus.ScheduleAt(ctx, s.runner.JetStream(), sched, due, at, body, true); err != nil {
 		return storeErr("arm", err)
 	}
@@ -185,6 +194,7 @@ func (s *Service) purge(ctx context.Context, sc binding.Scope, id string, sched 
 	if sched {
 		subjects = append(subjects, schedSubj)
 	}
+	s.writes.Add(int64(len(subjects)))
 	if err := bus.PurgeSubjects(ctx, s.streamHandle(), subjects...); err != nil {
 		return storeErr("purge", err)
 	}

@@ -1,0 +1,467 @@
+package schenotify_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/services/schenotify"
+)
+
+// hostCall is one send_message the fake host received.
+type hostCall struct {
+	Binding binding.Binding
+	Scope   binding.Scope
+	Data    bus.SendMessage
+	Key     string
+	Header  nats.Header
+	At      time.Time
+}
+
+func (c hostCall) Text() string {
+	if len(c.Data.MessageChain) == 0 {
+		return ""
+	}
+	return c.Data.MessageChain[0].Text
+}
+
+// hostAction says how the fake host answers one call.
+type hostAction struct {
+	Err  *bus.Error    // error reply
+	Hang chan struct{} // answer (success) only once closed
+	Drop bool          // never answer
+}
+
+// fakeHost serves send_message on <prefix>.host.send_message.>, one
+// goroutine per call so that a hanging call does not hold the others.
+type fakeHost struct {
+	mu      sync.Mutex
+	calls   []hostCall
+	decide  func(hostCall) hostAction
+	changed chan struct{}
+	wg      sync.WaitGroup
+}
+
+func newFakeHost(t testing.TB, nc *nats.Conn) *fakeHost {
+	t.Helper()
+	h := &fakeHost{changed: make(chan struct{})}
+	subj := bus.Subjects{}
+	sub, err := nc.Subscribe(subj.HostActionAll(bus.ActionSendMessage), func(m *nats.Msg) {
+		var req bus.HostRequest
+		_ = json.Unmarshal(m.Data, &req)
+		c := hostCall{Binding: req.Binding, Key: m.Header.Get(bus.HeaderIdempotencyKey), Header: m.Header, At: time.Now()}
+		c.Scope, _ = req.Binding.Scope()
+		_ = json.Unmarshal(req.Data, &c.Data)
+		h.mu.Lock()
+		h.calls = append(h.calls, c)
+		decide := h.decide
+		close(h.changed)
+		h.changed = make(chan struct{})
+		h.wg.Add(1)
+		h.mu.Unlock()
+		go func() {
+			defer h.wg.Done()
+			var a hostAction
+			if decide != nil {
+				a = decide(c)
+			}
+			switch {
+			case a.Drop:
+				return
+			case a.Err != nil:
+				_ = m.RespondMsg(bustest.ErrorMsg(a.Err))
+				return
+			case a.Hang != nil:
+				<-a.Hang
+			}
+			_ = m.Respond([]byte(`{}`))
+		}()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe(); h.wg.Wait() })
+	return h
+}
+
+func (h *fakeHost) respond(f func(hostCall) hostAction) {
+	h.mu.Lock()
+	h.decide = f
+	h.mu.Unlock()
+}
+
+func (h *fakeHost) sends() []hostCall {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]hostCall(nil), h.calls...)
+}
+
+func (h *fakeHost) texts() []string {
+	var out []string
+	for _, c := range h.sends() {
+		out = append(out, c.Text())
+	}
+	return out
+}
+
+// wait waits until at least n calls arrived, up to timeout.
+func (h *fakeHost) wait(t testing.TB, n int, timeout time.Duration) []hostCall {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		h.mu.Lock()
+		ch, got := h.changed, len(h.calls)
+		h.mu.Unlock()
+		if got >= n {
+			return h.sends()
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("want %d sends within %v, got %d: %q", n, timeout, got, h.texts())
+		}
+	}
+}
+
+// env is one embedded server with a fake host and an invoker.
+type env struct {
+	srv  *bustest.Server
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	inv  *bus.Invoker
+	host *fakeHost
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	srv := bustest.NewServer(t)
+	nc := srv.Conn(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{srv: srv, nc: nc, js: js, inv: bus.NewInvoker(nc, bus.Subjects{}, nil)}
+	e.host = newFakeHost(t, nc)
+	return e
+}
+
+// logBuffer collects JSON log lines from several goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// instance is one running service.
+type instance struct {
+	svc  *schenotify.Service
+	logs *logBuffer
+	reg  *prometheus.Registry
+	stop func()
+}
+
+// testConfig is the default configuration of tests: quick sweeps off,
+// the UTC default zone.
+func testConfig() schenotify.Config {
+	return schenotify.Config{DefaultZone: "UTC", SweepDelay: -1, SweepInterval: time.Hour, DueWorkers: 16, Workers: 16}
+}
+
+// start runs a service on nc until the test ends (or stop is called).
+func (e *env) start(t testing.TB, cfg schenotify.Config, nc *nats.Conn, clock func() time.Time, tp trace.TracerProvider) *instance {
+	t.Helper()
+	if nc == nil {
+		nc = e.srv.Conn(t)
+	}
+	logs := &logBuffer{}
+	reg := prometheus.NewRegistry()
+	svc, err := schenotify.New(cfg, schenotify.Deps{Conn: nc, Clock: clock, TracerProvider: tp, Registerer: reg,
+		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !svc.Ready() {
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("Run: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatal("service not ready")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var once sync.Once
+	in := &instance{svc: svc, logs: logs, reg: reg}
+	in.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run returned %v", err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Errorf("Run did not return")
+			}
+		})
+	}
+	t.Cleanup(in.stop)
+	return in
+}
+
+func bind(installation string, rev int64) binding.Binding {
+	return bindIn("workspace-1", installation, rev)
+}
+
+func bindIn(workspace, installation string, rev int64) binding.Binding {
+	return binding.Binding{InstanceUUID: "instance-1", WorkspaceUUID: workspace, PlacementGeneration: 1,
+		InstallationUUID: installation, RuntimeRevision: rev, ArtifactDigest: "sha256:test"}
+}
+
+func sess(bot, typ, id string) bus.Session {
+	return bus.Session{LauncherType: typ, LauncherID: bus.ID(id), SenderID: bus.ID("sender-" + id), BotUUID: bot}
+}
+
+// call invokes the plugin; cfg is the installation config JSON.
+func (e *env) call(t testing.TB, ep bus.Endpoint, invID string, req *bus.Request) (json.RawMessage, error) {
+	t.Helper()
+	if invID == "" {
+		invID = bus.NewInvocationID()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return e.inv.Invoke(ctx, schenotify.Plugin, ep, invID, req)
+}
+
+// tool calls a tool and returns its result object.
+func (e *env) tool(t testing.TB, b binding.Binding, cfg string, s bus.Session, name string, params any) map[string]any {
+	t.Helper()
+	return e.toolID(t, "", b, cfg, s, name, params)
+}
+
+func (e *env) toolID(t testing.TB, invID string, b binding.Binding, cfg string, s bus.Session, name string, params any) map[string]any {
+	t.Helper()
+	p, _ := json.Marshal(params)
+	raw, err := e.call(t, bus.EndpointTool, invID, &bus.Request{Binding: b, Config: json.RawMessage(cfg),
+		Tool: &bus.Tool{Name: name, Parameters: p, Session: s}})
+	if err != nil {
+		t.Fatalf("tool %s: %v", name, err)
+	}
+	var reply struct {
+		Result map[string]any `json:"result"`
+	}
+	if err := json.Unmarshal(raw, &reply); err != nil || reply.Result == nil {
+		t.Fatalf("tool %s reply %s: %v", name, raw, err)
+	}
+	return reply.Result
+}
+
+// cmd sends a chat command ("!sche add ...") and returns the reply text.
+func (e *env) cmd(t testing.TB, b binding.Binding, cfg string, s bus.Session, full string) string {
+	t.Helper()
+	text, err := e.cmdErr(t, "", b, cfg, s, full)
+	if err != nil {
+		t.Fatalf("command %q: %v", full, err)
+	}
+	return text
+}
+
+func (e *env) cmdErr(t testing.TB, invID string, b binding.Binding, cfg string, s bus.Session, full string) (string, error) {
+	t.Helper()
+	words := strings.Split(full, " ")
+	raw, err := e.call(t, bus.EndpointCommand, invID, &bus.Request{Binding: b, Config: json.RawMessage(cfg),
+		Command: &bus.Command{Name: strings.TrimPrefix(words[0], "!"), Params: words[1:], FullText: full, Session: s}})
+	if err != nil {
+		return "", err
+	}
+	var reply bus.CommandReply
+	if err := json.Unmarshal(raw, &reply); err != nil || len(reply.Returns) != 1 {
+		t.Fatalf("command %q reply %s: %v", full, raw, err)
+	}
+	return reply.Returns[0].Text, nil
+}
+
+// schedule sets a reminder through the tool and fails the test unless ok.
+func (e *env) schedule(t testing.TB, b binding.Binding, cfg string, s bus.Session, params map[string]any) string {
+	t.Helper()
+	r := e.tool(t, b, cfg, s, schenotify.ToolSchedule, params)
+	if r["status"] != "ok" {
+		t.Fatalf("schedule_notify %v: %v", params, r)
+	}
+	return r["id"].(string)
+}
+
+// list returns the messages of a session's reminders (list tool).
+func (e *env) list(t testing.TB, b binding.Binding, cfg string, s bus.Session) []string {
+	t.Helper()
+	r := e.tool(t, b, cfg, s, schenotify.ToolList, map[string]any{})
+	if r["status"] != "ok" {
+		t.Fatalf("list: %v", r)
+	}
+	var out []string
+	for _, it := range r["reminders"].([]any) {
+		out = append(out, it.(map[string]any)["message"].(string))
+	}
+	return out
+}
+
+// nextSecond is T, the next whole second.
+func nextSecond() time.Time { return time.Now().Truncate(time.Second).Add(time.Second) }
+
+func rfc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// keys lists the scope's keys in the plugin bucket (and the dedupe bucket).
+func (e *env) keys(t testing.TB, bucket string, sc binding.Scope) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	kv, err := e.js.KeyValue(ctx, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := kv.ListKeysFiltered(ctx, sc.String()+".>")
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	var out []string
+	for k := range l.Keys() {
+		out = append(out, k)
+	}
+	return out
+}
+
+// reminderKeys lists the scope's reminder keys.
+func (e *env) reminderKeys(t testing.TB, sc binding.Scope) []string {
+	var out []string
+	for _, k := range e.keys(t, bus.Bucket(schenotify.Plugin), sc) {
+		if strings.Contains(k, ".reminder.") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// streamMsgs counts the stream's messages on the scope's subjects.
+func (e *env) streamMsgs(t testing.TB, sc binding.Scope) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := e.js.Stream(ctx, schenotify.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, kind := range []string{bus.KindSched, bus.KindDue} {
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(bus.Subjects{}.InternalScope(schenotify.Plugin, kind, sc)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range info.State.Subjects {
+			n += c
+		}
+	}
+	return n
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkOnTime checks that a send arrived in [due, due+2s].
+func checkOnTime(t testing.TB, c hostCall, due time.Time) {
+	t.Helper()
+	if c.At.Before(due) || c.At.After(due.Add(2*time.Second)) {
+		t.Errorf("%q arrived at %s, due %s", c.Text(), c.At.Format(time.StampMilli), due.Format(time.StampMilli))
+	}
+}
+
+func scopeOf(b binding.Binding) binding.Scope { return bus.ScopeOf(b) }
+
+var _ = fmt.Sprint
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// index reads a scope's index.
+func (e *env) index(t testing.TB, sc binding.Scope) schenotify.Index {
+	t.Helper()
+	kv, err := e.js.KeyValue(t.Context(), bus.Bucket(schenotify.Plugin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := kv.Get(t.Context(), sc.String()+".index")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ix schenotify.Index
+	if err := json.Unmarshal(entry.Value(), &ix); err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+// record reads a reminder record (nil when absent).
+func (e *env) record(t testing.TB, sc binding.Scope, id string) *schenotify.Record {
+	t.Helper()
+	kv, err := e.js.KeyValue(t.Context(), bus.Bucket(schenotify.Plugin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := kv.Get(t.Context(), sc.String()+".reminder."+id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r schenotify.Record
+	if err := json.Unmarshal(entry.Value(), &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
