@@ -1,0 +1,70 @@
+# LangBot plugin services. `make help` lists the targets.
+
+GO        ?= go
+GOFLAGS   ?=
+BIN       := bin
+SERVICES  := githubkit takeover schenotify
+TESTFLAGS ?= -race -count=1 -timeout 20m
+# Packages of the root module; the deploy module (k8s manifests, NATS
+# permissions) is tested separately because its dependencies are heavy.
+PKGS      := ./...
+
+.PHONY: help build test test-root test-deploy run bench e2e lint fuzz images clean
+
+help:
+	@echo "make build   build the service binaries and lbctl into $(BIN)/"
+	@echo "make test    run every test with the race detector (what CI runs)"
+	@echo "make run     start the dev stack: embedded NATS, all services, interactive host"
+	@echo "make bench   run the benchmarks (figures reported next to the bus floor)"
+	@echo "make e2e     end-to-end run with separate processes and a real Jaeger"
+	@echo "make lint    gofmt and go vet"
+	@echo "make fuzz    run each fuzz target for FUZZTIME (default 10s)"
+	@echo "make images  build container images with the Dockerfile"
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build $(GOFLAGS) -o $(BIN)/lbctl ./cmd/lbctl
+	@for s in $(SERVICES); do \
+	  if [ -d services/$$s/cmd/$$s ]; then $(GO) build $(GOFLAGS) -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; fi; \
+	done
+
+test: test-root test-deploy
+
+test-root:
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+test-deploy:
+	cd deploy && $(GO) test -count=1 -timeout 10m ./...
+
+run:
+	$(GO) run ./cmd/lbctl dev $(ARGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+
+e2e:
+	@if [ -x e2e/run.sh ]; then e2e/run.sh; else echo "e2e: not built yet"; exit 1; fi
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	cd deploy && $(GO) vet ./...
+
+FUZZTIME ?= 10s
+fuzz:
+	@for pkg in $$($(GO) list $(PKGS)); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
+	  done; \
+	done
+
+IMAGE_REPO ?= ghcr.io/langbot-nats
+IMAGE_TAG  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+images:
+	@for s in $(SERVICES) lbctl; do \
+	  echo "docker build --build-arg SERVICE=$$s -t $(IMAGE_REPO)/$$s:$(IMAGE_TAG) ."; \
+	  docker build --build-arg SERVICE=$$s -t $(IMAGE_REPO)/$$s:$(IMAGE_TAG) . || exit 1; \
+	done
+
+clean:
+	rm -rf $(BIN) .data
