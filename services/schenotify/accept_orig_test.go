@@ -128,7 +128,6 @@ func isCode(err error, code int) bool {
 	return err != nil && ok && e.Code == code
 }
 
-
 // O4, O6: the scope is the full binding; malformed or missing bindings
 // are refused and leave no state; an unrelated revoke leaves others alone.
 func TestO4ScopeKeyIsTheFullBinding(t *testing.T) {
