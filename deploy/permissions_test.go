@@ -112,7 +112,9 @@ var natsUsers = map[string]string{
 // refused by the server with a permissions violation.
 func TestPermissionMatrix(t *testing.T) {
 	url, passwords := startShippedNATS(t)
-	ctx := t.Context()
+	// A refused request gets no reply: bound every wait.
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
 
 	t.Run("unauthenticated", func(t *testing.T) {
 		cases := []struct{ name, user, password string }{
@@ -235,7 +237,9 @@ func TestPermissionMatrix(t *testing.T) {
 // exerciseService performs, as the service user, every kind of operation the
 // service performs, and fails on any error or permissions violation.
 func exerciseService(t *testing.T, host, svc *client, p pluginSpec) {
-	ctx := t.Context()
+	// A refused request gets no reply: bound every wait.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
 	must := func(what string, err error) {
 		t.Helper()
 		if err != nil {

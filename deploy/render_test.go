@@ -90,23 +90,33 @@ func render(t testing.TB, dir string) *manifest {
 		} else {
 			key = gvk.Version + "/" + gvk.Kind
 		}
-		newObj, ok := kinds[key]
-		if !ok {
-			t.Fatalf("%s: unexpected kind %s (%s)", dir, key, r.GetName())
-		}
 		b, err := r.AsYAML()
 		if err != nil {
 			t.Fatal(err)
 		}
-		obj := newObj()
-		if err := yaml.UnmarshalStrict(b, obj); err != nil {
-			t.Fatalf("%s: %s %s does not decode strictly: %v", dir, key, r.GetName(), err)
+		obj, err := decodeObject(key, b)
+		if err != nil {
+			t.Fatalf("%s: %s %s: %v", dir, key, r.GetName(), err)
 		}
 		if err := m.add(obj); err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
 	}
 	return m
+}
+
+// decodeObject decodes one object of the given apiVersion/kind strictly into
+// its Kubernetes API type.
+func decodeObject(key string, b []byte) (any, error) {
+	newObj, ok := kinds[key]
+	if !ok {
+		return nil, fmt.Errorf("unexpected kind %s", key)
+	}
+	obj := newObj()
+	if err := yaml.UnmarshalStrict(b, obj); err != nil {
+		return nil, fmt.Errorf("does not decode strictly: %w", err)
+	}
+	return obj, nil
 }
 
 func (m *manifest) add(obj any) error {
