@@ -1,12 +1,13 @@
 package githubkit
 
 import (
-	"encoding/base64"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
 )
 
 // Input limits (spec §3.2, §9).
@@ -31,9 +32,7 @@ func (r Repo) Key() string { return RepoKey(r.String()) }
 
 // RepoKey returns the repo-key of a full name: unpadded base64url of its
 // lower-cased form.
-func RepoKey(fullName string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strings.ToLower(fullName)))
-}
+func RepoKey(fullName string) string { return binding.Token(strings.ToLower(fullName)) }
 
 var repoRE = regexp.MustCompile(`^[A-Za-z0-9-]{1,39}/[A-Za-z0-9._-]{1,100}$`)
 

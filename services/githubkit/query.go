@@ -12,7 +12,7 @@ import (
 // apiHost is the host of a non-default API URL ("" for api.github.com), whose
 // repository links ParseRepo accepts.
 func apiHost(s Settings) string {
-	if s.APIErr != nil || s.APIURL == DefaultAPIURL {
+	if s.APIErr != nil || strings.EqualFold(s.APIURL, DefaultAPIURL) {
 		return ""
 	}
 	u, err := url.Parse(s.APIURL)

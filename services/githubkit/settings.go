@@ -73,6 +73,18 @@ const (
 // --github-allow-http. It never fails: an unusable github_api_url is
 // reported in Settings.APIErr, the rest through warnings.
 func NormalizeSettings(raw json.RawMessage, allowHTTP bool) (Settings, []Warning) {
+	return normalizeSettings(raw, normOptions{allowHTTP: allowHTTP, minPoll: MinPollInterval, defaultURL: DefaultAPIURL})
+}
+
+// normOptions are the operator settings normalisation depends on.
+type normOptions struct {
+	allowHTTP  bool
+	minPoll    int    // poll_interval floor (tests of real schedules lower it)
+	defaultURL string // github_api_url when the installation sets none
+}
+
+func normalizeSettings(raw json.RawMessage, o normOptions) (Settings, []Warning) {
+	allowHTTP := o.allowHTTP
 	var m map[string]any
 	if len(bytes.TrimSpace(raw)) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(raw))
@@ -107,7 +119,7 @@ func NormalizeSettings(raw json.RawMessage, allowHTTP bool) (Settings, []Warning
 	}
 
 	var w string
-	s.PollInterval, w = normInt(m, "poll_interval", DefaultPollInterval, MinPollInterval, MaxPollInterval)
+	s.PollInterval, w = normInt(m, "poll_interval", DefaultPollInterval, o.minPoll, MaxPollInterval)
 	if w != "" {
 		warn("poll_interval", w)
 	}
@@ -118,10 +130,10 @@ func NormalizeSettings(raw json.RawMessage, allowHTTP bool) (Settings, []Warning
 
 	switch v := m["github_api_url"].(type) {
 	case nil:
-		s.APIURL = DefaultAPIURL
+		s.APIURL = o.defaultURL
 	case string:
 		if strings.TrimSpace(v) == "" {
-			s.APIURL = DefaultAPIURL
+			s.APIURL = o.defaultURL
 			break
 		}
 		u, err := ParseAPIURL(v, allowHTTP)

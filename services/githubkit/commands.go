@@ -1,0 +1,322 @@
+package githubkit
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// CommandWord is the command the service serves (case-insensitive).
+const CommandWord = "gh"
+
+// adminPrivilege is the privilege needed for sub and unsub in admin mode.
+const adminPrivilege = 2
+
+// dedupes reports whether an invocation changes state (sub, unsub) and so
+// is deduplicated by invocation id (spec §3.6, DESIGN 3.1).
+func dedupes(inv *bus.Invocation) bool {
+	if inv.Command == nil || !strings.EqualFold(inv.Command.Name, CommandWord) {
+		return false
+	}
+	sub := ParseCommand(inv.Command.Params).Sub
+	return sub == SubSub || sub == SubUnsub
+}
+
+func errStore(err error) error {
+	return bus.Errorf(bus.ErrUnavailable, "githubkit state store unavailable")
+}
+
+func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, error) {
+	cmd := inv.Command
+	if !strings.EqualFold(cmd.Name, CommandWord) {
+		return nil, bus.Errorf(bus.ErrNotFound, "githubkit serves only the gh command")
+	}
+	st, _ := s.settings(inv.Config)
+	x := s.texts(st.Language)
+	p := ParseCommand(cmd.Params)
+	prefix := CommandPrefix(cmd.Prefix, cmd.FullText)
+	ctx, span := s.tracer.Start(ctx, "githubkit.command", trace.WithAttributes(
+		attribute.String("githubkit.subcommand", p.Sub), bus.AttrScope.String(inv.Scope.String())))
+	defer span.End()
+
+	var text string
+	var err error
+	switch p.Sub {
+	case SubSub:
+		text, err = s.subscribe(ctx, inv, st, x, p, prefix)
+	case SubUnsub:
+		text, err = s.unsubscribe(ctx, inv, st, x, p, prefix)
+	case SubSubs:
+		text, err = s.listSubs(ctx, inv, x, prefix)
+	default:
+		text = x.queryCommand(ctx, s.gh, st, p, prefix)
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, "command failed")
+		return nil, err
+	}
+	return bus.CommandReply{Returns: []bus.Return{{Text: text}}}, nil
+}
+
+func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, error) {
+	st, _ := s.settings(inv.Config)
+	ctx, span := s.tracer.Start(ctx, "githubkit.tool", trace.WithAttributes(
+		attribute.String("githubkit.tool", inv.Tool.Name), bus.AttrScope.String(inv.Scope.String())))
+	defer span.End()
+	res, err := runTool(ctx, s.gh, st, inv.Tool.Name, inv.Tool.Parameters)
+	if errors.Is(err, errUnknownTool) {
+		return nil, bus.Errorf(bus.ErrNotFound, "githubkit has no such tool")
+	}
+	return bus.ToolReply{Result: res}, nil
+}
+
+// identity is the subscriber identity of the invoking chat (spec §3.6).
+func identity(c *bus.Command) (Identity, bool) {
+	id := Identity{BotUUID: strings.TrimSpace(c.Session.BotUUID), TargetType: c.Session.LauncherType, TargetID: c.Session.LauncherID.String()}
+	ok := id.BotUUID != "" && id.TargetID != "" && (id.TargetType == bus.LauncherPerson || id.TargetType == bus.LauncherGroup)
+	return id, ok
+}
+
+// findRecord finds the record of a repository: by key first, then (when
+// the key's record is for another repository id or absent) by repo id or
+// by full name, case-insensitively. all is the scope's records when they
+// had to be listed.
+func findRecord(ctx context.Context, kv *bus.KV, sc binding.Scope, key string, repoID *int64, name string) (found *storedRecord, all []*storedRecord, listed bool, err error) {
+	cur, err := getRecord(ctx, kv, sc, key)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if cur != nil && (repoID == nil || cur.Rec.RepoID == nil || *cur.Rec.RepoID == *repoID) {
+		return cur, nil, false, nil
+	}
+	all, err = listRecords(ctx, kv, sc)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	for _, r := range all {
+		if repoID != nil && r.Rec.RepoID != nil && *r.Rec.RepoID == *repoID {
+			return r, all, true, nil
+		}
+	}
+	if repoID == nil {
+		for _, r := range all {
+			if strings.EqualFold(r.Rec.FullName, name) {
+				return r, all, true, nil
+			}
+		}
+	}
+	return cur, all, true, nil
+}
+
+func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p Parsed, prefix string) (string, error) {
+	if st.SubscribeRequiresAdmin && inv.Command.Privilege < adminPrivilege {
+		return x.t("err.admin_only"), nil
+	}
+	id, ok := identity(inv.Command)
+	if !ok {
+		return x.t("err.no_bot"), nil
+	}
+	arg := ""
+	if len(p.Args) > 0 {
+		arg = p.Args[0]
+	}
+	repo, msg, ok := x.repoArg(SubSub, arg, prefix, st)
+	if !ok {
+		return msg, nil
+	}
+	var words []string
+	if len(p.Args) > 1 {
+		words = p.Args[1:]
+	}
+	kinds, unknown := ParseFilters(words)
+	if len(unknown) > 0 {
+		return x.t("sub.bad_events", "tokens", x.join(unknown), "valid", x.join(FilterWords())), nil
+	}
+	if st.APIErr != nil {
+		return x.t("err.config", "field", "github_api_url"), nil
+	}
+	t := Target{BaseURL: st.APIURL, Token: st.Token}
+	rp, err := s.gh.Repo(ctx, t, repo)
+	if err != nil {
+		return x.failText(err), nil
+	}
+	fullName := rp.GetFullName()
+	if fullName == "" {
+		fullName = repo.String()
+	}
+	repoID := rp.GetID()
+	kv := s.runner.KV()
+	sc := inv.Scope
+	found, all, listed, err := findRecord(ctx, kv, sc, RepoKey(fullName), &repoID, fullName)
+	if err != nil {
+		return "", errStore(err)
+	}
+	key := RepoKey(fullName)
+	var head *string
+	xpoll := 0
+	if found != nil {
+		key = found.Key
+	} else {
+		if !listed {
+			if all, err = listRecords(ctx, kv, sc); err != nil {
+				return "", errStore(err)
+			}
+		}
+		if len(all) >= MaxReposPerInst {
+			return x.t("sub.cap_repos", "max", strconv.Itoa(MaxReposPerInst)), nil
+		}
+		page, err := s.gh.Events(ctx, t, fullName, 1, 1, "")
+		if err == nil {
+			h := "0"
+			if len(page.Events) > 0 && isDecimal(page.Events[0].ID) {
+				h = page.Events[0].ID
+			}
+			head = &h
+			xpoll = page.PollInterval
+		}
+	}
+	now := s.now().UTC()
+	interval := 0
+	rec, _, err := updateRecord(ctx, kv, sc, key, func(r *RepoRecord) (*RepoRecord, error) {
+		if r == nil {
+			r = &RepoRecord{Poll: PollState{XPollIntervalS: xpoll}}
+			if head != nil {
+				h := *head
+				r.Head = &h
+			}
+		}
+		r.FullName = fullName
+		rid := repoID
+		r.RepoID = &rid
+		if sub := r.Find(id); sub != nil {
+			sub.Kinds, sub.Prefix = kinds, prefix
+		} else {
+			if len(r.Subscribers) >= MaxSubscribersRepo {
+				return nil, &errAbort{x.t("sub.cap_subscribers", "repo", fullName, "max", strconv.Itoa(MaxSubscribersRepo))}
+			}
+			var cursor *string
+			if r.Head != nil {
+				c := *r.Head
+				cursor = &c
+			}
+			r.Subscribers = append(r.Subscribers, &Subscriber{Identity: id, Kinds: kinds, Prefix: prefix, Cursor: cursor, AddedAt: now})
+		}
+		if r.Poll.Broken != nil {
+			r.Poll.Broken = nil
+			r.Poll.PermanentFailures, r.Poll.TransientFailures = 0, 0
+			r.Poll.NotBefore = nil
+		}
+		interval = EffectiveInterval(st.PollInterval, r.Poll.XPollIntervalS)
+		r.Poll.IntervalS = interval
+		return r, nil
+	})
+	var abort *errAbort
+	if errors.As(err, &abort) {
+		return abort.text, nil
+	}
+	if err != nil {
+		return "", errStore(err)
+	}
+	// Arming is idempotent (it replaces the schedule), so a retry after a
+	// failed publish always publishes again (spec §3.6 step 6).
+	if err := s.arm(ctx, sc, key, interval); err != nil {
+		return "", errStore(err)
+	}
+	return x.t("sub.ok", "repo", rec.FullName, "events", x.kindsText(kinds, "sub.all_events"),
+		"interval", strconv.Itoa(interval), "prefix", prefix), nil
+}
+
+func (s *Service) unsubscribe(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p Parsed, prefix string) (string, error) {
+	if st.SubscribeRequiresAdmin && inv.Command.Privilege < adminPrivilege {
+		return x.t("err.admin_only"), nil
+	}
+	id, ok := identity(inv.Command)
+	if !ok {
+		return x.t("err.no_bot"), nil
+	}
+	arg := ""
+	if len(p.Args) > 0 {
+		arg = p.Args[0]
+	}
+	repo, msg, ok := x.repoArg(SubUnsub, arg, prefix, st)
+	if !ok {
+		return msg, nil
+	}
+	kv := s.runner.KV()
+	sc := inv.Scope
+	notSubbed := x.t("unsub.not_subbed", "repo", repo.String())
+	for range 10 {
+		found, _, _, err := findRecord(ctx, kv, sc, repo.Key(), nil, repo.String())
+		if err != nil {
+			return "", errStore(err)
+		}
+		if found == nil || found.Rec.Find(id) == nil {
+			return notSubbed, nil
+		}
+		r := found.Rec
+		r.Remove(id)
+		if len(r.Subscribers) == 0 {
+			err = kv.Delete(ctx, sc, KindRepo, found.Rev, found.Key)
+			if err == nil {
+				if err := s.disarm(ctx, sc, found.Key); err != nil {
+					return "", errStore(err)
+				}
+				return x.t("unsub.ok", "repo", r.FullName), nil
+			}
+		} else {
+			b, eerr := encodeRecord(r)
+			if eerr != nil {
+				return "", eerr
+			}
+			_, err = kv.UpdateAt(ctx, sc, KindRepo, b, found.Rev, found.Key)
+			if err == nil {
+				return x.t("unsub.ok", "repo", r.FullName), nil
+			}
+		}
+		if !isConflict(err) {
+			return "", errStore(err)
+		}
+	}
+	return "", errStore(bus.ErrCASExhausted)
+}
+
+func isConflict(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
+}
+
+func (s *Service) listSubs(ctx context.Context, inv *bus.Invocation, x texts, prefix string) (string, error) {
+	id, ok := identity(inv.Command)
+	if !ok {
+		return x.t("err.no_bot"), nil
+	}
+	all, err := listRecords(ctx, s.runner.KV(), inv.Scope)
+	if err != nil {
+		return "", errStore(err)
+	}
+	var items []SubItem
+	for _, r := range all {
+		sub := r.Rec.Find(id)
+		if sub == nil {
+			continue
+		}
+		it := SubItem{FullName: r.Rec.FullName, Kinds: sub.Kinds}
+		if r.Rec.Poll.Broken != nil {
+			it.BrokenStatus = r.Rec.Poll.Broken.Status
+		}
+		items = append(items, it)
+	}
+	slices.SortFunc(items, func(a, b SubItem) int {
+		return strings.Compare(strings.ToLower(a.FullName), strings.ToLower(b.FullName))
+	})
+	return x.subsList(items, prefix), nil
+}

@@ -1,0 +1,53 @@
+package githubkit
+
+import (
+	"context"
+	"flag"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/langbot-nats/plugins/pkg/svcmain"
+)
+
+// Flags are the service-specific flags of the binary and of lbctl dev.
+type Flags struct {
+	APIURL               string
+	AllowPrivateNetworks bool
+	AllowHTTP            bool
+	PollWorkers          int
+}
+
+// Register adds the flags to fs, defaulting to the environment.
+func (f *Flags) Register(fs *flag.FlagSet, getenv func(string) string) {
+	envBool := func(k string) bool { b, _ := strconv.ParseBool(strings.TrimSpace(getenv(k))); return b }
+	n, _ := strconv.Atoi(getenv("GITHUBKIT_POLL_WORKERS"))
+	fs.StringVar(&f.APIURL, "github-api-url", getenv("GITHUB_API_URL"), "default GitHub API root for installations that set none (GITHUB_API_URL)")
+	fs.BoolVar(&f.AllowPrivateNetworks, "github-allow-private-networks", envBool("GITHUB_ALLOW_PRIVATE_NETWORKS"), "allow GitHub API URLs that resolve to private, loopback or link-local addresses")
+	fs.BoolVar(&f.AllowHTTP, "github-allow-http", envBool("GITHUB_ALLOW_HTTP"), "allow http (not https) GitHub API URLs")
+	fs.IntVar(&f.PollWorkers, "poll-workers", n, "polls running at once per replica (GITHUBKIT_POLL_WORKERS; default 16)")
+}
+
+// Build creates the service on a svcmain environment, as the binary and
+// lbctl dev do.
+func Build(env *svcmain.Env, f Flags) (*Service, error) {
+	return New(Config{
+		Prefix:               env.Subjects.Prefix,
+		Replicas:             env.Options.Replicas,
+		Workers:              env.Options.Workers,
+		PollWorkers:          f.PollWorkers,
+		DefaultAPIURL:        f.APIURL,
+		AllowPrivateNetworks: f.AllowPrivateNetworks,
+		AllowHTTP:            f.AllowHTTP,
+	}, Deps{
+		Conn: env.Conn, Keyring: env.Keyring, Logger: env.Logger,
+		TracerProvider: env.TracerProvider, Registerer: env.Registry,
+	})
+}
+
+// Main is the binary's main: it returns the exit code.
+func Main(args []string, getenv func(string) string, stderr io.Writer) int {
+	var f Flags
+	return svcmain.Main(Plugin, args, getenv, stderr, func(fs *flag.FlagSet) { f.Register(fs, getenv) },
+		func(ctx context.Context, env *svcmain.Env) (svcmain.Service, error) { return Build(env, f) })
+}

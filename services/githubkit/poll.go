@@ -1,0 +1,581 @@
+package githubkit
+
+import (
+	"context"
+	"errors"
+		"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// Poll outcomes (spec §7.7, githubkit_polls_total).
+const (
+	outNotModified = "not_modified"
+	outNoNew       = "no_new"
+	outDelivered   = "delivered"
+	outRateLimited = "rate_limited"
+	outTransient   = "transient"
+	outPermanent   = "permanent"
+	outBroken      = "broken"
+	outPaused      = "paused"
+	outBackoff     = "backoff"
+	outConflict    = "conflict"
+	outConfigError = "config_error"
+)
+
+// handlePoll handles one fired poll message (spec §7.2).
+func (s *Service) handlePoll(ctx context.Context, f *bus.Fired) {
+	opts := []trace.SpanStartOption{trace.WithAttributes(bus.AttrScope.String(f.Scope.String()))}
+	if f.Origin.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: f.Origin}))
+	}
+	ctx, span := s.tracer.Start(ctx, "githubkit.poll", opts...)
+	defer span.End()
+	if f.Kind != bus.KindPoll || len(f.IDs) != 1 {
+		s.log.ErrorContext(ctx, "poll message with a malformed subject")
+		_ = f.Term()
+		return
+	}
+	outcome, retry := s.poll(ctx, f, f.Scope, f.IDs[0])
+	span.SetAttributes(attribute.String("githubkit.poll.outcome", outcome))
+	s.metrics.polls.WithLabelValues(outcome).Inc()
+	if retry {
+		span.SetStatus(codes.Error, "state store")
+		_ = f.Nak(5 * time.Second)
+		return
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = f.Ack(actx)
+}
+
+// pollRun carries one poll's state.
+type pollRun struct {
+	s        *Service
+	sc       binding.Scope
+	key      string
+	auth     *bus.Authority
+	st       Settings
+	fp       string
+	target   Target
+	now      time.Time
+	rev      uint64
+	rec      *RepoRecord
+	progress func()
+}
+
+// poll runs the steps of spec §7.2; retry asks for redelivery (the state
+// store failed before anything was decided).
+func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key string) (outcome string, retry bool) {
+	kv := s.runner.KV()
+	// 2. Authority.
+	a, err := s.runner.Authority(ctx, sc)
+	if err != nil {
+		return outTransient, true
+	}
+	if a == nil || a.State == bus.StateRemoved {
+		if err := s.disarm(ctx, sc, key); err != nil {
+			return outTransient, true
+		}
+		if a != nil {
+			if r, err := getRecord(ctx, kv, sc, key); err == nil && r != nil {
+				_ = kv.Delete(ctx, sc, KindRepo, r.Rev, key)
+			}
+		}
+		return outPaused, false
+	}
+	if !a.Active() {
+		return outPaused, false
+	}
+	raw, err := s.runner.OpenConfig(sc, a)
+	if err != nil {
+		s.log.WarnContext(ctx, "poll: sealed config cannot be opened", "scope", sc.String())
+		return outConfigError, false
+	}
+	st, _ := s.settings(raw)
+	if st.APIErr != nil {
+		return outConfigError, false
+	}
+	// 3. Record.
+	cur, err := getRecord(ctx, kv, sc, key)
+	if err != nil {
+		return outTransient, true
+	}
+	if cur == nil || len(cur.Rec.Subscribers) == 0 || cur.Rec.Poll.Broken != nil {
+		if err := s.disarm(ctx, sc, key); err != nil {
+			return outTransient, true
+		}
+		if cur != nil && len(cur.Rec.Subscribers) == 0 {
+			_ = kv.Delete(ctx, sc, KindRepo, cur.Rev, key)
+		}
+		return outPaused, false
+	}
+	run := &pollRun{s: s, sc: sc, key: key, auth: a, st: st, fp: s.keyring.Fingerprint([]byte(st.Token)),
+		target: Target{BaseURL: st.APIURL, Token: st.Token}, now: s.now(), rev: cur.Rev, rec: cur.Rec,
+		progress: func() { _ = f.InProgress() }}
+	return run.run(ctx), false
+}
+
+func (p *pollRun) run(ctx context.Context) string {
+	r := p.rec
+	// 4. Skip.
+	if r.Poll.NotBefore != nil && p.now.Before(*r.Poll.NotBefore) {
+		return outBackoff
+	}
+	if r.Poll.ClaimUntil != nil && p.now.Before(*r.Poll.ClaimUntil) {
+		return outConflict
+	}
+	if p.s.rates.blocked(p.fp, p.now) {
+		return outRateLimited
+	}
+	// 5. Target.
+	head := ""
+	if r.Head != nil {
+		head = *r.Head
+	}
+	target := ""
+	for _, sub := range r.Subscribers {
+		c := head
+		if sub.Cursor != nil {
+			c = *sub.Cursor
+		}
+		if target == "" || CompareIDs(c, target) < 0 {
+			target = c
+		}
+	}
+	lagging := r.Head != nil && CompareIDs(target, head) < 0
+	// 6. Page 1.
+	etag := ""
+	if r.ETag != "" && !lagging {
+		etag = r.ETag
+	}
+	page, err := p.s.gh.Events(ctx, p.target, r.FullName, 1, EventsPerPage, etag)
+	if err != nil {
+		return p.failure(ctx, err)
+	}
+	if page.NotModified {
+		changed := p.success(page.PollInterval)
+		if changed {
+			if !p.writeAt(ctx) {
+				return outConflict
+			}
+			p.rearmIfNeeded(ctx)
+		}
+		return outNotModified
+	}
+	events := page.Events
+	// 7. More pages.
+	last := page.Events
+	for n := 2; n <= MaxEventPages && r.Head != nil && len(last) == EventsPerPage &&
+		CompareIDs(last[len(last)-1].ID, target) > 0; n++ {
+		p.progress()
+		more, err := p.s.gh.Events(ctx, p.target, r.FullName, n, EventsPerPage, "")
+		if err != nil {
+			return p.failure(ctx, err)
+		}
+		events = append(events, more.Events...)
+		last = more.Events
+	}
+	if r.Head != nil && len(last) == EventsPerPage && len(events) > 0 && CompareIDs(events[len(events)-1].ID, target) > 0 {
+		p.s.log.WarnContext(ctx, "poll_gap: older events were not read", "scope", p.sc.String(), "events", len(events))
+	}
+	// 8. Record updates.
+	p.success(page.PollInterval)
+	if len(events) > 0 {
+		ev := events[0]
+		if ev.Repo.Name != "" && ev.Repo.Name != r.FullName {
+			r.FullName = ev.Repo.Name
+		}
+		if ev.Repo.ID != 0 && (r.RepoID == nil || *r.RepoID != ev.Repo.ID) {
+			id := ev.Repo.ID
+			r.RepoID = &id
+		}
+	}
+	r.ETag = page.ETag
+	maxSeen := ""
+	for _, e := range events {
+		if isDecimal(e.ID) && (maxSeen == "" || CompareIDs(e.ID, maxSeen) > 0) {
+			maxSeen = e.ID
+		}
+	}
+	// 9. Unprimed.
+	if r.Head == nil {
+		h := maxSeen
+		if h == "" {
+			h = "0"
+		}
+		r.Head = &h
+		for _, sub := range r.Subscribers {
+			c := h
+			sub.Cursor = &c
+		}
+		p.writeAt(ctx)
+		p.rearmIfNeeded(ctx)
+		return outNoNew
+	}
+	// 10. Build lines.
+	newHead := head
+	if maxSeen != "" {
+		newHead = maxID(head, maxSeen)
+	}
+	asc := make([]Event, 0, len(events))
+	for i := len(events) - 1; i >= 0; i-- {
+		if isDecimal(events[i].ID) {
+			asc = append(asc, events[i])
+		}
+	}
+	type plan struct {
+		sub *Subscriber
+		sel Selection
+		cur string
+	}
+	var plans []plan
+	for _, sub := range r.Subscribers {
+		c := head
+		if sub.Cursor != nil {
+			c = *sub.Cursor
+		}
+		sel := Select(asc, c, sub.Kinds, p.st.MaxEventsPerPush)
+		if len(sel.Events) > 0 {
+			plans = append(plans, plan{sub: sub, sel: sel, cur: c})
+		}
+	}
+	// 11. Nothing to send.
+	if len(plans) == 0 {
+		nh := newHead
+		r.Head = &nh
+		for _, sub := range r.Subscribers {
+			c := newHead
+			sub.Cursor = &c
+		}
+		p.writeAt(ctx)
+		p.rearmIfNeeded(ctx)
+		return outNoNew
+	}
+	// 12. Claim.
+	until := p.now.Add(ClaimFor)
+	r.Poll.ClaimUntil = &until
+	if !p.writeAt(ctx) {
+		return outConflict
+	}
+	if h := p.s.hooks.afterClaim; h != nil {
+		h(ctx, p.sc, p.key)
+	}
+	// 13. Send.
+	x := p.s.texts(p.st.Language)
+	en := newEnricher(p)
+	type result struct {
+		sent, failed bool
+	}
+	results := map[Identity]result{}
+	stale := false
+	for _, pl := range plans {
+		if ctx.Err() != nil || stale {
+			break
+		}
+		p.progress()
+		var lines []string
+		for _, e := range pl.sel.Events {
+			if line, ok := x.eventLine(e, en.enrich(ctx, e)); ok {
+				lines = append(lines, line)
+			}
+		}
+		text := x.pushMessage(r.FullName, lines, pl.sel.More)
+		idem := "githubkit:" + p.sc.String() + ":" + p.key + ":" + pl.sub.SID() + ":" + pl.cur + "-" + newHead
+		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.SendTimeout)
+		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
+			BotUUID: pl.sub.BotUUID, TargetType: pl.sub.TargetType, TargetID: pl.sub.TargetID, MessageChain: bus.Plain(text),
+		}, idem)
+		cancel()
+		switch {
+		case err == nil:
+			results[pl.sub.Identity] = result{sent: true}
+			p.s.metrics.push.WithLabelValues("sent").Inc()
+		case errors.Is(err, bus.ErrBindingRefused):
+			// the runner's host client marked the authority superseded
+			stale = true
+			p.s.metrics.push.WithLabelValues("failed").Inc()
+		default:
+			results[pl.sub.Identity] = result{failed: true}
+			p.s.metrics.push.WithLabelValues("failed").Inc()
+		}
+	}
+	// 14. Final write.
+	withLines := map[Identity]bool{}
+	for _, pl := range plans {
+		withLines[pl.sub.Identity] = true
+	}
+	polled := map[Identity]bool{}
+	for _, sub := range r.Subscribers {
+		polled[sub.Identity] = true
+	}
+	etagNow, ifl := r.ETag, r.Poll
+	fullName, repoID := r.FullName, r.RepoID
+	dropped := 0
+	_, _, err = updateRecord(ctx, p.s.runner.KV(), p.sc, p.key, func(cur *RepoRecord) (*RepoRecord, error) {
+		dropped = 0
+		if cur == nil {
+			return nil, bus.ErrNoChange
+		}
+		if cur.Head == nil || CompareIDs(newHead, *cur.Head) > 0 {
+			nh := newHead
+			cur.Head = &nh
+		}
+		cur.ETag = etagNow
+		cur.FullName, cur.RepoID = fullName, repoID
+		cur.Poll.ClaimUntil = nil
+		cur.Poll.NotBefore = ifl.NotBefore
+		cur.Poll.TransientFailures, cur.Poll.PermanentFailures = ifl.TransientFailures, ifl.PermanentFailures
+		cur.Poll.LastStatus, cur.Poll.XPollIntervalS = ifl.LastStatus, ifl.XPollIntervalS
+		for _, sub := range cur.Subscribers {
+			res, served := results[sub.Identity]
+			advance := false
+			switch {
+			case res.sent:
+				advance = true
+				sub.SendFailures = 0
+			case res.failed:
+				sub.SendFailures++
+				if sub.SendFailures >= SendFailuresToDrop {
+					advance = true
+					sub.SendFailures = 0
+					dropped++
+				}
+			case !served && polled[sub.Identity] && !withLines[sub.Identity]:
+				advance = true // nothing for it; subscribers added meanwhile keep their cursor
+			}
+			if advance && (sub.Cursor == nil || CompareIDs(newHead, *sub.Cursor) > 0) {
+				c := newHead
+				sub.Cursor = &c
+			}
+		}
+		return cur, nil
+	})
+	if dropped > 0 {
+		p.s.metrics.push.WithLabelValues("dropped").Add(float64(dropped))
+		p.s.log.WarnContext(ctx, "push: events dropped after repeated send failures", "scope", p.sc.String(), "subscribers", dropped)
+	}
+	if err != nil {
+		p.s.log.ErrorContext(ctx, "poll: final write failed", "scope", p.sc.String(), "err", err)
+	}
+	p.rearmIfNeeded(ctx)
+	if len(results) == 0 && stale {
+		return outPaused
+	}
+	return outDelivered
+}
+
+// success applies a 200/304 to the in-memory record: failure counters and
+// not_before cleared, X-Poll-Interval floor taken. It reports whether
+// anything changed.
+func (p *pollRun) success(xpoll int) bool {
+	r := p.rec
+	changed := r.Poll.TransientFailures != 0 || r.Poll.PermanentFailures != 0 || r.Poll.NotBefore != nil
+	r.Poll.TransientFailures, r.Poll.PermanentFailures, r.Poll.NotBefore = 0, 0, nil
+	if r.Poll.LastStatus != 200 {
+		r.Poll.LastStatus = 200
+		changed = true
+	}
+	if xpoll > 0 && xpoll != r.Poll.XPollIntervalS {
+		r.Poll.XPollIntervalS = xpoll
+		changed = true
+	}
+	if EffectiveInterval(p.st.PollInterval, r.Poll.XPollIntervalS) != r.Poll.IntervalS {
+		changed = true
+	}
+	return changed
+}
+
+// writeAt writes the in-memory record by a single CAS on the revision read
+// at the start; it reports success and moves the revision on.
+func (p *pollRun) writeAt(ctx context.Context) bool {
+	b, err := encodeRecord(p.rec)
+	if err != nil {
+		return false
+	}
+	rev, err := p.s.runner.KV().UpdateAt(ctx, p.sc, KindRepo, b, p.rev, p.key)
+	if err != nil {
+		if !isConflict(err) {
+			p.s.log.ErrorContext(ctx, "poll: write failed", "scope", p.sc.String(), "err", err)
+		}
+		return false
+	}
+	p.rev = rev
+	return true
+}
+
+// rearmIfNeeded republishes the schedule when the effective interval
+// differs from the one it was published with, and records the new one.
+func (p *pollRun) rearmIfNeeded(ctx context.Context) {
+	eff := EffectiveInterval(p.st.PollInterval, p.rec.Poll.XPollIntervalS)
+	if eff == p.rec.Poll.IntervalS {
+		return
+	}
+	_, _, err := updateRecord(ctx, p.s.runner.KV(), p.sc, p.key, func(cur *RepoRecord) (*RepoRecord, error) {
+		if cur == nil || cur.Poll.Broken != nil || cur.Poll.IntervalS == eff {
+			return nil, bus.ErrNoChange
+		}
+		cur.Poll.IntervalS = eff
+		return cur, nil
+	})
+	if err != nil {
+		return
+	}
+	p.rec.Poll.IntervalS = eff
+	if err := p.s.arm(ctx, p.sc, p.key, eff); err != nil {
+		p.s.log.ErrorContext(ctx, "poll: re-arm failed", "scope", p.sc.String(), "err", err)
+	}
+}
+
+// failure applies a failed GitHub call to the record (spec §7.3).
+func (p *pollRun) failure(ctx context.Context, err error) string {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		ae = &APIError{Code: CodeNetwork}
+	}
+	r := p.rec
+	switch {
+	case ae.Code == CodeConfig:
+		return outConfigError
+	case ae.Code == CodeRateLimited:
+		until := p.now.Add(ae.Wait + RateJitter(p.s.rand))
+		r.Poll.NotBefore = &until
+		r.Poll.LastStatus = ae.Status
+		p.s.rates.set(p.fp, until)
+		p.writeAt(ctx)
+		return outRateLimited
+	case ae.Permanent():
+		r.Poll.PermanentFailures++
+		r.Poll.LastStatus = ae.Status
+		if r.Poll.PermanentFailures < BrokenAfter {
+			p.writeAt(ctx)
+			return outPermanent
+		}
+		at := p.now.UTC().Truncate(time.Second)
+		r.Poll.Broken = &Broken{At: at, Status: ae.Status}
+		if !p.writeAt(ctx) {
+			return outConflict
+		}
+		if err := p.s.disarm(ctx, p.sc, p.key); err != nil {
+			p.s.log.ErrorContext(ctx, "poll: disarm of a broken record failed", "scope", p.sc.String(), "err", err)
+		}
+		p.notifyBroken(ctx, at, ae.Status)
+		return outBroken
+	default:
+		r.Poll.TransientFailures++
+		r.Poll.LastStatus = ae.Status
+		iv := time.Duration(max(r.Poll.IntervalS, 1)) * time.Second
+		nb := p.now.Add(Backoff(iv, r.Poll.TransientFailures, p.s.rand))
+		r.Poll.NotBefore = &nb
+		p.writeAt(ctx)
+		return outTransient
+	}
+}
+
+// notifyBroken sends push.broken once to each subscriber, without retry.
+func (p *pollRun) notifyBroken(ctx context.Context, at time.Time, status int) {
+	x := p.s.texts(p.st.Language)
+	for _, sub := range p.rec.Subscribers {
+		text := x.t("push.broken", "repo", p.rec.FullName, "status", strconv.Itoa(status), "prefix", sub.Prefix)
+		idem := "githubkit:" + p.sc.String() + ":" + p.key + ":" + sub.SID() + ":broken:" + at.Format(time.RFC3339)
+		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.SendTimeout)
+		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
+			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID, MessageChain: bus.Plain(text),
+		}, idem)
+		cancel()
+		if err != nil {
+			p.s.metrics.push.WithLabelValues("failed").Inc()
+			if errors.Is(err, bus.ErrBindingRefused) {
+				return
+			}
+			continue
+		}
+		p.s.metrics.push.WithLabelValues("sent").Inc()
+	}
+}
+
+// enricher makes the extra GitHub calls of spec §7.6 for one poll.
+type enricher struct {
+	p       *pollRun
+	budget  int
+	stopped bool
+	compare map[string]*Enrichment
+	pulls   map[int]*Enrichment
+}
+
+func newEnricher(p *pollRun) *enricher {
+	return &enricher{p: p, budget: EnrichmentBudget, compare: map[string]*Enrichment{}, pulls: map[int]*Enrichment{}}
+}
+
+// enrich returns what extra calls found out about e, or nil.
+func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
+	if base, head, ok := e.needsCompare(); ok {
+		k := base + "..." + head
+		if r, ok := en.compare[k]; ok {
+			return r
+		}
+		if !en.take("compare") {
+			return nil
+		}
+		cmp, err := en.p.s.gh.Compare(ctx, en.p.target, en.p.rec.FullName, base, head)
+		if en.failed("compare", err) {
+			return nil
+		}
+		r := &Enrichment{}
+		if cmp.GetStatus() == "ahead" {
+			r.Commits = cmp.GetTotalCommits()
+		}
+		if n := len(cmp.Commits); n > 0 && cmp.Commits[n-1].GetSHA() == head && cmp.Commits[n-1].Commit != nil {
+			r.HeadMessage = cmp.Commits[n-1].Commit.GetMessage()
+		}
+		en.compare[k] = r
+		return r
+	}
+	if n, ok := e.needsPull(); ok {
+		if r, ok := en.pulls[n]; ok {
+			return r
+		}
+		if !en.take("pull") {
+			return nil
+		}
+		pr, err := en.p.s.gh.Pull(ctx, en.p.target, en.p.rec.FullName, n)
+		if en.failed("pull", err) {
+			return nil
+		}
+		r := &Enrichment{HasPR: true, Title: pr.GetTitle(), Merged: pr.GetMerged() || (pr.MergedAt != nil && !pr.MergedAt.IsZero())}
+		en.pulls[n] = r
+		return r
+	}
+	return nil
+}
+
+func (en *enricher) take(kind string) bool {
+	if en.stopped || en.budget <= 0 {
+		en.p.s.metrics.enrichment.WithLabelValues(kind, "skipped").Inc()
+		return false
+	}
+	en.budget--
+	return true
+}
+
+func (en *enricher) failed(kind string, err error) bool {
+	if err == nil {
+		en.p.s.metrics.enrichment.WithLabelValues(kind, "ok").Inc()
+		return false
+	}
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Code == CodeRateLimited {
+		en.stopped = true
+		en.p.s.rates.set(en.p.fp, en.p.now.Add(ae.Wait+RateJitter(en.p.s.rand)))
+		en.p.s.metrics.enrichment.WithLabelValues(kind, "rate_limited").Inc()
+		return true
+	}
+	en.p.s.metrics.enrichment.WithLabelValues(kind, "error").Inc()
+	return true
+}
