@@ -2,7 +2,6 @@ package schenotify_test
 
 import (
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,7 +117,7 @@ func TestO2UninstallStopsScope(t *testing.T) {
 	base := runtime.NumGoroutine()
 	far := rfc(time.Now().Add(time.Hour))
 	for i := range 200 {
-		e.schedule(t, bind("many-"+strconv.Itoa(i), 1), cfgEN, s, map[string]any{"message": "x", "time_str": far})
+		e.schedule(t, bind("many-"+itoa(i), 1), cfgEN, s, map[string]any{"message": "x", "time_str": far})
 	}
 	eventually(t, 5*time.Second, "goroutines settle", func() bool { return runtime.NumGoroutine() <= base+5 })
 }

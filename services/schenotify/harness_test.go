@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -420,6 +421,8 @@ func checkOnTime(t testing.TB, c hostCall, due time.Time) {
 		t.Errorf("%q arrived at %s, due %s", c.Text(), c.At.Format(time.StampMilli), due.Format(time.StampMilli))
 	}
 }
+
+func itoa(i int) string { return strconv.Itoa(i) }
 
 func scopeOf(b binding.Binding) binding.Scope { return bus.ScopeOf(b) }
 

@@ -1,0 +1,255 @@
+package schenotify_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/schenotify"
+)
+
+// O12: a failed send keeps the reminder queued; the retry carries the same
+// key and succeeds.
+func TestO12FailedDeliveryIsRetried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start(t, testConfig(), nil, nil, nil)
+	b := bind("installation-a", 1)
+	s := sess("bot", "person", "1")
+	var mu sync.Mutex
+	failed := false
+	e.host.respond(func(hostCall) hostAction {
+		mu.Lock()
+		defer mu.Unlock()
+		if !failed {
+			failed = true
+			return hostAction{Err: bus.Errorf(bus.ErrInternal, "boom")}
+		}
+		return hostAction{}
+	})
+	T := nextSecond()
+	id := e.schedule(t, b, cfgEN, s, map[string]any{"message": "A reminder", "time_str": rfc(T.Add(time.Second))})
+	e.host.wait(t, 1, 5*time.Second)
+	eventually(t, 3*time.Second, "retrying record", func() bool {
+		r := e.record(t, scopeOf(b), id)
+		return r != nil && r.State == schenotify.StateRetrying
+	})
+	r := e.record(t, scopeOf(b), id)
+	if r.Attempt != 1 || r.LastError == nil || r.LastError.Code != "host_error" || strings.Contains(r.LastError.Detail, "A reminder") {
+		t.Fatalf("record after failure: attempt %d, last_error %+v", r.Attempt, r.LastError)
+	}
+	calls := e.host.wait(t, 2, 5*time.Second)
+	if calls[0].Key != calls[1].Key {
+		t.Fatalf("keys differ: %q %q", calls[0].Key, calls[1].Key)
+	}
+	if d := calls[1].At.Sub(calls[0].At); d < 500*time.Millisecond || d > 2500*time.Millisecond {
+		t.Errorf("retry after %v, want about 1 s", d)
+	}
+	eventually(t, 3*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
+	if texts := e.host.texts(); len(texts) != 2 || texts[1] != "[Notify] A reminder" {
+		t.Fatalf("sends %q", texts)
+	}
+}
+
+// O13: a delete while the send hangs reports note.in_flight; every text
+// arrives exactly once and nothing more is sent.
+func TestO13DeleteDuringSend(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start(t, testConfig(), nil, nil, nil)
+	b := bind("installation-a", 1)
+	s := sess("bot", "person", "1")
+	release := make(chan struct{})
+	e.host.respond(func(c hostCall) hostAction {
+		if strings.HasSuffix(c.Text(), "two") {
+			return hostAction{Hang: release}
+		}
+		return hostAction{}
+	})
+	T := nextSecond()
+	e.schedule(t, b, cfgEN, s, map[string]any{"message": "one", "time_str": rfc(T.Add(time.Second))})
+	idTwo := e.schedule(t, b, cfgEN, s, map[string]any{"message": "two", "time_str": rfc(T.Add(time.Second))})
+	e.host.wait(t, 2, 5*time.Second)
+	text := e.cmd(t, b, cfgEN, s, "!dsche "+idTwo)
+	if !strings.Contains(text, "Deleted reminder "+idTwo) || !strings.Contains(text, "may still arrive once") {
+		t.Fatalf("delete reply %q", text)
+	}
+	close(release)
+	eventually(t, 5*time.Second, "no records", func() bool { return len(e.reminderKeys(t, scopeOf(b))) == 0 })
+	time.Sleep(5 * time.Second) // nothing more may arrive in this window
+	texts := e.host.texts()
+	if len(texts) != 2 {
+		t.Fatalf("sends %q", texts)
+	}
+	if e.streamMsgs(t, scopeOf(b)) != 0 {
+		t.Errorf("stream messages left")
+	}
+}
+
+// N7: a delete committed before the claim prevents the send.
+func TestN7DeleteBeforeClaim(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	in := e.start(t, testConfig(), nil, nil, nil)
+	b := bind("installation-a", 1)
+	s := sess("bot", "person", "1")
+	held := make(chan string, 1)
+	release := make(chan struct{})
+	in.svc.SetBeforeClaim(func(_ context.Context, _ binding.Scope, id string) {
+		held <- id
+		<-release
+	})
+	T := nextSecond()
+	id := e.schedule(t, b, cfgEN, s, map[string]any{"message": "held", "time_str": rfc(T.Add(time.Second))})
+	select {
+	case got := <-held:
+		if got != id {
+			t.Fatalf("held %s", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("handler never reached the claim")
+	}
+	text := e.cmd(t, b, cfgEN, s, "!dsche "+id)
+	if !strings.Contains(text, "Deleted") || strings.Contains(text, "may still arrive") {
+		t.Fatalf("delete reply %q", text)
+	}
+	close(release)
+	eventually(t, 5*time.Second, "subjects purged", func() bool { return e.streamMsgs(t, scopeOf(b)) == 0 })
+	time.Sleep(500 * time.Millisecond)
+	if n := len(e.host.sends()); n != 0 {
+		t.Fatalf("%d sends after a delete before the claim", n)
+	}
+}
+
+// N7 without the hook: across runs, either no note and no send, or the note
+// and exactly one send.
+func TestN7DeleteRaceConcurrentSafe(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start(t, testConfig(), nil, nil, nil)
+	b := bind("installation-race", 1)
+	const runs = 30
+	T := nextSecond().Add(time.Second)
+	type run struct {
+		id, session string
+		note, gone  bool
+	}
+	var rs []run
+	for i := range runs {
+		s := sess("bot", "person", "r"+itoa(i))
+		id := e.schedule(t, b, cfgEN, s, map[string]any{"message": "race " + itoa(i), "time_str": rfc(T)})
+		rs = append(rs, run{id: id, session: "r" + itoa(i)})
+	}
+	time.Sleep(time.Until(T))
+	var wg sync.WaitGroup
+	for i := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			text := e.cmd(t, b, cfgEN, sess("bot", "person", rs[i].session), "!dsche "+rs[i].id)
+			rs[i].note = strings.Contains(text, "may still arrive")
+			rs[i].gone = strings.Contains(text, "no reminder with id") // delivered before the delete
+		}()
+	}
+	wg.Wait()
+	time.Sleep(2 * time.Second)
+	sent := map[string]int{}
+	for _, c := range e.host.sends() {
+		sent[c.Data.TargetID]++
+	}
+	for _, r := range rs {
+		n := sent[r.session]
+		if n > 1 || (r.note && n != 1) || (!r.note && !r.gone && n != 0) || (r.gone && n != 1) {
+			t.Errorf("run %s: note %v, %d sends", r.session, r.note, n)
+		}
+	}
+}
+
+// O14: caps, truncation, and no reminder text in logs or span attributes.
+func TestO14QueueIsBoundedAndTextNotLogged(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rec := tracetest.NewSpanRecorder()
+	in := e.start(t, testConfig(), nil, nil, trace.NewTracerProvider(trace.WithSpanProcessor(rec)))
+	b := bind("installation-a", 1)
+	far := rfc(time.Now().Add(time.Hour))
+	s1, s2, s3 := sess("bot", "person", "1"), sess("bot", "person", "2"), sess("bot", "person", "3")
+	var first string
+	for i := range 50 {
+		id := e.schedule(t, b, cfgEN, s1, map[string]any{"message": "a", "time_str": far})
+		e.schedule(t, b, cfgEN, s2, map[string]any{"message": "b", "time_str": far})
+		if i == 0 {
+			first = id
+		}
+	}
+	r := e.tool(t, b, cfgEN, s3, schenotify.ToolSchedule, map[string]any{"message": "c", "time_str": far})
+	if r["code"] != "too_many" {
+		t.Fatalf("101st: %v", r)
+	}
+	if n := len(e.reminderKeys(t, scopeOf(b))); n != 100 {
+		t.Fatalf("%d reminders", n)
+	}
+	e.cmd(t, b, cfgEN, s1, "!dsche "+first)
+	long := strings.Repeat("x", 2500)
+	r = e.tool(t, b, cfgEN, s3, schenotify.ToolSchedule, map[string]any{"message": long, "delay": "1h"})
+	if r["status"] != "ok" || r["truncated"] != true || r["original_length"] != float64(2500) || len(r["message"].(string)) != 2000 {
+		t.Fatalf("long add: status %v truncated %v length %v", r["status"], r["truncated"], r["original_length"])
+	}
+	if rec := e.record(t, scopeOf(b), r["id"].(string)); len([]rune(rec.Message)) != 2000 {
+		t.Fatalf("stored %d code points", len([]rune(rec.Message)))
+	}
+	e.cmd(t, b, cfgEN, s2, "!dsche 1")
+	secret := "secret-reminder-text-7f3a"
+	T := nextSecond()
+	id := e.schedule(t, b, cfgEN, s3, map[string]any{"message": secret, "time_str": rfc(T.Add(time.Second))})
+	e.host.wait(t, 1, 5*time.Second)
+	eventually(t, 3*time.Second, "delivered", func() bool { return e.record(t, scopeOf(b), id) == nil })
+	logs := in.logs.String()
+	if strings.Contains(logs, secret) {
+		t.Fatalf("reminder text in logs")
+	}
+	if !strings.Contains(logs, id) {
+		t.Fatalf("no log line carries the id %s", id)
+	}
+	for _, sp := range rec.Ended() {
+		for _, a := range sp.Attributes() {
+			if strings.Contains(a.Value.Emit(), secret) {
+				t.Fatalf("span %s attribute %s holds the text", sp.Name(), a.Key)
+			}
+		}
+	}
+}
+
+// O15: an upgrade carries reminders over; a late revoke of the old
+// revision is a no-op; both are delivered under the new binding.
+func TestO15UpgradeKeepsReminders(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start(t, testConfig(), nil, nil, nil)
+	b1, b2 := bind("installation-a", 1), bind("installation-a", 2)
+	s := sess("bot", "person", "1")
+	T := nextSecond()
+	e.schedule(t, b1, cfgEN, s, map[string]any{"message": "R1", "time_str": rfc(T.Add(6 * time.Second))})
+	e.schedule(t, b2, cfgEN, s, map[string]any{"message": "R2", "time_str": rfc(T.Add(3 * time.Second))})
+	if _, err := bus.PublishRevoke(t.Context(), e.js, bus.Subjects{}, schenotify.Plugin, bus.Revoke{Binding: b1, Reason: bus.ReasonUpgrade}, ""); err != nil {
+		t.Fatal(err)
+	}
+	calls := e.host.wait(t, 2, 10*time.Second)
+	if calls[0].Text() != "[Notify] R2" || calls[1].Text() != "[Notify] R1" {
+		t.Fatalf("sends %q", e.host.texts())
+	}
+	checkOnTime(t, calls[0], T.Add(3*time.Second))
+	checkOnTime(t, calls[1], T.Add(6*time.Second))
+	for _, c := range calls {
+		if c.Binding != b2 {
+			t.Errorf("%q sent under revision %d", c.Text(), c.Binding.RuntimeRevision)
+		}
+	}
+}
