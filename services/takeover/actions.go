@@ -85,7 +85,7 @@ func (s *Service) notify(ctx context.Context, sc binding.Scope, b binding.Bindin
 	msg := bus.SendMessage{BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: bus.Plain(text)}
 	gen := rec.Gen
 	try := func(ctx context.Context) bool {
-		tctx, cancel := context.WithTimeout(ctx, bus.DefaultHostTimeout)
+		tctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
 		defer cancel()
 		if err := s.runner.Host().SendMessage(tctx, b, msg, idem); err != nil {
 			return false

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
@@ -30,6 +34,7 @@ type harness struct {
 	inv    *bus.Invoker
 	svc    *takeover.Service
 	offset atomic.Int64 // clock offset, ns
+	regs   []*prometheus.Registry
 	stop   func()
 }
 
@@ -48,10 +53,13 @@ func newHarness(t testing.TB) *harness {
 // startReplica runs one more service replica on nc until cleanup.
 func (h *harness) startReplica(nc *nats.Conn) *takeover.Service {
 	h.t.Helper()
+	reg := prometheus.NewRegistry()
+	h.regs = append(h.regs, reg)
 	svc, err := takeover.New(takeover.Config{
 		MinTakeoverTimeout: time.Second,
 		NoticeRetry:        []time.Duration{50 * time.Millisecond},
-	}, takeover.Deps{Conn: nc, Clock: h.now})
+		HostTimeout:        time.Second,
+	}, takeover.Deps{Conn: nc, Clock: h.now, Registerer: reg, Logger: testLogger()})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -286,4 +294,83 @@ func isCode(err error, code int, reason string) bool {
 	return errors.As(err, &e) && e.Code == code && (reason == "" || e.Reason == reason)
 }
 
+// metric sums a counter over every replica, for series whose labels
+// include all of labels.
+func (h *harness) metric(name string, labels map[string]string) float64 {
+	h.t.Helper()
+	var sum float64
+	for _, reg := range h.regs {
+		mfs, err := reg.Gather()
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+		next:
+			for _, m := range mf.GetMetric() {
+				for k, v := range labels {
+					found := false
+					for _, lp := range m.GetLabel() {
+						if lp.GetName() == k && lp.GetValue() == v {
+							found = true
+						}
+					}
+					if !found {
+						continue next
+					}
+				}
+				if c := m.GetCounter(); c != nil {
+					sum += c.GetValue()
+				} else if g := m.GetGauge(); g != nil {
+					sum += g.GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// keys lists every key of a bucket.
+func (h *harness) keys(bucket string) []string {
+	h.t.Helper()
+	kv, err := h.js.KeyValue(context.Background(), bucket)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	l, err := kv.ListKeys(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for k := range l.Keys() {
+		out = append(out, k)
+	}
+	return out
+}
+
+// putRecord writes a record directly, as another replica or an import would.
+func (h *harness) putRecord(b binding.Binding, sid string, r *takeover.Record) {
+	h.t.Helper()
+	kv, err := h.js.KeyValue(context.Background(), bus.Bucket(takeover.Plugin))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	sc, _ := b.Scope()
+	key, _ := bus.Key(sc, "session", sid)
+	v, _ := json.Marshal(r)
+	if _, err := kv.Put(context.Background(), key, v); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 var _ = strings.Contains
+
+// testLogger discards logs unless TAKEOVER_TEST_LOG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("TAKEOVER_TEST_LOG") != "" {
+		return slog.Default()
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}

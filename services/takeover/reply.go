@@ -131,7 +131,9 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		chain = append(chain, bus.Component{Type: "File", Base64: DataURL(r.FileMime, r.File), Name: r.FileName})
 	}
 	idem := "takeover:" + c.Scope.String() + ":" + sid + ":" + r.IdempotencyKey
-	err = s.runner.Host().SendMessage(ctx, c.Binding, bus.SendMessage{
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
+	defer cancel()
+	err = s.runner.Host().SendMessage(sctx, c.Binding, bus.SendMessage{
 		BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: chain,
 	}, idem)
 	if err != nil {

@@ -2,11 +2,12 @@ package takeover
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -42,6 +43,10 @@ type Config struct {
 	// MinTakeoverTimeout lowers the clamp of takeover_timeout (spec §12's
 	// test seam); zero means 30 s. Installation config cannot reach it.
 	MinTakeoverTimeout time.Duration
+	// HostTimeout bounds one host action (send_message, get_bot_info);
+	// default 15 s (spec §11). A reply whose send times out is
+	// outcome_unknown.
+	HostTimeout time.Duration
 	// NoticeRetry are the delays before the notice tries (spec §3.7);
 	// default 1 s, 5 s, 15 s.
 	NoticeRetry []time.Duration
@@ -115,6 +120,9 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	if cfg.MinTakeoverTimeout < 0 || cfg.MinTakeoverTimeout > MinTakeoverTimeout*time.Second {
 		return nil, fmt.Errorf("%w: MinTakeoverTimeout must be within [0, 30s]", ErrInvalidConfig)
+	}
+	if cfg.HostTimeout <= 0 {
+		cfg.HostTimeout = bus.DefaultHostTimeout
 	}
 	if cfg.NoticeRetry == nil {
 		cfg.NoticeRetry = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second}
@@ -256,10 +264,14 @@ func (s *Service) shutdown() error {
 	return err
 }
 
-// settingsFor parses an installation's config once per (scope, revision),
-// logging the names of bad fields once.
+// settingsFor parses an installation's config once per (scope, config
+// bytes), logging the names of bad fields once.
 func (s *Service) settingsFor(sc binding.Scope, b binding.Binding, raw json.RawMessage) Settings {
-	key := sc.String() + "#" + strconv.FormatInt(b.PlacementGeneration, 10) + "." + strconv.FormatInt(b.RuntimeRevision, 10)
+	key := sc.String() + "#" + string(raw)
+	if len(raw) > 4096 {
+		sum := sha256.Sum256(raw)
+		key = sc.String() + "#" + hex.EncodeToString(sum[:])
+	}
 	s.settingsMu.Lock()
 	defer s.settingsMu.Unlock()
 	if st, ok := s.settings[key]; ok {

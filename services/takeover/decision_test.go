@@ -1,0 +1,127 @@
+package takeover_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/services/takeover"
+)
+
+// takeOver makes a session exist and takes it over through the console.
+func (h *harness) takeOver(b binding.Binding, config, bot string, lid any) string {
+	h.t.Helper()
+	h.mustEvent(b, config, takeover.EventPersonMessage, bot, msgData("person", lid, lid, plain("hi")))
+	sid := sidOf(bot, "person", lid)
+	h.mustPage(b, config, "POST", "/takeover", map[string]string{"sid": sid}, nil)
+	return sid
+}
+
+func TestDecisionBeforeRecording(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("dec1")
+	h.attach(b, `{}`, true)
+	sid := h.takeOver(b, `{}`, "bot-a", 1)
+
+	// healthy appends: the entry is readable once the reply arrives
+	if r := h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("one"))); !r.PreventDefault {
+		t.Fatal("taken-over session not blocked")
+	}
+	if n := h.historyCount(b, sid); n != 2 {
+		t.Fatalf("%d entries stored when the reply arrived, want 2", n)
+	}
+
+	// stalled appends: the reply still comes, blocked; the entry follows
+	stall := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(stall) }) }
+	defer release()
+	takeover.SetFault(h.svc, func(op string, _ binding.Scope) error {
+		if op == "history.append" {
+			<-stall
+		}
+		return nil
+	})
+	r := h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("two")))
+	if !r.PreventDefault || !r.PreventPostorder {
+		t.Fatal("stalled recording changed the decision")
+	}
+	if n := h.historyCount(b, sid); n != 2 {
+		t.Fatalf("entry appended during the stall: %d", n)
+	}
+	release()
+	waitFor(t, "stalled entry", func() bool { return h.historyCount(b, sid) == 3 })
+	takeover.SetFault(h.svc, nil)
+
+	// a session that is not taken over passes
+	if r := h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 2, 2, plain("x"))); r.PreventDefault || r.PreventPostorder {
+		t.Fatal("free session blocked")
+	}
+}
+
+func TestLiveViewDecidesWithoutStorage(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("dec2")
+	h.attach(b, `{}`, true)
+	taken := h.takeOver(b, `{}`, "bot-a", 1)
+	_ = taken
+	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 2, 2, plain("free")))
+	waitFor(t, "live view", func() bool { return takeover.ViewLive(h.svc) })
+
+	takeover.SetFault(h.svc, func(string, binding.Scope) error { return errors.New("storage down") })
+	defer takeover.SetFault(h.svc, nil)
+	before := h.metric("takeover_decisions_total", map[string]string{"path": "view"})
+	for i := range 1000 {
+		lid := 1 + i%2
+		r := h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", lid, lid, plain("m")))
+		if r.PreventDefault != (lid == 1) {
+			t.Fatalf("event %d for %d: blocked=%v", i, lid, r.PreventDefault)
+		}
+	}
+	if got := h.metric("takeover_decisions_total", map[string]string{"path": "view"}) - before; got != 1000 {
+		t.Fatalf("%v decisions by the view, want 1000", got)
+	}
+}
+
+func TestStaleViewUsesDirectRead(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("dec3")
+	h.attach(b, `{}`, true)
+	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 3, 3, plain("hi")))
+	sid := sidOf("bot-a", "person", 3)
+	takeover.StopView(h.svc)
+
+	// another replica takes the session over: written straight to the bucket
+	rec := h.record(b, sid)
+	now := h.now().UnixMilli()
+	rec.Takeover = takeover.TakeoverState{Active: true, StartedAt: now, LastHumanAt: now, ExpiresAt: now + 600_000, Via: "console"}
+	h.putRecord(b, sid, rec)
+
+	r := h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 3, 3, plain("again")))
+	if !r.PreventDefault {
+		t.Fatal("direct read missed the takeover")
+	}
+	if h.metric("takeover_decisions_total", map[string]string{"path": "direct", "blocked": "true"}) != 1 {
+		t.Fatal("decision not by the direct path")
+	}
+	// the direct read fails: the view's last known entry decides
+	takeover.SetFault(h.svc, func(op string, _ binding.Scope) error {
+		if op == "kv.get" {
+			return errors.New("down")
+		}
+		return nil
+	})
+	defer takeover.SetFault(h.svc, nil)
+	// this replica applied its own write of the session at once, so its
+	// view knows the takeover even while stale
+	if r := h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 3, 3, plain("x"))); !r.PreventDefault {
+		t.Fatal("fallback missed the last known takeover")
+	}
+	if r := h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 4, 4, plain("x"))); r.PreventDefault {
+		t.Fatal("fallback blocked an unknown session")
+	}
+	if h.metric("takeover_decisions_total", map[string]string{"path": "fallback"}) != 2 {
+		t.Fatal("decision not by the fallback path")
+	}
+}
