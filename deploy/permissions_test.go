@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -317,6 +318,12 @@ func exerciseService(t *testing.T, host, svc *client, p pluginSpec) {
 	must("dedupe create", err)
 	_, err = dedupe.Update(ctx, invKey, []byte(`{"state":"done"}`), drev)
 	must("dedupe update", err)
+	_, err = dedupe.Get(ctx, invKey)
+	must("dedupe get", err)
+	scoped, err := dedupe.ListKeysFiltered(ctx, scope+".>")
+	must("dedupe list scope", err)
+	for range scoped.Keys() {
+	}
 	must("dedupe delete", dedupe.Delete(ctx, invKey))
 	must("kv purge", kv.Purge(ctx, scope+".other"))
 	must("kv purge deletes", dedupe.PurgeDeletes(ctx, jetstream.DeleteMarkersOlderThan(-1)))
@@ -370,13 +377,19 @@ func exerciseService(t *testing.T, host, svc *client, p pluginSpec) {
 	if p.objects != "" {
 		obs, err := svc.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: p.objects, Storage: jetstream.FileStorage})
 		must("create object store", err)
+		// An attachment of the largest size (10 MiB): reading it back
+		// needs flow control replies on the blob stream.
 		name := scope + ".c2lk.e1.0"
-		_, err = obs.PutBytes(ctx, name, []byte("image bytes"))
+		blob := make([]byte, 10<<20)
+		if _, err := rand.Read(blob); err != nil {
+			t.Fatal(err)
+		}
+		_, err = obs.PutBytes(ctx, name, blob)
 		must("put object", err)
 		got, err := obs.GetBytes(ctx, name)
 		must("get object", err)
-		if string(got) != "image bytes" {
-			t.Fatalf("get object: got %q", got)
+		if !bytes.Equal(got, blob) {
+			t.Fatal("get object: bytes differ")
 		}
 		_, err = obs.List(ctx)
 		must("list objects", err)
