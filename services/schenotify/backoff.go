@@ -25,7 +25,8 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 }
 
 // Wait is the wait after failed attempt n (1-based): min(base × 2^(n−1),
-// cap), rounded up to a whole second.
+// cap), rounded up to a whole second. The next attempt is at the attempt's
+// second plus the wait, so a reminder tried at T+1 retries at T+2.
 func (p RetryPolicy) Wait(n int) time.Duration {
 	p = p.withDefaults()
 	w := p.Base
@@ -48,17 +49,9 @@ func (p RetryPolicy) NextAttempt(n int, first, now time.Time) (time.Time, bool) 
 	if p.MaxAttempts > 0 && n >= p.MaxAttempts {
 		return time.Time{}, false
 	}
-	next := ceilSecond(now.Add(p.Wait(n)))
+	next := now.Truncate(time.Second).Add(p.Wait(n))
 	if next.After(first.Add(p.Bound)) {
 		return time.Time{}, false
 	}
 	return next, true
-}
-
-// ceilSecond rounds t up to a whole second.
-func ceilSecond(t time.Time) time.Time {
-	if f := t.Truncate(time.Second); !f.Equal(t) {
-		return f.Add(time.Second)
-	}
-	return t
 }

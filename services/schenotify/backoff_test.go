@@ -71,7 +71,7 @@ func TestRetryAttemptCap(t *testing.T) {
 			t.Fatalf("gaps %v want %v", gaps, want)
 		}
 	}
-	if next, _ := p.NextAttempt(1, first, first.Add(300*time.Millisecond)); next != first.Add(2*time.Second) {
+	if next, _ := p.NextAttempt(1, first, first.Add(300*time.Millisecond)); next != first.Add(time.Second) {
 		t.Errorf("fractional now: next %v", next)
 	}
 }
