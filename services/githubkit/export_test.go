@@ -1,6 +1,25 @@
 package githubkit
 
-import "net/netip"
+import (
+	"context"
+	"net/netip"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
 
 // BlockedAddrForTest exposes the SSRF guard's address check.
 func BlockedAddrForTest(s string) bool { return blockedAddr(netip.MustParseAddr(s)) }
+
+// Runner exposes the service's runner to tests.
+func (s *Service) Runner() *bus.Runner { return s.runner }
+
+// SetAfterClaim installs a hook run after a poll claimed its record.
+func (s *Service) SetAfterClaim(f func(ctx context.Context, sc binding.Scope, key string)) {
+	s.hooks.afterClaim = f
+}
+
+// ScheduleKeys lists the record keys of a scope that have a schedule.
+func (s *Service) ScheduleKeys(ctx context.Context, sc binding.Scope) ([]string, error) {
+	return s.scheduleKeys(ctx, sc)
+}

@@ -1,0 +1,400 @@
+package githubkit_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
+)
+
+// testClock is the wall clock plus an offset tests can move forward.
+type testClock struct{ off atomic.Int64 }
+
+func (c *testClock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *testClock) Advance(d time.Duration) { c.off.Add(int64(d)) }
+
+// inst is one installation of the plugin.
+type inst struct {
+	name    string
+	b       binding.Binding
+	sc      binding.Scope
+	cfg     map[string]any
+	session bus.Session
+}
+
+func newInst(t testing.TB, name string, cfg map[string]any) *inst {
+	t.Helper()
+	b := binding.Binding{InstanceUUID: "instance-1", WorkspaceUUID: "ws-" + name, InstallationUUID: "inst-" + name,
+		PlacementGeneration: 1, RuntimeRevision: 1, ArtifactDigest: "sha256:test"}
+	sc, err := b.Scope()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &inst{name: name, b: b, sc: sc, cfg: cfg,
+		session: bus.Session{LauncherType: "group", LauncherID: bus.ID("session-" + name), SenderID: "u1", BotUUID: "bot-" + name}}
+}
+
+func (in *inst) config() json.RawMessage {
+	b, _ := json.Marshal(in.cfg)
+	return b
+}
+
+type running struct {
+	svc    *githubkit.Service
+	cancel context.CancelFunc
+	done   chan error
+}
+
+type harness struct {
+	t       *testing.T
+	srv     *bustest.Server
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	host    *bustest.Host
+	fake    *fakegithub.Server
+	keyStr  string
+	clock   *testClock
+	invoker *bus.Invoker
+	subj    bus.Subjects
+	tp      trace.TracerProvider
+	nextID  atomic.Int64
+	runs    []*running
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	srv := bustest.NewServer(t)
+	return newHarnessOn(t, srv, srv.Conn(t))
+}
+
+func newHarnessOn(t *testing.T, srv *bustest.Server, nc *nats.Conn) *harness {
+	t.Helper()
+	key, err := bus.NewKeyString("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, srv: srv, nc: nc, js: js, keyStr: key, clock: &testClock{}}
+	h.host = bustest.NewHost(t, nc, bus.Subjects{})
+	h.fake = fakegithub.New(fakegithub.Options{})
+	t.Cleanup(h.fake.Close)
+	h.invoker = bus.NewInvoker(nc, bus.Subjects{}, nil)
+	return h
+}
+
+// start runs a service instance until the test ends; prep runs before Run.
+func (h *harness) start(cfg githubkit.Config, prep func(*githubkit.Service)) *running {
+	h.t.Helper()
+	kr, err := bus.ParseKeyring(h.keyStr)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	cfg.AllowHTTP, cfg.AllowPrivateNetworks = true, true
+	svc, err := githubkit.New(cfg, githubkit.Deps{Conn: h.nc, Keyring: kr, Clock: h.clock.Now, TracerProvider: h.tp})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if prep != nil {
+		prep(svc)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{svc: svc, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- svc.Run(ctx) }()
+	h.runs = append(h.runs, r)
+	h.t.Cleanup(func() { h.stop(r) })
+	h.waitFor("service ready", func() bool { return svc.Ready() })
+	return r
+}
+
+func (h *harness) stop(r *running) {
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			h.t.Errorf("Run returned %v", err)
+		}
+		r.done <- nil // later stops return at once
+	case <-time.After(20 * time.Second):
+		h.t.Error("Run did not return")
+	}
+}
+
+// stopAll stops every running instance.
+func (h *harness) stopAll() {
+	for _, r := range h.runs {
+		h.stop(r)
+	}
+	h.runs = nil
+}
+
+func (h *harness) waitFor(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// baseConfig is a valid config pointing at the fake GitHub.
+func (h *harness) baseConfig(lang, token string, interval int) map[string]any {
+	return map[string]any{"language": lang, "github_token": token, "github_api_url": h.fake.URL, "poll_interval": interval}
+}
+
+func (h *harness) attach(in *inst, enabled bool) {
+	h.t.Helper()
+	if _, err := bus.PublishAttach(context.Background(), h.js, bus.Subjects{}, githubkit.Plugin,
+		bus.Attach{Binding: in.b, Config: in.config(), Enabled: enabled}, ""); err != nil {
+		h.t.Fatal(err)
+	}
+	h.waitLifecycleDrained()
+}
+
+func (h *harness) revoke(in *inst, b binding.Binding, reason string) {
+	h.t.Helper()
+	if _, err := bus.PublishRevoke(context.Background(), h.js, bus.Subjects{}, githubkit.Plugin, bus.Revoke{Binding: b, Reason: reason}, ""); err != nil {
+		h.t.Fatal(err)
+	}
+	h.waitLifecycleDrained()
+}
+
+func (h *harness) waitLifecycleDrained() {
+	h.t.Helper()
+	h.waitFor("lifecycle drained", func() bool {
+		c, err := h.js.Consumer(context.Background(), bus.LifecycleStream, bus.LifecycleConsumer(githubkit.Plugin))
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	})
+}
+
+// authority reads the stored authority of a scope (nil when absent).
+func (h *harness) authority(sc binding.Scope) *bus.Authority {
+	h.t.Helper()
+	kv, err := h.js.KeyValue(context.Background(), bus.Bucket(githubkit.Plugin))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	e, err := kv.Get(context.Background(), bus.AuthorityKey(sc))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var a bus.Authority
+	if err := json.Unmarshal(e.Value(), &a); err != nil {
+		h.t.Fatal(err)
+	}
+	return &a
+}
+
+type cmdOpt func(*bus.Request)
+
+func withPrivilege(p int) cmdOpt { return func(r *bus.Request) { r.Command.Privilege = p } }
+
+func withSession(s bus.Session) cmdOpt { return func(r *bus.Request) { r.Command.Session = s } }
+
+func withFullText(ft string) cmdOpt { return func(r *bus.Request) { r.Command.FullText = ft } }
+
+// cmdID runs "!gh <line>" as installation in with a given invocation id.
+func (h *harness) cmdID(in *inst, id, line string, opts ...cmdOpt) (string, error) {
+	h.t.Helper()
+	params := strings.Split(line, " ")
+	if line == "" {
+		params = nil
+	}
+	req := &bus.Request{Binding: in.b, Config: in.config(), Command: &bus.Command{
+		Name: "gh", Params: params, FullText: "!gh " + line, Session: in.session, Privilege: 1}}
+	for _, o := range opts {
+		if o != nil {
+			o(req)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	raw, err := h.invoker.Invoke(ctx, githubkit.Plugin, bus.EndpointCommand, id, req)
+	if err != nil {
+		return "", err
+	}
+	var rep bus.CommandReply
+	if err := json.Unmarshal(raw, &rep); err != nil || len(rep.Returns) != 1 {
+		h.t.Fatalf("reply %s: %v", raw, err)
+	}
+	return rep.Returns[0].Text, nil
+}
+
+func (h *harness) cmd(in *inst, line string, opts ...cmdOpt) string {
+	h.t.Helper()
+	text, err := h.cmdID(in, h.newID(), line, opts...)
+	if err != nil {
+		h.t.Fatalf("!gh %s: %v", line, err)
+	}
+	return text
+}
+
+func (h *harness) newID() string { return fmt.Sprintf("inv-%d", h.nextID.Add(1)) }
+
+func (h *harness) tool(in *inst, name string, params any) (json.RawMessage, error) {
+	h.t.Helper()
+	p, _ := json.Marshal(params)
+	req := &bus.Request{Binding: in.b, Config: in.config(), Tool: &bus.Tool{Name: name, Parameters: p, Session: in.session}}
+	raw, err := h.invoker.Invoke(context.Background(), githubkit.Plugin, bus.EndpointTool, h.newID(), req)
+	if err != nil {
+		return nil, err
+	}
+	var rep struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		h.t.Fatal(err)
+	}
+	return rep.Result, nil
+}
+
+func (h *harness) pollSubject(sc binding.Scope, fullName string) string {
+	s, err := h.subj.Internal(githubkit.Plugin, bus.KindPoll, sc, githubkit.RepoKey(fullName))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return s
+}
+
+func (h *harness) schedSubject(sc binding.Scope, fullName string) string {
+	s, err := h.subj.Internal(githubkit.Plugin, bus.KindSched, sc, githubkit.RepoKey(fullName))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return s
+}
+
+// fire publishes a fired poll message for one repo and waits until the
+// poll consumer has acknowledged it.
+func (h *harness) fire(in *inst, fullName string) {
+	h.t.Helper()
+	ack, err := h.js.Publish(context.Background(), h.pollSubject(in.sc, fullName), []byte(`{"v":1}`))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.waitFor("poll handled", func() bool {
+		c, err := h.js.Consumer(context.Background(), githubkit.StreamName, githubkit.PollConsumer)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.AckFloor.Stream >= ack.Sequence && info.NumAckPending == 0
+	})
+}
+
+// record reads a repo record (nil when absent).
+func (h *harness) record(in *inst, fullName string) *githubkit.RepoRecord {
+	h.t.Helper()
+	kv, err := h.js.KeyValue(context.Background(), bus.Bucket(githubkit.Plugin))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	key, err := bus.Key(in.sc, githubkit.KindRepo, githubkit.RepoKey(fullName))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	e, err := kv.Get(context.Background(), key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var r githubkit.RepoRecord
+	if err := json.Unmarshal(e.Value(), &r); err != nil {
+		h.t.Fatal(err)
+	}
+	return &r
+}
+
+// recordRev returns the KV revision of a repo record (0 when absent).
+func (h *harness) recordRev(in *inst, fullName string) uint64 {
+	h.t.Helper()
+	kv, _ := h.js.KeyValue(context.Background(), bus.Bucket(githubkit.Plugin))
+	key, _ := bus.Key(in.sc, githubkit.KindRepo, githubkit.RepoKey(fullName))
+	e, err := kv.Get(context.Background(), key)
+	if err != nil {
+		return 0
+	}
+	return e.Revision()
+}
+
+// keys lists the keys of a bucket.
+func (h *harness) keys(bucket string) []string {
+	h.t.Helper()
+	kv, err := h.js.KeyValue(context.Background(), bucket)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	lister, err := kv.ListKeys(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for k := range lister.Keys() {
+		out = append(out, k)
+	}
+	return out
+}
+
+// schedule returns the Nats-Schedule header of a record's schedule message,
+// or "" when there is none.
+func (h *harness) schedule(in *inst, fullName string) string {
+	h.t.Helper()
+	st, err := h.js.Stream(context.Background(), githubkit.StreamName)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	m, err := st.GetLastMsgForSubject(context.Background(), h.schedSubject(in.sc, fullName))
+	if err != nil {
+		return ""
+	}
+	return m.Header.Get("Nats-Schedule")
+}
+
+// addEvents appends fixture events with consecutive ids from first.
+func (h *harness) addEvents(fullName string, first int64, fixtures ...string) {
+	for i, f := range fixtures {
+		h.fake.AddEvents(fullName, fakegithub.Event(f, first+int64(i)))
+	}
+}
+
+// sends returns the send_message calls so far.
+func (h *harness) sends() []bustest.HostCall { return h.host.Sends() }
+
+func (h *harness) requestsTo(prefix string) []fakegithub.Request {
+	var out []fakegithub.Request
+	for _, r := range h.fake.Requests() {
+		if strings.HasPrefix(r.Path, prefix) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func jetstreamSubjects() jetstream.StreamInfoOpt { return jetstream.WithSubjectFilter(">") }
