@@ -3,7 +3,7 @@ package githubkit
 import (
 	"context"
 	"errors"
-		"strconv"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
