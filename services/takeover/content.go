@@ -54,6 +54,11 @@ type Chain struct {
 // that are not objects, or a value that is not an array, never fail: they
 // become "Unknown" components or an empty chain.
 func ParseChain(chain json.RawMessage) Chain {
+	// one pass in the common case: every component decodes
+	var direct []component
+	if err := json.Unmarshal(chain, &direct); err == nil {
+		return Chain{comps: direct}
+	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(chain, &raws); err != nil {
 		return Chain{}

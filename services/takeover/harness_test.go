@@ -158,7 +158,7 @@ func (h *harness) event(b binding.Binding, config, name, bot string, data json.R
 
 func (h *harness) eventID(b binding.Binding, config, name, bot string, data json.RawMessage, id string) (bus.EventReply, error) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
 	raw, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointEvent, id, &bus.Request{
 		Binding: b, Config: json.RawMessage(config), Event: &bus.Event{Name: name, BotUUID: bot, Data: data},

@@ -1,0 +1,176 @@
+package takeover_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover"
+)
+
+func TestHistoryLimit(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("his1")
+	cfg := `{"history_limit":300}`
+	h.attach(b, cfg, true)
+	for i := 1; i <= 301; i++ {
+		h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprintf("#%d", i))))
+	}
+	sid := sidOf("bot-a", "person", 1)
+	var all []takeover.Entry
+	before := uint64(0)
+	for {
+		var p takeover.MessagePage
+		h.mustPage(b, cfg, "GET", "/messages", map[string]any{"sid": sid, "limit": 200, "before": before}, &p)
+		all = append(all, p.Messages...)
+		if p.NextBefore == 0 {
+			break
+		}
+		before = p.NextBefore
+	}
+	if len(all) != 300 || all[len(all)-1].Parts[0].Text != "#2" || all[0].Parts[0].Text != "#301" {
+		t.Fatalf("%d entries, oldest %q", len(all), all[len(all)-1].Parts[0].Text)
+	}
+	if n := h.historyCount(b, sid); n > 330 {
+		t.Fatalf("%d stored, want at most 330", n)
+	}
+	// a lower limit applies at the next trim
+	low := `{"history_limit":50}`
+	h.mustEvent(b, low, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("#302")))
+	if n := h.historyCount(b, sid); n != 50 {
+		t.Fatalf("%d stored after lowering the limit, want 50", n)
+	}
+	p := h.messages(b, low, sid)
+	if len(p.Messages) != 50 || p.Messages[0].Parts[0].Text != "#302" {
+		t.Fatalf("%d entries after trim", len(p.Messages))
+	}
+}
+
+func TestHistoryPaging(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("his2")
+	h.attach(b, `{}`, true)
+	for i := 1; i <= 120; i++ {
+		h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprintf("#%d", i))))
+	}
+	sid := sidOf("bot-a", "person", 1)
+	var sizes []int
+	before := uint64(0)
+	var texts []string
+	for {
+		var p takeover.MessagePage
+		h.mustPage(b, `{}`, "GET", "/messages", map[string]any{"sid": sid, "before": before}, &p)
+		sizes = append(sizes, len(p.Messages))
+		for _, m := range p.Messages {
+			texts = append(texts, m.Parts[0].Text)
+		}
+		// an append meanwhile does not shift the pages
+		h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("late")))
+		if p.NextBefore == 0 {
+			break
+		}
+		before = p.NextBefore
+	}
+	if fmt.Sprint(sizes) != "[50 50 20]" || texts[0] != "#120" || texts[119] != "#1" {
+		t.Fatalf("pages %v, first %q last %q", sizes, texts[0], texts[len(texts)-1])
+	}
+}
+
+func TestLargeImageDoesNotLockSession(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("st7")
+	h.attach(b, `{}`, true)
+	img := make([]byte, 8<<20)
+	copy(img, pngBytes)
+	chain, _ := json.Marshal([]map[string]string{{"type": "Image", "base64": "data:image/png;base64," + base64.StdEncoding.EncodeToString(img)}})
+	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, string(chain)))
+	sid := sidOf("bot-a", "person", 1)
+	waitFor(t, "image entry", func() bool { return h.historyCount(b, sid) == 1 })
+	p := h.messages(b, `{}`, sid)
+	e := p.Messages[0]
+	raw, _ := json.Marshal(e)
+	if len(raw) > 4096 || e.Parts[0].Blob == "" || e.Parts[0].Size != 8<<20 || e.Parts[0].Mime != "image/png" {
+		t.Fatalf("entry of %d bytes: %s", len(raw), raw)
+	}
+	sc, _ := b.Scope()
+	if !strings.HasPrefix(e.Parts[0].Blob, sc.String()+"."+sid+".") {
+		t.Fatalf("blob name %q", e.Parts[0].Blob)
+	}
+	for i := range 100 {
+		h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprint(i))))
+	}
+	waitFor(t, "100 more entries", func() bool { return h.historyCount(b, sid) == 101 })
+	obs, _ := h.js.ObjectStore(context.Background(), takeover.BlobBucket)
+	info, err := obs.GetInfo(context.Background(), e.Parts[0].Blob)
+	if err != nil || info.Size != 8<<20 {
+		t.Fatalf("blob %v %v", info, err)
+	}
+}
+
+func TestOneActionOneWritePerStore(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("st1")
+	h.attach(b, `{}`, true)
+	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("first")))
+	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 2, 2, plain("other")))
+	sid := sidOf("bot-a", "person", 1)
+	kvs, _ := h.js.Stream(context.Background(), "KV_"+bus.Bucket(takeover.Plugin))
+	hist, _ := h.js.Stream(context.Background(), takeover.HistoryStream)
+	kvBefore, _ := kvs.Info(context.Background())
+	histBefore, _ := hist.Info(context.Background())
+	otherRec := h.record(b, sidOf("bot-a", "person", 2))
+	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("second")))
+	kvAfter, _ := kvs.Info(context.Background())
+	histAfter, _ := hist.Info(context.Background())
+	if d := kvAfter.State.LastSeq - kvBefore.State.LastSeq; d > 1 {
+		t.Fatalf("%d KV writes for one message", d)
+	}
+	if d := histAfter.State.LastSeq - histBefore.State.LastSeq; d != 1 {
+		t.Fatalf("%d appends for one message", d)
+	}
+	if h.historyCount(b, sid) != 2 {
+		t.Fatal("append on the wrong subject")
+	}
+	if o := h.record(b, sidOf("bot-a", "person", 2)); o.UpdatedAt != otherRec.UpdatedAt {
+		t.Fatal("another session changed")
+	}
+	_ = jetstream.ErrKeyNotFound
+}
+
+func TestContentExtractionRecorded(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("his4")
+	h.attach(b, `{}`, true)
+	png := base64.StdEncoding.EncodeToString(pngBytes)
+	chain := `[{"type":"Plain","text":"see "},{"type":"At","target":9,"display":"Ann"},{"type":"AtAll"},
+		{"type":"Image","url":"https://x.example/a.png"},{"type":"Image","base64":"` + png + `"},
+		{"type":"File","name":"a.txt","base64":"aGVsbG8="},{"type":"Voice","url":"https://v"}]`
+	h.mustEvent(b, `{}`, takeover.EventGroupMessage, "bot-a", msgData("group", "g1", 7, chain))
+	sid := sidOf("bot-a", "group", "g1")
+	p := h.messages(b, `{}`, sid)
+	e := p.Messages[0]
+	kinds := []string{}
+	for _, part := range e.Parts {
+		kinds = append(kinds, part.Type)
+	}
+	if strings.Join(kinds, ",") != "text,image,image,file,other" || e.Parts[0].Text != "see @Ann @All" {
+		t.Fatalf("parts %+v", e.Parts)
+	}
+	if e.Parts[2].Blob == "" || e.Parts[3].Blob == "" || e.Parts[3].Name != "a.txt" || e.Parts[4].Component != "Voice" {
+		t.Fatalf("attachment parts %+v", e.Parts)
+	}
+	if e.SenderName != "Member" || p.Session.Name != "Group" || p.Session.LastPreview.Kind != "text" || len(p.Session.Members) != 1 {
+		t.Fatalf("names/preview %+v", p.Session)
+	}
+	var blob takeover.BlobData
+	h.mustPage(b, `{}`, "GET", "/blob", map[string]string{"sid": sid, "name": e.Parts[2].Blob}, &blob)
+	if blob.Mime != "image/png" || blob.Size != len(pngBytes) || !strings.HasPrefix(blob.DataURL, "data:image/png;base64,") {
+		t.Fatalf("blob %+v", blob.Mime)
+	}
+}
