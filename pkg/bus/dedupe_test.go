@@ -173,3 +173,34 @@ func TestFullPoolAnswers503(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashedAttemptIsTakenOver: a running marker older than the
+// invocation timeout belongs to a worker that died; the retry takes it over
+// and runs.
+func TestCrashedAttemptIsTakenOver(t *testing.T) {
+	e := &effects{release: make(chan struct{})}
+	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), InvocationTimeout: 2 * time.Second}, bus.RunnerDeps{})
+	b := bindingFor("i", "w", "n", 1, 1)
+	kv, err := h.js.KeyValue(context.Background(), bus.DedupeBucket(plugin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := bus.InvocationKey(bus.ScopeOf(b), "crashed-id")
+	fresh, _ := json.Marshal(map[string]any{"state": "running", "started_at": time.Now().UTC()})
+	if _, err := kv.Create(context.Background(), key, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.command(b, "crashed-id", "add"); !errors.Is(err, bus.ErrInProgress) {
+		t.Fatalf("fresh marker: %v, want in_progress", err)
+	}
+	stale, _ := json.Marshal(map[string]any{"state": "running", "started_at": time.Now().Add(-time.Hour).UTC()})
+	if _, err := kv.Put(context.Background(), key, stale); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.command(b, "crashed-id", "add"); err != nil {
+		t.Fatalf("stale marker not taken over: %v", err)
+	}
+	if e.n.Load() != 1 {
+		t.Fatalf("effects = %d", e.n.Load())
+	}
+}

@@ -1,0 +1,69 @@
+package bus_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+func ExampleSubjects() {
+	s := bus.Subjects{}
+	sc, _ := binding.ParseScope("inst.ws.install")
+	fmt.Println(s.Invocation("schenotify", bus.EndpointTool, sc))
+	due, _ := s.Internal("schenotify", bus.KindDue, sc, "k7m2pq")
+	fmt.Println(due)
+	key, _ := bus.Key(sc, "reminder", "k7m2pq")
+	fmt.Println(key)
+	// Output:
+	// langbot.plugin.schenotify.tool.inst.ws.install
+	// langbot.schenotify.due.inst.ws.install.k7m2pq
+	// inst.ws.install.reminder.k7m2pq
+}
+
+// ExampleRunner serves a command on an embedded server and invokes it the
+// way the host does.
+func ExampleRunner() {
+	dir, _ := os.MkdirTemp("", "bus-example")
+	defer os.RemoveAll(dir)
+	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{Dir: dir, Port: -1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Shutdown()
+	nc, _ := nats.Connect(srv.ClientURL())
+	defer nc.Close()
+	ctx := context.Background()
+	js, _ := jetstream.New(nc)
+	_, _ = bus.EnsureLifecycleStream(ctx, js, bus.Subjects{}, 1)
+
+	r, _ := bus.NewRunner(bus.RunnerConfig{
+		Plugin: "shout",
+		Handlers: bus.Handlers{Command: func(ctx context.Context, inv *bus.Invocation) (any, error) {
+			return bus.CommandReply{Returns: []bus.Return{{Text: strings.ToUpper(strings.Join(inv.Command.Params, " "))}}}, nil
+		}},
+	}, bus.RunnerDeps{Conn: nc})
+	if err := r.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer r.Shutdown(ctx)
+
+	b := binding.Binding{InstanceUUID: "inst", WorkspaceUUID: "ws", InstallationUUID: "install",
+		PlacementGeneration: 1, RuntimeRevision: 1, ArtifactDigest: "sha256:example"}
+	reply, err := bus.NewInvoker(nc, bus.Subjects{}, nil).Invoke(ctx, "shout", bus.EndpointCommand, "inv-1",
+		&bus.Request{Binding: b, Command: &bus.Command{Name: "shout", Params: []string{"hello", "nats"}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(string(reply))
+	// Output: {"returns":[{"text":"HELLO NATS"}]}
+}
