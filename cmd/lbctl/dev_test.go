@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is an io.Writer the test can read while the stack writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// devSession runs lbctl dev with a scripted prompt.
+type devSession struct {
+	t    *testing.T
+	in   *io.PipeWriter
+	out  *syncBuffer
+	done chan int
+}
+
+func startDev(t *testing.T, extra ...string) *devSession {
+	t.Helper()
+	pr, pw := io.Pipe()
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	args := append([]string{"dev", "--listen", "127.0.0.1:" + strconv.Itoa(freePort(t)), "--http", "127.0.0.1:0",
+		"--data", t.TempDir(), "--log-level", "error"}, extra...)
+	d := &devSession{t: t, in: pw, out: out, done: make(chan int, 1)}
+	go func() { d.done <- run(ctx, args, stdio{in: pr, out: out, err: out, getenv: func(string) string { return "" }}) }()
+	t.Cleanup(func() {
+		cancel()
+		pw.Close()
+		select {
+		case <-d.done:
+		case <-time.After(20 * time.Second):
+			t.Error("lbctl dev did not stop")
+		}
+	})
+	d.waitFor("Type a chat message", 30*time.Second)
+	return d
+}
+
+func (d *devSession) say(line string) { _, _ = io.WriteString(d.in, line+"\n") }
+
+// waitFor waits until the output contains s, after any earlier match.
+func (d *devSession) waitFor(s string, timeout time.Duration) {
+	d.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(d.out.String(), s) {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("output never contained %q; output:\n%s", s, d.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestDevStackChats(t *testing.T) {
+	d := startDev(t)
+	d.say("hello there")
+	d.waitFor("[AI] (simulated AI) you said: hello there", 10*time.Second)
+	d.say("/as group g42")
+	d.say("/whoami")
+	d.waitFor("group g42", 5*time.Second)
+	d.say("!nosuchcommand x")
+	d.waitFor(`no plugin serves the command "nosuchcommand"`, 5*time.Second)
+	for _, s := range devServices() {
+		if !strings.Contains(d.out.String(), "service  "+s.Plugin) {
+			t.Errorf("banner does not list %s", s.Plugin)
+		}
+	}
+	d.say("/quit")
+	select {
+	case code := <-d.done:
+		if code != 0 {
+			t.Fatalf("exit code %d; output:\n%s", code, d.out.String())
+		}
+		d.done <- code
+	case <-time.After(20 * time.Second):
+		t.Fatal("/quit did not stop the stack")
+	}
+}
+
+func TestParseCommandText(t *testing.T) {
+	tests := []struct {
+		in, prefix, name string
+		params           []string
+		ok               bool
+	}{
+		{"!sche add in 1m stretch", "!", "sche", []string{"add", "in", "1m", "stretch"}, true},
+		{"！gh  repo\to/r", "！", "gh", []string{"repo", "o/r"}, true},
+		{"/gh", "/", "gh", nil, true},
+		{"hello", "", "", nil, false},
+		{"! ", "", "", nil, false},
+	}
+	for _, tt := range tests {
+		p, n, params, ok := parseCommandText(tt.in)
+		if p != tt.prefix || n != tt.name || ok != tt.ok || strings.Join(params, ",") != strings.Join(tt.params, ",") {
+			t.Errorf("parseCommandText(%q) = %q %q %v %v", tt.in, p, n, params, ok)
+		}
+	}
+}
+
+func TestUnknownCommandExits2(t *testing.T) {
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"frobnicate"}, stdio{out: &out, err: &out, getenv: func(string) string { return "" }}); code != 2 {
+		t.Fatalf("exit %d", code)
+	}
+}
