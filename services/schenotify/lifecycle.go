@@ -58,8 +58,10 @@ func (s *Service) resume(ctx context.Context, sc binding.Scope) error {
 }
 
 // Sweep is one pass of the recovery sweep (spec 7.6 rule 2) over the
-// scopes with an active authority, one at a time: it arms "@at now" for
-// reminders whose target (or send claim) is more than 60 s in the past,
+// scopes with an active authority, one at a time: it re-arms reminders
+// whose target (or send claim) is more than 60 s in the past, at that past
+// instant, which fires at once (spec: "@at now"; the past instant does not
+// depend on this replica's clock agreeing with the server's);
 // drops index entries without a record that are more than 60 s old, and
 // refreshes the pending gauge.
 func (s *Service) Sweep(ctx context.Context) {
@@ -101,7 +103,13 @@ func (s *Service) sweepScope(ctx context.Context, sc binding.Scope) (int, error)
 			}
 		case (rec.State == StateScheduled || rec.State == StateRetrying) && now.Sub(rec.Target()) > sweepGrace,
 			rec.State == StateSending && rec.Claim != nil && now.Sub(rec.Claim.Until) > sweepGrace:
-			if err := s.arm(ctx, sc, id, now); err != nil {
+			// Arm the past instant itself rather than "now": it fires at
+			// once on the server, whatever the skew between the clocks.
+			at := rec.Target()
+			if rec.State == StateSending {
+				at = rec.Claim.Until
+			}
+			if err := s.arm(ctx, sc, id, at); err != nil {
 				return len(ix.Entries), err
 			}
 			s.log.InfoContext(ctx, "recovery sweep re-armed a reminder", "scope", sc.String(), "id", id)

@@ -1,0 +1,183 @@
+package schenotify_test
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/schenotify"
+)
+
+// N4: service restarts with reminders pending.
+func TestN4ServiceRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	b := bind("installation-a", 1)
+	s := sess("bot", "person", "1")
+	first := e.start(t, testConfig(), nil, nil, nil)
+	T := nextSecond()
+	e.schedule(t, b, cfgEN, s, map[string]any{"message": "on time", "time_str": rfc(T.Add(5 * time.Second))})
+	e.schedule(t, b, cfgEN, s, map[string]any{"message": "while down", "time_str": rfc(T.Add(2 * time.Second))})
+	time.Sleep(time.Until(T.Add(time.Second)))
+	first.stop()
+	time.Sleep(time.Until(T.Add(5 * time.Second)))
+	start := time.Now()
+	e.start(t, testConfig(), nil, nil, nil)
+	calls := e.host.wait(t, 2, 5*time.Second)
+	for _, c := range calls {
+		switch c.Text() {
+		case "[Notify] while down":
+			if c.At.Sub(start) > 2*time.Second {
+				t.Errorf("late reminder %v after the start", c.At.Sub(start))
+			}
+		case "[Notify] on time":
+			checkOnTime(t, c, T.Add(5*time.Second))
+		default:
+			t.Errorf("unexpected send %q", c.Text())
+		}
+	}
+}
+
+// N4: a restart with the clock 90 s ahead adds the late note.
+func TestN4LateNoteAfterRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	b := bind("installation-a", 1)
+	s := sess("bot", "person", "1")
+	first := e.start(t, testConfig(), nil, nil, nil)
+	T := nextSecond()
+	e.schedule(t, b, cfgEN, s, map[string]any{"message": "late", "time_str": rfc(T.Add(2 * time.Second))})
+	first.stop()
+	second := e.start(t, testConfig(), nil, offsetClock(90*time.Second), nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(second.logs.String())
+		}
+	})
+	calls := e.host.wait(t, 1, 6*time.Second)
+	text := calls[0].Text()
+	if !strings.HasPrefix(text, "[Notify] late\n") || !strings.Contains(text, "1 min 3") {
+		t.Fatalf("late text %q", text)
+	}
+}
+
+// N4: a service clock 5 s behind the server's: the early fire is nak'd and
+// the reminder is delivered once when the service's clock reaches it.
+func TestN4ClockBehind(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start(t, testConfig(), nil, offsetClock(-5*time.Second), nil)
+	b := bind("installation-a", 1)
+	T := nextSecond()
+	e.schedule(t, b, cfgEN, sess("bot", "person", "1"), map[string]any{"message": "behind", "time_str": rfc(T.Add(2 * time.Second))})
+	calls := e.host.wait(t, 1, 12*time.Second)
+	if calls[0].At.Before(T.Add(6 * time.Second)) {
+		t.Errorf("sent at %v, before the service's clock reached the due second", calls[0].At.Sub(T))
+	}
+	time.Sleep(2 * time.Second)
+	if n := len(e.host.sends()); n != 1 {
+		t.Fatalf("%d sends", n)
+	}
+	if counter(t, e, "not_due") < 1 {
+		t.Errorf("no not_due outcome counted")
+	}
+}
+
+// N5: NATS restarts with reminders pending.
+func TestN5NATSRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start(t, testConfig(), nil, nil, nil)
+	b := bind("installation-a", 1)
+	s := sess("bot", "person", "1")
+	T := nextSecond()
+	e.schedule(t, b, cfgEN, s, map[string]any{"message": "after restart", "time_str": rfc(T.Add(5 * time.Second))})
+	e.schedule(t, b, cfgEN, s, map[string]any{"message": "while down", "time_str": rfc(T.Add(2 * time.Second))})
+	time.Sleep(time.Until(T.Add(time.Second)))
+	e.srv.Stop()
+	time.Sleep(time.Until(T.Add(3 * time.Second)))
+	e.srv.Restart(t)
+	back := time.Now()
+	calls := e.host.wait(t, 2, 8*time.Second)
+	for _, c := range calls {
+		switch c.Text() {
+		case "[Notify] while down":
+			if c.At.Sub(back) > 2*time.Second {
+				t.Errorf("delivered %v after the server's return", c.At.Sub(back))
+			}
+		case "[Notify] after restart":
+			checkOnTime(t, c, T.Add(5*time.Second))
+		default:
+			t.Errorf("unexpected send %q", c.Text())
+		}
+	}
+}
+
+// N6: two replicas never both deliver one occurrence.
+func TestN6TwoReplicas(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start(t, testConfig(), nil, nil, nil)
+	e.start(t, testConfig(), nil, nil, nil)
+	T := nextSecond().Add(2 * time.Second)
+	for i := range 50 {
+		b := bind("installation-"+itoa(i%5), 1)
+		e.schedule(t, b, cfgEN, sess("bot", "group", itoa(i)), map[string]any{"message": "m" + itoa(i), "time_str": rfc(T)})
+	}
+	e.host.wait(t, 50, 8*time.Second)
+	time.Sleep(time.Second)
+	keys := map[string]int{}
+	for _, c := range e.host.sends() {
+		keys[c.Key]++
+		checkOnTime(t, c, T)
+	}
+	if len(e.host.sends()) != 50 || len(keys) != 50 {
+		t.Fatalf("%d sends with %d keys, want 50 and 50", len(e.host.sends()), len(keys))
+	}
+}
+
+// N6: killing the replica whose send hangs makes the other one send the
+// same occurrence with the same key once the claim expires.
+func TestN6ReplicaCrash(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cfg := testConfig()
+	cfg.Claim, cfg.AckWait, cfg.SendTimeout = 2*time.Second, 2*time.Second, 20*time.Second
+	cfg1, cfg2 := cfg, cfg
+	cfg1.Replica, cfg2.Replica = "r1", "r2"
+	nc1, nc2 := e.srv.Conn(t), e.srv.Conn(t)
+	e.start(t, cfg1, nc1, nil, nil)
+	e.start(t, cfg2, nc2, nil, nil)
+	hang := make(chan struct{})
+	t.Cleanup(func() { close(hang) })
+	var calls atomic.Int32
+	e.host.respond(func(hostCall) hostAction {
+		if calls.Add(1) == 1 {
+			return hostAction{Hang: hang}
+		}
+		return hostAction{}
+	})
+	b := bind("installation-a", 1)
+	T := nextSecond()
+	id := e.schedule(t, b, cfgEN, sess("bot", "person", "1"), map[string]any{"message": "survives", "time_str": rfc(T.Add(time.Second))})
+	e.host.wait(t, 1, 5*time.Second)
+	rec := e.record(t, scopeOf(b), id)
+	if rec == nil || rec.Claim == nil {
+		t.Fatalf("no claim: %+v", rec)
+	}
+	victimConn := nc1
+	if rec.Claim.Replica == "r2" {
+		victimConn = nc2
+	}
+	victimConn.Close() // the crash: its ack and outcome never happen
+	got := e.host.wait(t, 2, 15*time.Second)
+	if got[0].Key != got[1].Key {
+		t.Fatalf("keys %q and %q", got[0].Key, got[1].Key)
+	}
+	eventually(t, 5*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
+}
+
+var _ = bus.KindDue
+var _ = schenotify.Plugin
