@@ -462,10 +462,10 @@ func (p *pollRun) failure(ctx context.Context, err error) string {
 		if !p.writeAt(ctx) {
 			return outConflict
 		}
+		p.notifyBroken(ctx, at, ae.Status)
 		if err := p.s.disarm(ctx, p.sc, p.key); err != nil {
 			p.s.log.ErrorContext(ctx, "poll: disarm of a broken record failed", "scope", p.sc.String(), "err", err)
 		}
-		p.notifyBroken(ctx, at, ae.Status)
 		return outBroken
 	default:
 		r.Poll.TransientFailures++
