@@ -162,11 +162,16 @@ type Runner struct {
 	store  *AuthorityStore
 	host   *Host
 
-	jobs    chan job
-	baseCtx context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup // workers and async writes
-	bg      sync.WaitGroup // consumers and watches
+	jobs chan job
+	// intake guards jobs: micro drains subscriptions asynchronously, so the
+	// dispatcher may still run after Stop returns and must not send on a
+	// closed channel.
+	intake       sync.RWMutex
+	intakeClosed bool
+	baseCtx      context.Context
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup // workers and async writes
+	bg           sync.WaitGroup // consumers and watches
 
 	mu        sync.Mutex
 	started   bool
@@ -399,7 +404,10 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 	for i := len(stops) - 1; i >= 0; i-- {
 		stops[i]()
 	}
+	r.intake.Lock()
+	r.intakeClosed = true
 	close(r.jobs)
+	r.intake.Unlock()
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); r.bg.Wait(); close(done) }()
 	select {
@@ -423,12 +431,20 @@ func (r *Runner) dispatcher(ep Endpoint) func(micro.Request) {
 			r.metrics.outcome(ep, "no_reply")
 			return
 		}
-		select {
-		case r.jobs <- j:
-		default:
+		r.intake.RLock()
+		queued := false
+		if !r.intakeClosed {
+			select {
+			case r.jobs <- j:
+				queued = true
+			default:
+			}
+		}
+		r.intake.RUnlock()
+		if !queued {
 			r.metrics.rejected.Inc()
 			r.metrics.outcome(ep, "rejected")
-			r.answerError(j.reply, Errorf(ErrUnavailable, "%s is at capacity, retry later", r.cfg.Plugin))
+			r.answerError(j.reply, Errorf(ErrUnavailable, "%s is at capacity or stopping, retry later", r.cfg.Plugin))
 		}
 	}
 }

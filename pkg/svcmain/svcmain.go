@@ -61,10 +61,30 @@ type Service interface {
 	Ready() bool
 }
 
-// Main runs the binary named name: it parses args (flags may be added by
-// addFlags), builds the service and runs it. It returns the exit code.
+// Main runs the binary named name until SIGINT or SIGTERM: it parses args
+// (flags may be added by addFlags), builds the service and runs it. It
+// returns the exit code: 0 after a requested stop, 1 on failure, 2 for bad
+// flags.
 func Main(name string, args []string, getenv func(string) string, stderr io.Writer,
 	addFlags func(*flag.FlagSet), build func(ctx context.Context, env *Env) (Service, error)) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := Run(ctx, name, args, getenv, stderr, addFlags, build)
+	switch {
+	case errors.Is(err, errFlags):
+		return 2
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	return 0
+}
+
+var errFlags = errors.New("svcmain: bad flags")
+
+// Run is Main without the signal handling: it serves until ctx is done.
+func Run(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer,
+	addFlags func(*flag.FlagSet), build func(ctx context.Context, env *Env) (Service, error)) error {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -75,15 +95,9 @@ func Main(name string, args []string, getenv func(string) string, stderr io.Writ
 		addFlags(fs)
 	}
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return fmt.Errorf("%w: %w", errFlags, err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, name, *opts, getenv, stderr, build); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
-	}
-	return 0
+	return run(ctx, name, *opts, getenv, stderr, build)
 }
 
 // RegisterFlags adds the common flags to fs, defaulting to the environment.
