@@ -152,6 +152,9 @@ func TestPermissionMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hostActions.Unsubscribe()
+	if err := host.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 
 	t.Run("host", func(t *testing.T) {
 		// lbctl setup: the lifecycle stream, as DESIGN.md 3.2 defines it.
@@ -419,6 +422,8 @@ func exerciseService(t *testing.T, host, svc *client, p pluginSpec) {
 			_ = r.Respond([]byte(`{"ok":true}`))
 		}), micro.WithEndpointSubject(ep+".*.*.*")))
 	}
+	// The server has the endpoints' subscriptions once the flush returns.
+	must("flush", svc.nc.Flush())
 	for _, ep := range []string{"command", "event", "tool", "page"} {
 		subj := "langbot.plugin." + p.name + "." + ep + "." + scope
 		reply, err := host.nc.RequestWithContext(ctx, subj, []byte(`{}`))
