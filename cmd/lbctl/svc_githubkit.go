@@ -1,5 +1,109 @@
 package main
 
-// githubkitService registers the githubkit service with lbctl. This file belongs to
-// the githubkit service; it returns nil until the service exists.
-func githubkitService() *devService { return nil }
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/svcmain"
+	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
+)
+
+// githubkitService registers the githubkit service with lbctl: lbctl dev
+// runs it in process (with --fake-github, against an in-process fake GitHub
+// whose feeds grow by one event a minute) and routes "!gh" to it; lbctl
+// import githubkit adopts the original plugin's stored subscriptions.
+func githubkitService() *devService {
+	var fake bool
+	return &devService{
+		Plugin:       githubkit.Plugin,
+		Config:       json.RawMessage(`{"language":"en_US","poll_interval":60,"max_events_per_push":5}`),
+		SecretFields: []string{"github_token"},
+		CommandWords: []string{githubkit.CommandWord},
+		DevFlags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&fake, "fake-github", false, "githubkit: serve GitHub from an in-process fake (no network needed)")
+		},
+		Build: func(ctx context.Context, env *svcmain.Env) (svcmain.Service, error) {
+			f := githubkit.Flags{AllowPrivateNetworks: true, AllowHTTP: true}
+			if !fake {
+				return githubkit.Build(env, f)
+			}
+			fg := fakegithub.New(fakegithub.Options{AutoRepos: true, AutoEvents: time.Minute})
+			f.APIURL = fg.URL
+			svc, err := githubkit.Build(env, f)
+			if err != nil {
+				fg.Close()
+				return nil, err
+			}
+			return &fakeGitHubService{Service: svc, fake: fg}, nil
+		},
+		Banner: func(env *DevEnv) []string {
+			if fake {
+				return []string{"githubkit: fake GitHub (try !gh repo octocat/Hello-World, then !gh sub octocat/Hello-World)"}
+			}
+			return nil
+		},
+		Commands: []command{{Name: "import githubkit", Summary: "adopt the original GitHubKit plugin's stored subscriptions", Run: runImportGithubkit}},
+	}
+}
+
+// fakeGitHubService runs the service and stops the fake GitHub after it.
+type fakeGitHubService struct {
+	*githubkit.Service
+	fake *fakegithub.Server
+}
+
+func (s *fakeGitHubService) Run(ctx context.Context) error {
+	defer s.fake.Close()
+	return s.Service.Run(ctx)
+}
+
+// runImportGithubkit is lbctl import githubkit --scope <inst>.<ws>.<inst-uuid> --file <json> [--dry-run].
+func runImportGithubkit(ctx context.Context, args []string, io stdio) error {
+	fs := flag.NewFlagSet("import githubkit", flag.ContinueOnError)
+	fs.SetOutput(io.err)
+	conn := addConnFlags(fs, io)
+	scope := fs.String("scope", "", "installation scope <instance>.<workspace>.<installation>")
+	file := fs.String("file", "", "the original plugin's stored subscription document (JSON)")
+	dry := fs.Bool("dry-run", false, "print the plan and write nothing")
+	replicas := fs.Int("replicas", 1, "replicas of the githubkit stream if it has to be created")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	sc, err := binding.ParseScope(*scope)
+	if err != nil {
+		return fmt.Errorf("--scope: %w", err)
+	}
+	if *file == "" {
+		return errors.New("--file is required")
+	}
+	doc, err := os.ReadFile(*file)
+	if err != nil {
+		return err
+	}
+	nc, subj, err := conn.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	sum, err := githubkit.Import(ctx, js, githubkit.ImportOptions{Scope: sc, Doc: doc, DryRun: *dry, Prefix: subj.Prefix, Replicas: *replicas})
+	if sum != nil {
+		if *dry {
+			fmt.Fprintln(io.out, "dry run: nothing written")
+		}
+		fmt.Fprint(io.out, sum.String())
+	}
+	return err
+}
