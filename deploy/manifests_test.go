@@ -935,3 +935,19 @@ func objectMeta(obj any) metav1.ObjectMeta {
 	}
 	panic(fmt.Sprintf("no metadata on %T", obj))
 }
+
+// TestOperationsGuideCoversEnvironment: every variable the services read is
+// explained in docs/operations.md.
+func TestOperationsGuideCoversEnvironment(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := slices.Concat(requiredEnv, extraEnv["githubkit"], extraEnv["takeover"],
+		[]string{"NATS_CREDS", "NATS_TLS_CA", "NATS_TLS_CERT", "NATS_TLS_KEY", "OTEL_EXPORTER_OTLP_ENDPOINT"})
+	for _, name := range names {
+		if !regexp.MustCompile("(?m)^\\|[^|\\n]*`" + name + "`").Match(b) {
+			t.Errorf("docs/operations.md: no configuration row for %s", name)
+		}
+	}
+}
