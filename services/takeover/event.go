@@ -71,7 +71,11 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	if auto && !taken {
 		s.view.addPending(key, now+set.TimeoutMillis())
 	}
-	s.metrics.decisionSeconds.Observe(time.Since(start).Seconds())
+	took := time.Since(start)
+	s.metrics.decisionSeconds.Observe(took.Seconds())
+	if s.onDecision != nil {
+		s.onDecision(took)
+	}
 	s.metrics.decisions.WithLabelValues(path, strconv.FormatBool(blocked)).Inc()
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(attrPath.String(path), attrBlocked.Bool(blocked))

@@ -1,6 +1,10 @@
 package takeover
 
-import "github.com/langbot-nats/plugins/pkg/binding"
+import (
+	"time"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+)
 
 // SetFault installs the fault seam: f is consulted before each storage call
 // of the service (nil removes it).
@@ -15,3 +19,6 @@ func StopView(s *Service) { s.view.stop() }
 
 // ViewLive reports whether the session view is live.
 func ViewLive(s *Service) bool { return s.view.live() }
+
+// ObserveDecisions installs a hook that receives every decision's duration.
+func ObserveDecisions(s *Service, f func(time.Duration)) { s.onDecision = f }

@@ -33,8 +33,12 @@ type recordJob struct {
 	takenOver bool // the decision's view of the session
 	now       int64
 	span      trace.SpanContext
-	done      chan struct{}
+	done      chan struct{} // closed once the reply may go: the entry is appended, or nothing will be
+	once      sync.Once
 }
+
+// release lets the event's reply go.
+func (j *recordJob) release() { j.once.Do(func() { close(j.done) }) }
 
 // recorder is the bounded recording pool of a replica (spec §3.3).
 type recorder struct {
@@ -65,7 +69,7 @@ func (r *recorder) start() {
 			defer r.wg.Done()
 			for j := range r.jobs {
 				r.s.record(j)
-				close(j.done)
+				j.release()
 			}
 		}()
 	}
@@ -162,12 +166,37 @@ func (s *Service) record(j *recordJob) {
 	if !keep && !j.hit {
 		return
 	}
+	role := RoleUser
+	if j.ai {
+		role = RoleAI
+	}
+	e := &Entry{V: 1, ID: EventEntryID(j.sc.String(), j.sid, j.invID, j.event), TS: j.now, Role: role, Truncated: truncated}
+	if !j.ai {
+		e.SenderID, e.SenderName = j.senderID, j.senderName
+	}
+	// An existing session without a trigger appends first, so the reply
+	// waits for one durable write; its metadata CAS follows. A new session
+	// writes its record first (spec §5.5 rule 5), and a trigger's CAS
+	// decides the takeover, so both CAS before appending.
+	appendFirst := keep && cur != nil && !j.hit
+	if appendFirst {
+		e.Gen = cur.Gen
+		if err := s.storeEntry(ctx, j.sc, j.sid, e, parts); err != nil {
+			s.recordFailed(ctx, j, "append", err)
+			return
+		}
+		j.release()
+		s.publishLive(j.sc, Live{Type: LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": e.Gen, "entry": e}})
+	}
 	auto := j.hit && j.set.AutoTakeoverOnTrigger
 	var tr Transition
 	rec, rev, err := s.st.updateRecord(ctx, j.sc, j.sid, func(cur *Record) (*Record, error) {
 		tr = Unchanged
 		var r *Record
 		if cur == nil {
+			if appendFirst {
+				return nil, errNoChange // deleted meanwhile: the entry stays invisible
+			}
 			r = NewRecord(j.bot, j.ltype, j.lid, j.sessionName, j.now)
 		} else {
 			if IsLegacy(cur) || IdentityConflict(cur, j.bot, bi.adapter) {
@@ -206,6 +235,9 @@ func (s *Service) record(j *recordJob) {
 		s.recordFailed(ctx, j, "storage", err)
 		return
 	}
+	if rec == nil {
+		return
+	}
 	s.view.applyRecord(j.sc, j.sid, rec, rev)
 	if j.hit {
 		s.publishLive(j.sc, Live{Type: LiveTrigger, SID: j.sid, Data: map[string]any{"sid": j.sid, "name": rec.Name, "word": j.word, "at": j.now}})
@@ -217,19 +249,15 @@ func (s *Service) record(j *recordJob) {
 		s.publishLive(j.sc, Live{Type: LiveSession, SID: j.sid, Data: s.summary(ctx, j.sc, j.b, j.sid, rec)})
 		return
 	}
-	role := RoleUser
-	if j.ai {
-		role = RoleAI
+	if !appendFirst {
+		e.Gen = rec.Gen
+		if err := s.storeEntry(ctx, j.sc, j.sid, e, parts); err != nil {
+			s.recordFailed(ctx, j, "append", err)
+			return
+		}
+		j.release()
+		s.publishLive(j.sc, Live{Type: LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
 	}
-	e := &Entry{V: 1, ID: EventEntryID(j.sc.String(), j.sid, j.invID, j.event), Gen: rec.Gen, TS: j.now, Role: role, Truncated: truncated}
-	if !j.ai {
-		e.SenderID, e.SenderName = j.senderID, j.senderName
-	}
-	if err := s.storeEntry(ctx, j.sc, j.sid, e, parts); err != nil {
-		s.recordFailed(ctx, j, "append", err)
-		return
-	}
-	s.publishLive(j.sc, Live{Type: LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
 	s.maybeTrim(ctx, j.sc, j.sid, rec, j.set)
 }
 

@@ -28,7 +28,8 @@ type Config struct {
 	Prefix string
 	// Replicas of the service's buckets and streams: 1 in dev, 3 in production.
 	Replicas int
-	// Workers is the invocation worker pool size; default 64.
+	// Workers is the invocation worker pool size; default 512: an event
+	// holds its worker while it waits up to RecordBudget for its recording.
 	Workers int
 	// RecordWorkers is the recording pool size; default 16.
 	RecordWorkers int
@@ -82,6 +83,8 @@ type Service struct {
 	bots    *botCache
 	rec     *recorder
 
+	onDecision func(time.Duration) // benchmarks only; set before Run
+
 	faultMu sync.RWMutex
 	fault   func(op string, sc binding.Scope) error // tests only
 
@@ -104,7 +107,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 64
+		cfg.Workers = 512
 	}
 	if cfg.RecordWorkers <= 0 {
 		cfg.RecordWorkers = 16

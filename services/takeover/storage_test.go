@@ -43,9 +43,7 @@ func TestHistoryLimit(t *testing.T) {
 	// a lower limit applies at the next trim
 	low := `{"history_limit":50}`
 	h.mustEvent(b, low, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("#302")))
-	if n := h.historyCount(b, sid); n != 50 {
-		t.Fatalf("%d stored after lowering the limit, want 50", n)
-	}
+	waitFor(t, "the trim to 50", func() bool { return h.historyCount(b, sid) == 50 })
 	p := h.messages(b, low, sid)
 	if len(p.Messages) != 50 || p.Messages[0].Parts[0].Text != "#302" {
 		t.Fatalf("%d entries after trim", len(p.Messages))

@@ -1,0 +1,132 @@
+package takeover_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/services/takeover"
+)
+
+// BenchmarkTakeoverDecision drives MessageReceived events open-loop at
+// increasing rates over 1000 sessions, 10 % of them taken over, with
+// durable recording (file store, SyncAlways), and reports the decision
+// latency and the event reply latency at the simulated host (p50/p99) next
+// to the bus floor of the same run (spec §3.8, BENCH-1). Each rate runs for
+// TAKEOVER_BENCH_SECONDS (default 5; the spec's full run is 60).
+func BenchmarkTakeoverDecision(b *testing.B) {
+	secs := 5
+	if v, err := strconv.Atoi(os.Getenv("TAKEOVER_BENCH_SECONDS")); err == nil && v > 0 {
+		secs = v
+	}
+	h := newHarness(b)
+	floor := bustest.MeasureFloor(b, h.srv, 2000)
+	b.Logf("floor: %s", floor)
+	floor.Report(b)
+
+	var dmu sync.Mutex
+	var decisions []time.Duration
+	takeover.ObserveDecisions(h.svc, func(d time.Duration) {
+		dmu.Lock()
+		decisions = append(decisions, d)
+		dmu.Unlock()
+	})
+	bnd := newBinding("bench")
+	cfg := `{"takeover_timeout":3600,"trigger_words":["human"],"auto_takeover_on_trigger":true}`
+	h.attach(bnd, cfg, true)
+	sc, _ := bnd.Scope()
+	subject := bus.Subjects{}.Invocation(takeover.Plugin, bus.EndpointEvent, sc)
+	const sessions = 1000
+	bodies := make([][]byte, sessions)
+	for i := range sessions {
+		text := "hello there, a normal message"
+		if i%10 == 0 {
+			text = "I need a human"
+		}
+		body, _ := json.Marshal(&bus.Request{Binding: bnd, Config: json.RawMessage(cfg), Event: &bus.Event{
+			Name: takeover.EventPersonMessage, BotUUID: "bench-bot",
+			Data: msgData("person", 100000+i, 100000+i, plain(text)),
+		}})
+		bodies[i] = body
+	}
+	cli := h.srv.Conn(b)
+	send := func(i int) (time.Duration, error) {
+		msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: bodies[i%sessions]}
+		msg.Header.Set(bus.HeaderInvocationID, bus.NewInvocationID())
+		start := time.Now()
+		_, err := cli.RequestMsg(msg, 10*time.Second)
+		return time.Since(start), err
+	}
+	// warm up: every session exists, the 10 % are taken over
+	for i := range sessions {
+		if _, err := send(i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitFor(b, "warm-up takeovers", func() bool { return h.metric("takeover_sessions_active", nil) >= sessions/10 })
+
+	best := 0
+	b.ResetTimer()
+	for _, rate := range []int{250, 500, 1000, 2000, 3000, 5000} {
+		dmu.Lock()
+		decisions = decisions[:0]
+		dmu.Unlock()
+		lat, errs := openLoop(rate, time.Duration(secs)*time.Second, send)
+		dmu.Lock()
+		dp50, dp99 := bustest.Percentile(decisions, 50), bustest.Percentile(decisions, 99)
+		dmu.Unlock()
+		rp50, rp99 := bustest.Percentile(lat, 50), bustest.Percentile(lat, 99)
+		b.Logf("rate %d/s: %d events, %d errors; decision p50 %v p99 %v; reply p50 %v p99 %v",
+			rate, len(lat), errs, dp50, dp99, rp50, rp99)
+		us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+		b.ReportMetric(us(dp99), fmt.Sprintf("decision-p99-us@%d", rate))
+		b.ReportMetric(us(rp50), fmt.Sprintf("reply-p50-us@%d", rate))
+		b.ReportMetric(us(rp99), fmt.Sprintf("reply-p99-us@%d", rate))
+		if errs == 0 && rp99 < 20*time.Millisecond {
+			best = rate
+		}
+	}
+	b.ReportMetric(float64(best), "max-rate-reply-p99<20ms")
+	b.Logf("dropped recordings: %v", h.metric("takeover_record_dropped_total", nil))
+}
+
+// openLoop sends at rate per second for d, each request on its own
+// goroutine, and returns the reply latencies and the error count.
+func openLoop(rate int, d time.Duration, send func(i int) (time.Duration, error)) ([]time.Duration, int) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	errs := 0
+	var wg sync.WaitGroup
+	interval := time.Second / time.Duration(rate)
+	start := time.Now()
+	n := int(d / interval)
+	for i := range n {
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			time.Sleep(wait)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := send(i)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs++
+				return
+			}
+			lat = append(lat, l)
+		}()
+	}
+	wg.Wait()
+	_ = context.Background()
+	return lat, errs
+}
