@@ -363,6 +363,12 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.mu.Lock()
 	r.svc = svc
 	r.mu.Unlock()
+	// The server must know the endpoint subscriptions before Start
+	// reports the service up, or a host's first request finds no
+	// responders.
+	if err := r.nc.FlushWithContext(ctx); err != nil {
+		return fmt.Errorf("bus: flush subscriptions: %w", err)
+	}
 	return nil
 }
 
