@@ -23,3 +23,6 @@ func (s *Service) SetAfterClaim(f func(ctx context.Context, sc binding.Scope, ke
 func (s *Service) ScheduleKeys(ctx context.Context, sc binding.Scope) ([]string, error) {
 	return s.scheduleKeys(ctx, sc)
 }
+
+// UpdateGoldens reports whether -update was given.
+func UpdateGoldens() bool { return *update }

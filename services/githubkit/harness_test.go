@@ -3,6 +3,7 @@ package githubkit_test
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -479,3 +480,14 @@ func (h *harness) requestsTo(prefix string) []fakegithub.Request {
 }
 
 func jetstreamSubjects() jetstream.StreamInfoOpt { return jetstream.WithSubjectFilter(">") }
+
+
+type bindingScope = binding.Scope
+
+func mkHdr(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Set(kv[i], kv[i+1])
+	}
+	return h
+}
