@@ -3,11 +3,11 @@ package githubkit_test
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -480,7 +480,6 @@ func (h *harness) requestsTo(prefix string) []fakegithub.Request {
 }
 
 func jetstreamSubjects() jetstream.StreamInfoOpt { return jetstream.WithSubjectFilter(">") }
-
 
 type bindingScope = binding.Scope
 
