@@ -1,0 +1,581 @@
+//go:build e2e
+
+// Package e2e runs the system the way it is deployed: nats-server,
+// Jaeger and each plugin service as separate processes on loopback,
+// driven by lbctl as the host, and checks the result through Jaeger's
+// query API, the services' HTTP endpoints and NATS service discovery.
+// e2e/run.sh builds everything and runs it (make e2e); the build tag keeps
+// it out of make test.
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/telemetry"
+	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
+)
+
+// hostService is the service name of the test's own spans: it plays the
+// host (LangBot) publishing invocations.
+const hostService = "e2e-host"
+
+// markers are distinctive strings put into chat text and config values;
+// none may appear in any span attribute or service log.
+type markers struct {
+	chat, reminder, reply, token, notice, prefix string
+}
+
+func (m markers) all() map[string]string {
+	return map[string]string{"chat text": m.chat, "reminder text": m.reminder, "operator reply": m.reply,
+		"github token": m.token, "takeover notice (config)": m.notice, "notify prefix (config)": m.prefix}
+}
+
+// host is the test acting as LangBot: a NATS connection as the host user
+// and an invoker whose spans go to Jaeger.
+type host struct {
+	s      *stack
+	nc     *nats.Conn
+	iv     *bus.Invoker // traced
+	plain  *bus.Invoker // untraced, for readiness polls
+	tracer trace.Tracer
+	flush  func()
+}
+
+func scopeOf(plugin string) string { return "e2e-instance.e2e-workspace.e2e-" + plugin }
+
+func bindingOf(t *testing.T, plugin string) binding.Binding {
+	sc, err := binding.ParseScope(scopeOf(plugin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return binding.Binding{InstanceUUID: sc.Instance(), WorkspaceUUID: sc.Workspace(), InstallationUUID: sc.Installation(),
+		PlacementGeneration: 1, RuntimeRevision: 1, ArtifactDigest: "sha256:dev"}
+}
+
+// invoke sends one traced invocation under a root span of its own and
+// returns the reply and the trace id.
+func (h *host) invoke(t *testing.T, name, plugin string, ep bus.Endpoint, req *bus.Request) (json.RawMessage, string) {
+	t.Helper()
+	ctx, span := h.tracer.Start(context.Background(), "e2e "+name)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	raw, err := h.iv.Invoke(ctx, plugin, ep, bus.NewInvocationID(), req)
+	cancel()
+	span.End()
+	h.flush()
+	if err != nil {
+		t.Fatalf("%s: %v (%s)", name, err, raw)
+	}
+	return raw, span.SpanContext().TraceID().String()
+}
+
+// waitServed polls a read-only invocation until the service serves the
+// installation (its lifecycle consumer applied the attach).
+func (h *host) waitServed(t *testing.T, plugin string, ep bus.Endpoint, req *bus.Request) {
+	t.Helper()
+	poll(t, 30*time.Second, plugin+" serves "+scopeOf(plugin), func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		raw, err := h.plain.Invoke(ctx, plugin, ep, bus.NewInvocationID(), req)
+		if err != nil {
+			return false, fmt.Sprintf("%v %s", err, raw)
+		}
+		return true, ""
+	})
+}
+
+func session(launcher string) bus.Session {
+	typ, id, _ := strings.Cut(launcher, ":")
+	return bus.Session{LauncherType: typ, LauncherID: bus.ID(id), SenderID: "e2e-user", BotUUID: "e2e-bot"}
+}
+
+func commandReq(b binding.Binding, cfg, text string, sess bus.Session) *bus.Request {
+	fields := strings.Fields(text)
+	return &bus.Request{Binding: b, Config: json.RawMessage(cfg), Command: &bus.Command{
+		Name: strings.TrimPrefix(fields[0], "!"), Params: fields[1:], FullText: text, Prefix: "!",
+		Session: sess, Privilege: 1, QueryUUID: bus.ID(bus.NewInvocationID())}}
+}
+
+// hostLine waits until lbctl host printed a send of plugin containing
+// want, and returns the line.
+func (s *stack) hostLine(t *testing.T, plugin, want string, timeout time.Duration) string {
+	t.Helper()
+	var line string
+	poll(t, timeout, "lbctl host prints a "+plugin+" send containing "+want, func() (bool, string) {
+		l, ok := s.host.out.Find(func(l string) bool {
+			return strings.HasPrefix(l, "["+plugin+" → ") && strings.Contains(l, want)
+		})
+		line = l
+		return ok, fmt.Sprintf("%d lines", len(s.host.out.Lines()))
+	})
+	return line
+}
+
+func TestEndToEnd(t *testing.T) {
+	s := newStack(t)
+	run := randToken(4)
+	mk := markers{chat: "e2echat" + run, reminder: "e2eremind" + run, reply: "e2ereply" + run,
+		token: "ghp_e2etoken" + run, notice: "e2enotice" + run, prefix: "e2epfx" + run}
+	var err error
+	if s.stateKey, err = bus.NewKeyString("e2e"); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	s.startNATS()
+	s.startJaeger()
+	if out, err := s.lbctl("host", "setup"); err != nil {
+		t.Fatal(err)
+	} else {
+		say(t, "lbctl setup: %s", strings.TrimSpace(out))
+	}
+	s.startHost()
+
+	fake := fakegithub.New(fakegithub.Options{PollInterval: 60})
+	defer fake.Close()
+
+	configs := map[string]string{
+		"githubkit":  fmt.Sprintf(`{"language":"en_US","github_token":%q,"poll_interval":60}`, mk.token),
+		"takeover":   fmt.Sprintf(`{"takeover_timeout":600,"trigger_words":["human"],"auto_takeover_on_trigger":true,"user_notice_on_takeover":%q}`, mk.notice),
+		"schenotify": fmt.Sprintf(`{"language":"en_US","timezone":"UTC","notify_prefix":%q}`, "["+mk.prefix+"] "),
+	}
+	var running []string
+	for _, p := range plugins {
+		if !hasBinary(p) {
+			say(t, "SKIP %s: no binary %s (services/%s/cmd/%s does not exist yet); its checks are skipped", p, filepath.Join(binDir, p), p, p)
+			continue
+		}
+		extra := map[string]string{}
+		if p == "githubkit" {
+			extra = map[string]string{"GITHUB_API_URL": fake.URL, "GITHUB_ALLOW_HTTP": "true", "GITHUB_ALLOW_PRIVATE_NETWORKS": "true"}
+		}
+		svc := s.startService(p, extra)
+		say(t, "%s up, HTTP %s", p, svc.http)
+		if out, err := s.lbctl("host", "attach", "--plugin", p, "--scope", scopeOf(p), "--config", configs[p]); err != nil {
+			t.Fatal(err)
+		} else {
+			say(t, "lbctl attach %s: %s", p, strings.TrimSpace(out))
+		}
+		running = append(running, p)
+	}
+	say(t, "stack up in %v", time.Since(start).Round(time.Millisecond))
+
+	// the test plays the host: a NATS connection as the host user and
+	// spans exported to the same Jaeger
+	ctx := context.Background()
+	tp, err := telemetry.NewTracerProvider(ctx, hostService, func(k string) string { return s.otelEnv(hostService)[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Shutdown(context.WithoutCancel(ctx))
+	user := ""
+	if s.auth {
+		user = "host"
+	}
+	nc, err := bus.Connect(ctx, bus.ConnConfig{URL: s.natsURL, Name: "e2e-host", User: user, Password: s.passwords["host"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	subj, _ := bus.NewSubjects(bus.DefaultPrefix)
+	h := &host{s: s, nc: nc, iv: bus.NewInvoker(nc, subj, tp), plain: bus.NewInvoker(nc, subj, nil), tracer: tp.Tracer("e2e"),
+		flush: func() { _ = tp.ForceFlush(ctx) }}
+
+	has := func(p string) bool { return slices.Contains(running, p) }
+	skipUnless := func(t *testing.T, p string) {
+		if !has(p) {
+			say(t, "SKIP %s: service %s is not built", t.Name(), p)
+			t.Skip()
+		}
+	}
+
+	t.Run("discovery", func(t *testing.T) { checkDiscovery(t, nc, running) })
+
+	// githubkit: start the subscription first, since its first poll comes
+	// a full interval (60 s, the minimum) after the subscription
+	var subTrace string
+	var repoTrace string
+	t.Run("githubkit/repo", func(t *testing.T) {
+		skipUnless(t, "githubkit")
+		b, cfg := bindingOf(t, "githubkit"), configs["githubkit"]
+		h.waitServed(t, "githubkit", bus.EndpointCommand, commandReq(b, cfg, "!gh help", session("person:e2e-user")))
+		raw, id := h.invoke(t, "gh repo", "githubkit", bus.EndpointCommand, commandReq(b, cfg, "!gh repo "+fakegithub.DefaultRepo, session("person:e2e-user")))
+		if !strings.Contains(string(raw), fakegithub.DefaultRepo) {
+			t.Fatalf("!gh repo reply %s does not name the repository", raw)
+		}
+		if n := fake.Count(func(r fakegithub.Request) bool { return r.Authorization == "Bearer "+mk.token }); n == 0 {
+			t.Errorf("the fake GitHub saw no request with the installation's token (sealed config not opened?)")
+		}
+		repoTrace = id
+		tr := s.waitTrace(id, func(tr *jTrace) string {
+			if tr.span(func(sp *jSpan) bool {
+				return sp.service == "githubkit" && sp.kind() == "client" && sp.tag("http.request.method") != ""
+			}) == nil &&
+				tr.span(func(sp *jSpan) bool {
+					return sp.service == "githubkit" && sp.kind() == "client" && sp.tag("http.method") != ""
+				}) == nil {
+				return "no GitHub HTTP client span yet"
+			}
+			if tr.span(func(sp *jSpan) bool { return sp.service == "githubkit" && sp.kind() == "server" }) == nil {
+				return "no githubkit server span yet"
+			}
+			return ""
+		})
+		server := requestTrace(t, tr, "githubkit")
+		gh := tr.span(func(sp *jSpan) bool {
+			return sp.service == "githubkit" && sp.kind() == "client" && strings.HasPrefix(sp.OperationName, "GET") ||
+				sp.service == "githubkit" && sp.kind() == "client" && (sp.tag("http.request.method") != "" || sp.tag("http.method") != "")
+		})
+		if gh == nil || !tr.ancestorOf(server, gh) {
+			t.Errorf("the GitHub call is not under the command's server span\n%s", dumpTrace(tr))
+		}
+		say(t, "githubkit !gh repo: trace %s, %d spans", id, len(tr.Spans))
+	})
+	var subAt time.Time
+	t.Run("githubkit/sub", func(t *testing.T) {
+		skipUnless(t, "githubkit")
+		b, cfg := bindingOf(t, "githubkit"), configs["githubkit"]
+		raw, id := h.invoke(t, "gh sub", "githubkit", bus.EndpointCommand, commandReq(b, cfg, "!gh sub "+fakegithub.DefaultRepo+" push", session("group:e2e-group")))
+		subAt = time.Now()
+		if !strings.Contains(string(raw), fakegithub.DefaultRepo) {
+			t.Fatalf("!gh sub reply %s does not name the repository", raw)
+		}
+		// new activity after the subscription primed its cursor
+		fake.AddEvents(fakegithub.DefaultRepo, fakegithub.Event("push_full", fake.NextEventID()))
+		subTrace = id
+		tr := s.waitTrace(id, func(tr *jTrace) string {
+			if tr.span(func(sp *jSpan) bool { return sp.service == "githubkit" && sp.kind() == "server" }) == nil {
+				return "no githubkit server span yet"
+			}
+			return ""
+		})
+		requestTrace(t, tr, "githubkit")
+		say(t, "githubkit !gh sub: trace %s; the first poll is due about 60 s later", id)
+	})
+
+	// schenotify: schedule_notify, then the delivery at the due second
+	var deliveryTrace string
+	t.Run("schenotify/reminder", func(t *testing.T) {
+		skipUnless(t, "schenotify")
+		b, cfg := bindingOf(t, "schenotify"), configs["schenotify"]
+		sess := session("person:e2e-user")
+		h.waitServed(t, "schenotify", bus.EndpointCommand, commandReq(b, cfg, "!sche", sess))
+		params, _ := json.Marshal(map[string]string{"message": mk.reminder + " stretch", "delay": "2s"})
+		raw, id := h.invoke(t, "schedule_notify", "schenotify", bus.EndpointTool, &bus.Request{Binding: b, Config: json.RawMessage(cfg),
+			Tool: &bus.Tool{Name: "schedule_notify", Parameters: params, Session: sess, QueryUUID: "e2e-q"}})
+		var res struct {
+			Result struct {
+				Status string `json:"status"`
+				ID     string `json:"id"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil || res.Result.Status != "ok" {
+			t.Fatalf("schedule_notify: %s (%v)", raw, err)
+		}
+		line := s.hostLine(t, "schenotify", mk.reminder, 30*time.Second)
+		say(t, "lbctl host printed the reminder: %q", line)
+		tr := s.waitTrace(id, func(tr *jTrace) string {
+			if tr.span(func(sp *jSpan) bool { return sp.service == "schenotify" && sp.kind() == "server" }) == nil {
+				return "no schenotify server span yet"
+			}
+			return ""
+		})
+		requestTrace(t, tr, "schenotify")
+		del := s.findTrace("schenotify", "the delivery trace linked to "+id, 45*time.Second, func(tr *jTrace) bool {
+			return tr.TraceID != id && tr.span(func(sp *jSpan) bool { return sp.linksTo(id) }) != nil &&
+				tr.span(func(sp *jSpan) bool {
+					return strings.HasPrefix(sp.tag("messaging.destination.name"), "langbot.host.send_message.")
+				}) != nil
+		})
+		checkConnected(t, del)
+		consumer := del.span(func(sp *jSpan) bool { return sp.linksTo(id) })
+		if consumer.kind() != "consumer" || consumer.parent() != "" {
+			t.Errorf("the delivery starts with %s (parent %q), want a root consumer span", consumer, consumer.parent())
+		}
+		checkMessaging(t, consumer, "langbot.schenotify.")
+		hostSend(t, del, "schenotify", consumer)
+		deliveryTrace = del.TraceID
+		say(t, "schenotify: scheduled in trace %s, delivered in trace %s (linked)", id, del.TraceID)
+	})
+
+	// takeover: a user asks for a human (the event blocks the AI and sends
+	// the notice), then the operator replies through the page endpoint
+	t.Run("takeover/event-and-reply", func(t *testing.T) {
+		skipUnless(t, "takeover")
+		b, cfg := bindingOf(t, "takeover"), configs["takeover"]
+		h.waitServed(t, "takeover", bus.EndpointPage, &bus.Request{Binding: b, Config: json.RawMessage(cfg),
+			Page: &bus.Page{PageID: "console", Endpoint: "/info", Method: "GET", Body: json.RawMessage(`{}`)}})
+		chain, _ := json.Marshal([]map[string]string{{"type": "Plain", "text": "please get me a human " + mk.chat}})
+		data := fmt.Sprintf(`{"launcher_type":"person","launcher_id":"e2e-user","sender_id":"e2e-user","message_event":{"sender":{"nickname":"E2E"}},"message_chain":%s}`, chain)
+		raw, id := h.invoke(t, "takeover event", "takeover", bus.EndpointEvent, &bus.Request{Binding: b, Config: json.RawMessage(cfg),
+			Event: &bus.Event{Name: "PersonMessageReceived", BotUUID: "e2e-bot", Data: json.RawMessage(data), QueryUUID: "e2e-q"}})
+		var er bus.EventReply
+		if err := json.Unmarshal(raw, &er); err != nil || !er.PreventDefault {
+			t.Fatalf("the trigger word did not block the AI: %s (%v)", raw, err)
+		}
+		s.hostLine(t, "takeover", mk.notice, 30*time.Second)
+		tr := s.waitTrace(id, func(tr *jTrace) string {
+			if tr.span(func(sp *jSpan) bool { return sp.service == "takeover" && sp.kind() == "server" }) == nil {
+				return "no takeover server span yet"
+			}
+			if tr.span(func(sp *jSpan) bool {
+				return sp.service == "takeover" && strings.HasPrefix(sp.tag("messaging.destination.name"), "langbot.host.send_message.")
+			}) == nil {
+				return "no notice send span yet"
+			}
+			return ""
+		})
+		server := requestTrace(t, tr, "takeover")
+		hostSend(t, tr, "takeover", server)
+
+		// the operator reads the sessions with lbctl, then replies
+		out, err := s.lbctl("host", "invoke", "page", "--plugin", "takeover", "--scope", scopeOf("takeover"), "--config", cfg,
+			"--name", "/sessions", "--method", "GET")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct {
+			Data struct {
+				Sessions []struct {
+					SID string `json:"sid"`
+				} `json:"sessions"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Data.Sessions) != 1 {
+			t.Fatalf("lbctl invoke page /sessions: %s (%v)", out, err)
+		}
+		body, _ := json.Marshal(map[string]string{"sid": list.Data.Sessions[0].SID, "idempotency_key": "e2ekey" + run, "text": mk.reply})
+		raw, id = h.invoke(t, "operator reply", "takeover", bus.EndpointPage, &bus.Request{Binding: b, Config: json.RawMessage(cfg),
+			Page: &bus.Page{PageID: "console", Endpoint: "/reply", Method: "POST", Body: body}})
+		var rr struct {
+			Data struct {
+				Delivered bool `json:"delivered"`
+				Saved     bool `json:"saved"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(raw, &rr); err != nil || !rr.Data.Delivered || !rr.Data.Saved {
+			t.Fatalf("operator reply: %s (%v)", raw, err)
+		}
+		s.hostLine(t, "takeover", mk.reply, 30*time.Second)
+		tr = s.waitTrace(id, func(tr *jTrace) string {
+			if tr.span(func(sp *jSpan) bool {
+				return sp.service == "takeover" && strings.HasPrefix(sp.tag("messaging.destination.name"), "langbot.host.send_message.")
+			}) == nil {
+				return "no reply send span yet"
+			}
+			return ""
+		})
+		server = requestTrace(t, tr, "takeover")
+		hostSend(t, tr, "takeover", server)
+		say(t, "takeover: event trace and operator reply trace %s checked", id)
+	})
+
+	t.Run("githubkit/push", func(t *testing.T) {
+		skipUnless(t, "githubkit")
+		if subTrace == "" {
+			t.Skip("the subscription failed")
+		}
+		line := s.hostLine(t, "githubkit", fakegithub.DefaultRepo, 150*time.Second)
+		say(t, "push delivered %v after the subscription: %q", time.Since(subAt).Round(time.Second), line)
+		poll := s.findTrace("githubkit", "the poll trace linked to "+subTrace, 45*time.Second, func(tr *jTrace) bool {
+			return tr.span(func(sp *jSpan) bool { return sp.linksTo(subTrace) }) != nil &&
+				tr.span(func(sp *jSpan) bool {
+					return strings.HasPrefix(sp.tag("messaging.destination.name"), "langbot.host.send_message.")
+				}) != nil
+		})
+		checkConnected(t, poll)
+		consumer := poll.span(func(sp *jSpan) bool { return sp.linksTo(subTrace) })
+		if consumer.kind() != "consumer" || consumer.parent() != "" {
+			t.Errorf("the poll starts with %s (parent %q), want a root consumer span", consumer, consumer.parent())
+		}
+		checkMessaging(t, consumer, "langbot.githubkit.")
+		hostSend(t, poll, "githubkit", consumer)
+		if poll.span(func(sp *jSpan) bool {
+			return sp.kind() == "client" && (sp.tag("http.request.method") != "" || sp.tag("http.method") != "")
+		}) == nil {
+			t.Errorf("the poll trace has no GitHub HTTP client span\n%s", dumpTrace(poll))
+		}
+		say(t, "githubkit push: poll trace %s linked to the subscription's trace %s", poll.TraceID, subTrace)
+	})
+
+	t.Run("endpoints", func(t *testing.T) {
+		for _, p := range running {
+			svc := s.services[p]
+			if code, body := s.get(svc.http + "/healthz"); code != 200 {
+				t.Errorf("%s /healthz: %d %s", p, code, body)
+			}
+			if code, body := s.get(svc.http + "/readyz"); code != 200 {
+				t.Errorf("%s /readyz: %d %s", p, code, body)
+			}
+			code, body := s.get(svc.http + "/metrics")
+			if code != 200 || !strings.Contains(body, "langbot_invocations_total") || !strings.Contains(body, "go_goroutines") {
+				t.Errorf("%s /metrics: %d, want langbot_invocations_total and go_goroutines", p, code)
+			}
+			if !strings.Contains(body, `plugin="`+p+`"`) {
+				t.Errorf("%s /metrics: no series labelled plugin=%q", p, p)
+			}
+		}
+	})
+
+	t.Run("no-secrets-in-spans-or-logs", func(t *testing.T) {
+		secrets := mk.all()
+		_, key, _ := strings.Cut(s.stateKey, "=")
+		secrets["LANGBOT_STATE_KEY"] = key
+		for u, pw := range s.passwords {
+			secrets["NATS password of "+u] = pw
+		}
+		spans := 0
+		for _, svc := range append([]string{hostService}, running...) {
+			trs, err := s.serviceTraces(svc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tr := range trs {
+				for _, sp := range tr.Spans {
+					spans++
+					var texts []string
+					texts = append(texts, sp.OperationName)
+					for _, kv := range sp.Tags {
+						texts = append(texts, kv.Key, fmt.Sprint(kv.Value))
+					}
+					for _, l := range sp.Logs {
+						for _, kv := range l.Fields {
+							texts = append(texts, kv.Key, fmt.Sprint(kv.Value))
+						}
+					}
+					for _, kv := range tr.Processes[sp.ProcessID].Tags {
+						texts = append(texts, kv.Key, fmt.Sprint(kv.Value))
+					}
+					for what, m := range secrets {
+						for _, x := range texts {
+							if strings.Contains(x, m) {
+								t.Errorf("the %s appears in span %s of trace %s: %q", what, &sp, tr.TraceID, x)
+							}
+						}
+					}
+				}
+			}
+		}
+		for _, p := range running {
+			for _, l := range s.services[p].proc.out.Lines() {
+				for what, m := range secrets {
+					if strings.Contains(l, m) {
+						t.Errorf("the %s appears in the %s log: %s", what, p, l)
+					}
+				}
+			}
+		}
+		say(t, "no marker in %d spans (each service's recent traces) nor in the service logs", spans)
+	})
+
+	t.Run("lbctl-trace", func(t *testing.T) {
+		for name, id := range map[string]string{"githubkit-repo": repoTrace, "schenotify-delivery": deliveryTrace} {
+			if id == "" {
+				continue
+			}
+			out, err := s.lbctl("host", "trace", id, "--jaeger", s.jaegerURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, "trace "+id) || !strings.Contains(out, "└─ ") {
+				t.Errorf("lbctl trace %s printed no tree:\n%s", id, out)
+			}
+			_ = os.WriteFile(filepath.Join(s.out, "trace-"+name+".txt"), []byte(out), 0o644)
+			fmt.Printf("e2e: lbctl trace %s (%s):\n%s\n", id, name, out)
+		}
+	})
+
+	t.Run("bench", func(t *testing.T) {
+		if len(running) == 0 {
+			t.Skip("no service")
+		}
+		user := "host"
+		if s.auth {
+			user = "admin" // the floor creates a KV bucket
+		}
+		args := []string{"bench", "invoke", "--n", benchN, "--markdown", "--plugins", strings.Join(running, ",")}
+		start := time.Now()
+		out, err := s.lbctl(user, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = os.WriteFile(filepath.Join(s.out, "bench.txt"), []byte(out), 0o644)
+		fmt.Printf("e2e: lbctl %s (as NATS user %s, %v):\n%s\n", strings.Join(args, " "), user, time.Since(start).Round(time.Second), out)
+		if strings.Contains(out, "SKIP") || strings.Contains(out, "FAILED") {
+			t.Errorf("bench rows were skipped or failed:\n%s", out)
+		}
+	})
+
+	// every process must still be running: none crashed along the way
+	for _, p := range append([]*proc{s.host}, func() []*proc {
+		var ps []*proc
+		for _, n := range running {
+			ps = append(ps, s.services[n].proc)
+		}
+		return ps
+	}()...) {
+		if done, err := p.exited(); done {
+			t.Errorf("%s exited during the run: %v", p.name, err)
+		}
+	}
+	say(t, "run took %v", time.Since(start).Round(time.Second))
+}
+
+// checkDiscovery sends $SRV.PING and waits until every running plugin
+// answered (nats micro ls).
+func checkDiscovery(t *testing.T, nc *nats.Conn, running []string) {
+	inbox := nats.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest("$SRV.PING", inbox, nil); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(seen) < len(running) && time.Now().Before(deadline) {
+		m, err := sub.NextMsg(time.Until(deadline))
+		if err != nil {
+			break
+		}
+		var ping struct {
+			Name string `json:"name"`
+			ID   string `json:"id"`
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(m.Data, &ping); err != nil {
+			t.Errorf("malformed $SRV.PING reply %s", m.Data)
+			continue
+		}
+		seen[ping.Name] = true
+	}
+	for _, p := range running {
+		if !seen[p] {
+			t.Errorf("$SRV.PING: no answer from %s (answers: %v)", p, seen)
+		}
+	}
+	say(t, "$SRV.PING lists %v", keys(seen))
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
