@@ -42,9 +42,9 @@ func TestN8RetryBackoffDeadLetter(t *testing.T) {
 	if text := e.cmd(t, a, cfgEN, s, "!sche"); !strings.Contains(text, "(failed: host_error)") {
 		t.Fatalf("list: %q", text)
 	}
-	if got := in.counter(t, "schenotify_deliveries_total", "outcome", "failed"); got != 1 {
-		t.Fatalf("failed counter %v", got)
-	}
+	eventually(t, 2*time.Second, "failed counted", func() bool {
+		return in.counter(t, "schenotify_deliveries_total", "outcome", "failed") == 1
+	})
 	time.Sleep(1500 * time.Millisecond)
 	if n := len(e.host.sends()); n != 4 {
 		t.Fatalf("%d tries, want 4", n)
