@@ -40,6 +40,7 @@ func commands() []command {
 		{Name: "host", Summary: "answer host actions for a stack running elsewhere, printing sends", Run: runHost},
 		{Name: "trace", Summary: "print a trace from Jaeger as a tree: trace <trace-id> [--jaeger URL]", Run: runTrace},
 		{Name: "bench invoke", Summary: "measure invocation latency and throughput next to the bus floor", Run: runBenchInvoke},
+		consoleTokenCommand(),
 	}
 	for _, s := range devServices() {
 		cmds = append(cmds, s.Commands...)

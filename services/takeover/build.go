@@ -9,7 +9,7 @@ import (
 // Build creates the service from the shared binary environment; the
 // takeover binary and lbctl dev both use it.
 func Build(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
-	return New(Config{
+	s, err := New(Config{
 		Prefix:   env.Subjects.Prefix,
 		Replicas: env.Options.Replicas,
 		Workers:  env.Options.Workers,
@@ -20,4 +20,11 @@ func Build(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
 		TracerProvider: env.TracerProvider,
 		Registerer:     env.Registry,
 	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mountConsole(env, s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }

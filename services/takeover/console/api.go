@@ -1,0 +1,188 @@
+package console
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// serveAPI serves /console/api/<endpoint>: the token first, then the rate
+// limit, then the operation.
+func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint string) {
+	claims, sc, tokID, ok := h.authorize(r)
+	if !ok {
+		unauthorized(w)
+		return
+	}
+	if !h.tokens.allow(tokID) {
+		writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many requests, slow down")
+		return
+	}
+	if endpoint == "/events" {
+		if r.Method != http.MethodGet {
+			writeError(w, http.StatusMethodNotAllowed, "bad_request", "", "the live feed is GET only")
+			return
+		}
+		h.serveEvents(w, r, claims, sc)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodPost, http.MethodDelete:
+	default:
+		writeError(w, http.StatusMethodNotAllowed, "bad_request", "", "use GET, POST or DELETE")
+		return
+	}
+	params, status, msg := readParams(w, r, endpoint)
+	if status != 0 {
+		code := "bad_request"
+		if status == http.StatusRequestEntityTooLarge {
+			code = "too_large"
+		}
+		writeError(w, status, code, "", msg)
+		return
+	}
+	if r.Method == http.MethodPost && endpoint == "/reply" {
+		var p struct {
+			SID string `json:"sid"`
+		}
+		_ = json.Unmarshal(params, &p)
+		if !h.replies.allow(sc.String() + "/" + p.SID) {
+			writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many replies to this session, slow down")
+			return
+		}
+	}
+	res, err := h.ops.ConsoleDo(r.Context(), Call{Scope: sc, Operator: claims.Operator, Method: r.Method, Endpoint: endpoint, Params: params})
+	if err != nil {
+		writeOpError(w, err)
+		return
+	}
+	if b, ok := res.(Blob); ok {
+		serveBlob(w, b)
+		return
+	}
+	writeJSON(w, res)
+}
+
+// writeOpError writes an operation's *bus.Error with its code as the HTTP
+// status; anything else is a generic 500.
+func writeOpError(w http.ResponseWriter, err error) {
+	if be, ok := bus.AsError(err); ok && be.Code >= 400 && be.Code < 600 {
+		writeError(w, be.Code, be.Word, be.Reason, be.Message)
+		return
+	}
+	writeError(w, http.StatusInternalServerError, "internal", "", "internal error")
+}
+
+// inlineMimes are the image types a browser may render from /blob; every
+// other blob downloads as an attachment.
+var inlineMimes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true, "image/bmp": true}
+
+func serveBlob(w http.ResponseWriter, b Blob) {
+	m := b.Mime
+	if m == "" {
+		m = "application/octet-stream"
+	}
+	w.Header().Set("Content-Type", m)
+	w.Header().Set("Cache-Control", "private, no-store")
+	if !inlineMimes[m] {
+		w.Header().Set("Content-Disposition", "attachment")
+		w.Header().Set("Content-Security-Policy", "sandbox")
+	}
+	_, _ = w.Write(b.Data)
+}
+
+// readParams turns a request into the operation's JSON parameter object:
+// the query of a GET (and of a POST or DELETE without a body), a JSON body,
+// or a multipart reply whose files become data URLs. It returns an HTTP
+// status and message on failure.
+func readParams(w http.ResponseWriter, r *http.Request, endpoint string) (json.RawMessage, int, string) {
+	limit := int64(maxOtherBody)
+	if endpoint == "/reply" {
+		limit = maxReplyBody
+	}
+	query := func() (json.RawMessage, int, string) {
+		m := map[string]string{}
+		for k, v := range r.URL.Query() {
+			if len(v) > 0 {
+				m[k] = v[0]
+			}
+		}
+		b, _ := json.Marshal(m)
+		return b, 0, ""
+	}
+	if r.Method == http.MethodGet {
+		return query()
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct == "multipart/form-data" {
+		if endpoint != "/reply" {
+			return nil, http.StatusBadRequest, "multipart is accepted only by /reply"
+		}
+		return readMultipart(r, limit)
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, http.StatusRequestEntityTooLarge, "the request body is too large"
+		}
+		return nil, http.StatusBadRequest, "the request body could not be read"
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return query()
+	}
+	if body[0] != '{' || !json.Valid(body) {
+		return nil, http.StatusBadRequest, "the body must be a JSON object"
+	}
+	return body, 0, ""
+}
+
+// readMultipart reads a multipart reply: fields sid, idempotency_key, text,
+// file_name, image_base64, file_base64, and file parts image and file.
+func readMultipart(r *http.Request, limit int64) (json.RawMessage, int, string) {
+	if err := r.ParseMultipartForm(limit); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, http.StatusRequestEntityTooLarge, "the request body is too large"
+		}
+		return nil, http.StatusBadRequest, "the multipart body is malformed"
+	}
+	defer func() { _ = r.MultipartForm.RemoveAll() }()
+	m := map[string]string{}
+	for _, k := range []string{"sid", "idempotency_key", "text", "file_name", "image_base64", "file_base64"} {
+		if v := r.MultipartForm.Value[k]; len(v) > 0 {
+			m[k] = v[0]
+		}
+	}
+	for _, field := range []string{"image", "file"} {
+		fhs := r.MultipartForm.File[field]
+		if len(fhs) == 0 {
+			continue
+		}
+		f, err := fhs[0].Open()
+		if err != nil {
+			return nil, http.StatusBadRequest, "an attachment could not be read"
+		}
+		data, err := io.ReadAll(f)
+		_ = f.Close()
+		if err != nil {
+			return nil, http.StatusBadRequest, "an attachment could not be read"
+		}
+		m[field+"_base64"] = "data:application/octet-stream;base64," + base64.StdEncoding.EncodeToString(data)
+		if field == "file" && m["file_name"] == "" {
+			m["file_name"] = path.Base(strings.ReplaceAll(fhs[0].Filename, "\\", "/"))
+		}
+	}
+	b, _ := json.Marshal(m)
+	return b, 0, ""
+}

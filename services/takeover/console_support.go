@@ -1,0 +1,131 @@
+package takeover
+
+// The takeover side of the HTTP console (package console): *Service
+// implements console.Operations on top of Do, and mountConsole puts the
+// console on the binary's HTTP mux. This file exists because the console
+// package cannot import takeover while takeover mounts it.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/svcmain"
+	"github.com/langbot-nats/plugins/services/takeover/console"
+)
+
+var _ console.Operations = (*Service)(nil)
+
+// ConsoleKeyEnv names the variable holding the console's token key.
+const ConsoleKeyEnv = "LANGBOT_CONSOLE_KEY"
+
+// mountConsole registers the HTTP console on env.Mux under /console/ when
+// LANGBOT_CONSOLE_KEY is set (spec §9 rule 2); without it the console is
+// off and only the page endpoint serves the operations.
+func mountConsole(env *svcmain.Env, s *Service) error {
+	if env.Mux == nil || env.Getenv == nil {
+		return nil
+	}
+	key := env.Getenv(ConsoleKeyEnv)
+	if key == "" {
+		s.log.Info("HTTP console off: " + ConsoleKeyEnv + " is not set")
+		return nil
+	}
+	h, err := console.New(console.Config{Key: key, Logger: env.Logger}, s)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	env.Mux.Handle("/console/", h)
+	return nil
+}
+
+// consoleCall builds the PageCall of an HTTP console request from the
+// scope's authority: its binding, its config (spec §7.1 rule 3) and its
+// state (rule 4).
+func (s *Service) consoleCall(ctx context.Context, sc binding.Scope, operator string) (PageCall, error) {
+	a, ok := s.runner.View().Lookup(sc)
+	if !ok {
+		stored, err := s.runner.Authority(ctx, sc)
+		if err != nil {
+			return PageCall{}, bus.Errorf(bus.ErrUnavailable, "storage is unavailable, retry later")
+		}
+		if stored == nil {
+			return PageCall{}, bus.Errorf(bus.ErrBindingRefused, "the installation is unknown")
+		}
+		a = *stored
+	}
+	if a.State == bus.StateRemoved {
+		return PageCall{}, bus.Errorf(bus.ErrBindingRefused, "the installation was removed")
+	}
+	cfg, err := s.runner.OpenConfig(sc, &a)
+	if err != nil {
+		return PageCall{}, bus.Errorf(bus.ErrInternal, "the installation's config could not be opened")
+	}
+	return PageCall{
+		Scope: sc, Binding: a.Binding, Settings: s.settingsFor(sc, a.Binding, cfg),
+		Operator: operator, Inactive: a.State != bus.StateActive,
+	}, nil
+}
+
+// ConsoleDo runs one HTTP console operation for a verified token's scope
+// and operator; errors are *bus.Error. Actions write the audit line.
+func (s *Service) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
+	req, err := ParsePageRequest(c.Method, c.Endpoint, c.Params)
+	if err != nil {
+		return nil, toWire(err)
+	}
+	pc, err := s.consoleCall(ctx, c.Scope, c.Operator)
+	if err != nil {
+		return nil, err
+	}
+	data, err := s.Do(ctx, pc, req)
+	if req.Op.IsAction() {
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+		}
+		s.audit(ctx, pc, req, outcome)
+	}
+	if err != nil {
+		return nil, toWire(err)
+	}
+	if bd, ok := data.(BlobData); ok {
+		raw, err := DecodeDataURL(bd.DataURL, s.cfg.MaxBody)
+		if err != nil {
+			return nil, bus.Errorf(bus.ErrInternal, "the attachment could not be read")
+		}
+		return console.Blob{Mime: bd.Mime, Data: raw}, nil
+	}
+	return data, nil
+}
+
+// ConsoleCheck reports whether the scope is served: known and not removed.
+func (s *Service) ConsoleCheck(sc binding.Scope) error {
+	a, ok := s.runner.View().Lookup(sc)
+	if !ok {
+		return bus.Errorf(bus.ErrBindingRefused, "the installation is unknown")
+	}
+	if a.State == bus.StateRemoved {
+		return bus.Errorf(bus.ErrBindingRefused, "the installation was removed")
+	}
+	return nil
+}
+
+// ConsoleSubscribe delivers the scope's live subject to f until stop.
+func (s *Service) ConsoleSubscribe(sc binding.Scope, f func([]byte)) (func(), error) {
+	subject, err := s.subj.Internal(Plugin, bus.KindLive, sc)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := s.nc.Subscribe(subject, func(m *nats.Msg) { f(m.Data) })
+	if err != nil {
+		return nil, err
+	}
+	// the server knows the interest before the first event is promised
+	_ = s.nc.FlushTimeout(2 * time.Second)
+	return func() { _ = sub.Unsubscribe() }, nil
+}
