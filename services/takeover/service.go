@@ -218,8 +218,11 @@ func (s *Service) Started() <-chan struct{} { return s.ready }
 // Runner returns the bus runner (its View, Host and KV).
 func (s *Service) Runner() *bus.Runner { return s.runner }
 
-func (s *Service) start(ctx context.Context) error {
-	s.runCtx, s.cancelRun = context.WithCancel(context.WithoutCancel(ctx))
+func (s *Service) start(parent context.Context) error {
+	s.runCtx, s.cancelRun = context.WithCancel(context.WithoutCancel(parent))
+	// setup is bounded; what it starts lives until shutdown
+	ctx, cancel := context.WithTimeout(parent, time.Minute)
+	defer cancel()
 	if err := s.st.ensure(ctx, s.cfg.Replicas); err != nil {
 		return err
 	}

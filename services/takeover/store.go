@@ -168,6 +168,10 @@ func (st *store) historySubject(sc binding.Scope, sid string) string {
 // appendEntry publishes an entry on the session's history subject with its
 // id as Nats-Msg-Id, so a retried append is dropped by the server.
 func (st *store) appendEntry(ctx context.Context, sc binding.Scope, sid string, e *Entry) (uint64, error) {
+	return st.appendEntryWith(ctx, sc, sid, e, true)
+}
+
+func (st *store) appendEntryWith(ctx context.Context, sc binding.Scope, sid string, e *Entry, msgID bool) (uint64, error) {
 	if err := st.check("history.append", sc); err != nil {
 		return 0, err
 	}
@@ -177,7 +181,11 @@ func (st *store) appendEntry(ctx context.Context, sc binding.Scope, sid string, 
 	}
 	msg := &nats.Msg{Subject: st.historySubject(sc, sid), Header: nats.Header{}, Data: b}
 	bus.Inject(ctx, msg.Header)
-	ack, err := st.js.PublishMsg(ctx, msg, jetstream.WithMsgID(e.ID))
+	var opts []jetstream.PublishOpt
+	if msgID {
+		opts = append(opts, jetstream.WithMsgID(e.ID))
+	}
+	ack, err := st.js.PublishMsg(ctx, msg, opts...)
 	if err != nil {
 		return 0, fmt.Errorf("takeover: append: %w", err)
 	}
