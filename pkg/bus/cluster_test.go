@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -37,8 +38,17 @@ func TestRunnerOnThreeNodeCluster(t *testing.T) {
 		_, err := inv.Invoke(cctx, plugin, bus.EndpointCommand, id, &bus.Request{Binding: b, Config: json.RawMessage(`{}`), Command: &bus.Command{Name: "e", Params: []string{"x"}}})
 		return err
 	}
-	if err := call(1, "c1"); err != nil {
-		t.Fatal(err)
+	// interest crosses the cluster's routes asynchronously: the first call
+	// may find no responders on the host's node for a moment
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		err := call(1, "c1")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, bus.ErrNoService) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	leader := c.StreamLeader(t, "KV_"+bus.Bucket(plugin))
 	leader.Stop()

@@ -366,7 +366,9 @@ func (r *Runner) Start(ctx context.Context) error {
 	// The server must know the endpoint subscriptions before Start
 	// reports the service up, or a host's first request finds no
 	// responders.
-	if err := r.nc.FlushWithContext(ctx); err != nil {
+	fctx, cancel := withDefault(ctx)
+	defer cancel()
+	if err := r.nc.FlushWithContext(fctx); err != nil {
 		return fmt.Errorf("bus: flush subscriptions: %w", err)
 	}
 	return nil
