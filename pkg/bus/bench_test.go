@@ -1,0 +1,81 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+)
+
+// BenchmarkRunnerInvoke measures a command through the runner (binding
+// check, authority view, worker pool, reply) and a deduplicated command
+// (one KV create and one KV put more), next to the bus floor of the same
+// run. The ratios are the figures to read: the runner's cost over bare NATS.
+func BenchmarkRunnerInvoke(b *testing.B) {
+	srv := bustest.NewServer(b)
+	nc := srv.Conn(b)
+	var n atomic.Int64
+	r, err := bus.NewRunner(bus.RunnerConfig{Plugin: plugin, Handlers: bus.Handlers{
+		Command: func(ctx context.Context, inv *bus.Invocation) (any, error) {
+			n.Add(1)
+			return bus.CommandReply{Returns: []bus.Return{{Text: "ok"}}}, nil
+		},
+		Dedupe: func(inv *bus.Invocation) bool { return inv.Command.Name == "write" },
+	}}, bus.RunnerDeps{Conn: nc})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	defer r.Shutdown(context.Background())
+	inv := bus.NewInvoker(srv.Conn(b), bus.Subjects{}, nil)
+	bd := bindingFor("i", "w", "n", 1, 1)
+	var seq atomic.Int64
+	op := func(name string) func() error {
+		req := &bus.Request{Binding: bd, Config: json.RawMessage(`{}`), Command: &bus.Command{Name: name, Params: []string{"x"}}}
+		return func() error {
+			_, err := inv.Invoke(context.Background(), plugin, bus.EndpointCommand, fmt.Sprintf("b-%d", seq.Add(1)), req)
+			return err
+		}
+	}
+	if err := op("read")(); err != nil { // creates the authority
+		b.Fatal(err)
+	}
+	const count = 2000
+	floor := bustest.MeasureFloor(b, srv, count)
+	lat := func(f func() error) (time.Duration, time.Duration) {
+		d := make([]time.Duration, 0, count)
+		for range count {
+			start := time.Now()
+			if err := f(); err != nil {
+				b.Fatal(err)
+			}
+			d = append(d, time.Since(start))
+		}
+		return bustest.Percentile(d, 50), bustest.Percentile(d, 99)
+	}
+	b.ResetTimer()
+	for range b.N {
+		rp50, rp99 := lat(op("read"))
+		rrate := bustest.Throughput(b, count, 32, op("read"))
+		wp50, wp99 := lat(op("write"))
+		wrate := bustest.Throughput(b, count, 32, op("write"))
+		us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+		b.ReportMetric(us(rp50), "read-p50-us")
+		b.ReportMetric(us(rp99), "read-p99-us")
+		b.ReportMetric(rrate, "read32-ops/s")
+		b.ReportMetric(us(wp50), "dedupe-p50-us")
+		b.ReportMetric(us(wp99), "dedupe-p99-us")
+		b.ReportMetric(wrate, "dedupe32-ops/s")
+		b.ReportMetric(float64(rp50)/float64(floor.KVEchoP50), "read-p50/kv-floor")
+		b.ReportMetric(rrate/floor.KVEchoRate32, "read32/kv-floor32")
+		floor.Report(b)
+		b.Logf("floor: %s", floor)
+	}
+}
