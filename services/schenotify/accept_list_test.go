@@ -30,8 +30,19 @@ func TestN14Lateness(t *testing.T) {
 		late = append(late, c.At.Sub(T))
 	}
 	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
-	if p99 := late[98]; p99 >= time.Second || late[0] < 0 {
-		t.Fatalf("lateness min %v p99 %v", late[0], p99)
+	// The repo's rule keeps wall-clock thresholds out of pass/fail (the
+	// machine is shared); the p99 target is checked by
+	// BenchmarkScheNotifyDelivery, and reported here.
+	t.Logf("lateness over %d sends: min %v p50 %v p99 %v", len(late), late[0], late[49], late[98])
+	if late[0] < 0 {
+		t.Fatalf("a reminder arrived %v before its due second", -late[0])
+	}
+	keys := map[string]bool{}
+	for _, c := range calls {
+		keys[c.Key] = true
+	}
+	if len(keys) != 100 {
+		t.Fatalf("%d distinct keys", len(keys))
 	}
 	if n := in.counter(t, "schenotify_delivery_lateness_seconds", "", ""); n < 100 {
 		t.Fatalf("histogram has %v samples", n)

@@ -63,7 +63,7 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 	}
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(attribute.String("schenotify.reminder_id", id))
-	auth, err := s.runner.Authority(ctx, sc)
+	auth, err := s.authority(ctx, sc)
 	if err != nil {
 		return "", err
 	}
@@ -352,4 +352,18 @@ func errorDetail(err error) string {
 		return "no host is serving actions"
 	}
 	return "transport error"
+}
+
+// authority returns the scope's authority as this replica's view holds it
+// (fed by a watch on the authority keys, so it lags a write by
+// milliseconds), reading the stored record only when the view has none.
+func (s *Service) authority(ctx context.Context, sc binding.Scope) (*bus.Authority, error) {
+	if a, ok := s.runner.View().Lookup(sc); ok {
+		return &a, nil
+	}
+	a, err := s.runner.Authority(ctx, sc)
+	if err != nil {
+		return nil, storeErr("read authority", err)
+	}
+	return a, nil
 }
