@@ -111,8 +111,24 @@ var natsUsers = map[string]string{
 // ConfigMap) and proves, with the operations the services and the host
 // really perform, that each allowed operation works and each denied one is
 // refused by the server with a permissions violation.
+//
+// It runs twice: with the acknowledgement and flow-control subjects the
+// server uses today, and with their v2 form (feature flag js_ack_fc_v2),
+// which a later server makes the default.
 func TestPermissionMatrix(t *testing.T) {
-	url, passwords := startShippedNATS(t)
+	for _, v2 := range []bool{false, true} {
+		name := "ack-v1"
+		if v2 {
+			name = "ack-v2"
+		}
+		t.Run(name, func(t *testing.T) {
+			url, passwords := startShippedNATS(t, map[string]bool{"js_ack_fc_v2": v2})
+			permissionMatrix(t, url, passwords)
+		})
+	}
+}
+
+func permissionMatrix(t *testing.T, url string, passwords map[string]string) {
 	// A refused request gets no reply: bound every wait.
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -567,8 +583,8 @@ func waitWatchInitial(t *testing.T, w jetstream.KeyWatcher, key string) {
 	}
 }
 
-// fetchAck fetches one message from a durable pull consumer and acks it
-// synchronously.
+// fetchAck fetches one message from a durable pull consumer, signals work in
+// progress and acks it synchronously.
 func fetchAck(t *testing.T, c jetstream.Consumer, what string) {
 	t.Helper()
 	batch, err := c.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
@@ -578,6 +594,12 @@ func fetchAck(t *testing.T, c jetstream.Consumer, what string) {
 	n := 0
 	for m := range batch.Messages() {
 		n++
+		// Long work signals progress before its ack: more than the one
+		// reply that allow_responses grants, so this needs the explicit
+		// $JS.ACK grants.
+		if err := m.InProgress(); err != nil {
+			t.Fatalf("%s: in progress: %v", what, err)
+		}
 		if err := m.DoubleAck(t.Context()); err != nil {
 			t.Fatalf("%s: ack: %v", what, err)
 		}
@@ -724,7 +746,7 @@ func (c *client) deniedRequest(t *testing.T, subject string, op func(ctx context
 // ConfigMap of the rendered prod overlay, with random passwords in the
 // environment as the StatefulSet provides them. It returns the client URL
 // and the passwords by user.
-func startShippedNATS(t *testing.T) (string, map[string]string) {
+func startShippedNATS(t *testing.T, featureFlags map[string]bool) (string, map[string]string) {
 	t.Helper()
 	m := render(t, "k8s/overlays/prod")
 	cm := m.configMapByPrefix(t, "nats-config")
@@ -757,6 +779,7 @@ func startShippedNATS(t *testing.T) (string, map[string]string) {
 	}
 	opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
 	opts.NoLog, opts.NoSigs = true, true
+	opts.FeatureFlags = featureFlags
 	s, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
