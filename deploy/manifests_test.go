@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/conf"
+	"github.com/nats-io/nats-server/v2/server"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -726,6 +727,21 @@ func checkNATS(t *testing.T, m *manifest, w want) {
 	}
 	if _, ok := cfg["accounts"]; !ok {
 		t.Error("nats.conf: accounts.conf is not included")
+	}
+	// The server's own option processing accepts it, with the settings
+	// that matter.
+	opts, err := server.ProcessConfigFile(filepath.Join(dir, "nats.conf"))
+	if err != nil {
+		t.Fatalf("nats.conf: the server refuses it: %v", err)
+	}
+	if !opts.JetStream || !opts.SyncAlways {
+		t.Errorf("nats.conf: JetStream %v, SyncAlways %v; want both", opts.JetStream, opts.SyncAlways)
+	}
+	if opts.LameDuckDuration <= 0 || opts.PidFile == "" {
+		t.Error("nats.conf: lame duck mode needs a duration and a pid file (preStop)")
+	}
+	if want := int(w.natsReplicas); w.natsReplicas > 1 && (len(opts.Routes) != want || opts.Cluster.Name == "") {
+		t.Errorf("nats.conf: cluster %q with %d routes, want a named cluster with %d", opts.Cluster.Name, len(opts.Routes), want)
 	}
 	cluster, _ := cfg["cluster"].(map[string]any)
 	switch {
