@@ -188,15 +188,28 @@ func (s *Service) record(j *recordJob) {
 		j.release()
 		s.publishLive(j.sc, Live{Type: LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": e.Gen, "entry": e}})
 	}
+	delta := metaDelta{adapter: bi.adapter, updatedAt: j.now}
+	if !j.ai && j.sessionName != "" {
+		delta.name = j.sessionName
+	}
+	if keep {
+		if j.ltype == LauncherGroup && !j.ai && j.senderID != "" {
+			delta.members = []Member{{ID: j.senderID, Name: j.senderName, At: j.now}}
+		}
+		delta.lastMsgAt, delta.preview, delta.historyInc = j.now, PreviewOf(parts), 1
+	}
+	if appendFirst {
+		// plain metadata is coalesced (spec §3.3 step 3)
+		s.meta.add(j.sc, j.sid, j.bot, j.set, delta)
+		return
+	}
 	auto := j.hit && j.set.AutoTakeoverOnTrigger
 	var tr Transition
+	unlock := s.lockSession(j.sc, j.sid)
 	rec, rev, err := s.st.updateRecord(ctx, j.sc, j.sid, func(cur *Record) (*Record, error) {
 		tr = Unchanged
 		var r *Record
 		if cur == nil {
-			if appendFirst {
-				return nil, errNoChange // deleted meanwhile: the entry stays invisible
-			}
 			r = NewRecord(j.bot, j.ltype, j.lid, j.sessionName, j.now)
 		} else {
 			if IsLegacy(cur) || IdentityConflict(cur, j.bot, bi.adapter) {
@@ -204,29 +217,16 @@ func (s *Service) record(j *recordJob) {
 			}
 			r = cur.Clone()
 		}
-		if r.Adapter == "" && bi.adapter != "" {
-			r.Adapter = bi.adapter
-		}
-		if !j.ai && j.sessionName != "" {
-			r.Name = cutRunes(j.sessionName, MaxNameRunes)
-		}
+		delta.apply(r)
 		if j.hit {
 			r.Unread, r.TriggeredWord, r.TriggeredAt = true, j.word, j.now
 			if auto {
 				tr = r.Takeover.TakeOver(j.now, j.set.TimeoutMillis(), ViaTrigger, "")
 			}
 		}
-		if keep {
-			if r.Type == LauncherGroup && !j.ai {
-				r.AddMember(j.senderID, j.senderName, j.now)
-			}
-			r.LastMsgAt = max(r.LastMsgAt, j.now)
-			r.LastPreview = PreviewOf(parts)
-			r.HistoryCount++
-		}
-		r.UpdatedAt = j.now
 		return r, nil
 	})
+	unlock()
 	if errors.Is(err, errIdentity) {
 		s.refuseIdentity(ctx, j)
 		return
@@ -249,15 +249,13 @@ func (s *Service) record(j *recordJob) {
 		s.publishLive(j.sc, Live{Type: LiveSession, SID: j.sid, Data: s.summary(ctx, j.sc, j.b, j.sid, rec)})
 		return
 	}
-	if !appendFirst {
-		e.Gen = rec.Gen
-		if err := s.storeEntry(ctx, j.sc, j.sid, e, parts); err != nil {
-			s.recordFailed(ctx, j, "append", err)
-			return
-		}
-		j.release()
-		s.publishLive(j.sc, Live{Type: LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
+	e.Gen = rec.Gen
+	if err := s.storeEntry(ctx, j.sc, j.sid, e, parts); err != nil {
+		s.recordFailed(ctx, j, "append", err)
+		return
 	}
+	j.release()
+	s.publishLive(j.sc, Live{Type: LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
 	s.maybeTrim(ctx, j.sc, j.sid, rec, j.set)
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"time"
@@ -82,6 +83,8 @@ type Service struct {
 	metrics *metrics
 	bots    *botCache
 	rec     *recorder
+	meta    *metaWriter
+	locks   sessionLocks
 
 	onDecision func(time.Duration) // benchmarks only; set before Run
 
@@ -187,6 +190,8 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	s.st = &store{js: js, subj: subj, fault: s.checkFault}
 	s.bots = newBotCache(s)
 	s.rec = newRecorder(s, cfg.RecordWorkers, cfg.RecordQueue)
+	s.meta = newMetaWriter(s)
+	s.locks.seed = maphash.MakeSeed()
 	return s, nil
 }
 
@@ -239,9 +244,11 @@ func (s *Service) start(parent context.Context) error {
 		return err
 	}
 	s.rec.start()
+	s.meta.start()
 	if err := s.runner.Start(ctx); err != nil {
 		s.view.stop()
 		s.rec.stop()
+		s.meta.stop()
 		return err
 	}
 	if err := s.runner.ConsumeFired(ctx, bus.FiredConfig{
@@ -253,6 +260,7 @@ func (s *Service) start(parent context.Context) error {
 		_ = s.runner.Shutdown(context.Background())
 		s.view.stop()
 		s.rec.stop()
+		s.meta.stop()
 		return err
 	}
 	close(s.ready)
@@ -264,6 +272,7 @@ func (s *Service) shutdown() error {
 	defer cancel()
 	err := s.runner.Shutdown(sctx)
 	s.rec.stop()
+	s.meta.stop()
 	s.view.stop()
 	s.cancelRun()
 	s.wg.Wait()
