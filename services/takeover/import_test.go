@@ -37,7 +37,7 @@ func importFixture(b binding.Binding) (map[string]string, map[string]string) {
 		"session_key": "bot-a:person_42", "type": "person", "target_id": "42", "bot_uuid": "bot-a", "name": "Ann", "adapter": "qq",
 		"members": map[string]any{}, "last_msg_at": 1767226100.0, "last_msg_preview": "hi", "unread": true, "triggered_word": "refund",
 		"takeover": map[string]any{"active": true, "started_at": 1767226000.0, "last_human_at": 1767226050.0},
-		"custom": map[string]any{"keep": true},
+		"custom":   map[string]any{"keep": true},
 	}, msgs)
 	rows[k], sids["bot"] = v, k[len(k)-64:]
 	k, v = originalRow(p, "person_7", map[string]any{"type": "person", "target_id": "7", "name": "Old"}, []map[string]any{{"content": "legacy"}})
