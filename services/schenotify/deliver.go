@@ -27,6 +27,9 @@ func IdempotencyKey(sc binding.Scope, id string, occurrence time.Time) string {
 
 // handleFired handles one fired message (spec 7.4) and acks or naks it.
 func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
+	if h := s.hooks.onFired; h != nil {
+		h(f, time.Now())
+	}
 	span := trace.SpanFromContext(ctx)
 	outcome, err := s.deliver(ctx, f)
 	span.SetAttributes(attribute.String("schenotify.outcome", outcome))

@@ -2,6 +2,9 @@ package schenotify
 
 import (
 	"context"
+	"time"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 )
@@ -10,6 +13,12 @@ import (
 // a record and before it claims it (spec 10, N7).
 func (s *Service) SetBeforeClaim(f func(ctx context.Context, sc binding.Scope, id string)) {
 	s.hooks.beforeClaim = f
+}
+
+// SetOnFired installs a hook called as each fired message reaches its
+// handler, with the server's publish time of the fired message.
+func (s *Service) SetOnFired(f func(published, fetched time.Time)) {
+	s.hooks.onFired = func(m *bus.Fired, fetched time.Time) { f(m.Published, fetched) }
 }
 
 // Writes is the number of JetStream writes the service asked for.

@@ -106,6 +106,7 @@ type Service struct {
 type hooks struct {
 	beforeClaim func(ctx context.Context, sc binding.Scope, id string)
 	afterSend   func(ctx context.Context, sc binding.Scope, id string)
+	onFired     func(f *bus.Fired, fetched time.Time)
 }
 
 // New checks cfg, fills defaults and returns the service; it does no I/O.

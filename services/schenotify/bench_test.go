@@ -1,0 +1,176 @@
+package schenotify_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/services/schenotify"
+)
+
+// BenchmarkScheNotifyDelivery is the scale test of issue 3: 10,000
+// reminders across 1,000 installations, 1,000 of them due in the same
+// second, on one embedded server with durable storage (SyncAlways). It
+// reports p50/p99 lateness (due second to the host receiving send_message),
+// lost and duplicated deliveries, the JetStream writes the service issued
+// per delivery, and the bus floor of the same server.
+//
+//	go test -run '^$' -bench BenchmarkScheNotifyDelivery -benchtime 1x ./services/schenotify/
+func BenchmarkScheNotifyDelivery(b *testing.B) {
+	const (
+		installations = 1000
+		perInstall    = 10
+		dueCount      = 1000
+		creators      = 64
+	)
+	for range b.N {
+		srv := bustest.NewServer(b)
+		floor := bustest.MeasureFloor(b, srv, 500)
+
+		// A host that answers at once and records arrivals by key.
+		hostConn := srv.Conn(b)
+		var mu sync.Mutex
+		arrivals := map[string][]time.Time{}
+		var sends atomic.Int64
+		sub, err := hostConn.Subscribe(bus.Subjects{}.HostActionAll(bus.ActionSendMessage), func(m *nats.Msg) {
+			at := time.Now()
+			sends.Add(1)
+			mu.Lock()
+			key := m.Header.Get(bus.HeaderIdempotencyKey)
+			arrivals[key] = append(arrivals[key], at)
+			mu.Unlock()
+			_ = m.Respond([]byte(`{}`))
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		svc, err := schenotify.New(schenotify.Config{DefaultZone: "UTC", SweepDelay: -1},
+			schenotify.Deps{Conn: srv.Conn(b), Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var fmu sync.Mutex
+		var published, fetched []time.Time
+		svc.SetOnFired(func(p, f time.Time) {
+			fmu.Lock()
+			published, fetched = append(published, p), append(fetched, f)
+			fmu.Unlock()
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- svc.Run(ctx) }()
+		for !svc.Ready() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		inv := bus.NewInvoker(srv.Conn(b), bus.Subjects{}, nil)
+		add := func(i int, due time.Time) error {
+			bd := bind(fmt.Sprintf("bench-%04d", i%installations), 1)
+			p, _ := json.Marshal(map[string]any{"message": fmt.Sprintf("reminder %d", i), "time_str": rfc(due)})
+			raw, err := inv.Invoke(context.Background(), schenotify.Plugin, bus.EndpointTool, bus.NewInvocationID(), &bus.Request{
+				Binding: bd, Config: json.RawMessage(`{"language":"en_US"}`),
+				Tool: &bus.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: sess("bot", "group", fmt.Sprint(i))}})
+			if err != nil {
+				return err
+			}
+			var r struct {
+				Result struct{ Status, Code string }
+			}
+			if err := json.Unmarshal(raw, &r); err != nil || r.Result.Status != "ok" {
+				return fmt.Errorf("add %d: %s %v", i, r.Result.Code, err)
+			}
+			return nil
+		}
+		run := func(from, to int, due func() time.Time) time.Duration {
+			start := time.Now()
+			var wg sync.WaitGroup
+			next := atomic.Int64{}
+			next.Store(int64(from))
+			for range creators {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := int(next.Add(1) - 1)
+						if i >= to {
+							return
+						}
+						if err := add(i, due()); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			return time.Since(start)
+		}
+		b.ResetTimer()
+		// 9,000 reminders due in an hour: stored schedules the server holds.
+		far := time.Now().Add(time.Hour).Truncate(time.Second)
+		tFar := run(dueCount, installations*perInstall, func() time.Time { return far })
+		// 1,000 due in one second, after they are all created.
+		est := tFar / 9
+		due := time.Now().Add(est*2 + 3*time.Second).Truncate(time.Second)
+		tDue := run(0, dueCount, func() time.Time { return due })
+		if time.Now().After(due) {
+			b.Fatalf("creation overran the due second")
+		}
+		writesBefore := svc.Writes()
+		deadline := time.Now().Add(time.Until(due) + 60*time.Second)
+		for sends.Load() < dueCount && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(3 * time.Second) // late duplicates would arrive here
+		b.StopTimer()
+		writes := svc.Writes() - writesBefore
+
+		mu.Lock()
+		var late []time.Duration
+		dups := 0
+		for _, at := range arrivals {
+			late = append(late, at[0].Sub(due))
+			dups += len(at) - 1
+		}
+		lost := dueCount - len(arrivals)
+		mu.Unlock()
+		sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		fmu.Lock()
+		var pubLate, fetchLate []time.Duration
+		for i := range published {
+			pubLate = append(pubLate, published[i].Sub(due))
+			fetchLate = append(fetchLate, fetched[i].Sub(due))
+		}
+		fmu.Unlock()
+		sort.Slice(pubLate, func(i, j int) bool { return pubLate[i] < pubLate[j] })
+		sort.Slice(fetchLate, func(i, j int) bool { return fetchLate[i] < fetchLate[j] })
+		b.ReportMetric(ms(bustest.Percentile(pubLate, 99)), "fired-p99-ms")
+		b.Logf("server fired: p50 %v p99 %v; handler fetched: p50 %v p99 %v", bustest.Percentile(pubLate, 50), bustest.Percentile(pubLate, 99),
+			bustest.Percentile(fetchLate, 50), bustest.Percentile(fetchLate, 99))
+		b.ReportMetric(ms(bustest.Percentile(late, 50)), "late-p50-ms")
+		b.ReportMetric(ms(bustest.Percentile(late, 99)), "late-p99-ms")
+		b.ReportMetric(float64(lost), "lost")
+		b.ReportMetric(float64(dups), "duplicated")
+		b.ReportMetric(float64(writes)/float64(max(1, len(arrivals))), "js-writes/delivery")
+		b.ReportMetric(float64(installations*perInstall)/(tFar+tDue).Seconds(), "adds/s")
+		floor.Report(b)
+		b.Logf("created %d reminders in %v (%d installations); 1000 due at %s; lateness min %v p50 %v p99 %v max %v; lost %d, duplicated %d; %d service writes for %d deliveries; floor: %s",
+			installations*perInstall, tFar+tDue, installations, due.Format(time.TimeOnly), late[0], bustest.Percentile(late, 50),
+			bustest.Percentile(late, 99), late[len(late)-1], lost, dups, writes, len(arrivals), floor)
+		cancel()
+		<-done
+		_ = sub.Unsubscribe()
+	}
+}
