@@ -81,16 +81,21 @@ func (e *APIError) Minutes() int {
 // one shared HTTP client. A fresh client per request also keeps
 // go-github's in-memory rate-limit state from leaking between tokens.
 type GitHub struct {
-	hc  *http.Client
-	now func() time.Time
+	hc      *http.Client
+	timeout time.Duration
+	now     func() time.Time
 }
 
-// NewGitHub wraps the shared HTTP client (see NewHTTPClient).
-func NewGitHub(hc *http.Client, now func() time.Time) *GitHub {
+// NewGitHub wraps the shared HTTP client (see NewHTTPClient). timeout
+// bounds each call, body included (0 = GitHubTimeout).
+func NewGitHub(hc *http.Client, timeout time.Duration, now func() time.Time) *GitHub {
 	if now == nil {
 		now = time.Now
 	}
-	return &GitHub{hc: hc, now: now}
+	if timeout <= 0 {
+		timeout = GitHubTimeout
+	}
+	return &GitHub{hc: hc, timeout: timeout, now: now}
 }
 
 // Target says where and as whom a call goes.
@@ -191,7 +196,12 @@ func (g *GitHub) do(ctx context.Context, t Target, route string, call func(conte
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
 	resp, err := call(withEndpoint(ctx, route), c)
+	if err != nil && ctx.Err() != nil && resp == nil {
+		return &APIError{Code: CodeNetwork, err: err}
+	}
 	return g.classify(resp, err)
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 func newGH(opts githubkit.HTTPOptions) *githubkit.GitHub {
-	return githubkit.NewGitHub(githubkit.NewHTTPClient(opts), nil)
+	return githubkit.NewGitHub(githubkit.NewHTTPClient(opts), opts.Timeout, nil)
 }
 
 func privateGH() *githubkit.GitHub {

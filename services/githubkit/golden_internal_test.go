@@ -54,7 +54,7 @@ func fakeSettings(fake *fakegithub.Server, token string) Settings {
 }
 
 func testGitHub() *GitHub {
-	return NewGitHub(NewHTTPClient(HTTPOptions{AllowPrivateNetworks: true}), nil)
+	return NewGitHub(NewHTTPClient(HTTPOptions{AllowPrivateNetworks: true}), 0, nil)
 }
 
 // commandCases are the §3.5 outputs, as command lines.

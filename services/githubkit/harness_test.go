@@ -66,7 +66,7 @@ type running struct {
 }
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *bustest.Server
 	nc      *nats.Conn
 	js      jetstream.JetStream
@@ -144,7 +144,7 @@ func newHarness(t *testing.T) *harness {
 	return newHarnessOn(t, srv, srv.Conn(t))
 }
 
-func newHarnessOn(t *testing.T, srv *bustest.Server, nc *nats.Conn) *harness {
+func newHarnessOn(t testing.TB, srv *bustest.Server, nc *nats.Conn) *harness {
 	t.Helper()
 	key, err := bus.NewKeyString("k1")
 	if err != nil {
@@ -489,4 +489,9 @@ func mkHdr(kv ...string) http.Header {
 		h.Set(kv[i], kv[i+1])
 	}
 	return h
+}
+
+// newHarnessTB is newHarnessOn for benchmarks.
+func newHarnessTB(tb testing.TB, srv *bustest.Server, nc *nats.Conn) *harness {
+	return newHarnessOn(tb, srv, nc)
 }

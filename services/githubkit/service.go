@@ -179,7 +179,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if hc == nil {
 		hc = NewHTTPClient(HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: s.tracer, Metrics: s.metrics, Timeout: cfg.GitHubTimeout})
 	}
-	s.gh = NewGitHub(hc, s.now)
+	s.gh = NewGitHub(hc, cfg.GitHubTimeout, s.now)
 	s.rates.m = make(map[string]time.Time)
 	s.runner, err = bus.NewRunner(bus.RunnerConfig{
 		Plugin:            Plugin,

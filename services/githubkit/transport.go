@@ -79,9 +79,21 @@ type HTTPOptions struct {
 
 // NewHTTPClient returns the process-wide GitHub HTTP client (spec §3.3 rule
 // 1): one pooled transport behind the SSRF dialer, a body cap, client spans
-// and metrics, a 20 s timeout and a same-host redirect policy.
+// and metrics, and a same-host redirect policy.
+//
+// The 20 s bound of a call is not http.Client.Timeout: with a wrapping
+// RoundTripper that field makes net/http start a goroutine per request that
+// only a Close of the response body stops, and go-github never closes the
+// original body of an error response (CheckResponse swaps it), so every 304
+// would leave a goroutine behind for 20 s. GitHub applies the bound to each
+// call's context instead; the transport's response-header timeout is a
+// backstop for other users of the client.
 func NewHTTPClient(o HTTPOptions) *http.Client {
-	d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = GitHubTimeout
+	}
+	d := &net.Dialer{Timeout: min(dialTimeout, timeout), KeepAlive: 30 * time.Second}
 	if !o.AllowPrivateNetworks {
 		d.Control = guardControl
 	}
@@ -92,16 +104,12 @@ func NewHTTPClient(o HTTPOptions) *http.Client {
 		MaxIdleConns:          256,
 		MaxIdleConnsPerHost:   maxIdlePerHost,
 		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   tlsHandshakeTime,
+		TLSHandshakeTimeout:   min(tlsHandshakeTime, timeout),
+		ResponseHeaderTimeout: timeout,
 		ExpectContinueTimeout: time.Second,
-	}
-	timeout := o.Timeout
-	if timeout == 0 {
-		timeout = GitHubTimeout
 	}
 	return &http.Client{
 		Transport:     &tracingTransport{next: base, tracer: o.Tracer, metrics: o.Metrics},
-		Timeout:       timeout,
 		CheckRedirect: sameHostRedirect,
 	}
 }
