@@ -14,7 +14,7 @@
     sessions: new Map(), tab: 'all', q: '', listSeq: 0, listTimer: null,
     current: null, // the session the operator chose
     displayed: null, // {sid, gen, session, messages, ids, nextBefore, takeover, olderLoading}
-    loading: false, loadSeq: 0, sending: false, lastSend: 0,
+    loading: false, loadSeq: 0, sending: false, lastSend: new Map(), // sid -> ms of the last send (500 ms debounce)
     drafts: new Map(), // sid -> {text, image, file}
     staged: { image: null, file: null }, // {owner, dataURL, name, size}
     draftGen: 0,
@@ -24,6 +24,7 @@
     objectURLs: [],
     live: { backoff: 1000, ctrl: null, everUp: false, down: false },
     composing: false,
+    settled: {},
   };
 
   // ---- i18n -------------------------------------------------------------
@@ -82,10 +83,15 @@
       let body = {};
       try { body = await res.json(); } catch (e) { /* not JSON */ }
       const er = body.error || {};
+      settle(method, path);
       throw new ApiError(res.status, er.code || '', er.reason || '', er.message || res.statusText);
     }
-    return res.json();
+    const out = await res.json();
+    settle(method, path);
+    return out;
   }
+  // settle counts finished calls, so tests know when a response was handled
+  function settle(method, path) { const k = method + ' ' + path; S.settled[k] = (S.settled[k] || 0) + 1; }
   async function fetchBlob(sid, name) {
     const res = await fetch(API + '/blob?' + new URLSearchParams({ sid, name }), { headers: { Authorization: 'Bearer ' + S.token } });
     if (res.status === 401) { authFailed(); throw new ApiError(401, 'unauthorized', '', ''); }
@@ -634,14 +640,14 @@
     if (S.loading || !d || d.sid !== sid) { toast(t('composer.notReady')); return; }
     if (d.session.legacy) return;
     const now = Date.now();
-    if (now - S.lastSend < 500) return;
+    if (now - (S.lastSend.get(sid) || 0) < 500) return;
     const raw = $('msgInput').value;
     const text = raw.trim();
     // only attachments owned by the target session (invariant 8)
     const image = S.staged.image && S.staged.image.owner === sid ? S.staged.image : null;
     const file = S.staged.file && S.staged.file.owner === sid ? S.staged.file : null;
     if (!text && !image && !file) return;
-    S.lastSend = now;
+    S.lastSend.set(sid, now);
     const r = S.retry.get(sid);
     const key = r && r.text === text && r.image === image && r.file === file ? r.key : newKey();
     S.sending = true;
@@ -938,7 +944,7 @@
           loading: S.loading, sending: S.sending, drafts,
           staged: { image: name(S.staged.image), file: name(S.staged.file) },
           owners: { image: S.staged.image ? S.staged.image.owner : null, file: S.staged.file ? S.staged.file.owner : null },
-          text: $('msgInput').value, live: !S.live.down && S.live.everUp, dead: S.dead,
+          text: $('msgInput').value, live: !S.live.down && S.live.everUp, dead: S.dead, settled: Object.assign({}, S.settled),
         };
       },
       hooks,
