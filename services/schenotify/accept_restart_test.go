@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -181,3 +184,40 @@ func TestN6ReplicaCrash(t *testing.T) {
 
 var _ = bus.KindDue
 var _ = schenotify.Plugin
+
+// N6 on a 3-node cluster with R3 stream and buckets.
+func TestN6TwoReplicasR3Cluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	t.Parallel()
+	c := bustest.NewCluster(t, 3)
+	nc := c.Conn(t)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{nc: nc, js: js, inv: bus.NewInvoker(nc, bus.Subjects{}, nil)}
+	e.host = newFakeHost(t, nc)
+	cfg := testConfig()
+	cfg.Replicas = 3
+	e.start(t, cfg, c.Conn(t), nil, nil)
+	e.start(t, cfg, c.Conn(t), nil, nil)
+	T := nextSecond().Add(3 * time.Second)
+	for i := range 50 {
+		b := bind("installation-"+itoa(i%5), 1)
+		e.schedule(t, b, cfgEN, sess("bot", "group", itoa(i)), map[string]any{"message": "m" + itoa(i), "time_str": rfc(T)})
+	}
+	e.host.wait(t, 50, 15*time.Second)
+	time.Sleep(time.Second)
+	keys := map[string]int{}
+	for _, s := range e.host.sends() {
+		keys[s.Key]++
+		if s.At.Before(T) {
+			t.Errorf("%q early", s.Key)
+		}
+	}
+	if len(e.host.sends()) != 50 || len(keys) != 50 {
+		t.Fatalf("%d sends with %d keys, want 50 and 50", len(e.host.sends()), len(keys))
+	}
+}
