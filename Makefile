@@ -34,7 +34,7 @@ test-root:
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
 test-deploy:
-	cd deploy && $(GO) test -count=1 -timeout 10m ./...
+	cd deploy && $(GO) test $(TESTFLAGS) ./...
 
 run:
 	$(GO) run ./cmd/lbctl dev $(ARGS)
@@ -58,8 +58,9 @@ fuzz:
 	  done; \
 	done
 
+# 0.1.0 is the tag the kustomize overlays deploy.
 IMAGE_REPO ?= ghcr.io/langbot-nats
-IMAGE_TAG  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_TAG  ?= 0.1.0
 images:
 	@for s in $(SERVICES) lbctl; do \
 	  echo "docker build --build-arg SERVICE=$$s -t $(IMAGE_REPO)/$$s:$(IMAGE_TAG) ."; \

@@ -485,6 +485,15 @@ func denyService(t *testing.T, svc *client, p pluginSpec) {
 	// Impersonating the host, or forging replies into other inboxes.
 	svc.deniedSub(t, "langbot.host.>")
 	svc.deniedPub(t, "_INBOX.forged")
+	// Reading the replies meant for anyone else: the host's, another
+	// service's, or the shared default inbox space.
+	svc.deniedSub(t, "_INBOX.>")
+	svc.deniedSub(t, "_INBOX_host.>")
+	for _, other := range []string{"githubkit", "takeover", "schenotify"} {
+		if other != p.name {
+			svc.deniedSub(t, "_INBOX_"+other+".>")
+		}
+	}
 	// The lifecycle stream beyond its own consumer.
 	svc.deniedRequest(t, "$JS.API.CONSUMER.CREATE.LANGBOT_LIFECYCLE.spy.langbot.lifecycle."+p.name+".>", func(ctx context.Context) error {
 		_, err := svc.js.CreateOrUpdateConsumer(ctx, "LANGBOT_LIFECYCLE", jetstream.ConsumerConfig{Durable: "spy", FilterSubject: "langbot.lifecycle." + p.name + ".>"})
@@ -628,6 +637,8 @@ func connectAs(t *testing.T, url, user, password string) *client {
 	c := &client{user: user}
 	nc, err := nats.Connect(url,
 		nats.UserInfo(user, password),
+		// as pkg/bus.Connect does: each user reads only its own replies
+		nats.CustomInboxPrefix("_INBOX_"+user),
 		nats.Name("permission-test-"+user),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			c.mu.Lock()

@@ -20,9 +20,25 @@ type ConnConfig struct {
 	TLSCA     string // CA bundle to verify the server
 	TLSCert   string // client certificate (mutual TLS)
 	TLSKey    string
+	// InboxPrefix is the prefix of this client's reply subjects. Empty
+	// means "_INBOX_<User>" when a user is set (so the deployment can let
+	// each user subscribe only to its own replies, DESIGN 7) and NATS's
+	// "_INBOX" otherwise.
+	InboxPrefix string
 	// MaxReconnectWait caps the reconnect backoff; default 5 s.
 	MaxReconnectWait time.Duration
 	Logger           *slog.Logger
+}
+
+// InboxPrefixFor returns the reply-subject prefix Connect uses for cfg.
+func InboxPrefixFor(cfg ConnConfig) string {
+	switch {
+	case cfg.InboxPrefix != "":
+		return cfg.InboxPrefix
+	case cfg.User != "":
+		return "_INBOX_" + cfg.User
+	}
+	return "_INBOX"
 }
 
 // ErrConnect wraps a failure to connect.
@@ -68,6 +84,9 @@ func Connect(ctx context.Context, cfg ConnConfig) (*nats.Conn, error) {
 	}
 	if cfg.User != "" {
 		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
+	}
+	if p := InboxPrefixFor(cfg); p != nats.InboxPrefix[:len(nats.InboxPrefix)-1] {
+		opts = append(opts, nats.CustomInboxPrefix(p))
 	}
 	if cfg.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
