@@ -244,3 +244,31 @@ func TestO8SessionIsolation(t *testing.T) {
 		t.Fatalf("index has %d entries, want 2", len(ix.Entries))
 	}
 }
+
+// O5: a fresh service has its stream and consumer and nothing else.
+func TestO5FreshServiceStartsNoScheduler(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start(t, testConfig(), nil, nil, nil)
+	st, err := e.js.Stream(t.Context(), schenotify.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 0 || !info.Config.AllowMsgSchedules || info.Config.MaxAge != 0 || info.Config.MaxMsgs > 0 || info.Config.MaxBytes > 0 {
+		t.Fatalf("stream: %d msgs, config %+v", info.State.Msgs, info.Config)
+	}
+	c, err := st.Consumer(t.Context(), schenotify.DueConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci := c.CachedInfo(); ci.Config.AckWait != 30*time.Second || ci.Config.FilterSubject != "langbot.schenotify.due.>" {
+		t.Fatalf("consumer %+v", ci.Config)
+	}
+	if k := e.keys(t, "langbot_schenotify", scopeOf(bind("installation-a", 1))); len(k) != 0 {
+		t.Fatalf("keys %v", k)
+	}
+}

@@ -191,3 +191,38 @@ func TestDeliveryText(t *testing.T) {
 		})
 	}
 }
+
+// TestManifest checks the manifest against a golden file and that every
+// label, description and prompt is filled in both languages.
+func TestManifest(t *testing.T) {
+	rd := renderer(t)
+	m := schenotify.NewManifest(rd.Cat)
+	check := func(what string, texts map[string]string) {
+		for _, l := range []string{"en_US", "zh_Hans"} {
+			if strings.TrimSpace(texts[l]) == "" || strings.Contains(texts[l], ".label") || strings.Contains(texts[l], ".description") {
+				t.Errorf("%s %s: %q", what, l, texts[l])
+			}
+		}
+	}
+	for _, c := range m.Config {
+		check("config "+c.Name, c.Label)
+		check("config "+c.Name, c.Description)
+	}
+	for _, c := range m.Commands {
+		check("command "+c.Name, c.Label)
+	}
+	for _, tl := range m.Tools {
+		check("tool "+tl.Name, tl.Label)
+		check("tool "+tl.Name, tl.Description)
+		if !json.Valid(tl.Parameters) || tl.LLMPrompt == "" {
+			t.Errorf("tool %s: schema or prompt missing", tl.Name)
+		}
+	}
+	p := m.Tools[1].LLMPrompt
+	for _, must := range []string{"get_current_time_str first", "delay", "time_str", "cron", "@every", "session"} {
+		if !strings.Contains(p, must) {
+			t.Errorf("schedule_notify prompt does not mention %q", must)
+		}
+	}
+	golden(t, "manifest", mustJSON(t, m))
+}

@@ -1,0 +1,96 @@
+package schenotify
+
+import (
+	"encoding/json"
+
+	"github.com/langbot-nats/plugins/pkg/i18n"
+)
+
+// Manifest is what the plugin declares to the host: its config fields,
+// commands and tools, with labels and descriptions in en_US and zh_Hans
+// (from the message catalogue, keys config.*, command.* and tool.*) and,
+// for tools, the parameter schema and the llm_prompt the LLM reads.
+type Manifest struct {
+	Name     string           `json:"name"`
+	Config   []ManifestConfig `json:"config"`
+	Commands []ManifestItem   `json:"commands"`
+	Tools    []ManifestTool   `json:"tools"`
+}
+
+// ManifestConfig is one installation config field.
+type ManifestConfig struct {
+	Name        string            `json:"name"`
+	Type        string            `json:"type"`
+	Default     any               `json:"default"`
+	Options     []string          `json:"options,omitempty"`
+	Label       map[string]string `json:"label"`
+	Description map[string]string `json:"description"`
+}
+
+// ManifestItem is a command.
+type ManifestItem struct {
+	Name        string            `json:"name"`
+	Label       map[string]string `json:"label"`
+	Description map[string]string `json:"description"`
+}
+
+// ManifestTool is a tool.
+type ManifestTool struct {
+	ManifestItem
+	Parameters json.RawMessage `json:"parameters"`
+	LLMPrompt  string          `json:"llm_prompt"`
+}
+
+// Tool parameter schemas (spec 3).
+const (
+	schemaEmpty    = `{"type":"object","properties":{}}`
+	schemaSchedule = `{"type":"object","properties":{"message":{"type":"string"},"time_str":{"type":"string"},"delay":{"type":"string"},"recurrence":{"type":"string"},"until":{"type":"string"}},"required":["message"]}`
+	schemaCancel   = `{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`
+)
+
+// The llm_prompt of each tool (English, as the host expects).
+const (
+	promptNow = "Returns the current date and time in the installation's time zone: an RFC 3339 timestamp with offset, the IANA zone, the weekday and the local time. Call this first whenever the user's request involves a date or time, so that 'tomorrow', 'next Monday' or 'in the evening' are resolved against the real current time."
+	promptSchedule = "Sets a reminder that the bot sends into this chat at the due time. Call get_current_time_str first. " +
+		"Give 'message' (the text to send) and exactly one way to say when: " +
+		"'time_str' for an absolute time, either 'YYYY-MM-DD HH:MM:SS' in the installation's time zone or RFC 3339 with an offset such as 2030-01-31T09:00:00+08:00 (use the offset when the user names a zone); " +
+		"or 'delay' for relative requests ('in 20 minutes'), a duration such as 30m, 2h15m, 1d12h or PT30M. " +
+		"For repeating reminders add 'recurrence': a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'), @hourly, @daily, @weekly, @monthly, @yearly, or '@every <duration>' (at least 1 minute); with a recurrence the start is optional, and 'until' (same forms as time_str) ends the series. " +
+		"The chat and the user come from the session automatically: never pass them. The result has status, id, the due time and a text to paraphrase; on error it has code and text."
+	promptList   = "Lists the reminders of this chat (only this chat's), soonest first, with id, due time, recurrence and state. The chat comes from the session automatically."
+	promptCancel = "Cancels one reminder of this chat by its id (six characters, as shown by list_notifications or in the scheduling result). The chat comes from the session automatically; an id of another chat is reported as not found."
+)
+
+// NewManifest builds the manifest with texts from cat.
+func NewManifest(cat *i18n.Catalog) Manifest {
+	both := func(key string) map[string]string {
+		return map[string]string{i18n.EnUS: cat.Text(i18n.EnUS, key, nil), i18n.ZhHans: cat.Text(i18n.ZhHans, key, nil)}
+	}
+	cfg := func(name, typ string, def any, opts ...string) ManifestConfig {
+		return ManifestConfig{Name: name, Type: typ, Default: def, Options: opts,
+			Label: both("config." + name + ".label"), Description: both("config." + name + ".description")}
+	}
+	item := func(kind, name string) ManifestItem {
+		return ManifestItem{Name: name, Label: both(kind + "." + name + ".label"), Description: both(kind + "." + name + ".description")}
+	}
+	tool := func(name, schema, prompt string) ManifestTool {
+		return ManifestTool{ManifestItem: item("tool", name), Parameters: json.RawMessage(schema), LLMPrompt: prompt}
+	}
+	return Manifest{
+		Name: Plugin,
+		Config: []ManifestConfig{
+			cfg("language", "select", DefaultLanguage, i18n.EnUS, i18n.ZhHans),
+			cfg("timezone", "string", ""),
+			cfg("notify_prefix", "string", DefaultPrefix),
+			cfg("max_reminders", "integer", DefaultMaxReminders),
+			cfg("max_per_session", "integer", DefaultMaxPerSession),
+		},
+		Commands: []ManifestItem{item("command", CommandSche), item("command", CommandDsche)},
+		Tools: []ManifestTool{
+			tool(ToolNow, schemaEmpty, promptNow),
+			tool(ToolSchedule, schemaSchedule, promptSchedule),
+			tool(ToolList, schemaEmpty, promptList),
+			tool(ToolCancel, schemaCancel, promptCancel),
+		},
+	}
+}
