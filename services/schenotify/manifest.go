@@ -50,7 +50,7 @@ const (
 
 // The llm_prompt of each tool (English, as the host expects).
 const (
-	promptNow = "Returns the current date and time in the installation's time zone: an RFC 3339 timestamp with offset, the IANA zone, the weekday and the local time. Call this first whenever the user's request involves a date or time, so that 'tomorrow', 'next Monday' or 'in the evening' are resolved against the real current time."
+	promptNow      = "Returns the current date and time in the installation's time zone: an RFC 3339 timestamp with offset, the IANA zone, the weekday and the local time. Call this first whenever the user's request involves a date or time, so that 'tomorrow', 'next Monday' or 'in the evening' are resolved against the real current time."
 	promptSchedule = "Sets a reminder that the bot sends into this chat at the due time. Call get_current_time_str first. " +
 		"Give 'message' (the text to send) and exactly one way to say when: " +
 		"'time_str' for an absolute time, either 'YYYY-MM-DD HH:MM:SS' in the installation's time zone or RFC 3339 with an offset such as 2030-01-31T09:00:00+08:00 (use the offset when the user names a zone); " +
