@@ -19,7 +19,7 @@ import (
 
 // githubkitService registers the githubkit service with lbctl: lbctl dev
 // runs it in process (with --fake-github, against an in-process fake GitHub
-// whose feeds grow by one event a minute) and routes "!gh" to it; lbctl
+// whose feeds grow by one event every 30 s) and routes "!gh" to it; lbctl
 // import githubkit adopts the original plugin's stored subscriptions.
 func githubkitService() *devService {
 	var fake bool
@@ -36,7 +36,7 @@ func githubkitService() *devService {
 			if !fake {
 				return githubkit.Build(env, f)
 			}
-			fg := fakegithub.New(fakegithub.Options{AutoRepos: true, AutoEvents: time.Minute})
+			fg := fakegithub.New(fakegithub.Options{AutoRepos: true, AutoEvents: 30 * time.Second})
 			f.APIURL = fg.URL
 			svc, err := githubkit.Build(env, f)
 			if err != nil {

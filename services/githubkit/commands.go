@@ -3,6 +3,7 @@ package githubkit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,8 +33,11 @@ func dedupes(inv *bus.Invocation) bool {
 	return sub == SubSub || sub == SubUnsub
 }
 
+// errStore is the protocol error of a state-store or schedule failure
+// during a command (spec §3.4): 503, with the cause kept for the runner's
+// log (the wire carries only the *bus.Error's message).
 func errStore(err error) error {
-	return bus.Errorf(bus.ErrUnavailable, "githubkit state store unavailable")
+	return fmt.Errorf("%w: %w", bus.Errorf(bus.ErrUnavailable, "githubkit state store unavailable"), err)
 }
 
 func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, error) {

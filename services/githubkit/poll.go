@@ -318,7 +318,10 @@ func (p *pollRun) run(ctx context.Context) string {
 	etagNow, ifl := r.ETag, r.Poll
 	fullName, repoID := r.FullName, r.RepoID
 	dropped := 0
-	_, _, err = updateRecord(ctx, p.s.runner.KV(), p.sc, p.key, func(cur *RepoRecord) (*RepoRecord, error) {
+	// the final write must happen even when the poll deadline cut the sends
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer fcancel()
+	_, _, err = updateRecord(fctx, p.s.runner.KV(), p.sc, p.key, func(cur *RepoRecord) (*RepoRecord, error) {
 		dropped = 0
 		if cur == nil {
 			return nil, bus.ErrNoChange
@@ -364,7 +367,7 @@ func (p *pollRun) run(ctx context.Context) string {
 	if err != nil {
 		p.s.log.ErrorContext(ctx, "poll: final write failed", "scope", p.sc.String(), "err", err)
 	}
-	p.rearmIfNeeded(ctx)
+	p.rearmIfNeeded(fctx)
 	if len(results) == 0 && stale {
 		return outPaused
 	}
