@@ -136,7 +136,7 @@ func TestN7DeleteRaceConcurrentSafe(t *testing.T) {
 	e.start(t, testConfig(), nil, nil, nil)
 	b := bind("installation-race", 1)
 	const runs = 30
-	T := nextSecond().Add(time.Second)
+	T := nextSecond().Add(3 * time.Second)
 	type run struct {
 		id, session string
 		note, gone  bool

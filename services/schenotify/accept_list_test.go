@@ -20,11 +20,11 @@ func TestN14Lateness(t *testing.T) {
 	cfg := testConfig()
 	cfg.DueWorkers = 0 // the default pool
 	in := e.start(t, cfg, nil, nil, nil)
-	T := nextSecond().Add(2 * time.Second)
+	T := nextSecond().Add(4 * time.Second)
 	for i := range 100 {
 		e.schedule(t, bind("installation-"+itoa(i%10), 1), cfgEN, sess("bot", "group", itoa(i)), map[string]any{"message": "x", "time_str": rfc(T)})
 	}
-	calls := e.host.wait(t, 100, 10*time.Second)
+	calls := e.host.wait(t, 100, 15*time.Second)
 	var late []time.Duration
 	for _, c := range calls {
 		late = append(late, c.At.Sub(T))

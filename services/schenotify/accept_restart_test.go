@@ -124,12 +124,12 @@ func TestN6TwoReplicas(t *testing.T) {
 	e := newEnv(t)
 	e.start(t, testConfig(), nil, nil, nil)
 	e.start(t, testConfig(), nil, nil, nil)
-	T := nextSecond().Add(2 * time.Second)
+	T := nextSecond().Add(4 * time.Second)
 	for i := range 50 {
 		b := bind("installation-"+itoa(i%5), 1)
 		e.schedule(t, b, cfgEN, sess("bot", "group", itoa(i)), map[string]any{"message": "m" + itoa(i), "time_str": rfc(T)})
 	}
-	e.host.wait(t, 50, 8*time.Second)
+	e.host.wait(t, 50, 12*time.Second)
 	time.Sleep(time.Second)
 	keys := map[string]int{}
 	for _, c := range e.host.sends() {
@@ -203,12 +203,12 @@ func TestN6TwoReplicasR3Cluster(t *testing.T) {
 	cfg.Replicas = 3
 	e.start(t, cfg, c.Conn(t), nil, nil)
 	e.start(t, cfg, c.Conn(t), nil, nil)
-	T := nextSecond().Add(3 * time.Second)
+	T := nextSecond().Add(8 * time.Second) // room for 50 adds on a loaded machine
 	for i := range 50 {
 		b := bind("installation-"+itoa(i%5), 1)
 		e.schedule(t, b, cfgEN, sess("bot", "group", itoa(i)), map[string]any{"message": "m" + itoa(i), "time_str": rfc(T)})
 	}
-	e.host.wait(t, 50, 15*time.Second)
+	e.host.wait(t, 50, 20*time.Second)
 	time.Sleep(time.Second)
 	keys := map[string]int{}
 	for _, s := range e.host.sends() {
