@@ -145,8 +145,7 @@ func (s *stack) serviceTraces(service string) ([]jTrace, error) {
 
 // waitTrace polls Jaeger until trace id satisfies ready (spans arrive from
 // several processes at different times).
-func (s *stack) waitTrace(id string, ready func(*jTrace) string) *jTrace {
-	t := s.t
+func (s *stack) waitTrace(t *testing.T, id string, ready func(*jTrace) string) *jTrace {
 	t.Helper()
 	var tr *jTrace
 	poll(t, 45*time.Second, "trace "+id, func() (bool, string) {
@@ -166,8 +165,7 @@ func (s *stack) waitTrace(id string, ready func(*jTrace) string) *jTrace {
 }
 
 // findTrace polls the traces of service until one satisfies match.
-func (s *stack) findTrace(service, what string, timeout time.Duration, match func(*jTrace) bool) *jTrace {
-	t := s.t
+func (s *stack) findTrace(t *testing.T, service, what string, timeout time.Duration, match func(*jTrace) bool) *jTrace {
 	t.Helper()
 	var found *jTrace
 	poll(t, timeout, what, func() (bool, string) {
@@ -291,4 +289,9 @@ func hostSend(t *testing.T, tr *jTrace, plugin string, under *jSpan) *jSpan {
 	}
 	checkMessaging(t, send, "langbot.host.send_message.")
 	return send
+}
+
+// isHTTPClient reports whether s is an outgoing HTTP call (the GitHub API).
+func isHTTPClient(s *jSpan) bool {
+	return s.kind() == "client" && (s.tag("http.request.method") != "" || s.tag("http.method") != "")
 }

@@ -155,6 +155,10 @@ func (s *stack) start(name, path string, args []string, env map[string]string) *
 		t.Fatal(err)
 	}
 	p := &proc{name: name, cmd: cmd, out: &lineLog{file: f}, done: make(chan struct{})}
+	stopWait := 10 * time.Second
+	if name == "jaeger" {
+		stopWait = 2 * time.Second // it holds nothing worth a graceful stop
+	}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -168,8 +172,8 @@ func (s *stack) start(name, path string, args []string, env map[string]string) *
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-p.done:
-		case <-time.After(10 * time.Second):
-			t.Logf("%s did not stop in 10 s after SIGTERM; killing it", name)
+		case <-time.After(stopWait):
+			t.Logf("%s did not stop in %v after SIGTERM; killing it", name, stopWait)
 			_ = cmd.Process.Kill()
 			<-p.done
 		}
