@@ -154,7 +154,7 @@ func TestEndToEnd(t *testing.T) {
 	var running []string
 	for _, p := range plugins {
 		if !hasBinary(p) {
-			say(t, "SKIP %s: no binary %s (services/%s/cmd/%s does not exist yet); its checks are skipped", p, filepath.Join(binDir, p), p, p)
+			loud(t, "SKIP %s: no binary %s (services/%s/cmd/%s does not exist yet); its checks are skipped", p, filepath.Join(binDir, p), p, p)
 			continue
 		}
 		extra := map[string]string{}
@@ -200,7 +200,7 @@ func TestEndToEnd(t *testing.T) {
 	has := func(p string) bool { return slices.Contains(running, p) }
 	skipUnless := func(t *testing.T, p string) {
 		if !has(p) {
-			say(t, "SKIP %s: service %s is not built", t.Name(), p)
+			loud(t, "SKIP %s: service %s is not built", t.Name(), p)
 			t.Skip()
 		}
 	}
@@ -345,7 +345,7 @@ func TestEndToEnd(t *testing.T) {
 		if tr.span(isSend) != nil {
 			hostSend(t, tr, "takeover", server)
 		} else {
-			say(t, "GAP takeover: the takeover notice was delivered, but its send_message span is not in the event's trace %s "+
+			loud(t, "GAP takeover: the takeover notice was delivered, but its send_message span is not in the event's trace %s "+
 				"(services/takeover notify sends it in the background under a context without the request's span)", id)
 		}
 

@@ -46,9 +46,15 @@ func envOr(k, def string) string {
 	return def
 }
 
-// say prints a line the person watching `make e2e` must see (SKIP notes,
-// figures) on stdout as well as in the test log.
+// say logs a step of the run (go test -v shows it as it happens).
 func say(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Logf(format, args...)
+}
+
+// loud prints a line that must stand out in the output of make e2e (SKIP
+// and GAP notes) on stdout, as well as in the test log.
+func loud(t *testing.T, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
 	fmt.Println("e2e: " + msg)
@@ -274,7 +280,7 @@ func (s *stack) startNATS() {
 			env[strings.ToUpper(u)+"_PASSWORD"] = pw
 		}
 	} else {
-		say(t, "NOTE: %s not found (%v); NATS runs without accounts", accountsCfg, err)
+		loud(t, "NOTE: %s not found (%v); NATS runs without accounts", accountsCfg, err)
 	}
 	conf := fmt.Sprintf(`listen: "127.0.0.1:-1"
 server_name: e2e
