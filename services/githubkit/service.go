@@ -93,6 +93,8 @@ type Service struct {
 	cat     *i18n.Catalog
 	metrics *Metrics
 	gh      *GitHub
+	hc      *http.Client
+	ownHC   bool // the service built hc and closes its idle connections
 	runner  *bus.Runner
 	subj    bus.Subjects
 	rates   rateMemory
@@ -175,11 +177,11 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if s.metrics, err = NewMetrics(reg); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", ErrInvalidConfig, err)
 	}
-	hc := deps.HTTPClient
-	if hc == nil {
-		hc = NewHTTPClient(HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: s.tracer, Metrics: s.metrics, Timeout: cfg.GitHubTimeout})
+	s.hc = deps.HTTPClient
+	if s.hc == nil {
+		s.hc, s.ownHC = NewHTTPClient(HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: s.tracer, Metrics: s.metrics, Timeout: cfg.GitHubTimeout}), true
 	}
-	s.gh = NewGitHub(hc, cfg.GitHubTimeout, s.now)
+	s.gh = NewGitHub(s.hc, cfg.GitHubTimeout, s.now)
 	s.rates.m = make(map[string]time.Time)
 	s.runner, err = bus.NewRunner(bus.RunnerConfig{
 		Plugin:            Plugin,
@@ -262,7 +264,11 @@ func (s *Service) shutdown() error {
 	s.mu.Unlock()
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.PollDeadline+5*time.Second)
 	defer cancel()
-	return s.runner.Shutdown(sctx)
+	err := s.runner.Shutdown(sctx)
+	if s.ownHC {
+		s.hc.CloseIdleConnections()
+	}
+	return err
 }
 
 // settings normalises a plain-text config with the service's flags.

@@ -188,6 +188,14 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return resp, err
 }
 
+// CloseIdleConnections closes the pool's idle connections (http.Client's
+// CloseIdleConnections reaches the transport through this method).
+func (t *tracingTransport) CloseIdleConnections() {
+	if ci, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
 // limitedBody fails with ErrBodyTooLarge once more than left bytes are read.
 type limitedBody struct {
 	rc   io.ReadCloser
