@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/chromedp/chromedp/kb"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 )
@@ -36,9 +35,10 @@ func chromiumPath() string {
 
 // browser is one headless Chromium with a fresh profile, driven over CDP.
 type browser struct {
-	t   *testing.T
-	h   *harness
-	ctx context.Context
+	loads int
+	t     *testing.T
+	h     *harness
+	ctx   context.Context
 }
 
 func newBrowser(t *testing.T, h *harness) *browser {
@@ -122,7 +122,9 @@ func (b *browser) until(what, js string) {
 // open loads the console with a token and waits for the page to settle.
 func (b *browser) open(tok string) {
 	b.t.Helper()
-	b.run(chromedp.Navigate(b.h.http.URL + "/console/#token=" + tok))
+	// a fresh query forces a load even when only the fragment changes
+	b.loads++
+	b.run(chromedp.Navigate(fmt.Sprintf("%s/console/?load=%d#token=%s", b.h.http.URL, b.loads, tok)))
 	b.until("the page to start", `window.TakeoverConsole && (!document.getElementById('app').hidden || !document.getElementById('auth').hidden)`)
 	var dead bool
 	b.eval(`TakeoverConsole.snapshot().dead`, &dead)
@@ -191,7 +193,13 @@ func (b *browser) typeText(text string) {
 	b.run(chromedp.SendKeys(chromedp.CSS(`#msgInput`), text))
 }
 
-func (b *browser) pressEnter() { b.run(chromedp.SendKeys(chromedp.CSS(`#msgInput`), kb.Enter)) }
+// pressEnter presses Enter in the composer. It dispatches the keydown only:
+// CDP's key events also send a "char" event that types a newline even when
+// the page cancels the keydown, which a real keyboard does not.
+func (b *browser) pressEnter() {
+	b.t.Helper()
+	b.eval(`document.getElementById('msgInput').dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true, cancelable: true}))`, nil)
+}
 
 func (b *browser) send() { b.run(chromedp.Click(chromedp.CSS(`[data-testid=send-btn]`))) }
 
@@ -218,7 +226,7 @@ func (b *browser) attr(sel, name string) string {
 	b.t.Helper()
 	var s string
 	js, _ := json.Marshal(sel)
-	b.eval(fmt.Sprintf(`(() => { const e = document.querySelector(%s); return e ? (e.getAttribute(%q) ?? '') : '<none>'; })()`, js, name), &s)
+	b.eval(fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (!e) return '<none>'; return e.hasAttribute(%q) ? e.getAttribute(%q) : '<absent>'; })()`, js, name, name), &s)
 	return s
 }
 
@@ -236,7 +244,7 @@ func (b *browser) takeoverOff(who string) {
 	if st := b.attr(`[data-testid=takeover-btn]`, "data-state"); st != "off" {
 		b.t.Fatalf("%s: takeover button %q, want off", who, st)
 	}
-	if b.attr(`[data-testid=countdown]`, "hidden") == "<none>" || b.attr(`[data-testid=countdown]`, "hidden") != "" {
+	if b.attr(`[data-testid=countdown]`, "hidden") != "" {
 		b.t.Fatalf("%s: countdown visible", who)
 	}
 }
@@ -274,3 +282,7 @@ func (w *world) sends() int { return len(w.h.host.Sends()) }
 func clickTakeover() chromedp.Action[chromedp.Void] {
 	return chromedp.Click(chromedp.CSS(`[data-testid=takeover-btn]`))
 }
+
+type chromedpAction = chromedp.Action[chromedp.Void]
+
+func clickID(id string) chromedpAction { return chromedp.Click(chromedp.CSS("#" + id)) }

@@ -43,6 +43,9 @@ type harness struct {
 	gate   *gate
 	http   *httptest.Server
 	offset atomic.Int64 // service clock offset, ns
+	// groupNames are the group names events carry, by launcher id
+	// (default "Group <id>").
+	groupNames map[string]string
 }
 
 func newHarness(t testing.TB) *harness {
@@ -155,9 +158,13 @@ func (h *harness) event(b binding.Binding, config, ltype, lid, sender, name stri
 	if ltype == "group" {
 		ev = takeover.EventGroupMessage
 	}
+	group := "Group " + lid
+	if n, ok := h.groupNames[lid]; ok {
+		group = n
+	}
 	data, _ := json.Marshal(map[string]any{
 		"launcher_type": ltype, "launcher_id": lid, "sender_id": sender,
-		"message_event": map[string]any{"sender": map[string]any{"nickname": name, "member_name": name, "group": map[string]any{"name": "Group " + lid}}},
+		"message_event": map[string]any{"sender": map[string]any{"nickname": name, "member_name": name, "group": map[string]any{"name": group}}},
 		"message_chain": json.RawMessage(chain),
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -25,6 +25,7 @@
     live: { backoff: 1000, ctrl: null, everUp: false, down: false },
     composing: false,
     settled: {},
+    stick: true, // the history is scrolled to its newest entry
   };
 
   // ---- i18n -------------------------------------------------------------
@@ -48,7 +49,10 @@
         if (r.ok) S.cat[lang] = await r.json();
       } catch (e) { /* falls back to en_US, then to the key */ }
     }
-    if (window.__consolePseudoLocale) S.cat[S.lang] = Object.fromEntries(Object.keys(S.cat.en_US).map((k) => [k, '⟦' + k + '⟧']));
+    // tests only: a pseudo-locale that shows each key as ⟦key⟧ (spec §12 C19)
+    if (document.documentElement.dataset.hooks === 'on' && localStorage.getItem('takeover.console.pseudo') === '1') {
+      S.cat[S.lang] = Object.fromEntries(Object.keys(S.cat.en_US).map((k) => [k, '⟦' + k + '⟧']));
+    }
   }
   function locale() { return S.lang === 'zh_Hans' ? 'zh-CN' : 'en-US'; }
 
@@ -399,8 +403,11 @@
     const nodes = [el('div', { class: 'hist-note', id: 'histNote', text: d.nextBefore ? '' : t('chat.historyStart') })];
     for (const m of d.messages) nodes.push(renderEntry(m));
     box.replaceChildren(...nodes);
-    if (scrollToEnd) box.scrollTop = box.scrollHeight;
+    if (scrollToEnd) { box.scrollTop = box.scrollHeight; S.stick = true; }
   }
+  // keepAtEnd scrolls to the newest entry when the operator was there before
+  // something (an image) grew the history
+  function keepAtEnd() { if (S.stick) { const box = $('messages'); box.scrollTop = box.scrollHeight; } }
   function renderEntry(m) {
     const d = S.displayed;
     const out = m.role !== 'user';
@@ -430,15 +437,15 @@
     if (p.omitted) return el('div', { class: 'missing', text: t('msg.attachmentMissing') });
     if (p.type === 'image') {
       const img = el('img', { alt: t('msg.previewImage'), 'data-testid': 'msg-image' });
-      if (p.url) img.src = p.url;
+      if (p.url) { img.addEventListener('load', keepAtEnd, { once: true }); img.src = p.url; }
       else if (p.blob) {
         const gen = S.displayed && S.displayed.gen;
         fetchBlob(sid, p.blob).then((b) => {
           if (!S.displayed || S.displayed.sid !== sid || S.displayed.gen !== gen) return;
           const u = URL.createObjectURL(b);
           S.objectURLs.push(u);
+          img.addEventListener('load', () => { img.dataset.loaded = 'true'; keepAtEnd(); }, { once: true });
           img.src = u;
-          img.dataset.loaded = 'true';
         }).catch(() => img.replaceWith(el('div', { class: 'missing', text: t('msg.attachmentMissing') })));
       }
       return el('div', {}, img);
@@ -470,7 +477,7 @@
     const box = $('messages');
     const atEnd = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
     box.append(renderEntry(m));
-    if (atEnd || m.role === 'human') box.scrollTop = box.scrollHeight;
+    if (atEnd || m.role === 'human') { box.scrollTop = box.scrollHeight; S.stick = true; }
   }
   async function loadOlder() {
     const d = S.displayed;
@@ -914,7 +921,11 @@
     $('fileBtn').addEventListener('click', () => $('fileInput').click());
     $('imageInput').addEventListener('change', (ev) => { pickAttachment('image', ev.target.files[0]); ev.target.value = ''; });
     $('fileInput').addEventListener('change', (ev) => { pickAttachment('file', ev.target.files[0]); ev.target.value = ''; });
-    $('messages').addEventListener('scroll', () => { if ($('messages').scrollTop < 40) loadOlder(); });
+    $('messages').addEventListener('scroll', () => {
+      const box = $('messages');
+      S.stick = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
+      if (box.scrollTop < 40) loadOlder();
+    });
     $('cardOverlay').addEventListener('click', (ev) => { if (ev.target === $('cardOverlay')) closeCard(); });
     const lang = $('langSelect');
     lang.value = S.lang;
