@@ -417,3 +417,30 @@ func TestAT26RetriedInvocation(t *testing.T) {
 		t.Fatal("the retry did not publish the schedule")
 	}
 }
+
+// TestRequestShapes checks each subcommand's GitHub endpoint, query and
+// headers (spec §3.3, §3.5).
+func TestRequestShapes(t *testing.T) {
+	h, a := oneInstall(t, "en_US")
+	cases := []struct{ line, path, query string }{
+		{"repo octocat/Hello-World", "/repos/octocat/Hello-World", ""},
+		{"issues octocat/Hello-World CLOSED", "/repos/octocat/Hello-World/issues", "direction=desc&per_page=50&sort=updated&state=closed"},
+		{"prs octocat/Hello-World bogus", "/repos/octocat/Hello-World/pulls", "direction=desc&per_page=10&sort=updated&state=open"},
+		{"issue octocat/Hello-World 1347", "/repos/octocat/Hello-World/issues/1347", ""},
+		{"releases octocat/Hello-World", "/repos/octocat/Hello-World/releases", "per_page=5"},
+		{"user octocat", "/users/octocat", ""},
+		{"search  nats   language:go ", "/search/repositories", "order=desc&per_page=8&q=nats+language%3Ago&sort=stars"},
+	}
+	for _, c := range cases {
+		h.fake.ResetRequests()
+		h.cmd(a, c.line)
+		r := h.fake.Requests()
+		if len(r) != 1 || r[0].Path != c.path || r[0].Query.Encode() != c.query {
+			t.Errorf("%s: %+v", c.line, r)
+			continue
+		}
+		if r[0].UserAgent != githubkit.UserAgent || r[0].APIVersion != "2022-11-28" || r[0].Authorization != "Bearer token-a" {
+			t.Errorf("%s: headers %+v", c.line, r[0])
+		}
+	}
+}

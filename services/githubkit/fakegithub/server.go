@@ -58,6 +58,8 @@ type Request struct {
 	Query         url.Values
 	Authorization string
 	IfNoneMatch   string
+	UserAgent     string
+	APIVersion    string // X-GitHub-Api-Version
 	Host          string
 }
 
@@ -328,7 +330,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, Request{
 		Method: r.Method, Path: path, Query: r.URL.Query(),
 		Authorization: r.Header.Get("Authorization"), IfNoneMatch: r.Header.Get("If-None-Match"),
-		Host: r.Host,
+		UserAgent: r.Header.Get("User-Agent"), APIVersion: r.Header.Get("X-GitHub-Api-Version"), Host: r.Host,
 	})
 	rel, ok := strings.CutPrefix(path, s.opts.BasePath)
 	if !ok || (s.opts.BasePath != "" && rel != "" && rel[0] != '/') {
