@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/svcmain"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/console"
 )
@@ -97,4 +98,64 @@ func devConsoleKey(dir string) (string, error) {
 		return "", err
 	}
 	return key, nil
+}
+
+// withDevConsole gives lbctl dev's takeover service a console: Build runs
+// with LANGBOT_CONSOLE_KEY from the environment, else with a key generated
+// in the data directory (console.key), and the banner prints a console URL
+// with an 8-hour token for the dev installation.
+func withDevConsole(s *devService) *devService {
+	d := &devConsole{next: s.Build}
+	s.DevFlags, s.Build, s.Banner = d.flags, d.build, d.banner
+	return s
+}
+
+// devConsole holds lbctl dev's flag set (to read --data once parsed) and
+// the console key Build used, for the banner.
+type devConsole struct {
+	next func(context.Context, *svcmain.Env) (svcmain.Service, error)
+	fs   *flag.FlagSet
+	key  string
+}
+
+func (d *devConsole) flags(fs *flag.FlagSet) { d.fs = fs }
+
+func (d *devConsole) build(ctx context.Context, env *svcmain.Env) (svcmain.Service, error) {
+	getenv := env.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	d.key = getenv(takeover.ConsoleKeyEnv)
+	if d.key == "" {
+		dir := ".data/dev"
+		if d.fs != nil {
+			if f := d.fs.Lookup("data"); f != nil {
+				dir = f.Value.String()
+			}
+		}
+		key, err := devConsoleKey(dir)
+		if err != nil {
+			return nil, err
+		}
+		d.key = key
+	}
+	e := *env
+	e.Getenv = func(name string) string {
+		if name == takeover.ConsoleKeyEnv {
+			return d.key
+		}
+		return getenv(name)
+	}
+	return d.next(ctx, &e)
+}
+
+func (d *devConsole) banner(env *DevEnv) []string {
+	if d.key == "" {
+		return nil
+	}
+	_, url, err := mintConsoleURL(d.key, env.Scope, "dev", 8*time.Hour, "http://"+env.HTTPAddr)
+	if err != nil {
+		return []string{"console  unavailable: " + err.Error()}
+	}
+	return []string{"console  " + url + " (operator dev, valid 8h)"}
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -63,5 +66,43 @@ func TestDevConsoleKeyPersists(t *testing.T) {
 	if code := run(context.Background(), []string{"console-token", "--scope", "a.b.c", "--operator", "x", "--data", dir},
 		stdio{out: &out, err: &errb, getenv: func(string) string { return "" }}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}
+
+// TestDevBannerConsoleURL: lbctl dev prints a console URL whose token
+// opens the dev installation's chats.
+func TestDevBannerConsoleURL(t *testing.T) {
+	d := startDev(t)
+	d.say("hello console")
+	d.waitFor("you said: hello console", 15*time.Second)
+	m := regexp.MustCompile(`(http://\S+)/console/#token=(\S+)`).FindStringSubmatch(d.out.String())
+	if m == nil {
+		t.Fatalf("no console URL in the banner:\n%s", d.out.String())
+	}
+	base, tok := m[1], m[2]
+	res, err := http.Get(base + "/console/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("page: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	req, _ := http.NewRequest("GET", base+"/console/api/sessions", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Sessions []struct {
+			TargetID string `json:"target_id"`
+			BotName  string `json:"bot_name"`
+		} `json:"sessions"`
+	}
+	_ = json.NewDecoder(res.Body).Decode(&list)
+	res.Body.Close()
+	if res.StatusCode != 200 || len(list.Sessions) != 1 || list.Sessions[0].TargetID != "dev-user" {
+		t.Fatalf("sessions: %d %+v", res.StatusCode, list)
 	}
 }
