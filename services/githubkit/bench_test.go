@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,7 +46,7 @@ func heapInuse() uint64 {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return m.HeapInuse
+	return m.HeapAlloc // live bytes after GC
 }
 
 // BenchmarkPollScale is the scale test: 1,000 installations x 3
@@ -144,19 +145,34 @@ func BenchmarkPollScale(b *testing.B) {
 	// (NATS server, fake GitHub, their data), then serve every interval with
 	// a fresh instance; what the process gains is the service's own.
 	h.stop(setup)
+	h.fake.ResetRequests() // the fake's request log is not the service's memory
 	rssBase, heapBase, gBase := rssKB(), heapInuse(), runtime.NumGoroutine()
+	if path := os.Getenv("GITHUBKIT_BENCH_HEAPPROFILE"); path != "" {
+		if f, err := os.Create(path + ".base"); err == nil {
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
 	h.regUsed = false
 	h.start(githubkit.Config{PollWorkers: 16}, nil)
 	rssSvc, heapSvc, gSvc := rssKB(), heapInuse(), runtime.NumGoroutine()
 	fireAll() // warm: every installation's authority and records seen once
+	h.fake.ResetRequests()
 	rssLoaded, heapLoaded, gLoaded := rssKB(), heapInuse(), runtime.NumGoroutine()
+	if path := os.Getenv("GITHUBKIT_BENCH_HEAPPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			runtime.GC()
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
 	if os.Getenv("GITHUBKIT_BENCH_GOROUTINES") != "" {
 		buf := make([]byte, 1<<22)
 		n := runtime.Stack(buf, true)
 		_ = os.WriteFile(os.Getenv("GITHUBKIT_BENCH_GOROUTINES"), buf[:n], 0o644)
 	}
 
-	h.fake.ResetRequests()
+	ghReqs := h.metric("githubkit_github_requests_total", nil)
 	notModified := h.metric("githubkit_polls_total", map[string]string{"outcome": "not_modified"})
 	b.ResetTimer()
 	cpu0, wall0 := cpuTime(), time.Now()
@@ -166,7 +182,10 @@ func BenchmarkPollScale(b *testing.B) {
 	b.StopTimer()
 	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
 	repos := float64(installs * reposPer)
-	reqs := float64(len(h.fake.Requests()))
+	reqs := h.metric("githubkit_github_requests_total", nil) - ghReqs
+	if n := float64(len(h.fake.Requests())); n != reqs {
+		b.Fatalf("the fake saw %v requests, the service counted %v", n, reqs)
+	}
 	nm := h.metric("githubkit_polls_total", map[string]string{"outcome": "not_modified"}) - notModified
 	b.ReportMetric(reqs/repos/float64(b.N), "gh-req/repo/interval")
 	b.ReportMetric(nm/repos/float64(b.N), "304-share")
