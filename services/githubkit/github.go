@@ -163,7 +163,15 @@ func (g *GitHub) classify(resp *github.Response, err error) error {
 	h := hr.Header
 	switch {
 	case st >= 200 && st < 300:
-		out.Code = CodeUpstream // undecodable body
+		// a body GitHub sent but that is not the JSON expected is an
+		// upstream fault; a body that broke off or timed out is the network
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &se) || errors.As(err, &te) {
+			out.Code = CodeUpstream
+		} else {
+			out.Code = CodeNetwork
+		}
 	case (st == 403 || st == 429) && (h.Get("X-RateLimit-Remaining") == "0" || h.Get("Retry-After") != "" ||
 		strings.Contains(strings.ToLower(msg), "rate limit") || ab != nil):
 		out.Code = CodeRateLimited
@@ -199,7 +207,7 @@ func (g *GitHub) do(ctx context.Context, t Target, route string, call func(conte
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	resp, err := call(withEndpoint(ctx, route), c)
-	if err != nil && ctx.Err() != nil && resp == nil {
+	if err != nil && ctx.Err() != nil {
 		return &APIError{Code: CodeNetwork, err: err}
 	}
 	return g.classify(resp, err)

@@ -268,3 +268,20 @@ func TestEventsETagAndPages(t *testing.T) {
 		t.Fatalf("last request %+v", last)
 	}
 }
+
+// TestBodyFaults: a 200 whose JSON is wrong is upstream; one that stalls
+// mid-body is network.
+func TestBodyFaults(t *testing.T) {
+	fake := fakegithub.New(fakegithub.Options{})
+	defer fake.Close()
+	fake.SetResponse("/repos/octocat/Hello-World", 200, `{"id":"not a number"}`)
+	_, err := privateGH().Repo(context.Background(), githubkit.Target{BaseURL: fake.URL}, octo)
+	if ae := apiErr(t, err); ae.Code != githubkit.CodeUpstream || ae.Status != 200 {
+		t.Fatalf("bad JSON: %+v", ae)
+	}
+	fake.SetResponse("/repos/octocat/Hello-World", 200, `<html>`)
+	_, err = privateGH().Repo(context.Background(), githubkit.Target{BaseURL: fake.URL}, octo)
+	if ae := apiErr(t, err); ae.Code != githubkit.CodeUpstream {
+		t.Fatalf("html: %+v", ae)
+	}
+}
