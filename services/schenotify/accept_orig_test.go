@@ -272,3 +272,51 @@ func TestO5FreshServiceStartsNoScheduler(t *testing.T) {
 		t.Fatalf("keys %v", k)
 	}
 }
+
+// Run stops intake and waits for its workers: after a delivery and a stop,
+// no goroutine of the service, the runner or the JetStream consumer is
+// left (the embedded server's own goroutines are not counted).
+func TestRunLeavesNoGoroutines(t *testing.T) {
+	e := newEnv(t)
+	nc := e.srv.Conn(t)
+	in := e.start(t, testConfig(), nc, nil, nil)
+	if n, _ := ownedGoroutines(); n == 0 {
+		t.Fatal("no service goroutines seen while running: the probe is blind")
+	}
+	T := nextSecond()
+	e.schedule(t, bind("installation-a", 1), cfgEN, sess("bot", "person", "1"), map[string]any{"message": "x", "time_str": rfc(T.Add(time.Second))})
+	e.host.wait(t, 1, 5*time.Second)
+	in.stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, dump := ownedGoroutines()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines outlive Run:\n%s", n, dump)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ownedGoroutines counts the goroutines running code of this service, of
+// pkg/bus, or of the nats.go jetstream and micro packages, other than the
+// test's own.
+func ownedGoroutines() (int, string) {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	var dump strings.Builder
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "TestRunLeavesNoGoroutines") || strings.Contains(g, "testing.") {
+			continue
+		}
+		if strings.Contains(g, "plugins/services/schenotify.") || strings.Contains(g, "plugins/pkg/bus.") ||
+			strings.Contains(g, "nats.go/jetstream.") || strings.Contains(g, "nats.go/micro.") {
+			n++
+			dump.WriteString(g + "\n\n")
+		}
+	}
+	return n, dump.String()
+}

@@ -2,6 +2,8 @@ package schenotify
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
@@ -23,3 +25,5 @@ func (s *Service) SetOnFired(f func(published, fetched time.Time)) {
 
 // Writes is the number of JetStream writes the service asked for.
 func (s *Service) Writes() int64 { return s.writes.Load() }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
