@@ -517,6 +517,9 @@ func TestEndToEnd(t *testing.T) {
 				}
 			}
 			_ = os.WriteFile(filepath.Join(s.out, "trace-"+name+".txt"), []byte(out), 0o644)
+			if code, raw := s.get(s.jaegerURL + "/api/traces/" + id); code == 200 {
+				_ = os.WriteFile(filepath.Join(s.out, "trace-"+name+".json"), []byte(raw), 0o644)
+			}
 			fmt.Printf("e2e: lbctl trace %s (%s):\n%s\n", id, name, out)
 		}
 	})

@@ -409,7 +409,7 @@ func (s *stack) startService(name string, extra map[string]string, args ...strin
 	env["LANGBOT_HTTP_ADDR"] = "127.0.0.1:0"
 	env["LANGBOT_STATE_KEY"] = s.stateKey
 	env["LANGBOT_JS_REPLICAS"] = "1"
-	env["LANGBOT_LOG_LEVEL"] = "info"
+	env["LANGBOT_LOG_LEVEL"] = "debug" // the log scan covers every level
 	for k, v := range extra {
 		env[k] = v
 	}
