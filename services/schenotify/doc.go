@@ -1,16 +1,46 @@
 // Package schenotify is the reminder service: chat users (through an LLM tool
 // or the !sche and !dsche commands) set reminders that the bot delivers into
-// the chat at the due second, one-shot or recurring.
+// the chat at the due second, one-shot or recurring. The behaviour is
+// specified in spec/schenotify.md; this comment is the map of the code.
 //
-// Reminders live in JetStream: one KV record per reminder plus a per-scope
-// index, and one NATS message schedule (@at) per reminder that fires a due
-// message onto a durable pull consumer shared by all replicas. The record,
-// not the fired message, decides what is due, so stale, early and duplicate
-// fires do no harm; a compare-and-set claim makes exactly one replica send
-// each occurrence, with an idempotency key that lets the host drop a resend.
+// # State
 //
-// The pure parts (configuration normalisation, time forms and durations,
-// zones and the DST policy, recurrence, command parsing, ids, the retry
-// schedule and the rendering of replies) live in their own files and are
-// tested without a server.
+// One KV record per reminder (<scope>.reminder.<id>, Record) and one index
+// per scope (<scope>.index, Index) in the bucket langbot_schenotify; every
+// write is a compare-and-set on the revision. Adds write the index entry
+// first (which keeps the per-installation and per-chat caps exact under
+// concurrency), then the record, then the schedule. Ids (6 characters, no
+// look-alikes) derive from the scope and the invocation id, so a retried
+// invocation finds its own reminder.
+//
+// # Timers
+//
+// Each reminder has one NATS message schedule on
+// <prefix>.schenotify.sched.<scope>.<id>, always "@at <UTC instant>" with
+// rollup, firing onto <prefix>.schenotify.due.<scope>.<id> in the stream
+// LANGBOT_SCHENOTIFY. Recurring reminders (cron via robfig/cron/v3 over
+// naive wall time plus the DST policy of Resolve, or @every) are armed one
+// occurrence at a time, so the server runs no cron and needs no zone data.
+//
+// # Delivery
+//
+// The durable pull consumer schenotify-due is shared by all replicas. A
+// fired message is only a wake-up: the handler reads the record, naks or
+// re-arms an early or stale fire, pauses under an inactive authority, and
+// otherwise claims the occurrence by compare-and-set (the linearisation
+// point against deletes) before calling the host's send_message with the
+// idempotency key <scope>:<id>:<occurrence>. Failures retry with backoff
+// (RetryPolicy) and end in the failed state; a 403 pauses the reminder.
+// Lifecycle transitions resume paused reminders; removal purges the scope's
+// subjects (the runner purges its keys). A recovery sweep re-arms reminders
+// left unarmed by a crash.
+//
+// # Pure parts
+//
+// Configuration normalisation (NormalizeConfig), time forms (ParseTime),
+// durations (ParseDuration), zones and the DST policy (Resolve), recurrence
+// (ParseRecurrence), command parsing (ParseSche, ParseDsche), validation
+// (PlanTool, PlanAdd), ids, the retry schedule and the rendering of replies
+// (Renderer) are tested without a server; the acceptance tests of spec
+// section 10 run the service against an embedded NATS server.
 package schenotify
