@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 )
@@ -115,6 +116,11 @@ var ErrEnvelope = errors.New("bus: malformed request")
 // JSON object, a complete binding, a config object (or absent), and the
 // endpoint's field present with a name.
 func DecodeRequest(ep Endpoint, body []byte) (*Request, error) {
+	// encoding/json would turn invalid UTF-8 into U+FFFD silently, so a
+	// corrupted name or text would be stored as something else.
+	if !utf8.Valid(body) {
+		return nil, fmt.Errorf("%w: body is not valid UTF-8", ErrEnvelope)
+	}
 	var r Request
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()

@@ -69,6 +69,7 @@ func TestRefusesMalformedScopesAndBindings(t *testing.T) {
 		{"65 chars in body", "langbot.plugin.echo.command.i.w.n", body(long, "w", "n"), bus.ErrBadRequest},
 		{"65 chars in subject", "langbot.plugin.echo.command." + long + ".w.n", good, bus.ErrBadRequest},
 		{"subject/body mismatch", "langbot.plugin.echo.command.i.w.other", good, bus.ErrBindingRefused},
+		{"invalid UTF-8", "langbot.plugin.echo.command.i.w.n", []byte(strings.Replace(string(good), `"echo"`, "\"ech\xff\"", 1)), bus.ErrBadRequest},
 		{"not JSON", "langbot.plugin.echo.command.i.w.n", []byte("{nope"), bus.ErrBadRequest},
 		{"wrong types", "langbot.plugin.echo.command.i.w.n", []byte(`{"binding":{"instance_uuid":1}}`), bus.ErrBadRequest},
 		{"no command", "langbot.plugin.echo.command.i.w.n", []byte(`{"binding":{"instance_uuid":"i","workspace_uuid":"w","installation_uuid":"n","placement_generation":1,"runtime_revision":1,"artifact_digest":"d"}}`), bus.ErrBadRequest},
