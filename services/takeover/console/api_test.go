@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"mime/multipart"
 	"net/http"
 	"strings"
@@ -320,4 +321,34 @@ func TestLiveEventsScopedAndEnding(t *testing.T) {
 	h.uninstall(a)
 	expect(t, chA, "revoked")
 	_ = b
+}
+
+func TestLiveStreamLimitAndReplyRate(t *testing.T) {
+	h := newHarness(t)
+	a, sc := h.install("limits", cfg)
+	h.say(a, cfg, "person", "42", "42", "Alice", "hello")
+	var closers []func()
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	for i := 0; i < 50; i++ {
+		ch, stop := openSSE(t, h, h.token(sc, fmt.Sprintf("op-%d", i), time.Hour))
+		closers = append(closers, stop)
+		expect(t, ch, "hello")
+	}
+	if status, _ := h.do(h.token(sc, "op-51", time.Hour), "GET", "/events", nil); status != http.StatusTooManyRequests {
+		t.Fatalf("51st stream: %d, want 429", status)
+	}
+	// replies: 2 per second per session
+	tok := h.token(sc, "fast", time.Hour)
+	limited := false
+	for i := 0; i < 5 && !limited; i++ {
+		status, _ := h.do(tok, "POST", "/reply", map[string]any{"sid": sidOf("person", "42"), "idempotency_key": fmt.Sprintf("rate-key-%d", i), "text": "hi"})
+		limited = status == http.StatusTooManyRequests
+	}
+	if !limited {
+		t.Fatal("5 replies in a burst were never limited")
+	}
 }

@@ -286,3 +286,18 @@ func clickTakeover() chromedp.Action[chromedp.Void] {
 type chromedpAction = chromedp.Action[chromedp.Void]
 
 func clickID(id string) chromedpAction { return chromedp.Click(chromedp.CSS("#" + id)) }
+
+func chromedpClick(sel string) chromedpAction { return chromedp.Click(chromedp.CSS(sel)) }
+
+// typeInto types into an input as a user would.
+func (b *browser) typeInto(sel, text string) {
+	b.t.Helper()
+	b.run(chromedp.SendKeys(chromedp.CSS(sel), text))
+}
+
+// setInput replaces an input's value and fires its input event.
+func (b *browser) setInput(sel, text string) {
+	b.t.Helper()
+	js, _ := json.Marshal(text)
+	b.eval(fmt.Sprintf(`(() => { const i = document.querySelector(%q); i.value = %s; i.dispatchEvent(new Event('input')); return true; })()`, sel, js), nil)
+}

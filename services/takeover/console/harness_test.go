@@ -258,10 +258,22 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // gate sits in front of the console and holds matching API requests
 // until the test releases them (spec §8.4 rule 3).
 type gate struct {
-	next  http.Handler
-	mu    sync.Mutex
-	holds []*hold
-	seen  map[string]int // "METHOD /endpoint" -> requests seen
+	next    http.Handler
+	mu      sync.Mutex
+	holds   []*hold
+	seen    map[string]int // "METHOD /endpoint" -> requests seen
+	streams []context.CancelFunc
+}
+
+// DropStreams ends every open live stream from the server side, as a
+// restarting replica or a broken proxy would.
+func (g *gate) DropStreams() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range g.streams {
+		c()
+	}
+	g.streams = nil
 }
 
 // hold is one held request: it matches once.
@@ -316,6 +328,10 @@ func (hd *hold) Wait(t testing.TB) {
 	}
 }
 
+// Let lets the held request through without waiting for its response
+// (a live stream never finishes).
+func (hd *hold) Let() { hd.release <- nil }
+
 // Release lets the held request through and waits until its response is
 // written.
 func (hd *hold) Release(t testing.TB) { hd.ReleaseWith(t, nil) }
@@ -361,7 +377,17 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 	}
+	var cancel context.CancelFunc
+	if endpoint == "/events" {
+		var ctx context.Context
+		ctx, cancel = context.WithCancel(r.Context())
+		r = r.WithContext(ctx)
+		g.streams = append(g.streams, cancel)
+	}
 	g.mu.Unlock()
+	if cancel != nil {
+		defer cancel()
+	}
 	if hd == nil {
 		g.next.ServeHTTP(w, r)
 		return
