@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -134,6 +135,10 @@ func (r *Runner) handleLifecycle(m jetstream.Msg) {
 	meta, err := m.Metadata()
 	if err != nil {
 		term("no metadata")
+		return
+	}
+	if !utf8.Valid(m.Data()) {
+		term("body is not valid UTF-8")
 		return
 	}
 	in := Input{Seq: meta.Sequence.Stream}
