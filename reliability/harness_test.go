@@ -409,3 +409,5 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func getenv(k string) string { return os.Getenv(k) }

@@ -155,11 +155,15 @@ func (s snapshot) keysOf(scope string) []string {
 	return out
 }
 
-// only reports the items of a scope not matching any allowed prefix.
+// only reports the live items of a scope (delete and purge markers left
+// out) not matching any allowed prefix.
 func (s snapshot) only(scope string, allowed ...string) []string {
 	var out []string
 next:
 	for _, k := range s.keysOf(scope) {
+		if s[scope][k] == 0 {
+			continue
+		}
 		for _, a := range allowed {
 			if strings.HasPrefix(k, a) {
 				continue next
