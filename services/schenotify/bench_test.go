@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
@@ -38,6 +39,7 @@ func BenchmarkScheNotifyDelivery(b *testing.B) {
 	for range b.N {
 		srv := bustest.NewServer(b)
 		floor := bustest.MeasureFloor(b, srv, 500)
+		fireP50, fireP99 := measureFireFloor(b, srv, dueCount)
 
 		// A host that answers at once and records arrivals by key.
 		hostConn := srv.Conn(b)
@@ -157,6 +159,9 @@ func BenchmarkScheNotifyDelivery(b *testing.B) {
 		sort.Slice(pubLate, func(i, j int) bool { return pubLate[i] < pubLate[j] })
 		sort.Slice(fetchLate, func(i, j int) bool { return fetchLate[i] < fetchLate[j] })
 		b.ReportMetric(ms(bustest.Percentile(pubLate, 99)), "fired-p99-ms")
+		b.ReportMetric(ms(fireP50), "floor-fire-p50-ms")
+		b.ReportMetric(ms(fireP99), "floor-fire-p99-ms")
+		b.Logf("fire floor (%d bare @at schedules due in one second, no consumer): p50 %v p99 %v", dueCount, fireP50, fireP99)
 		b.Logf("server fired: p50 %v p99 %v; handler fetched: p50 %v p99 %v", bustest.Percentile(pubLate, 50), bustest.Percentile(pubLate, 99),
 			bustest.Percentile(fetchLate, 50), bustest.Percentile(fetchLate, 99))
 		b.ReportMetric(ms(bustest.Percentile(late, 50)), "late-p50-ms")
@@ -173,4 +178,62 @@ func BenchmarkScheNotifyDelivery(b *testing.B) {
 		<-done
 		_ = sub.Unsubscribe()
 	}
+}
+
+// measureFireFloor is the server's own share of the lateness: n bare @at
+// schedules due in the same second on a schedule stream of the same server,
+// with nobody consuming, and the lag of the fired messages' timestamps.
+func measureFireFloor(b *testing.B, srv *bustest.Server, n int) (p50, p99 time.Duration) {
+	b.Helper()
+	ctx := context.Background()
+	js := srv.JetStream(b)
+	st, err := bus.EnsureStream(ctx, js, bus.StreamSpec{Name: "BENCH_FIRE", Subjects: []string{"benchfire.>"}, Schedules: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	due := time.Now().Add(3*time.Second + time.Duration(n)*2*time.Millisecond).Truncate(time.Second).Add(time.Second)
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				if err := bus.ScheduleAt(ctx, js, fmt.Sprintf("benchfire.sched.%d", i), fmt.Sprintf("benchfire.due.%d", i), due, []byte("x"), true); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if time.Now().After(due) {
+		b.Fatalf("fire floor: arming overran the due second")
+	}
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{"benchfire.due.>"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lags []time.Duration
+	deadline := time.Now().Add(time.Until(due) + 60*time.Second)
+	for len(lags) < n && time.Now().Before(deadline) {
+		batch, err := cons.Fetch(n-len(lags), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			if meta, err := m.Metadata(); err == nil {
+				lags = append(lags, meta.Timestamp.Sub(due))
+			}
+		}
+	}
+	if err := js.DeleteStream(ctx, "BENCH_FIRE"); err != nil {
+		b.Fatal(err)
+	}
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	return bustest.Percentile(lags, 50), bustest.Percentile(lags, 99)
 }
