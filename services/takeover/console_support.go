@@ -103,8 +103,13 @@ func (s *Service) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 	return data, nil
 }
 
-// ConsoleCheck reports whether the scope is served: known and not removed.
+// ConsoleCheck reports whether the scope is served: 503 while the service
+// is not ready (starting or stopped, so live streams end with it), 403 for
+// an unknown or removed scope.
 func (s *Service) ConsoleCheck(sc binding.Scope) error {
+	if !s.Ready() {
+		return bus.Errorf(bus.ErrUnavailable, "the service is not ready")
+	}
 	a, ok := s.runner.View().Lookup(sc)
 	if !ok {
 		return bus.Errorf(bus.ErrBindingRefused, "the installation is unknown")

@@ -3,6 +3,7 @@ package console_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/console"
 )
@@ -350,5 +352,25 @@ func TestLiveStreamLimitAndReplyRate(t *testing.T) {
 	}
 	if !limited {
 		t.Fatal("5 replies in a burst were never limited")
+	}
+}
+
+func TestDisabledInstallationReadsOnly(t *testing.T) {
+	h := newHarness(t)
+	a, sc := h.install("disabled", cfg)
+	h.say(a, cfg, "person", "42", "42", "Alice", "hello")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := bus.PublishRevoke(ctx, h.js, bus.Subjects{}, takeover.Plugin, bus.Revoke{Binding: a, Reason: "disable"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "disabled", func() bool { x, ok := h.svc.Runner().View().Lookup(sc); return ok && x.State == bus.StateDisabled })
+	tok := h.token(sc, "alice", time.Hour)
+	if status, body := h.do(tok, "GET", "/sessions", nil); status != 200 || !strings.Contains(string(body), `"42"`) {
+		t.Fatalf("read while disabled: %d %s", status, body)
+	}
+	status, body := h.do(tok, "POST", "/takeover", map[string]any{"sid": sidOf("person", "42")})
+	if status != http.StatusForbidden || !strings.Contains(string(body), `"reason":"installation_inactive"`) {
+		t.Fatalf("action while disabled: %d %s", status, body)
 	}
 }

@@ -39,7 +39,9 @@ type Operations interface {
 	// ConsoleDo runs one operation. GET /blob returns a Blob.
 	ConsoleDo(ctx context.Context, c Call) (any, error)
 	// ConsoleCheck reports whether the scope is served: nil when its
-	// authority exists and is not removed, a 403 *bus.Error otherwise.
+	// authority exists and is not removed, a 403 *bus.Error for an unknown
+	// or removed scope, another *bus.Error (503) while the service cannot
+	// serve, which ends live streams without "revoked".
 	ConsoleCheck(sc binding.Scope) error
 	// ConsoleSubscribe delivers every message of the scope's live subject
 	// to f until the returned stop function is called.

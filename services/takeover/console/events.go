@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
 // errTooManyStreams: the scope already has its share of live streams on
@@ -149,9 +150,11 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, c Claims, 
 				return
 			}
 		case <-check.C:
-			if h.ops.ConsoleCheck(sc) != nil {
-				_ = writeEvent(w, "revoked", []byte("{}"))
-				fl.Flush()
+			if err := h.ops.ConsoleCheck(sc); err != nil {
+				if be, ok := bus.AsError(err); ok && be.Code == http.StatusForbidden {
+					_ = writeEvent(w, "revoked", []byte("{}"))
+					fl.Flush()
+				}
 				return
 			}
 			continue

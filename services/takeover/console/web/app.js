@@ -182,6 +182,8 @@
     if (p.kind === 'other') return t('msg.previewOther');
     return p.text || '';
   }
+  // safeURL admits only http(s) links and images from chat data
+  function safeURL(u) { return /^https?:\/\//i.test(String(u || '')) ? String(u) : null; }
   function sessionName(s) { return (s && (s.name || s.target_id)) || ''; }
   function downloadJSON(obj, filename) {
     const url = URL.createObjectURL(new Blob([JSON.stringify(obj, null, 2)], { type: 'application/json' }));
@@ -437,7 +439,11 @@
     if (p.omitted) return el('div', { class: 'missing', text: t('msg.attachmentMissing') });
     if (p.type === 'image') {
       const img = el('img', { alt: t('msg.previewImage'), 'data-testid': 'msg-image' });
-      if (p.url) { img.addEventListener('load', keepAtEnd, { once: true }); img.src = p.url; }
+      if (p.url) {
+        if (!safeURL(p.url)) return el('div', { class: 'missing', text: t('msg.attachmentMissing') });
+        img.addEventListener('load', keepAtEnd, { once: true });
+        img.src = safeURL(p.url);
+      }
       else if (p.blob) {
         const gen = S.displayed && S.displayed.gen;
         fetchBlob(sid, p.blob).then((b) => {
@@ -452,7 +458,10 @@
     }
     if (p.type === 'file') {
       const name = p.name || t('msg.previewFile');
-      if (p.url) return el('div', {}, el('a', { class: 'file', href: p.url, target: '_blank', rel: 'noopener noreferrer', text: name }));
+      if (p.url) {
+        const href = safeURL(p.url);
+        return href ? el('div', {}, el('a', { class: 'file', href, target: '_blank', rel: 'noopener noreferrer', text: name })) : el('div', { class: 'missing', text: name });
+      }
       const a = el('a', { class: 'file', href: '#', 'data-testid': 'msg-file', text: name });
       a.addEventListener('click', (ev) => {
         ev.preventDefault();
