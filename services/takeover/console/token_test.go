@@ -85,3 +85,15 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkVerify(b *testing.B) {
+	key := []byte(strings.Repeat("k", 32))
+	now := time.Unix(1_800_000_000, 0)
+	tok, _ := console.Mint(key, console.Claims{Scope: "inst.ws.inst-1", Operator: "alice", Exp: now.Unix() + 3600})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := console.Verify(key, tok, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
