@@ -296,9 +296,9 @@ func TestEndToEnd(t *testing.T) {
 				}) != nil
 		})
 		checkConnected(t, del)
-		consumer := del.span(func(sp *jSpan) bool { return sp.linksTo(id) })
-		if consumer.kind() != "consumer" || consumer.parent() != "" {
-			t.Errorf("the delivery starts with %s (parent %q), want a root consumer span", consumer, consumer.parent())
+		consumer := del.root()
+		if consumer.kind() != "consumer" || !consumer.linksTo(id) {
+			t.Errorf("the delivery starts with %s, want a consumer span linked to trace %s", consumer, id)
 		}
 		checkMessaging(t, consumer, "langbot.schenotify.")
 		hostSend(t, del, "schenotify", consumer)
@@ -379,6 +379,9 @@ func TestEndToEnd(t *testing.T) {
 		}
 		s.hostLine(t, "takeover", mk.reply, 30*time.Second)
 		tr = s.waitTrace(t, id, func(tr *jTrace) string {
+			if tr.span(func(sp *jSpan) bool { return sp.service == "takeover" && sp.kind() == "server" }) == nil {
+				return "no takeover server span yet"
+			}
 			if tr.span(func(sp *jSpan) bool {
 				return sp.service == "takeover" && strings.HasPrefix(sp.tag("messaging.destination.name"), "langbot.host.send_message.")
 			}) == nil {
@@ -406,9 +409,9 @@ func TestEndToEnd(t *testing.T) {
 				}) != nil
 		})
 		checkConnected(t, pollTr)
-		consumer := pollTr.span(func(sp *jSpan) bool { return sp.linksTo(subTrace) })
-		if consumer.kind() != "consumer" || consumer.parent() != "" {
-			t.Errorf("the poll starts with %s (parent %q), want a root consumer span", consumer, consumer.parent())
+		consumer := pollTr.root()
+		if consumer.kind() != "consumer" || !consumer.linksTo(subTrace) {
+			t.Errorf("the poll starts with %s, want a consumer span linked to trace %s", consumer, subTrace)
 		}
 		checkMessaging(t, consumer, "langbot.githubkit.")
 		hostSend(t, pollTr, "githubkit", consumer)

@@ -193,6 +193,11 @@ func (tr *jTrace) span(match func(*jSpan) bool) *jSpan {
 	return nil
 }
 
+// root returns the trace's first span without a parent in the trace.
+func (tr *jTrace) root() *jSpan {
+	return tr.span(func(s *jSpan) bool { return s.parent() == "" })
+}
+
 func (tr *jTrace) byID(id string) *jSpan {
 	return tr.span(func(s *jSpan) bool { return s.SpanID == id })
 }
