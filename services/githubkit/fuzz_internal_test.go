@@ -1,0 +1,45 @@
+package githubkit
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
+)
+
+// FuzzEventLine feeds arbitrary event types and payloads to the formatter:
+// it never panics, never prints a Go zero-value marker, and formats exactly
+// the types that have a formatter.
+func FuzzEventLine(f *testing.F) {
+	for _, name := range fakegithub.EventFixtures() {
+		var e Event
+		_ = json.Unmarshal(fakegithub.Event(name, 1), &e)
+		f.Add(e.Type, string(e.Payload))
+	}
+	f.Add("PushEvent", `{"size":null,"commits":null,"ref":null}`)
+	f.Add("PullRequestEvent", `{"pull_request":{"title":null,"merged":null},"number":-3}`)
+	x := texts{lang: "en_US"}
+	cat, err := LoadCatalog()
+	if err != nil {
+		f.Fatal(err)
+	}
+	x.cat = cat
+	f.Fuzz(func(t *testing.T, typ, payload string) {
+		e := Event{ID: "5", Type: typ, Payload: json.RawMessage(payload)}
+		if !json.Valid(e.Payload) {
+			e.Payload = nil
+		}
+		line, ok := x.eventLine(e, nil)
+		if ok != formatted(typ) {
+			t.Fatalf("type %q formatted=%v", typ, ok)
+		}
+		for _, bad := range []string{"<nil>", "%!", " 0 commit"} {
+			if strings.Contains(line, bad) {
+				t.Fatalf("%q in %q", bad, line)
+			}
+		}
+		e.needsCompare()
+		e.needsPull()
+	})
+}
