@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,11 +76,14 @@ func (h *harness) startReplica(nc *nats.Conn) *takeover.Service {
 		cancel()
 		h.t.Fatal("service did not start in time")
 	}
+	var once sync.Once
 	stop := func() {
-		cancel()
-		if err := <-done; err != nil {
-			h.t.Errorf("Run: %v", err)
-		}
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				h.t.Errorf("Run: %v", err)
+			}
+		})
 	}
 	h.t.Cleanup(stop)
 	if h.stop == nil {
