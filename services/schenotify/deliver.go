@@ -204,6 +204,8 @@ func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, r
 		o := occ
 		c.LastOccurrence = &o
 		if done, err := s.advance(ctx, sc, &c, rule, loc, occ, now, rev, true); err != nil || done {
+			s.log.InfoContext(ctx, "reminder handled", "scope", sc.String(), "id", rec.ID, "outcome", outcome,
+				"attempt", rec.Attempt, "occurrence", occ.UTC().Format(time.RFC3339))
 			return s.finishOutcome(ctx, f, outcome, err)
 		}
 	case errors.As(err, &hostErr) && hostErr.Code == 403:
@@ -258,13 +260,68 @@ func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, r
 }
 
 // finishOutcome acks after an outcome whose write found the record gone
-// (errGone) and reports other write failures for redelivery.
+// (errGone) and reports other write failures for redelivery. A finished
+// reminder (*finished) has its subjects purged and its message acked by
+// the janitor, off the handler's slot.
 func (s *Service) finishOutcome(ctx context.Context, f *bus.Fired, outcome string, err error) (string, error) {
+	var fin *finished
+	if errors.As(err, &fin) {
+		s.finish(ctx, f, fin.both)
+		return outcome, nil
+	}
 	if err != nil && !errors.Is(err, errGone) {
 		return outcome, err
 	}
 	s.ack(ctx, f)
 	return outcome, nil
+}
+
+// finished is what advance returns for a reminder whose record it deleted:
+// not a failure, the signal to purge (both subjects when the delete lost a
+// race) and ack.
+type finished struct{ both bool }
+
+func (*finished) Error() string { return "schenotify: reminder finished" }
+
+// janitorItem is a finished delivery whose due subject is still to be
+// purged and whose fired message is still to be acked.
+type janitorItem struct {
+	f    *bus.Fired
+	both bool
+}
+
+// finish queues the purge and ack of a finished reminder for the janitor,
+// or does them at once when the queue is full or stopped. Deferring them
+// keeps the handler's slot, and the schedule stream the server fires into,
+// free for the next claims during a burst of due reminders.
+func (s *Service) finish(ctx context.Context, f *bus.Fired, both bool) {
+	s.mu.Lock()
+	q := s.janitor
+	s.mu.Unlock()
+	if q != nil {
+		select {
+		case q <- janitorItem{f: f, both: both}:
+			return
+		default:
+		}
+	}
+	s.cleanUp(ctx, janitorItem{f: f, both: both})
+}
+
+func (s *Service) cleanUp(ctx context.Context, it janitorItem) {
+	if err := s.purge(ctx, it.f.Scope, it.f.IDs[0], it.both); err != nil {
+		s.log.WarnContext(ctx, "purge after delivery failed", "scope", it.f.Scope.String(), "id", it.f.IDs[0], "err", err)
+	}
+	s.ack(ctx, it.f)
+}
+
+// runJanitor purges and acks finished deliveries until q is closed.
+func (s *Service) runJanitor(q <-chan janitorItem) {
+	for it := range q {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		s.cleanUp(ctx, it)
+		cancel()
+	}
 }
 
 // errGone reports that the record was deleted while it was being sent.
@@ -304,8 +361,7 @@ func (s *Service) advance(ctx context.Context, sc binding.Scope, c *Record, rule
 		if derr != nil && !isConflict(derr) {
 			return true, storeErr("finish reminder", derr)
 		}
-		_ = s.purge(ctx, sc, c.ID, derr != nil)
-		return true, nil
+		return true, &finished{both: derr != nil}
 	}
 	if err := s.arm(ctx, sc, c.ID, next); err != nil {
 		return false, err

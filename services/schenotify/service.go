@@ -95,9 +95,10 @@ type Service struct {
 	// schedule publishes, purges), for the benchmark's writes per delivery.
 	writes atomic.Int64
 
-	mu     sync.Mutex
-	stream jetstream.Stream
-	ready  bool
+	mu      sync.Mutex
+	stream  jetstream.Stream
+	ready   bool
+	janitor chan janitorItem // finished deliveries to purge and ack
 
 	hooks hooks // tests only (export_test.go)
 }
@@ -231,6 +232,22 @@ func (s *Service) Run(ctx context.Context) error {
 		s.shutdown()
 		return err
 	}
+	janitor := make(chan janitorItem, 4096)
+	janitorDone := make(chan struct{})
+	go func() {
+		defer close(janitorDone)
+		s.runJanitor(janitor)
+	}()
+	stopJanitor := func() {
+		s.mu.Lock()
+		s.janitor = nil
+		s.mu.Unlock()
+		close(janitor)
+		<-janitorDone
+	}
+	s.mu.Lock()
+	s.janitor = janitor
+	s.mu.Unlock()
 	if err := s.runner.ConsumeFired(setup, bus.FiredConfig{
 		Stream:  StreamName,
 		Durable: DueConsumer,
@@ -240,6 +257,7 @@ func (s *Service) Run(ctx context.Context) error {
 		Timeout: s.cfg.SendTimeout + 10*time.Second,
 	}, s.handleFired); err != nil {
 		s.shutdown()
+		stopJanitor()
 		return err
 	}
 	s.mu.Lock()
@@ -258,7 +276,9 @@ func (s *Service) Run(ctx context.Context) error {
 	s.mu.Lock()
 	s.ready = false
 	s.mu.Unlock()
-	return s.shutdown()
+	err = s.shutdown() // waits for the fired-message handlers
+	stopJanitor()
+	return err
 }
 
 func (s *Service) shutdown() error {
