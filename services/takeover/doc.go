@@ -12,7 +12,7 @@
 // expire by JetStream message schedules.
 //
 // The console operations (list, open, take over, release, reply, cards,
-// export, delete, clear, mark handled) form one handler layer (see Pages),
+// export, delete, clear, mark handled) form one handler layer (Service.Do),
 // reachable through the NATS page endpoint; an HTTP console can sit on the
 // same functions. The operator's identity is always a parameter.
 //

@@ -10,6 +10,7 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -91,8 +92,8 @@ type Service struct {
 	faultMu sync.RWMutex
 	fault   func(op string, sc binding.Scope) error // tests only
 
-	settingsMu sync.Mutex
-	settings   map[string]Settings // by scope and runtime revision
+	settings  sync.Map // scope#config -> Settings
+	settingsN atomic.Int64
 
 	runCtx    context.Context
 	cancelRun context.CancelFunc
@@ -158,7 +159,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	s := &Service{
 		cfg: cfg, nc: deps.Conn, js: js, now: now, log: log.With("plugin", Plugin),
 		tracer: tp.Tracer("github.com/langbot-nats/plugins/services/takeover"), subj: subj,
-		settings: make(map[string]Settings), ready: make(chan struct{}),
+		ready: make(chan struct{}),
 	}
 	s.view = newSessionView(deps.Conn, bus.Bucket(Plugin))
 	if s.metrics, err = newMetrics(reg, s); err != nil {
@@ -280,26 +281,26 @@ func (s *Service) shutdown() error {
 }
 
 // settingsFor parses an installation's config once per (scope, config
-// bytes), logging the names of bad fields once.
+// bytes), logging the names of bad fields once. The hot path only reads a
+// sync.Map.
 func (s *Service) settingsFor(sc binding.Scope, b binding.Binding, raw json.RawMessage) Settings {
 	key := sc.String() + "#" + string(raw)
 	if len(raw) > 4096 {
 		sum := sha256.Sum256(raw)
 		key = sc.String() + "#" + hex.EncodeToString(sum[:])
 	}
-	s.settingsMu.Lock()
-	defer s.settingsMu.Unlock()
-	if st, ok := s.settings[key]; ok {
-		return st
+	if st, ok := s.settings.Load(key); ok {
+		return st.(Settings)
 	}
 	st, problems := ParseSettings(raw, int(s.cfg.MinTakeoverTimeout/time.Second))
 	if len(problems) > 0 {
 		s.log.Warn("config fields fell back to defaults", "scope", sc.String(), "runtime_revision", b.RuntimeRevision, "fields", problems)
 	}
-	if len(s.settings) > 10000 {
-		clear(s.settings)
+	if s.settingsN.Add(1) > 10000 {
+		s.settings.Clear()
+		s.settingsN.Store(0)
 	}
-	s.settings[key] = st
+	s.settings.Store(key, st)
 	return st
 }
 
