@@ -698,6 +698,7 @@ func checkNATS(t *testing.T, m *manifest, w want) {
 		}
 	}
 	t.Setenv("POD_NAME", "nats-0")
+	t.Setenv("JETSTREAM_KEY", "keyPlaceholder0123456789")
 	for _, v := range natsUsers {
 		t.Setenv(v, "pwPlaceholder0123456789")
 	}
@@ -711,6 +712,9 @@ func checkNATS(t *testing.T, m *manifest, w want) {
 	}
 	if js["sync_interval"] != "always" {
 		t.Errorf("nats.conf: sync_interval = %v, want always", js["sync_interval"])
+	}
+	if js["cipher"] != "chachapoly" || js["key"] != "keyPlaceholder0123456789" {
+		t.Errorf("nats.conf: JetStream must be encrypted at rest with the key from $JETSTREAM_KEY; cipher %v", js["cipher"])
 	}
 	if sd, _ := js["store_dir"].(string); !strings.HasPrefix(sd, dataMount+"/") {
 		t.Errorf("nats.conf: store_dir %q is not on the volume mounted at %s", sd, dataMount)
