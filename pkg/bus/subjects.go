@@ -51,10 +51,16 @@ const (
 	KindLive    = "live"    // takeover live feed (core NATS)
 )
 
-// KV key kinds: the token after "<scope>." of a key.
+// KV key kinds: the token after "<scope>." of a key (DESIGN 4; the
+// service specs).
 const (
-	KeyAuthority = "authority"
-	KeyInv       = "inv"
+	KeyAuthority = "authority" // every plugin: <scope>.authority
+	KeyInv       = "inv"       // dedupe buckets: <scope>.inv.<hash>
+	KeyRepo      = "repo"      // githubkit: <scope>.repo.<repo-key>
+	KeyReminder  = "reminder"  // schenotify: <scope>.reminder.<id>
+	KeyIndex     = "index"     // schenotify: <scope>.index
+	KeySession   = "session"   // takeover: <scope>.session.<sid>
+	KeyReply     = "reply"     // takeover dedupe: <scope>.reply.<hash>
 )
 
 // Stream, bucket and consumer names (DESIGN 3.2, 4).

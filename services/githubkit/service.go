@@ -29,8 +29,7 @@ const (
 	StreamName   = "LANGBOT_GITHUBKIT"
 	PollConsumer = "githubkit-poll"
 	// KindRepo is the key kind of repo records: <scope>.repo.<repo-key>.
-	// (A local constant: pkg/bus has no kind for it yet.)
-	KindRepo   = "repo"
+	KindRepo   = bus.KeyRepo
 	tracerName = "github.com/langbot-nats/plugins/services/githubkit"
 	// secretField is the config field sealed at rest.
 	secretField = "github_token"
