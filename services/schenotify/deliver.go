@@ -324,9 +324,6 @@ func (s *Service) runJanitor(q <-chan janitorItem) {
 	}
 }
 
-// errGone reports that the record was deleted while it was being sent.
-var errGone = errors.New("schenotify: reminder deleted meanwhile")
-
 // writeOutcome stores c at the claimed revision; a deleted record has its
 // subjects purged and gives errGone.
 func (s *Service) writeOutcome(ctx context.Context, sc binding.Scope, c *Record, rev uint64) error {

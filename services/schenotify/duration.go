@@ -1,15 +1,11 @@
 package schenotify
 
 import (
-	"errors"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 )
-
-// errDuration is returned by ParseDuration for input outside the grammar.
-var errDuration = errors.New("schenotify: invalid duration")
 
 var durationUnits = map[string]time.Duration{
 	"ns": time.Nanosecond,

@@ -1,17 +1,10 @@
 package schenotify
 
 import (
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
-)
-
-// Recurrence errors, reported as invalid_recurrence and interval_too_short.
-var (
-	errRecurrence    = errors.New("schenotify: invalid recurrence")
-	errIntervalShort = errors.New("schenotify: recurrence interval too short")
 )
 
 // Recurrence kinds as stored in records and results.

@@ -4,7 +4,6 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -34,9 +33,6 @@ const (
 	keyIndex     = "index"
 	defaultClaim = 30 * time.Second
 )
-
-// ErrConfig wraps an invalid service Config.
-var ErrConfig = errors.New("schenotify: invalid configuration")
 
 // Config holds the service settings. The zero value means the defaults.
 type Config struct {

@@ -18,9 +18,6 @@ type capError struct{ code string }
 
 func (e *capError) Error() string { return "schenotify: " + e.code }
 
-// errStore marks a storage failure (reported as unavailable).
-var errStore = errors.New("schenotify: storage unavailable")
-
 // orphanGrace is how old an index entry without a record must be before an
 // add that found a cap reached drops it; the recovery sweep uses 60 s.
 const (

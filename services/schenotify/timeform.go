@@ -1,12 +1,6 @@
 package schenotify
 
-import (
-	"errors"
-	"time"
-)
-
-// errTimeForm is returned for a time that is neither form L nor form R.
-var errTimeForm = errors.New("schenotify: invalid time")
+import "time"
 
 // TimeSpec is a parsed time_str or until: the instant, and for form L the
 // requested wall time and whether the DST policy changed it.
