@@ -141,8 +141,11 @@ type Fired struct {
 	Origin trace.SpanContext
 }
 
-// Ack acknowledges the message.
-func (f *Fired) Ack(ctx context.Context) error { return f.msg.DoubleAck(ctx) }
+// Ack acknowledges the message without waiting for the server to confirm:
+// a lost ack only redelivers a wake-up, which the handler compares with the
+// stored record, and waiting would cost a round trip (and an fsync) per
+// fired message.
+func (f *Fired) Ack(context.Context) error { return f.msg.Ack() }
 
 // Nak asks for redelivery after delay.
 func (f *Fired) Nak(delay time.Duration) error { return f.msg.NakWithDelay(delay) }
