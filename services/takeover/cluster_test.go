@@ -1,0 +1,117 @@
+package takeover_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/services/takeover"
+)
+
+func TestFailSafeWhenStorageDown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three-node cluster")
+	}
+	c := bustest.NewCluster(t, 3)
+	c.WaitLeader(t)
+	srv := c.Servers[0]
+	h := &harness{t: t, srv: srv}
+	h.nc = srv.Conn(t)
+	h.js = srv.JetStream(t)
+	h.host = bustest.NewHost(t, srv.Conn(t), bus.Subjects{})
+	h.inv = bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)
+	reg := prometheus.NewRegistry()
+	h.regs = append(h.regs, reg)
+	svc, err := takeover.New(takeover.Config{Replicas: 3}, takeover.Deps{Conn: h.nc, Clock: h.now, Registerer: reg, Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-svc.Started():
+	case err := <-done:
+		t.Fatalf("start: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("start timed out")
+	}
+	h.svc = svc
+	b := newBinding("dec4")
+	h.attach(b, `{}`, true)
+	sid := h.takeOver(b, `{}`, "bot-a", 1)
+	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 2, 2, plain("free")))
+	// the followers hold the records before the quorum goes
+	waitFor(t, "replication", func() bool {
+		for _, s := range c.Servers[1:] {
+			js := s.JetStream(t)
+			kv, err := js.KeyValue(context.Background(), bus.Bucket(takeover.Plugin))
+			if err != nil {
+				return false
+			}
+			sc, _ := b.Scope()
+			key, _ := bus.Key(sc, "session", sid)
+			e, err := kv.Get(context.Background(), key)
+			if err != nil {
+				return false
+			}
+			var r takeover.Record
+			if json.Unmarshal(e.Value(), &r) != nil || !r.Takeover.Active {
+				return false
+			}
+		}
+		return true
+	})
+	takeover.StopView(svc) // decide without the view: direct read, then fallback
+	c.Servers[1].Stop()
+	c.Servers[2].Stop()
+	// the surviving follower serves direct gets without quorum once it
+	// notices its peers are gone
+	kv, _ := h.js.KeyValue(context.Background(), bus.Bucket(takeover.Plugin))
+	sc, _ := b.Scope()
+	key, _ := bus.Key(sc, "session", sid)
+	waitFor(t, "direct gets on the surviving node", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		_, err := kv.Get(ctx, key)
+		return err == nil
+	})
+	for _, lid := range []int{1, 2} {
+		r, err := h.event(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", lid, lid, plain("x")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.PreventDefault != (lid == 1) {
+			t.Fatalf("session %d: blocked=%v", lid, r.PreventDefault)
+		}
+	}
+	if h.metric("takeover_decisions_total", map[string]string{"path": "direct"}) != 2 {
+		t.Fatal("the surviving node did not serve the direct reads")
+	}
+	takeover.SetFault(svc, func(op string, _ binding.Scope) error {
+		if op == "kv.get" {
+			return errors.New("no quorum")
+		}
+		return nil
+	})
+	for _, lid := range []int{1, 2} {
+		r, err := h.event(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", lid, lid, plain("x")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.PreventDefault != (lid == 1) {
+			t.Fatalf("fallback session %d: blocked=%v", lid, r.PreventDefault)
+		}
+	}
+	if h.metric("takeover_decisions_total", map[string]string{"path": "fallback"}) != 2 {
+		t.Fatal("fallback path not taken")
+	}
+}
