@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -77,7 +78,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 	}
 	setDedupe := func(d ReplyDedupe) {
 		b, _ := json.Marshal(d)
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5e9)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if nrev, err := s.st.dedupe.UpdateAt(wctx, c.Scope, keyReply, b, rev, dk); err == nil {
 			rev = nrev
