@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,12 +34,62 @@ func chromiumPath() string {
 	return ""
 }
 
-// browser is one headless Chromium with a fresh profile, driven over CDP.
+// browser is one isolated browser context (its own storage and cookies)
+// in the package's shared headless Chromium, driven over CDP.
 type browser struct {
 	loads int
 	t     *testing.T
 	h     *harness
 	ctx   context.Context
+}
+
+// shared is the one Chromium process of the package's tests, started on
+// first use and stopped by TestMain.
+var shared struct {
+	once sync.Once
+	ctx  context.Context
+	stop func()
+	dir  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if shared.stop != nil {
+		shared.stop()
+	}
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+func startChromium(path string) (context.Context, error) {
+	shared.once.Do(func() {
+		if shared.dir, shared.err = os.MkdirTemp("", "console-chromium-"); shared.err != nil {
+			return
+		}
+		opts := []chromedp.ExecAllocatorOption{
+			chromedp.ExecPath(path),
+			chromedp.Flag("headless", true),
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("lang", "en-US"),
+			chromedp.UserDataDir(shared.dir),
+			chromedp.WindowSize(1360, 820),
+		}
+		actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		shared.ctx, shared.stop = ctx, func() { cancel(); acancel() }
+		shared.err = chromedp.Do(ctx)
+	})
+	return shared.ctx, shared.err
 }
 
 func newBrowser(t *testing.T, h *harness) *browser {
@@ -50,28 +101,16 @@ func newBrowser(t *testing.T, h *harness) *browser {
 		}
 		t.Skip("chromium is not installed; the console's browser tests are skipped locally (they fail in CI)")
 	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("lang", "en-US"),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1360, 820),
-	}
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	if err := chromedp.Do(ctx); err != nil {
-		cancel()
-		acancel()
+	root, err := startChromium(path)
+	if err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
-	t.Cleanup(func() { cancel(); acancel() })
+	ctx, cancel := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
+	if err := chromedp.Do(ctx); err != nil {
+		cancel()
+		t.Fatalf("open a browser context: %v", err)
+	}
+	t.Cleanup(cancel)
 	return &browser{t: t, h: h, ctx: ctx}
 }
 

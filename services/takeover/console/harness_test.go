@@ -185,6 +185,14 @@ func (h *harness) event(b binding.Binding, config, ltype, lid, sender, name stri
 // page runs a console operation over the NATS page endpoint.
 func (h *harness) page(b binding.Binding, config, method, endpoint string, body any, out any) {
 	h.t.Helper()
+	if err := h.tryPage(b, config, method, endpoint, body, out); err != nil {
+		h.t.Fatalf("page %s %s: %v", method, endpoint, err)
+	}
+}
+
+// tryPage is page that returns the operation's error.
+func (h *harness) tryPage(b binding.Binding, config, method, endpoint string, body any, out any) error {
+	h.t.Helper()
 	raw, _ := json.Marshal(body)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -193,17 +201,16 @@ func (h *harness) page(b binding.Binding, config, method, endpoint string, body 
 		Page: &bus.Page{PageID: "console", Endpoint: endpoint, Method: method, Body: raw},
 	})
 	if err != nil {
-		h.t.Fatalf("page %s %s: %v", method, endpoint, err)
+		return err
 	}
 	if out != nil {
 		var pr struct {
 			Data json.RawMessage `json:"data"`
 		}
 		_ = json.Unmarshal(reply, &pr)
-		if err := json.Unmarshal(pr.Data, out); err != nil {
-			h.t.Fatal(err)
-		}
+		return json.Unmarshal(pr.Data, out)
 	}
+	return nil
 }
 
 // do calls the HTTP API with a token; it returns the status and body.

@@ -144,6 +144,11 @@ func TestConsoleC18Dates(t *testing.T) {
 	w.h.offset.Store(int64(-26 * time.Hour))
 	w.h.say(w.bind, w.cfg, "person", "1005", "1005", "Yusuf", "yesterday's question")
 	w.h.offset.Store(0)
+	waitFor(t, "yesterday's entry stored", func() bool {
+		var p takeover.MessagePage
+		err := w.h.tryPage(w.bind, w.cfg, "GET", "/messages", map[string]any{"sid": sidOf("person", "1005")}, &p)
+		return err == nil && len(p.Messages) == 1
+	})
 	w.h.say(w.bind, w.cfg, "person", "1005", "1005", "Yusuf", "today's question")
 	sid := sidOf("person", "1005")
 	b.until("the session listed", `document.querySelector('`+item(sid)+`')`)
