@@ -750,7 +750,13 @@
     const d = S.displayed;
     if (!d) return;
     try {
-      const x = await api('GET', '/export', { sid: d.sid, inline_blobs: true });
+      let x;
+      try {
+        x = await api('GET', '/export', { sid: d.sid, inline_blobs: true });
+      } catch (e) {
+        if (e.status !== 413) throw e;
+        x = await api('GET', '/export', { sid: d.sid }); // attachments too large to inline: names only
+      }
       downloadJSON(x, 'takeover-' + d.sid.slice(0, 12) + '.json');
     } catch (e) { toastError(e); }
   }
@@ -801,7 +807,7 @@
     S.live.ctrl = ctrl;
     try {
       const res = await fetch(API + '/events', { headers: { Authorization: 'Bearer ' + S.token }, signal: ctrl.signal, cache: 'no-store' });
-      if (res.status === 401) { authFailed(); return; }
+      if (res.status === 401 || res.status === 403) { authFailed(); return; }
       if (!res.ok || !res.body) throw new Error('live ' + res.status);
       const reader = res.body.getReader();
       const dec = new TextDecoder();
@@ -987,11 +993,16 @@
     exposeHooks();
     S.token = readToken();
     if (!S.token) { authFailed(); return; }
-    try {
-      S.info = await api('GET', '/info');
-    } catch (e) {
-      if (!S.dead) { authFailed(); }
-      return;
+    for (let wait = 1000; ; wait = Math.min(wait * 2, 30000)) {
+      try {
+        S.info = await api('GET', '/info');
+        break;
+      } catch (e) {
+        // a token for an unknown or removed installation opens nothing;
+        // anything else (the service restarting) is retried
+        if (S.dead || e.status === 403) { authFailed(); return; }
+        await new Promise((r) => setTimeout(r, wait));
+      }
     }
     $('app').hidden = false;
     bind();
