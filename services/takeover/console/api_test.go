@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +125,8 @@ func TestOperatorRecordedOverHTTP(t *testing.T) {
 	_ = mw.WriteField("text", "with a picture")
 	fw, _ := mw.CreateFormFile("image", "pic.png")
 	_, _ = fw.Write(png)
+	fw, _ = mw.CreateFormFile("file", `C:\fakepath\notes.txt`)
+	_, _ = fw.Write([]byte("plain notes"))
 	_ = mw.Close()
 	req, _ := http.NewRequest("POST", h.http.URL+"/console/api/reply", &buf)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
@@ -139,15 +142,29 @@ func TestOperatorRecordedOverHTTP(t *testing.T) {
 		t.Fatalf("reply: %d %+v", res.StatusCode, rr)
 	}
 	sends := h.host.WaitSends(t, 1, 10*time.Second)
-	if chain := sends[len(sends)-1].SendMessage().MessageChain; len(chain) != 2 || chain[1].Type != "Image" {
-		t.Fatalf("send lacks the image: %+v", chain)
+	if chain := sends[len(sends)-1].SendMessage().MessageChain; len(chain) != 3 || chain[1].Type != "Image" || chain[2].Type != "File" || chain[2].Name != "notes.txt" {
+		t.Fatalf("send lacks the image or the file: %+v", chain)
 	}
 	// the blob comes back with its sniffed type, inline
-	var blob string
+	var blob, fileBlob string
 	for _, p := range rr.Entry.Parts {
-		if p.Type == "image" {
+		switch p.Type {
+		case "image":
 			blob = p.Blob
+		case "file":
+			fileBlob = p.Blob
 		}
+	}
+	// a file downloads as an attachment, never rendered
+	req, _ = http.NewRequest("GET", h.http.URL+"/console/api/blob?sid="+sid+"&name="+fileBlob, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get("Content-Disposition") != "attachment" || res.Header.Get("Content-Security-Policy") != "sandbox" {
+		t.Fatalf("file blob: %d %v", res.StatusCode, res.Header)
 	}
 	req, _ = http.NewRequest("GET", h.http.URL+"/console/api/blob?sid="+sid+"&name="+blob, nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
@@ -212,6 +229,19 @@ func TestAPIErrorsAndLimits(t *testing.T) {
 	res.Body.Close()
 	if !strings.Contains(res.Header.Get("Content-Security-Policy"), "default-src 'self'") || res.Header.Get("X-Content-Type-Options") != "nosniff" || res.Header.Get("Referrer-Policy") != "no-referrer" {
 		t.Fatalf("page headers: %v", res.Header)
+	}
+	// production pages expose no test hooks
+	plain, err := console.New(console.Config{Key: h.keyStr}, h.svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	plain.ServeHTTP(rec, httptest.NewRequest("GET", "/console/", nil))
+	if !strings.Contains(rec.Body.String(), `data-hooks="off"`) {
+		t.Fatal("a production page has test hooks on")
+	}
+	if _, err := console.New(console.Config{Key: "c2hvcnQ="}, h.svc); err == nil {
+		t.Fatal("a short key was accepted")
 	}
 	// the rate limit: a burst of 40, then 429
 	tok2 := h.token(sc, "burst", time.Hour)
