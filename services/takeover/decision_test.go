@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/services/takeover"
@@ -124,5 +125,25 @@ func TestStaleViewUsesDirectRead(t *testing.T) {
 	}
 	if h.metric("takeover_decisions_total", map[string]string{"path": "fallback"}) != 2 {
 		t.Fatal("decision not by the fallback path")
+	}
+}
+
+func TestQuietViewStaysLive(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("dec3q")
+	h.attach(b, `{}`, true)
+	sid := h.takeOver(b, `{}`, "bot-a", 1)
+	_ = sid
+	// three pull heartbeats with no writes: the view must not call itself stale
+	quietUntil := time.Now().Add(6 * time.Second)
+	waitFor(t, "a quiet period", func() bool { return time.Now().After(quietUntil) })
+	if !takeover.ViewLive(h.svc) {
+		t.Fatal("a quiet bucket made the view stale")
+	}
+	if r := h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("x"))); !r.PreventDefault {
+		t.Fatal("not blocked")
+	}
+	if h.metric("takeover_decisions_total", map[string]string{"path": "view", "blocked": "true"}) < 1 {
+		t.Fatal("decision not by the view")
 	}
 }
