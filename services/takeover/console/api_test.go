@@ -404,3 +404,39 @@ func TestDisabledInstallationReadsOnly(t *testing.T) {
 		t.Fatalf("action while disabled: %d %s", status, body)
 	}
 }
+
+func TestLiveEventsAcrossReplicas(t *testing.T) {
+	h := newHarness(t)
+	a, sc := h.install("replicas", cfg)
+	h.say(a, cfg, "person", "42", "42", "Alice", "hello")
+	// replica 2 with its own connection and console
+	svc2 := h.replica(h.srv.Conn(t))
+	c2, err := console.New(console.Config{Key: h.keyStr}, svc2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/console/", c2)
+	srv2 := httptest.NewServer(mux)
+	t.Cleanup(func() { c2.Close(); srv2.Close() })
+	waitFor(t, "replica 2 knows the installation", func() bool { return svc2.ConsoleCheck(sc) == nil })
+
+	req, _ := http.NewRequest("GET", srv2.URL+"/console/api/events", nil)
+	req.Header.Set("Authorization", "Bearer "+h.token(sc, "bob", time.Hour))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	ch := make(chan sseEvent, 100)
+	go readSSE(res, ch)
+	expect(t, ch, "hello")
+	// a takeover through replica 1's console reaches replica 2's stream
+	if status, body := h.do(h.token(sc, "alice", time.Hour), "POST", "/takeover", map[string]any{"sid": sidOf("person", "42")}); status != 200 {
+		t.Fatalf("takeover on replica 1: %d %s", status, body)
+	}
+	ev := expect(t, ch, "takeover")
+	if !strings.Contains(ev.data, `"operator":"alice"`) {
+		t.Fatalf("takeover event: %s", ev.data)
+	}
+}

@@ -54,12 +54,35 @@ func newHarness(t testing.TB) *harness {
 	h := &harness{t: t, srv: srv, nc: srv.Conn(t), js: srv.JetStream(t)}
 	h.host = bustest.NewHost(t, srv.Conn(t), bus.Subjects{})
 	h.inv = bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)
-	svc, err := takeover.New(takeover.Config{MinTakeoverTimeout: time.Second, NoticeRetry: []time.Duration{50 * time.Millisecond}, HostTimeout: 2 * time.Second},
-		takeover.Deps{Conn: h.nc, Clock: h.now, Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h.svc = h.replica(h.nc)
+	h.key = make([]byte, 32)
+	_, _ = rand.Read(h.key)
+	h.keyStr = base64.StdEncoding.EncodeToString(h.key)
+	ch, err := console.New(console.Config{Key: h.keyStr, TestHooks: true, CheckEvery: 200 * time.Millisecond}, h.svc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.svc = svc
+	h.gate = &gate{next: ch}
+	mux := http.NewServeMux()
+	mux.Handle("/console/", h.gate)
+	h.http = httptest.NewServer(mux)
+	t.Cleanup(func() {
+		h.gate.releaseAll()
+		ch.Close()
+		h.http.Close()
+	})
+	return h
+}
+
+// replica starts one more service replica on nc, stopped at cleanup.
+func (h *harness) replica(nc *nats.Conn) *takeover.Service {
+	t := h.t
+	t.Helper()
+	svc, err := takeover.New(takeover.Config{MinTakeoverTimeout: time.Second, NoticeRetry: []time.Duration{50 * time.Millisecond}, HostTimeout: 2 * time.Second},
+		takeover.Deps{Conn: nc, Clock: h.now, Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
@@ -78,23 +101,7 @@ func newHarness(t testing.TB) *harness {
 			t.Errorf("Run: %v", err)
 		}
 	})
-	h.key = make([]byte, 32)
-	_, _ = rand.Read(h.key)
-	h.keyStr = base64.StdEncoding.EncodeToString(h.key)
-	ch, err := console.New(console.Config{Key: h.keyStr, TestHooks: true, CheckEvery: 200 * time.Millisecond}, svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.gate = &gate{next: ch}
-	mux := http.NewServeMux()
-	mux.Handle("/console/", h.gate)
-	h.http = httptest.NewServer(mux)
-	t.Cleanup(func() {
-		h.gate.releaseAll()
-		ch.Close()
-		h.http.Close()
-	})
-	return h
+	return svc
 }
 
 func (h *harness) now() time.Time { return time.Now().Add(time.Duration(h.offset.Load())) }
