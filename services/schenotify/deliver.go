@@ -27,6 +27,8 @@ func IdempotencyKey(sc binding.Scope, id string, occurrence time.Time) string {
 
 // handleFired handles one fired message (spec 7.4) and acks or naks it.
 func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
+	s.active.Add(1)
+	defer s.active.Add(-1)
 	if h := s.hooks.onFired; h != nil {
 		h(f, time.Now())
 	}
@@ -288,7 +290,13 @@ func (*finished) Error() string { return "schenotify: reminder finished" }
 type janitorItem struct {
 	f    *bus.Fired
 	both bool
+	at   time.Time
 }
+
+// janitorYield is how long the janitor lets handlers go first: while any
+// fired message is being handled, an item waits up to this long, so that
+// during a burst the claims and sends get the storage first.
+const janitorYield = 5 * time.Second
 
 // finish queues the purge and ack of a finished reminder for the janitor,
 // or does them at once when the queue is full or stopped. Deferring them
@@ -300,7 +308,7 @@ func (s *Service) finish(ctx context.Context, f *bus.Fired, both bool) {
 	s.mu.Unlock()
 	if q != nil {
 		select {
-		case q <- janitorItem{f: f, both: both}:
+		case q <- janitorItem{f: f, both: both, at: time.Now()}:
 			return
 		default:
 		}
@@ -318,6 +326,9 @@ func (s *Service) cleanUp(ctx context.Context, it janitorItem) {
 // runJanitor purges and acks finished deliveries until q is closed.
 func (s *Service) runJanitor(q <-chan janitorItem) {
 	for it := range q {
+		for s.active.Load() > 0 && time.Since(it.at) < janitorYield {
+			time.Sleep(10 * time.Millisecond)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		s.cleanUp(ctx, it)
 		cancel()

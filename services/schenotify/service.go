@@ -90,6 +90,8 @@ type Service struct {
 	// writes counts the JetStream writes the service asked for (KV writes,
 	// schedule publishes, purges), for the benchmark's writes per delivery.
 	writes atomic.Int64
+	// active counts fired messages being handled (the janitor yields to them).
+	active atomic.Int64
 
 	mu      sync.Mutex
 	stream  jetstream.Stream
