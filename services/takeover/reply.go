@@ -65,8 +65,11 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 				if json.Unmarshal(d.Result, &res) == nil {
 					return res, nil
 				}
-			case d.State == ReplySending && now-d.At < replyStaleMS:
+			case (d.State == ReplySending || d.State == ReplyDelivered) && now-d.At < replyStaleMS:
 				return ReplyResult{}, reqErr(ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
+			case d.State == ReplyDelivered:
+				// delivered long ago and never saved: never send it again
+				return ReplyResult{Delivered: true, Warning: "history_not_saved", Takeover: s.takeoverView(rec, c.Settings)}, nil
 			}
 		}
 		rev, err = s.st.dedupe.UpdateAt(ctx, c.Scope, keyReply, sending, e.Revision(), dk)

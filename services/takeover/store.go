@@ -134,6 +134,7 @@ func (st *store) updateRecord(ctx context.Context, sc binding.Scope, sid string,
 		return nil, 0, err
 	}
 	var out *Record
+	var meant []byte
 	rev, _, err := st.kv.Update(ctx, sc, keySession, func(cur []byte, exists bool) ([]byte, error) {
 		var r *Record
 		if exists {
@@ -151,12 +152,27 @@ func (st *store) updateRecord(ctx context.Context, sc binding.Scope, sid string,
 			return nil, err
 		}
 		out = next
-		return json.Marshal(next)
+		meant, err = json.Marshal(next)
+		return meant, err
 	}, sid)
+	if err != nil && meant != nil && ambiguous(err) {
+		// spec §5.5 rule 3: an ambiguous write is resolved by re-reading
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if e, gerr := st.kv.Get(rctx, sc, keySession, sid); gerr == nil && bytes.Equal(e.Value(), meant) {
+			return out, e.Revision(), nil
+		}
+	}
 	if err != nil {
 		return nil, 0, err
 	}
 	return out, rev, nil
+}
+
+// ambiguous reports whether a failed write may have been applied (its
+// reply was lost or late).
+func ambiguous(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.Canceled)
 }
 
 // historySubject is langbot.takeover.history.<scope>.<sid>.
