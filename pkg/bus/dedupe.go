@@ -74,8 +74,9 @@ func (r *Runner) claim(ctx context.Context, inv *Invocation) (*dedupeRecord, err
 }
 
 // settle stores a final reply for later retries, or deletes the marker
-// after a 5xx so that a retry runs again. It outlives the request's ctx.
-func (r *Runner) settle(inv *Invocation, h nats.Header, body []byte) {
+// after a 5xx (or a reply the handler marked NotFinal) so that a retry runs
+// again. It outlives the request's ctx.
+func (r *Runner) settle(inv *Invocation, h nats.Header, body []byte, keep bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	key := InvocationKey(inv.Scope, inv.ID)
@@ -84,7 +85,7 @@ func (r *Runner) settle(inv *Invocation, h nats.Header, body []byte) {
 	if c, err := strconv.Atoi(h.Get(HeaderServiceCode)); err == nil {
 		code = c
 	}
-	if code >= 500 {
+	if code >= 500 || !keep {
 		if err := r.dedupe.Delete(ctx, key); err != nil {
 			r.log.Error("dedupe marker not deleted", "scope", inv.Scope.String(), "err", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,6 +34,10 @@ func (e *effects) handlers() bus.Handlers {
 				}
 			case "bad":
 				return nil, bus.Errorf(bus.ErrBadRequest, "bad input")
+			case "soft":
+				if !e.failed.Swap(true) {
+					return bus.NotFinal(bus.CommandReply{Returns: []bus.Return{{Text: "temporarily unavailable"}}}), nil
+				}
 			}
 			n := e.n.Add(1)
 			return bus.CommandReply{Returns: []bus.Return{{Text: fmt.Sprintf("effect %d", n)}}}, nil
@@ -71,6 +76,15 @@ func TestRetriedInvocationDoesNotRepeat(t *testing.T) {
 	}
 	if e.n.Load() != 2 {
 		t.Fatalf("effects = %d, want 2", e.n.Load())
+	}
+	// a reply marked NotFinal is sent but not kept: the retry runs again
+	e.failed.Store(false)
+	soft, err := h.command(b, "soft-id", "soft")
+	if err != nil || !strings.Contains(string(soft), "temporarily unavailable") {
+		t.Fatalf("first soft attempt = %s, %v", soft, err)
+	}
+	if again, err := h.command(b, "soft-id", "soft"); err != nil || !strings.Contains(string(again), "effect 3") {
+		t.Fatalf("retry after a NotFinal reply = %s, %v; want a fresh run", again, err)
 	}
 	// reads are not deduplicated
 	r1, _ := h.command(b, "read-id", "read")

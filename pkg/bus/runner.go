@@ -59,6 +59,15 @@ func (inv *Invocation) Name() string {
 // anything else as 500 internal. A handler never sees NATS types.
 type Handler func(ctx context.Context, inv *Invocation) (any, error)
 
+// NotFinal wraps a successful reply that must not be kept for retries:
+// the request is answered with reply, but its dedupe marker is deleted as
+// after a 5xx, so a retry with the same invocation id runs again. Tools use
+// it for results that report a temporary failure in their body (spec
+// schenotify 3.1.5).
+func NotFinal(reply any) any { return notFinal{reply} }
+
+type notFinal struct{ reply any }
+
 // Handlers are a plugin's endpoint handlers. A nil handler makes its
 // endpoint answer 404 not_found (event: both flags false).
 type Handlers struct {
@@ -552,6 +561,10 @@ func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Heade
 		herr = fmt.Errorf("store authority: %w: %w", ErrUnavailable, werr)
 	}
 
+	keep := true
+	if nf, ok := reply.(notFinal); ok {
+		reply, keep = nf.reply, false
+	}
 	var h nats.Header
 	var body []byte
 	outcome := "ok"
@@ -572,7 +585,7 @@ func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Heade
 		}
 	}
 	if dedupe && !errors.Is(herr, ErrInProgress) {
-		r.settle(inv, h, body)
+		r.settle(inv, h, body, keep)
 	}
 	return h, body, outcome
 }

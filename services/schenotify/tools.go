@@ -62,7 +62,13 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 	set := NormalizeConfig(inv.Config, s.zone)
 	now := s.now()
 	result := func(v any) (any, error) { return bus.ToolReply{Result: v}, nil }
-	failed := func(f *Failure) (any, error) { return result(s.rd.ToolError(set, f)) }
+	failed := func(f *Failure) (any, error) {
+		if f.Code == "unavailable" || f.Code == "internal" {
+			// spec 3.1.5: not kept for retries, so a retry runs again
+			return bus.NotFinal(bus.ToolReply{Result: s.rd.ToolError(set, f)}), nil
+		}
+		return result(s.rd.ToolError(set, f))
+	}
 	switch inv.Tool.Name {
 	case ToolNow:
 		return result(s.rd.Now(set, now))
