@@ -55,6 +55,7 @@ type stack struct {
 	mu     sync.Mutex
 	runs   []*running
 	seq    atomic.Int64
+	dueIn  time.Duration // how far ahead load reminders are due; default 2 h
 }
 
 // running is one service replica in this process.

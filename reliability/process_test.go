@@ -167,6 +167,7 @@ func retryable(err error) bool {
 // loadResult is what one service's load saw.
 type loadResult struct {
 	acked, retries, failedAttempts int64
+	newIDs                         int64 // "unavailable" tool results retried as a new call
 	lost, duplicated               int
 	hostDuplicates                 int // sends the host got twice under one idempotency key (allowed)
 	survivorBefore, survivorAfter  float64
@@ -284,6 +285,10 @@ func (s *stack) killUnderLoad(t *testing.T, plugin, natsURL string, workers, ops
 
 // opWithRetries performs one state-changing invocation whose effect is
 // named key, retrying under the same invocation id until it is answered.
+//
+// A tool result saying the service is unavailable is a final 2xx answer:
+// the host does not retry it, the model calls the tool again, which is a new
+// invocation (new id). That is what this does too.
 func (s *stack) opWithRetries(plugin string, in *install, key string, res *loadResult) error {
 	id := "inv-" + key
 	deadline := time.Now().Add(3 * time.Minute)
@@ -296,12 +301,21 @@ func (s *stack) opWithRetries(plugin string, in *install, key string, res *loadR
 			return nil
 		}
 		atomic.AddInt64(&res.failedAttempts, 1)
-		if !retryable(err) || time.Now().After(deadline) {
+		if errors.Is(err, errToolUnavailable) {
+			atomic.AddInt64(&res.newIDs, 1)
+			id = fmt.Sprintf("inv-%s-again-%d", key, attempt)
+		} else if !retryable(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
 			return err
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// errToolUnavailable is a tool result with code "unavailable".
+var errToolUnavailable = errors.New("tool result: unavailable")
 
 // op is one invocation with a short timeout, as a host attempt.
 func (s *stack) op(plugin string, in *install, id, key string) error {
@@ -311,7 +325,11 @@ func (s *stack) op(plugin string, in *install, id, key string) error {
 	var ep bus.Endpoint
 	switch plugin {
 	case schenotify.Plugin:
-		p, _ := json.Marshal(map[string]any{"message": key, "time_str": time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339)})
+		due := time.Now().Add(2 * time.Hour)
+		if s.dueIn > 0 {
+			due = time.Now().Add(s.dueIn)
+		}
+		p, _ := json.Marshal(map[string]any{"message": key, "time_str": due.UTC().Format(time.RFC3339)})
 		ep, req = bus.EndpointTool, &bus.Request{Binding: in.b[plugin], Config: in.cfg[plugin],
 			Tool: &bus.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: in.sess}}
 	case githubkit.Plugin:
@@ -332,7 +350,11 @@ func (s *stack) op(plugin string, in *install, id, key string) error {
 		var r struct {
 			Result struct {
 				Status string `json:"status"`
+				Code   string `json:"code"`
 			} `json:"result"`
+		}
+		if json.Unmarshal(raw, &r) == nil && r.Result.Code == "unavailable" {
+			return errToolUnavailable
 		}
 		if json.Unmarshal(raw, &r) != nil || r.Result.Status != "ok" {
 			return fmt.Errorf("not scheduled: %s", raw)
