@@ -40,13 +40,16 @@ type HostReply struct {
 // <prefix>.host.> and records what it received. By default send_message
 // succeeds and get_bot_info describes a bot named "Test Bot".
 type Host struct {
+	wg      sync.WaitGroup // calls being answered
 	mu      sync.Mutex
 	calls   []HostCall
 	respond func(HostCall) HostReply
 	changed chan struct{}
 }
 
-// NewHost subscribes a fake host on nc until cleanup.
+// NewHost subscribes a fake host on nc until cleanup. Each call is
+// answered on its own goroutine, so a responder that blocks (to hold a
+// send in flight) does not hold up the others.
 func NewHost(t testing.TB, nc *nats.Conn, subjects bus.Subjects) *Host {
 	t.Helper()
 	h := &Host{changed: make(chan struct{})}
@@ -64,23 +67,27 @@ func NewHost(t testing.TB, nc *nats.Conn, subjects bus.Subjects) *Host {
 		h.changed = make(chan struct{})
 		h.mu.Unlock()
 
-		reply := defaultReply(call)
-		if respond != nil {
-			reply = respond(call)
-		}
-		if reply.Drop {
-			return
-		}
-		if reply.Err != nil {
-			_ = m.RespondMsg(ErrorMsg(reply.Err))
-			return
-		}
-		data := reply.Data
-		if data == nil {
-			data = struct{}{}
-		}
-		b, _ := json.Marshal(data)
-		_ = m.Respond(b)
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			reply := defaultReply(call)
+			if respond != nil {
+				reply = respond(call)
+			}
+			if reply.Drop {
+				return
+			}
+			if reply.Err != nil {
+				_ = m.RespondMsg(ErrorMsg(reply.Err))
+				return
+			}
+			data := reply.Data
+			if data == nil {
+				data = struct{}{}
+			}
+			b, _ := json.Marshal(data)
+			_ = m.Respond(b)
+		}()
 	})
 	if err != nil {
 		t.Fatalf("bustest: host subscribe: %v", err)
@@ -88,7 +95,16 @@ func NewHost(t testing.TB, nc *nats.Conn, subjects bus.Subjects) *Host {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	t.Cleanup(func() {
+		_ = sub.Unsubscribe()
+		done := make(chan struct{})
+		go func() { h.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Log("bustest: a host responder is still blocked at cleanup")
+		}
+	})
 	return h
 }
 
