@@ -29,8 +29,8 @@ const (
 	StreamName   = "LANGBOT_SCHENOTIFY"
 	DueConsumer  = "schenotify-due"
 	tracerName   = "github.com/langbot-nats/plugins/services/schenotify"
-	keyReminder  = "reminder"
-	keyIndex     = "index"
+	keyReminder  = bus.KeyReminder
+	keyIndex     = bus.KeyIndex
 	defaultClaim = 30 * time.Second
 )
 
