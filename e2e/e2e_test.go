@@ -492,6 +492,31 @@ func TestEndToEnd(t *testing.T) {
 		say(t, "no marker in %d spans (each service's recent traces) nor in the service logs", spans)
 	})
 
+	t.Run("log-trace-ids", func(t *testing.T) {
+		// a log line written while handling a request names a trace that
+		// Jaeger has, so a log line leads to its trace
+		found := 0
+		for _, p := range running {
+			for _, l := range s.services[p].proc.out.Lines() {
+				var rec struct {
+					TraceID string `json:"trace_id"`
+					Msg     string `json:"msg"`
+				}
+				if json.Unmarshal([]byte(l), &rec) != nil || rec.TraceID == "" {
+					continue
+				}
+				found++
+				if tr, err := s.trace(rec.TraceID); err != nil || tr == nil {
+					t.Errorf("%s logged %q with trace_id %s, which Jaeger does not have (%v)", p, rec.Msg, rec.TraceID, err)
+				}
+			}
+		}
+		if found == 0 {
+			t.Errorf("no service log line carries a trace_id")
+		}
+		say(t, "%d service log lines carry a trace id, each found in Jaeger", found)
+	})
+
 	t.Run("lbctl-trace", func(t *testing.T) {
 		for _, c := range []struct{ name, id string }{
 			{"githubkit-repo", repoTrace}, {"githubkit-sub", subTrace}, {"githubkit-poll", pollTrace},
