@@ -183,7 +183,11 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tp.Shutdown(context.WithoutCancel(ctx))
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = tp.Shutdown(sctx)
+	}()
 	user := ""
 	if s.auth {
 		user = "host"
