@@ -70,14 +70,17 @@ func TestFailSafeWhenStorageDown(t *testing.T) {
 		}
 		return true
 	})
+	kv, err := h.js.KeyValue(context.Background(), bus.Bucket(takeover.Plugin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := b.Scope()
+	key, _ := bus.Key(sc, "session", sid)
 	takeover.StopView(svc) // decide without the view: direct read, then fallback
 	c.Servers[1].Stop()
 	c.Servers[2].Stop()
 	// the surviving follower serves direct gets without quorum once it
 	// notices its peers are gone
-	kv, _ := h.js.KeyValue(context.Background(), bus.Bucket(takeover.Plugin))
-	sc, _ := b.Scope()
-	key, _ := bus.Key(sc, "session", sid)
 	waitFor(t, "direct gets on the surviving node", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()

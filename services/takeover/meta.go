@@ -169,7 +169,7 @@ func (w *metaWriter) flush(force bool) {
 
 func (w *metaWriter) write(p *pendingMeta) {
 	s := w.s
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.runCtx), 30*time.Second)
+	ctx, cancel := context.WithTimeout(s.runCtx, 30*time.Second)
 	defer cancel()
 	unlock := s.lockSession(p.sc, p.sid)
 	rec, rev, err := s.st.updateRecord(ctx, p.sc, p.sid, func(cur *Record) (*Record, error) {

@@ -150,6 +150,11 @@ func (s *Service) record(j *recordJob) {
 		s.refuseIdentity(ctx, j)
 		return
 	}
+	if j.set.RecordGroups == RecordAddressed && j.ltype == LauncherGroup && bi.accountID == "" {
+		if _, seen := s.unknownAccount.LoadOrStore(j.sc.String()+"|"+j.bot, true); !seen {
+			s.log.WarnContext(ctx, "record_groups=addressed: the bot's account id is unknown, so mentions cannot be matched", "scope", j.sc.String())
+		}
+	}
 	facts := RecordFacts{
 		Group:     j.ltype == LauncherGroup,
 		Addressed: bi.accountID != "" && slices.Contains(atTargets, bi.accountID),

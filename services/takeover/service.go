@@ -92,8 +92,11 @@ type Service struct {
 	faultMu sync.RWMutex
 	fault   func(op string, sc binding.Scope) error // tests only
 
-	settings  sync.Map // scope#config -> Settings
-	settingsN atomic.Int64
+	settings sync.Map // scope#config -> Settings
+	// unknownAccount remembers (scope, bot) pairs already logged for an
+	// unknown account id under record_groups=addressed.
+	unknownAccount sync.Map
+	settingsN      atomic.Int64
 
 	runCtx    context.Context
 	cancelRun context.CancelFunc
@@ -272,8 +275,12 @@ func (s *Service) shutdown() error {
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := s.runner.Shutdown(sctx)
+	// queued recordings get a few seconds to finish; then their storage
+	// calls are cancelled, so a stop never waits out a dead JetStream
+	grace := time.AfterFunc(2*time.Second, s.cancelRun)
 	s.rec.stop()
 	s.meta.stop()
+	grace.Stop()
 	s.view.stop()
 	s.cancelRun()
 	s.wg.Wait()
