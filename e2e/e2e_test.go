@@ -10,8 +10,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -132,6 +136,7 @@ func TestEndToEnd(t *testing.T) {
 	if s.stateKey, err = bus.NewKeyString("e2e"); err != nil {
 		t.Fatal(err)
 	}
+	consoleKey := base64.StdEncoding.EncodeToString([]byte(randToken(16))) // 32 bytes
 
 	start := time.Now()
 	s.startNATS()
@@ -158,8 +163,11 @@ func TestEndToEnd(t *testing.T) {
 			continue
 		}
 		extra := map[string]string{}
-		if p == "githubkit" {
+		switch p {
+		case "githubkit":
 			extra = map[string]string{"GITHUB_API_URL": fake.URL, "GITHUB_ALLOW_HTTP": "true", "GITHUB_ALLOW_PRIVATE_NETWORKS": "true"}
+		case "takeover":
+			extra = map[string]string{"LANGBOT_CONSOLE_KEY": consoleKey}
 		}
 		svc := s.startService(p, extra)
 		say(t, "%s up, HTTP %s", p, svc.http)
@@ -267,6 +275,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// schenotify: schedule_notify, then the delivery at the due second
 	var deliveryTrace, scheduleTrace, replyTrace, pollTrace string
+	var consoleToken string
 	t.Run("schenotify/reminder", func(t *testing.T) {
 		skipUnless(t, "schenotify")
 		b, cfg := bindingOf(t, "schenotify"), configs["schenotify"]
@@ -397,6 +406,38 @@ func TestEndToEnd(t *testing.T) {
 		hostSend(t, tr, "takeover", server)
 		replyTrace = id
 		say(t, "takeover: event trace and operator reply trace %s checked", id)
+
+		// the same history over the HTTP console of the running binary,
+		// with a token minted by lbctl console-token
+		svc := s.services["takeover"]
+		out, err = s.lbctlEnv("host", map[string]string{"LANGBOT_CONSOLE_KEY": consoleKey}, "console-token",
+			"--scope", scopeOf("takeover"), "--operator", "e2e-operator", "--ttl", "10m", "--base", svc.http)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := strings.TrimSpace(scanLines(out)[0])
+		consoleToken = tok
+		sid := list.Data.Sessions[0].SID
+		req, _ := http.NewRequest("GET", svc.http+"/console/api/messages?sid="+url.QueryEscape(sid), nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := s.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(hist), mk.reply) || !strings.Contains(string(hist), mk.chat) {
+			t.Errorf("console GET /messages: %d, want the user's message and the operator's reply in the history:\n%s", resp.StatusCode, hist)
+		}
+		req, _ = http.NewRequest("GET", svc.http+"/console/api/messages?sid="+url.QueryEscape(sid), nil)
+		if resp, err := s.http.Do(req); err != nil {
+			t.Error(err)
+		} else {
+			resp.Body.Close()
+			if resp.StatusCode != 401 {
+				t.Errorf("console without a token: %d, want 401", resp.StatusCode)
+			}
+		}
 	})
 
 	t.Run("githubkit/push", func(t *testing.T) {
@@ -449,6 +490,10 @@ func TestEndToEnd(t *testing.T) {
 		secrets := mk.all()
 		_, key, _ := strings.Cut(s.stateKey, "=")
 		secrets["LANGBOT_STATE_KEY"] = key
+		secrets["LANGBOT_CONSOLE_KEY"] = consoleKey
+		if consoleToken != "" {
+			secrets["console token"] = consoleToken
+		}
 		for u, pw := range s.passwords {
 			secrets["NATS password of "+u] = pw
 		}

@@ -377,11 +377,20 @@ func (s *stack) natsEnv(user string) map[string]string {
 
 // lbctl runs an lbctl command as NATS user and returns its stdout.
 func (s *stack) lbctl(user string, args ...string) (string, error) {
+	return s.lbctlEnv(user, nil, args...)
+}
+
+// lbctlEnv is lbctl with extra environment.
+func (s *stack) lbctlEnv(user string, extra map[string]string, args ...string) (string, error) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "lbctl"), args...)
-	cmd.Env = cleanEnv(s.natsEnv(user))
+	env := s.natsEnv(user)
+	for k, v := range extra {
+		env[k] = v
+	}
+	cmd.Env = cleanEnv(env)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
