@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
@@ -33,7 +32,8 @@ type Config struct {
 	// Workers is the invocation worker pool size; default 512: an event
 	// holds its worker while it waits up to RecordBudget for its recording.
 	Workers int
-	// RecordWorkers is the recording pool size; default 16.
+	// RecordWorkers is the recording pool size; default 64 (appends wait on
+	// fsync, so more of them in flight raise throughput).
 	RecordWorkers int
 	// RecordQueue bounds the recordings waiting for a worker; default 10 000.
 	RecordQueue int
@@ -117,7 +117,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		cfg.Workers = 512
 	}
 	if cfg.RecordWorkers <= 0 {
-		cfg.RecordWorkers = 16
+		cfg.RecordWorkers = 64
 	}
 	if cfg.RecordQueue <= 0 {
 		cfg.RecordQueue = 10000
@@ -313,9 +313,6 @@ func (s *Service) settingsFor(sc binding.Scope, b binding.Binding, raw json.RawM
 
 // nowMS is the injected clock in Unix milliseconds.
 func (s *Service) nowMS() int64 { return s.now().UnixMilli() }
-
-// errStopped is returned for work refused after shutdown began.
-var errStopped = errors.New("takeover: service stopped")
 
 // checkFault consults the test-only fault seam.
 func (s *Service) checkFault(op string, sc binding.Scope) error {
