@@ -1,9 +1,12 @@
 package takeover_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -129,5 +132,54 @@ func TestClearWithoutResurrection(t *testing.T) {
 	h.mustEvent(a, `{}`, takeover.EventPersonMessage, "bot-1", msgData("person", 1, 1, plain("fresh")))
 	if p := h.messages(a, `{}`, sidOf("bot-1", "person", 1)); len(p.Messages) != 1 || p.Messages[0].Parts[0].Text != "fresh" {
 		t.Fatalf("after clear: %+v", p.Messages)
+	}
+}
+
+func TestAmbiguousWriteResolvedByReread(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("st4")
+	h.attach(b, `{}`, true)
+	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("first")))
+	sid := sidOf("bot-a", "person", 1)
+
+	// a committed CAS whose acknowledgement is lost: re-read, and it counts once
+	takeover.SetFault(h.svc, func(op string, _ binding.Scope) error {
+		if op == "kv.update.ack" {
+			return context.DeadlineExceeded
+		}
+		return nil
+	})
+	var tv takeover.TakeoverView
+	h.mustPage(b, `{}`, "POST", "/takeover", map[string]string{"sid": sid}, &tv)
+	takeover.SetFault(h.svc, nil)
+	if !tv.Active || !h.record(b, sid).Takeover.Active {
+		t.Fatal("the ambiguous takeover was not resolved as written")
+	}
+
+	// a committed append whose acknowledgement is lost: a retry of the same
+	// invocation appends nothing twice
+	takeover.SetFault(h.svc, func(op string, _ binding.Scope) error {
+		if op == "history.append.ack" {
+			return context.DeadlineExceeded
+		}
+		return nil
+	})
+	id := bus.NewInvocationID()
+	data := msgData("person", 1, 1, plain("second"))
+	if _, err := h.eventID(b, `{}`, takeover.EventPersonMessage, "bot-a", data, id); err != nil {
+		t.Fatal(err)
+	}
+	takeover.SetFault(h.svc, nil)
+	if _, err := h.eventID(b, `{}`, takeover.EventPersonMessage, "bot-a", data, id); err != nil {
+		t.Fatal(err)
+	}
+	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("third")))
+	p := h.messages(b, `{}`, sid)
+	var texts []string
+	for _, m := range p.Messages {
+		texts = append(texts, m.Parts[0].Text)
+	}
+	if strings.Join(texts, ",") != "third,second,first" {
+		t.Fatalf("history %v", texts)
 	}
 }

@@ -155,6 +155,10 @@ func (st *store) updateRecord(ctx context.Context, sc binding.Scope, sid string,
 		meant, err = json.Marshal(next)
 		return meant, err
 	}, sid)
+	if err == nil && meant != nil {
+		// test seam: the write was applied but its acknowledgement is lost
+		err = st.check("kv.update.ack", sc)
+	}
 	if err != nil && meant != nil && ambiguous(err) {
 		// spec §5.5 rule 3: an ambiguous write is resolved by re-reading
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -202,6 +206,10 @@ func (st *store) appendEntryWith(ctx context.Context, sc binding.Scope, sid stri
 		opts = append(opts, jetstream.WithMsgID(e.ID))
 	}
 	ack, err := st.js.PublishMsg(ctx, msg, opts...)
+	if err == nil {
+		// test seam: the append was stored but its acknowledgement is lost
+		err = st.check("history.append.ack", sc)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("takeover: append: %w", err)
 	}
