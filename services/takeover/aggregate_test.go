@@ -1,0 +1,92 @@
+package takeover_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover"
+)
+
+func TestLargeAggregateDoesNotTouchSmallRecord(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds 12 000 entries")
+	}
+	h := newHarness(t)
+	b := newBinding("st2")
+	h.attach(b, `{}`, true)
+	sc, _ := b.Scope()
+	ctx := context.Background()
+	kv, _ := h.js.KeyValue(ctx, bus.Bucket(takeover.Plugin))
+	const sessions, per = 1200, 10
+	filler := strings.Repeat("x", 1024)
+	var futures []jetstream.PubAckFuture
+	for i := range sessions {
+		lid := fmt.Sprint(10000 + i)
+		sid := sidOf("bot-a", "person", lid)
+		rec := takeover.NewRecord("bot-a", "person", lid, "", 1)
+		rec.HistoryCount = per
+		v, _ := json.Marshal(rec)
+		key, _ := bus.Key(sc, "session", sid)
+		if _, err := kv.Create(ctx, key, v); err != nil {
+			t.Fatal(err)
+		}
+		subj, _ := bus.Subjects{}.Internal(takeover.Plugin, bus.KindHistory, sc, sid)
+		for j := range per {
+			e, _ := json.Marshal(takeover.Entry{V: 1, ID: fmt.Sprintf("%d-%d", i, j), Gen: rec.Gen, TS: 1, Role: "user", Parts: []takeover.Part{{Type: "text", Text: filler}}})
+			f, err := h.js.PublishAsync(subj, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			futures = append(futures, f)
+		}
+		if i%100 == 99 {
+			select {
+			case <-h.js.PublishAsyncComplete():
+			case <-time.After(time.Minute):
+				t.Fatal("seeding stalled")
+			}
+		}
+	}
+	select {
+	case <-h.js.PublishAsyncComplete():
+	case <-time.After(2 * time.Minute):
+		t.Fatal("seeding timed out")
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			t.Fatal(err)
+		}
+	}
+	// one small message to a small session
+	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("small")))
+	sid := sidOf("bot-a", "person", 1)
+	kvs, _ := h.js.Stream(ctx, "KV_"+bus.Bucket(takeover.Plugin))
+	hist, _ := h.js.Stream(ctx, takeover.HistoryStream)
+	k1, _ := kvs.Info(ctx)
+	h1, _ := hist.Info(ctx)
+	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("small again")))
+	waitFor(t, "metadata", func() bool { return h.record(b, sid).HistoryCount == 2 })
+	k2, _ := kvs.Info(ctx)
+	h2, _ := hist.Info(ctx)
+	if d := k2.State.LastSeq - k1.State.LastSeq; d != 1 {
+		t.Fatalf("%d KV writes", d)
+	}
+	if d := h2.State.LastSeq - h1.State.LastSeq; d != 1 || h.historyCount(b, sid) != 2 {
+		t.Fatalf("%d appends", d)
+	}
+	h.stop()
+	h.svc = h.startReplica(h.srv.Conn(t))
+	h.attach(b, `{}`, true)
+	if p := h.messages(b, `{}`, sid); len(p.Messages) != 2 || p.Messages[0].Parts[0].Text != "small again" {
+		t.Fatalf("after restart %+v", p.Messages)
+	}
+}
