@@ -15,7 +15,7 @@ import (
 func TestExpiryBySchedule(t *testing.T) {
 	h := newHarness(t)
 	b := newBinding("tim1")
-	short := `{"takeover_timeout":2,"trigger_words":["human"],"user_notice_on_release":"bye"}`
+	short := `{"takeover_timeout":4,"trigger_words":["human"],"user_notice_on_release":"bye"}`
 	long := `{"takeover_timeout":600}`
 	h.attach(b, short, true)
 	sc, _ := b.Scope()
@@ -40,7 +40,7 @@ func TestExpiryBySchedule(t *testing.T) {
 		t.Fatal("trigger did not take over")
 	}
 	// between the deadline and the fire, reads say released and nothing is written
-	h.offset.Store(int64(3 * time.Second))
+	h.offset.Store(int64(5 * time.Second))
 	var tv takeover.TakeoverView
 	h.mustPage(b, short, "GET", "/takeover_status", map[string]string{"sid": sid}, &tv)
 	if tv.Active || tv.Remaining != 0 {
@@ -50,8 +50,18 @@ func TestExpiryBySchedule(t *testing.T) {
 		t.Fatal("blocked past the deadline")
 	}
 	h.offset.Store(0)
+	waitFor(t, "metadata of the second message", func() bool { return h.record(b, sid).HistoryCount == 2 })
+	kvs, _ := h.js.Stream(context.Background(), "KV_"+bus.Bucket(takeover.Plugin))
+	before, _ := kvs.Info(context.Background())
+	if !h.record(b, sid).Takeover.Active {
+		t.Fatal("a read or an event after the deadline wrote the release")
+	}
 
 	waitFor(t, "expiry", func() bool { r := h.record(b, sid); return r != nil && !r.Takeover.Active })
+	after, _ := kvs.Info(context.Background())
+	if d := after.State.LastSeq - before.State.LastSeq; d != 1 {
+		t.Fatalf("%d KV writes for one expiry", d)
+	}
 	rec = h.record(b, sid)
 	if rec.Takeover.ReleaseReason != "timeout" || rec.Takeover.ReleasedBy != "" {
 		t.Fatalf("release %+v", rec.Takeover)
