@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // dedupeRecord is the value of <scope>.inv.<hash> (DESIGN 3.1).
@@ -36,6 +37,8 @@ func (d *dedupeRecord) header() nats.Header {
 func (r *Runner) claim(ctx context.Context, inv *Invocation) (*dedupeRecord, error) {
 	key := InvocationKey(inv.Scope, inv.ID)
 	running, _ := json.Marshal(dedupeRecord{State: "running", StartedAt: r.now().UTC()})
+	ctx, end := startClientSpan(ctx, "kv claim "+r.dedupe.Bucket(), trace.SpanKindClient, kvAttrs(r.dedupe.Bucket(), "claim", inv.Scope, KeyInv)...)
+	defer end(nil)
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	for attempt := 0; attempt < casAttempts; attempt++ {
@@ -76,8 +79,10 @@ func (r *Runner) claim(ctx context.Context, inv *Invocation) (*dedupeRecord, err
 // settle stores a final reply for later retries, or deletes the marker
 // after a 5xx (or a reply the handler marked NotFinal) so that a retry runs
 // again. It outlives the request's ctx.
-func (r *Runner) settle(inv *Invocation, h nats.Header, body []byte, keep bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (r *Runner) settle(ctx context.Context, inv *Invocation, h nats.Header, body []byte, keep bool) {
+	ctx, end := startClientSpan(context.WithoutCancel(ctx), "kv settle "+r.dedupe.Bucket(), trace.SpanKindClient, kvAttrs(r.dedupe.Bucket(), "settle", inv.Scope, KeyInv)...)
+	defer end(nil)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	key := InvocationKey(inv.Scope, inv.ID)
 	code := 200

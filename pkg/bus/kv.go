@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 )
@@ -51,9 +52,17 @@ func (k *KV) Get(ctx context.Context, sc binding.Scope, kind string, ids ...stri
 	if err != nil {
 		return nil, err
 	}
+	ctx, end := k.span(ctx, "get", sc, kind)
 	ctx, cancel := withDefault(ctx)
 	defer cancel()
-	return k.kv.Get(ctx, key)
+	e, err := k.kv.Get(ctx, key)
+	end(err)
+	return e, err
+}
+
+func (k *KV) span(ctx context.Context, op string, sc binding.Scope, kind string) (context.Context, func(error)) {
+	b := k.kv.Bucket()
+	return startClientSpan(ctx, "kv "+op+" "+b, trace.SpanKindClient, kvAttrs(b, op, sc, kind)...)
 }
 
 // Create writes a key that must not exist (jetstream.ErrKeyExists otherwise).
@@ -62,9 +71,12 @@ func (k *KV) Create(ctx context.Context, sc binding.Scope, kind string, value []
 	if err != nil {
 		return 0, err
 	}
+	ctx, end := k.span(ctx, "create", sc, kind)
 	ctx, cancel := withDefault(ctx)
 	defer cancel()
-	return k.kv.Create(ctx, key, value)
+	rev, err := k.kv.Create(ctx, key, value)
+	end(err)
+	return rev, err
 }
 
 // UpdateAt writes value if the key is still at revision rev (a single CAS,
@@ -74,12 +86,17 @@ func (k *KV) UpdateAt(ctx context.Context, sc binding.Scope, kind string, value 
 	if err != nil {
 		return 0, err
 	}
+	ctx, end := k.span(ctx, "update", sc, kind)
 	ctx, cancel := withDefault(ctx)
 	defer cancel()
+	var nrev uint64
 	if rev == 0 {
-		return k.kv.Create(ctx, key, value)
+		nrev, err = k.kv.Create(ctx, key, value)
+	} else {
+		nrev, err = k.kv.Update(ctx, key, value, rev)
 	}
-	return k.kv.Update(ctx, key, value, rev)
+	end(err)
+	return nrev, err
 }
 
 // UpdateFunc computes a new value from the current one (nil and exists
@@ -96,7 +113,10 @@ func (k *KV) Update(ctx context.Context, sc binding.Scope, kind string, fn Updat
 	if err != nil {
 		return 0, nil, err
 	}
-	return casUpdate(ctx, k.kv, key, fn)
+	ctx, end := k.span(ctx, "read_modify_write", sc, kind)
+	rev, val, err := casUpdate(ctx, k.kv, key, fn)
+	end(err)
+	return rev, val, err
 }
 
 func casUpdate(ctx context.Context, kv jetstream.KeyValue, key string, fn UpdateFunc) (uint64, []byte, error) {
@@ -170,7 +190,10 @@ func (k *KV) Delete(ctx context.Context, sc binding.Scope, kind string, rev uint
 	if rev > 0 {
 		opts = append(opts, jetstream.LastRevision(rev))
 	}
-	return k.kv.Delete(ctx, key, opts...)
+	ctx, end := k.span(ctx, "delete", sc, kind)
+	err = k.kv.Delete(ctx, key, opts...)
+	end(err)
+	return err
 }
 
 // Purge removes the key's history, leaving one purge marker that watchers
@@ -180,9 +203,12 @@ func (k *KV) Purge(ctx context.Context, sc binding.Scope, kind string, ids ...st
 	if err != nil {
 		return err
 	}
+	ctx, end := k.span(ctx, "purge", sc, kind)
 	ctx, cancel := withDefault(ctx)
 	defer cancel()
-	return k.kv.Purge(ctx, key)
+	err = k.kv.Purge(ctx, key)
+	end(err)
+	return err
 }
 
 // Keys lists the ids under <scope>.<kind>. (each result is the key's ids
@@ -263,8 +289,6 @@ type BucketSpec struct {
 
 // EnsureBucket creates or updates a KV bucket with file storage.
 func EnsureBucket(ctx context.Context, js jetstream.JetStream, name string, spec BucketSpec) (jetstream.KeyValue, error) {
-	ctx, cancel := withDefault(ctx)
-	defer cancel()
 	cfg := jetstream.KeyValueConfig{
 		Bucket:   name,
 		History:  max(spec.History, 1),
@@ -275,7 +299,11 @@ func EnsureBucket(ctx context.Context, js jetstream.JetStream, name string, spec
 	if spec.Memory {
 		cfg.Storage = jetstream.MemoryStorage
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, cfg)
+	var kv jetstream.KeyValue
+	err := retrySetup(ctx, func(ctx context.Context) (err error) {
+		kv, err = js.CreateOrUpdateKeyValue(ctx, cfg)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: bucket %s: %w", name, err)
 	}

@@ -84,13 +84,17 @@ func publishLifecycle(ctx context.Context, js jetstream.JetStream, subjects Subj
 // startLifecycle creates the plugin's durable lifecycle consumer and
 // consumes it until Shutdown.
 func (r *Runner) startLifecycle(ctx context.Context) error {
-	cons, err := r.js.CreateOrUpdateConsumer(ctx, LifecycleStream, jetstream.ConsumerConfig{
-		Durable:       LifecycleConsumer(r.cfg.Plugin),
-		FilterSubject: r.subjects.LifecycleFilter(r.cfg.Plugin),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       time.Minute,
-		MaxAckPending: 64,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
+	var cons jetstream.Consumer
+	err := retrySetup(ctx, func(ctx context.Context) (err error) {
+		cons, err = r.js.CreateOrUpdateConsumer(ctx, LifecycleStream, jetstream.ConsumerConfig{
+			Durable:       LifecycleConsumer(r.cfg.Plugin),
+			FilterSubject: r.subjects.LifecycleFilter(r.cfg.Plugin),
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       time.Minute,
+			MaxAckPending: 64,
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("bus: lifecycle consumer: %w", err)

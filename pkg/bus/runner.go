@@ -585,7 +585,7 @@ func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Heade
 		}
 	}
 	if dedupe && !errors.Is(herr, ErrInProgress) {
-		r.settle(inv, h, body, keep)
+		r.settle(ctx, inv, h, body, keep)
 	}
 	return h, body, outcome
 }

@@ -32,8 +32,6 @@ type StreamSpec struct {
 // EnsureStream creates or updates a stream with file storage, limits
 // retention and discard old.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec) (jetstream.Stream, error) {
-	ctx, cancel := withDefault(ctx)
-	defer cancel()
 	cfg := jetstream.StreamConfig{
 		Name:              spec.Name,
 		Subjects:          spec.Subjects,
@@ -54,7 +52,11 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec) 
 	if cfg.MaxMsgsPerSubject == 0 {
 		cfg.MaxMsgsPerSubject = -1
 	}
-	s, err := js.CreateOrUpdateStream(ctx, cfg)
+	var s jetstream.Stream
+	err := retrySetup(ctx, func(ctx context.Context) (err error) {
+		s, err = js.CreateOrUpdateStream(ctx, cfg)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: stream %s: %w", spec.Name, err)
 	}
@@ -82,11 +84,16 @@ func ScheduleEvery(ctx context.Context, js jetstream.JetStream, subject, target 
 }
 
 func publishSchedule(ctx context.Context, js jetstream.JetStream, subject string, body []byte, opts []jetstream.PublishOpt) error {
+	// the fired message will link to this span
+	ctx, end := startClientSpan(ctx, "publish schedule", trace.SpanKindProducer,
+		MessagingAttrs(subject, "", "publish", "schedule")...)
 	msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: body}
 	Inject(ctx, msg.Header)
 	ctx, cancel := withDefault(ctx)
 	defer cancel()
-	if _, err := js.PublishMsg(ctx, msg, opts...); err != nil {
+	_, err := js.PublishMsg(ctx, msg, opts...)
+	end(err)
+	if err != nil {
 		return fmt.Errorf("bus: arm schedule: %w", err)
 	}
 	return nil
@@ -100,7 +107,11 @@ func PurgeSubjects(ctx context.Context, stream jetstream.Stream, subjects ...str
 	defer cancel()
 	var errs []error
 	for _, s := range subjects {
-		if err := stream.Purge(ctx, jetstream.WithPurgeSubject(s)); err != nil {
+		sctx, end := startClientSpan(ctx, "purge stream", trace.SpanKindClient,
+			MessagingAttrs(s, "", "purge", "purge")...)
+		err := stream.Purge(sctx, jetstream.WithPurgeSubject(s))
+		end(err)
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -185,7 +196,11 @@ func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandl
 	if cc.MaxDeliver == 0 {
 		cc.MaxDeliver = -1
 	}
-	cons, err := r.js.CreateOrUpdateConsumer(ctx, cfg.Stream, cc)
+	var cons jetstream.Consumer
+	err := retrySetup(ctx, func(ctx context.Context) (err error) {
+		cons, err = r.js.CreateOrUpdateConsumer(ctx, cfg.Stream, cc)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("bus: consumer %s: %w", cfg.Durable, err)
 	}

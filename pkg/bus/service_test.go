@@ -58,6 +58,9 @@ func TestTraceSpansHostToServiceToHostAction(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	var r *bus.Runner
 	handlers := bus.Handlers{Command: func(ctx context.Context, inv *bus.Invocation) (any, error) {
+		if _, err := r.KV().Create(ctx, inv.Scope, "note", []byte(`{}`), "n1"); err != nil {
+			return nil, err
+		}
 		err := r.Host().SendMessage(ctx, inv.Binding, bus.SendMessage{BotUUID: "bot", TargetType: "person", TargetID: "u1", MessageChain: bus.Plain("secret chat text")}, inv.Scope.String()+":k")
 		return bus.CommandReply{}, err
 	}}
@@ -82,7 +85,7 @@ func TestTraceSpansHostToServiceToHostAction(t *testing.T) {
 	}
 	spans := map[string]sdktrace.ReadOnlySpan{}
 	deadline := time.Now().Add(5 * time.Second)
-	for len(spans) < 4 && time.Now().Before(deadline) {
+	for len(spans) < 5 && time.Now().Before(deadline) {
 		for _, s := range rec.Ended() {
 			spans[s.SpanKind().String()+" "+s.Name()] = s
 		}
@@ -91,7 +94,8 @@ func TestTraceSpansHostToServiceToHostAction(t *testing.T) {
 	client := spans["client send langbot.plugin.echo.command.i.w.n"]
 	server := spans["server process langbot.plugin.echo.command.*.*.*"]
 	action := spans["client send langbot.host.send_message.*.*.*"]
-	if client == nil || server == nil || action == nil {
+	kvSpan := spans["client kv create langbot_echo"]
+	if client == nil || server == nil || action == nil || kvSpan == nil {
 		t.Fatalf("missing spans; have %v", keysOf(spans))
 	}
 	for _, s := range []sdktrace.ReadOnlySpan{client, server, action} {
@@ -104,7 +108,8 @@ func TestTraceSpansHostToServiceToHostAction(t *testing.T) {
 			}
 		}
 	}
-	if server.Parent().SpanID() != client.SpanContext().SpanID() || action.Parent().SpanID() != server.SpanContext().SpanID() {
+	if server.Parent().SpanID() != client.SpanContext().SpanID() || action.Parent().SpanID() != server.SpanContext().SpanID() ||
+		kvSpan.Parent().SpanID() != server.SpanContext().SpanID() {
 		t.Fatal("spans are not parent and child across the NATS hops")
 	}
 	if !hasAttr(server, attribute.String("messaging.system", "nats")) || !hasAttr(server, attribute.String("langbot.scope", "i.w.n")) {

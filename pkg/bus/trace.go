@@ -2,12 +2,17 @@ package bus
 
 import (
 	"context"
+	"errors"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
 )
 
 // HeaderCarrier adapts nats.Header to the OpenTelemetry TextMapCarrier, so
@@ -93,4 +98,54 @@ func tracerOrNoop(tp trace.TracerProvider) trace.Tracer {
 		tp = noop.NewTracerProvider()
 	}
 	return tp.Tracer("github.com/langbot-nats/plugins/pkg/bus")
+}
+
+// startClientSpan starts a CLIENT or PRODUCER span for a storage or publish
+// operation, using the tracer provider of the span already in ctx: work
+// that runs inside a traced request shows its KV and stream operations,
+// and untraced background work costs nothing. The returned func ends the
+// span, recording err.
+func startClientSpan(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, func(error)) {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.SpanContext().IsValid() {
+		return ctx, func(error) {}
+	}
+	ctx, span := parent.TracerProvider().Tracer("github.com/langbot-nats/plugins/pkg/bus").Start(ctx, name,
+		trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	return ctx, func(err error) {
+		if err != nil {
+			span.SetStatus(codes.Error, "error")
+			span.SetAttributes(attrErrorType.String(errorType(err)))
+		}
+		span.End()
+	}
+}
+
+// errorType names an error for the error.type attribute without its text,
+// which may carry key names.
+func errorType(err error) string {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e.Word
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return "key_not_found"
+	case isCASConflict(err):
+		return "revision_mismatch"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "error"
+}
+
+// kvAttrs are the attributes of a KV operation: bucket, key kind and scope,
+// never the key's ids (they may encode user text).
+func kvAttrs(bucket, op string, sc binding.Scope, kind string) []attribute.KeyValue {
+	return []attribute.KeyValue{
+		attribute.String("db.system.name", "nats_kv"),
+		attribute.String("db.collection.name", bucket),
+		attribute.String("db.operation.name", op),
+		attribute.String("langbot.key_kind", kind),
+		AttrScope.String(sc.String()),
+	}
 }

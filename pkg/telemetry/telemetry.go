@@ -30,8 +30,8 @@ type Getenv func(string) string
 
 // NewTracerProvider returns a tracer provider for service. It exports over
 // OTLP when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
-// is set (protocol from OTEL_EXPORTER_OTLP_PROTOCOL: grpc, the default, or
-// http/protobuf) and OTEL_TRACES_EXPORTER is not "none"; otherwise spans are
+// is set (protocol from OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf, the
+// OpenTelemetry default, or grpc) and OTEL_TRACES_EXPORTER is not "none"; otherwise spans are
 // created (so logs carry trace ids) but not exported. The exporters read the
 // rest of the OTEL_* variables themselves. OTEL_SERVICE_NAME overrides
 // service.
@@ -59,10 +59,10 @@ func NewTracerProvider(ctx context.Context, service string, getenv Getenv) (*sdk
 			proto = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
 		}
 		switch proto {
-		case "", "grpc":
-			exp, err = otlptracegrpc.New(ctx)
-		case "http/protobuf":
+		case "", "http/protobuf":
 			exp, err = otlptracehttp.New(ctx)
+		case "grpc":
+			exp, err = otlptracegrpc.New(ctx)
 		default:
 			return nil, fmt.Errorf("telemetry: unsupported OTLP protocol %q", proto)
 		}
