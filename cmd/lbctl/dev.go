@@ -114,7 +114,7 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 	d := &devStack{io: io, subj: subj, nc: nc, invoker: bus.NewInvoker(nc, subj, nil), services: services,
 		env: map[string]*svcmain.Env{}, httpAddr: *httpAddr, log: log, prefix: "!",
 		session: bus.Session{LauncherType: bus.LauncherPerson, LauncherID: "dev-user", SenderID: "dev-user", BotUUID: "dev-bot"}}
-	hostSub, err := startHost(nc, subj, io.out, nil)
+	hostSub, err := startHost(nc, subj, io.out, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,9 @@ func startDev(t *testing.T, extra ...string) *devSession {
 	args := append([]string{"dev", "--listen", "127.0.0.1:" + strconv.Itoa(freePort(t)), "--http", "127.0.0.1:0",
 		"--data", t.TempDir(), "--log-level", "error"}, extra...)
 	d := &devSession{t: t, in: pw, out: out, done: make(chan int, 1)}
-	go func() { d.done <- run(ctx, args, stdio{in: pr, out: out, err: out, getenv: func(string) string { return "" }}) }()
+	go func() {
+		d.done <- run(ctx, args, stdio{in: pr, out: out, err: out, getenv: func(string) string { return "" }})
+	}()
 	t.Cleanup(func() {
 		cancel()
 		pw.Close()

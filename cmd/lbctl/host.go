@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,19 +9,31 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
 // startHost answers host actions on subj.HostAll(), printing each
-// send_message. seen, when not nil, receives every send.
-func startHost(nc *nats.Conn, subj bus.Subjects, out io.Writer, seen func(bus.SendMessage)) (*nats.Subscription, error) {
+// send_message. seen, when not nil, receives every send. Each action is a
+// SERVER span of tp, child of the caller's trace.
+func startHost(nc *nats.Conn, subj bus.Subjects, out io.Writer, tp trace.TracerProvider, seen func(bus.SendMessage)) (*nats.Subscription, error) {
 	var mu sync.Mutex
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	tracer := tp.Tracer("github.com/langbot-nats/plugins/cmd/lbctl")
 	return nc.Subscribe(subj.HostAll(), func(m *nats.Msg) {
 		action, sc, err := subj.ParseHostAction(m.Subject)
 		if err != nil {
 			return
 		}
+		_, span := tracer.Start(bus.Extract(context.Background(), m.Header), "process "+subj.HostActionAll(action),
+			trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(bus.MessagingAttrs(m.Subject, subj.HostActionAll(action), "process", action)...),
+			trace.WithAttributes(bus.AttrScope.String(sc.String())))
+		defer span.End()
 		var req bus.HostRequest
 		if err := json.Unmarshal(m.Data, &req); err != nil {
 			_ = m.RespondMsg(errorReply(bus.Errorf(bus.ErrBadRequest, "malformed host request")))

@@ -13,9 +13,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/telemetry"
 )
 
 // connFlags are the flags that say how to reach NATS.
@@ -39,6 +41,21 @@ func addConnFlags(fs *flag.FlagSet, io stdio) *connFlags {
 	fs.StringVar(&c.creds, "creds", io.getenv("NATS_CREDS"), "NATS credentials file")
 	fs.StringVar(&c.prefix, "prefix", prefix, "subject prefix")
 	return c
+}
+
+// tracing returns a tracer provider exporting to the OTEL_* endpoint, if
+// any, so lbctl's requests appear in traces as the host's spans; shutdown
+// flushes it.
+func (c *connFlags) tracing(ctx context.Context) (trace.TracerProvider, func(), error) {
+	tp, err := telemetry.NewTracerProvider(ctx, "lbctl", c.getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tp, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tp.Shutdown(sctx)
+	}, nil
 }
 
 func (c *connFlags) connect(ctx context.Context) (*nats.Conn, bus.Subjects, error) {
@@ -201,7 +218,12 @@ func runInvoke(ctx context.Context, args []string, io stdio) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	out, err := bus.NewInvoker(nc, subj, nil).Invoke(ctx, *plugin, ep, *id, req)
+	tp, shutdown, err := conn.tracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer shutdown()
+	out, err := bus.NewInvoker(nc, subj, tp).Invoke(ctx, *plugin, ep, *id, req)
 	if len(out) > 0 {
 		printJSON(io, out)
 	}
@@ -330,7 +352,12 @@ func runHost(ctx context.Context, args []string, io stdio) error {
 		return err
 	}
 	defer nc.Close()
-	h, err := startHost(nc, subj, io.out, nil)
+	tp, shutdown, err := conn.tracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer shutdown()
+	h, err := startHost(nc, subj, io.out, tp, nil)
 	if err != nil {
 		return err
 	}
