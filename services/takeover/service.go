@@ -29,8 +29,9 @@ type Config struct {
 	Prefix string
 	// Replicas of the service's buckets and streams: 1 in dev, 3 in production.
 	Replicas int
-	// Workers is the invocation worker pool size; default 512: an event
-	// holds its worker while it waits up to RecordBudget for its recording.
+	// Workers is the invocation worker pool size; default 1024: an event
+	// holds its worker while it waits up to RecordBudget for its recording,
+	// so Workers / RecordBudget bounds the event rate (5000/s by default).
 	Workers int
 	// RecordWorkers is the recording pool size; default 64 (appends wait on
 	// fsync, so more of them in flight raise throughput).
@@ -114,7 +115,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 512
+		cfg.Workers = 1024
 	}
 	if cfg.RecordWorkers <= 0 {
 		cfg.RecordWorkers = 64
