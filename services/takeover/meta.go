@@ -85,7 +85,7 @@ type metaWriter struct {
 
 func newMetaWriter(s *Service) *metaWriter {
 	return &metaWriter{s: s, pending: map[string]*pendingMeta{}, last: map[string]time.Time{},
-		kick: make(chan struct{}, 1), stopc: make(chan struct{}), sem: make(chan struct{}, 8)}
+		kick: make(chan struct{}, 1), stopc: make(chan struct{}), sem: make(chan struct{}, 32)}
 }
 
 func (w *metaWriter) start() {
