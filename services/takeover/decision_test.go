@@ -106,7 +106,7 @@ func TestStaleViewUsesDirectRead(t *testing.T) {
 	if h.metric("takeover_decisions_total", map[string]string{"path": "direct", "blocked": "true"}) != 1 {
 		t.Fatal("decision not by the direct path")
 	}
-	waitFor(t, "the recording's own write", func() bool { return h.record(b, sid).HistoryCount == 2 })
+	waitFor(t, "the recording's own write in the view", func() bool { return h.metric("takeover_sessions_active", nil) == 1 })
 	// the direct read fails: the view's last known entry decides
 	takeover.SetFault(h.svc, func(op string, _ binding.Scope) error {
 		if op == "kv.get" {
