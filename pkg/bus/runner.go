@@ -277,6 +277,10 @@ func (r *Runner) Conn() *nats.Conn { return r.nc }
 // KV returns the plugin's main bucket (valid after Start).
 func (r *Runner) KV() *KV { return r.kv }
 
+// Dedupe returns the plugin's dedupe bucket (valid after Start), for a
+// service's own idempotency records (<scope>.<kind>.<hash>, DESIGN 4).
+func (r *Runner) Dedupe() *KV { return NewKV(r.dedupe) }
+
 // Host returns the host-action client; a 403 binding_refused it receives
 // marks the scope's authority superseded.
 func (r *Runner) Host() *Host { return r.host }

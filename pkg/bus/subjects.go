@@ -260,6 +260,17 @@ func Key(sc binding.Scope, kind string, ids ...string) (string, error) {
 	return join(append([]string{sc.String(), kind}, ids...)...), nil
 }
 
+// KVStream returns the name of the stream that holds a bucket, "KV_<bucket>".
+func KVStream(bucket string) string { return "KV_" + bucket }
+
+// KVSubject returns the stream subject under which a bucket stores the keys
+// matching keyFilter, "$KV.<bucket>.<keyFilter>", for consumers that read
+// a bucket's stream directly (a view with its own heartbeat handling).
+func KVSubject(bucket, keyFilter string) string { return "$KV." + bucket + "." + keyFilter }
+
+// KVKeysFilter matches one key kind of every scope: "*.*.*.<kind>.*".
+func KVKeysFilter(kind string) string { return "*.*.*." + kind + ".*" }
+
 // AuthorityKey is "<scope>.authority".
 func AuthorityKey(sc binding.Scope) string { return sc.String() + "." + KeyAuthority }
 

@@ -120,10 +120,10 @@ func (s *Service) notify(ctx context.Context, sc binding.Scope, b binding.Bindin
 		if try(ctx) {
 			return
 		}
-		s.goBackground(func(bctx context.Context) { retries(bctx, s.cfg.NoticeRetry) })
+		s.goBackground(ctx, func(bctx context.Context) { retries(bctx, s.cfg.NoticeRetry) })
 		return
 	}
-	s.goBackground(func(bctx context.Context) {
+	s.goBackground(ctx, func(bctx context.Context) {
 		if try(bctx) {
 			return
 		}

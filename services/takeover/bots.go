@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/langbot-nats/plugins/pkg/binding"
 )
 
@@ -49,7 +51,7 @@ func (c *botCache) lookup(sc binding.Scope, b binding.Binding, bot string) botIn
 	}
 	if !e.fetching {
 		e.fetching = true
-		c.s.goBackground(func(ctx context.Context) { c.fetch(ctx, key, b, bot) })
+		c.s.goBackground(context.Background(), func(ctx context.Context) { c.fetch(ctx, key, b, bot) })
 	}
 	return *e
 }
@@ -102,11 +104,13 @@ func (c *botCache) fetch(ctx context.Context, key string, b binding.Binding, bot
 
 // goBackground runs f on a goroutine the service owns and waits for at
 // shutdown. f's ctx is cancelled when the service stops.
-func (s *Service) goBackground(f func(ctx context.Context)) {
+func (s *Service) goBackground(parent context.Context, f func(ctx context.Context)) {
 	ctx := s.runCtx
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// the work outlives the request but stays in its trace
+	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(parent))
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

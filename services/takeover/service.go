@@ -236,15 +236,11 @@ func (s *Service) start(parent context.Context) error {
 	if err := s.st.ensure(ctx, s.cfg.Replicas); err != nil {
 		return err
 	}
-	dedupeKV, err := bus.EnsureBucket(ctx, s.js, bus.DedupeBucket(Plugin), bus.BucketSpec{Replicas: s.cfg.Replicas, TTL: 24 * time.Hour})
-	if err != nil {
-		return err
-	}
 	mainKV, err := bus.EnsureBucket(ctx, s.js, bus.Bucket(Plugin), bus.BucketSpec{Replicas: s.cfg.Replicas})
 	if err != nil {
 		return err
 	}
-	s.st.kv, s.st.dedupe = bus.NewKV(mainKV), bus.NewKV(dedupeKV)
+	s.st.kv = bus.NewKV(mainKV)
 	if err := s.view.start(ctx, s.js, bus.Bucket(Plugin)); err != nil {
 		return err
 	}
@@ -256,6 +252,8 @@ func (s *Service) start(parent context.Context) error {
 		s.meta.stop()
 		return err
 	}
+	// reply idempotency records live in the runner's dedupe bucket (24 h TTL)
+	s.st.dedupe = s.runner.Dedupe()
 	if err := s.runner.ConsumeFired(ctx, bus.FiredConfig{
 		Stream:  TimerStream,
 		Durable: ExpireDurable,

@@ -25,8 +25,8 @@ const (
 	TimerStream   = "LANGBOT_TAKEOVER_TIMERS"
 	BlobBucket    = "langbot_takeover_blobs"
 	ExpireDurable = "takeover-expire"
-	keySession    = "session"
-	keyReply      = "reply"
+	keySession    = bus.KeySession
+	keyReply      = bus.KeyReply
 
 	historyPerSubject = 2200 // largest history_limit plus the largest trim slack
 )

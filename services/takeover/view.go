@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/langbot-nats/plugins/pkg/bus"
+
 	"github.com/langbot-nats/plugins/pkg/binding"
 )
 
@@ -28,11 +30,6 @@ const (
 	viewStaleAfter = 10 * time.Second
 	directReadWait = 250 * time.Millisecond
 )
-
-// kvStreamSubject is the subject under which JetStream stores a key of a
-// bucket. pkg/bus has no builder for KV stream subjects, so
-// the view forms it here from the bucket name.
-func kvStreamSubject(bucket, keyFilter string) string { return "$KV." + bucket + "." + keyFilter }
 
 // viewEntry is what the view keeps per session key.
 type viewEntry struct {
@@ -63,7 +60,7 @@ type sessionView struct {
 
 func newSessionView(nc *nats.Conn, bucket string) *sessionView {
 	return &sessionView{
-		nc: nc, prefix: "$KV." + bucket + ".",
+		nc: nc, prefix: bus.KVSubject(bucket, ""),
 		entries: make(map[string]viewEntry),
 		pending: make(map[string]int64),
 		removed: make(map[string]bool),
@@ -72,8 +69,8 @@ func newSessionView(nc *nats.Conn, bucket string) *sessionView {
 
 // start creates the ordered consumer and begins consuming.
 func (v *sessionView) start(ctx context.Context, js jetstream.JetStream, bucket string) error {
-	cons, err := js.OrderedConsumer(ctx, "KV_"+bucket, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{kvStreamSubject(bucket, "*.*.*."+keySession+".*")},
+	cons, err := js.OrderedConsumer(ctx, bus.KVStream(bucket), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{bus.KVSubject(bucket, bus.KVKeysFilter(keySession))},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 	})
 	if err != nil {

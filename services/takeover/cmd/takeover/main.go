@@ -4,8 +4,8 @@
 // shared ones of pkg/svcmain (NATS_URL, NATS_USER, NATS_PASSWORD,
 // NATS_CREDS, NATS_TLS_*, LANGBOT_SUBJECT_PREFIX, LANGBOT_HTTP_ADDR,
 // LANGBOT_JS_REPLICAS, LANGBOT_STATE_KEY, LANGBOT_WORKERS,
-// LANGBOT_LOG_LEVEL, OTEL_*). LANGBOT_CONSOLE_KEY is read by the HTTP
-// console, which is not part of this binary yet.
+// LANGBOT_LOG_LEVEL, OTEL_*). With LANGBOT_CONSOLE_KEY set, the operator
+// console is served under /console/ on LANGBOT_HTTP_ADDR.
 package main
 
 import (
