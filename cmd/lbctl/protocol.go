@@ -67,6 +67,20 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, bus.Subjects, erro
 	return nc, subj, err
 }
 
+// connectJS connects and opens JetStream; close the connection when done.
+func (c *connFlags) connectJS(ctx context.Context) (*nats.Conn, bus.Subjects, jetstream.JetStream, error) {
+	nc, subj, err := c.connect(ctx)
+	if err != nil {
+		return nil, subj, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, subj, nil, err
+	}
+	return nc, subj, js, nil
+}
+
 // bindingFlags are the flags that name an installation's binding.
 type bindingFlags struct {
 	scope, digest string
@@ -260,15 +274,11 @@ func runAttach(ctx context.Context, args []string, io stdio) error {
 	if *plugin == "" {
 		return errors.New("--plugin is required")
 	}
-	nc, subj, err := conn.connect(ctx)
+	nc, subj, js, err := conn.connectJS(ctx)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	seq, err := bus.PublishAttach(ctx, js, subj, *plugin, bus.Attach{Binding: b, Config: cfg, Enabled: *enabled}, "")
 	if err != nil {
 		return err
@@ -299,15 +309,11 @@ func runRevoke(ctx context.Context, args []string, io stdio) error {
 	default:
 		return fmt.Errorf("unknown --reason %q", *reason)
 	}
-	nc, subj, err := conn.connect(ctx)
+	nc, subj, js, err := conn.connectJS(ctx)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	seq, err := bus.PublishRevoke(ctx, js, subj, *plugin, bus.Revoke{Binding: b, Reason: *reason}, "")
 	if err != nil {
 		return err
@@ -324,15 +330,11 @@ func runSetup(ctx context.Context, args []string, io stdio) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	nc, subj, err := conn.connect(ctx)
+	nc, subj, js, err := conn.connectJS(ctx)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	if _, err := bus.EnsureLifecycleStream(ctx, js, subj, *replicas); err != nil {
 		return err
 	}

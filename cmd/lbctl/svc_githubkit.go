@@ -9,8 +9,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 	"github.com/langbot-nats/plugins/services/githubkit"
@@ -89,15 +87,11 @@ func runImportGithubkit(ctx context.Context, args []string, io stdio) error {
 	if err != nil {
 		return err
 	}
-	nc, subj, err := conn.connect(ctx)
+	nc, subj, js, err := conn.connectJS(ctx)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	sum, err := githubkit.Import(ctx, js, githubkit.ImportOptions{Scope: sc, Doc: doc, DryRun: *dry, Prefix: subj.Prefix, Replicas: *replicas})
 	if sum != nil {
 		if *dry {

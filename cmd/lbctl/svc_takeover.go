@@ -9,8 +9,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
@@ -61,15 +59,11 @@ func runImportTakeover(ctx context.Context, args []string, io stdio) error {
 	if err != nil {
 		return err
 	}
-	nc, subj, err := conn.connect(ctx)
+	nc, subj, js, err := conn.connectJS(ctx)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	sum, err := takeover.Import(ctx, js, takeover.ImportOptions{Scope: sc, Prefix: subj.Prefix, Data: data, SourcePrefix: srcPrefix, DryRun: *dry})
 	if sum != nil {
 		if *dry {
@@ -90,15 +84,11 @@ func runGCTakeoverBlobs(ctx context.Context, args []string, io stdio) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	nc, subj, err := conn.connect(ctx)
+	nc, subj, js, err := conn.connectJS(ctx)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
 	sum, err := takeover.GCBlobs(ctx, js, takeover.GCOptions{Prefix: subj.Prefix, MinAge: *minAge, DryRun: *dry})
 	if *dry {
 		fmt.Fprintln(io.out, "dry run: nothing deleted")
