@@ -50,8 +50,13 @@ var ErrNoService = errors.New("bus: no service is serving this plugin")
 // InvokeRaw sends a raw body to an invocation subject; tests use it to
 // send what a well-behaved host never would.
 func (iv *Invoker) InvokeRaw(ctx context.Context, subject, invocationID string, body []byte) (json.RawMessage, error) {
-	ctx, span := iv.tracer.Start(ctx, "send "+subject, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(MessagingAttrs(subject, subject, "send", "invoke")...))
+	// span names carry the template, not the scope, to keep them few
+	template := subject
+	if plugin, ep, _, err := iv.subjects.ParseInvocation(subject); err == nil {
+		template = iv.subjects.InvocationAll(plugin, ep)
+	}
+	ctx, span := iv.tracer.Start(ctx, "send "+template, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(MessagingAttrs(subject, template, "send", "invoke")...))
 	defer span.End()
 	msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: body}
 	msg.Header.Set(HeaderContentType, contentTypeJSON)
