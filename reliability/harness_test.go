@@ -56,10 +56,14 @@ type stack struct {
 	runs   []*running
 	seq    atomic.Int64
 	dueIn  time.Duration // how far ahead load reminders are due; default 2 h
+	// notSaved holds the keys of operator replies answered "delivered,
+	// not saved": their effect is the one host send.
+	notSaved sync.Map
 }
 
 // running is one service replica in this process.
 type running struct {
+	svc    any // *githubkit.Service, *takeover.Service or *schenotify.Service
 	plugin string
 	ready  func() bool
 	cancel context.CancelFunc
@@ -103,7 +107,7 @@ func (s *stack) start(plugin string, nc *nats.Conn, replicas int) *running {
 	switch plugin {
 	case githubkit.Plugin:
 		svc, err = githubkit.New(githubkit.Config{Replicas: replicas, AllowHTTP: true, AllowPrivateNetworks: true,
-			SendTimeout: 2 * time.Second, GitHubTimeout: 2 * time.Second, MinPollInterval: 1},
+			SendTimeout: 2 * time.Second, GitHubTimeout: 2 * time.Second, MinPollInterval: 1, InvocationTimeout: 5 * time.Second},
 			githubkit.Deps{Conn: nc, Keyring: kr, Logger: testLogger(), Registerer: reg})
 	case takeover.Plugin:
 		svc, err = takeover.New(takeover.Config{Replicas: replicas, HostTimeout: 2 * time.Second,
@@ -111,7 +115,7 @@ func (s *stack) start(plugin string, nc *nats.Conn, replicas int) *running {
 			takeover.Deps{Conn: nc, Keyring: kr, Logger: testLogger(), Registerer: reg})
 	case schenotify.Plugin:
 		svc, err = schenotify.New(schenotify.Config{Replicas: replicas, DefaultZone: "UTC", SweepDelay: -1,
-			SweepInterval: time.Hour, SendTimeout: 2 * time.Second, MinEvery: time.Second},
+			SweepInterval: time.Hour, SendTimeout: 2 * time.Second, MinEvery: time.Second, InvocationTimeout: 5 * time.Second},
 			schenotify.Deps{Conn: nc, Logger: testLogger(), Registerer: reg})
 	default:
 		s.t.Fatalf("unknown plugin %q", plugin)
@@ -120,7 +124,7 @@ func (s *stack) start(plugin string, nc *nats.Conn, replicas int) *running {
 		s.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{plugin: plugin, ready: svc.Ready, cancel: cancel, done: make(chan error, 1)}
+	r := &running{svc: svc, plugin: plugin, ready: svc.Ready, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- svc.Run(ctx) }()
 	s.mu.Lock()
 	s.runs = append(s.runs, r)

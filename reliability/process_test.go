@@ -292,8 +292,13 @@ func (s *stack) killUnderLoad(t *testing.T, plugin, natsURL string, workers, ops
 func (s *stack) opWithRetries(plugin string, in *install, key string, res *loadResult) error {
 	id := "inv-" + key
 	deadline := time.Now().Add(3 * time.Minute)
+	// a retry resends the same body: the due time is fixed once
+	due := time.Now().Add(2 * time.Hour)
+	if s.dueIn > 0 {
+		due = time.Now().Add(s.dueIn)
+	}
 	for attempt := 0; ; attempt++ {
-		err := s.op(plugin, in, id, key)
+		err := s.op(plugin, in, id, key, due)
 		if err == nil {
 			if attempt > 0 {
 				atomic.AddInt64(&res.retries, 1)
@@ -318,17 +323,13 @@ func (s *stack) opWithRetries(plugin string, in *install, key string, res *loadR
 var errToolUnavailable = errors.New("tool result: unavailable")
 
 // op is one invocation with a short timeout, as a host attempt.
-func (s *stack) op(plugin string, in *install, id, key string) error {
+func (s *stack) op(plugin string, in *install, id, key string, due time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var req *bus.Request
 	var ep bus.Endpoint
 	switch plugin {
 	case schenotify.Plugin:
-		due := time.Now().Add(2 * time.Hour)
-		if s.dueIn > 0 {
-			due = time.Now().Add(s.dueIn)
-		}
 		p, _ := json.Marshal(map[string]any{"message": key, "time_str": due.UTC().Format(time.RFC3339)})
 		ep, req = bus.EndpointTool, &bus.Request{Binding: in.b[plugin], Config: in.cfg[plugin],
 			Tool: &bus.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: in.sess}}
@@ -365,6 +366,11 @@ func (s *stack) op(plugin string, in *install, id, key string) error {
 		}
 		if json.Unmarshal(raw, &r) != nil || !r.Data.Delivered {
 			return fmt.Errorf("not delivered: %s", raw)
+		}
+		if !r.Data.Saved {
+			// delivered, not saved (spec/takeover.md 7.4 step 7): the
+			// operator is told; the effect is the delivery alone
+			s.notSaved.Store(key, true)
 		}
 	}
 	return nil
@@ -428,6 +434,11 @@ func (s *stack) countEffects(t *testing.T, plugin string, ins []*install, keys [
 			for _, c := range s.host.Sends() {
 				if c.Scope == in.scope(plugin) {
 					perKey[c.IdempotencyKey]++
+					if i := strings.LastIndex(c.IdempotencyKey, ":"); i >= 0 {
+						if _, ok := s.notSaved.Load(c.IdempotencyKey[i+1:]); ok {
+							seen[c.IdempotencyKey[i+1:]] = perKey[c.IdempotencyKey]
+						}
+					}
 				}
 			}
 			for _, n := range perKey {
