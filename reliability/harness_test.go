@@ -115,7 +115,8 @@ func (s *stack) start(plugin string, nc *nats.Conn, replicas int) *running {
 			takeover.Deps{Conn: nc, Keyring: kr, Logger: testLogger(), Registerer: reg})
 	case schenotify.Plugin:
 		svc, err = schenotify.New(schenotify.Config{Replicas: replicas, DefaultZone: "UTC", SweepDelay: -1,
-			SweepInterval: time.Hour, SendTimeout: 2 * time.Second, MinEvery: time.Second, InvocationTimeout: 5 * time.Second},
+			SweepInterval: time.Hour, SendTimeout: 2 * time.Second, MinEvery: time.Second, InvocationTimeout: 5 * time.Second,
+			Retry: schenotify.RetryPolicy{Cap: 4 * time.Second}},
 			schenotify.Deps{Conn: nc, Logger: testLogger(), Registerer: reg})
 	default:
 		s.t.Fatalf("unknown plugin %q", plugin)
