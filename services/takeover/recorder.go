@@ -3,6 +3,7 @@ package takeover
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"slices"
 	"sync"
 	"time"
@@ -40,12 +41,14 @@ type recordJob struct {
 // release lets the event's reply go.
 func (j *recordJob) release() { j.once.Do(func() { close(j.done) }) }
 
-// recorder is the bounded recording pool of a replica (spec §3.3).
+// recorder is the bounded recording pool of a replica (spec §3.3). Each
+// worker has its own queue and a session always goes to the same one, so a
+// session's recordings are written in the order its events arrived even
+// when one of them outlives the reply budget (a new session's first write).
 type recorder struct {
-	s       *Service
-	workers int
-	jobs    chan *recordJob
-	wg      sync.WaitGroup
+	s      *Service
+	queues []chan *recordJob
+	wg     sync.WaitGroup
 
 	mu      sync.RWMutex
 	started bool
@@ -53,7 +56,19 @@ type recorder struct {
 }
 
 func newRecorder(s *Service, workers, queue int) *recorder {
-	return &recorder{s: s, workers: workers, jobs: make(chan *recordJob, queue)}
+	workers = max(workers, 1)
+	r := &recorder{s: s, queues: make([]chan *recordJob, workers)}
+	for i := range r.queues {
+		r.queues[i] = make(chan *recordJob, max(queue/workers, 1))
+	}
+	return r
+}
+
+// queueOf returns the queue of a session key.
+func (r *recorder) queueOf(key string) chan *recordJob {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return r.queues[h.Sum32()%uint32(len(r.queues))]
 }
 
 func (r *recorder) start() {
@@ -63,11 +78,11 @@ func (r *recorder) start() {
 		return
 	}
 	r.started = true
-	for range r.workers {
+	for _, q := range r.queues {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			for j := range r.jobs {
+			for j := range q {
 				r.s.record(j)
 				j.release()
 			}
@@ -84,7 +99,9 @@ func (r *recorder) stop() {
 		return
 	}
 	r.stopped = true
-	close(r.jobs)
+	for _, q := range r.queues {
+		close(q)
+	}
 	r.mu.Unlock()
 	r.wg.Wait()
 }
@@ -99,7 +116,7 @@ func (r *recorder) submitAndWait(ctx context.Context, j *recordJob, budget time.
 		return
 	}
 	select {
-	case r.jobs <- j:
+	case r.queueOf(j.key) <- j:
 	default:
 		r.mu.RUnlock()
 		r.s.dropRecording(j, "queue_full")
