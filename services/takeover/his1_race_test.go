@@ -179,7 +179,7 @@ func TestHistoryLimitTrimRacingAppends(t *testing.T) {
 
 // subjectEntries reads every entry stored on a session's history subject,
 // oldest first, straight from the stream.
-func subjectEntries(t *testing.T, h *harness, sc binding.Scope, sid string) []takeover.Entry {
+func subjectEntries(t testing.TB, h *harness, sc binding.Scope, sid string) []takeover.Entry {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -17,6 +18,10 @@ import (
 
 // ConsolePageID is the page id of the console (spec §7.1).
 const ConsolePageID = "console"
+
+// actionTimeout bounds a console action, which its caller cannot cancel
+// (the invocation timeout).
+const actionTimeout = 30 * time.Second
 
 // maxExportInline bounds the inline blobs of an export (spec §11).
 const maxExportInline = 64 << 20
@@ -40,6 +45,15 @@ type PageCall struct {
 func (s *Service) Do(ctx context.Context, c PageCall, req PageRequest) (any, error) {
 	if c.Inactive && req.Op.IsAction() {
 		return nil, reqErr(ErrForbidden, ReasonInstallationInactive, "the installation is disabled or superseded")
+	}
+	if req.Op.IsAction() {
+		// An action runs to its end once started: a caller that goes away
+		// (an abandoned HTTP request) must not cut it between its writes,
+		// which would leave e.g. an active takeover without its expiry, or
+		// a purged record with its history and blobs (spec §12 ST-10).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), actionTimeout)
+		defer cancel()
 	}
 	switch req.Op {
 	case OpInfo:
