@@ -33,6 +33,7 @@ func TestClusterLeaderStops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-node cluster")
 	}
+	t.Parallel() // waits on elections and timers, not the CPU
 	c := bustest.NewCluster(t, 3)
 	s := newStack(t, c.Conn(t))
 	s.dueIn = 15 * time.Second

@@ -29,6 +29,7 @@ import (
 // (TestAT33RateLimits, TestAT34Backoff, TestAT35Broken, TestAT31AtLeastOnce,
 // TestErrorMapping, TestNetworkErrors); this one runs the schedules for real.
 func TestGitHubFaultsPollingCatchesUp(t *testing.T) {
+	t.Parallel() // waits on timers, not the CPU
 	srv := bustest.NewServer(t)
 	s := newStack(t, srv.Conn(t))
 	run := s.start(githubkit.Plugin, srv.Conn(t), 1)

@@ -33,6 +33,7 @@ import (
 // (timeout = outcome_unknown, retry with the same key) and
 // TestDeliveredButNotSaved.
 func TestHostOutageAllServices(t *testing.T) {
+	t.Parallel() // waits on timers, not the CPU
 	srv := bustest.NewServer(t)
 	s := newStack(t, srv.Conn(t))
 	s.startAll(func() *nats.Conn { return srv.Conn(t) })

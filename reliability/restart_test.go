@@ -32,6 +32,7 @@ import (
 // githubkit TestAT43SelfResume, takeover TestRestartReadsEachInstallationBack
 // and TestExpiryBySchedule); this one runs all three against one restart.
 func TestNATSRestartEverythingResumes(t *testing.T) {
+	t.Parallel() // waits on timers, not the CPU
 	srv := bustest.NewServer(t)
 	s := newStack(t, srv.Conn(t))
 	s.startAll(func() *nats.Conn { return srv.Conn(t) })
