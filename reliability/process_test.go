@@ -187,9 +187,11 @@ func TestKillReplicaUnderLoad(t *testing.T) {
 	}
 	srv := bustest.NewServer(t)
 	s := newStack(t, srv.Conn(t))
+	// ops stay under the per-installation caps (50 repositories, 50
+	// reminders per session)
 	workers, ops, cycles := 4, 25, 1
 	if soak() {
-		workers, ops, cycles = 8, 60, 3
+		workers, ops, cycles = 8, 45, 3
 	}
 	results := map[string]*loadResult{}
 	var mu sync.Mutex
