@@ -44,6 +44,7 @@ bench:
 
 e2e:
 	@if [ -x e2e/run.sh ]; then e2e/run.sh; else echo "e2e: not built yet"; exit 1; fi
+	LANGBOT_SOAK=1 $(GO) test -race -count=1 -timeout 30m ./reliability/...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -104,10 +103,6 @@ func badCases(t *testing.T, in, other *install, plugin string, ep bus.Endpoint, 
 	}
 }
 
-// knownBugs reports whether tests of known, unfixed bugs should run
-// (LANGBOT_KNOWN_BUGS=1); by default they skip so that make test stays green.
-func knownBugs() bool { return os.Getenv("LANGBOT_KNOWN_BUGS") == "1" }
-
 // TestBadInputChangesNothing sends hostile requests to every endpoint of
 // every service and checks that each gets a clear error and that nothing
 // stored (any bucket key or stream subject of any scope) changed and no host
@@ -118,19 +113,11 @@ func TestBadInputChangesNothing(t *testing.T) {
 
 // TestInvalidUTF8ChangesNothing sends a well-formed envelope whose text
 // fields (command words, tool parameters, message chain, console reply)
-// hold invalid UTF-8.
-//
-// KNOWN BUG: pkg/bus DecodeRequest (pkg/bus/envelope.go) decodes with
-// encoding/json, which silently replaces invalid UTF-8 inside strings with
-// U+FFFD instead of refusing the body, so every service accepts it:
-// schenotify stores a reminder (tool and !sche add), takeover records the
-// event into a session and sends an operator reply to the host. JSON text
-// must be UTF-8 (RFC 8259 section 8.1); the fix is a utf8.Valid check on
-// the body in the runner (400 bad_request) before decoding.
+// hold invalid UTF-8. encoding/json would silently replace invalid UTF-8
+// inside strings with U+FFFD (found here first: schenotify stored such a
+// reminder, takeover recorded the event and sent the reply); the runner
+// now refuses such bodies with 400 before decoding (RFC 8259 section 8.1).
 func TestInvalidUTF8ChangesNothing(t *testing.T) {
-	if !knownBugs() {
-		t.Skip("KNOWN BUG: invalid UTF-8 inside JSON strings is accepted (replaced by U+FFFD) and changes state; pkg/bus/envelope.go DecodeRequest needs utf8.Valid; run with LANGBOT_KNOWN_BUGS=1")
-	}
 	runBadInput(t, func(c badCase) bool { return c.name == "invalid-utf8-text" })
 }
 

@@ -19,9 +19,7 @@ import (
 // TestConsoleBadInputChangesNothing sends hostile requests to the takeover
 // console's HTTP API (mounted as the binary mounts it) with a valid token:
 // malformed JSON, wrong types, an oversize body, raw garbage, a token for
-// another scope, and invalid UTF-8 in the reply text (the last one is the
-// known bug of TestInvalidUTF8ChangesNothing, run with
-// LANGBOT_KNOWN_BUGS=1). Each must be refused with nothing stored and
+// another scope, and invalid UTF-8 in the reply text. Each must be refused with nothing stored and
 // nothing sent. console TestAPIErrorsAndLimits covers parameter validation.
 func TestConsoleBadInputChangesNothing(t *testing.T) {
 	srv := bustest.NewServer(t)
@@ -63,21 +61,17 @@ func TestConsoleBadInputChangesNothing(t *testing.T) {
 	cases := []struct {
 		name, tok, method, ep string
 		body                  []byte
-		known                 bool // the known invalid UTF-8 bug
 	}{
-		{"malformed-json", token(in), "POST", "/reply", []byte(`{"sid":`), false},
-		{"wrong-types", token(in), "POST", "/reply", []byte(`{"sid":["x"],"idempotency_key":{},"text":1}`), false},
-		{"garbage", token(in), "POST", "/takeover", []byte{0xff, 0xfe, 0, 1}, false},
-		{"oversize", token(in), "POST", "/reply", []byte(`{"sid":"` + sid + `","idempotency_key":"console-bad-2","text":"` + strings.Repeat("a", 64<<20) + `"}`), false},
-		{"other-scope-token", token(other), "POST", "/takeover", []byte(`{"sid":"` + sid + `"}`), false},
-		{"no-token", "", "DELETE", "/clear", []byte(`{}`), false},
-		{"invalid-utf8-text", token(in), "POST", "/reply", bytes.ReplaceAll([]byte(reply), []byte("BAD"), badBytes), true},
+		{"malformed-json", token(in), "POST", "/reply", []byte(`{"sid":`)},
+		{"wrong-types", token(in), "POST", "/reply", []byte(`{"sid":["x"],"idempotency_key":{},"text":1}`)},
+		{"garbage", token(in), "POST", "/takeover", []byte{0xff, 0xfe, 0, 1}},
+		{"oversize", token(in), "POST", "/reply", []byte(`{"sid":"` + sid + `","idempotency_key":"console-bad-2","text":"` + strings.Repeat("a", 64<<20) + `"}`)},
+		{"other-scope-token", token(other), "POST", "/takeover", []byte(`{"sid":"` + sid + `"}`)},
+		{"no-token", "", "DELETE", "/clear", []byte(`{}`)},
+		{"invalid-utf8-text", token(in), "POST", "/reply", bytes.ReplaceAll([]byte(reply), []byte("BAD"), badBytes)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.known && !knownBugs() {
-				t.Skip("KNOWN BUG: invalid UTF-8 in JSON strings is accepted (see TestInvalidUTF8ChangesNothing)")
-			}
 			before := s.mustTake()
 			sends := len(s.host.Sends())
 			req, _ := http.NewRequest(c.method, web.URL+"/console/api"+c.ep, bytes.NewReader(c.body))

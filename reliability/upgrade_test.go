@@ -16,19 +16,11 @@ import (
 // until the lifecycle consumer acknowledged it, and at once invokes with
 // the previous revision, which DESIGN 3.3 refuses (403).
 //
-// KNOWN BUG (pkg/bus, lead): the lifecycle handler updates the in-process
-// view with revision 0 (pkg/bus/lifecycle.go, r.view.apply(sc, d.Next, 0)),
-// and AuthorityView.apply (pkg/bus/authority.go) only drops watched entries
-// older than a non-zero stored revision. When the watch is still behind (the
-// previous attach's put not yet delivered), that older put overwrites the
-// newer local state, so for a few milliseconds the view holds the previous
-// binding: an invocation with the superseded revision is served (and,
-// after a revoke, a disabled installation could be). About 1 in 20
-// upgrades on this machine. Fix: apply with the CAS revision of the write.
+// Found here first: the lifecycle handler put the new authority into the
+// in-process view without its KV revision, so a late watch delivery of the
+// previous record could overwrite it for a few milliseconds; the view now
+// orders local writes by their CAS revision.
 func TestOlderRevisionRefusedOnceAttachApplied(t *testing.T) {
-	if !knownBugs() {
-		t.Skip("KNOWN BUG: the authority view can regress to the previous binding for a moment after an attach (pkg/bus/lifecycle.go view.apply with revision 0); run with LANGBOT_KNOWN_BUGS=1")
-	}
 	srv := bustest.NewServer(t)
 	s := newStack(t, srv.Conn(t))
 	s.startAll(func() *nats.Conn { return srv.Conn(t) })
@@ -57,6 +49,7 @@ func TestOlderRevisionRefusedOnceAttachApplied(t *testing.T) {
 			in.b[p] = nb
 			if !isCode(err, 403) {
 				served[p]++
+				t.Logf("%s round %d: older revision got %v", p, i, err)
 			}
 		}
 	}

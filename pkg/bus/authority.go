@@ -81,6 +81,10 @@ type Decision struct {
 	Next    Authority // valid when Outcome == Write
 	// Purge reports that Next is the tombstone and the scope's data must go.
 	Purge bool
+	// Revision is the KV revision Next was stored at (set by
+	// AuthorityStore.Apply), so the in-process view can order it against
+	// the watch's late deliveries.
+	Revision uint64
 }
 
 func isRemoval(reason string) bool {
@@ -215,7 +219,8 @@ func decodeAuthority(b []byte) (*Authority, error) {
 // change (nil if none) and the decision; when the decision is Write, Next
 // holds the stored (sealed) record.
 func (s *AuthorityStore) Apply(ctx context.Context, sc binding.Scope, in Input) (prev *Authority, d Decision, err error) {
-	_, _, err = casUpdate(ctx, s.kv, AuthorityKey(sc), func(cur []byte, exists bool) ([]byte, error) {
+	var rev uint64
+	rev, _, err = casUpdate(ctx, s.kv, AuthorityKey(sc), func(cur []byte, exists bool) ([]byte, error) {
 		prev = nil
 		if exists {
 			a, err := decodeAuthority(cur)
@@ -244,6 +249,9 @@ func (s *AuthorityStore) Apply(ctx context.Context, sc binding.Scope, in Input) 
 		d.Next.Config = sealed
 		return json.Marshal(d.Next)
 	})
+	if err == nil && d.Outcome == Write {
+		d.Revision = rev
+	}
 	return prev, d, err
 }
 

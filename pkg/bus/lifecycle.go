@@ -195,8 +195,9 @@ func (r *Runner) handleLifecycle(m jetstream.Msg) {
 		purge = true
 	}
 	if d.Outcome == Write {
-		// in-flight invocations on this replica see the change at once
-		r.view.apply(sc, d.Next, 0)
+		// in-flight invocations on this replica see the change at once; the
+		// revision keeps a late watch delivery of an older record out
+		r.view.apply(sc, d.Next, d.Revision)
 	}
 	if purge {
 		if err := r.purgeScope(ctx, sc); err != nil {

@@ -652,6 +652,9 @@ func (r *Runner) admit(ctx context.Context, inv *Invocation) (<-chan error, erro
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
 			prev, dec, err := r.store.Apply(wctx, inv.Scope, Input{Kind: InputInvocation, Binding: inv.Binding, Config: inv.Config})
+			if err == nil && dec.Outcome == Write {
+				r.view.apply(inv.Scope, dec.Next, dec.Revision)
+			}
 			if err == nil && dec.Outcome == Write && r.cfg.OnTransition != nil {
 				if terr := r.cfg.OnTransition(wctx, inv.Scope, prev, dec.Next); terr != nil {
 					r.log.ErrorContext(wctx, "authority transition hook failed", "scope", inv.Scope.String(), "err", terr)
@@ -701,7 +704,7 @@ func (r *Runner) markStale(ctx context.Context, sc binding.Scope, b binding.Bind
 		return
 	}
 	if d.Outcome == Write {
-		r.view.apply(sc, d.Next, 0)
+		r.view.apply(sc, d.Next, d.Revision)
 		if r.cfg.OnTransition != nil {
 			if err := r.cfg.OnTransition(ctx, sc, prev, d.Next); err != nil {
 				r.log.ErrorContext(ctx, "authority transition hook failed", "scope", sc.String(), "err", err)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 )
@@ -144,6 +145,10 @@ func readParams(w http.ResponseWriter, r *http.Request, endpoint string) (json.R
 	if body[0] != '{' || !json.Valid(body) {
 		return nil, http.StatusBadRequest, "the body must be a JSON object"
 	}
+	// encoding/json would store invalid UTF-8 as U+FFFD, silently
+	if !utf8.Valid(body) {
+		return nil, http.StatusBadRequest, "the body is not valid UTF-8"
+	}
 	return body, 0, ""
 }
 
@@ -161,6 +166,9 @@ func readMultipart(r *http.Request, limit int64) (json.RawMessage, int, string) 
 	m := map[string]string{}
 	for _, k := range []string{"sid", "idempotency_key", "text", "file_name", "image_base64", "file_base64"} {
 		if v := r.MultipartForm.Value[k]; len(v) > 0 {
+			if !utf8.ValidString(v[0]) {
+				return nil, http.StatusBadRequest, "a form field is not valid UTF-8"
+			}
 			m[k] = v[0]
 		}
 	}
