@@ -422,7 +422,16 @@ func (s *stack) countEffects(t *testing.T, plugin string, ins []*install, keys [
 			}
 		case takeover.Plugin:
 			var page takeover.MessagePage
-			if err := s.page(in, s.newID(), "GET", "/messages", map[string]any{"sid": in.sid("u1"), "limit": 200}, &page); err != nil {
+			// right after a leader election the read may get 503 for a moment
+			var err error
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				err = s.page(in, s.newID(), "GET", "/messages", map[string]any{"sid": in.sid("u1"), "limit": 200}, &page)
+				if err == nil || !isCode(err, 503) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			for _, e := range page.Messages {
