@@ -66,10 +66,12 @@ func FuzzParseUsername(f *testing.F) {
 			return
 		}
 		// spec 3.2 only trims, strips '@' and bounds the length; the
-		// caller path-escapes (TestUserPathEscape). Note: "@ x" gives " x"
-		// and "@ @" gives " @" (the trim runs before the '@' is stripped,
-		// so the result is not a fixed point); both kept as seeds.
-		if u == "" || strings.HasPrefix(u, "@") || utf8.RuneCountInString(u) > githubkit.MaxUsernameRunes {
+		// caller path-escapes (TestUserPathEscape). The result is a fixed
+		// point ("@ x" gives "x", "@ @" nothing).
+		if u == "" || strings.HasPrefix(u, "@") || u != strings.TrimSpace(u) || utf8.RuneCountInString(u) > githubkit.MaxUsernameRunes {
+			t.Fatalf("%q accepted as %q", s, u)
+		}
+		if again, ok := githubkit.ParseUsername(u); !ok || again != u {
 			t.Fatalf("%q accepted as %q", s, u)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
@@ -110,7 +111,8 @@ func ParseIssueNumber(s string) (int, bool) {
 // ParseUsername trims, strips leading '@' and checks the length (spec §3.2).
 // The caller path-escapes the result.
 func ParseUsername(s string) (string, bool) {
-	s = strings.TrimLeft(strings.TrimSpace(s), "@")
+	// strip leading "@"s and spaces in any mix ("@ octocat"), then the tail
+	s = strings.TrimSpace(strings.TrimLeftFunc(s, func(r rune) bool { return r == '@' || unicode.IsSpace(r) }))
 	if s == "" || utf8.RuneCountInString(s) > MaxUsernameRunes {
 		return "", false
 	}

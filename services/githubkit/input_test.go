@@ -97,7 +97,7 @@ func TestParseUsername(t *testing.T) {
 		ok       bool
 	}{
 		{"@octocat", "octocat", true}, {" octocat ", "octocat", true}, {"a/b", "a/b", true},
-		{"@@x", "x", true}, {"", "", false}, {"@", "", false}, {strings.Repeat("é", 100), strings.Repeat("é", 100), true},
+		{"@@x", "x", true}, {"@ octocat", "octocat", true}, {"@ @", "", false}, {"", "", false}, {"@", "", false}, {strings.Repeat("é", 100), strings.Repeat("é", 100), true},
 		{strings.Repeat("é", 101), "", false},
 	}
 	for _, tc := range tests {
