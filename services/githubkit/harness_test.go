@@ -105,37 +105,7 @@ func (b *lockedBuffer) String() string {
 // metric returns the value of a counter or gauge with the given labels.
 func (h *harness) metric(name string, labels map[string]string) float64 {
 	h.t.Helper()
-	mfs, err := h.reg.Gather()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	total := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for k, v := range labels {
-				found := false
-				for _, lp := range m.GetLabel() {
-					if lp.GetName() == k && lp.GetValue() == v {
-						found = true
-					}
-				}
-				if !found {
-					continue next
-				}
-			}
-			if m.Counter != nil {
-				total += m.Counter.GetValue()
-			}
-			if m.Gauge != nil {
-				total += m.Gauge.GetValue()
-			}
-		}
-	}
-	return total
+	return bustest.Metric(h.t, h.reg, name, labels)
 }
 
 func newHarness(t *testing.T) *harness {

@@ -304,34 +304,7 @@ func (h *harness) metric(name string, labels map[string]string) float64 {
 	h.t.Helper()
 	var sum float64
 	for _, reg := range h.regs {
-		mfs, err := reg.Gather()
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() != name {
-				continue
-			}
-		next:
-			for _, m := range mf.GetMetric() {
-				for k, v := range labels {
-					found := false
-					for _, lp := range m.GetLabel() {
-						if lp.GetName() == k && lp.GetValue() == v {
-							found = true
-						}
-					}
-					if !found {
-						continue next
-					}
-				}
-				if c := m.GetCounter(); c != nil {
-					sum += c.GetValue()
-				} else if g := m.GetGauge(); g != nil {
-					sum += g.GetValue()
-				}
-			}
-		}
+		sum += bustest.Metric(h.t, reg, name, labels)
 	}
 	return sum
 }
