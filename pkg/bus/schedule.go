@@ -26,6 +26,7 @@ type StreamSpec struct {
 	Duplicates        time.Duration // duplicate window for Nats-Msg-Id
 	AllowDirect       bool
 	AllowRollup       bool
+	AtomicPublish     bool // AllowAtomicPublish: the stream takes atomic batches (see Batcher)
 	Memory            bool
 }
 
@@ -33,18 +34,19 @@ type StreamSpec struct {
 // retention and discard old.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec) (jetstream.Stream, error) {
 	cfg := jetstream.StreamConfig{
-		Name:              spec.Name,
-		Subjects:          spec.Subjects,
-		Storage:           jetstream.FileStorage,
-		Retention:         jetstream.LimitsPolicy,
-		Discard:           jetstream.DiscardOld,
-		Replicas:          max(spec.Replicas, 1),
-		MaxMsgsPerSubject: spec.MaxMsgsPerSubject,
-		MaxAge:            spec.MaxAge,
-		Duplicates:        spec.Duplicates,
-		AllowDirect:       spec.AllowDirect,
-		AllowRollup:       spec.AllowRollup || spec.Schedules,
-		AllowMsgSchedules: spec.Schedules,
+		Name:               spec.Name,
+		Subjects:           spec.Subjects,
+		Storage:            jetstream.FileStorage,
+		Retention:          jetstream.LimitsPolicy,
+		Discard:            jetstream.DiscardOld,
+		Replicas:           max(spec.Replicas, 1),
+		MaxMsgsPerSubject:  spec.MaxMsgsPerSubject,
+		MaxAge:             spec.MaxAge,
+		Duplicates:         spec.Duplicates,
+		AllowDirect:        spec.AllowDirect,
+		AllowRollup:        spec.AllowRollup || spec.Schedules,
+		AllowMsgSchedules:  spec.Schedules,
+		AllowAtomicPublish: spec.AtomicPublish,
 	}
 	if spec.Memory {
 		cfg.Storage = jetstream.MemoryStorage

@@ -1,12 +1,12 @@
 package takeover_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,29 +46,41 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 	sc, _ := bnd.Scope()
 	subject := bus.Subjects{}.Invocation(takeover.Plugin, bus.EndpointEvent, sc)
 	const sessions = 1000
-	bodies := make([][]byte, sessions)
-	for i := range sessions {
-		text := "hello there, a normal message"
-		if i%10 == 0 {
-			text = "I need a human"
-		}
-		body, _ := json.Marshal(&bus.Request{Binding: bnd, Config: json.RawMessage(cfg), Event: &bus.Event{
+	body := func(i int, text string) []byte {
+		b, _ := json.Marshal(&bus.Request{Binding: bnd, Config: json.RawMessage(cfg), Event: &bus.Event{
 			Name: takeover.EventPersonMessage, BotUUID: "bench-bot",
 			Data: msgData("person", 100000+i, 100000+i, plain(text)),
 		}})
-		bodies[i] = body
+		return b
+	}
+	normal, trigger := make([][]byte, sessions), make([][]byte, sessions)
+	for i := range sessions {
+		normal[i], trigger[i] = body(i, "hello there, a normal message"), body(i, "I need a human")
 	}
 	cli := h.srv.Conn(b)
-	send := func(i int) (time.Duration, error) {
-		msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: bodies[i%sessions]}
+	// Event i goes to session i % sessions. Every 100th event carries the
+	// trigger word (it lands on a session taken over in the warm-up and
+	// extends its takeover); the rest are plain chat.
+	request := func(data []byte) (time.Duration, error) {
+		msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: data}
 		msg.Header.Set(bus.HeaderInvocationID, bus.NewInvocationID())
 		start := time.Now()
 		_, err := cli.RequestMsg(msg, 10*time.Second)
 		return time.Since(start), err
 	}
+	send := func(i int) (time.Duration, error) {
+		if i%100 == 0 {
+			return request(trigger[i%sessions])
+		}
+		return request(normal[i%sessions])
+	}
 	// warm up: every session exists, the 10 % are taken over
 	for i := range sessions {
-		if _, err := send(i); err != nil {
+		data := normal[i]
+		if i%10 == 0 {
+			data = trigger[i]
+		}
+		if _, err := request(data); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -80,17 +92,20 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 		dmu.Lock()
 		decisions = decisions[:0]
 		dmu.Unlock()
+		cpu0 := processCPU()
 		lat, errs := openLoop(rate, time.Duration(secs)*time.Second, send)
+		cores := (processCPU() - cpu0).Seconds() / float64(secs)
 		dmu.Lock()
 		dp50, dp99 := bustest.Percentile(decisions, 50), bustest.Percentile(decisions, 99)
 		dmu.Unlock()
 		rp50, rp99 := bustest.Percentile(lat, 50), bustest.Percentile(lat, 99)
-		b.Logf("rate %d/s: %d events, %d errors; decision p50 %v p99 %v; reply p50 %v p99 %v",
-			rate, len(lat), errs, dp50, dp99, rp50, rp99)
+		b.Logf("rate %d/s: %d events, %d errors; decision p50 %v p99 %v; reply p50 %v p99 %v; %.2f cores",
+			rate, len(lat), errs, dp50, dp99, rp50, rp99, cores)
 		us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 		b.ReportMetric(us(dp99), fmt.Sprintf("decision-p99-us@%d", rate))
 		b.ReportMetric(us(rp50), fmt.Sprintf("reply-p50-us@%d", rate))
 		b.ReportMetric(us(rp99), fmt.Sprintf("reply-p99-us@%d", rate))
+		b.ReportMetric(cores, fmt.Sprintf("cpu-cores@%d", rate))
 		if errs == 0 && rp99 < 20*time.Millisecond {
 			best = rate
 		}
@@ -119,6 +134,7 @@ func openLoop(rate int, d time.Duration, send func(i int) (time.Duration, error)
 			l, err := send(i)
 			mu.Lock()
 			defer mu.Unlock()
+
 			if err != nil {
 				errs++
 				return
@@ -127,6 +143,15 @@ func openLoop(rate int, d time.Duration, send func(i int) (time.Duration, error)
 		}()
 	}
 	wg.Wait()
-	_ = context.Background()
 	return lat, errs
+}
+
+// processCPU is the CPU time this process (service, NATS server and
+// client together) has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -8,3 +8,10 @@ func ViewTakenOver(s *Service, sc binding.Scope, sid string) (takenOver, known b
 	e, ok := s.view.lookup(sessionKey(sc, sid))
 	return ok && e.takenOver(s.nowMS()), ok
 }
+
+// ViewRevision returns the record revision the session view holds for a
+// session, and whether the view is live.
+func ViewRevision(s *Service, sc binding.Scope, sid string) (rev uint64, live bool) {
+	e, _ := s.view.lookup(sessionKey(sc, sid))
+	return e.rev, s.view.live()
+}

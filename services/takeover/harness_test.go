@@ -337,9 +337,16 @@ func (h *harness) putRecord(b binding.Binding, sid string, r *takeover.Record) {
 	sc, _ := b.Scope()
 	key, _ := bus.Key(sc, "session", sid)
 	v, _ := json.Marshal(r)
-	if _, err := kv.Put(context.Background(), key, v); err != nil {
+	rev, err := kv.Put(context.Background(), key, v)
+	if err != nil {
 		h.t.Fatal(err)
 	}
+	// as another replica's write would be, it is seen by a live view
+	// before the next event (the recording reads the record from there)
+	waitFor(h.t, "the view to see the record", func() bool {
+		seen, live := takeover.ViewRevision(h.svc, sc, sid)
+		return !live || seen >= rev
+	})
 }
 
 var _ = strings.Contains

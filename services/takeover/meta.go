@@ -3,6 +3,7 @@ package takeover
 import (
 	"context"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
@@ -61,31 +62,37 @@ func (d *metaDelta) apply(r *Record) {
 
 // pendingMeta is one session's unwritten delta.
 type pendingMeta struct {
-	sc      binding.Scope
-	sid     string
-	bot     string
-	set     Settings
-	delta   metaDelta
-	due     time.Time
-	writing bool
+	sc    binding.Scope
+	sid   string
+	bot   string
+	set   Settings
+	delta metaDelta
+	due   time.Time
 }
 
 // metaWriter coalesces metadata deltas: at most one CAS per session per
-// metaInterval per replica. A goroutine it owns writes due deltas.
+// metaInterval per replica, and at most rate CAS per second in all. A
+// goroutine it owns writes due deltas, the longest due first.
 type metaWriter struct {
 	s       *Service
 	mu      sync.Mutex
 	pending map[string]*pendingMeta
 	last    map[string]time.Time // last write per session key
-	kick    chan struct{}
 	stopc   chan struct{}
 	wg      sync.WaitGroup
 	sem     chan struct{}
+
+	// a token bucket of writes, filled at rate per second up to burst;
+	// used only by the loop goroutine
+	rate, burst, tokens float64
+	filled              time.Time
 }
 
-func newMetaWriter(s *Service) *metaWriter {
+func newMetaWriter(s *Service, rate int) *metaWriter {
+	r := float64(max(rate, 1))
 	return &metaWriter{s: s, pending: map[string]*pendingMeta{}, last: map[string]time.Time{},
-		kick: make(chan struct{}, 1), stopc: make(chan struct{}), sem: make(chan struct{}, 32)}
+		stopc: make(chan struct{}), sem: make(chan struct{}, 32),
+		rate: r, burst: max(r/10, 1), tokens: max(r/10, 1), filled: time.Now()}
 }
 
 func (w *metaWriter) start() {
@@ -115,10 +122,6 @@ func (w *metaWriter) add(sc binding.Scope, sid, bot string, set Settings, d meta
 	p.delta.merge(d)
 	p.set = set
 	w.mu.Unlock()
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
 }
 
 func (w *metaWriter) loop() {
@@ -135,28 +138,40 @@ func (w *metaWriter) loop() {
 			}
 			return
 		case <-t.C:
-		case <-w.kick:
 		}
 		w.flush(false)
 	}
 }
 
-// flush starts the write of every due delta (all of them with force).
+// flush starts the writes of due deltas, as many as the budget allows,
+// the longest due first (all of them with force).
 func (w *metaWriter) flush(force bool) {
 	now := time.Now()
+	w.tokens = min(w.tokens+now.Sub(w.filled).Seconds()*w.rate, w.burst)
+	w.filled = now
 	w.mu.Lock()
 	var due []*pendingMeta
-	for key, p := range w.pending {
-		if p.writing || (!force && now.Before(p.due)) {
-			continue
+	for _, p := range w.pending {
+		if force || !now.Before(p.due) {
+			due = append(due, p)
 		}
+	}
+	if n := int(w.tokens); !force && len(due) > n {
+		slices.SortFunc(due, func(a, b *pendingMeta) int { return a.due.Compare(b.due) })
+		due = due[:n]
+	}
+	if !force {
+		w.tokens -= float64(len(due))
+	}
+	for _, p := range due {
+		key := sessionKey(p.sc, p.sid)
 		delete(w.pending, key)
 		w.last[key] = now
-		due = append(due, p)
 	}
 	if len(w.last) > 100000 {
 		clear(w.last)
 	}
+	w.s.metrics.metaPending.Set(float64(len(w.pending)))
 	w.mu.Unlock()
 	for _, p := range due {
 		w.sem <- struct{}{}

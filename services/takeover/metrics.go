@@ -13,6 +13,7 @@ type metrics struct {
 	recordDropped   *prometheus.CounterVec
 	identityRefused prometheus.Counter
 	noticeFailed    prometheus.Counter
+	metaPending     prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
@@ -36,6 +37,9 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 		noticeFailed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "takeover_notice_failed_total", Help: "User notices dropped after their retries.",
 		}),
+		metaPending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "takeover_meta_pending", Help: "Sessions whose coalesced list metadata waits to be written.",
+		}),
 	}
 	stale := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "takeover_view_stale", Help: "1 while the session view is stale.",
@@ -48,7 +52,7 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 	active := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "takeover_sessions_active", Help: "Sessions taken over, as this replica's view sees them.",
 	}, func() float64 { return float64(s.view.activeCount(s.nowMS())) })
-	for _, c := range []prometheus.Collector{m.decisions, m.decisionSeconds, m.unkeyed, m.recordDropped, m.identityRefused, m.noticeFailed, stale, active} {
+	for _, c := range []prometheus.Collector{m.decisions, m.decisionSeconds, m.unkeyed, m.recordDropped, m.identityRefused, m.noticeFailed, m.metaPending, stale, active} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

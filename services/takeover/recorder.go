@@ -158,7 +158,7 @@ func (s *Service) record(j *recordJob) {
 		parts, truncated, atTargets = c.Parts, c.Truncated, c.AtTargets
 	}
 	bi := s.bots.lookup(j.sc, j.b, j.bot)
-	cur, _, err := s.st.getRecord(ctx, j.sc, j.sid)
+	cur, err := s.recordHead(ctx, j)
 	if err != nil {
 		s.recordFailed(ctx, j, "storage", err)
 		return
@@ -261,6 +261,16 @@ func (s *Service) record(j *recordJob) {
 		return
 	}
 	s.view.applyRecord(j.sc, j.sid, rec, rev)
+	// The entry goes first and the reply with it; arming the expiry, the
+	// live events and the notice follow, so a trigger's reply waits for
+	// two durable writes, not four. The record already holds the deadline
+	// every decision reads.
+	var appendErr error
+	if keep {
+		e.Gen = rec.Gen
+		appendErr = s.storeEntry(ctx, j.sc, j.sid, e, parts)
+	}
+	j.release()
 	if j.hit {
 		s.publishLive(j.sc, Live{Type: LiveTrigger, SID: j.sid, Data: map[string]any{"sid": j.sid, "name": rec.Name, "word": j.word, "at": j.now}})
 	}
@@ -271,14 +281,31 @@ func (s *Service) record(j *recordJob) {
 		s.publishLive(j.sc, Live{Type: LiveSession, SID: j.sid, Data: s.summary(ctx, j.sc, j.b, j.sid, rec)})
 		return
 	}
-	e.Gen = rec.Gen
-	if err := s.storeEntry(ctx, j.sc, j.sid, e, parts); err != nil {
-		s.recordFailed(ctx, j, "append", err)
+	if appendErr != nil {
+		s.recordFailed(ctx, j, "append", appendErr)
 		return
 	}
-	j.release()
 	s.publishLive(j.sc, Live{Type: LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
 	s.maybeTrim(ctx, j.sc, j.sid, rec, j.set)
+}
+
+// recordHead returns the head of a session's record for a recording (nil
+// when there is none): from the view while it is live, so the hot path
+// reads no storage, else by a read. Whatever it returns, a write that
+// depends on the record (a new session, a trigger) re-reads it by CAS.
+func (s *Service) recordHead(ctx context.Context, j *recordJob) (*Record, error) {
+	if s.view.live() {
+		e, ok := s.view.lookup(j.key)
+		if !ok {
+			return nil, nil
+		}
+		if e.head != nil {
+			return e.head, nil
+		}
+		// deleted or unreadable: the read tells which
+	}
+	cur, _, err := s.st.getRecord(ctx, j.sc, j.sid)
+	return cur, err
 }
 
 // storeEntry writes an entry's blobs, then appends it (spec §5.3 rule 7).

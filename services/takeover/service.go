@@ -41,6 +41,14 @@ type Config struct {
 	// RecordBudget is how long an event reply waits for its recording;
 	// default 200 ms.
 	RecordBudget time.Duration
+	// MetaWriteRate bounds the coalesced metadata writes of a replica per
+	// second; default 200. Below it, a session's list metadata (preview,
+	// last message time, members, count) is written 500 ms after its
+	// message; above it, the writes wait their turn, oldest first, and
+	// merge meanwhile, so the metadata lags by sessions with news / rate
+	// seconds while the history appends keep the disk (docs/benchmarks.md).
+	// Unread, trigger and takeover changes never wait for it.
+	MetaWriteRate int
 	// MaxBody bounds an invocation body; default 32 MiB (an event carrying an
 	// 8 MiB inline image, a reply carrying two 10 MiB attachments).
 	MaxBody int
@@ -126,6 +134,9 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if cfg.RecordBudget <= 0 {
 		cfg.RecordBudget = 200 * time.Millisecond
 	}
+	if cfg.MetaWriteRate <= 0 {
+		cfg.MetaWriteRate = 200
+	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 32 << 20
 	}
@@ -195,7 +206,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	s.st = &store{js: js, subj: subj, fault: s.checkFault}
 	s.bots = newBotCache(s)
 	s.rec = newRecorder(s, cfg.RecordWorkers, cfg.RecordQueue)
-	s.meta = newMetaWriter(s)
+	s.meta = newMetaWriter(s, cfg.MetaWriteRate)
 	s.locks.seed = maphash.MakeSeed()
 	return s, nil
 }
@@ -250,6 +261,7 @@ func (s *Service) start(parent context.Context) error {
 		s.view.stop()
 		s.rec.stop()
 		s.meta.stop()
+		s.st.close()
 		return err
 	}
 	// reply idempotency records live in the runner's dedupe bucket (24 h TTL)
@@ -264,6 +276,7 @@ func (s *Service) start(parent context.Context) error {
 		s.view.stop()
 		s.rec.stop()
 		s.meta.stop()
+		s.st.close()
 		return err
 	}
 	close(s.ready)
@@ -283,6 +296,7 @@ func (s *Service) shutdown() error {
 	s.view.stop()
 	s.cancelRun()
 	s.wg.Wait()
+	s.st.close()
 	return err
 }
 

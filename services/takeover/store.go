@@ -43,6 +43,7 @@ type store struct {
 	kv     *bus.KV
 	dedupe *bus.KV
 	hist   jetstream.Stream
+	batch  *bus.Batcher // group-commits history appends; nil until ensure
 	timers jetstream.Stream
 	blobs  jetstream.ObjectStore
 	// fault, when set (tests only), is consulted before each storage call;
@@ -71,10 +72,12 @@ func (st *store) ensure(ctx context.Context, replicas int) error {
 		MaxMsgsPerSubject: historyPerSubject,
 		Duplicates:        2 * time.Minute,
 		AllowDirect:       true,
+		AtomicPublish:     true,
 	})
 	if err != nil {
 		return err
 	}
+	st.batch = bus.NewBatcher(st.js.Conn(), st.js, bus.BatcherConfig{Atomic: st.hist.CachedInfo().Config.AllowAtomicPublish})
 	st.timers, err = bus.EnsureStream(ctx, st.js, bus.StreamSpec{
 		Name:              TimerStream,
 		Subjects:          []string{st.subj.InternalAll(Plugin, bus.KindTimer), st.subj.InternalAll(Plugin, bus.KindExpire)},
@@ -201,11 +204,19 @@ func (st *store) appendEntryWith(ctx context.Context, sc binding.Scope, sid stri
 	}
 	msg := &nats.Msg{Subject: st.historySubject(sc, sid), Header: nats.Header{}, Data: b}
 	bus.Inject(ctx, msg.Header)
-	var opts []jetstream.PublishOpt
-	if msgID {
-		opts = append(opts, jetstream.WithMsgID(e.ID))
+	var seq uint64
+	if msgID && st.batch != nil {
+		seq, err = st.batch.Publish(ctx, msg, e.ID)
+	} else {
+		var opts []jetstream.PublishOpt
+		if msgID {
+			opts = append(opts, jetstream.WithMsgID(e.ID))
+		}
+		var ack *jetstream.PubAck
+		if ack, err = st.js.PublishMsg(ctx, msg, opts...); err == nil {
+			seq = ack.Sequence
+		}
 	}
-	ack, err := st.js.PublishMsg(ctx, msg, opts...)
 	if err == nil {
 		// test seam: the append was stored but its acknowledgement is lost
 		err = st.check("history.append.ack", sc)
@@ -213,7 +224,14 @@ func (st *store) appendEntryWith(ctx context.Context, sc binding.Scope, sid stri
 	if err != nil {
 		return 0, fmt.Errorf("takeover: append: %w", err)
 	}
-	return ack.Sequence, nil
+	return seq, nil
+}
+
+// close stops the history batcher once its appends are written.
+func (st *store) close() {
+	if st.batch != nil {
+		st.batch.Close()
+	}
 }
 
 // storedEntry is an entry with its stream sequence.

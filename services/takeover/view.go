@@ -2,7 +2,6 @@ package takeover
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -31,14 +30,21 @@ const (
 	directReadWait = 250 * time.Millisecond
 )
 
-// viewEntry is what the view keeps per session key.
+// viewEntry is what the view keeps per session key: the revision, and the
+// head of the record (nil when deleted or unreadable).
 type viewEntry struct {
-	rev       uint64
-	active    bool
-	expiresAt int64
+	rev  uint64
+	head *Record
 }
 
-func (e viewEntry) takenOver(now int64) bool { return e.active && now < e.expiresAt }
+func (e viewEntry) takenOver(now int64) bool { return e.head != nil && e.head.Takeover.TakenOver(now) }
+
+// headOf returns the part of a record that deciding and recording read:
+// identity, generation, unread and takeover, without the list metadata.
+func headOf(r *Record) *Record {
+	return &Record{V: r.V, Gen: r.Gen, SessionKey: r.SessionKey, Type: r.Type, TargetID: r.TargetID,
+		BotUUID: r.BotUUID, Adapter: r.Adapter, Legacy: r.Legacy, Unread: r.Unread, Takeover: r.Takeover}
+}
 
 // sessionView is the in-process view of every session's takeover state,
 // fed by an ordered consumer on the bucket's stream (spec §3.2 "The view").
@@ -118,15 +124,12 @@ func (v *sessionView) handle(m jetstream.Msg) {
 	if op == "DEL" || op == "PURGE" {
 		v.remove(key, meta.Sequence.Stream)
 	} else {
-		var r struct {
-			Takeover struct {
-				Active    bool  `json:"active"`
-				ExpiresAt int64 `json:"expires_at"`
-			} `json:"takeover"`
-		}
+		e := viewEntry{rev: meta.Sequence.Stream}
 		// an unreadable record holds no takeover
-		_ = json.Unmarshal(m.Data(), &r)
-		v.apply(key, viewEntry{rev: meta.Sequence.Stream, active: r.Takeover.Active, expiresAt: r.Takeover.ExpiresAt})
+		if r, err := DecodeRecord(m.Data()); err == nil {
+			e.head = headOf(r)
+		}
+		v.apply(key, e)
 	}
 	if meta.NumPending == 0 {
 		v.initialized.Store(true)
@@ -170,7 +173,7 @@ func (v *sessionView) applyRecord(sc binding.Scope, sid string, r *Record, rev u
 	if r == nil || rev == 0 {
 		return
 	}
-	v.apply(sessionKey(sc, sid), viewEntry{rev: rev, active: r.Takeover.Active, expiresAt: r.Takeover.ExpiresAt})
+	v.apply(sessionKey(sc, sid), viewEntry{rev: rev, head: headOf(r)})
 }
 
 // dropScope forgets every entry of a tombstoned scope and ignores its later
