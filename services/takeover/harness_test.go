@@ -37,12 +37,15 @@ type harness struct {
 	offset atomic.Int64 // clock offset, ns
 	regs   []*prometheus.Registry
 	stop   func()
+	opts   []func(*takeover.Config)
 }
 
-func newHarness(t testing.TB) *harness {
+// newHarness starts a server and one replica; opts adjust the replicas'
+// configuration.
+func newHarness(t testing.TB, opts ...func(*takeover.Config)) *harness {
 	t.Helper()
 	srv := bustest.NewServer(t)
-	h := &harness{t: t, srv: srv}
+	h := &harness{t: t, srv: srv, opts: opts}
 	h.nc = srv.Conn(t)
 	h.js = srv.JetStream(t)
 	h.host = bustest.NewHost(t, srv.Conn(t), bus.Subjects{})
@@ -56,11 +59,15 @@ func (h *harness) startReplica(nc *nats.Conn) *takeover.Service {
 	h.t.Helper()
 	reg := prometheus.NewRegistry()
 	h.regs = append(h.regs, reg)
-	svc, err := takeover.New(takeover.Config{
+	cfg := takeover.Config{
 		MinTakeoverTimeout: time.Second,
 		NoticeRetry:        []time.Duration{50 * time.Millisecond},
 		HostTimeout:        time.Second,
-	}, takeover.Deps{Conn: nc, Clock: h.now, Registerer: reg, Logger: testLogger()})
+	}
+	for _, o := range h.opts {
+		o(&cfg)
+	}
+	svc, err := takeover.New(cfg, takeover.Deps{Conn: nc, Clock: h.now, Registerer: reg, Logger: testLogger()})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
@@ -123,7 +125,19 @@ func TestOneActionOneWritePerStore(t *testing.T) {
 	kvBefore, _ := kvs.Info(context.Background())
 	histBefore, _ := hist.Info(context.Background())
 	otherRec := h.record(b, sidOf("bot-a", "person", 2))
+	// with the view live, recording into a known session reads nothing
+	var reads atomic.Int64
+	takeover.SetFault(h.svc, func(op string, _ binding.Scope) error {
+		if op == "kv.get" {
+			reads.Add(1)
+		}
+		return nil
+	})
 	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("second")))
+	takeover.SetFault(h.svc, nil)
+	if n := reads.Load(); n != 0 {
+		t.Fatalf("%d record reads to record one message", n)
+	}
 	kvAfter, _ := kvs.Info(context.Background())
 	histAfter, _ := hist.Info(context.Background())
 	if d := kvAfter.State.LastSeq - kvBefore.State.LastSeq; d > 1 {
