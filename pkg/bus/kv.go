@@ -2,11 +2,15 @@ package bus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
@@ -29,11 +33,13 @@ const defaultKVTimeout = 5 * time.Second
 // KV is a plugin bucket reached only through a Scope: every key it reads or
 // writes starts with the scope, so no call can touch another installation.
 type KV struct {
+	nc *nats.Conn
 	kv jetstream.KeyValue
 }
 
-// NewKV wraps a bucket.
-func NewKV(kv jetstream.KeyValue) *KV { return &KV{kv: kv} }
+// NewKV wraps a bucket; nc is the connection its JetStream context uses
+// (List reads the bucket's stream through it).
+func NewKV(nc *nats.Conn, kv jetstream.KeyValue) *KV { return &KV{nc: nc, kv: kv} }
 
 // Bucket returns the underlying bucket, for watches that need the raw
 // stream (a service's own view of its records).
@@ -229,6 +235,117 @@ func (k *KV) Keys(ctx context.Context, sc binding.Scope, kind string) ([]string,
 		out = append(out, key[len(prefix)+1:])
 	}
 	return out, ctx.Err()
+}
+
+// Listed is one key's current value as List read it.
+type Listed struct {
+	ID       string // the key's ids joined by ".", as Keys returns them
+	Value    []byte
+	Revision uint64
+}
+
+// listMax is what one batched direct get returns at most (the server's
+// limit for multi_last requests).
+const listMax = 1024
+
+// List reads the current value of every key under <scope>.<kind>. in one
+// request: a batched direct get of the last message of each key, answered
+// as one consistent snapshot (nats-server 2.11+). A scope with more keys
+// than one request returns is read key by key. Order is unspecified.
+func (k *KV) List(ctx context.Context, sc binding.Scope, kind string) ([]Listed, error) {
+	prefix, err := Key(sc, kind)
+	if err != nil {
+		return nil, err
+	}
+	ctx, end := k.span(ctx, "list", sc, kind)
+	ctx, cancel := withDefault(ctx)
+	defer cancel()
+	out, err := k.listDirect(ctx, prefix)
+	if errors.Is(err, errTooManyKeys) {
+		out, err = k.listEach(ctx, sc, kind)
+	}
+	end(err)
+	return out, err
+}
+
+var errTooManyKeys = errors.New("bus: more keys than one batched read returns")
+
+func (k *KV) listDirect(ctx context.Context, prefix string) ([]Listed, error) {
+	bucket := k.kv.Bucket()
+	subjPrefix := KVSubject(bucket, prefix+".")
+	req, err := json.Marshal(struct {
+		MultiLast []string `json:"multi_last"`
+	}{[]string{subjPrefix + ">"}})
+	if err != nil {
+		return nil, err
+	}
+	inbox := k.nc.NewInbox()
+	sub, err := k.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	if err := k.nc.PublishRequest(directGetSubject(KVStream(bucket)), inbox, req); err != nil {
+		return nil, err
+	}
+	var out []Listed
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("bus: kv list: %w", err)
+		}
+		if len(m.Data) == 0 && m.Header.Get("Status") != "" {
+			switch status := m.Header.Get("Status"); status {
+			case "204": // end of batch
+				return out, nil
+			case "404": // no key
+				return nil, nil
+			case "413":
+				return nil, errTooManyKeys
+			default:
+				return nil, fmt.Errorf("bus: kv list: status %s %s", status, m.Header.Get("Description"))
+			}
+		}
+		switch m.Header.Get("KV-Operation") {
+		case "DEL", "PURGE":
+			continue
+		}
+		subject := m.Header.Get(jetstream.SubjectHeader)
+		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if !strings.HasPrefix(subject, subjPrefix) || err != nil {
+			return nil, fmt.Errorf("bus: kv list: unexpected message on %q", subject)
+		}
+		out = append(out, Listed{ID: subject[len(subjPrefix):], Value: m.Data, Revision: seq})
+		if len(out) > listMax {
+			return nil, errTooManyKeys
+		}
+	}
+}
+
+func (k *KV) listEach(ctx context.Context, sc binding.Scope, kind string) ([]Listed, error) {
+	prefix, err := Key(sc, kind)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := k.Keys(ctx, sc, kind)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Listed, 0, len(ids))
+	for _, id := range ids {
+		e, err := k.kv.Get(ctx, prefix+"."+id)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Listed{ID: id, Value: e.Value(), Revision: e.Revision()})
+	}
+	return out, nil
 }
 
 // PurgeScope purges every key of the scope except those of the kinds in

@@ -279,7 +279,7 @@ func (r *Runner) KV() *KV { return r.kv }
 
 // Dedupe returns the plugin's dedupe bucket (valid after Start), for a
 // service's own idempotency records (<scope>.<kind>.<hash>, DESIGN 4).
-func (r *Runner) Dedupe() *KV { return NewKV(r.dedupe) }
+func (r *Runner) Dedupe() *KV { return NewKV(r.nc, r.dedupe) }
 
 // Host returns the host-action client; a 403 binding_refused it receives
 // marks the scope's authority superseded.
@@ -331,7 +331,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.kv = NewKV(main)
+	r.kv = NewKV(r.nc, main)
 	r.store = NewAuthorityStore(main, r.keyring, r.cfg.SecretFields, r.now)
 	r.baseCtx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 

@@ -263,6 +263,10 @@ func Key(sc binding.Scope, kind string, ids ...string) (string, error) {
 // KVStream returns the name of the stream that holds a bucket, "KV_<bucket>".
 func KVStream(bucket string) string { return "KV_" + bucket }
 
+// directGetSubject is the JetStream API subject of a batched direct get on
+// a stream (a single-message get appends the subject).
+func directGetSubject(stream string) string { return "$JS.API.DIRECT.GET." + stream }
+
 // KVSubject returns the stream subject under which a bucket stores the keys
 // matching keyFilter, "$KV.<bucket>.<keyFilter>", for consumers that read
 // a bucket's stream directly (a view with its own heartbeat handling).

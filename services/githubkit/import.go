@@ -85,7 +85,7 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 		return nil, fmt.Errorf("%w: the installation has no authority or was removed", ErrImport)
 	}
 	st, _ := NormalizeSettings(a.Config, true)
-	kv := bus.NewKV(bucket)
+	kv := bus.NewKV(js.Conn(), bucket)
 	existing, err := listRecords(ctx, kv, o.Scope)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrImport, err)

@@ -49,24 +49,19 @@ func getRecord(ctx context.Context, kv *bus.KV, sc binding.Scope, key string) (*
 	return &storedRecord{Key: key, Rev: e.Revision(), Rec: r}, nil
 }
 
-// listRecords reads every repo record of a scope.
+// listRecords reads every repo record of a scope in one request.
 func listRecords(ctx context.Context, kv *bus.KV, sc binding.Scope) ([]*storedRecord, error) {
-	keys, err := kv.Keys(ctx, sc, KindRepo)
+	stored, err := kv.List(ctx, sc, KindRepo)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrNoKeysFound) {
-			return nil, nil
-		}
 		return nil, err
 	}
-	var out []*storedRecord
-	for _, k := range keys {
-		r, err := getRecord(ctx, kv, sc, k)
+	out := make([]*storedRecord, 0, len(stored))
+	for _, l := range stored {
+		r, err := decodeRecord(l.Value)
 		if err != nil {
 			return nil, err
 		}
-		if r != nil {
-			out = append(out, r)
-		}
+		out = append(out, &storedRecord{Key: l.ID, Rev: l.Revision, Rec: r})
 	}
 	return out, nil
 }

@@ -36,7 +36,7 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 	}
 	if existing != nil {
 		if existing.InvocationID == req.invID {
-			return id, nil
+			return s.ownRetry(ctx, sc, existing)
 		}
 		id = RandomID()
 	}
@@ -105,7 +105,7 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 	if _, err := s.casRecord(ctx, sc, rec, 0); err != nil {
 		if isConflict(err) {
 			if cur, _, lerr := s.loadRecord(ctx, sc, id); lerr == nil && cur != nil && cur.InvocationID == req.invID {
-				return id, nil
+				return s.ownRetry(ctx, sc, cur)
 			}
 		}
 		_ = s.dropIndexEntry(context.WithoutCancel(ctx), sc, id)
@@ -127,6 +127,20 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 	s.metrics.created.WithLabelValues(kind).Inc()
 	s.log.InfoContext(ctx, "reminder created", "scope", sc.String(), "id", id, "kind", kind, "via", req.via)
 	return id, nil
+}
+
+// ownRetry answers a retried invocation that finds its own reminder. An
+// earlier attempt may have stored the record and then failed both to arm
+// it and to undo it (JetStream unavailable), so a scheduled reminder is
+// armed again; republishing replaces its schedule, and a second wake-up is
+// settled by the record like any other.
+func (s *Service) ownRetry(ctx context.Context, sc binding.Scope, r *Record) (string, error) {
+	if r.State == StateScheduled {
+		if err := s.arm(ctx, sc, r.ID, r.NextDue); err != nil {
+			return "", err
+		}
+	}
+	return r.ID, nil
 }
 
 // remove deletes a reminder of the session (spec 4.3 delete steps): the

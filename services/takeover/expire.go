@@ -102,14 +102,14 @@ func (s *Service) onTransition(ctx context.Context, sc binding.Scope, prev *bus.
 // resume releases every active session of the scope whose deadline passed
 // and re-arms the schedule of the others.
 func (s *Service) resume(ctx context.Context, sc binding.Scope, a *bus.Authority) error {
-	sids, err := s.st.kv.Keys(ctx, sc, keySession)
+	stored, err := s.st.listRecords(ctx, sc)
 	if err != nil {
-		return nil // no keys: nothing to resume
+		return err
 	}
 	var errs []error
-	for _, sid := range sids {
-		rec, _, err := s.st.getRecord(ctx, sc, sid)
-		if err != nil {
+	for _, l := range stored {
+		sid, rec := l.sid, l.rec
+		if rec == nil {
 			continue
 		}
 		switch ResumeAction(rec, s.nowMS()) {

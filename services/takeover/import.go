@@ -459,7 +459,7 @@ func openStore(ctx context.Context, js jetstream.JetStream, prefix string) (*sto
 	if err != nil {
 		return nil, fmt.Errorf("%w: the takeover bucket is not there (has the service run?): %w", ErrImport, err)
 	}
-	st.kv = bus.NewKV(kv)
+	st.kv = bus.NewKV(js.Conn(), kv)
 	if st.hist, err = js.Stream(ctx, HistoryStream); err != nil {
 		return nil, fmt.Errorf("%w: history stream: %w", ErrImport, err)
 	}

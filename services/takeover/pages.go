@@ -285,21 +285,16 @@ type SessionList struct {
 }
 
 func (s *Service) listSessions(ctx context.Context, c PageCall, req PageRequest) (SessionList, error) {
-	sids, err := s.st.kv.Keys(ctx, c.Scope, keySession)
-	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+	stored, err := s.st.listRecords(ctx, c.Scope)
+	if err != nil {
 		return SessionList{}, err
 	}
-	all := make([]Summary, 0, len(sids))
+	all := make([]Summary, 0, len(stored))
 	q := strings.ToLower(req.Query)
-	for _, sid := range sids {
-		rec, _, err := s.st.getRecord(ctx, c.Scope, sid)
-		switch {
-		case errors.Is(err, errCorrupt):
+	for _, l := range stored {
+		sid, rec := l.sid, l.rec
+		if rec == nil {
 			all = append(all, Summary{SID: sid, Error: ReasonUnreadable})
-			continue
-		case err != nil:
-			return SessionList{}, err
-		case rec == nil:
 			continue
 		}
 		if req.Type != TypeAll && rec.Type != req.Type {

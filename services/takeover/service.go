@@ -251,7 +251,7 @@ func (s *Service) start(parent context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.st.kv = bus.NewKV(mainKV)
+	s.st.kv = bus.NewKV(s.nc, mainKV)
 	if err := s.view.start(ctx, s.js, bus.Bucket(Plugin)); err != nil {
 		return err
 	}

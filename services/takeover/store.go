@@ -126,6 +126,32 @@ func (st *store) getRecord(ctx context.Context, sc binding.Scope, sid string) (*
 	return r, e.Revision(), nil
 }
 
+// listedRecord is a session record as listRecords read it; rec is nil when
+// the stored value is unreadable.
+type listedRecord struct {
+	sid string
+	rec *Record
+}
+
+// listRecords reads every session record of a scope in one request.
+func (st *store) listRecords(ctx context.Context, sc binding.Scope) ([]listedRecord, error) {
+	if err := st.check("kv.list", sc); err != nil {
+		return nil, err
+	}
+	stored, err := st.kv.List(ctx, sc, keySession)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]listedRecord, len(stored))
+	for i, l := range stored {
+		out[i].sid = l.ID
+		if r, err := DecodeRecord(l.Value); err == nil {
+			out[i].rec = r
+		}
+	}
+	return out, nil
+}
+
 // errNoChange lets an update function leave the record as it is.
 var errNoChange = bus.ErrNoChange
 
