@@ -8,10 +8,12 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
@@ -33,13 +35,16 @@ const defaultKVTimeout = 5 * time.Second
 // KV is a plugin bucket reached only through a Scope: every key it reads or
 // writes starts with the scope, so no call can touch another installation.
 type KV struct {
-	nc *nats.Conn
-	kv jetstream.KeyValue
+	nc   *nats.Conn
+	kv   jetstream.KeyValue
+	list *replyMux
 }
 
 // NewKV wraps a bucket; nc is the connection its JetStream context uses
 // (List reads the bucket's stream through it).
-func NewKV(nc *nats.Conn, kv jetstream.KeyValue) *KV { return &KV{nc: nc, kv: kv} }
+func NewKV(nc *nats.Conn, kv jetstream.KeyValue) *KV {
+	return &KV{nc: nc, kv: kv, list: &replyMux{nc: nc}}
+}
 
 // Bucket returns the underlying bucket, for watches that need the raw
 // stream (a service's own view of its records).
@@ -279,20 +284,21 @@ func (k *KV) listDirect(ctx context.Context, prefix string) ([]Listed, error) {
 	if err != nil {
 		return nil, err
 	}
-	inbox := k.nc.NewInbox()
-	sub, err := k.nc.SubscribeSync(inbox)
+	replies, reply, done, err := k.list.open(listMax + 2)
 	if err != nil {
 		return nil, err
 	}
-	defer sub.Unsubscribe()
-	if err := k.nc.PublishRequest(directGetSubject(KVStream(bucket)), inbox, req); err != nil {
+	defer done()
+	if err := k.nc.PublishRequest(directGetSubject(KVStream(bucket)), reply, req); err != nil {
 		return nil, err
 	}
 	var out []Listed
 	for {
-		m, err := sub.NextMsgWithContext(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("bus: kv list: %w", err)
+		var m *nats.Msg
+		select {
+		case m = <-replies:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("bus: kv list: %w", ctx.Err())
 		}
 		if len(m.Data) == 0 && m.Header.Get("Status") != "" {
 			switch status := m.Header.Get("Status"); status {
@@ -319,6 +325,52 @@ func (k *KV) listDirect(ctx context.Context, prefix string) ([]Listed, error) {
 		if len(out) > listMax {
 			return nil, errTooManyKeys
 		}
+	}
+}
+
+// replyMux receives the replies of many multi-message requests on one
+// wildcard subscription, as nats.go's request mux does for single replies,
+// so a request costs no subscription of its own.
+type replyMux struct {
+	nc     *nats.Conn
+	mu     sync.Mutex
+	prefix string // "<inbox>." once subscribed
+	calls  map[string]chan *nats.Msg
+}
+
+// open registers a call and returns its reply channel (buffered for n
+// messages), its reply subject, and the function that ends it.
+func (x *replyMux) open(n int) (<-chan *nats.Msg, string, func(), error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.prefix == "" {
+		prefix := x.nc.NewInbox() + "."
+		if _, err := x.nc.Subscribe(prefix+"*", x.deliver); err != nil {
+			return nil, "", nil, err
+		}
+		x.prefix, x.calls = prefix, map[string]chan *nats.Msg{}
+	}
+	token := nuid.Next()
+	ch := make(chan *nats.Msg, n)
+	x.calls[token] = ch
+	done := func() {
+		x.mu.Lock()
+		delete(x.calls, token)
+		x.mu.Unlock()
+	}
+	return ch, x.prefix + token, done, nil
+}
+
+func (x *replyMux) deliver(m *nats.Msg) {
+	x.mu.Lock()
+	ch := x.calls[m.Subject[len(x.prefix):]]
+	x.mu.Unlock()
+	if ch == nil {
+		return // the call ended
+	}
+	select {
+	case ch <- m:
+	default: // not reached: a call buffers a whole batch and its end
 	}
 }
 
