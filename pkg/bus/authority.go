@@ -385,6 +385,35 @@ func (v *AuthorityView) apply(sc binding.Scope, a Authority, rev uint64) {
 	}
 }
 
+// entry returns what the view holds for sc, with its revision.
+func (v *AuthorityView) entry(sc binding.Scope) (viewed, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	e, ok := v.m[sc]
+	return e, ok
+}
+
+// revert undoes an apply of a not yet stored authority (rev 0) whose
+// write failed, unless something has replaced it since: prev is what the
+// view held before (had false: nothing).
+func (v *AuthorityView) revert(sc binding.Scope, unstored Authority, prev viewed, had bool) {
+	v.mu.Lock()
+	cur, ok := v.m[sc]
+	if !ok || cur.rev != 0 || cur.a.Binding != unstored.Binding || cur.a.State != unstored.State {
+		v.mu.Unlock()
+		return
+	}
+	if had {
+		v.m[sc] = prev
+	} else {
+		delete(v.m, sc)
+	}
+	v.mu.Unlock()
+	if v.notify != nil && had && (prev.a.State != unstored.State || prev.a.Binding != unstored.Binding) {
+		v.notify(sc, prev.a)
+	}
+}
+
 func (v *AuthorityView) remove(sc binding.Scope) {
 	v.mu.Lock()
 	delete(v.m, sc)

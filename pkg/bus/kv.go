@@ -242,6 +242,11 @@ func (k *KV) Keys(ctx context.Context, sc binding.Scope, kind string) ([]string,
 	return out, ctx.Err()
 }
 
+// Close releases what List holds on the connection (one subscription);
+// a later List takes it again. Services close their KV handles when they
+// stop, so nothing of theirs outlives Run on a connection they were given.
+func (k *KV) Close() error { return k.list.close() }
+
 // Listed is one key's current value as List read it.
 type Listed struct {
 	ID       string // the key's ids joined by ".", as Keys returns them
@@ -334,8 +339,24 @@ func (k *KV) listDirect(ctx context.Context, prefix string) ([]Listed, error) {
 type replyMux struct {
 	nc     *nats.Conn
 	mu     sync.Mutex
-	prefix string // "<inbox>." once subscribed
+	sub    *nats.Subscription
+	prefix string // "<inbox>." while subscribed
 	calls  map[string]chan *nats.Msg
+}
+
+// close drops the subscription; calls still waiting end by their context.
+func (x *replyMux) close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.sub == nil {
+		return nil
+	}
+	err := x.sub.Unsubscribe()
+	x.sub, x.prefix, x.calls = nil, "", nil
+	if errors.Is(err, nats.ErrConnectionClosed) {
+		return nil
+	}
+	return err
 }
 
 // open registers a call and returns its reply channel (buffered for n
@@ -343,19 +364,21 @@ type replyMux struct {
 func (x *replyMux) open(n int) (<-chan *nats.Msg, string, func(), error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.prefix == "" {
+	if x.sub == nil {
 		prefix := x.nc.NewInbox() + "."
-		if _, err := x.nc.Subscribe(prefix+"*", x.deliver); err != nil {
+		sub, err := x.nc.Subscribe(prefix+"*", x.deliver)
+		if err != nil {
 			return nil, "", nil, err
 		}
-		x.prefix, x.calls = prefix, map[string]chan *nats.Msg{}
+		x.sub, x.prefix, x.calls = sub, prefix, map[string]chan *nats.Msg{}
 	}
 	token := nuid.Next()
 	ch := make(chan *nats.Msg, n)
 	x.calls[token] = ch
+	calls := x.calls
 	done := func() {
 		x.mu.Lock()
-		delete(x.calls, token)
+		delete(calls, token)
 		x.mu.Unlock()
 	}
 	return ch, x.prefix + token, done, nil
@@ -363,7 +386,10 @@ func (x *replyMux) open(n int) (<-chan *nats.Msg, string, func(), error) {
 
 func (x *replyMux) deliver(m *nats.Msg) {
 	x.mu.Lock()
-	ch := x.calls[m.Subject[len(x.prefix):]]
+	var ch chan *nats.Msg
+	if x.sub != nil && strings.HasPrefix(m.Subject, x.prefix) {
+		ch = x.calls[m.Subject[len(x.prefix):]]
+	}
 	x.mu.Unlock()
 	if ch == nil {
 		return // the call ended

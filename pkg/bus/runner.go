@@ -165,11 +165,12 @@ type Runner struct {
 	subjects Subjects
 	metrics  *runnerMetrics
 
-	view   *AuthorityView
-	kv     *KV
-	dedupe jetstream.KeyValue
-	store  *AuthorityStore
-	host   *Host
+	view     *AuthorityView
+	kv       *KV
+	dedupe   jetstream.KeyValue
+	dedupeKV *KV
+	store    *AuthorityStore
+	host     *Host
 
 	jobs chan job
 	// intake guards jobs: micro drains subscriptions asynchronously, so the
@@ -279,7 +280,7 @@ func (r *Runner) KV() *KV { return r.kv }
 
 // Dedupe returns the plugin's dedupe bucket (valid after Start), for a
 // service's own idempotency records (<scope>.<kind>.<hash>, DESIGN 4).
-func (r *Runner) Dedupe() *KV { return NewKV(r.nc, r.dedupe) }
+func (r *Runner) Dedupe() *KV { return r.dedupeKV }
 
 // Host returns the host-action client; a 403 binding_refused it receives
 // marks the scope's authority superseded.
@@ -332,6 +333,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		return err
 	}
 	r.kv = NewKV(r.nc, main)
+	r.dedupeKV = NewKV(r.nc, r.dedupe)
 	r.store = NewAuthorityStore(main, r.keyring, r.cfg.SecretFields, r.now)
 	r.baseCtx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 
@@ -438,6 +440,11 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 	}
 	if r.cancel != nil {
 		r.cancel()
+	}
+	for _, kv := range []*KV{r.kv, r.dedupeKV} {
+		if kv != nil {
+			errs = append(errs, kv.Close())
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -642,8 +649,10 @@ func (r *Runner) admit(ctx context.Context, inv *Invocation) (<-chan error, erro
 		return nil, WithReason(ErrBindingRefused, refuseReason(cur, inv.Binding), "the binding is not the installation's active one")
 	case Write:
 		// Serve at once under the new binding; the view sees it now so the
-		// next invocation with the same binding is served without a write.
+		// next invocation with the same binding is served without a write
+		// (until the write fails: then the view takes back what it had).
 		inv.Authority = d.Next
+		before, had := r.view.entry(inv.Scope)
 		r.view.apply(inv.Scope, d.Next, 0)
 		ch := make(chan error, 1)
 		r.wg.Add(1)
@@ -654,6 +663,11 @@ func (r *Runner) admit(ctx context.Context, inv *Invocation) (<-chan error, erro
 			prev, dec, err := r.store.Apply(wctx, inv.Scope, Input{Kind: InputInvocation, Binding: inv.Binding, Config: inv.Config})
 			if err == nil && dec.Outcome == Write {
 				r.view.apply(inv.Scope, dec.Next, dec.Revision)
+			}
+			if err != nil {
+				// not stored: the next invocation must try again, not be
+				// served from a view that never reached storage
+				r.view.revert(inv.Scope, d.Next, before, had)
 			}
 			if err == nil && dec.Outcome == Write && r.cfg.OnTransition != nil {
 				if terr := r.cfg.OnTransition(wctx, inv.Scope, prev, dec.Next); terr != nil {

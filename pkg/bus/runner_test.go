@@ -50,3 +50,29 @@ func TestRunnerUnusedEndpoints(t *testing.T) {
 		t.Fatalf("tool on a plugin without tools = %v, want 404", err)
 	}
 }
+
+// A newer binding whose authority write fails is not served afterwards
+// from the view as if it had been stored: the next invocation with it
+// writes again (and fails again while storage is away).
+func TestRunnerFailedAuthorityWriteIsRetried(t *testing.T) {
+	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.RunnerDeps{})
+	event := func(rev int64, id string) error {
+		b := bindingFor("i1", "w1", "n1", 1, rev)
+		_, err := h.invoker.Invoke(context.Background(), plugin, bus.EndpointEvent, id,
+			&bus.Request{Binding: b, Event: &bus.Event{Name: "PersonMessageReceived", BotUUID: "bot"}})
+		return err
+	}
+	if err := event(1, "e1"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitAuthority(bus.ScopeOf(bindingFor("i1", "w1", "n1", 1, 1)), func(a *bus.Authority) bool { return a != nil })
+	// the authority bucket goes away: every authority write fails
+	if err := h.js.DeleteStream(context.Background(), "KV_"+bus.Bucket(plugin)); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"e2", "e3"} {
+		if err := event(2, id); !errors.Is(err, bus.ErrUnavailable) {
+			t.Fatalf("invocation %d with the unstored binding: %v, want 503", i+1, err)
+		}
+	}
+}

@@ -86,6 +86,7 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 	}
 	st, _ := NormalizeSettings(a.Config, true)
 	kv := bus.NewKV(js.Conn(), bucket)
+	defer kv.Close()
 	existing, err := listRecords(ctx, kv, o.Scope)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrImport, err)

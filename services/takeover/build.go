@@ -2,18 +2,33 @@ package takeover
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 )
 
+// MetaWriteRateEnv names the variable that sets Config.MetaWriteRate.
+const MetaWriteRateEnv = "LANGBOT_TAKEOVER_META_WRITE_RATE"
+
 // Build creates the service from the shared binary environment; the
 // takeover binary and lbctl dev both use it.
 func Build(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
-	s, err := New(Config{
+	cfg := Config{
 		Prefix:   env.Subjects.Prefix,
 		Replicas: env.Options.Replicas,
 		Workers:  env.Options.Workers,
-	}, Deps{
+	}
+	if env.Getenv != nil {
+		if v := env.Getenv(MetaWriteRateEnv); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return nil, fmt.Errorf("%w: %s must be a positive number of writes per second", ErrInvalidConfig, MetaWriteRateEnv)
+			}
+			cfg.MetaWriteRate = n
+		}
+	}
+	s, err := New(cfg, Deps{
 		Conn:           env.Conn,
 		Keyring:        env.Keyring,
 		Logger:         env.Logger,

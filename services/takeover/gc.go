@@ -49,6 +49,7 @@ func GCBlobs(ctx context.Context, js jetstream.JetStream, o GCOptions) (GCSummar
 	if err != nil {
 		return sum, err
 	}
+	defer st.close()
 	bucket, err := js.KeyValue(ctx, bus.Bucket(Plugin))
 	if err != nil {
 		return sum, err

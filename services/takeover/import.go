@@ -113,6 +113,7 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 		if st, err = openStore(ctx, js, o.Prefix); err != nil {
 			return nil, err
 		}
+		defer st.close()
 	}
 	for _, it := range items {
 		plan, err := planImport(o.Scope, it.sid, it.raw, now().UnixMilli())

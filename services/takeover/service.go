@@ -239,8 +239,13 @@ func (s *Service) Started() <-chan struct{} { return s.ready }
 // Runner returns the bus runner (its View, Host and KV).
 func (s *Service) Runner() *bus.Runner { return s.runner }
 
-func (s *Service) start(parent context.Context) error {
+func (s *Service) start(parent context.Context) (err error) {
 	s.runCtx, s.cancelRun = context.WithCancel(context.WithoutCancel(parent))
+	defer func() {
+		if err != nil {
+			s.st.close()
+		}
+	}()
 	// setup is bounded; what it starts lives until shutdown
 	ctx, cancel := context.WithTimeout(parent, time.Minute)
 	defer cancel()
@@ -261,7 +266,6 @@ func (s *Service) start(parent context.Context) error {
 		s.view.stop()
 		s.rec.stop()
 		s.meta.stop()
-		s.st.close()
 		return err
 	}
 	// reply idempotency records live in the runner's dedupe bucket (24 h TTL)
@@ -276,7 +280,6 @@ func (s *Service) start(parent context.Context) error {
 		s.view.stop()
 		s.rec.stop()
 		s.meta.stop()
-		s.st.close()
 		return err
 	}
 	close(s.ready)

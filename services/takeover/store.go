@@ -253,10 +253,14 @@ func (st *store) appendEntryWith(ctx context.Context, sc binding.Scope, sid stri
 	return seq, nil
 }
 
-// close stops the history batcher once its appends are written.
+// close stops the history batcher once its appends are written and
+// releases the session bucket's list subscription.
 func (st *store) close() {
 	if st.batch != nil {
 		st.batch.Close()
+	}
+	if st.kv != nil {
+		_ = st.kv.Close()
 	}
 }
 

@@ -6,6 +6,8 @@
 // LANGBOT_JS_REPLICAS, LANGBOT_STATE_KEY, LANGBOT_WORKERS,
 // LANGBOT_LOG_LEVEL, OTEL_*). With LANGBOT_CONSOLE_KEY set, the operator
 // console is served under /console/ on LANGBOT_HTTP_ADDR.
+// LANGBOT_TAKEOVER_META_WRITE_RATE bounds a replica's coalesced session
+// metadata writes per second (default 200; see takeover.Config).
 package main
 
 import (
