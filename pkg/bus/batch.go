@@ -28,7 +28,7 @@ const (
 // sync_interval always one fsync (0.2-0.3 ms). Below about sixteen waiting
 // messages a batch's fixed cost would only make the next round longer.
 const (
-	DefaultBatchMin = 16
+	DefaultBatchMin = 64
 	DefaultBatchMax = 256
 	batchTimeout    = 10 * time.Second
 )

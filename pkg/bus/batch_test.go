@@ -32,6 +32,18 @@ func batchStream(t *testing.T, nc *nats.Conn, atomic bool, replicas int) (jetstr
 	return js, st
 }
 
+// singleNodeBatcher starts a server with stream "B" and a batcher on it
+// that batches from two waiting messages on.
+func singleNodeBatcher(t *testing.T, atomic bool) (*bus.Batcher, jetstream.Stream) {
+	t.Helper()
+	srv := bustest.NewServer(t)
+	nc := srv.Conn(t)
+	js, st := batchStream(t, nc, atomic, 1)
+	b := bus.NewBatcher(nc, js, bus.BatcherConfig{Atomic: true, Min: 2})
+	t.Cleanup(b.Close)
+	return b, st
+}
+
 type published struct {
 	id, subject string
 	seq         uint64
@@ -99,11 +111,7 @@ func streamMsgs(t *testing.T, st jetstream.Stream) uint64 {
 }
 
 func TestBatcherGroupsConcurrentPublishes(t *testing.T) {
-	srv := bustest.NewServer(t)
-	nc := srv.Conn(t)
-	js, st := batchStream(t, nc, true, 1)
-	b := bus.NewBatcher(nc, js, bus.BatcherConfig{Atomic: true, Min: 2})
-	defer b.Close()
+	b, st := singleNodeBatcher(t, true)
 
 	ps := publishConcurrently(b, 400, func(i int) string { return fmt.Sprintf("m%d", i) })
 	batched := checkStored(t, st, ps)
@@ -135,11 +143,7 @@ func TestBatcherOnReplicatedStream(t *testing.T) {
 }
 
 func TestBatcherStoresADuplicateIDOnce(t *testing.T) {
-	srv := bustest.NewServer(t)
-	nc := srv.Conn(t)
-	js, st := batchStream(t, nc, true, 1)
-	b := bus.NewBatcher(nc, js, bus.BatcherConfig{Atomic: true, Min: 2})
-	defer b.Close()
+	b, st := singleNodeBatcher(t, true)
 
 	// stored before: a batch holding it is refused by the server and its
 	// messages go again one by one
@@ -169,12 +173,8 @@ func TestBatcherStoresADuplicateIDOnce(t *testing.T) {
 }
 
 func TestBatcherWithoutAtomicStreamPublishesSingly(t *testing.T) {
-	srv := bustest.NewServer(t)
-	nc := srv.Conn(t)
 	// the stream refuses atomic batches: every batch falls back
-	js, st := batchStream(t, nc, false, 1)
-	b := bus.NewBatcher(nc, js, bus.BatcherConfig{Atomic: true, Min: 2})
-	defer b.Close()
+	b, st := singleNodeBatcher(t, false)
 
 	ps := publishConcurrently(b, 150, func(i int) string { return fmt.Sprintf("s%d", i) })
 	if batched := checkStored(t, st, ps); batched != 0 {
@@ -186,10 +186,7 @@ func TestBatcherWithoutAtomicStreamPublishesSingly(t *testing.T) {
 }
 
 func TestBatcherCancelledAndClosed(t *testing.T) {
-	srv := bustest.NewServer(t)
-	nc := srv.Conn(t)
-	js, st := batchStream(t, nc, true, 1)
-	b := bus.NewBatcher(nc, js, bus.BatcherConfig{Atomic: true})
+	b, st := singleNodeBatcher(t, true)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

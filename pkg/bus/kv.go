@@ -2,18 +2,14 @@ package bus
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
@@ -35,15 +31,14 @@ const defaultKVTimeout = 5 * time.Second
 // KV is a plugin bucket reached only through a Scope: every key it reads or
 // writes starts with the scope, so no call can touch another installation.
 type KV struct {
-	nc   *nats.Conn
-	kv   jetstream.KeyValue
-	list *replyMux
+	kv     jetstream.KeyValue
+	direct *DirectReader
 }
 
 // NewKV wraps a bucket; nc is the connection its JetStream context uses
 // (List reads the bucket's stream through it).
 func NewKV(nc *nats.Conn, kv jetstream.KeyValue) *KV {
-	return &KV{nc: nc, kv: kv, list: &replyMux{nc: nc}}
+	return &KV{kv: kv, direct: NewDirectReader(nc, KVStream(kv.Bucket()))}
 }
 
 // Bucket returns the underlying bucket, for watches that need the raw
@@ -245,7 +240,7 @@ func (k *KV) Keys(ctx context.Context, sc binding.Scope, kind string) ([]string,
 // Close releases what List holds on the connection (one subscription);
 // a later List takes it again. Services close their KV handles when they
 // stop, so nothing of theirs outlives Run on a connection they were given.
-func (k *KV) Close() error { return k.list.close() }
+func (k *KV) Close() error { return k.direct.Close() }
 
 // Listed is one key's current value as List read it.
 type Listed struct {
@@ -253,10 +248,6 @@ type Listed struct {
 	Value    []byte
 	Revision uint64
 }
-
-// listMax is what one batched direct get returns at most (the server's
-// limit for multi_last requests).
-const listMax = 1024
 
 // List reads the current value of every key under <scope>.<kind>. in one
 // request: a batched direct get of the last message of each key, answered
@@ -281,123 +272,26 @@ func (k *KV) List(ctx context.Context, sc binding.Scope, kind string) ([]Listed,
 var errTooManyKeys = errors.New("bus: more keys than one batched read returns")
 
 func (k *KV) listDirect(ctx context.Context, prefix string) ([]Listed, error) {
-	bucket := k.kv.Bucket()
-	subjPrefix := KVSubject(bucket, prefix+".")
-	req, err := json.Marshal(struct {
-		MultiLast []string `json:"multi_last"`
-	}{[]string{subjPrefix + ">"}})
+	subjPrefix := KVSubject(k.kv.Bucket(), prefix+".")
+	msgs, err := k.direct.LastPerSubject(ctx, subjPrefix+">")
+	if errors.Is(err, ErrTooManySubjects) {
+		return nil, errTooManyKeys
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bus: kv list: %w", err)
 	}
-	replies, reply, done, err := k.list.open(listMax + 2)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	if err := k.nc.PublishRequest(directGetSubject(KVStream(bucket)), reply, req); err != nil {
-		return nil, err
-	}
-	var out []Listed
-	for {
-		var m *nats.Msg
-		select {
-		case m = <-replies:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("bus: kv list: %w", ctx.Err())
-		}
-		if len(m.Data) == 0 && m.Header.Get("Status") != "" {
-			switch status := m.Header.Get("Status"); status {
-			case "204": // end of batch
-				return out, nil
-			case "404": // no key
-				return nil, nil
-			case "413":
-				return nil, errTooManyKeys
-			default:
-				return nil, fmt.Errorf("bus: kv list: status %s %s", status, m.Header.Get("Description"))
-			}
-		}
+	out := make([]Listed, 0, len(msgs))
+	for _, m := range msgs {
 		switch m.Header.Get("KV-Operation") {
 		case "DEL", "PURGE":
 			continue
 		}
-		subject := m.Header.Get(jetstream.SubjectHeader)
-		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
-		if !strings.HasPrefix(subject, subjPrefix) || err != nil {
-			return nil, fmt.Errorf("bus: kv list: unexpected message on %q", subject)
+		if !strings.HasPrefix(m.Subject, subjPrefix) {
+			return nil, fmt.Errorf("bus: kv list: unexpected message on %q", m.Subject)
 		}
-		out = append(out, Listed{ID: subject[len(subjPrefix):], Value: m.Data, Revision: seq})
-		if len(out) > listMax {
-			return nil, errTooManyKeys
-		}
+		out = append(out, Listed{ID: m.Subject[len(subjPrefix):], Value: m.Data, Revision: m.Sequence})
 	}
-}
-
-// replyMux receives the replies of many multi-message requests on one
-// wildcard subscription, as nats.go's request mux does for single replies,
-// so a request costs no subscription of its own.
-type replyMux struct {
-	nc     *nats.Conn
-	mu     sync.Mutex
-	sub    *nats.Subscription
-	prefix string // "<inbox>." while subscribed
-	calls  map[string]chan *nats.Msg
-}
-
-// close drops the subscription; calls still waiting end by their context.
-func (x *replyMux) close() error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.sub == nil {
-		return nil
-	}
-	err := x.sub.Unsubscribe()
-	x.sub, x.prefix, x.calls = nil, "", nil
-	if errors.Is(err, nats.ErrConnectionClosed) {
-		return nil
-	}
-	return err
-}
-
-// open registers a call and returns its reply channel (buffered for n
-// messages), its reply subject, and the function that ends it.
-func (x *replyMux) open(n int) (<-chan *nats.Msg, string, func(), error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.sub == nil {
-		prefix := x.nc.NewInbox() + "."
-		sub, err := x.nc.Subscribe(prefix+"*", x.deliver)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		x.sub, x.prefix, x.calls = sub, prefix, map[string]chan *nats.Msg{}
-	}
-	token := nuid.Next()
-	ch := make(chan *nats.Msg, n)
-	x.calls[token] = ch
-	calls := x.calls
-	done := func() {
-		x.mu.Lock()
-		delete(calls, token)
-		x.mu.Unlock()
-	}
-	return ch, x.prefix + token, done, nil
-}
-
-func (x *replyMux) deliver(m *nats.Msg) {
-	x.mu.Lock()
-	var ch chan *nats.Msg
-	if x.sub != nil && strings.HasPrefix(m.Subject, x.prefix) {
-		ch = x.calls[m.Subject[len(x.prefix):]]
-	}
-	x.mu.Unlock()
-	if ch == nil {
-		return // the call ended
-	}
-	select {
-	case ch <- m:
-	default: // not reached: a call buffers a whole batch and its end
-	}
+	return out, nil
 }
 
 func (k *KV) listEach(ctx context.Context, sc binding.Scope, kind string) ([]Listed, error) {

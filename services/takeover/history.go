@@ -2,6 +2,7 @@ package takeover
 
 import (
 	"context"
+	"errors"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 )
@@ -27,34 +28,52 @@ func (s *Service) maybeTrim(ctx context.Context, sc binding.Scope, sid string, r
 	if rec.HistoryCount < set.HistoryLimit+set.HistorySlack() {
 		return
 	}
-	if err := s.trim(ctx, sc, sid, set.HistoryLimit); err != nil {
+	if err := s.trim(ctx, sc, sid, set.HistoryLimit, rec.HistoryCount); err != nil {
 		s.log.WarnContext(ctx, "history trim failed", "scope", sc.String(), "sid", sid, "err", err)
 	}
 }
 
-// trim keeps the newest limit entries of a session: it notes the blobs of
-// the older ones, purges the subject below the first kept sequence (never
-// with keep, which would count racing appends), deletes the noted blobs and
-// corrects the count hint.
-func (s *Service) trim(ctx context.Context, sc binding.Scope, sid string, limit int) error {
-	entries, _, err := s.st.readHistory(ctx, sc, sid)
-	if err != nil {
-		return err
-	}
-	drop := max(len(entries)-limit, 0)
-	if drop > 0 {
-		var blobs []string
-		for _, e := range entries[:drop] {
-			blobs = append(blobs, e.Blobs()...)
-		}
-		if err := s.st.purgeHistory(ctx, sc, sid, entries[drop].Seq); err != nil {
+// errTrimRace stops a trim whose reads kept missing entries to drop.
+var errTrimRace = errors.New("takeover: trim: the history grew faster than it was read")
+
+// trim keeps the newest limit entries of a session: it reads the oldest
+// ones (as many as the count hint says are over the limit, plus the first
+// kept; one read gives them and the subject's length at one point), notes
+// their blobs, purges the subject below the first kept sequence (never
+// with keep, which would count racing appends), deletes the noted blobs
+// and corrects the count hint.
+func (s *Service) trim(ctx context.Context, sc binding.Scope, sid string, limit, hint int) error {
+	want := max(hint-limit, 0) + 1
+	for range 3 {
+		oldest, total, err := s.st.oldestEntries(ctx, sc, sid, want)
+		if err != nil {
 			return err
 		}
-		if err := s.st.deleteBlobs(ctx, sc, blobs); err != nil {
-			return err
+		drop := max(total-limit, 0)
+		if drop > 0 && len(oldest) <= drop {
+			want = drop + 1 // the hint was low: read again, further
+			continue
 		}
+		if drop > 0 {
+			var blobs []string
+			for _, e := range oldest[:drop] {
+				blobs = append(blobs, e.Blobs()...)
+			}
+			if err := s.st.purgeHistory(ctx, sc, sid, oldest[drop].Seq); err != nil {
+				return err
+			}
+			if err := s.st.deleteBlobs(ctx, sc, blobs); err != nil {
+				return err
+			}
+		}
+		return s.correctCount(ctx, sc, sid, drop, total-drop)
 	}
-	kept := len(entries) - drop
+	return errTrimRace
+}
+
+// correctCount sets a session's count hint after a trim that dropped drop
+// entries and kept kept of them.
+func (s *Service) correctCount(ctx context.Context, sc binding.Scope, sid string, drop, kept int) error {
 	rec, rev, err := s.st.updateRecord(ctx, sc, sid, func(cur *Record) (*Record, error) {
 		if cur == nil {
 			return nil, errNoChange

@@ -43,7 +43,8 @@ type store struct {
 	kv     *bus.KV
 	dedupe *bus.KV
 	hist   jetstream.Stream
-	batch  *bus.Batcher // group-commits history appends; nil until ensure
+	batch  *bus.Batcher      // group-commits history appends; nil until ensure
+	direct *bus.DirectReader // batched reads of the history; nil until ensure
 	timers jetstream.Stream
 	blobs  jetstream.ObjectStore
 	// fault, when set (tests only), is consulted before each storage call;
@@ -78,6 +79,7 @@ func (st *store) ensure(ctx context.Context, replicas int) error {
 		return err
 	}
 	st.batch = bus.NewBatcher(st.js.Conn(), st.js, bus.BatcherConfig{Atomic: st.hist.CachedInfo().Config.AllowAtomicPublish})
+	st.direct = bus.NewDirectReader(st.js.Conn(), HistoryStream)
 	st.timers, err = bus.EnsureStream(ctx, st.js, bus.StreamSpec{
 		Name:              TimerStream,
 		Subjects:          []string{st.subj.InternalAll(Plugin, bus.KindTimer), st.subj.InternalAll(Plugin, bus.KindExpire)},
@@ -259,6 +261,9 @@ func (st *store) close() {
 	if st.batch != nil {
 		st.batch.Close()
 	}
+	if st.direct != nil {
+		_ = st.direct.Close()
+	}
 	if st.kv != nil {
 		_ = st.kv.Close()
 	}
@@ -298,11 +303,7 @@ func (st *store) readSubject(ctx context.Context, sc binding.Scope, subject stri
 			if err != nil {
 				continue
 			}
-			var se storedEntry
-			if json.Unmarshal(m.Data(), &se.Entry) != nil {
-				se.corrupt = true
-			}
-			se.Seq = meta.Sequence.Stream
+			se := decodeStored(m.Data(), meta.Sequence.Stream)
 			last = se.Seq
 			out = append(out, se)
 		}
@@ -314,6 +315,37 @@ func (st *store) readSubject(ctx context.Context, sc binding.Scope, subject stri
 		}
 	}
 	return out, last, nil
+}
+
+// decodeStored decodes a history message; one that does not decode is
+// kept as corrupt, so that it still counts and can be trimmed.
+func decodeStored(data []byte, seq uint64) storedEntry {
+	var se storedEntry
+	if json.Unmarshal(data, &se.Entry) != nil {
+		se.corrupt = true
+	}
+	se.Seq = seq
+	return se
+}
+
+// oldestEntries reads the n oldest entries of a session's history in one
+// request, and how many the subject held at that moment.
+func (st *store) oldestEntries(ctx context.Context, sc binding.Scope, sid string, n int) ([]storedEntry, int, error) {
+	if err := st.check("history.read", sc); err != nil {
+		return nil, 0, err
+	}
+	msgs, err := st.direct.First(ctx, st.historySubject(sc, sid), n)
+	if err != nil {
+		return nil, 0, fmt.Errorf("takeover: read history: %w", err)
+	}
+	if len(msgs) == 0 {
+		return nil, 0, nil
+	}
+	out := make([]storedEntry, len(msgs))
+	for i, m := range msgs {
+		out[i] = decodeStored(m.Data, m.Sequence)
+	}
+	return out, int(msgs[0].Pending) + 1, nil
 }
 
 // readHistory reads one session's history subject.
