@@ -299,7 +299,7 @@ func (s *Service) recordHead(ctx context.Context, j *recordJob) (*Record, error)
 		if !ok {
 			return nil, nil
 		}
-		if e.head != nil {
+		if e.head != nil && !e.corrupt {
 			return e.head, nil
 		}
 		// deleted or unreadable: the read tells which

@@ -2,6 +2,7 @@ package takeover
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -31,10 +32,12 @@ const (
 )
 
 // viewEntry is what the view keeps per session key: the revision, and the
-// head of the record (nil when deleted or unreadable).
+// head of the record (nil when deleted). For a record that does not decode
+// whole, the head holds only the takeover it could read (corrupt).
 type viewEntry struct {
-	rev  uint64
-	head *Record
+	rev     uint64
+	head    *Record
+	corrupt bool
 }
 
 func (e viewEntry) takenOver(now int64) bool { return e.head != nil && e.head.Takeover.TakenOver(now) }
@@ -125,9 +128,16 @@ func (v *sessionView) handle(m jetstream.Msg) {
 		v.remove(key, meta.Sequence.Stream)
 	} else {
 		e := viewEntry{rev: meta.Sequence.Stream}
-		// an unreadable record holds no takeover
 		if r, err := DecodeRecord(m.Data()); err == nil {
 			e.head = headOf(r)
+		} else {
+			// a record broken elsewhere still blocks by its takeover, if
+			// that part reads (an unreadable one holds none)
+			var t struct {
+				Takeover TakeoverState `json:"takeover"`
+			}
+			_ = json.Unmarshal(m.Data(), &t)
+			e.head, e.corrupt = &Record{Takeover: t.Takeover}, true
 		}
 		v.apply(key, e)
 	}
