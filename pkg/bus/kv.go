@@ -262,21 +262,16 @@ func (k *KV) List(ctx context.Context, sc binding.Scope, kind string) ([]Listed,
 	ctx, cancel := withDefault(ctx)
 	defer cancel()
 	out, err := k.listDirect(ctx, prefix)
-	if errors.Is(err, errTooManyKeys) {
+	if errors.Is(err, ErrTooManySubjects) {
 		out, err = k.listEach(ctx, sc, kind)
 	}
 	end(err)
 	return out, err
 }
 
-var errTooManyKeys = errors.New("bus: more keys than one batched read returns")
-
 func (k *KV) listDirect(ctx context.Context, prefix string) ([]Listed, error) {
 	subjPrefix := KVSubject(k.kv.Bucket(), prefix+".")
 	msgs, err := k.direct.LastPerSubject(ctx, subjPrefix+">")
-	if errors.Is(err, ErrTooManySubjects) {
-		return nil, errTooManyKeys
-	}
 	if err != nil {
 		return nil, fmt.Errorf("bus: kv list: %w", err)
 	}
