@@ -24,7 +24,8 @@ import (
 // latency and the event reply latency at the simulated host (p50/p99) next
 // to the bus floor of the same run (spec §3.8, BENCH-1). Each rate runs for
 // TAKEOVER_BENCH_SECONDS (default 5; the spec's full run is 60);
-// TAKEOVER_BENCH_RATES picks other rates ("1000,3000").
+// TAKEOVER_BENCH_RATES picks other rates ("1000,3000");
+// TAKEOVER_BENCH_SPREAD spreads events over sessions by hash.
 func BenchmarkTakeoverDecision(b *testing.B) {
 	secs := 5
 	if v, err := strconv.Atoi(os.Getenv("TAKEOVER_BENCH_SECONDS")); err == nil && v > 0 {
@@ -70,11 +71,19 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 		_, err := cli.RequestMsg(msg, 10*time.Second)
 		return time.Since(start), err
 	}
+	// With TAKEOVER_BENCH_SPREAD set, event i goes to a session picked by
+	// a hash of i instead of round robin, so sessions do not all reach
+	// their history trim in the same second (as in real traffic).
+	spread := os.Getenv("TAKEOVER_BENCH_SPREAD") != ""
 	send := func(i int) (time.Duration, error) {
-		if i%100 == 0 {
-			return request(trigger[i%sessions])
+		s := i % sessions
+		if spread {
+			s = int(splitmix(uint64(i)) % sessions)
 		}
-		return request(normal[i%sessions])
+		if i%100 == 0 {
+			return request(trigger[s-s%10]) // a session taken over in the warm-up
+		}
+		return request(normal[s])
 	}
 	// warm up: every session exists, the 10 % are taken over
 	for i := range sessions {
@@ -155,6 +164,14 @@ func openLoop(rate int, d time.Duration, send func(i int) (time.Duration, error)
 	}
 	wg.Wait()
 	return lat, errs
+}
+
+// splitmix is the SplitMix64 finaliser: a fixed, well-spread hash.
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
 
 // processCPU is the CPU time this process (service, NATS server and
