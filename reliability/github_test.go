@@ -47,13 +47,10 @@ func TestGitHubFaultsPollingCatchesUp(t *testing.T) {
 	var id int64 = 9000
 	for _, name := range names {
 		in := s.newInstall("ghf-" + name)
-		cfg, _ := json.Marshal(map[string]any{"language": "en_US", "github_token": "token-" + name, "github_api_url": s.gh.URL, "poll_interval": 1})
-		in.cfg[githubkit.Plugin] = cfg
+		in.cfg[githubkit.Plugin] = s.githubConfig(in.name, 1)
 		ins[name] = in
-		repo := "acme/" + name
-		s.gh.SetPollInterval(repo, 1)
 		id++
-		s.gh.AddEvents(repo, fakegithub.Event("watch", id))
+		s.repoWithEvent("acme/"+name, id)
 		s.publishAttach(in, githubkit.Plugin, true)
 	}
 	s.waitLifecycle(githubkit.Plugin)

@@ -189,11 +189,24 @@ func (s *stack) newInstall(name string) *install {
 		in.b[p] = binding.Binding{InstanceUUID: "instance-1", WorkspaceUUID: "ws-" + name, PlacementGeneration: 1,
 			InstallationUUID: p + "-" + name, RuntimeRevision: 1, ArtifactDigest: "sha256:reliability"}
 	}
-	gh, _ := json.Marshal(map[string]any{"language": "en_US", "github_token": "token-" + name, "github_api_url": s.gh.URL, "poll_interval": 3600})
-	in.cfg[githubkit.Plugin] = gh
+	in.cfg[githubkit.Plugin] = s.githubConfig(name, 3600)
 	in.cfg[takeover.Plugin] = json.RawMessage(`{"language":"en_US"}`)
 	in.cfg[schenotify.Plugin] = json.RawMessage(`{"language":"en_US"}`)
 	return in
+}
+
+// githubConfig is githubkit's config for an installation on the fake
+// GitHub, polling every interval seconds.
+func (s *stack) githubConfig(name string, interval int) json.RawMessage {
+	cfg, _ := json.Marshal(map[string]any{"language": "en_US", "github_token": "token-" + name, "github_api_url": s.gh.URL, "poll_interval": interval})
+	return cfg
+}
+
+// repoWithEvent makes the fake GitHub serve repo with one watch event of
+// the given id, polled every second.
+func (s *stack) repoWithEvent(repo string, id int64) {
+	s.gh.SetPollInterval(repo, 1)
+	s.gh.AddEvents(repo, fakegithub.Event("watch", id))
 }
 
 // publishAttach publishes an attach of in's current binding for plugin.

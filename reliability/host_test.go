@@ -1,7 +1,6 @@
 package reliability_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -41,17 +40,15 @@ func TestHostOutageAllServices(t *testing.T) {
 	var ins []*install
 	for i := range n {
 		in := s.newInstall(fmt.Sprintf("host-%d", i))
-		cfg, _ := json.Marshal(map[string]any{"language": "en_US", "github_token": "token-" + in.name, "github_api_url": s.gh.URL, "poll_interval": 1})
-		in.cfg[githubkit.Plugin] = cfg
+		in.cfg[githubkit.Plugin] = s.githubConfig(in.name, 1)
 		ins = append(ins, in)
 	}
 	s.attachAll(ins...)
 	var eventID int64 = 7000
 	for i, in := range ins {
 		repo := fmt.Sprintf("acme/host-%d", i)
-		s.gh.SetPollInterval(repo, 1)
 		eventID++
-		s.gh.AddEvents(repo, fakegithub.Event("watch", eventID))
+		s.repoWithEvent(repo, eventID)
 		if _, err := s.ghCmd(in, s.newID(), "sub "+repo); err != nil {
 			t.Fatal(err)
 		}

@@ -40,8 +40,7 @@ func TestNATSRestartEverythingResumes(t *testing.T) {
 	var ins []*install
 	for i := range n {
 		in := s.newInstall(fmt.Sprintf("restart-%d", i))
-		cfg, _ := json.Marshal(map[string]any{"language": "en_US", "github_token": "t", "github_api_url": s.gh.URL, "poll_interval": 1})
-		in.cfg[githubkit.Plugin] = cfg
+		in.cfg[githubkit.Plugin] = s.githubConfig(in.name, 1)
 		in.cfg[takeover.Plugin] = json.RawMessage(`{"language":"en_US","takeover_timeout":12}`)
 		ins = append(ins, in)
 	}
@@ -59,9 +58,8 @@ func TestNATSRestartEverythingResumes(t *testing.T) {
 			}
 		}
 		repo := fmt.Sprintf("acme/restart-%d", i)
-		s.gh.SetPollInterval(repo, 1)
 		eventID++
-		s.gh.AddEvents(repo, fakegithub.Event("watch", eventID))
+		s.repoWithEvent(repo, eventID)
 		if _, err := s.ghCmd(in, s.newID(), "sub "+repo); err != nil {
 			t.Fatal(err)
 		}

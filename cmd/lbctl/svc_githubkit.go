@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -64,6 +63,20 @@ func (s *fakeGitHubService) Run(ctx context.Context) error {
 	return s.Service.Run(ctx)
 }
 
+// importInput checks an import's --scope and reads the file named by the
+// flag called name.
+func importInput(scope, name, path string) (binding.Scope, []byte, error) {
+	sc, err := binding.ParseScope(scope)
+	if err != nil {
+		return binding.Scope{}, nil, fmt.Errorf("--scope: %w", err)
+	}
+	if path == "" {
+		return binding.Scope{}, nil, fmt.Errorf("--%s is required", name)
+	}
+	data, err := os.ReadFile(path)
+	return sc, data, err
+}
+
 // runImportGithubkit is lbctl import githubkit --scope <inst>.<ws>.<inst-uuid> --file <json> [--dry-run].
 func runImportGithubkit(ctx context.Context, args []string, io stdio) error {
 	fs := flag.NewFlagSet("import githubkit", flag.ContinueOnError)
@@ -76,14 +89,7 @@ func runImportGithubkit(ctx context.Context, args []string, io stdio) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	sc, err := binding.ParseScope(*scope)
-	if err != nil {
-		return fmt.Errorf("--scope: %w", err)
-	}
-	if *file == "" {
-		return errors.New("--file is required")
-	}
-	doc, err := os.ReadFile(*file)
+	sc, doc, err := importInput(*scope, "file", *file)
 	if err != nil {
 		return err
 	}

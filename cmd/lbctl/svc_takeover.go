@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -48,14 +45,7 @@ func runImportTakeover(ctx context.Context, args []string, io stdio) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	sc, err := binding.ParseScope(*scope)
-	if err != nil {
-		return fmt.Errorf("--scope: %w", err)
-	}
-	if *from == "" {
-		return errors.New("--from is required")
-	}
-	data, err := os.ReadFile(*from)
+	sc, data, err := importInput(*scope, "from", *from)
 	if err != nil {
 		return err
 	}
