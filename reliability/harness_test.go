@@ -233,28 +233,7 @@ func (s *stack) publishRevoke(in *install, plugin, reason string) {
 // everything published so far.
 func (s *stack) waitLifecycle(plugin string) {
 	s.t.Helper()
-	// The consumer's pending count is updated asynchronously after a
-	// publish, so "nothing pending" can be seen before the consumer knows
-	// of the newest message: wait for its ack floor to pass the plugin's
-	// last lifecycle message instead.
-	var last uint64
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	if st, err := s.js.Stream(ctx, bus.LifecycleStream); err == nil {
-		if m, err := st.GetLastMsgForSubject(ctx, "langbot.lifecycle."+plugin+".>"); err == nil {
-			last = m.Sequence
-		}
-	}
-	cancel()
-	waitFor(s.t, 30*time.Second, plugin+" lifecycle drained", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		c, err := s.js.Consumer(ctx, bus.LifecycleStream, bus.LifecycleConsumer(plugin))
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(ctx)
-		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream >= last
-	})
+	bustest.WaitLifecycle(s.t, s.js, bus.Subjects{}, plugin, 30*time.Second)
 }
 
 // attachAll attaches every installation to every plugin and waits.

@@ -95,18 +95,5 @@ func (h *harness) waitAuthority(sc binding.Scope, cond func(*bus.Authority) bool
 // acknowledged everything published so far.
 func (h *harness) waitLifecycleDrained() {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := h.js.Consumer(context.Background(), bus.LifecycleStream, bus.LifecycleConsumer(plugin))
-		if err == nil {
-			info, err := c.Info(context.Background())
-			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatal("lifecycle consumer did not drain")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	bustest.WaitLifecycle(h.t, h.js, bus.Subjects{}, plugin, 10*time.Second)
 }

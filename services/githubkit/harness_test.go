@@ -226,14 +226,7 @@ func (h *harness) revoke(in *inst, b binding.Binding, reason string) {
 
 func (h *harness) waitLifecycleDrained() {
 	h.t.Helper()
-	h.waitFor("lifecycle drained", func() bool {
-		c, err := h.js.Consumer(context.Background(), bus.LifecycleStream, bus.LifecycleConsumer(githubkit.Plugin))
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(context.Background())
-		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
-	})
+	bustest.WaitLifecycle(h.t, h.js, bus.Subjects{}, githubkit.Plugin, 10*time.Second)
 }
 
 // authority reads the stored authority of a scope (nil when absent).
