@@ -44,23 +44,26 @@ type BatcherConfig struct {
 	// AllowAtomicPublish. Without it every message is published on its
 	// own (pipelined).
 	Atomic bool
-	// Min is the fewest waiting messages sent as one atomic batch; fewer
-	// are published on their own, pipelined. Default DefaultBatchMin.
+	// Min is the most single publishes in flight at once, and the fewest
+	// waiting messages sent as one atomic batch; fewer are published on
+	// their own, pipelined. Default DefaultBatchMin.
 	Min int
 	// Max bounds a batch (the server's limit is 1000). Default
 	// DefaultBatchMax.
 	Max int
 }
 
-// Batcher publishes messages to one JetStream stream with group commit:
-// while one write is in flight, later messages wait, and the next write
-// carries all of them. With sync_interval always, a single-replica file
-// store syncs each message on its own, which bounds a stream to one
-// fsync per message; an atomic batch is synced once at its commit. So
-// under load the fsyncs per message fall with the load, and at low load
-// a message goes out at once on its own. Messages published concurrently
-// are stored in no particular order; a caller that needs an order waits
-// for one Publish before the next.
+// Batcher publishes messages to one JetStream stream with group commit.
+// At low load every message goes out at once on its own, pipelined, and
+// its caller waits only for its own acknowledgement. Up to Min of them are
+// in flight; when that many are, later messages wait, and once the stream
+// catches up, all that waited go together: Min or more as one atomic
+// batch. With sync_interval always, a single-replica file store syncs each
+// message on its own, which bounds a stream to one fsync per message; an
+// atomic batch is synced once at its commit. So under overload the fsyncs
+// per message fall with the load. Messages published concurrently are
+// stored in no particular order; a caller that needs an order waits for
+// one Publish before the next.
 //
 // Every message carries a Nats-Msg-Id. That makes the fallback safe: when
 // a batch fails for any reason, including a lost commit acknowledgement,
@@ -72,8 +75,10 @@ type Batcher struct {
 	cfg BatcherConfig
 
 	in    chan *batchItem
+	slots chan struct{} // one per single publish in flight
 	stopc chan struct{}
-	wg    sync.WaitGroup
+	wg    sync.WaitGroup // the loop
+	acks  sync.WaitGroup // single publishes awaiting their acks
 
 	mu     sync.RWMutex // held for reading while enqueueing
 	closed bool
@@ -97,7 +102,8 @@ func NewBatcher(nc *nats.Conn, js jetstream.JetStream, cfg BatcherConfig) *Batch
 		cfg.Max = DefaultBatchMax
 	}
 	cfg.Max = max(cfg.Max, cfg.Min)
-	b := &Batcher{nc: nc, js: js, cfg: cfg, in: make(chan *batchItem, cfg.Max), stopc: make(chan struct{})}
+	b := &Batcher{nc: nc, js: js, cfg: cfg, in: make(chan *batchItem, cfg.Max),
+		slots: make(chan struct{}, cfg.Min), stopc: make(chan struct{})}
 	b.wg.Add(1)
 	go b.loop()
 	return b
@@ -154,6 +160,7 @@ func (b *Batcher) Close() {
 
 func (b *Batcher) loop() {
 	defer b.wg.Done()
+	defer b.acks.Wait()
 	var held []*batchItem // duplicates of an id already in the batch
 	for {
 		items := held
@@ -219,31 +226,48 @@ func (b *Batcher) write(items []*batchItem) {
 	b.singles(items)
 }
 
-// singles publishes each message on its own, all in flight at once.
+// singles publishes each message on its own, pipelined. It returns once
+// all are sent, waiting only while Min are already in flight; their acks
+// are awaited apart, so the next messages go out meanwhile.
 func (b *Batcher) singles(items []*batchItem) {
-	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-	defer cancel()
-	futures := make([]jetstream.PubAckFuture, len(items))
-	for i, it := range items {
+	sent := make(chan pending, len(items))
+	b.acks.Add(1)
+	go b.await(sent)
+	defer close(sent)
+	for _, it := range items {
+		b.slots <- struct{}{}
 		f, err := b.js.PublishMsgAsync(it.msg)
 		if err != nil {
+			<-b.slots
 			it.finish(0, fmt.Errorf("bus: publish: %w", err))
 			continue
 		}
-		futures[i] = f
+		sent <- pending{it, f}
 	}
-	for i, f := range futures {
-		if f == nil {
-			continue
-		}
+}
+
+// pending is a single publish awaiting its ack.
+type pending struct {
+	it *batchItem
+	f  jetstream.PubAckFuture
+}
+
+// await answers each single publish with its ack, in the order they were
+// sent, and frees its slot.
+func (b *Batcher) await(sent <-chan pending) {
+	defer b.acks.Done()
+	for p := range sent {
+		t := time.NewTimer(batchTimeout)
 		select {
-		case ack := <-f.Ok():
-			items[i].finish(ack.Sequence, nil)
-		case err := <-f.Err():
-			items[i].finish(0, fmt.Errorf("bus: publish: %w", err))
-		case <-ctx.Done():
-			items[i].finish(0, fmt.Errorf("bus: publish: %w", ctx.Err()))
+		case ack := <-p.f.Ok():
+			p.it.finish(ack.Sequence, nil)
+		case err := <-p.f.Err():
+			p.it.finish(0, fmt.Errorf("bus: publish: %w", err))
+		case <-t.C:
+			p.it.finish(0, fmt.Errorf("bus: publish: no ack in %v", batchTimeout))
 		}
+		t.Stop()
+		<-b.slots
 	}
 }
 
