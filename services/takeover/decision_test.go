@@ -2,6 +2,7 @@ package takeover_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -58,6 +59,58 @@ func TestDecisionBeforeRecording(t *testing.T) {
 	// a session that is not taken over passes
 	if r := h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 2, 2, plain("x"))); r.PreventDefault || r.PreventPostorder {
 		t.Fatal("free session blocked")
+	}
+}
+
+// TestRecordQueueOverflowDropsRecordingNotDecision fills the recording
+// queue while appends are stalled: every event is still answered with its
+// decision, the recordings past the bound are dropped and counted, and the
+// ones that were queued are stored once the stall ends. The bound is the
+// pool's, not a worker's share of it: with two workers, one session can
+// have all three places.
+func TestRecordQueueOverflowDropsRecordingNotDecision(t *testing.T) {
+	h := newHarness(t, func(c *takeover.Config) { c.RecordWorkers, c.RecordQueue = 2, 3 })
+	b := newBinding("dec-overflow")
+	h.attach(b, `{}`, true)
+	sid := h.takeOver(b, `{}`, "bot-a", 1)
+
+	stall, stalled := make(chan struct{}), make(chan struct{}, 16)
+	var once sync.Once
+	release := func() { once.Do(func() { close(stall) }) }
+	defer release()
+	takeover.SetFault(h.svc, func(op string, _ binding.Scope) error {
+		if op == "history.append" {
+			stalled <- struct{}{}
+			<-stall
+		}
+		return nil
+	})
+	event := func(i int) {
+		r, err := h.event(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprintf("m%d", i))))
+		if err != nil || !r.PreventDefault {
+			t.Errorf("event %d: blocked=%v, %v", i, r.PreventDefault, err)
+		}
+	}
+	// the session's worker holds the first recording in its append
+	event(0)
+	<-stalled
+	// three more wait in the queue, four find it full
+	var wg sync.WaitGroup
+	for i := 1; i < 8; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); event(i) }()
+	}
+	wg.Wait()
+	if n := h.metric("takeover_record_dropped_total", map[string]string{"reason": "queue_full"}); n != 4 {
+		t.Fatalf("%v recordings dropped, want 4", n)
+	}
+	release()
+	takeover.SetFault(h.svc, nil)
+	// the hi entry, then the four recordings that were taken
+	waitFor(t, "queued recordings stored", func() bool { return h.historyCount(b, sid) == 5 })
+	time.Sleep(100 * time.Millisecond)
+	if n := h.historyCount(b, sid); n != 5 {
+		t.Fatalf("%d entries stored, want 5", n)
 	}
 }
 

@@ -29,8 +29,11 @@ func (s *Service) maybeTrim(ctx context.Context, sc binding.Scope, sid string, r
 		return
 	}
 	if err := s.trim(ctx, sc, sid, set.HistoryLimit, rec.HistoryCount); err != nil {
+		s.metrics.trims.WithLabelValues("failed").Inc()
 		s.log.WarnContext(ctx, "history trim failed", "scope", sc.String(), "sid", sid, "err", err)
+		return
 	}
+	s.metrics.trims.WithLabelValues("ok").Inc()
 }
 
 // errTrimRace stops a trim whose reads kept missing entries to drop.

@@ -14,6 +14,7 @@ type metrics struct {
 	identityRefused prometheus.Counter
 	noticeFailed    prometheus.Counter
 	metaPending     prometheus.Gauge
+	trims           *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
@@ -40,6 +41,9 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 		metaPending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "takeover_meta_pending", Help: "Sessions whose coalesced list metadata waits to be written.",
 		}),
+		trims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "takeover_history_trims_total", Help: "History trims, by result (ok, failed).",
+		}, []string{"result"}),
 	}
 	stale := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "takeover_view_stale", Help: "1 while the session view is stale.",
@@ -52,7 +56,7 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 	active := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "takeover_sessions_active", Help: "Sessions taken over, as this replica's view sees them.",
 	}, func() float64 { return float64(s.view.activeCount(s.nowMS())) })
-	for _, c := range []prometheus.Collector{m.decisions, m.decisionSeconds, m.unkeyed, m.recordDropped, m.identityRefused, m.noticeFailed, m.metaPending, stale, active} {
+	for _, c := range []prometheus.Collector{m.decisions, m.decisionSeconds, m.unkeyed, m.recordDropped, m.identityRefused, m.noticeFailed, m.metaPending, m.trims, stale, active} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

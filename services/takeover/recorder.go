@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -45,9 +46,13 @@ func (j *recordJob) release() { j.once.Do(func() { close(j.done) }) }
 // worker has its own queue and a session always goes to the same one, so a
 // session's recordings are written in the order its events arrived even
 // when one of them outlives the reply budget (a new session's first write).
+// The bound holds over all queues together, so a busy session's queue is
+// not limited to its share of it.
 type recorder struct {
 	s      *Service
 	queues []chan *recordJob
+	limit  int64        // recordings waiting at most, over all queues
+	queued atomic.Int64 // recordings waiting now
 	wg     sync.WaitGroup
 
 	mu      sync.RWMutex
@@ -55,11 +60,15 @@ type recorder struct {
 	stopped bool
 }
 
+// maxSessionQueue bounds one worker's queue, and so the recordings one
+// session can have waiting.
+const maxSessionQueue = 256
+
 func newRecorder(s *Service, workers, queue int) *recorder {
-	workers = max(workers, 1)
-	r := &recorder{s: s, queues: make([]chan *recordJob, workers)}
+	workers, queue = max(workers, 1), max(queue, 1)
+	r := &recorder{s: s, queues: make([]chan *recordJob, workers), limit: int64(queue)}
 	for i := range r.queues {
-		r.queues[i] = make(chan *recordJob, max(queue/workers, 1))
+		r.queues[i] = make(chan *recordJob, min(queue, maxSessionQueue))
 	}
 	return r
 }
@@ -83,6 +92,7 @@ func (r *recorder) start() {
 		go func() {
 			defer r.wg.Done()
 			for j := range q {
+				r.queued.Add(-1)
 				r.s.record(j)
 				j.release()
 			}
@@ -115,9 +125,16 @@ func (r *recorder) submitAndWait(ctx context.Context, j *recordJob, budget time.
 		r.s.dropRecording(j, "stopped")
 		return
 	}
-	select {
-	case r.queueOf(j.key) <- j:
-	default:
+	queued := false
+	if r.queued.Add(1) <= r.limit {
+		select {
+		case r.queueOf(j.key) <- j:
+			queued = true
+		default:
+		}
+	}
+	if !queued {
+		r.queued.Add(-1)
 		r.mu.RUnlock()
 		r.s.dropRecording(j, "queue_full")
 		return

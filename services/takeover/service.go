@@ -33,10 +33,12 @@ type Config struct {
 	// holds its worker while it waits up to RecordBudget for its recording,
 	// so Workers / RecordBudget bounds the event rate (5000/s by default).
 	Workers int
-	// RecordWorkers is the recording pool size; default 64 (appends wait on
-	// fsync, so more of them in flight raise throughput).
+	// RecordWorkers is the recording pool size; default 64. A session's
+	// recordings go to one worker, in order; the history batcher keeps up
+	// to 64 appends in flight and groups the rest.
 	RecordWorkers int
-	// RecordQueue bounds the recordings waiting for a worker; default 10 000.
+	// RecordQueue bounds the recordings waiting for a worker, over all
+	// workers; default 10 000, of which one worker's sessions can hold 256.
 	RecordQueue int
 	// RecordBudget is how long an event reply waits for its recording;
 	// default 200 ms.

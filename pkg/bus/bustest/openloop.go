@@ -3,6 +3,7 @@ package bustest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,39 +50,114 @@ func OpenLoop(rate int, d time.Duration, op func(i int) error) ([]time.Duration,
 	return lat, errs
 }
 
-// PublishFloor is the durable-write floor under a service that answers
-// only once its write is stored: bare JetStream publishes with ack, sent
-// open loop at rate per second for d into a fresh file-backed stream on s,
-// spread round robin over `subjects` subjects, each carrying size bytes.
-// The stream is deleted afterwards, so the service measured next starts
-// from the same disk. It returns the ack latencies (p50, p99) and the
-// number of failed publishes.
-func PublishFloor(t testing.TB, s *Server, rate int, d time.Duration, subjects, size int) (p50, p99 time.Duration, errs int) {
+// WriteFloor is the durable-write floor under a service that answers only
+// once its write is stored: bare JetStream publishes with ack, sent open
+// loop into a file-backed stream of its own, spread round robin over a
+// number of subjects, optionally kept bounded per subject. The stream
+// lives until the test ends, so successive runs grow it as a service's
+// stream grows over the same runs.
+type WriteFloor struct {
+	t       testing.TB
+	cfg     WriteFloorConfig
+	js      jetstream.JetStream
+	st      jetstream.Stream
+	names   []string
+	payload []byte
+
+	mu   sync.Mutex
+	seqs [][]uint64 // per subject, the stored sequences not yet trimmed
+}
+
+// WriteFloorConfig shapes a WriteFloor.
+type WriteFloorConfig struct {
+	Subjects int // messages go round robin over this many subjects
+	Size     int // bytes per message
+	// Limit, when not 0, bounds each subject the way a history with a trim
+	// slack is: once a subject holds Limit+Slack messages, everything
+	// below its newest Limit is purged by sequence, off the publishing
+	// path.
+	Limit, Slack int
+	// ServerLimit leaves the bound to the server instead: the stream's
+	// MaxMsgsPerSubject is Limit, and nothing is purged.
+	ServerLimit bool
+}
+
+// NewWriteFloor creates the floor's stream on s.
+func NewWriteFloor(t testing.TB, s *Server, cfg WriteFloorConfig) *WriteFloor {
 	t.Helper()
-	ctx := context.Background()
 	js, err := jetstream.New(s.Conn(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const name = "BUSTEST_FLOOR_OPEN"
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"bustest.floor.open.>"}, Storage: jetstream.FileStorage}); err != nil {
+	sc := jetstream.StreamConfig{Name: "BUSTEST_WRITE_FLOOR", Subjects: []string{"bustest.floor.write.>"}, Storage: jetstream.FileStorage}
+	if cfg.ServerLimit {
+		sc.MaxMsgsPerSubject = int64(cfg.Limit)
+	}
+	st, err := js.CreateStream(context.Background(), sc)
+	if err != nil {
 		t.Fatalf("bustest: floor stream: %v", err)
 	}
-	defer func() {
-		if err := js.DeleteStream(ctx, name); err != nil {
-			t.Errorf("bustest: floor stream: %v", err)
-		}
-	}()
-	names := make([]string, subjects)
-	for i := range names {
-		names[i] = "bustest.floor.open." + strconv.Itoa(i)
+	f := &WriteFloor{t: t, cfg: cfg, js: js, st: st, names: make([]string, cfg.Subjects), seqs: make([][]uint64, cfg.Subjects),
+		payload: []byte(fmt.Sprintf(`{"text":%q}`, strings.Repeat("x", max(cfg.Size-11, 0))))}
+	for i := range f.names {
+		f.names[i] = "bustest.floor.write." + strconv.Itoa(i)
 	}
-	payload := []byte(fmt.Sprintf(`{"text":%q}`, strings.Repeat("x", max(size-11, 0))))
+	return f
+}
+
+// Run publishes open loop at rate per second for d and returns the ack
+// latencies (p50, p99), the number of failed publishes and the number of
+// trims done.
+func (f *WriteFloor) Run(rate int, d time.Duration) (p50, p99 time.Duration, errs, trims int) {
+	ctx := context.Background()
+	trim := make(chan int, len(f.names))
+	var twg sync.WaitGroup
+	var tmu sync.Mutex
+	for range 4 {
+		twg.Add(1)
+		go func() {
+			defer twg.Done()
+			for i := range trim {
+				err := f.trim(ctx, i)
+				tmu.Lock()
+				if err != nil {
+					f.t.Errorf("bustest: floor trim: %v", err)
+				} else {
+					trims++
+				}
+				tmu.Unlock()
+			}
+		}()
+	}
 	lat, errs := OpenLoop(rate, d, func(i int) error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, err := js.Publish(ctx, names[i%subjects], payload)
-		return err
+		subj := i % len(f.names)
+		ack, err := f.js.Publish(ctx, f.names[subj], f.payload)
+		if err != nil || f.cfg.Limit == 0 || f.cfg.ServerLimit {
+			return err
+		}
+		f.mu.Lock()
+		f.seqs[subj] = append(f.seqs[subj], ack.Sequence)
+		full := len(f.seqs[subj]) == f.cfg.Limit+f.cfg.Slack
+		f.mu.Unlock()
+		if full {
+			trim <- subj
+		}
+		return nil
 	})
-	return Percentile(lat, 50), Percentile(lat, 99), errs
+	close(trim)
+	twg.Wait()
+	return Percentile(lat, 50), Percentile(lat, 99), errs, trims
+}
+
+// trim purges subject i below its newest limit messages.
+func (f *WriteFloor) trim(ctx context.Context, i int) error {
+	f.mu.Lock()
+	seqs := f.seqs[i]
+	slices.Sort(seqs)
+	keep := seqs[len(seqs)-f.cfg.Limit]
+	f.seqs[i] = slices.Clone(seqs[len(seqs)-f.cfg.Limit:])
+	f.mu.Unlock()
+	return f.st.Purge(ctx, jetstream.WithPurgeSubject(f.names[i]), jetstream.WithPurgeSequence(keep))
 }
