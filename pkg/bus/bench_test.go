@@ -101,10 +101,11 @@ func BenchmarkHistoryTrimFloor(b *testing.B) {
 	for _, mode := range []struct {
 		name   string
 		server bool
-	}{{"purge", false}, {"server-limit", true}} {
+		shards int
+	}{{"purge", false, 1}, {"purge-16-streams", false, 16}, {"server-limit", true, 1}} {
 		b.StopTimer()
 		srv := bustest.NewServer(b)
-		f := bustest.NewWriteFloor(b, srv, bustest.WriteFloorConfig{Subjects: subjects, Size: size, Limit: limit, Slack: limit / 10, ServerLimit: mode.server})
+		f := bustest.NewWriteFloor(b, srv, bustest.WriteFloorConfig{Subjects: subjects, Size: size, Limit: limit, Slack: limit / 10, ServerLimit: mode.server, Shards: mode.shards})
 		// 290 messages per subject, as fast as the server takes them
 		if _, _, errs, _ := f.Run(5000, 290*subjects*time.Second/5000); errs > 0 {
 			b.Fatalf("%s: prefill: %d errors", mode.name, errs)

@@ -60,7 +60,7 @@ type WriteFloor struct {
 	t       testing.TB
 	cfg     WriteFloorConfig
 	js      jetstream.JetStream
-	st      jetstream.Stream
+	sts     []jetstream.Stream // subject i is in sts[i % len(sts)]
 	names   []string
 	payload []byte
 
@@ -80,6 +80,9 @@ type WriteFloorConfig struct {
 	// ServerLimit leaves the bound to the server instead: the stream's
 	// MaxMsgsPerSubject is Limit, and nothing is purged.
 	ServerLimit bool
+	// Shards spreads the subjects over this many streams (default 1), so
+	// fewer of them interleave in each.
+	Shards int
 }
 
 // NewWriteFloor creates the floor's stream on s.
@@ -89,18 +92,22 @@ func NewWriteFloor(t testing.TB, s *Server, cfg WriteFloorConfig) *WriteFloor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := jetstream.StreamConfig{Name: "BUSTEST_WRITE_FLOOR", Subjects: []string{"bustest.floor.write.>"}, Storage: jetstream.FileStorage}
-	if cfg.ServerLimit {
-		sc.MaxMsgsPerSubject = int64(cfg.Limit)
-	}
-	st, err := js.CreateStream(context.Background(), sc)
-	if err != nil {
-		t.Fatalf("bustest: floor stream: %v", err)
-	}
-	f := &WriteFloor{t: t, cfg: cfg, js: js, st: st, names: make([]string, cfg.Subjects), seqs: make([][]uint64, cfg.Subjects),
+	cfg.Shards = max(cfg.Shards, 1)
+	f := &WriteFloor{t: t, cfg: cfg, js: js, names: make([]string, cfg.Subjects), seqs: make([][]uint64, cfg.Subjects),
 		payload: []byte(fmt.Sprintf(`{"text":%q}`, strings.Repeat("x", max(cfg.Size-11, 0))))}
+	for k := range cfg.Shards {
+		sc := jetstream.StreamConfig{Name: "BUSTEST_WRITE_FLOOR_" + strconv.Itoa(k), Subjects: []string{"bustest.floor.write." + strconv.Itoa(k) + ".>"}, Storage: jetstream.FileStorage}
+		if cfg.ServerLimit {
+			sc.MaxMsgsPerSubject = int64(cfg.Limit)
+		}
+		st, err := js.CreateStream(context.Background(), sc)
+		if err != nil {
+			t.Fatalf("bustest: floor stream: %v", err)
+		}
+		f.sts = append(f.sts, st)
+	}
 	for i := range f.names {
-		f.names[i] = "bustest.floor.write." + strconv.Itoa(i)
+		f.names[i] = "bustest.floor.write." + strconv.Itoa(i%cfg.Shards) + "." + strconv.Itoa(i)
 	}
 	return f
 }
@@ -159,5 +166,5 @@ func (f *WriteFloor) trim(ctx context.Context, i int) error {
 	keep := seqs[len(seqs)-f.cfg.Limit]
 	f.seqs[i] = slices.Clone(seqs[len(seqs)-f.cfg.Limit:])
 	f.mu.Unlock()
-	return f.st.Purge(ctx, jetstream.WithPurgeSubject(f.names[i]), jetstream.WithPurgeSequence(keep))
+	return f.sts[i%len(f.sts)].Purge(ctx, jetstream.WithPurgeSubject(f.names[i]), jetstream.WithPurgeSequence(keep))
 }
