@@ -4,8 +4,10 @@
 // and fsync on every write, the lifecycle stream created by the
 // deployment's own function, and teardown registered with t.Cleanup.
 //
-// It also has a fake host that answers host actions and records them, and
-// the bus floor measurements benchmarks report their figures against.
+// It also has a fake host that answers host actions and records them, a
+// wait for a plugin's lifecycle consumer to catch up, an open-loop load
+// generator, and the bus floor measurements benchmarks report their
+// figures against.
 package bustest
 
 import (
