@@ -263,7 +263,7 @@ func (k *KV) List(ctx context.Context, sc binding.Scope, kind string) ([]Listed,
 	defer cancel()
 	out, err := k.listDirect(ctx, prefix)
 	if errors.Is(err, ErrTooManySubjects) {
-		out, err = k.listEach(ctx, sc, kind)
+		out, err = k.listEach(ctx, sc, kind, prefix)
 	}
 	end(err)
 	return out, err
@@ -289,11 +289,8 @@ func (k *KV) listDirect(ctx context.Context, prefix string) ([]Listed, error) {
 	return out, nil
 }
 
-func (k *KV) listEach(ctx context.Context, sc binding.Scope, kind string) ([]Listed, error) {
-	prefix, err := Key(sc, kind)
-	if err != nil {
-		return nil, err
-	}
+// listEach is List key by key; prefix is <scope>.<kind>.
+func (k *KV) listEach(ctx context.Context, sc binding.Scope, kind, prefix string) ([]Listed, error) {
 	ids, err := k.Keys(ctx, sc, kind)
 	if errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, nil

@@ -247,38 +247,15 @@ func (e *env) start(t testing.TB, cfg schenotify.Config, nc *nats.Conn, clock fu
 	return in
 }
 
-// counter reads a counter (or gauge) with one label from the instance's registry.
+// counter reads a counter, gauge or histogram (its sample count) with one
+// label ("" for none) from the instance's registry.
 func (in *instance) counter(t testing.TB, name, label, value string) float64 {
 	t.Helper()
-	mfs, err := in.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	labels := map[string]string{}
+	if label != "" {
+		labels[label] = value
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			match := label == ""
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == value {
-					match = true
-				}
-			}
-			if !match {
-				continue
-			}
-			switch {
-			case m.GetCounter() != nil:
-				return m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				return m.GetGauge().GetValue()
-			case m.GetHistogram() != nil:
-				return float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return 0
+	return bustest.Metric(t, in.reg, name, labels)
 }
 
 func bind(installation string, rev int64) binding.Binding {
