@@ -58,21 +58,14 @@ var plugins = []pluginSpec{
 			{Bucket: "langbot_takeover", Storage: jetstream.FileStorage},
 			{Bucket: "langbot_takeover_dedupe", Storage: jetstream.FileStorage, TTL: 24 * time.Hour},
 		},
-		streams: []jetstream.StreamConfig{{
+		streams: append([]jetstream.StreamConfig{{
 			Name:              "LANGBOT_TAKEOVER_TIMERS",
 			Subjects:          []string{"langbot.takeover.timer.>", "langbot.takeover.expire.>"},
 			Storage:           jetstream.FileStorage,
 			MaxMsgsPerSubject: 1,
 			MaxAge:            7 * 24 * time.Hour,
 			AllowMsgSchedules: true,
-		}, {
-			Name:              "LANGBOT_TAKEOVER_HISTORY",
-			Subjects:          []string{"langbot.takeover.history.>"},
-			Storage:           jetstream.FileStorage,
-			MaxMsgsPerSubject: 2200,
-			Duplicates:        2 * time.Minute,
-			AllowDirect:       true,
-		}},
+		}}, historyShards()...),
 		work:      jetstream.ConsumerConfig{Durable: "takeover-expire", FilterSubject: "langbot.takeover.expire.>", AckPolicy: jetstream.AckExplicitPolicy},
 		workSubj:  "langbot.takeover.expire." + scope + ".c2lk",
 		schedSubj: "langbot.takeover.timer." + scope + ".c2lk",
@@ -94,6 +87,23 @@ var plugins = []pluginSpec{
 		workSubj:  "langbot.schenotify.due." + scope + ".r1",
 		schedSubj: "langbot.schenotify.sched." + scope + ".r1",
 	},
+}
+
+// historyShards are takeover's 16 history streams, one per first hex digit
+// of a session id (services/takeover HistoryStream).
+func historyShards() []jetstream.StreamConfig {
+	var out []jetstream.StreamConfig
+	for k := range 16 {
+		out = append(out, jetstream.StreamConfig{
+			Name:              fmt.Sprintf("LANGBOT_TAKEOVER_HISTORY_%X", k),
+			Subjects:          []string{fmt.Sprintf("langbot.takeover.history.*.*.*.%x.>", k)},
+			Storage:           jetstream.FileStorage,
+			MaxMsgsPerSubject: 2200,
+			Duplicates:        2 * time.Minute,
+			AllowDirect:       true,
+		})
+	}
+	return out
 }
 
 // natsUsers are the users of accounts.conf and the environment variables
@@ -238,7 +248,7 @@ func permissionMatrix(t *testing.T, url string, passwords map[string]string) {
 	t.Run("admin", func(t *testing.T) {
 		admin := connectAs(t, url, "admin", passwords["admin"])
 		// Operators read every stream (backups, inspection).
-		for _, name := range []string{"LANGBOT_LIFECYCLE", "KV_langbot_githubkit", "LANGBOT_TAKEOVER_HISTORY", "OBJ_langbot_takeover_blobs", "KV_langbot_schenotify_dedupe"} {
+		for _, name := range []string{"LANGBOT_LIFECYCLE", "KV_langbot_githubkit", "LANGBOT_TAKEOVER_HISTORY_F", "OBJ_langbot_takeover_blobs", "KV_langbot_schenotify_dedupe"} {
 			if _, err := admin.js.Stream(ctx, name); err != nil {
 				t.Fatalf("admin: stream info %s: %v", name, err)
 			}
@@ -252,6 +262,16 @@ func permissionMatrix(t *testing.T, url string, passwords map[string]string) {
 		}
 		admin.noViolations(t)
 	})
+}
+
+// sampleSubject is a subject of scope that filter takes: the scope in place
+// of its first three wildcards (a sharded filter) or before its tail.
+func sampleSubject(filter string) string {
+	f := strings.TrimSuffix(filter, ">")
+	if strings.Contains(f, "*.*.*.") {
+		return strings.Replace(f, "*.*.*", scope, 1) + "c2lk"
+	}
+	return f + scope + ".c2lk"
 }
 
 // exerciseService performs, as the service user, every kind of operation the
@@ -382,7 +402,7 @@ func exerciseService(t *testing.T, host, svc *client, p pluginSpec) {
 
 	// Every other stream it owns (takeover's history: direct gets).
 	for _, s := range streams[1:] {
-		subj := strings.TrimSuffix(s.CachedInfo().Config.Subjects[0], ">") + scope + ".c2lk"
+		subj := sampleSubject(s.CachedInfo().Config.Subjects[0])
 		ack, err := svc.js.Publish(ctx, subj, []byte(`{}`), jetstream.WithMsgID("entry-1"))
 		must("publish "+subj, err)
 		_, err = s.GetMsg(ctx, ack.Sequence)

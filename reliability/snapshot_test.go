@@ -31,12 +31,17 @@ var buckets = []string{
 
 // streams are the plain streams of the services, with the plugin owning
 // their subjects.
-var streams = map[string]string{
-	githubkit.StreamName:   githubkit.Plugin,
-	takeover.HistoryStream: takeover.Plugin,
-	takeover.TimerStream:   takeover.Plugin,
-	schenotify.StreamName:  schenotify.Plugin,
-}
+var streams = func() map[string]string {
+	m := map[string]string{
+		githubkit.StreamName:  githubkit.Plugin,
+		takeover.TimerStream:  takeover.Plugin,
+		schenotify.StreamName: schenotify.Plugin,
+	}
+	for k := range takeover.HistoryShards {
+		m[takeover.HistoryStream(k)] = takeover.Plugin
+	}
+	return m
+}()
 
 // take reads a snapshot of every bucket and stream (missing ones are
 // empty).

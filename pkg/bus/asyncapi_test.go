@@ -39,7 +39,7 @@ func TestAsyncAPIMatchesSubjects(t *testing.T) {
 	s := bus.Subjects{Prefix: "PREFIX"}
 	sc, _ := binding.ParseScope("INSTANCE.WORKSPACE.INSTALLATION")
 	placeholders := strings.NewReplacer("PREFIX", "{prefix}", "PLUGIN", "{plugin}", "INSTANCE", "{instance}",
-		"WORKSPACE", "{workspace}", "INSTALLATION", "{installation}", "ID", "{id}")
+		"WORKSPACE", "{workspace}", "INSTALLATION", "{installation}", "SHARD", "{shard}", "ID", "{id}")
 	var built []string
 	add := func(subject string) { built = append(built, placeholders.Replace(subject)) }
 	for _, ep := range bus.Endpoints {
@@ -50,13 +50,17 @@ func TestAsyncAPIMatchesSubjects(t *testing.T) {
 	for _, a := range []string{bus.ActionSendMessage, bus.ActionGetBotInfo, bus.ActionGetBots} {
 		add(s.HostAction(a, sc))
 	}
-	internal := []struct{ plugin, kind string }{
-		{"githubkit", bus.KindSched}, {"githubkit", bus.KindPoll},
-		{"schenotify", bus.KindSched}, {"schenotify", bus.KindDue},
-		{"takeover", bus.KindTimer}, {"takeover", bus.KindExpire}, {"takeover", bus.KindHistory},
+	internal := []struct {
+		plugin, kind string
+		ids          []string
+	}{
+		{"githubkit", bus.KindSched, []string{"ID"}}, {"githubkit", bus.KindPoll, []string{"ID"}},
+		{"schenotify", bus.KindSched, []string{"ID"}}, {"schenotify", bus.KindDue, []string{"ID"}},
+		{"takeover", bus.KindTimer, []string{"ID"}}, {"takeover", bus.KindExpire, []string{"ID"}},
+		{"takeover", bus.KindHistory, []string{"SHARD", "ID"}},
 	}
 	for _, in := range internal {
-		subj, err := s.Internal(in.plugin, in.kind, sc, "ID")
+		subj, err := s.Internal(in.plugin, in.kind, sc, in.ids...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -219,6 +219,15 @@ func (s Subjects) InternalAll(plugin, kind string) string {
 	return join(s.p(), plugin, kind, ">")
 }
 
+// InternalShard is the wildcard of one shard of a kind whose subjects carry
+// a shard token right after the scope (a scope is always three tokens):
+// "<prefix>.<plugin>.<kind>.*.*.*.<shard>.>". It lets one stream per shard
+// hold the kind, so that no stream interleaves every installation's
+// subjects.
+func (s Subjects) InternalShard(plugin, kind, shard string) string {
+	return join(s.p(), plugin, kind, "*.*.*", shard, ">")
+}
+
 // InternalScope is the wildcard of one kind within one scope:
 // "<prefix>.<plugin>.<kind>.<scope>.>".
 func (s Subjects) InternalScope(plugin, kind string, sc binding.Scope) string {

@@ -37,7 +37,7 @@ func TestLargeAggregateDoesNotTouchSmallRecord(t *testing.T) {
 		if _, err := kv.Create(ctx, key, v); err != nil {
 			t.Fatal(err)
 		}
-		subj, _ := bus.Subjects{}.Internal(takeover.Plugin, bus.KindHistory, sc, sid)
+		_, _, subj := takeover.HistoryOf(bus.Subjects{}, sc, sid)
 		for j := range per {
 			e, _ := json.Marshal(takeover.Entry{V: 1, ID: fmt.Sprintf("%d-%d", i, j), Gen: rec.Gen, TS: 1, Role: "user", Parts: []takeover.Part{{Type: "text", Text: filler}}})
 			f, err := h.js.PublishAsync(subj, e)
@@ -70,17 +70,16 @@ func TestLargeAggregateDoesNotTouchSmallRecord(t *testing.T) {
 	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("small")))
 	sid := sidOf("bot-a", "person", 1)
 	kvs, _ := h.js.Stream(ctx, "KV_"+bus.Bucket(takeover.Plugin))
-	hist, _ := h.js.Stream(ctx, takeover.HistoryStream)
 	k1, _ := kvs.Info(ctx)
-	h1, _ := hist.Info(ctx)
+	h1, _, _ := historyState(t, h.js)
 	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("small again")))
 	waitFor(t, "metadata", func() bool { return h.record(b, sid).HistoryCount == 2 })
 	k2, _ := kvs.Info(ctx)
-	h2, _ := hist.Info(ctx)
+	h2, _, _ := historyState(t, h.js)
 	if d := k2.State.LastSeq - k1.State.LastSeq; d != 1 {
 		t.Fatalf("%d KV writes", d)
 	}
-	if d := h2.State.LastSeq - h1.State.LastSeq; d != 1 || h.historyCount(b, sid) != 2 {
+	if d := h2 - h1; d != 1 || h.historyCount(b, sid) != 2 {
 		t.Fatalf("%d appends", d)
 	}
 	h.stop()

@@ -1,7 +1,6 @@
 package takeover_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -100,17 +99,13 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 	waitFor(b, "warm-up takeovers", func() bool { return h.metric("takeover_sessions_active", nil) >= sessions/10 })
 	// The floor's messages are as large as the history entries the
 	// warm-up stored.
-	hist, err := h.js.Stream(context.Background(), takeover.HistoryStream)
-	if err != nil {
-		b.Fatal(err)
+	_, msgs, bytes := historyState(b, h.js)
+	if msgs == 0 {
+		b.Fatal("no history after warm-up")
 	}
-	info, err := hist.Info(context.Background())
-	if err != nil || info.State.Msgs == 0 {
-		b.Fatalf("history after warm-up: %v", err)
-	}
-	entrySize := int(info.State.Bytes / info.State.Msgs)
+	entrySize := int(bytes / msgs)
 	limit := takeover.DefaultHistoryLimit
-	wf := bustest.NewWriteFloor(b, h.srv, bustest.WriteFloorConfig{Subjects: sessions, Size: entrySize, Limit: limit, Slack: min(max(limit/10, 1), 200)})
+	wf := bustest.NewWriteFloor(b, h.srv, bustest.WriteFloorConfig{Subjects: sessions, Size: entrySize, Limit: limit, Slack: min(max(limit/10, 1), 200), Shards: takeover.HistoryShards})
 
 	best := 0
 	b.ResetTimer()

@@ -162,14 +162,19 @@ func snapshotScope(h *harness, b binding.Binding) string {
 			lines = append(lines, fmt.Sprintf("%s %d %s", k, e.Revision(), e.Value()))
 		}
 	}
-	hist, _ := h.js.Stream(ctx, takeover.HistoryStream)
 	subj := bus.Subjects{}.InternalScope(takeover.Plugin, bus.KindHistory, sc)
-	info, err := hist.Info(ctx, jetstream.WithSubjectFilter(subj))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	for k, n := range info.State.Subjects {
-		lines = append(lines, fmt.Sprintf("%s %d", k, n))
+	for k := range takeover.HistoryShards {
+		hist, err := h.js.Stream(ctx, takeover.HistoryStream(k))
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		info, err := hist.Info(ctx, jetstream.WithSubjectFilter(subj))
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for k, n := range info.State.Subjects {
+			lines = append(lines, fmt.Sprintf("%s %d", k, n))
+		}
 	}
 	obs, _ := h.js.ObjectStore(ctx, takeover.BlobBucket)
 	objs, _ := obs.List(ctx)

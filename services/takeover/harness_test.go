@@ -268,15 +268,42 @@ func (h *harness) record(b binding.Binding, sid string) *takeover.Record {
 	return r
 }
 
+// historyOf returns the stream and subject of a session's history.
+func historyOf(t testing.TB, js jetstream.JetStream, sc binding.Scope, sid string) (jetstream.Stream, string) {
+	t.Helper()
+	_, name, subj := takeover.HistoryOf(bus.Subjects{}, sc, sid)
+	st, err := js.Stream(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, subj
+}
+
+// historyState sums the states of the history shards: the sum of their
+// last sequences grows with every append anywhere.
+func historyState(t testing.TB, js jetstream.JetStream) (lastSeqs, msgs, bytes uint64) {
+	t.Helper()
+	for k := range takeover.HistoryShards {
+		st, err := js.Stream(context.Background(), takeover.HistoryStream(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lastSeqs += info.State.LastSeq
+		msgs += info.State.Msgs
+		bytes += info.State.Bytes
+	}
+	return lastSeqs, msgs, bytes
+}
+
 // historyCount counts the stored messages on a session's history subject.
 func (h *harness) historyCount(b binding.Binding, sid string) int {
 	h.t.Helper()
 	sc, _ := b.Scope()
-	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, bus.KindHistory, sc, sid)
-	st, err := h.js.Stream(context.Background(), takeover.HistoryStream)
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	st, subj := historyOf(h.t, h.js, sc, sid)
 	info, err := st.Info(context.Background(), jetstream.WithSubjectFilter(subj))
 	if err != nil {
 		h.t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -183,11 +182,7 @@ func subjectEntries(t testing.TB, h *harness, sc binding.Scope, sid string) []ta
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, bus.KindHistory, sc, sid)
-	st, err := h.js.Stream(ctx, takeover.HistoryStream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, subj := historyOf(t, h.js, sc, sid)
 	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}})
 	if err != nil {
 		t.Fatal(err)

@@ -461,8 +461,8 @@ func openStore(ctx context.Context, js jetstream.JetStream, prefix string) (*sto
 		return nil, fmt.Errorf("%w: the takeover bucket is not there (has the service run?): %w", ErrImport, err)
 	}
 	st.kv = bus.NewKV(js.Conn(), kv)
-	if st.hist, err = js.Stream(ctx, HistoryStream); err != nil {
-		return nil, fmt.Errorf("%w: history stream: %w", ErrImport, err)
+	if err := st.openHistory(ctx); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrImport, err)
 	}
 	if st.blobs, err = js.ObjectStore(ctx, BlobBucket); err != nil {
 		return nil, fmt.Errorf("%w: blob store: %w", ErrImport, err)

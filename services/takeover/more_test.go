@@ -131,13 +131,12 @@ func TestStartDoesNoTenantWrites(t *testing.T) {
 	h.takeOver(b, `{}`, "bot-a", 1)
 	before := snapshotScope(h, b)
 	kvs, _ := h.js.Stream(context.Background(), "KV_"+bus.Bucket(takeover.Plugin))
-	hist, _ := h.js.Stream(context.Background(), takeover.HistoryStream)
 	k1, _ := kvs.Info(context.Background())
-	h1, _ := hist.Info(context.Background())
+	h1, _, _ := historyState(t, h.js)
 	h.startReplica(h.srv.Conn(t)) // a second replica starts
 	k2, _ := kvs.Info(context.Background())
-	h2, _ := hist.Info(context.Background())
-	if k1.State.LastSeq != k2.State.LastSeq || h1.State.LastSeq != h2.State.LastSeq {
+	h2, _, _ := historyState(t, h.js)
+	if k1.State.LastSeq != k2.State.LastSeq || h1 != h2 {
 		t.Fatal("starting a replica wrote tenant state")
 	}
 	if snapshotScope(h, b) != before {

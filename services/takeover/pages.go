@@ -696,29 +696,12 @@ func (s *Service) clear(ctx context.Context, c PageCall) (map[string]int, error)
 	return map[string]int{"cleared": len(sids)}, nil
 }
 
-// sweepScope deletes the blobs named by every history entry of the scope,
-// then removes the scope's history up to the last sequence read, and its
-// timers. Appends racing it survive; their sessions were purged, so they
-// start afresh.
+// sweepScope removes the scope's history with the blobs its entries name,
+// and its timers. Appends racing it survive; their sessions were purged, so
+// they start afresh.
 func (s *Service) sweepScope(ctx context.Context, sc binding.Scope) error {
-	entries, last, err := s.st.readSubject(ctx, sc, s.subj.InternalScope(Plugin, bus.KindHistory, sc))
-	if err != nil {
+	if err := s.st.sweepHistory(ctx, sc); err != nil {
 		return err
-	}
-	var blobs []string
-	for _, e := range entries {
-		blobs = append(blobs, e.Blobs()...)
-	}
-	if err := s.st.deleteBlobs(ctx, sc, blobs); err != nil {
-		return err
-	}
-	if err := s.st.check("history.purge", sc); err != nil {
-		return err
-	}
-	if last > 0 {
-		if err := s.st.hist.Purge(ctx, jetstream.WithPurgeSubject(s.subj.InternalScope(Plugin, bus.KindHistory, sc)), jetstream.WithPurgeSequence(last+1)); err != nil {
-			return err
-		}
 	}
 	return bus.PurgeSubjects(ctx, s.st.timers, s.subj.InternalScope(Plugin, bus.KindTimer, sc), s.subj.InternalScope(Plugin, bus.KindExpire, sc))
 }

@@ -121,9 +121,8 @@ func TestOneActionOneWritePerStore(t *testing.T) {
 	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 2, 2, plain("other")))
 	sid := sidOf("bot-a", "person", 1)
 	kvs, _ := h.js.Stream(context.Background(), "KV_"+bus.Bucket(takeover.Plugin))
-	hist, _ := h.js.Stream(context.Background(), takeover.HistoryStream)
 	kvBefore, _ := kvs.Info(context.Background())
-	histBefore, _ := hist.Info(context.Background())
+	histBefore, _, _ := historyState(t, h.js)
 	otherRec := h.record(b, sidOf("bot-a", "person", 2))
 	// with the view live, recording into a known session reads nothing
 	var reads atomic.Int64
@@ -139,11 +138,11 @@ func TestOneActionOneWritePerStore(t *testing.T) {
 		t.Fatalf("%d record reads to record one message", n)
 	}
 	kvAfter, _ := kvs.Info(context.Background())
-	histAfter, _ := hist.Info(context.Background())
+	histAfter, _, _ := historyState(t, h.js)
 	if d := kvAfter.State.LastSeq - kvBefore.State.LastSeq; d > 1 {
 		t.Fatalf("%d KV writes for one message", d)
 	}
-	if d := histAfter.State.LastSeq - histBefore.State.LastSeq; d != 1 {
+	if d := histAfter - histBefore; d != 1 {
 		t.Fatalf("%d appends for one message", d)
 	}
 	if h.historyCount(b, sid) != 2 {

@@ -21,7 +21,6 @@ import (
 // come from pkg/bus; these are resource names only.
 const (
 	Plugin        = "takeover"
-	HistoryStream = "LANGBOT_TAKEOVER_HISTORY"
 	TimerStream   = "LANGBOT_TAKEOVER_TIMERS"
 	BlobBucket    = "langbot_takeover_blobs"
 	ExpireDurable = "takeover-expire"
@@ -29,7 +28,60 @@ const (
 	keyReply      = bus.KeyReply
 
 	historyPerSubject = 2200 // largest history_limit plus the largest trim slack
+
+	// HistoryShards is how many streams hold the chat history. A session's
+	// shard is the first hex digit of its sid.
+	HistoryShards = 16
+
+	// legacyHistoryStream held every session's history before it was
+	// sharded; MigrateHistory moves its contents into the shards.
+	legacyHistoryStream = "LANGBOT_TAKEOVER_HISTORY"
 )
+
+// HistoryStream returns the name of history shard k (0 to HistoryShards-1),
+// LANGBOT_TAKEOVER_HISTORY_0 to LANGBOT_TAKEOVER_HISTORY_F.
+//
+// The history is sharded because trimming one subject of a stream costs the
+// server a walk over every message the stream holds between that subject's
+// first entry and the trim point, with appends to the stream waiting: on a
+// single stream that interleaves every session the cost grows with the
+// number of sessions (docs/benchmarks.md, the trim floor).
+func HistoryStream(k int) string { return fmt.Sprintf("LANGBOT_TAKEOVER_HISTORY_%X", k) }
+
+// HistoryOf returns the shard, stream and subject that hold a session's
+// history: langbot.takeover.history.<scope>.<shard>.<sid>, the shard being
+// the sid's first hex digit.
+func HistoryOf(subj bus.Subjects, sc binding.Scope, sid string) (shard int, stream, subject string) {
+	shard = shardOf(sid)
+	subject, _ = subj.Internal(Plugin, bus.KindHistory, sc, shardToken(shard), sid)
+	return shard, HistoryStream(shard), subject
+}
+
+// shardOf is the value of a sid's first hex digit; sids are validated
+// before they reach the store (ValidSID), and anything else maps to 0.
+func shardOf(sid string) int {
+	if sid == "" {
+		return 0
+	}
+	switch c := sid[0]; {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	}
+	return 0
+}
+
+// shardToken is shard k's subject token, one lowercase hex digit as in
+// the sid.
+func shardToken(k int) string { return strconv.FormatInt(int64(k), 16) }
+
+// historyShard is one history stream with its writer and reader.
+type historyShard struct {
+	stream jetstream.Stream
+	batch  *bus.Batcher      // group-commits appends; nil outside the service
+	direct *bus.DirectReader // batched reads; nil outside the service
+}
 
 // errCorrupt marks a stored record that does not decode.
 var errCorrupt = errors.New("takeover: stored record is unreadable")
@@ -42,9 +94,7 @@ type store struct {
 	subj   bus.Subjects
 	kv     *bus.KV
 	dedupe *bus.KV
-	hist   jetstream.Stream
-	batch  *bus.Batcher      // group-commits history appends; nil until ensure
-	direct *bus.DirectReader // batched reads of the history; nil until ensure
+	hist   [HistoryShards]historyShard
 	timers jetstream.Stream
 	blobs  jetstream.ObjectStore
 	// fault, when set (tests only), is consulted before each storage call;
@@ -65,21 +115,15 @@ func (st *store) check(op string, sc binding.Scope) error {
 // ensure creates or updates the streams and the object store (the buckets
 // are the runner's). It writes nothing of any scope.
 func (st *store) ensure(ctx context.Context, replicas int) error {
-	var err error
-	st.hist, err = bus.EnsureStream(ctx, st.js, bus.StreamSpec{
-		Name:              HistoryStream,
-		Subjects:          []string{st.subj.InternalAll(Plugin, bus.KindHistory)},
-		Replicas:          replicas,
-		MaxMsgsPerSubject: historyPerSubject,
-		Duplicates:        2 * time.Minute,
-		AllowDirect:       true,
-		AtomicPublish:     true,
-	})
-	if err != nil {
+	if err := st.ensureHistory(ctx, replicas); err != nil {
 		return err
 	}
-	st.batch = bus.NewBatcher(st.js.Conn(), st.js, bus.BatcherConfig{Atomic: st.hist.CachedInfo().Config.AllowAtomicPublish})
-	st.direct = bus.NewDirectReader(st.js.Conn(), HistoryStream)
+	for k := range st.hist {
+		h := &st.hist[k]
+		h.batch = bus.NewBatcher(st.js.Conn(), st.js, bus.BatcherConfig{Atomic: h.stream.CachedInfo().Config.AllowAtomicPublish})
+		h.direct = bus.NewDirectReader(st.js.Conn(), HistoryStream(k))
+	}
+	var err error
 	st.timers, err = bus.EnsureStream(ctx, st.js, bus.StreamSpec{
 		Name:              TimerStream,
 		Subjects:          []string{st.subj.InternalAll(Plugin, bus.KindTimer), st.subj.InternalAll(Plugin, bus.KindExpire)},
@@ -98,6 +142,54 @@ func (st *store) ensure(ctx context.Context, replicas int) error {
 	})
 	if err != nil {
 		return fmt.Errorf("takeover: object store: %w", err)
+	}
+	return nil
+}
+
+// ErrLegacyHistory is returned by the service's start when the history is
+// still in the single stream of an earlier version: that stream's subjects
+// overlap the shards', so the shards cannot be created beside it. Run
+// lbctl migrate takeover-history (MigrateHistory) with the service stopped.
+var ErrLegacyHistory = errors.New("takeover: the history is in the single stream " + legacyHistoryStream +
+	" of an earlier version; stop the service and run: lbctl migrate takeover-history")
+
+// ensureHistory creates or updates the history shards.
+func (st *store) ensureHistory(ctx context.Context, replicas int) error {
+	if _, err := st.js.Stream(ctx, legacyHistoryStream); err == nil {
+		return ErrLegacyHistory
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("takeover: history: %w", err)
+	}
+	for k := range st.hist {
+		var err error
+		st.hist[k].stream, err = bus.EnsureStream(ctx, st.js, bus.StreamSpec{
+			Name:              HistoryStream(k),
+			Subjects:          []string{st.subj.InternalShard(Plugin, bus.KindHistory, shardToken(k))},
+			Replicas:          replicas,
+			MaxMsgsPerSubject: historyPerSubject,
+			Duplicates:        2 * time.Minute,
+			AllowDirect:       true,
+			AtomicPublish:     true,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openHistory opens the existing history shards, for tools that run
+// outside the service; they write without a batcher and read with
+// consumers.
+func (st *store) openHistory(ctx context.Context) error {
+	for k := range st.hist {
+		var err error
+		if st.hist[k].stream, err = st.js.Stream(ctx, HistoryStream(k)); err != nil {
+			if _, lerr := st.js.Stream(ctx, legacyHistoryStream); lerr == nil {
+				return ErrLegacyHistory
+			}
+			return fmt.Errorf("takeover: history stream %s: %w", HistoryStream(k), err)
+		}
 	}
 	return nil
 }
@@ -210,10 +302,10 @@ func ambiguous(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.Canceled)
 }
 
-// historySubject is langbot.takeover.history.<scope>.<sid>.
-func (st *store) historySubject(sc binding.Scope, sid string) string {
-	s, _ := st.subj.Internal(Plugin, bus.KindHistory, sc, sid)
-	return s
+// history returns the shard and subject of a session's history.
+func (st *store) history(sc binding.Scope, sid string) (*historyShard, string) {
+	k, _, subject := HistoryOf(st.subj, sc, sid)
+	return &st.hist[k], subject
 }
 
 // appendEntry publishes an entry on the session's history subject with its
@@ -230,11 +322,12 @@ func (st *store) appendEntryWith(ctx context.Context, sc binding.Scope, sid stri
 	if err != nil {
 		return 0, err
 	}
-	msg := &nats.Msg{Subject: st.historySubject(sc, sid), Header: nats.Header{}, Data: b}
+	h, subject := st.history(sc, sid)
+	msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: b}
 	bus.Inject(ctx, msg.Header)
 	var seq uint64
-	if msgID && st.batch != nil {
-		seq, err = st.batch.Publish(ctx, msg, e.ID)
+	if msgID && h.batch != nil {
+		seq, err = h.batch.Publish(ctx, msg, e.ID)
 	} else {
 		var opts []jetstream.PublishOpt
 		if msgID {
@@ -255,14 +348,16 @@ func (st *store) appendEntryWith(ctx context.Context, sc binding.Scope, sid stri
 	return seq, nil
 }
 
-// close stops the history batcher once its appends are written and
-// releases the session bucket's list subscription.
+// close stops the history batchers once their appends are written and
+// releases the readers' and the session bucket's subscriptions.
 func (st *store) close() {
-	if st.batch != nil {
-		st.batch.Close()
-	}
-	if st.direct != nil {
-		_ = st.direct.Close()
+	for _, h := range st.hist {
+		if h.batch != nil {
+			h.batch.Close()
+		}
+		if h.direct != nil {
+			_ = h.direct.Close()
+		}
 	}
 	if st.kv != nil {
 		_ = st.kv.Close()
@@ -275,13 +370,13 @@ type storedEntry struct {
 	corrupt bool
 }
 
-// readHistory returns every message of a subject in stream order (at most
-// historyPerSubject), and the last sequence read.
-func (st *store) readSubject(ctx context.Context, sc binding.Scope, subject string) ([]storedEntry, uint64, error) {
+// readSubject returns every message of a subject filter of one shard in
+// stream order, and the last sequence read.
+func (st *store) readSubject(ctx context.Context, sc binding.Scope, h *historyShard, subject string) ([]storedEntry, uint64, error) {
 	if err := st.check("history.read", sc); err != nil {
 		return nil, 0, err
 	}
-	cons, err := st.hist.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+	cons, err := h.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subject},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
@@ -334,7 +429,8 @@ func (st *store) oldestEntries(ctx context.Context, sc binding.Scope, sid string
 	if err := st.check("history.read", sc); err != nil {
 		return nil, 0, err
 	}
-	msgs, err := st.direct.First(ctx, st.historySubject(sc, sid), n)
+	h, subject := st.history(sc, sid)
+	msgs, err := h.direct.First(ctx, subject, n)
 	if err != nil {
 		return nil, 0, fmt.Errorf("takeover: read history: %w", err)
 	}
@@ -348,22 +444,58 @@ func (st *store) oldestEntries(ctx context.Context, sc binding.Scope, sid string
 	return out, int(msgs[0].Pending) + 1, nil
 }
 
-// readHistory reads one session's history subject.
+// readHistory reads one session's history subject (at most
+// historyPerSubject entries).
 func (st *store) readHistory(ctx context.Context, sc binding.Scope, sid string) ([]storedEntry, uint64, error) {
-	return st.readSubject(ctx, sc, st.historySubject(sc, sid))
+	h, subject := st.history(sc, sid)
+	return st.readSubject(ctx, sc, h, subject)
 }
 
 // purgeHistory removes a session's entries below seq (all of them when seq
 // is 0).
 func (st *store) purgeHistory(ctx context.Context, sc binding.Scope, sid string, below uint64) error {
+	h, subject := st.history(sc, sid)
+	return st.purgeSubject(ctx, sc, h, subject, below)
+}
+
+// purgeSubject removes the messages of a subject filter of one shard below
+// seq (all of them when seq is 0).
+func (st *store) purgeSubject(ctx context.Context, sc binding.Scope, h *historyShard, subject string, below uint64) error {
 	if err := st.check("history.purge", sc); err != nil {
 		return err
 	}
-	opts := []jetstream.StreamPurgeOpt{jetstream.WithPurgeSubject(st.historySubject(sc, sid))}
+	opts := []jetstream.StreamPurgeOpt{jetstream.WithPurgeSubject(subject)}
 	if below > 0 {
 		opts = append(opts, jetstream.WithPurgeSequence(below))
 	}
-	return st.hist.Purge(ctx, opts...)
+	return h.stream.Purge(ctx, opts...)
+}
+
+// sweepHistory deletes the blobs named by every history entry of a scope,
+// then removes the scope's history, shard by shard, up to the last sequence
+// read in that shard (spec §5.3 rule 7). Appends racing it survive.
+func (st *store) sweepHistory(ctx context.Context, sc binding.Scope) error {
+	all := st.subj.InternalScope(Plugin, bus.KindHistory, sc)
+	for k := range st.hist {
+		h := &st.hist[k]
+		entries, last, err := st.readSubject(ctx, sc, h, all)
+		if err != nil {
+			return err
+		}
+		var blobs []string
+		for _, e := range entries {
+			blobs = append(blobs, e.Blobs()...)
+		}
+		if err := st.deleteBlobs(ctx, sc, blobs); err != nil {
+			return err
+		}
+		if last > 0 {
+			if err := st.purgeSubject(ctx, sc, h, all, last+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // blobName is <scope>.<sid>.<entry id>.<part index>.

@@ -1,0 +1,50 @@
+package bus_test
+
+import (
+	"testing"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// TestInternalShard checks the shard filter against the server's own
+// subject matching: it takes every scope's subjects of its shard, and none
+// of another shard, of another kind or of the unsharded form.
+func TestInternalShard(t *testing.T) {
+	s := bus.Subjects{Prefix: "lb"}
+	a, _ := binding.ParseScope("i1.w1.n1")
+	b, _ := binding.ParseScope("i2.w-2.n_2")
+	filter := s.InternalShard("takeover", bus.KindHistory, "7")
+	if want := "lb.takeover.history.*.*.*.7.>"; filter != want {
+		t.Fatalf("filter %q, want %q", filter, want)
+	}
+	build := func(kind string, sc binding.Scope, ids ...string) string {
+		t.Helper()
+		subj, err := s.Internal("takeover", kind, sc, ids...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return subj
+	}
+	for _, c := range []struct {
+		subject string
+		match   bool
+	}{
+		{build(bus.KindHistory, a, "7", "sid1"), true},
+		{build(bus.KindHistory, b, "7", "sid2"), true},
+		{build(bus.KindHistory, a, "8", "sid1"), false},
+		{build(bus.KindHistory, a, "sid1"), false},
+		{build(bus.KindTimer, a, "7", "sid1"), false},
+		{"langbot.takeover.history.i1.w1.n1.7.sid1", false},
+	} {
+		if got := server.SubjectMatchesFilter(c.subject, filter); got != c.match {
+			t.Errorf("%s matches %s: %v, want %v", c.subject, filter, got, c.match)
+		}
+	}
+	// the shards of one kind never overlap, so each can be its own stream
+	if server.SubjectsCollide(filter, s.InternalShard("takeover", bus.KindHistory, "8")) {
+		t.Error("shard filters 7 and 8 collide")
+	}
+}
