@@ -140,6 +140,15 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 			return err
 		}
 		defer snc.Drain()
+		if s.Upgrade != nil {
+			report, err := s.Upgrade(ctx, js, subj)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.Plugin, err)
+			}
+			if report != "" {
+				fmt.Fprintf(io.out, "%s: %s", s.Plugin, report)
+			}
+		}
 		env := &svcmain.Env{
 			Options: svcmain.Options{HTTPAddr: *httpAddr, Replicas: 1, Prefix: subj.Prefix},
 			Conn:    snc, Subjects: subj, Keyring: keyring, Logger: log.With("service", s.Plugin),

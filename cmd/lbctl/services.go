@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 )
 
@@ -33,6 +36,11 @@ type devService struct {
 	DevFlags func(fs *flag.FlagSet)
 	// Banner returns lines printed when lbctl dev is up (a console URL).
 	Banner func(env *DevEnv) []string
+	// Upgrade, when set, moves data stored in an earlier version's layout
+	// before lbctl dev starts the service (where no other replica can be
+	// running) and returns a report, empty when there was nothing to move.
+	// In production the operator runs the same move as an lbctl command.
+	Upgrade func(ctx context.Context, js jetstream.JetStream, subj bus.Subjects) (string, error)
 	// Commands are lbctl subcommands the service adds.
 	Commands []command
 }

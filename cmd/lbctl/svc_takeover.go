@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -21,9 +24,17 @@ func takeoverService() *devService {
 		Config: json.RawMessage(`{"takeover_timeout":600,"trigger_words":["human","人工"],"auto_takeover_on_trigger":true,` +
 			`"user_notice_on_takeover":"A person will answer you shortly.","user_notice_on_release":"You are talking to the assistant again."}`),
 		Events: true,
+		Upgrade: func(ctx context.Context, js jetstream.JetStream, subj bus.Subjects) (string, error) {
+			sum, err := takeover.MigrateHistory(ctx, js, takeover.MigrateOptions{Prefix: subj.Prefix})
+			if err != nil || !sum.Removed && len(sum.Left) == 0 {
+				return "", err
+			}
+			return sum.String(), nil
+		},
 		Commands: []command{
 			{Name: "import takeover", Summary: "adopt the original HumanTakeover plugin's stored sessions and history", Run: runImportTakeover},
 			{Name: "gc takeover-blobs", Summary: "delete takeover attachments no history entry names (orphans, removed installations)", Run: runGCTakeoverBlobs},
+			{Name: "migrate takeover-history", Summary: "move takeover history from the single stream of earlier versions into its shards (service stopped)", Run: runMigrateTakeoverHistory},
 		},
 	})
 }
@@ -83,6 +94,25 @@ func runGCTakeoverBlobs(ctx context.Context, args []string, io stdio) error {
 	if *dry {
 		fmt.Fprintln(io.out, "dry run: nothing deleted")
 	}
+	fmt.Fprint(io.out, sum.String())
+	return err
+}
+
+// runMigrateTakeoverHistory is lbctl migrate takeover-history. It deletes a
+// stream, so it needs the operator's (admin) credentials.
+func runMigrateTakeoverHistory(ctx context.Context, args []string, io stdio) error {
+	fs := flag.NewFlagSet("migrate takeover-history", flag.ContinueOnError)
+	fs.SetOutput(io.err)
+	conn := addConnFlags(fs, io)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	nc, subj, js, err := conn.connectJS(ctx)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	sum, err := takeover.MigrateHistory(ctx, js, takeover.MigrateOptions{Prefix: subj.Prefix})
 	fmt.Fprint(io.out, sum.String())
 	return err
 }

@@ -115,6 +115,9 @@ func (st *store) check(op string, sc binding.Scope) error {
 // ensure creates or updates the streams and the object store (the buckets
 // are the runner's). It writes nothing of any scope.
 func (st *store) ensure(ctx context.Context, replicas int) error {
+	if err := st.refuseLegacy(ctx); err != nil {
+		return err
+	}
 	if err := st.ensureHistory(ctx, replicas); err != nil {
 		return err
 	}
@@ -153,13 +156,21 @@ func (st *store) ensure(ctx context.Context, replicas int) error {
 var ErrLegacyHistory = errors.New("takeover: the history is in the single stream " + legacyHistoryStream +
 	" of an earlier version; stop the service and run: lbctl migrate takeover-history")
 
+// refuseLegacy fails with ErrLegacyHistory while the single history stream
+// of the earlier layout exists.
+func (st *store) refuseLegacy(ctx context.Context) error {
+	_, err := st.js.Stream(ctx, legacyHistoryStream)
+	switch {
+	case err == nil:
+		return ErrLegacyHistory
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil
+	}
+	return fmt.Errorf("takeover: history: %w", err)
+}
+
 // ensureHistory creates or updates the history shards.
 func (st *store) ensureHistory(ctx context.Context, replicas int) error {
-	if _, err := st.js.Stream(ctx, legacyHistoryStream); err == nil {
-		return ErrLegacyHistory
-	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("takeover: history: %w", err)
-	}
 	for k := range st.hist {
 		var err error
 		st.hist[k].stream, err = bus.EnsureStream(ctx, st.js, bus.StreamSpec{
@@ -185,8 +196,8 @@ func (st *store) openHistory(ctx context.Context) error {
 	for k := range st.hist {
 		var err error
 		if st.hist[k].stream, err = st.js.Stream(ctx, HistoryStream(k)); err != nil {
-			if _, lerr := st.js.Stream(ctx, legacyHistoryStream); lerr == nil {
-				return ErrLegacyHistory
+			if lerr := st.refuseLegacy(ctx); lerr != nil {
+				return lerr
 			}
 			return fmt.Errorf("takeover: history stream %s: %w", HistoryStream(k), err)
 		}
