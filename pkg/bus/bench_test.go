@@ -102,10 +102,14 @@ func BenchmarkHistoryTrimFloor(b *testing.B) {
 		name   string
 		server bool
 		shards int
-	}{{"purge", false, 1}, {"purge-16-streams", false, 16}, {"server-limit", true, 1}} {
+		read   bool
+	}{{"purge", false, 1, false}, {"purge-16-streams", false, 16, false}, {"read-purge-16-streams", false, 16, true}, {"server-limit", true, 1, false}} {
+		if only := os.Getenv("TRIM_FLOOR_MODE"); only != "" && only != mode.name {
+			continue
+		}
 		b.StopTimer()
 		srv := bustest.NewServer(b)
-		f := bustest.NewWriteFloor(b, srv, bustest.WriteFloorConfig{Subjects: subjects, Size: size, Limit: limit, Slack: limit / 10, ServerLimit: mode.server, Shards: mode.shards})
+		f := bustest.NewWriteFloor(b, srv, bustest.WriteFloorConfig{Subjects: subjects, Size: size, Limit: limit, Slack: limit / 10, ServerLimit: mode.server, Shards: mode.shards, Read: mode.read})
 		// 290 messages per subject, as fast as the server takes them
 		if _, _, errs, _ := f.Run(5000, 290*subjects*time.Second/5000); errs > 0 {
 			b.Fatalf("%s: prefill: %d errors", mode.name, errs)

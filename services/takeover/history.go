@@ -3,6 +3,8 @@ package takeover
 import (
 	"context"
 	"errors"
+	"sync"
+	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 )
@@ -22,15 +24,89 @@ func visible(entries []storedEntry, gen string, limit int) []Entry {
 	return out
 }
 
-// maybeTrim trims a session's history once it holds history_limit plus the
-// slack (spec §5.3 rule 6).
-func (s *Service) maybeTrim(ctx context.Context, sc binding.Scope, sid string, rec *Record, set Settings) {
+// maybeTrim queues a trim of a session's history once it holds
+// history_limit plus the slack (spec §5.3 rule 6).
+func (s *Service) maybeTrim(sc binding.Scope, sid string, rec *Record, set Settings) {
 	if rec.HistoryCount < set.HistoryLimit+set.HistorySlack() {
 		return
 	}
-	if err := s.trim(ctx, sc, sid, set.HistoryLimit, rec.HistoryCount); err != nil {
+	s.trims.queue(trimJob{sc: sc, sid: sid, limit: set.HistoryLimit, hint: rec.HistoryCount})
+}
+
+// trimJob is one session's trim.
+type trimJob struct {
+	sc          binding.Scope
+	sid         string
+	limit, hint int
+}
+
+// trimmer runs the history trims of a replica off the recording path.
+// Trims come in waves (sessions that grow in step cross their limit
+// together), and a trim run by the recording worker would hold up every
+// recording queued behind it on that worker. A session is queued once at a
+// time; when the queue is full its trim is skipped, and its next recording
+// queues it again, since its count stays over the limit.
+type trimmer struct {
+	s       *Service
+	jobs    chan trimJob
+	mu      sync.Mutex
+	pending map[string]bool // <scope>.<sid> queued or running
+}
+
+// trimWorkers run a replica's trims; trimQueue bounds those waiting.
+const (
+	trimWorkers = 4
+	trimQueue   = 4096
+)
+
+func newTrimmer(s *Service) *trimmer {
+	return &trimmer{s: s, jobs: make(chan trimJob, trimQueue), pending: map[string]bool{}}
+}
+
+// start runs the workers until the service's run context ends.
+func (t *trimmer) start() {
+	for range trimWorkers {
+		t.s.wg.Add(1)
+		go func() {
+			defer t.s.wg.Done()
+			for {
+				select {
+				case <-t.s.runCtx.Done():
+					return
+				case j := <-t.jobs:
+					t.run(j)
+				}
+			}
+		}()
+	}
+}
+
+func (t *trimmer) queue(j trimJob) {
+	key := j.sc.String() + "." + j.sid
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending[key] {
+		return
+	}
+	select {
+	case t.jobs <- j:
+		t.pending[key] = true
+	default:
+		t.s.metrics.trims.WithLabelValues("skipped").Inc()
+	}
+}
+
+func (t *trimmer) run(j trimJob) {
+	s := t.s
+	ctx, cancel := context.WithTimeout(s.runCtx, 30*time.Second)
+	defer cancel()
+	err := s.trim(ctx, j.sc, j.sid, j.limit, j.hint)
+	t.mu.Lock()
+	delete(t.pending, j.sc.String()+"."+j.sid)
+	t.mu.Unlock()
+	if err != nil {
 		s.metrics.trims.WithLabelValues("failed").Inc()
-		s.log.WarnContext(ctx, "history trim failed", "scope", sc.String(), "sid", sid, "err", err)
+		s.log.WarnContext(ctx, "history trim failed", "scope", j.sc.String(), "sid", j.sid, "err", err)
 		return
 	}
 	s.metrics.trims.WithLabelValues("ok").Inc()

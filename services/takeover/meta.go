@@ -205,7 +205,7 @@ func (w *metaWriter) write(p *pendingMeta) {
 		return
 	}
 	s.view.applyRecord(p.sc, p.sid, rec, rev)
-	s.maybeTrim(ctx, p.sc, p.sid, rec, p.set)
+	s.maybeTrim(p.sc, p.sid, rec, p.set)
 }
 
 // sessionLocks serialise one replica's CAS writes per session, so that

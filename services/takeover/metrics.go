@@ -42,7 +42,7 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 			Name: "takeover_meta_pending", Help: "Sessions whose coalesced list metadata waits to be written.",
 		}),
 		trims: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "takeover_history_trims_total", Help: "History trims, by result (ok, failed).",
+			Name: "takeover_history_trims_total", Help: "History trims, by result (ok, failed; skipped: the trim queue was full).",
 		}, []string{"result"}),
 	}
 	stale := prometheus.NewGaugeFunc(prometheus.GaugeOpts{

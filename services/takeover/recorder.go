@@ -303,7 +303,7 @@ func (s *Service) record(j *recordJob) {
 		return
 	}
 	s.publishLive(j.sc, Live{Type: LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
-	s.maybeTrim(ctx, j.sc, j.sid, rec, j.set)
+	s.maybeTrim(j.sc, j.sid, rec, j.set)
 }
 
 // recordHead returns the head of a session's record for a recording (nil

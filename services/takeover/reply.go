@@ -198,7 +198,7 @@ func (s *Service) saveReply(ctx context.Context, c PageCall, sid, gen string, r 
 	}
 	s.view.applyRecord(c.Scope, sid, rec, rev)
 	s.publishLive(c.Scope, Live{Type: LiveMessage, SID: sid, Data: map[string]any{"sid": sid, "gen": gen, "entry": e}})
-	s.maybeTrim(ctx, c.Scope, sid, rec, c.Settings)
+	s.maybeTrim(c.Scope, sid, rec, c.Settings)
 	return e, nil
 }
 

@@ -96,6 +96,7 @@ type Service struct {
 	bots    *botCache
 	rec     *recorder
 	meta    *metaWriter
+	trims   *trimmer
 	locks   sessionLocks
 
 	onDecision func(time.Duration) // benchmarks only; set before Run
@@ -209,6 +210,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	s.bots = newBotCache(s)
 	s.rec = newRecorder(s, cfg.RecordWorkers, cfg.RecordQueue)
 	s.meta = newMetaWriter(s, cfg.MetaWriteRate)
+	s.trims = newTrimmer(s)
 	s.locks.seed = maphash.MakeSeed()
 	return s, nil
 }
@@ -284,6 +286,7 @@ func (s *Service) start(parent context.Context) (err error) {
 		s.meta.stop()
 		return err
 	}
+	s.trims.start() // it stops with the run context, which a failed start never ends
 	close(s.ready)
 	return nil
 }

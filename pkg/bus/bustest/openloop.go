@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
 // OpenLoop calls op rate times per second for d, each call on its own
@@ -60,7 +62,8 @@ type WriteFloor struct {
 	t       testing.TB
 	cfg     WriteFloorConfig
 	js      jetstream.JetStream
-	sts     []jetstream.Stream // subject i is in sts[i % len(sts)]
+	sts     []jetstream.Stream  // subject i is in sts[i % len(sts)]
+	readers []*bus.DirectReader // with Read, one per stream
 	names   []string
 	payload []byte
 
@@ -83,6 +86,10 @@ type WriteFloorConfig struct {
 	// Shards spreads the subjects over this many streams (default 1), so
 	// fewer of them interleave in each.
 	Shards int
+	// Read makes each trim first read the messages it drops and the first
+	// one it keeps, with one batched direct get by subject, as the takeover
+	// service does to note the attachments of the entries it drops.
+	Read bool
 }
 
 // NewWriteFloor creates the floor's stream on s.
@@ -96,7 +103,8 @@ func NewWriteFloor(t testing.TB, s *Server, cfg WriteFloorConfig) *WriteFloor {
 	f := &WriteFloor{t: t, cfg: cfg, js: js, names: make([]string, cfg.Subjects), seqs: make([][]uint64, cfg.Subjects),
 		payload: []byte(fmt.Sprintf(`{"text":%q}`, strings.Repeat("x", max(cfg.Size-11, 0))))}
 	for k := range cfg.Shards {
-		sc := jetstream.StreamConfig{Name: "BUSTEST_WRITE_FLOOR_" + strconv.Itoa(k), Subjects: []string{"bustest.floor.write." + strconv.Itoa(k) + ".>"}, Storage: jetstream.FileStorage}
+		name := "BUSTEST_WRITE_FLOOR_" + strconv.Itoa(k)
+		sc := jetstream.StreamConfig{Name: name, Subjects: []string{"bustest.floor.write." + strconv.Itoa(k) + ".>"}, Storage: jetstream.FileStorage, AllowDirect: cfg.Read}
 		if cfg.ServerLimit {
 			sc.MaxMsgsPerSubject = int64(cfg.Limit)
 		}
@@ -105,6 +113,11 @@ func NewWriteFloor(t testing.TB, s *Server, cfg WriteFloorConfig) *WriteFloor {
 			t.Fatalf("bustest: floor stream: %v", err)
 		}
 		f.sts = append(f.sts, st)
+		if cfg.Read {
+			d := bus.NewDirectReader(js.Conn(), name)
+			t.Cleanup(func() { _ = d.Close() })
+			f.readers = append(f.readers, d)
+		}
 	}
 	for i := range f.names {
 		f.names[i] = "bustest.floor.write." + strconv.Itoa(i%cfg.Shards) + "." + strconv.Itoa(i)
@@ -166,5 +179,15 @@ func (f *WriteFloor) trim(ctx context.Context, i int) error {
 	keep := seqs[len(seqs)-f.cfg.Limit]
 	f.seqs[i] = slices.Clone(seqs[len(seqs)-f.cfg.Limit:])
 	f.mu.Unlock()
+	if f.cfg.Read {
+		drop := len(seqs) - f.cfg.Limit
+		msgs, err := f.readers[i%len(f.readers)].First(ctx, f.names[i], drop+1)
+		if err != nil {
+			return err
+		}
+		if len(msgs) != drop+1 || msgs[drop].Sequence != keep {
+			return fmt.Errorf("read %d messages before the purge, want %d up to sequence %d", len(msgs), drop+1, keep)
+		}
+	}
 	return f.sts[i%len(f.sts)].Purge(ctx, jetstream.WithPurgeSubject(f.names[i]), jetstream.WithPurgeSequence(keep))
 }

@@ -1,0 +1,49 @@
+package takeover_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/services/takeover"
+)
+
+// TestTrimDoesNotHoldRecordings: a trim that cannot finish (its purge held)
+// does not hold up the recordings queued on the same worker. Trims come in
+// waves when sessions grow in step; run by the recording worker, each would
+// delay every recording behind it.
+func TestTrimDoesNotHoldRecordings(t *testing.T) {
+	h := newHarness(t, func(c *takeover.Config) { c.RecordWorkers = 1 })
+	b := newBinding("trimhold")
+	tight := `{"history_limit":10}` // a trim once 11 are counted
+	h.attach(b, tight, true)
+	sc, _ := b.Scope()
+	a, other := sidOf("bot-a", "person", 1), sidOf("bot-a", "person", 2)
+
+	release := make(chan struct{})
+	defer close(release)
+	held := make(chan struct{}, 16)
+	takeover.SetFault(h.svc, func(op string, s binding.Scope) error {
+		if op == "history.purge" && s == sc {
+			held <- struct{}{}
+			<-release
+		}
+		return nil
+	})
+	for n := 1; n <= 11; n++ {
+		h.mustEvent(b, tight, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprint("#", n))))
+	}
+	waitFor(t, "11 counted", func() bool { r := h.record(b, a); return r != nil && r.HistoryCount == 11 })
+	<-held // a trim of session 1 is under way and cannot finish
+
+	// one more for session 1 (over the limit, so its recording asks for a
+	// trim again), then one for session 2 on the same, only worker
+	h.mustEvent(b, tight, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("#12")))
+	h.mustEvent(b, tight, takeover.EventPersonMessage, "bot-a", msgData("person", 2, 2, plain("other")))
+	waitFor(t, "both recorded while the trim is held", func() bool {
+		return h.historyCount(b, a) == 12 && h.historyCount(b, other) == 1
+	})
+	if n := h.metric("takeover_history_trims_total", map[string]string{"result": "ok"}); n != 0 {
+		t.Fatalf("%v trims finished while their purge was held", n)
+	}
+}
