@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
@@ -76,13 +78,20 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 	// a hash of i instead of round robin, so sessions do not all reach
 	// their history trim in the same second (as in real traffic).
 	spread := os.Getenv("TAKEOVER_BENCH_SPREAD") != ""
+	var tmu sync.Mutex
+	var triggers []time.Duration // the trigger events' replies: a CAS before the append
 	send := func(i int) error {
 		s := i % sessions
 		if spread {
 			s = int(splitmix(uint64(i)) % sessions)
 		}
 		if i%100 == 0 {
-			return request(trigger[s-s%10]) // a session taken over in the warm-up
+			t0 := time.Now()
+			err := request(trigger[s-s%10]) // a session taken over in the warm-up
+			tmu.Lock()
+			triggers = append(triggers, time.Since(t0))
+			tmu.Unlock()
+			return err
 		}
 		return request(normal[s])
 	}
@@ -106,6 +115,16 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 	entrySize := int(bytes / msgs)
 	limit := takeover.DefaultHistoryLimit
 	wf := bustest.NewWriteFloor(b, h.srv, bustest.WriteFloorConfig{Subjects: sessions, Size: entrySize, Limit: limit, Slack: min(max(limit/10, 1), 200), Shards: takeover.HistoryShards})
+	// TAKEOVER_BENCH_PREFILL=n stores n more entries in every session's
+	// history, and in every subject of the floor, before the first rate,
+	// so that a short run reaches the trims (with the default
+	// history_limit 300 a session trims at 330).
+	if n, _ := strconv.Atoi(os.Getenv("TAKEOVER_BENCH_PREFILL")); n > 0 {
+		prefillHistory(b, h, bnd, sessions, n)
+		if _, _, errs, _ := wf.Run(5000, time.Duration(n*sessions)*time.Second/5000); errs > 0 {
+			b.Fatalf("floor prefill: %d errors", errs)
+		}
+	}
 
 	best := 0
 	b.ResetTimer()
@@ -128,6 +147,9 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 		dmu.Lock()
 		decisions = decisions[:0]
 		dmu.Unlock()
+		tmu.Lock()
+		triggers = triggers[:0]
+		tmu.Unlock()
 		cpu0 := processCPU()
 		lat, errs := bustest.OpenLoop(rate, time.Duration(secs)*time.Second, send)
 		cores := (processCPU() - cpu0).Seconds() / float64(secs)
@@ -135,6 +157,9 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 		dp50, dp99 := bustest.Percentile(decisions, 50), bustest.Percentile(decisions, 99)
 		dmu.Unlock()
 		rp50, rp99 := bustest.Percentile(lat, 50), bustest.Percentile(lat, 99)
+		tmu.Lock()
+		b.Logf("rate %d/s: trigger events (1 in 100) reply p50 %v p99 %v", rate, bustest.Percentile(triggers, 50), bustest.Percentile(triggers, 99))
+		tmu.Unlock()
 		b.Logf("rate %d/s: %d events, %d errors; decision p50 %v p99 %v; reply p50 %v p99 %v; %.2f cores; floor (JS publish, %d B, open loop, %d trims) p50 %v p99 %v, %d errors; reply/floor p99 %.2fx; %v trims",
 			rate, len(lat), errs, dp50, dp99, rp50, rp99, cores, entrySize, ftrims, fp50, fp99, ferrs, float64(rp99)/float64(fp99), h.metric("takeover_history_trims_total", map[string]string{"result": "ok"}))
 		b.ReportMetric(us(dp99), fmt.Sprintf("decision-p99-us@%d", rate))
@@ -153,6 +178,43 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 	b.ReportMetric(float64(best), "max-rate-reply-p99<20ms")
 	b.ReportMetric(float64(bestFloor), "max-rate-floor-p99<20ms")
 	b.Logf("dropped recordings: %v", h.metric("takeover_record_dropped_total", nil))
+}
+
+// prefillHistory appends n entries to the history of each of the bench's
+// sessions (person 100000 + i) and counts them in its record, as if each
+// session had received n more messages.
+func prefillHistory(b *testing.B, h *harness, bnd binding.Binding, sessions, n int) {
+	waitFor(b, "warm-up metadata", func() bool { return h.metric("takeover_meta_pending", nil) == 0 })
+	sc, _ := bnd.Scope()
+	var acks []jetstream.PubAckFuture
+	for i := range sessions {
+		sid := sidOf("bench-bot", "person", 100000+i)
+		rec := h.record(bnd, sid)
+		_, _, subj := takeover.HistoryOf(bus.Subjects{}, sc, sid)
+		for j := range n {
+			e, _ := json.Marshal(takeover.Entry{V: 1, ID: fmt.Sprintf("prefill-%d-%d", i, j), Gen: rec.Gen, TS: rec.CreatedAt, Role: takeover.RoleUser,
+				Parts: []takeover.Part{{Type: "text", Text: "hello there, a normal message"}}})
+			f, err := h.js.PublishAsync(subj, e)
+			if err != nil {
+				b.Fatal(err)
+			}
+			acks = append(acks, f)
+		}
+		if len(acks) >= 2000 || i == sessions-1 {
+			for _, f := range acks {
+				select {
+				case <-f.Ok():
+				case err := <-f.Err():
+					b.Fatal(err)
+				case <-time.After(30 * time.Second):
+					b.Fatal("prefill: no ack")
+				}
+			}
+			acks = acks[:0]
+		}
+		rec.HistoryCount += n
+		h.putRecord(bnd, sid, rec)
+	}
 }
 
 // splitmix is the SplitMix64 finaliser: a fixed, well-spread hash.

@@ -55,7 +55,7 @@ type trimmer struct {
 
 // trimWorkers run a replica's trims; trimQueue bounds those waiting.
 const (
-	trimWorkers = 4
+	trimWorkers = 1
 	trimQueue   = 4096
 )
 
