@@ -55,7 +55,7 @@ type trimmer struct {
 
 // trimWorkers run a replica's trims; trimQueue bounds those waiting.
 const (
-	trimWorkers = 1
+	trimWorkers = 4
 	trimQueue   = 4096
 )
 
