@@ -158,10 +158,10 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 		dmu.Unlock()
 		rp50, rp99 := bustest.Percentile(lat, 50), bustest.Percentile(lat, 99)
 		tmu.Lock()
-		b.Logf("rate %d/s: trigger events (1 in 100) reply p50 %v p99 %v", rate, bustest.Percentile(triggers, 50), bustest.Percentile(triggers, 99))
+		tp50, tp99 := bustest.Percentile(triggers, 50), bustest.Percentile(triggers, 99)
 		tmu.Unlock()
-		b.Logf("rate %d/s: %d events, %d errors; decision p50 %v p99 %v; reply p50 %v p99 %v; %.2f cores; floor (JS publish, %d B, open loop, %d trims) p50 %v p99 %v, %d errors; reply/floor p99 %.2fx; %v trims",
-			rate, len(lat), errs, dp50, dp99, rp50, rp99, cores, entrySize, ftrims, fp50, fp99, ferrs, float64(rp99)/float64(fp99), h.metric("takeover_history_trims_total", map[string]string{"result": "ok"}))
+		b.Logf("rate %d/s: %d events, %d errors; decision p50 %v p99 %v; reply p50 %v p99 %v (trigger events p50 %v p99 %v); %.2f cores; floor (JS publish, %d B, open loop, %d trims) p50 %v p99 %v, %d errors; reply/floor p99 %.2fx; %v trims",
+			rate, len(lat), errs, dp50, dp99, rp50, rp99, tp50, tp99, cores, entrySize, ftrims, fp50, fp99, ferrs, float64(rp99)/float64(fp99), h.metric("takeover_history_trims_total", map[string]string{"result": "ok"}))
 		b.ReportMetric(us(dp99), fmt.Sprintf("decision-p99-us@%d", rate))
 		b.ReportMetric(us(rp50), fmt.Sprintf("reply-p50-us@%d", rate))
 		b.ReportMetric(us(rp99), fmt.Sprintf("reply-p99-us@%d", rate))
