@@ -50,7 +50,7 @@ type trimmer struct {
 	s       *Service
 	jobs    chan trimJob
 	mu      sync.Mutex
-	pending map[string]bool // <scope>.<sid> queued or running
+	pending map[string]bool // session keys queued or running
 }
 
 // trimWorkers run a replica's trims; trimQueue bounds those waiting.
@@ -82,7 +82,7 @@ func (t *trimmer) start() {
 }
 
 func (t *trimmer) queue(j trimJob) {
-	key := j.sc.String() + "." + j.sid
+	key := sessionKey(j.sc, j.sid)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.pending[key] {
@@ -102,7 +102,7 @@ func (t *trimmer) run(j trimJob) {
 	defer cancel()
 	err := s.trim(ctx, j.sc, j.sid, j.limit, j.hint)
 	t.mu.Lock()
-	delete(t.pending, j.sc.String()+"."+j.sid)
+	delete(t.pending, sessionKey(j.sc, j.sid))
 	t.mu.Unlock()
 	if err != nil {
 		s.metrics.trims.WithLabelValues("failed").Inc()

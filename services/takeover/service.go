@@ -286,7 +286,9 @@ func (s *Service) start(parent context.Context) (err error) {
 		s.meta.stop()
 		return err
 	}
-	s.trims.start() // it stops with the run context, which a failed start never ends
+	// last: the trim workers end with the run context, which a start that
+	// failed above would never end
+	s.trims.start()
 	close(s.ready)
 	return nil
 }
