@@ -32,6 +32,10 @@ type pluginSpec struct {
 	workSubj  string                   // a subject that consumer takes
 	schedSubj string                   // a schedule subject ("" when it has none)
 	objects   string                   // object store bucket ("" when none)
+	// lookOnly are streams it may only look up (takeover: the single
+	// history stream of earlier versions, which it refuses to start
+	// beside) and never create.
+	lookOnly []string
 }
 
 var plugins = []pluginSpec{
@@ -70,6 +74,7 @@ var plugins = []pluginSpec{
 		workSubj:  "langbot.takeover.expire." + scope + ".c2lk",
 		schedSubj: "langbot.takeover.timer." + scope + ".c2lk",
 		objects:   "langbot_takeover_blobs",
+		lookOnly:  []string{"LANGBOT_TAKEOVER_HISTORY"},
 	},
 	{
 		name: "schenotify",
@@ -400,6 +405,13 @@ func exerciseService(t *testing.T, host, svc *client, p pluginSpec) {
 	must("delete message", work.DeleteMsg(ctx, ack.Sequence))
 	must("purge subject", work.Purge(ctx, jetstream.WithPurgeSubject(p.workSubj)))
 
+	// Streams it only looks up: absent here, and the answer says so.
+	for _, name := range p.lookOnly {
+		if _, err := svc.js.Stream(ctx, name); !errors.Is(err, jetstream.ErrStreamNotFound) {
+			t.Fatalf("%s: look up stream %s: %v, want not found", p.name, name, err)
+		}
+	}
+
 	// Every other stream it owns (takeover's history: direct gets).
 	for _, s := range streams[1:] {
 		subj := sampleSubject(s.CachedInfo().Config.Subjects[0])
@@ -535,6 +547,12 @@ func denyService(t *testing.T, svc *client, p pluginSpec) {
 	svc.deniedRequest(t, "$JS.API.STREAM.DELETE."+own, func(ctx context.Context) error {
 		return svc.js.DeleteStream(ctx, own)
 	})
+	for _, name := range p.lookOnly {
+		svc.deniedRequest(t, "$JS.API.STREAM.CREATE."+name, func(ctx context.Context) error {
+			_, err := svc.js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"langbot." + p.name + ".legacy.>"}})
+			return err
+		})
+	}
 	// Streams that belong to nobody.
 	svc.deniedRequest(t, "$JS.API.STREAM.CREATE.SPY", func(ctx context.Context) error {
 		_, err := svc.js.CreateStream(ctx, jetstream.StreamConfig{Name: "SPY", Subjects: []string{"langbot.plugin.>"}})

@@ -159,6 +159,9 @@ var ErrLegacyHistory = errors.New("takeover: the history is in the single stream
 // refuseLegacy fails with ErrLegacyHistory while the single history stream
 // of the earlier layout exists.
 func (st *store) refuseLegacy(ctx context.Context) error {
+	// a refused request gets no reply: bound the wait
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	_, err := st.js.Stream(ctx, legacyHistoryStream)
 	switch {
 	case err == nil:
@@ -166,7 +169,7 @@ func (st *store) refuseLegacy(ctx context.Context) error {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return nil
 	}
-	return fmt.Errorf("takeover: history: %w", err)
+	return fmt.Errorf("takeover: look for the history stream of an earlier version, %s (stream info; may this user read it?): %w", legacyHistoryStream, err)
 }
 
 // ensureHistory creates or updates the history shards.
