@@ -15,7 +15,7 @@ import (
 func TestTrimDoesNotHoldRecordings(t *testing.T) {
 	h := newHarness(t, func(c *takeover.Config) { c.RecordWorkers = 1 })
 	b := newBinding("trimhold")
-	tight := `{"history_limit":10}` // a trim once 11 are counted
+	tight := `{"history_limit":10,"trigger_words":["human"]}` // a trim once 11 are counted
 	h.attach(b, tight, true)
 	sc, _ := b.Scope()
 	a, other := sidOf("bot-a", "person", 1), sidOf("bot-a", "person", 2)
@@ -36,9 +36,11 @@ func TestTrimDoesNotHoldRecordings(t *testing.T) {
 	waitFor(t, "11 counted", func() bool { r := h.record(b, a); return r != nil && r.HistoryCount == 11 })
 	<-held // a trim of session 1 is under way and cannot finish
 
-	// one more for session 1 (over the limit, so its recording asks for a
-	// trim again), then one for session 2 on the same, only worker
-	h.mustEvent(b, tight, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("#12")))
+	// one more for session 1, with the trigger word: its recording writes
+	// the record itself (not through the coalesced metadata) and finds the
+	// session over its limit, so it asks for a trim; then one for session 2
+	// on the same, only worker
+	h.mustEvent(b, tight, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("a human please")))
 	h.mustEvent(b, tight, takeover.EventPersonMessage, "bot-a", msgData("person", 2, 2, plain("other")))
 	waitFor(t, "both recorded while the trim is held", func() bool {
 		return h.historyCount(b, a) == 12 && h.historyCount(b, other) == 1
