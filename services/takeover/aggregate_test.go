@@ -39,7 +39,7 @@ func TestLargeAggregateDoesNotTouchSmallRecord(t *testing.T) {
 		}
 		_, _, subj := takeover.HistoryOf(bus.Subjects{}, sc, sid)
 		for j := range per {
-			e, _ := json.Marshal(takeover.Entry{V: 1, ID: fmt.Sprintf("%d-%d", i, j), Gen: rec.Gen, TS: 1, Role: "user", Parts: []takeover.Part{{Type: "text", Text: filler}}})
+			e, _ := json.Marshal(takeover.Entry{V: 1, ID: fmt.Sprintf("%d-%d", i, j), Gen: rec.Gen, TS: 1, Role: takeover.RoleUser, Parts: []takeover.Part{{Type: takeover.PartText, Text: filler}}})
 			f, err := h.js.PublishAsync(subj, e)
 			if err != nil {
 				t.Fatal(err)
@@ -59,13 +59,7 @@ func TestLargeAggregateDoesNotTouchSmallRecord(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("seeding timed out")
 	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			t.Fatal(err)
-		}
-	}
+	waitAcks(t, futures)
 	// one small message to a small session
 	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("small")))
 	sid := sidOf("bot-a", "person", 1)

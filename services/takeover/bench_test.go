@@ -193,7 +193,7 @@ func prefillHistory(b *testing.B, h *harness, bnd binding.Binding, sessions, n i
 		_, _, subj := takeover.HistoryOf(bus.Subjects{}, sc, sid)
 		for j := range n {
 			e, _ := json.Marshal(takeover.Entry{V: 1, ID: fmt.Sprintf("prefill-%d-%d", i, j), Gen: rec.Gen, TS: rec.CreatedAt, Role: takeover.RoleUser,
-				Parts: []takeover.Part{{Type: "text", Text: "hello there, a normal message"}}})
+				Parts: []takeover.Part{{Type: takeover.PartText, Text: "hello there, a normal message"}}})
 			f, err := h.js.PublishAsync(subj, e)
 			if err != nil {
 				b.Fatal(err)
@@ -201,15 +201,7 @@ func prefillHistory(b *testing.B, h *harness, bnd binding.Binding, sessions, n i
 			acks = append(acks, f)
 		}
 		if len(acks) >= 2000 || i == sessions-1 {
-			for _, f := range acks {
-				select {
-				case <-f.Ok():
-				case err := <-f.Err():
-					b.Fatal(err)
-				case <-time.After(30 * time.Second):
-					b.Fatal("prefill: no ack")
-				}
-			}
+			waitAcks(b, acks)
 			acks = acks[:0]
 		}
 		rec.HistoryCount += n

@@ -299,6 +299,21 @@ func historyState(t testing.TB, js jetstream.JetStream) (lastSeqs, msgs, bytes u
 	return lastSeqs, msgs, bytes
 }
 
+// waitAcks waits for the acknowledgement of every async publish and fails
+// on the first error.
+func waitAcks(t testing.TB, futures []jetstream.PubAckFuture) {
+	t.Helper()
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			t.Fatal(err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("no publish acknowledgement in 30 s")
+		}
+	}
+}
+
 // historyCount counts the stored messages on a session's history subject.
 func (h *harness) historyCount(b binding.Binding, sid string) int {
 	h.t.Helper()
