@@ -9,13 +9,14 @@ TESTFLAGS ?= -race -count=1 -timeout 20m
 # permissions) is tested separately because its dependencies are heavy.
 PKGS      := ./...
 
-.PHONY: help build test test-root test-deploy run bench e2e lint fuzz images clean
+.PHONY: help build test test-root test-deploy run bench bench-process e2e lint fuzz images clean
 
 help:
 	@echo "make build   build the service binaries and lbctl into $(BIN)/"
 	@echo "make test    run every test with the race detector (what CI runs)"
 	@echo "make run     start the dev stack: embedded NATS, all services, interactive host"
 	@echo "make bench   run the benchmarks (figures reported next to the bus floor)"
+	@echo "make bench-process  the same against nats-server in a process of its own"
 	@echo "make e2e     end-to-end run with separate processes and a real Jaeger"
 	@echo "make lint    gofmt and go vet"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 10s)"
@@ -41,6 +42,14 @@ run:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
+
+# The server as production runs it, apart from the code under test
+# (its own heap, collector and scheduler); built from the version go.mod
+# pins. BENCH_NATS_SERVER can name any other binary.
+bench-process:
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/nats-server github.com/nats-io/nats-server/v2
+	BENCH_NATS_SERVER=$(CURDIR)/$(BIN)/nats-server $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m $(PKGS)
 
 e2e:
 	@if [ -x e2e/run.sh ]; then e2e/run.sh; else echo "e2e: not built yet"; exit 1; fi

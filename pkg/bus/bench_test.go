@@ -19,7 +19,7 @@ import (
 // (one KV create and one KV put more), next to the bus floor of the same
 // run. The ratios are the figures to read: the runner's cost over bare NATS.
 func BenchmarkRunnerInvoke(b *testing.B) {
-	srv := bustest.NewServer(b)
+	srv := bustest.NewBenchServer(b)
 	nc := srv.Conn(b)
 	var n atomic.Int64
 	r, err := bus.NewRunner(bus.RunnerConfig{Plugin: plugin, Handlers: bus.Handlers{
@@ -108,7 +108,7 @@ func BenchmarkHistoryTrimFloor(b *testing.B) {
 			continue
 		}
 		b.StopTimer()
-		srv := bustest.NewServer(b)
+		srv := bustest.NewBenchServer(b)
 		f := bustest.NewWriteFloor(b, srv, bustest.WriteFloorConfig{Subjects: subjects, Size: size, Limit: limit, Slack: limit / 10, ServerLimit: mode.server, Shards: mode.shards, Read: mode.read})
 		// 290 messages per subject, as fast as the server takes them
 		if _, _, errs, _ := f.Run(5000, 290*subjects*time.Second/5000); errs > 0 {

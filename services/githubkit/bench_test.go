@@ -62,7 +62,7 @@ func BenchmarkPollScale(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("GITHUBKIT_BENCH_INSTALLS")); err == nil && n > 0 {
 		installs = n // quicker runs while working on the service
 	}
-	srv := bustest.NewServer(b)
+	srv := bustest.NewBenchServer(b)
 	floor := bustest.MeasureFloor(b, srv, 300)
 	h := newBenchHarness(b, srv)
 	ctx := context.Background()

@@ -37,7 +37,7 @@ func BenchmarkScheNotifyDelivery(b *testing.B) {
 		creators      = 64
 	)
 	for range b.N {
-		srv := bustest.NewServer(b)
+		srv := bustest.NewBenchServer(b)
 		floor := bustest.MeasureFloor(b, srv, 500)
 		fireP50, fireP99 := measureFireFloor(b, srv, dueCount)
 

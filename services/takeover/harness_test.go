@@ -44,7 +44,12 @@ type harness struct {
 // configuration.
 func newHarness(t testing.TB, opts ...func(*takeover.Config)) *harness {
 	t.Helper()
-	srv := bustest.NewServer(t)
+	return newHarnessOn(t, bustest.NewServer(t), opts...)
+}
+
+// newHarnessOn is newHarness on a server of the caller's.
+func newHarnessOn(t testing.TB, srv *bustest.Server, opts ...func(*takeover.Config)) *harness {
+	t.Helper()
 	h := &harness{t: t, srv: srv, opts: opts}
 	h.nc = srv.Conn(t)
 	h.js = srv.JetStream(t)

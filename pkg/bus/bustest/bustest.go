@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -25,13 +26,17 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
-// Server is one embedded NATS server with JetStream.
+// Server is one NATS server with JetStream: embedded, or a process of its
+// own (NewServerProcess), in which case the embedded Server is nil.
 type Server struct {
 	*server.Server
 	t    testing.TB
 	cfg  bus.EmbeddedConfig
 	Dir  string
 	Port int
+
+	bin, conf string    // a process: its binary and config file
+	proc      *exec.Cmd // the running process
 }
 
 // URL returns the client URL.
@@ -70,6 +75,10 @@ func startServer(t testing.TB, cfg bus.EmbeddedConfig) *Server {
 }
 
 func (s *Server) shutdown() {
+	if s.bin != "" {
+		s.stopProcess()
+		return
+	}
 	if s.Server != nil {
 		s.Server.Shutdown()
 		s.Server.WaitForShutdown()
@@ -82,6 +91,10 @@ func (s *Server) shutdown() {
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.shutdown()
+	if s.bin != "" {
+		s.startProcess(t)
+		return
+	}
 	srv, err := bus.StartEmbedded(s.cfg)
 	if err != nil {
 		t.Fatalf("bustest: restart: %v", err)
