@@ -3,7 +3,6 @@ package takeover
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -42,42 +41,49 @@ type recordJob struct {
 // release lets the event's reply go.
 func (j *recordJob) release() { j.once.Do(func() { close(j.done) }) }
 
-// recorder is the bounded recording pool of a replica (spec §3.3). Each
-// worker has its own queue and a session always goes to the same one, so a
-// session's recordings are written in the order its events arrived even
-// when one of them outlives the reply budget (a new session's first write).
-// The bound holds over all queues together, so a busy session's queue is
-// not limited to its share of it.
+// recorder is the bounded recording pool of a replica (spec §3.3). A
+// session's recordings wait in a queue of their own and are written one at
+// a time, in the order their events arrived, even when one of them
+// outlives the reply budget (a new session's first write). Workers take
+// sessions, not recordings, from one shared line: a worker writes the
+// first recording of the session at the head and puts the session back at
+// the tail if more wait. So a recording waits only for its own session's
+// earlier ones and for a free worker, never behind another session's slow
+// write (with a queue per worker, a trigger's CAS and append held up every
+// session hashed to the same worker). The bound holds over all sessions
+// together.
 type recorder struct {
-	s      *Service
-	queues []chan *recordJob
-	limit  int64        // recordings waiting at most, over all queues
-	queued atomic.Int64 // recordings waiting now
-	wg     sync.WaitGroup
+	s       *Service
+	workers int
+	limit   int64        // recordings waiting at most, over all sessions
+	queued  atomic.Int64 // recordings waiting now
+	wg      sync.WaitGroup
+	pending sync.WaitGroup // recordings accepted and not yet written
 
-	mu      sync.RWMutex
-	started bool
-	stopped bool
+	// line holds each session with waiting recordings once; it has room
+	// for limit sessions, so a send never blocks
+	line chan *sessionQueue
+
+	mu       sync.Mutex
+	sessions map[string]*sessionQueue // by session key, while it has recordings
+	started  bool
+	stopped  bool
 }
 
-// maxSessionQueue bounds one worker's queue, and so the recordings one
-// session can have waiting.
+// sessionQueue is one session's recordings, the first being written or
+// next in line.
+type sessionQueue struct {
+	key  string
+	jobs []*recordJob
+}
+
+// maxSessionQueue bounds the recordings one session can have waiting.
 const maxSessionQueue = 256
 
 func newRecorder(s *Service, workers, queue int) *recorder {
 	workers, queue = max(workers, 1), max(queue, 1)
-	r := &recorder{s: s, queues: make([]chan *recordJob, workers), limit: int64(queue)}
-	for i := range r.queues {
-		r.queues[i] = make(chan *recordJob, min(queue, maxSessionQueue))
-	}
-	return r
-}
-
-// queueOf returns the queue of a session key.
-func (r *recorder) queueOf(key string) chan *recordJob {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return r.queues[h.Sum32()%uint32(len(r.queues))]
+	return &recorder{s: s, workers: workers, limit: int64(queue),
+		line: make(chan *sessionQueue, queue), sessions: map[string]*sessionQueue{}}
 }
 
 func (r *recorder) start() {
@@ -87,59 +93,59 @@ func (r *recorder) start() {
 		return
 	}
 	r.started = true
-	for _, q := range r.queues {
+	for range r.workers {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			for j := range q {
-				r.queued.Add(-1)
-				r.s.record(j)
-				j.release()
+			for q := range r.line {
+				r.next(q)
 			}
 		}()
 	}
 }
 
+// next writes the recording at the head of a session's queue, then puts
+// the session back in line if more wait.
+func (r *recorder) next(q *sessionQueue) {
+	r.mu.Lock()
+	j := q.jobs[0]
+	r.mu.Unlock()
+	r.queued.Add(-1)
+	r.s.record(j)
+	j.release()
+	r.mu.Lock()
+	q.jobs[0] = nil
+	q.jobs = q.jobs[1:]
+	if len(q.jobs) == 0 {
+		delete(r.sessions, q.key)
+	} else {
+		r.line <- q
+	}
+	r.mu.Unlock()
+	r.pending.Done()
+}
+
 // stop lets queued recordings finish and waits for the workers.
 func (r *recorder) stop() {
 	r.mu.Lock()
-	if r.stopped || !r.started {
-		r.stopped = true
-		r.mu.Unlock()
+	started := r.started && !r.stopped
+	r.stopped = true
+	r.mu.Unlock()
+	if !started {
 		return
 	}
-	r.stopped = true
-	for _, q := range r.queues {
-		close(q)
-	}
-	r.mu.Unlock()
+	r.pending.Wait()
+	close(r.line)
 	r.wg.Wait()
 }
 
 // submitAndWait queues a recording and waits for it up to budget. A full
 // queue drops the recording (never the decision).
 func (r *recorder) submitAndWait(ctx context.Context, j *recordJob, budget time.Duration) {
-	r.mu.RLock()
-	if r.stopped {
-		r.mu.RUnlock()
-		r.s.dropRecording(j, "stopped")
+	if reason := r.submit(j); reason != "" {
+		r.s.dropRecording(j, reason)
 		return
 	}
-	queued := false
-	if r.queued.Add(1) <= r.limit {
-		select {
-		case r.queueOf(j.key) <- j:
-			queued = true
-		default:
-		}
-	}
-	if !queued {
-		r.queued.Add(-1)
-		r.mu.RUnlock()
-		r.s.dropRecording(j, "queue_full")
-		return
-	}
-	r.mu.RUnlock()
 	t := time.NewTimer(budget)
 	defer t.Stop()
 	select {
@@ -147,6 +153,29 @@ func (r *recorder) submitAndWait(ctx context.Context, j *recordJob, budget time.
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// submit queues a recording, or says why it cannot.
+func (r *recorder) submit(j *recordJob) (reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return "stopped"
+	}
+	q := r.sessions[j.key]
+	if r.queued.Load() >= r.limit || (q != nil && len(q.jobs) >= maxSessionQueue) {
+		return "queue_full"
+	}
+	r.queued.Add(1)
+	r.pending.Add(1)
+	if q != nil {
+		q.jobs = append(q.jobs, j)
+		return ""
+	}
+	q = &sessionQueue{key: j.key, jobs: []*recordJob{j}}
+	r.sessions[j.key] = q
+	r.line <- q
+	return ""
 }
 
 func (s *Service) dropRecording(j *recordJob, reason string) {

@@ -34,11 +34,12 @@ type Config struct {
 	// so Workers / RecordBudget bounds the event rate (5000/s by default).
 	Workers int
 	// RecordWorkers is the recording pool size; default 64. A session's
-	// recordings go to one worker, in order; the history batcher keeps up
-	// to 64 appends in flight and groups the rest.
+	// recordings are written one at a time, in order, by whichever worker
+	// is free; the history batcher keeps up to 64 appends in flight and
+	// groups the rest.
 	RecordWorkers int
 	// RecordQueue bounds the recordings waiting for a worker, over all
-	// workers; default 10 000, of which one worker's sessions can hold 256.
+	// sessions; default 10 000, of which one session can hold 256.
 	RecordQueue int
 	// RecordBudget is how long an event reply waits for its recording;
 	// default 200 ms.
