@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,6 +86,9 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 	keyring, err := devKeyring(*dataDir)
 	if err != nil {
 		return err
+	}
+	if os.Getenv("GOMAXPROCS") == "" { // an operator's setting wins
+		runtime.GOMAXPROCS(bus.EmbeddedProcs(runtime.GOMAXPROCS(0)))
 	}
 	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{Dir: filepath.Join(*dataDir, "jetstream"), Host: host, Port: port, ServerName: "lbctl-dev"})
 	if err != nil {

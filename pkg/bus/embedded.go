@@ -36,6 +36,17 @@ type EmbeddedCluster struct {
 	Routes []string // nats-route://host:port of the other nodes
 }
 
+// EmbeddedProcs is the GOMAXPROCS for a process that embeds a server,
+// given the one it would run with otherwise: twice that, at least 4. With
+// sync_interval always, every stored message blocks a thread in fsync, and
+// a thread in a system call holds its P until the runtime hands the P on.
+// With one P per core, the syncs of the server's streams kept runnable
+// goroutines (the services' handlers, the server's own client loops)
+// waiting, and the takeover benchmark's reply p99 at 3,000 events/s on 2
+// cores was about twice what it is with 4 Ps (docs/benchmarks.md). A
+// server in a process of its own is not affected: its clients do not sync.
+func EmbeddedProcs(procs int) int { return max(2*procs, 4) }
+
 // ErrEmbedded wraps a failure to start the embedded server.
 var ErrEmbedded = errors.New("bus: embedded server")
 

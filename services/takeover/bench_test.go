@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +38,7 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 	}
 	h := newHarnessOn(b, bustest.NewBenchServer(b))
 	floor := bustest.MeasureFloor(b, h.srv, 2000)
-	b.Logf("floor: %s", floor)
+	b.Logf("floor: %s; GOMAXPROCS %d", floor, runtime.GOMAXPROCS(0))
 	floor.Report(b)
 
 	var dmu sync.Mutex

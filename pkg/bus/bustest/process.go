@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,12 +28,16 @@ const EnvServerBinary = "BENCH_NATS_SERVER"
 // nats-server binary that BENCH_NATS_SERVER names, in its own process, or
 // else an embedded one as NewServer does. A process of its own is how
 // production runs it: the server's goroutines, heap and collector are
-// then apart from the ones of the code under test.
+// then apart from the ones of the code under test. With an embedded
+// server, the process runs with the GOMAXPROCS lbctl dev gives itself
+// (bus.EmbeddedProcs of the benchmark's -cpu) until cleanup.
 func NewBenchServer(t testing.TB) *Server {
 	t.Helper()
 	if bin := os.Getenv(EnvServerBinary); bin != "" {
 		return NewServerProcess(t, bin)
 	}
+	prev := runtime.GOMAXPROCS(bus.EmbeddedProcs(runtime.GOMAXPROCS(0)))
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
 	return NewServer(t)
 }
 
