@@ -46,14 +46,19 @@ func (s *Server) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(s.Port
 func NewServer(t testing.TB) *Server {
 	t.Helper()
 	s := startServer(t, bus.EmbeddedConfig{Dir: t.TempDir(), Port: freePort(t), ServerName: "test"})
-	nc := s.Conn(t)
-	js, _ := jetstream.New(nc)
+	s.ensureLifecycle(t)
+	return s
+}
+
+// ensureLifecycle creates LANGBOT_LIFECYCLE, as the deployment does.
+func (s *Server) ensureLifecycle(t testing.TB) {
+	t.Helper()
+	js, _ := jetstream.New(s.Conn(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := bus.EnsureLifecycleStream(ctx, js, bus.Subjects{}, 1); err != nil {
 		t.Fatalf("bustest: lifecycle stream: %v", err)
 	}
-	return s
 }
 
 // NewServerWithConfig starts a server from a NATS config file (accounts,

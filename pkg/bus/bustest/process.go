@@ -59,13 +59,7 @@ func NewServerProcess(t testing.TB, bin string) *Server {
 	s := &Server{t: t, Dir: dir, Port: port, bin: bin, conf: conf}
 	s.startProcess(t)
 	t.Cleanup(s.shutdown)
-	nc := s.Conn(t)
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := bus.EnsureLifecycleStream(ctx, js, bus.Subjects{}, 1); err != nil {
-		t.Fatalf("bustest: lifecycle stream: %v", err)
-	}
+	s.ensureLifecycle(t)
 	return s
 }
 
