@@ -29,15 +29,22 @@ const EnvServerBinary = "BENCH_NATS_SERVER"
 // else an embedded one as NewServer does. A process of its own is how
 // production runs it: the server's goroutines, heap and collector are
 // then apart from the ones of the code under test. With an embedded
-// server, the process runs with the GOMAXPROCS lbctl dev gives itself
-// (bus.EmbeddedProcs of the benchmark's -cpu) until cleanup.
+// server, the process runs until cleanup with the Ps lbctl dev gives
+// itself on this machine (bus.EmbeddedProcs of the runtime's default,
+// whatever -cpu says), unless GOMAXPROCS is set in the environment.
 func NewBenchServer(t testing.TB) *Server {
 	t.Helper()
 	if bin := os.Getenv(EnvServerBinary); bin != "" {
 		return NewServerProcess(t, bin)
 	}
-	prev := runtime.GOMAXPROCS(bus.EmbeddedProcs(runtime.GOMAXPROCS(0)))
-	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	if os.Getenv("GOMAXPROCS") == "" {
+		// from the default, not the current setting, so that a second
+		// server in the same benchmark does not raise it again
+		prev := runtime.GOMAXPROCS(0)
+		runtime.SetDefaultGOMAXPROCS()
+		runtime.GOMAXPROCS(bus.EmbeddedProcs(runtime.GOMAXPROCS(0)))
+		t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	}
 	return NewServer(t)
 }
 

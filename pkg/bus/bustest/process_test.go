@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -81,5 +82,29 @@ func TestServerProcessKeepsAcknowledgedWrites(t *testing.T) {
 	defer scancel()
 	if _, err := js.Stream(sctx, "P"); err == nil {
 		t.Fatal("stream reachable after Stop")
+	}
+}
+
+// TestBenchServerProcs: an embedded bench server runs its process with the
+// Ps lbctl dev takes, the same for a second server, and cleanup gives the
+// setting back.
+func TestBenchServerProcs(t *testing.T) {
+	if os.Getenv("GOMAXPROCS") != "" || os.Getenv(bustest.EnvServerBinary) != "" {
+		t.Skip("GOMAXPROCS or BENCH_NATS_SERVER set")
+	}
+	before := runtime.GOMAXPROCS(0)
+	t.Run("servers", func(t *testing.T) {
+		bustest.NewBenchServer(t)
+		first := runtime.GOMAXPROCS(0)
+		if first < 4 || first < before {
+			t.Fatalf("GOMAXPROCS %d with an embedded bench server, was %d", first, before)
+		}
+		bustest.NewBenchServer(t)
+		if got := runtime.GOMAXPROCS(0); got != first {
+			t.Fatalf("a second server moved GOMAXPROCS from %d to %d", first, got)
+		}
+	})
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Fatalf("GOMAXPROCS %d after cleanup, want %d", got, before)
 	}
 }
