@@ -121,14 +121,12 @@ func DecodeRequest(ep Endpoint, body []byte) (*Request, error) {
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("%w: body is not valid UTF-8", ErrEnvelope)
 	}
+	// json.Unmarshal rejects data after the object, and decodes in place
+	// where a Decoder would first copy the body into a buffer of its own:
+	// this runs for every invocation.
 	var r Request
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&r); err != nil {
+	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEnvelope, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrEnvelope)
 	}
 	if err := r.Binding.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEnvelope, err)

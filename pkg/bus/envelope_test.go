@@ -1,0 +1,35 @@
+package bus_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+func TestDecodeRequestRefusesMalformedBodies(t *testing.T) {
+	const bnd = `"binding":{"instance_uuid":"i","workspace_uuid":"w","installation_uuid":"n","placement_generation":1,"runtime_revision":1,"artifact_digest":"d"}`
+	const event = `{` + bnd + `,"event":{"name":"PersonMessageReceived","bot_uuid":"b","data":{"launcher_id":12345678901234567890}}}`
+	if req, err := bus.DecodeRequest(bus.EndpointEvent, []byte(event)); err != nil {
+		t.Fatalf("a well-formed event was refused: %v", err)
+	} else if string(req.Config) != "{}" || string(req.Event.Data) != `{"launcher_id":12345678901234567890}` {
+		t.Fatalf("config %s, data %s: want {} and the data as sent", req.Config, req.Event.Data)
+	}
+	for name, body := range map[string]string{
+		"trailing object":    event + `{}`,
+		"trailing garbage":   event + ` x`,
+		"two objects":        event + event,
+		"not an object":      `[1]`,
+		"invalid utf-8":      "{" + bnd + `,"event":{"name":"\xff","data":{}}}`,
+		"config not object":  `{` + bnd + `,"config":[1],"event":{"name":"e"}}`,
+		"no event":           `{` + bnd + `}`,
+		"unnamed event":      `{` + bnd + `,"event":{"name":" "}}`,
+		"incomplete binding": `{"binding":{"instance_uuid":"i"},"event":{"name":"e"}}`,
+		"truncated":          event[:len(event)-1],
+	} {
+		_, err := bus.DecodeRequest(bus.EndpointEvent, []byte(body))
+		if !errors.Is(err, bus.ErrEnvelope) {
+			t.Errorf("%s: error %v, want ErrEnvelope", name, err)
+		}
+	}
+}
