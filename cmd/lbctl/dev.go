@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,9 +86,7 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 	if err != nil {
 		return err
 	}
-	if os.Getenv("GOMAXPROCS") == "" { // an operator's setting wins
-		runtime.GOMAXPROCS(bus.EmbeddedProcs(runtime.GOMAXPROCS(0)))
-	}
+	bus.TuneEmbedded()
 	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{Dir: filepath.Join(*dataDir, "jetstream"), Host: host, Port: port, ServerName: "lbctl-dev"})
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,22 +28,16 @@ const EnvServerBinary = "BENCH_NATS_SERVER"
 // else an embedded one as NewServer does. A process of its own is how
 // production runs it: the server's goroutines, heap and collector are
 // then apart from the ones of the code under test. With an embedded
-// server, the process runs until cleanup with the Ps lbctl dev gives
-// itself on this machine (bus.EmbeddedProcs of the runtime's default,
-// whatever -cpu says), unless GOMAXPROCS is set in the environment.
+// server, the process runs until cleanup with the runtime settings lbctl
+// dev gives itself (bus.TuneEmbedded: the Ps of bus.EmbeddedProcs of the
+// runtime's default, whatever -cpu says, and bus.EmbeddedGCPercent),
+// unless GOMAXPROCS or GOGC is set in the environment.
 func NewBenchServer(t testing.TB) *Server {
 	t.Helper()
 	if bin := os.Getenv(EnvServerBinary); bin != "" {
 		return NewServerProcess(t, bin)
 	}
-	if os.Getenv("GOMAXPROCS") == "" {
-		// from the default, not the current setting, so that a second
-		// server in the same benchmark does not raise it again
-		prev := runtime.GOMAXPROCS(0)
-		runtime.SetDefaultGOMAXPROCS()
-		runtime.GOMAXPROCS(bus.EmbeddedProcs(runtime.GOMAXPROCS(0)))
-		t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
-	}
+	t.Cleanup(bus.TuneEmbedded())
 	return NewServer(t)
 }
 

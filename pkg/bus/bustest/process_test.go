@@ -6,11 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 )
 
@@ -89,15 +91,23 @@ func TestServerProcessKeepsAcknowledgedWrites(t *testing.T) {
 // Ps lbctl dev takes, the same for a second server, and cleanup gives the
 // setting back.
 func TestBenchServerProcs(t *testing.T) {
-	if os.Getenv("GOMAXPROCS") != "" || os.Getenv(bustest.EnvServerBinary) != "" {
-		t.Skip("GOMAXPROCS or BENCH_NATS_SERVER set")
+	if os.Getenv("GOMAXPROCS") != "" || os.Getenv("GOGC") != "" || os.Getenv(bustest.EnvServerBinary) != "" {
+		t.Skip("GOMAXPROCS, GOGC or BENCH_NATS_SERVER set")
 	}
-	before := runtime.GOMAXPROCS(0)
+	gcPercent := func() int {
+		p := debug.SetGCPercent(100)
+		debug.SetGCPercent(p)
+		return p
+	}
+	before, gcBefore := runtime.GOMAXPROCS(0), gcPercent()
 	t.Run("servers", func(t *testing.T) {
 		bustest.NewBenchServer(t)
 		first := runtime.GOMAXPROCS(0)
 		if first < 4 || first < before {
 			t.Fatalf("GOMAXPROCS %d with an embedded bench server, was %d", first, before)
+		}
+		if got := gcPercent(); got != bus.EmbeddedGCPercent {
+			t.Fatalf("GC percent %d with an embedded bench server, want %d", got, bus.EmbeddedGCPercent)
 		}
 		bustest.NewBenchServer(t)
 		if got := runtime.GOMAXPROCS(0); got != first {
@@ -106,5 +116,8 @@ func TestBenchServerProcs(t *testing.T) {
 	})
 	if got := runtime.GOMAXPROCS(0); got != before {
 		t.Fatalf("GOMAXPROCS %d after cleanup, want %d", got, before)
+	}
+	if got := gcPercent(); got != gcBefore {
+		t.Fatalf("GC percent %d after cleanup, want %d", got, gcBefore)
 	}
 }
