@@ -181,6 +181,24 @@ func TestStaleViewUsesDirectRead(t *testing.T) {
 	}
 }
 
+// The view follows its connection's state from the connection's status
+// events (a decision does not ask the connection, whose lock its flusher
+// holds while writing): down while the server is, up again after the
+// reconnect.
+func TestViewFollowsConnection(t *testing.T) {
+	h := newHarness(t)
+	if !takeover.ViewConnected(h.svc) {
+		t.Fatal("the view does not count a connected service as connected")
+	}
+	h.srv.Stop()
+	waitFor(t, "the view to see the connection down", func() bool { return !takeover.ViewConnected(h.svc) })
+	if takeover.ViewLive(h.svc) || h.metric("takeover_view_stale", nil) != 1 {
+		t.Fatal("the view is live while its connection is down")
+	}
+	h.srv.Restart(t)
+	waitFor(t, "the view to see the connection up", func() bool { return takeover.ViewConnected(h.svc) })
+}
+
 func TestQuietViewStaysLive(t *testing.T) {
 	h := newHarness(t)
 	b := newBinding("dec3q")

@@ -20,5 +20,9 @@ func StopView(s *Service) { s.view.stop() }
 // ViewLive reports whether the session view is live.
 func ViewLive(s *Service) bool { return s.view.live() }
 
+// ViewConnected reports whether the session view counts its connection as
+// up.
+func ViewConnected(s *Service) bool { return s.view.connected.Load() }
+
 // ObserveDecisions installs a hook that receives every decision's duration.
 func ObserveDecisions(s *Service, f func(time.Duration)) { s.onDecision = f }

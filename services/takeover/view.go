@@ -65,6 +65,12 @@ type sessionView struct {
 	stopped     atomic.Bool
 	lastErr     atomic.Int64 // unix nanos of the last consumer error
 	cc          jetstream.ConsumeContext
+
+	// connected follows the connection's status events. Asking the
+	// connection (IsConnected) on every decision would take its lock,
+	// which the connection's flusher holds while it writes to the socket.
+	connected atomic.Bool
+	status    chan nats.Status
 }
 
 func newSessionView(nc *nats.Conn, bucket string) *sessionView {
@@ -97,6 +103,16 @@ func (v *sessionView) start(ctx context.Context, js jetstream.JetStream, bucket 
 		return fmt.Errorf("takeover: session view: %w", err)
 	}
 	v.cc = cc
+	// listen first, then read the state, so that no change falls between
+	v.status = v.nc.StatusChanged()
+	v.connected.Store(v.nc.IsConnected())
+	go func(ch chan nats.Status) {
+		// each event reads the state anew, so an event the connection
+		// dropped on a full channel loses nothing
+		for range ch {
+			v.connected.Store(v.nc.IsConnected())
+		}
+	}(v.status)
 	return nil
 }
 
@@ -106,11 +122,14 @@ func (v *sessionView) stop() {
 	if v.cc != nil {
 		v.cc.Stop()
 	}
+	if v.status != nil {
+		v.nc.RemoveStatusListener(v.status) // ends the status goroutine
+	}
 }
 
 // live reports whether decisions may come from the view alone.
 func (v *sessionView) live() bool {
-	if !v.initialized.Load() || v.stopped.Load() || !v.nc.IsConnected() {
+	if !v.initialized.Load() || v.stopped.Load() || !v.connected.Load() {
 		return false
 	}
 	last := v.lastErr.Load()
