@@ -51,12 +51,12 @@ type EmbeddedCluster struct {
 func EmbeddedProcs(procs int) int { return max(2*procs, 4) }
 
 // EmbeddedGCPercent is the GOGC for a process that embeds a server. The
-// server's allocations (about half of all at 3,000 takeover events/s) and
-// its block caches (a live heap of about 200 MB) share one collector with
-// the services, and each cycle costs tens of milliseconds of assists on 2
-// cores: in the takeover benchmark the slowest appends came in bursts that
-// began where a cycle ended. At 400 there are about a quarter as many
-// cycles, for a heap that peaks near five times the live one
+// server's allocations (most of the process's) and its block caches (a
+// live heap of about 200 MB in the takeover benchmark) share one collector
+// with the services, and on 2 cores each cycle took 18-37 ms with up to
+// 39 ms of mark assists: the slowest appends came in bursts that began
+// where a cycle ended. At 400 a 30 s phase at 3,000 events/s had 2 cycles
+// instead of 13, for a heap goal five times what is live
 // (docs/benchmarks.md).
 const EmbeddedGCPercent = 400
 

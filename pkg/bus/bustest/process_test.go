@@ -88,8 +88,8 @@ func TestServerProcessKeepsAcknowledgedWrites(t *testing.T) {
 }
 
 // TestBenchServerProcs: an embedded bench server runs its process with the
-// Ps lbctl dev takes, the same for a second server, and cleanup gives the
-// setting back.
+// Ps and the collector setting lbctl dev takes, the same for a second
+// server, and cleanup gives both settings back.
 func TestBenchServerProcs(t *testing.T) {
 	if os.Getenv("GOMAXPROCS") != "" || os.Getenv("GOGC") != "" || os.Getenv(bustest.EnvServerBinary) != "" {
 		t.Skip("GOMAXPROCS, GOGC or BENCH_NATS_SERVER set")
