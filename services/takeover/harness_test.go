@@ -320,6 +320,30 @@ func waitAcks(t testing.TB, futures []jetstream.PubAckFuture) {
 }
 
 // historyCount counts the stored messages on a session's history subject.
+// holdOp holds every storage call op of scope sc until release: held
+// receives once per call that reached the hold. release lets them all go
+// and removes the fault; it runs at cleanup too, and more than once is
+// fine.
+func (h *harness) holdOp(op string, sc binding.Scope) (held <-chan struct{}, release func()) {
+	gate, reached := make(chan struct{}), make(chan struct{}, 16)
+	takeover.SetFault(h.svc, func(o string, s binding.Scope) error {
+		if o == op && s == sc {
+			reached <- struct{}{}
+			<-gate
+		}
+		return nil
+	})
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			close(gate)
+			takeover.SetFault(h.svc, nil)
+		})
+	}
+	h.t.Cleanup(release)
+	return reached, release
+}
+
 func (h *harness) historyCount(b binding.Binding, sid string) int {
 	h.t.Helper()
 	sc, _ := b.Scope()

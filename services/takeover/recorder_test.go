@@ -3,7 +3,6 @@ package takeover_test
 import (
 	"testing"
 
-	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -26,22 +25,7 @@ func TestSlowRecordingHoldsOnlyItsSession(t *testing.T) {
 	held := sidOf("bot-a", "person", 1)
 	waitFor(t, "first entries", func() bool { return h.historyCount(slow, held) == 1 })
 
-	release := make(chan struct{})
-	defer func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	}()
-	stalled := make(chan struct{}, 16)
-	takeover.SetFault(h.svc, func(op string, sc binding.Scope) error {
-		if op == "history.append" && sc == slowScope {
-			stalled <- struct{}{}
-			<-release
-		}
-		return nil
-	})
+	stalled, release := h.holdOp("history.append", slowScope)
 	h.mustEvent(slow, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("first")))
 	<-stalled
 	h.mustEvent(slow, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("second")))
@@ -60,8 +44,7 @@ func TestSlowRecordingHoldsOnlyItsSession(t *testing.T) {
 		t.Fatalf("the held session has %d entries while its append is held, want 1", n)
 	}
 
-	close(release)
-	takeover.SetFault(h.svc, nil)
+	release()
 	waitFor(t, "the held session's two recordings", func() bool { return h.historyCount(slow, held) == 3 })
 	var got []string // newest first
 	for _, e := range h.messages(slow, `{}`, held).Messages {

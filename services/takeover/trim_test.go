@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -20,16 +19,7 @@ func TestTrimDoesNotHoldRecordings(t *testing.T) {
 	sc, _ := b.Scope()
 	a, other := sidOf("bot-a", "person", 1), sidOf("bot-a", "person", 2)
 
-	release := make(chan struct{})
-	defer close(release)
-	held := make(chan struct{}, 16)
-	takeover.SetFault(h.svc, func(op string, s binding.Scope) error {
-		if op == "history.purge" && s == sc {
-			held <- struct{}{}
-			<-release
-		}
-		return nil
-	})
+	held, _ := h.holdOp("history.purge", sc)
 	for n := 1; n <= 11; n++ {
 		h.mustEvent(b, tight, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprint("#", n))))
 	}
