@@ -46,7 +46,7 @@ func (r *Runner) claim(ctx context.Context, inv *Invocation) (*dedupeRecord, err
 		if err == nil {
 			return nil, nil
 		}
-		if !isCASConflict(err) {
+		if !IsCASConflict(err) {
 			return nil, Errorf(ErrUnavailable, "dedupe store unavailable")
 		}
 		e, err := r.dedupe.Get(cctx, key)
@@ -69,7 +69,7 @@ func (r *Runner) claim(ctx context.Context, inv *Invocation) (*dedupeRecord, err
 		// the first attempt's worker died: take the marker over
 		if _, err := r.dedupe.Update(cctx, key, running, e.Revision()); err == nil {
 			return nil, nil
-		} else if !isCASConflict(err) {
+		} else if !IsCASConflict(err) {
 			return nil, Errorf(ErrUnavailable, "dedupe store unavailable")
 		}
 	}
@@ -77,8 +77,8 @@ func (r *Runner) claim(ctx context.Context, inv *Invocation) (*dedupeRecord, err
 }
 
 // settle stores a final reply for later retries, or deletes the marker
-// after a 5xx (or a reply the handler marked NotFinal) so that a retry runs
-// again. It outlives the request's ctx.
+// after a reply that is not final (see final, or a reply the handler marked
+// NotFinal) so that a retry runs again. It outlives the request's ctx.
 func (r *Runner) settle(ctx context.Context, inv *Invocation, h nats.Header, body []byte, keep bool) {
 	ctx, end := startClientSpan(context.WithoutCancel(ctx), "kv settle "+r.dedupe.Bucket(), trace.SpanKindClient, kvAttrs(r.dedupe.Bucket(), "settle", inv.Scope, KeyInv)...)
 	defer end(nil)
@@ -90,7 +90,7 @@ func (r *Runner) settle(ctx context.Context, inv *Invocation, h nats.Header, bod
 	if c, err := strconv.Atoi(h.Get(HeaderServiceCode)); err == nil {
 		code = c
 	}
-	if code >= 500 || !keep {
+	if !final(code) || !keep {
 		if err := r.dedupe.Delete(ctx, key); err != nil {
 			r.log.Error("dedupe marker not deleted", "scope", inv.Scope.String(), "err", err)
 		}
@@ -100,4 +100,14 @@ func (r *Runner) settle(ctx context.Context, inv *Invocation, h nats.Header, bod
 	if _, err := r.dedupe.Put(ctx, key, rec); err != nil {
 		r.log.Error("dedupe reply not stored", "scope", inv.Scope.String(), "err", err)
 	}
+}
+
+// final reports whether a reply with this code means the same on a retry
+// and so is kept for it (DESIGN 3.1: 2xx and 4xx). 409 and 429 are the
+// exceptions among the 4xx: they describe the moment ("something else is
+// under way", "too many now"), and a kept one would answer every retry of
+// the invocation with it until the dedupe record expires, long after the
+// conflict or the limit is gone. Like a 5xx, they are sent and not kept.
+func final(code int) bool {
+	return code < 500 && code != 409 && code != 429
 }

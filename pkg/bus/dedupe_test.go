@@ -34,6 +34,14 @@ func (e *effects) handlers() bus.Handlers {
 				}
 			case "bad":
 				return nil, bus.Errorf(bus.ErrBadRequest, "bad input")
+			case "busy":
+				if !e.failed.Swap(true) {
+					return nil, bus.WithReason(bus.ErrConflict, "reply_in_progress", "something else is under way")
+				}
+			case "limited":
+				if !e.failed.Swap(true) {
+					return nil, bus.Errorf(bus.ErrRateLimited, "too many now")
+				}
 			case "soft":
 				if !e.failed.Swap(true) {
 					return bus.NotFinal(bus.CommandReply{Returns: []bus.Return{{Text: "temporarily unavailable"}}}), nil
@@ -85,6 +93,22 @@ func TestRetriedInvocationDoesNotRepeat(t *testing.T) {
 	}
 	if again, err := h.command(b, "soft-id", "soft"); err != nil || !strings.Contains(string(again), "effect 3") {
 		t.Fatalf("retry after a NotFinal reply = %s, %v; want a fresh run", again, err)
+	}
+	// a handler's 409 or 429 describes the moment and is not kept either:
+	// a kept one would answer every retry until the record expired
+	for i, c := range []struct {
+		op   string
+		want *bus.Error
+	}{{"busy", bus.ErrConflict}, {"limited", bus.ErrRateLimited}} {
+		e.failed.Store(false)
+		id := c.op + "-id"
+		if _, err := h.command(b, id, c.op); !errors.Is(err, c.want) {
+			t.Fatalf("first %s attempt: %v, want %v", c.op, err, c.want)
+		}
+		want := fmt.Sprintf("effect %d", 4+i)
+		if again, err := h.command(b, id, c.op); err != nil || !strings.Contains(string(again), want) {
+			t.Fatalf("retry after %v = %s, %v; want a fresh run (%s)", c.want, again, err, want)
+		}
 	}
 	// reads are not deduplicated
 	r1, _ := h.command(b, "read-id", "read")

@@ -86,7 +86,7 @@ func (k *KV) Create(ctx context.Context, sc binding.Scope, kind string, value []
 }
 
 // UpdateAt writes value if the key is still at revision rev (a single CAS,
-// no retry); a conflict wraps jetstream.ErrKeyExists.
+// no retry); a conflict satisfies IsCASConflict.
 func (k *KV) UpdateAt(ctx context.Context, sc binding.Scope, kind string, value []byte, rev uint64, ids ...string) (uint64, error) {
 	key, err := Key(sc, kind, ids...)
 	if err != nil {
@@ -155,7 +155,7 @@ func casUpdate(ctx context.Context, kv jetstream.KeyValue, key string, fn Update
 		if err == nil {
 			return nrev, next, nil
 		}
-		if !isCASConflict(err) {
+		if !IsCASConflict(err) {
 			return 0, nil, fmt.Errorf("bus: write %s: %w", keyKind(key), err)
 		}
 		select {
@@ -167,9 +167,10 @@ func casUpdate(ctx context.Context, kv jetstream.KeyValue, key string, fn Update
 	return 0, nil, fmt.Errorf("%w: %s", ErrCASExhausted, keyKind(key))
 }
 
-// isCASConflict reports whether err is a lost compare-and-set: a Create
-// that found the key, or an Update at a stale revision.
-func isCASConflict(err error) bool {
+// IsCASConflict reports whether err is a lost compare-and-set: a Create
+// that found the key, or an Update (UpdateAt, Delete at a revision) at a
+// stale revision. Any other error from those calls is a storage failure.
+func IsCASConflict(err error) bool {
 	return errors.Is(err, jetstream.ErrKeyExists) ||
 		errors.Is(err, jetstream.ErrKeyRevisionMismatch)
 }

@@ -130,7 +130,7 @@ func errorType(err error) string {
 		return e.Word
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return "key_not_found"
-	case isCASConflict(err):
+	case IsCASConflict(err):
 		return "revision_mismatch"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -287,15 +286,11 @@ func (s *Service) unsubscribe(ctx context.Context, inv *bus.Invocation, st Setti
 				return x.t("unsub.ok", "repo", r.FullName), nil
 			}
 		}
-		if !isConflict(err) {
+		if !bus.IsCASConflict(err) {
 			return "", errStore(err)
 		}
 	}
 	return "", errStore(bus.ErrCASExhausted)
-}
-
-func isConflict(err error) bool {
-	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
 }
 
 func (s *Service) listSubs(ctx context.Context, inv *bus.Invocation, x texts, prefix string) (string, error) {

@@ -404,7 +404,7 @@ func (p *pollRun) writeAt(ctx context.Context) bool {
 	}
 	rev, err := p.s.runner.KV().UpdateAt(ctx, p.sc, KindRepo, b, p.rev, p.key)
 	if err != nil {
-		if !isConflict(err) {
+		if !bus.IsCASConflict(err) {
 			p.s.log.ErrorContext(ctx, "poll: write failed", "scope", p.sc.String(), "err", err)
 		}
 		return false

@@ -110,7 +110,7 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 				c := *rec
 				c.State, c.Claim = StatePaused, nil
 				if _, err := s.casRecord(ctx, sc, &c, rev); err != nil {
-					if isConflict(err) {
+					if bus.IsCASConflict(err) {
 						continue
 					}
 					return "", storeErr("pause", err)
@@ -135,7 +135,7 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 		c.Claim = &Claim{Occurrence: occ, Replica: s.cfg.Replica, Until: nowSec.Add(s.cfg.Claim)}
 		c.Attempt++
 		crev, err := s.casRecord(ctx, sc, &c, rev)
-		if isConflict(err) {
+		if bus.IsCASConflict(err) {
 			continue
 		}
 		if err != nil {
@@ -342,7 +342,7 @@ func (s *Service) writeOutcome(ctx context.Context, sc binding.Scope, c *Record,
 	if err == nil {
 		return nil
 	}
-	if isConflict(err) {
+	if bus.IsCASConflict(err) {
 		if cur, _, lerr := s.loadRecord(ctx, sc, c.ID); lerr == nil && cur == nil {
 			_ = s.purge(ctx, sc, c.ID, true)
 			return errGone
@@ -366,7 +366,7 @@ func (s *Service) advance(ctx context.Context, sc binding.Scope, c *Record, rule
 	}
 	if next.IsZero() {
 		derr := s.deleteRecord(ctx, sc, c.ID, rev)
-		if derr != nil && !isConflict(derr) {
+		if derr != nil && !bus.IsCASConflict(derr) {
 			return true, storeErr("finish reminder", derr)
 		}
 		return true, &finished{both: derr != nil}

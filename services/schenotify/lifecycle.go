@@ -45,7 +45,7 @@ func (s *Service) resume(ctx context.Context, sc binding.Scope) error {
 				return err
 			}
 			if _, err := s.casRecord(ctx, sc, &c, rev); err != nil {
-				if isConflict(err) {
+				if bus.IsCASConflict(err) {
 					continue
 				}
 				return storeErr("resume", err)

@@ -103,7 +103,7 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 		}
 	}
 	if _, err := s.casRecord(ctx, sc, rec, 0); err != nil {
-		if isConflict(err) {
+		if bus.IsCASConflict(err) {
 			if cur, _, lerr := s.loadRecord(ctx, sc, id); lerr == nil && cur != nil && cur.InvocationID == req.invID {
 				return s.ownRetry(ctx, sc, cur)
 			}
@@ -159,7 +159,7 @@ func (s *Service) remove(ctx context.Context, sc binding.Scope, sess Session, id
 		now := s.now()
 		inFlight = r.State == StateSending && r.Claim != nil && now.Before(r.Claim.Until)
 		err = s.deleteRecord(ctx, sc, id, rev)
-		if isConflict(err) || errors.Is(err, jetstream.ErrKeyExists) {
+		if bus.IsCASConflict(err) {
 			continue
 		}
 		if err != nil {

@@ -61,11 +61,6 @@ func (s *Service) deleteRecord(ctx context.Context, sc binding.Scope, id string,
 	return s.runner.KV().Delete(ctx, sc, keyReminder, rev, id)
 }
 
-// isConflict reports whether err is a lost compare-and-set.
-func isConflict(err error) bool {
-	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch)
-}
-
 // loadIndex reads the scope index (empty when absent).
 func (s *Service) loadIndex(ctx context.Context, sc binding.Scope) (*Index, error) {
 	e, err := s.runner.KV().Get(ctx, sc, keyIndex)

@@ -187,6 +187,40 @@ func snapshotScope(h *harness, b binding.Binding) string {
 	return strings.Join(lines, "\n")
 }
 
+// A host attempt refused with reply_in_progress while another attempt of
+// the same reply runs is retried under its own invocation id: once the
+// first attempt has finished, that retry gets the reply's result. (The
+// runner used to keep the 409 as the invocation's final answer, so every
+// retry got it again: seen in a cluster test after a leader change.)
+func TestReplyRetryAfterInProgress(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("rep-retry")
+	h.attach(b, `{}`, true)
+	sid := h.takeOver(b, `{}`, "bot-1", 1)
+	body := map[string]string{"sid": sid, "idempotency_key": "retry-key", "text": "hello"}
+	sc, _ := b.Scope()
+	held, release := h.holdOp("kv.update", sc)
+	first := make(chan error, 1)
+	go func() { first <- h.page(b, `{}`, "POST", "/reply", body, nil) }()
+	<-held // the first attempt holds the reply record, before its send
+	for range 2 {
+		if err := h.pageCall(b, `{}`, "POST", "/reply", body, "", "second-attempt", nil); !isCode(err, 409, "reply_in_progress") {
+			t.Fatalf("while the first attempt runs: %v, want 409 reply_in_progress", err)
+		}
+	}
+	release()
+	if err := <-first; err != nil {
+		t.Fatalf("first attempt: %v", err)
+	}
+	var r takeover.ReplyResult
+	if err := h.pageCall(b, `{}`, "POST", "/reply", body, "", "second-attempt", &r); err != nil || !r.Delivered || !r.Saved {
+		t.Fatalf("retry after the first attempt finished: %+v, %v", r, err)
+	}
+	if n := len(h.host.Sends()); n != 1 {
+		t.Fatalf("%d sends, want 1", n)
+	}
+}
+
 func TestReplyIdempotency(t *testing.T) {
 	h := newHarness(t)
 	b := newBinding("rep1")

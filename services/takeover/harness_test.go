@@ -207,6 +207,13 @@ func (h *harness) page(b binding.Binding, config, method, endpoint string, body 
 
 func (h *harness) pageAs(b binding.Binding, config, method, endpoint string, body any, operator string, out any) error {
 	h.t.Helper()
+	return h.pageCall(b, config, method, endpoint, body, operator, bus.NewInvocationID(), out)
+}
+
+// pageCall is one attempt of a console operation under invocation id id
+// (a host retry reuses it).
+func (h *harness) pageCall(b binding.Binding, config, method, endpoint string, body any, operator, id string, out any) error {
+	h.t.Helper()
 	raw, _ := json.Marshal(body)
 	var caller json.RawMessage
 	if operator != "" {
@@ -214,7 +221,7 @@ func (h *harness) pageAs(b binding.Binding, config, method, endpoint string, bod
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	reply, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointPage, bus.NewInvocationID(), &bus.Request{
+	reply, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointPage, id, &bus.Request{
 		Binding: b, Config: json.RawMessage(config),
 		Page: &bus.Page{PageID: "console", Endpoint: endpoint, Method: method, Body: raw, Caller: caller},
 	})

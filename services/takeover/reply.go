@@ -8,8 +8,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
@@ -24,6 +22,10 @@ type ReplyResult struct {
 	Takeover  TakeoverView `json:"takeover"`
 	Warning   string       `json:"warning,omitempty"`
 }
+
+// errReplyRecord answers a reply whose idempotency record could not be
+// read or written: nothing was sent, and a retry with the same key is safe.
+var errReplyRecord = reqErr(ErrUnavailable, "", "the reply could not be recorded; nothing was sent")
 
 func replyKeyID(sid, idem string) string {
 	sum := sha256.Sum256([]byte(sid + ":" + idem))
@@ -52,10 +54,10 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 	}
 	sending, _ := json.Marshal(ReplyDedupe{State: ReplySending, At: now})
 	rev, err := s.st.dedupe.Create(ctx, c.Scope, keyReply, sending, dk)
-	if errors.Is(err, jetstream.ErrKeyExists) {
+	if bus.IsCASConflict(err) {
 		e, gerr := s.st.dedupe.Get(ctx, c.Scope, keyReply, dk)
 		if gerr != nil {
-			return ReplyResult{}, gerr
+			return ReplyResult{}, errReplyRecord
 		}
 		var d ReplyDedupe
 		if json.Unmarshal(e.Value(), &d) == nil {
@@ -72,12 +74,14 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 				return ReplyResult{Delivered: true, Warning: "history_not_saved", Takeover: s.takeoverView(rec, c.Settings)}, nil
 			}
 		}
+		// take the record over; losing the race means another attempt did
 		rev, err = s.st.dedupe.UpdateAt(ctx, c.Scope, keyReply, sending, e.Revision(), dk)
-		if err != nil {
+		if bus.IsCASConflict(err) {
 			return ReplyResult{}, reqErr(ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
 		}
-	} else if err != nil {
-		return ReplyResult{}, err
+	}
+	if err != nil {
+		return ReplyResult{}, errReplyRecord
 	}
 	setDedupe := func(d ReplyDedupe) {
 		b, _ := json.Marshal(d)
