@@ -12,7 +12,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/githubkit"
@@ -242,5 +241,3 @@ func settle(t testing.TB, s *stack) {
 		return stable >= 3
 	})
 }
-
-var _ = binding.Scope{}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
-	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
 // N4: service restarts with reminders pending.
@@ -182,9 +181,6 @@ func TestN6ReplicaCrash(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
 }
-
-var _ = bus.KindDue
-var _ = schenotify.Plugin
 
 // N6 on a 3-node cluster with R3 stream and buckets.
 func TestN6TwoReplicasR3Cluster(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -438,8 +437,6 @@ func checkOnTime(t testing.TB, c hostCall, due time.Time) {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func scopeOf(b binding.Binding) binding.Scope { return bus.ScopeOf(b) }
-
-var _ = fmt.Sprint
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -433,8 +432,6 @@ func (h *harness) putRecord(b binding.Binding, sid string, r *takeover.Record) {
 		return !live || seen >= rev
 	})
 }
-
-var _ = strings.Contains
 
 // testLogger discards logs unless TAKEOVER_TEST_LOG is set.
 func testLogger() *slog.Logger {

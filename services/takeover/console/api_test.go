@@ -313,7 +313,7 @@ func expect(t *testing.T, ch chan sseEvent, name string) sseEvent {
 func TestLiveEventsScopedAndEnding(t *testing.T) {
 	h := newHarness(t)
 	a, scA := h.install("liveA", cfg)
-	b, scB := h.install("liveB", cfg)
+	_, scB := h.install("liveB", cfg)
 	chA, closeA := openSSE(t, h, h.token(scA, "alice", time.Hour))
 	defer closeA()
 	chB, closeB := openSSE(t, h, h.token(scB, "bob", 3*time.Second))
@@ -352,7 +352,6 @@ func TestLiveEventsScopedAndEnding(t *testing.T) {
 	// an uninstall ends A's stream with revoked
 	h.uninstall(a)
 	expect(t, chA, "revoked")
-	_ = b
 }
 
 func TestLiveStreamLimitAndReplyRate(t *testing.T) {
