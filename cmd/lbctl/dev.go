@@ -86,7 +86,7 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 	if err != nil {
 		return err
 	}
-	bus.TuneEmbedded()
+	bus.TuneEmbedded() // for the life of the process: nothing to restore
 	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{Dir: filepath.Join(*dataDir, "jetstream"), Host: host, Port: port, ServerName: "lbctl-dev"})
 	if err != nil {
 		return err
