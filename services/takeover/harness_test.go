@@ -325,11 +325,10 @@ func waitAcks(t testing.TB, futures []jetstream.PubAckFuture) {
 	}
 }
 
-// historyCount counts the stored messages on a session's history subject.
 // holdOp holds every storage call op of scope sc until release: held
-// receives once per call that reached the hold (the first 16). release lets them all go
-// and removes the fault; it runs at cleanup too, and more than once is
-// fine.
+// receives once per call that reached the hold (the first 16). release
+// lets them all go and removes the fault; it runs at cleanup too, and
+// more than once is fine.
 func (h *harness) holdOp(op string, sc binding.Scope) (held <-chan struct{}, release func()) {
 	gate, reached := make(chan struct{}), make(chan struct{}, 16)
 	takeover.SetFault(h.svc, func(o string, s binding.Scope) error {
@@ -353,6 +352,7 @@ func (h *harness) holdOp(op string, sc binding.Scope) (held <-chan struct{}, rel
 	return reached, release
 }
 
+// historyCount counts the stored messages on a session's history subject.
 func (h *harness) historyCount(b binding.Binding, sid string) int {
 	h.t.Helper()
 	sc, _ := b.Scope()
