@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/natsembed"
 )
 
 func ExampleSubjects() {
@@ -32,7 +33,7 @@ func ExampleSubjects() {
 func ExampleRunner() {
 	dir, _ := os.MkdirTemp("", "bus-example")
 	defer os.RemoveAll(dir)
-	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{Dir: dir, Port: -1})
+	srv, err := natsembed.Start(natsembed.Config{Dir: dir, Port: -1})
 	if err != nil {
 		fmt.Println(err)
 		return
