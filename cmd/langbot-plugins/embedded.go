@@ -36,6 +36,7 @@ type embedded struct {
 	dir, listen         string
 	cert, key, clientCA string
 	logging             bool
+	natsOnly            bool
 }
 
 func (e *embedded) register(fs *flag.FlagSet) {
@@ -46,6 +47,7 @@ func (e *embedded) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.clientCA, "nats-client-ca", e.getenv("LANGBOT_NATS_CLIENT_CA"), "require NATS client certificates signed by this CA (LANGBOT_NATS_CLIENT_CA)")
 	b, _ := strconv.ParseBool(e.getenv("LANGBOT_NATS_LOG"))
 	fs.BoolVar(&e.logging, "nats-log", b, "the NATS server's own log on stderr (LANGBOT_NATS_LOG)")
+	fs.BoolVar(&e.natsOnly, "nats-only", false, "run the NATS server alone, without setup and services: for lbctl restore into a fresh data directory")
 }
 
 // ErrConfig is returned for settings the single binary cannot honour.
@@ -105,6 +107,10 @@ func (e *embedded) start(ctx context.Context, o *svcmain.Options, log *slog.Logg
 		return nil, err
 	}
 	stop := func() { srv.Shutdown(); srv.WaitForShutdown() }
+	if e.natsOnly {
+		log.Info("nats only: no setup, no services", "listen", srv.ClientURL(), "store", filepath.Join(e.dir, storeDir))
+		return &svcmain.Started{Stop: stop, NoServices: true}, nil
+	}
 	if err := setup(ctx, srv, creds[adminUser], log); err != nil {
 		stop()
 		return nil, err

@@ -27,6 +27,7 @@
 //	-nats-server-key   its key (LANGBOT_NATS_SERVER_KEY)
 //	-nats-client-ca    require client certificates signed by this CA (LANGBOT_NATS_CLIENT_CA)
 //	-nats-log          the server's own log on stderr (LANGBOT_NATS_LOG=true)
+//	-nats-only         the server alone (no setup, no services), for lbctl restore
 //
 // The data directory holds jetstream/ (the store), credentials.json (one
 // password per user of the deployment's NATS accounts, generated on first

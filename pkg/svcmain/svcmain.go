@@ -129,6 +129,9 @@ type Started struct {
 	// Stop is called last: after every service returned, the HTTP server
 	// stopped and every connection was drained and closed.
 	Stop func()
+	// NoServices runs none of the parts: the embedding alone (and the
+	// HTTP endpoints) serve until ctx is done.
+	NoServices bool
 }
 
 // RunParts runs parts in one process until ctx is done: one NATS
@@ -236,6 +239,9 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 			defer st.Stop() // deferred first: runs after the connections closed
 		}
 		conns = st.Conns
+		if st.NoServices {
+			parts = nil
+		}
 		if st.Getenv != nil {
 			svcGetenv = st.Getenv
 		}
@@ -322,6 +328,9 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 			}
 			stopAll() // one stops, all stop: the process is restarted whole
 		}()
+	}
+	if len(svcs) == 0 {
+		<-ctx.Done()
 	}
 	wg.Wait()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
