@@ -12,7 +12,7 @@ PKGS      := ./...
 .PHONY: help build test test-root test-deploy run bench bench-process e2e lint fuzz images clean
 
 help:
-	@echo "make build   build the service binaries and lbctl into $(BIN)/"
+	@echo "make build   build the service binaries, langbot-plugins and lbctl into $(BIN)/"
 	@echo "make test    run every test with the race detector (what CI runs)"
 	@echo "make run     start the dev stack: embedded NATS, all services, interactive host"
 	@echo "make bench   run the benchmarks (figures reported next to the bus floor)"
@@ -25,6 +25,7 @@ help:
 build:
 	@mkdir -p $(BIN)
 	$(GO) build $(GOFLAGS) -o $(BIN)/lbctl ./cmd/lbctl
+	$(GO) build $(GOFLAGS) -o $(BIN)/langbot-plugins ./cmd/langbot-plugins
 	@for s in $(SERVICES); do \
 	  if [ -d services/$$s/cmd/$$s ]; then $(GO) build $(GOFLAGS) -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; fi; \
 	done
