@@ -58,7 +58,7 @@ func TestScheduleFiresAtDueSecond(t *testing.T) {
 	sched, _ := subj.Internal(plugin, kindSched, sc, "r1")
 	due, _ := subj.Internal(plugin, kindDue, sc, "r1")
 	at := time.Now().Add(2 * time.Second).Truncate(time.Second)
-	if err := bus.ScheduleAt(context.Background(), h.js, sched, due, at, []byte(`{"id":"r1"}`), true); err != nil {
+	if err := bus.ScheduleAt(context.Background(), h.js, sched, due, at, []byte(`{"id":"r1"}`), bus.KeepLastFired); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -82,7 +82,7 @@ func TestScheduleReplacedCancelledAndSurvivesRestart(t *testing.T) {
 		t.Helper()
 		sched, _ := subj.Internal(plugin, kindSched, sc, id)
 		due, _ := subj.Internal(plugin, kindDue, sc, id)
-		if err := bus.ScheduleAt(context.Background(), h.js, sched, due, at, []byte(body), true); err != nil {
+		if err := bus.ScheduleAt(context.Background(), h.js, sched, due, at, []byte(body), bus.KeepLastFired); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,7 +132,7 @@ func TestFiredSpanLinksToScheduler(t *testing.T) {
 	ctx, span := tp.Tracer("t").Start(context.Background(), "schedule")
 	sched, _ := subj.Internal(plugin, kindSched, sc, "l1")
 	due, _ := subj.Internal(plugin, kindDue, sc, "l1")
-	if err := bus.ScheduleAt(ctx, h.js, sched, due, time.Now(), nil, true); err != nil {
+	if err := bus.ScheduleAt(ctx, h.js, sched, due, time.Now(), nil, bus.KeepLastFired); err != nil {
 		t.Fatal(err)
 	}
 	span.End()

@@ -170,7 +170,7 @@ func (s *Service) arm(ctx context.Context, sc binding.Scope, id string, at time.
 	}
 	body, _ := json.Marshal(scheduleBody{ID: id})
 	s.writes.Add(1)
-	if err := bus.ScheduleAt(ctx, s.runner.JetStream(), sched, due, at, body, true); err != nil {
+	if err := bus.ScheduleAt(ctx, s.runner.JetStream(), sched, due, at, body, bus.KeepLastFired); err != nil {
 		return storeErr("arm", err)
 	}
 	return nil
