@@ -18,7 +18,7 @@ func ExampleSubjects() {
 	s := bus.Subjects{}
 	sc, _ := binding.ParseScope("inst.ws.install")
 	fmt.Println(s.Invocation("schenotify", bus.EndpointTool, sc))
-	due, _ := s.Internal("schenotify", bus.KindDue, sc, "k7m2pq")
+	due, _ := s.Internal("schenotify", "due", sc, "k7m2pq") // a kind the service declares
 	fmt.Println(due)
 	key, _ := bus.Key(sc, "reminder", "k7m2pq")
 	fmt.Println(key)

@@ -6,8 +6,11 @@
 //
 // It also has a fake host that answers host actions and records them, a
 // wait for a plugin's lifecycle consumer to catch up, an open-loop load
-// generator, and the bus floor measurements benchmarks report their
-// figures against.
+// generator, and the bus floor (pkg/busbench, wrapped for testing.TB)
+// that benchmarks report their figures against.
+//
+// Only tests and benchmarks import it. It may import pkg/bus,
+// pkg/busbench, pkg/natsembed, nats-server and the NATS client.
 package bustest
 
 import (
