@@ -50,29 +50,29 @@ func (e *embedded) register(fs *flag.FlagSet) {
 	fs.BoolVar(&e.natsOnly, "nats-only", false, "run the NATS server alone, without setup and services: for lbctl restore into a fresh data directory")
 }
 
-// ErrConfig is returned for settings the single binary cannot honour.
-var ErrConfig = errors.New("langbot-plugins: invalid configuration")
+// errConfig is returned for settings the single binary cannot honour.
+var errConfig = errors.New("langbot-plugins: invalid configuration")
 
 func (e *embedded) start(ctx context.Context, o *svcmain.Options, log *slog.Logger) (*svcmain.Started, error) {
 	if o.Replicas != 1 {
-		return nil, fmt.Errorf("%w: one server keeps one replica (LANGBOT_JS_REPLICAS=%d)", ErrConfig, o.Replicas)
+		return nil, fmt.Errorf("%w: one server keeps one replica (LANGBOT_JS_REPLICAS=%d)", errConfig, o.Replicas)
 	}
 	if o.Prefix != bus.DefaultPrefix {
-		return nil, fmt.Errorf("%w: the deployment's accounts allow the subject prefix %q only", ErrConfig, bus.DefaultPrefix)
+		return nil, fmt.Errorf("%w: the deployment's accounts allow the subject prefix %q only", errConfig, bus.DefaultPrefix)
 	}
 	if (e.cert == "") != (e.key == "") {
-		return nil, fmt.Errorf("%w: -nats-server-cert and -nats-server-key go together", ErrConfig)
+		return nil, fmt.Errorf("%w: -nats-server-cert and -nats-server-key go together", errConfig)
 	}
 	if e.clientCA != "" && e.cert == "" {
-		return nil, fmt.Errorf("%w: -nats-client-ca needs -nats-server-cert", ErrConfig)
+		return nil, fmt.Errorf("%w: -nats-client-ca needs -nats-server-cert", errConfig)
 	}
 	host, portText, err := net.SplitHostPort(e.listen)
 	if err != nil {
-		return nil, fmt.Errorf("%w: -nats-listen: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: -nats-listen: %w", errConfig, err)
 	}
 	port, err := strconv.Atoi(portText)
 	if err != nil || port < 0 || port > 65535 {
-		return nil, fmt.Errorf("%w: -nats-listen: bad port %q", ErrConfig, portText)
+		return nil, fmt.Errorf("%w: -nats-listen: bad port %q", errConfig, portText)
 	}
 	if port == 0 {
 		port = -1 // a free port; natsembed reads 0 as 4222
@@ -87,7 +87,7 @@ func (e *embedded) start(ctx context.Context, o *svcmain.Options, log *slog.Logg
 	}
 	for _, need := range []string{adminUser, githubkit.Plugin, takeover.Plugin, schenotify.Plugin} {
 		if _, ok := creds[need]; !ok {
-			return nil, fmt.Errorf("%w: the accounts have no user %s", ErrConfig, need)
+			return nil, fmt.Errorf("%w: the accounts have no user %s", errConfig, need)
 		}
 	}
 	if o.StateKey == "" {
