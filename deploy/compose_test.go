@@ -523,7 +523,7 @@ func TestComposeFaults(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		edit  func(m map[string]any)           // on the parsed compose.yaml
+		edit  func(m map[string]any)             // on the parsed compose.yaml
 		files func(t *testing.T, c *composeCopy) // on the copy's files
 		want  string
 	}{

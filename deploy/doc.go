@@ -20,6 +20,6 @@
 // the permission matrix with real operations (permissions_test.go).
 //
 // This is a separate module so that kustomize, compose-go and the
-// Kubernetes API types stay out of the services' dependency graph. It does not import the root
-// module.
+// Kubernetes API types stay out of the services' dependency graph. It does
+// not import the root module.
 package deploy
