@@ -253,6 +253,13 @@ func TestComposeValid(t *testing.T) {
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("services %v, want the documented %v", names, want)
 	}
+	// The names docs/operations.md uses.
+	if n := p.Networks["langbot-plugins"]; n.Name != "langbot-plugins" || bool(n.External) {
+		t.Errorf("network langbot-plugins = %+v, want the deployment's own, named langbot-plugins", n)
+	}
+	if v := p.Volumes["langbot-nats-data"]; v.Name != "langbot-nats-data" {
+		t.Errorf("volume langbot-nats-data named %q, want langbot-nats-data", v.Name)
+	}
 	// Only NATS joins LangBot's network, under the documented default name.
 	lb, ok := p.Networks["langbot"]
 	if !ok || !bool(lb.External) || lb.Name != "docker_langbot_network" {
