@@ -249,7 +249,7 @@ func (r *Runner) purgeScope(ctx context.Context, sc binding.Scope) error {
 
 // MinRetention is the shortest retention a runner accepts: far above any
 // attach refresh period, so a live installation is never taken for gone.
-const MinRetention = time.Hour
+const MinRetention = 24 * time.Hour
 
 // retentionBatch bounds the removals of one sweep; the rest wait for the
 // next one.

@@ -360,7 +360,7 @@ func TestRetentionBackgroundSweep(t *testing.T) {
 
 func TestRetentionBelowMinimumRefused(t *testing.T) {
 	srv := bustest.NewServer(t)
-	for _, d := range []time.Duration{time.Minute, -time.Hour} {
+	for _, d := range []time.Duration{time.Minute, 23 * time.Hour, -time.Hour} {
 		_, err := bus.NewRunner(bus.RunnerConfig{Plugin: plugin, Retention: d}, bus.RunnerDeps{Conn: srv.Conn(t)})
 		if !errors.Is(err, bus.ErrConfig) {
 			t.Errorf("retention %v: %v, want %v", d, err, bus.ErrConfig)

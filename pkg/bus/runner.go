@@ -134,7 +134,7 @@ type RunnerConfig struct {
 	// installation whose authority was last written more than Retention
 	// ago: the LangBot packages never revoke, and refresh their attach
 	// periodically (spec/langbot-packages.md 6). 0 (the default) is off;
-	// otherwise at least MinRetention.
+	// otherwise at least MinRetention (24 h; the packages refresh hourly).
 	Retention time.Duration
 	// RetentionSweep is the period of the retention sweep; default
 	// Retention/24 within [1 min, 1 h].

@@ -170,7 +170,7 @@ func RegisterFlags(fs *flag.FlagSet, getenv func(string) string) *Options {
 	o.StateKey = getenv("LANGBOT_STATE_KEY") // secret: environment only
 	fs.IntVar(&o.Workers, "workers", envInt("LANGBOT_WORKERS", 0), "concurrent invocation handlers (LANGBOT_WORKERS)")
 	fs.StringVar(&o.retention, "retention", getenv("LANGBOT_RETENTION"),
-		"remove installations not attached for this long, e.g. 720h or 30d; empty or 0: never (LANGBOT_RETENTION)")
+		"remove installations not attached for this long, at least 24h, e.g. 720h or 30d; empty or 0: never (LANGBOT_RETENTION)")
 	fs.StringVar(&o.LogLevel, "log-level", env("LANGBOT_LOG_LEVEL", "info"), "debug, info, warn or error (LANGBOT_LOG_LEVEL)")
 	return o
 }
