@@ -31,9 +31,10 @@ func TestStartRefusesWhatOneServerCannotHonour(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := tc.e
 			e.dir = filepath.Join(t.TempDir(), "data")
-			e.getenv = func(string) string { return "" }
+			noEnv := func(string) string { return "" }
+			e.getenv = noEnv
 			o := tc.opts
-			st, err := e.start(context.Background(), &o, slog.New(slog.DiscardHandler))
+			st, err := e.start(context.Background(), &o, noEnv, slog.New(slog.DiscardHandler))
 			if !errors.Is(err, errConfig) {
 				if st != nil && st.Stop != nil {
 					st.Stop()

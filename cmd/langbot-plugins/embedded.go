@@ -53,7 +53,7 @@ func (e *embedded) register(fs *flag.FlagSet) {
 // errConfig is returned for settings the single binary cannot honour.
 var errConfig = errors.New("langbot-plugins: invalid configuration")
 
-func (e *embedded) start(ctx context.Context, o *svcmain.Options, log *slog.Logger) (*svcmain.Started, error) {
+func (e *embedded) start(ctx context.Context, o *svcmain.Options, getenv func(string) string, log *slog.Logger) (*svcmain.Started, error) {
 	if o.Replicas != 1 {
 		return nil, fmt.Errorf("%w: one server keeps one replica (LANGBOT_JS_REPLICAS=%d)", errConfig, o.Replicas)
 	}
@@ -81,7 +81,7 @@ func (e *embedded) start(ctx context.Context, o *svcmain.Options, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	creds, err := loadCredentials(e.dir, users, e.getenv)
+	creds, err := loadCredentials(e.dir, users, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (e *embedded) start(ctx context.Context, o *svcmain.Options, log *slog.Logg
 			return nil, err
 		}
 	}
-	consoleKey := e.getenv(takeover.ConsoleKeyEnv)
+	consoleKey := getenv(takeover.ConsoleKeyEnv)
 	if consoleKey == "" {
 		if consoleKey, err = loadKey(e.dir, consoleKeyFile, newConsoleKey); err != nil {
 			return nil, err
@@ -120,13 +120,13 @@ func (e *embedded) start(ctx context.Context, o *svcmain.Options, log *slog.Logg
 	for _, p := range []string{githubkit.Plugin, takeover.Plugin, schenotify.Plugin} {
 		conns[p] = bus.ConnConfig{InProcess: srv, User: p, Password: creds[p]}
 	}
-	getenv := func(k string) string {
+	svcGetenv := func(k string) string {
 		if k == takeover.ConsoleKeyEnv {
 			return consoleKey
 		}
-		return e.getenv(k)
+		return getenv(k)
 	}
-	return &svcmain.Started{Conns: conns, Getenv: getenv, Stop: stop}, nil
+	return &svcmain.Started{Conns: conns, Getenv: svcGetenv, Stop: stop}, nil
 }
 
 // startServer writes the server's config (the embedded accounts with the

@@ -16,9 +16,10 @@
 // The services take the flags and environment of their own binaries
 // (pkg/svcmain: LANGBOT_SUBJECT_PREFIX, LANGBOT_HTTP_ADDR,
 // LANGBOT_JS_REPLICAS, LANGBOT_STATE_KEY, LANGBOT_WORKERS, LANGBOT_LOG_LEVEL,
-// OTEL_*; githubkit's -github-* and -poll-workers; takeover's
-// LANGBOT_CONSOLE_KEY and LANGBOT_TAKEOVER_META_WRITE_RATE), except the NATS
-// client settings: the services connect to the embedded server in process.
+// LANGBOT_RETENTION, OTEL_*, secrets as NAME_FILE, -healthcheck; githubkit's
+// -github-* and -poll-workers; takeover's LANGBOT_CONSOLE_KEY and
+// LANGBOT_TAKEOVER_META_WRITE_RATE), except the NATS client settings: the
+// services connect to the embedded server in process.
 // This binary adds:
 //
 //	-data              data directory (LANGBOT_DATA_DIR, default "data")

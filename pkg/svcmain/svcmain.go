@@ -2,7 +2,9 @@
 // flags and environment of DESIGN 8, connects to NATS, sets up tracing,
 // logging and the HTTP endpoints (health, readiness, metrics, and any routes
 // the service adds), runs the service until SIGINT or SIGTERM, and then
-// shuts everything down in order with a bounded deadline.
+// shuts everything down in order with a bounded deadline. Secret settings
+// may be given as files (NAME_FILE, for Docker and Compose secrets), and
+// "-healthcheck" turns the binary into its own container health probe.
 //
 // A binary that runs several services in one process (cmd/langbot-plugins)
 // uses RunParts: the same flags, one connection per service, one HTTP mux,
@@ -21,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -43,6 +46,12 @@ type Options struct {
 	StateKey string // LANGBOT_STATE_KEY
 	Workers  int    // LANGBOT_WORKERS (0: the service's default)
 	LogLevel string // LANGBOT_LOG_LEVEL
+	// Retention is LANGBOT_RETENTION: remove installations whose attach
+	// was not refreshed for this long (bus.RunnerConfig.Retention); 0 is
+	// off, the default.
+	Retention time.Duration
+
+	retention string // the flag's text, parsed by Run
 }
 
 // Env is what a service is built from.
@@ -94,6 +103,8 @@ func MainParts(name string, args []string, getenv func(string) string, stderr io
 var errFlags = errors.New("svcmain: bad flags")
 
 // Run is Main without the signal handling: it serves until ctx is done.
+// Secrets may come from files (WithSecretFiles, SecretEnvs); with
+// -healthcheck it only probes a running instance (Probe) and returns.
 func Run(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer,
 	addFlags func(*flag.FlagSet), build func(ctx context.Context, env *Env) (Service, error)) error {
 	return RunParts(ctx, name, args, getenv, stderr, []Part{{Name: name, AddFlags: addFlags, Build: build}}, nil)
@@ -115,8 +126,9 @@ type Embedding struct {
 	AddFlags func(*flag.FlagSet)
 	// Start runs after the flags are parsed and before any service
 	// connects. It may complete opts (a state key kept in a data
-	// directory) and says how each part connects.
-	Start func(ctx context.Context, opts *Options, log *slog.Logger) (*Started, error)
+	// directory) and says how each part connects. getenv is the one the
+	// flags were read from, secret files (SecretEnvs) resolved.
+	Start func(ctx context.Context, opts *Options, getenv func(string) string, log *slog.Logger) (*Started, error)
 }
 
 // Started is what Embedding.Start returns.
@@ -146,6 +158,10 @@ func RunParts(ctx context.Context, name string, args []string, getenv func(strin
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	getenv, err := WithSecretFiles(getenv, SecretEnvs()...)
+	if err != nil {
+		return err
+	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var opts *Options
@@ -157,6 +173,7 @@ func RunParts(ctx context.Context, name string, args []string, getenv func(strin
 			emb.AddFlags(fs)
 		}
 	}
+	healthcheck := fs.Bool("healthcheck", false, "probe the running service's /readyz on LANGBOT_HTTP_ADDR and exit 0 if ready (container health check)")
 	for _, p := range parts {
 		if p.AddFlags != nil {
 			p.AddFlags(fs)
@@ -168,7 +185,45 @@ func RunParts(ctx context.Context, name string, args []string, getenv func(strin
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errFlags, fs.Arg(0))
 	}
+	if *healthcheck {
+		return Probe(ctx, opts.HTTPAddr)
+	}
+	d, err := ParseRetention(opts.retention)
+	if err != nil {
+		return err
+	}
+	opts.Retention = d
 	return run(ctx, name, *opts, getenv, stderr, parts, emb)
+}
+
+// ErrRetention reports a LANGBOT_RETENTION (or -retention) that is not a
+// duration of zero or more.
+var ErrRetention = errors.New("svcmain: bad retention")
+
+// ParseRetention reads a retention setting: empty or "0" is off, otherwise
+// a Go duration ("720h") or a whole number of days ("30d").
+func ParseRetention(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %q: want a duration such as 720h or 30d", ErrRetention, s)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, fmt.Errorf("%w: %q: want a duration such as 720h or 30d", ErrRetention, s)
+		}
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%w: %q is negative", ErrRetention, s)
+	}
+	return d, nil
 }
 
 // RegisterFlags adds the common flags to fs, defaulting to the environment.
@@ -210,6 +265,8 @@ func registerCommon(fs *flag.FlagSet, getenv func(string) string) *Options {
 	fs.IntVar(&o.Replicas, "replicas", envInt("LANGBOT_JS_REPLICAS", 1), "replicas of the service's streams and buckets (LANGBOT_JS_REPLICAS)")
 	o.StateKey = getenv("LANGBOT_STATE_KEY") // secret: environment only
 	fs.IntVar(&o.Workers, "workers", envInt("LANGBOT_WORKERS", 0), "concurrent invocation handlers (LANGBOT_WORKERS)")
+	fs.StringVar(&o.retention, "retention", getenv("LANGBOT_RETENTION"),
+		"remove installations not attached for this long, at least 24h, e.g. 720h or 30d; empty or 0: never (LANGBOT_RETENTION)")
 	fs.StringVar(&o.LogLevel, "log-level", env("LANGBOT_LOG_LEVEL", "info"), "debug, info, warn or error (LANGBOT_LOG_LEVEL)")
 	return o
 }
@@ -228,10 +285,17 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 	if err != nil {
 		return err
 	}
+	// named prefixes a part's error with its name when there are several
+	named := func(part string, err error) error {
+		if len(parts) > 1 {
+			return fmt.Errorf("%s: %w", part, err)
+		}
+		return err
+	}
 	conns := map[string]bus.ConnConfig{}
 	svcGetenv := getenv
 	if emb != nil {
-		st, err := emb.Start(ctx, &o, log)
+		st, err := emb.Start(ctx, &o, getenv, log)
 		if err != nil {
 			return err
 		}
@@ -293,13 +357,13 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 		nc, err := bus.Connect(cctx, cc)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("%s: %w", p.Name, err)
+			return named(p.Name, err)
 		}
 		ncs = append(ncs, nc)
 		env := &Env{Options: o, Conn: nc, Subjects: subjects, Keyring: kr, Logger: plog, TracerProvider: tp,
 			Registry: reg, Mux: mux, Getenv: svcGetenv}
 		if svcs[i], err = p.Build(ctx, env); err != nil {
-			return fmt.Errorf("%s: %w", p.Name, err)
+			return named(p.Name, err)
 		}
 	}
 	hs, err := telemetry.Listen(o.HTTPAddr, mux)
@@ -322,7 +386,7 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 			defer wg.Done()
 			errs[i] = s.Run(runCtx)
 			if errs[i] != nil && !errors.Is(errs[i], context.Canceled) {
-				errs[i] = fmt.Errorf("%s: %w", parts[i].Name, errs[i])
+				errs[i] = named(parts[i].Name, errs[i])
 			} else {
 				errs[i] = nil
 			}
