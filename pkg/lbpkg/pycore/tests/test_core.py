@@ -303,6 +303,19 @@ class EventTest(Base):
         self.assertEqual((body["name"], body["bot_uuid"], body["query_uuid"]), ("GroupMessageReceived", "bot-1", "q-7"))
         self.assertEqual(body["data"]["launcher_id"], "g1")
 
+    async def test_reply_chain_only_where_the_event_has_one(self) -> None:
+        await self.serve("event", lambda m: _async(ok({"prevent_default": False, "prevent_postorder": False,
+                                                       "reply_message_chain": [{"type": "Plain", "text": "from service"}]})))
+        ctx = FakeEventContext()
+        await c.forward_event(self.fw, GEN, ctx)  # GroupMessageReceived-like: no reply field
+        self.assertFalse(hasattr(ctx.event, "reply_message_chain"))
+        ctx = FakeEventContext()
+        ctx.event.reply_message_chain = None  # type: ignore[attr-defined]
+        await c.forward_event(self.fw, GEN, ctx)
+        chain = ctx.event.reply_message_chain  # type: ignore[attr-defined]
+        self.assertEqual([cmp.text for cmp in chain], ["from service"])
+        self.assertFalse(ctx.is_prevent_default)
+
     async def test_fail_open(self) -> None:
         ctx = FakeEventContext(fail=True)
         await c.forward_event(self.fw, GEN, ctx)  # nobody serves: unchanged, no exception
