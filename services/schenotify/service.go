@@ -29,8 +29,6 @@ const (
 	StreamName   = "LANGBOT_SCHENOTIFY"
 	DueConsumer  = "schenotify-due"
 	tracerName   = "github.com/langbot-nats/plugins/services/schenotify"
-	keyReminder  = bus.KeyReminder
-	keyIndex     = bus.KeyIndex
 	defaultClaim = 30 * time.Second
 )
 
@@ -41,6 +39,7 @@ type Config struct {
 	Workers           int           // invocation workers; default 64
 	DueWorkers        int           // fired-message handlers at once; default 64
 	InvocationTimeout time.Duration // default 30 s
+	Retention         time.Duration // remove installations not attached for this long (bus.RunnerConfig.Retention); 0: off
 	// MinEvery is the shortest @every interval; default 1 min (tests lower it).
 	MinEvery time.Duration
 	// Retry is the delivery retry schedule (spec 7.5).
@@ -180,6 +179,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		Prefix:            cfg.Prefix,
 		Workers:           cfg.Workers,
 		InvocationTimeout: cfg.InvocationTimeout,
+		Retention:         cfg.Retention,
 		Replicas:          cfg.Replicas,
 		Handlers: bus.Handlers{
 			Command: s.handleCommand,
@@ -216,7 +216,7 @@ func (s *Service) Run(ctx context.Context) error {
 	defer cancel()
 	st, err := bus.EnsureStream(setup, s.runner.JetStream(), bus.StreamSpec{
 		Name:      StreamName,
-		Subjects:  []string{s.subj.InternalAll(Plugin, bus.KindSched), s.subj.InternalAll(Plugin, bus.KindDue)},
+		Subjects:  []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindDue)},
 		Replicas:  s.cfg.Replicas,
 		Schedules: true,
 	})
@@ -249,7 +249,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.runner.ConsumeFired(setup, bus.FiredConfig{
 		Stream:  StreamName,
 		Durable: DueConsumer,
-		Filter:  s.subj.InternalAll(Plugin, bus.KindDue),
+		Filter:  s.subj.InternalAll(Plugin, KindDue),
 		Workers: s.cfg.DueWorkers,
 		AckWait: s.cfg.AckWait,
 		Timeout: s.cfg.SendTimeout + 10*time.Second,
