@@ -410,19 +410,20 @@ class HostActionTest(Base):
             (HostCallFailed("Plugin installation revision or artifact is stale"), "403", ""),
             (HostCallFailed("Runtime connection is busy (max 128 concurrent actions)"), "429", ""),
             (HostTimeout("Action send_message call timed out"), "503", "timeout"),
+            (HostCallFailed("Action send_message call timed out"), "503", "timeout"),
             (HostCallFailed("adapter exploded: secret detail"), "500", ""),
         ]
         for exc, want, reason in cases:
             with self.subTest(want):
                 self.runtime.fail = exc
-                h, out = await self.call("send_message", self.body(), key="k-" + want)
+                h, out = await self.call("send_message", self.body(), key="k-" + want + str(exc.__class__.__name__))
                 self.assertEqual(self.code(h), want)
                 self.assertEqual(out["error"].get("reason", ""), reason)
                 self.assertNotIn("secret detail", json.dumps(out))
         # A failed send is not recorded: the retry sends again.
         self.runtime.fail = None
         n = len(self.runtime.calls)
-        h, out = await self.call("send_message", self.body(), key="k-503")
+        h, out = await self.call("send_message", self.body(), key="k-503HostTimeout")
         self.assertEqual((self.code(h), len(self.runtime.calls)), ("", n + 1))
 
 
