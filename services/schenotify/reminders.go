@@ -3,6 +3,7 @@ package schenotify
 import (
 	"context"
 	"errors"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -18,7 +19,7 @@ type addRequest struct {
 	settings Settings
 	session  Session
 	sender   string
-	plan     Plan
+	plan     when.Plan
 	via      string
 }
 

@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -114,7 +115,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		return nil, fmt.Errorf("%w: no NATS connection", ErrConfig)
 	}
 	if cfg.MinEvery <= 0 {
-		cfg.MinEvery = DefaultMinEvery
+		cfg.MinEvery = when.DefaultMinEvery
 	}
 	if cfg.Claim <= 0 {
 		cfg.Claim = defaultClaim
@@ -140,9 +141,9 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		cfg.Replica = hex.EncodeToString(b[:])
 	}
 	if cfg.DefaultZone == "" {
-		cfg.DefaultZone = ProcessZoneName()
+		cfg.DefaultZone = when.ProcessZoneName()
 	}
-	zone, ok := LoadZone(cfg.DefaultZone)
+	zone, ok := when.LoadZone(cfg.DefaultZone)
 	if !ok {
 		return nil, fmt.Errorf("%w: default zone %q is not an IANA zone", ErrConfig, cfg.DefaultZone)
 	}

@@ -1,4 +1,4 @@
-package schenotify_test
+package when_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/langbot-nats/plugins/services/schenotify"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 func TestParseRecurrence(t *testing.T) {
@@ -50,7 +50,7 @@ func TestParseRecurrence(t *testing.T) {
 			if min == 0 {
 				min = time.Minute
 			}
-			r, err := schenotify.ParseRecurrence(tt.in, min)
+			r, err := when.ParseRecurrence(tt.in, min)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}
@@ -67,7 +67,7 @@ func TestParseRecurrence(t *testing.T) {
 // TestCronNextNeverOccurs covers "0 0 30 2 *", which robfig parses but
 // which has no occurrence.
 func TestCronNextNeverOccurs(t *testing.T) {
-	r, err := schenotify.ParseRecurrence("0 0 30 2 *", time.Minute)
+	r, err := when.ParseRecurrence("0 0 30 2 *", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func utc(s string) time.Time {
 // TestCronPolicyDST is the occurrence part of acceptance test N2.
 func TestCronPolicyDST(t *testing.T) {
 	ny := mustZone(t, "America/New_York")
-	gap, _ := schenotify.ParseRecurrence("30 2 * * *", time.Minute)
+	gap, _ := when.ParseRecurrence("30 2 * * *", time.Minute)
 	// The 03-09 occurrence arms 03-10 03:30 EDT, which arms 03-11 02:30 EDT.
 	steps := []struct{ after, want string }{
 		{"2030-03-09T07:30:00Z", "2030-03-10T07:30:00Z"},
@@ -102,7 +102,7 @@ func TestCronPolicyDST(t *testing.T) {
 	if len(next) != 3 || next[1].In(ny).Format(time.RFC3339) != "2030-03-10T03:30:00-04:00" {
 		t.Errorf("next = %v", next)
 	}
-	over, _ := schenotify.ParseRecurrence("30 1 * * *", time.Minute)
+	over, _ := when.ParseRecurrence("30 1 * * *", time.Minute)
 	steps = []struct{ after, want string }{
 		{"2030-11-02T12:00:00Z", "2030-11-03T05:30:00Z"},
 		{"2030-11-03T05:30:00Z", "2030-11-04T06:30:00Z"},
@@ -115,7 +115,7 @@ func TestCronPolicyDST(t *testing.T) {
 	}
 	// Every minute through the overlap hour: each wall time once, the
 	// repeated hour only at its first instant.
-	every, _ := schenotify.ParseRecurrence("* * * * *", time.Minute)
+	every, _ := when.ParseRecurrence("* * * * *", time.Minute)
 	prev := utc("2030-11-03T04:00:00Z")
 	seen := map[string]bool{}
 	for i := 0; i < 180; i++ {
@@ -139,7 +139,7 @@ func TestCronPolicyMatchesRobfigAwayFromTransitions(t *testing.T) {
 	for _, zone := range []string{"America/New_York", "Europe/Berlin", "Asia/Shanghai", "Australia/Lord_Howe"} {
 		loc := mustZone(t, zone)
 		for _, e := range exprs {
-			r, err := schenotify.ParseRecurrence(e, time.Minute)
+			r, err := when.ParseRecurrence(e, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +161,7 @@ func TestCronPolicyMatchesRobfigAwayFromTransitions(t *testing.T) {
 }
 
 func TestEveryNext(t *testing.T) {
-	r, _ := schenotify.ParseRecurrence("@every 2h", time.Minute)
+	r, _ := when.ParseRecurrence("@every 2h", time.Minute)
 	anchor := utc("2030-01-01T00:00:00Z")
 	tests := []struct{ now, want string }{
 		{"2029-12-31T23:00:00Z", "2030-01-01T02:00:00Z"},
@@ -189,15 +189,15 @@ func FuzzParseRecurrence(f *testing.F) {
 	}
 	ny := mustZone(f, "America/New_York")
 	f.Fuzz(func(t *testing.T, s string) {
-		r, err := schenotify.ParseRecurrence(s, time.Minute)
+		r, err := when.ParseRecurrence(s, time.Minute)
 		if err != nil {
 			return
 		}
-		back, err := schenotify.RuleOf(r.Recurrence)
+		back, err := when.RuleOf(r.Recurrence)
 		if err != nil || back.Recurrence != r.Recurrence {
 			t.Fatalf("%q: stored form %+v does not parse back: %v", s, r.Recurrence, err)
 		}
-		if r.Kind == schenotify.KindEvery && r.Every() < time.Minute {
+		if r.Kind == when.KindEvery && r.Every() < time.Minute {
 			t.Fatalf("%q: interval %v", s, r.Every())
 		}
 		prev := utc("2030-03-09T00:00:00Z")

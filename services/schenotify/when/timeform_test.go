@@ -1,4 +1,4 @@
-package schenotify_test
+package when_test
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/langbot-nats/plugins/services/schenotify"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 func TestParseTime(t *testing.T) {
@@ -22,8 +22,8 @@ func TestParseTime(t *testing.T) {
 		{"form L", "2030-01-02 09:00:00", sh, "2030-01-02T01:00:00Z", ""},
 		{"form L short fields", "2030-1-2 9:0:0", sh, "2030-01-02T01:00:00Z", ""},
 		{"form L tabs", "2030-01-02\t \t09:00:00", sh, "2030-01-02T01:00:00Z", ""},
-		{"form L gap", "2030-03-10 02:30:00", ny, "2030-03-10T07:30:00Z", schenotify.AdjustGap},
-		{"form L overlap", "2030-11-03 01:30:00", ny, "2030-11-03T05:30:00Z", schenotify.AdjustOverlap},
+		{"form L gap", "2030-03-10 02:30:00", ny, "2030-03-10T07:30:00Z", when.AdjustGap},
+		{"form L overlap", "2030-11-03 01:30:00", ny, "2030-11-03T05:30:00Z", when.AdjustOverlap},
 		{"form L year 1", "0001-01-01 00:00:00", time.UTC, "0001-01-01T00:00:00Z", ""},
 		{"form R offset", "2030-01-01T09:00:00+02:00", sh, "2030-01-01T07:00:00Z", ""},
 		{"form R Z", "2030-01-01T09:00:00Z", sh, "2030-01-01T09:00:00Z", ""},
@@ -51,7 +51,7 @@ func TestParseTime(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := schenotify.ParseTime(tt.in, tt.loc)
+			got, err := when.ParseTime(tt.in, tt.loc)
 			if tt.want == "" {
 				if err == nil {
 					t.Fatalf("ParseTime(%q) = %v, want error", tt.in, got.At)
@@ -74,7 +74,7 @@ func FuzzParseTime(f *testing.F) {
 	}
 	ny := mustZone(f, "America/New_York")
 	f.Fuzz(func(t *testing.T, s string) {
-		ts, err := schenotify.ParseTime(s, ny)
+		ts, err := when.ParseTime(s, ny)
 		if err != nil {
 			return
 		}
@@ -92,7 +92,7 @@ func FuzzParseTime(f *testing.F) {
 		if want := fmt.Sprintf("%04d-", w.Year); s[:5] != want {
 			t.Fatalf("%q: wall %v", s, w)
 		}
-		back, err := schenotify.ParseTime(w.String(), ny)
+		back, err := when.ParseTime(w.String(), ny)
 		if err != nil || !back.At.Equal(ts.At) {
 			t.Fatalf("%q: round trip via %q gave %v %v", s, w.String(), back.At, err)
 		}

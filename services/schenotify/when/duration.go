@@ -1,4 +1,4 @@
-package schenotify
+package when
 
 import (
 	"math"

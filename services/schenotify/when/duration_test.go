@@ -1,11 +1,11 @@
-package schenotify_test
+package when_test
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/langbot-nats/plugins/services/schenotify"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 func TestParseDuration(t *testing.T) {
@@ -51,7 +51,7 @@ func TestParseDuration(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := schenotify.ParseDuration(tt.in)
+			got, err := when.ParseDuration(tt.in)
 			if (err == nil) != tt.ok || got != tt.want {
 				t.Errorf("ParseDuration(%q) = %v, %v; want %v ok=%v", tt.in, got, err, tt.want, tt.ok)
 			}
@@ -66,7 +66,7 @@ func FuzzParseDuration(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := schenotify.ParseDuration(s)
+		d, err := when.ParseDuration(s)
 		if err != nil {
 			return
 		}
@@ -79,9 +79,9 @@ func FuzzParseDuration(f *testing.F) {
 				t.Fatalf("%q: got %v, time.ParseDuration %v %v", s, d, want, err)
 			}
 		}
-		back, err := schenotify.ParseDuration(schenotify.FormatDuration(d))
+		back, err := when.ParseDuration(when.FormatDuration(d))
 		if err != nil || back != d {
-			t.Fatalf("round trip %q -> %q -> %v %v", s, schenotify.FormatDuration(d), back, err)
+			t.Fatalf("round trip %q -> %q -> %v %v", s, when.FormatDuration(d), back, err)
 		}
 	})
 }

@@ -1,16 +1,16 @@
-package schenotify_test
+package when_test
 
 import (
 	"errors"
 	"testing"
 	"time"
 
-	"github.com/langbot-nats/plugins/services/schenotify"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 func mustZone(t testing.TB, name string) *time.Location {
 	t.Helper()
-	loc, ok := schenotify.LoadZone(name)
+	loc, ok := when.LoadZone(name)
 	if !ok {
 		t.Fatalf("LoadZone(%q) failed", name)
 	}
@@ -21,25 +21,25 @@ func TestResolve(t *testing.T) {
 	tests := []struct {
 		name   string
 		zone   string
-		wall   schenotify.Wall
+		wall   when.Wall
 		want   string
 		adjust string
 	}{
-		{"plain", "Asia/Shanghai", schenotify.Wall{2030, 1, 2, 9, 0, 0}, "2030-01-02T01:00:00Z", ""},
-		{"utc", "UTC", schenotify.Wall{2030, 6, 1, 12, 30, 5}, "2030-06-01T12:30:05Z", ""},
-		{"ny gap", "America/New_York", schenotify.Wall{2030, 3, 10, 2, 30, 0}, "2030-03-10T07:30:00Z", schenotify.AdjustGap},
-		{"ny gap start", "America/New_York", schenotify.Wall{2030, 3, 10, 2, 0, 0}, "2030-03-10T07:00:00Z", schenotify.AdjustGap},
-		{"ny before gap", "America/New_York", schenotify.Wall{2030, 3, 10, 1, 59, 59}, "2030-03-10T06:59:59Z", ""},
-		{"ny after gap", "America/New_York", schenotify.Wall{2030, 3, 10, 3, 0, 0}, "2030-03-10T07:00:00Z", ""},
-		{"ny overlap", "America/New_York", schenotify.Wall{2030, 11, 3, 1, 30, 0}, "2030-11-03T05:30:00Z", schenotify.AdjustOverlap},
-		{"ny after overlap", "America/New_York", schenotify.Wall{2030, 11, 3, 2, 0, 0}, "2030-11-03T07:00:00Z", ""},
-		{"lord howe half hour gap", "Australia/Lord_Howe", schenotify.Wall{2030, 10, 6, 2, 15, 0}, "2030-10-05T15:45:00Z", schenotify.AdjustGap},
-		{"samoa skipped day", "Pacific/Apia", schenotify.Wall{2011, 12, 30, 12, 0, 0}, "2011-12-30T22:00:00Z", schenotify.AdjustGap},
-		{"berlin overlap", "Europe/Berlin", schenotify.Wall{2030, 10, 27, 2, 30, 0}, "2030-10-27T00:30:00Z", schenotify.AdjustOverlap},
+		{"plain", "Asia/Shanghai", when.Wall{2030, 1, 2, 9, 0, 0}, "2030-01-02T01:00:00Z", ""},
+		{"utc", "UTC", when.Wall{2030, 6, 1, 12, 30, 5}, "2030-06-01T12:30:05Z", ""},
+		{"ny gap", "America/New_York", when.Wall{2030, 3, 10, 2, 30, 0}, "2030-03-10T07:30:00Z", when.AdjustGap},
+		{"ny gap start", "America/New_York", when.Wall{2030, 3, 10, 2, 0, 0}, "2030-03-10T07:00:00Z", when.AdjustGap},
+		{"ny before gap", "America/New_York", when.Wall{2030, 3, 10, 1, 59, 59}, "2030-03-10T06:59:59Z", ""},
+		{"ny after gap", "America/New_York", when.Wall{2030, 3, 10, 3, 0, 0}, "2030-03-10T07:00:00Z", ""},
+		{"ny overlap", "America/New_York", when.Wall{2030, 11, 3, 1, 30, 0}, "2030-11-03T05:30:00Z", when.AdjustOverlap},
+		{"ny after overlap", "America/New_York", when.Wall{2030, 11, 3, 2, 0, 0}, "2030-11-03T07:00:00Z", ""},
+		{"lord howe half hour gap", "Australia/Lord_Howe", when.Wall{2030, 10, 6, 2, 15, 0}, "2030-10-05T15:45:00Z", when.AdjustGap},
+		{"samoa skipped day", "Pacific/Apia", when.Wall{2011, 12, 30, 12, 0, 0}, "2011-12-30T22:00:00Z", when.AdjustGap},
+		{"berlin overlap", "Europe/Berlin", when.Wall{2030, 10, 27, 2, 30, 0}, "2030-10-27T00:30:00Z", when.AdjustOverlap},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, adj := schenotify.Resolve(tt.wall, mustZone(t, tt.zone))
+			got, adj := when.Resolve(tt.wall, mustZone(t, tt.zone))
 			if got.Format(time.RFC3339) != tt.want || adj != tt.adjust {
 				t.Errorf("Resolve(%v) = %s %q, want %s %q", tt.wall, got.Format(time.RFC3339), adj, tt.want, tt.adjust)
 			}
@@ -54,8 +54,8 @@ func TestResolveMatchesTimeDateAwayFromTransitions(t *testing.T) {
 		loc := mustZone(t, name)
 		for h := 0; h < 24*400; h += 7 {
 			base := time.Date(2030, 1, 1, 0, 17, 0, 0, time.UTC).Add(time.Duration(h) * time.Hour)
-			w := schenotify.Wall{base.Year(), int(base.Month()), base.Day(), base.Hour(), base.Minute(), base.Second()}
-			got, adj := schenotify.Resolve(w, loc)
+			w := when.Wall{base.Year(), int(base.Month()), base.Day(), base.Hour(), base.Minute(), base.Second()}
+			got, adj := when.Resolve(w, loc)
 			if adj != "" {
 				continue
 			}
@@ -69,12 +69,12 @@ func TestResolveMatchesTimeDateAwayFromTransitions(t *testing.T) {
 
 func TestLoadZone(t *testing.T) {
 	for _, bad := range []string{"", "Local", "+08:00", "-05:00", "UTC+8", "Mars/Base", "../etc/passwd"} {
-		if _, ok := schenotify.LoadZone(bad); ok {
+		if _, ok := when.LoadZone(bad); ok {
 			t.Errorf("LoadZone(%q) accepted", bad)
 		}
 	}
 	for _, good := range []string{"UTC", "Asia/Shanghai", "America/New_York"} {
-		if _, ok := schenotify.LoadZone(good); !ok {
+		if _, ok := when.LoadZone(good); !ok {
 			t.Errorf("LoadZone(%q) refused", good)
 		}
 	}
@@ -104,7 +104,7 @@ func TestDefaultZoneName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := schenotify.DefaultZoneName(tt.env, tt.readlink); got != tt.want {
+			if got := when.DefaultZoneName(tt.env, tt.readlink); got != tt.want {
 				t.Errorf("got %q want %q", got, tt.want)
 			}
 		})

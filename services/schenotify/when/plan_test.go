@@ -1,13 +1,12 @@
-package schenotify_test
+package when_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
-	"github.com/langbot-nats/plugins/services/schenotify"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 func params(t testing.TB, js string) map[string]json.RawMessage {
@@ -21,7 +20,7 @@ func params(t testing.TB, js string) map[string]json.RawMessage {
 
 func TestPlanToolErrors(t *testing.T) {
 	sh := mustZone(t, "Asia/Shanghai")
-	in := schenotify.ScheduleInput{Now: utc("2030-01-01T01:00:05Z").Add(300 * time.Millisecond), Zone: sh}
+	in := when.ScheduleInput{Now: utc("2030-01-01T01:00:05Z").Add(300 * time.Millisecond), Zone: sh}
 	tests := []struct {
 		name, params, code, field string
 	}{
@@ -56,7 +55,7 @@ func TestPlanToolErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, f := schenotify.PlanTool(params(t, tt.params), in)
+			_, f := when.PlanTool(params(t, tt.params), in)
 			if f == nil {
 				t.Fatalf("no failure, want %s", tt.code)
 			}
@@ -93,14 +92,14 @@ func TestPlanToolSuccess(t *testing.T) {
 		{"every without start", `{"message":"x","recurrence":"@every 1d12h"}`, sh, now, "2030-01-02T13:00:05Z", nil, ""},
 		{"every with start", `{"message":"x","recurrence":"@every 2h","time_str":"2030-01-01T02:00:00Z"}`, sh, now, "2030-01-01T02:00:00Z",
 			[]string{"2030-01-01T02:00:00Z", "2030-01-01T04:00:00Z", "2030-01-01T06:00:00Z"}, ""},
-		{"dst gap", `{"message":"x","time_str":"2030-03-10 02:30:00"}`, ny, utc("2030-03-01T00:00:00Z"), "2030-03-10T07:30:00Z", nil, schenotify.AdjustGap},
-		{"dst overlap", `{"message":"x","time_str":"2030-11-03 01:30:00"}`, ny, utc("2030-03-01T00:00:00Z"), "2030-11-03T05:30:00Z", nil, schenotify.AdjustOverlap},
+		{"dst gap", `{"message":"x","time_str":"2030-03-10 02:30:00"}`, ny, utc("2030-03-01T00:00:00Z"), "2030-03-10T07:30:00Z", nil, when.AdjustGap},
+		{"dst overlap", `{"message":"x","time_str":"2030-11-03 01:30:00"}`, ny, utc("2030-03-01T00:00:00Z"), "2030-11-03T05:30:00Z", nil, when.AdjustOverlap},
 		{"dst cron next", `{"message":"x","recurrence":"30 2 * * *","time_str":"2030-03-09 00:00:00"}`, ny, utc("2030-03-01T00:00:00Z"), "2030-03-09T07:30:00Z",
 			[]string{"2030-03-09T07:30:00Z", "2030-03-10T07:30:00Z", "2030-03-11T06:30:00Z"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, f := schenotify.PlanTool(params(t, tt.params), schenotify.ScheduleInput{Now: tt.now, Zone: tt.zone})
+			p, f := when.PlanTool(params(t, tt.params), when.ScheduleInput{Now: tt.now, Zone: tt.zone})
 			if f != nil {
 				t.Fatalf("failure %+v", f)
 			}
@@ -128,67 +127,14 @@ func TestPlanToolSuccess(t *testing.T) {
 }
 
 func TestPlanToolMessage(t *testing.T) {
-	in := schenotify.ScheduleInput{Now: utc("2030-01-01T00:00:00Z"), Zone: time.UTC}
+	in := when.ScheduleInput{Now: utc("2030-01-01T00:00:00Z"), Zone: time.UTC}
 	long := strings.Repeat("字", 2500)
-	p, f := schenotify.PlanTool(params(t, `{"message":"`+long+`","delay":"1m"}`), in)
+	p, f := when.PlanTool(params(t, `{"message":"`+long+`","delay":"1m"}`), in)
 	if f != nil || !p.Truncated || p.OriginalLength != 2500 || len([]rune(p.Message)) != 2000 {
 		t.Fatalf("got truncated=%v len=%d stored=%d %v", p.Truncated, p.OriginalLength, len([]rune(p.Message)), f)
 	}
-	p, _ = schenotify.PlanTool(params(t, `{"message":"  keep  spaces \n","delay":"1m"}`), in)
+	p, _ = when.PlanTool(params(t, `{"message":"  keep  spaces \n","delay":"1m"}`), in)
 	if p.Message != "  keep  spaces \n" || p.Truncated {
 		t.Fatalf("message %q", p.Message)
 	}
-}
-
-// FuzzPlanTool checks schedule_notify validation on arbitrary parameter
-// objects: a failure carries a known code; a success is in the future,
-// within the horizon, with a stored message of at most 2000 valid code
-// points, and its result round-trips through JSON to the same instant.
-func FuzzPlanTool(f *testing.F) {
-	for _, s := range []string{
-		`{"message":"x","delay":"5m"}`, `{"message":"x","time_str":"2030-03-10 02:30:00"}`,
-		`{"message":"x","recurrence":"30 2 * * *","until":"2030-04-01T00:00:00Z"}`, `{"message":1}`,
-		`{"message":"x","delay":"5m","time_str":"2030-01-01T00:00:00Z"}`, `{"message":"\u00ff","recurrence":"@every P1D"}`,
-	} {
-		f.Add(s)
-	}
-	ny := mustZone(f, "America/New_York")
-	rd := renderer(f)
-	set := schenotify.NormalizeConfig([]byte(`{"language":"en_US","timezone":"America/New_York"}`), time.UTC)
-	known := map[string]bool{"missing_params": true, "invalid_param": true, "conflicting_params": true, "invalid_time": true,
-		"invalid_delay": true, "invalid_recurrence": true, "interval_too_short": true, "invalid_until": true,
-		"time_passed": true, "too_far": true, "until_before_start": true}
-	now := utc("2030-03-01T12:00:00Z")
-	f.Fuzz(func(t *testing.T, js string) {
-		var m map[string]json.RawMessage
-		if json.Unmarshal([]byte(js), &m) != nil {
-			return
-		}
-		p, fl := schenotify.PlanTool(m, schenotify.ScheduleInput{Now: now, Zone: ny})
-		if fl != nil {
-			if !known[fl.Code] {
-				t.Fatalf("unknown code %q", fl.Code)
-			}
-			if txt := rd.ToolError(set, fl).Text; txt == "" || strings.HasPrefix(txt, "err.") {
-				t.Fatalf("%s: text %q", fl.Code, txt)
-			}
-			return
-		}
-		if !p.First.After(now) || p.First.After(now.AddDate(5, 0, 0)) {
-			t.Fatalf("first %v", p.First)
-		}
-		if !utf8.ValidString(p.Message) || utf8.RuneCountInString(p.Message) > schenotify.MaxMessageRunes {
-			t.Fatalf("stored message invalid or long")
-		}
-		b, err := json.Marshal(rd.ScheduleResult(set, "k7m2pq", p, now))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back struct {
-			DueUTC string `json:"due_utc"`
-		}
-		if json.Unmarshal(b, &back) != nil || back.DueUTC != p.First.UTC().Format(time.RFC3339) {
-			t.Fatalf("due_utc %q for %v", back.DueUTC, p.First)
-		}
-	})
 }

@@ -1,9 +1,8 @@
-package schenotify
+package when
 
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -11,12 +10,11 @@ import (
 
 // Limits of spec 9.
 const (
-	MaxMessageRunes  = 2000
-	DefaultMinEvery  = time.Minute
-	horizonYears     = 5
-	minDelay         = time.Second
-	listPreviewRunes = 100
-	toolPreviewRunes = 200
+	MaxMessageRunes = 2000
+	DefaultMinEvery = time.Minute
+	horizonYears    = 5
+	// MinDelay is the shortest delay a reminder may be set for.
+	MinDelay = time.Second
 )
 
 // Failure is a validation error of a tool or command: a result code of
@@ -53,8 +51,8 @@ type Plan struct {
 	Adjusted       *Adjusted
 }
 
-// When is the start of a reminder as given: at most one of Time and Delay.
-type When struct {
+// Start is the start of a reminder as given: at most one of Time and Delay.
+type Start struct {
 	Time     *TimeSpec
 	TimeRaw  string
 	Delay    time.Duration
@@ -107,7 +105,7 @@ func PlanTool(params map[string]json.RawMessage, in ScheduleInput) (Plan, *Failu
 	if hasTime && hasDelay {
 		return Plan{}, fail("conflicting_params", "delay", nil)
 	}
-	var w When
+	var w Start
 	// 4. the start.
 	if hasTime {
 		ts, err := ParseTime(str["time_str"], in.Zone)
@@ -118,7 +116,7 @@ func PlanTool(params map[string]json.RawMessage, in ScheduleInput) (Plan, *Failu
 	}
 	if hasDelay {
 		d, err := ParseDuration(str["delay"])
-		if err != nil || d < minDelay {
+		if err != nil || d < MinDelay {
 			return Plan{}, fail("invalid_delay", "delay", map[string]string{"value": str["delay"]})
 		}
 		w.Delay, w.DelayRaw = d, str["delay"]
@@ -158,7 +156,7 @@ func parseRule(expr string, minEvery time.Duration, field string) (Rule, *Failur
 
 // finishPlan runs checks 5 (a cron rule that never occurs) to 8 of spec
 // 3.3 on a parsed start and builds the plan.
-func finishPlan(msg string, w When, in ScheduleInput) (Plan, *Failure) {
+func finishPlan(msg string, w Start, in ScheduleInput) (Plan, *Failure) {
 	now := in.Now.Truncate(time.Second)
 	zone := in.Zone
 	var start time.Time
@@ -233,33 +231,4 @@ func cutMessage(msg string) (stored string, length int, truncated bool) {
 		i += size
 	}
 	return msg[:i], length, true
-}
-
-// Preview is a message on one line (line breaks become spaces) cut to n
-// code points plus "…".
-func Preview(msg string, n int) string {
-	msg = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\u2028", " ", "\u2029", " ").Replace(msg)
-	return cutRunes(msg, n)
-}
-
-// Atoi parses a decimal with an optional sign, ASCII digits only.
-func atoiStrict(s string) (int, bool) {
-	t := strings.TrimLeft(s, "+-")
-	if len(s)-len(t) > 1 || t == "" {
-		return 0, false
-	}
-	for i := 0; i < len(t); i++ {
-		if !isDigit(t[i]) {
-			return 0, false
-		}
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		// Too large: far beyond any list, keep the sign.
-		if s[0] == '-' {
-			return -1 << 31, true
-		}
-		return 1 << 31, true
-	}
-	return n, true
 }
