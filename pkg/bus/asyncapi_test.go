@@ -56,8 +56,8 @@ func TestAsyncAPIMatchesSubjects(t *testing.T) {
 	}{
 		{"githubkit", bus.KindSched, []string{"ID"}}, {"githubkit", bus.KindPoll, []string{"ID"}},
 		{"schenotify", bus.KindSched, []string{"ID"}}, {"schenotify", bus.KindDue, []string{"ID"}},
-		{"takeover", bus.KindTimer, []string{"ID"}}, {"takeover", bus.KindExpire, []string{"ID"}},
-		{"takeover", bus.KindHistory, []string{"SHARD", "ID"}},
+		{"takeover", "timer", []string{"ID"}}, {"takeover", "expire", []string{"ID"}},
+		{"takeover", "history", []string{"SHARD", "ID"}},
 	}
 	for _, in := range internal {
 		subj, err := s.Internal(in.plugin, in.kind, sc, in.ids...)
@@ -66,7 +66,7 @@ func TestAsyncAPIMatchesSubjects(t *testing.T) {
 		}
 		add(subj)
 	}
-	live, _ := s.Internal("takeover", bus.KindLive, sc)
+	live, _ := s.Internal("takeover", "live", sc)
 	add(live)
 
 	slices.Sort(documented)

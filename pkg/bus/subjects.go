@@ -42,13 +42,9 @@ const (
 // Internal subject kinds: the token after "<prefix>.<plugin>." of a plugin's
 // internal subjects (DESIGN 3.1, 5; the service specs).
 const (
-	KindSched   = "sched"   // githubkit and schenotify schedules
-	KindPoll    = "poll"    // githubkit fired polls
-	KindDue     = "due"     // schenotify fired reminders
-	KindTimer   = "timer"   // takeover expiry schedules
-	KindExpire  = "expire"  // takeover fired expiries
-	KindHistory = "history" // takeover chat history
-	KindLive    = "live"    // takeover live feed (core NATS)
+	KindSched = "sched" // githubkit and schenotify schedules
+	KindPoll  = "poll"  // githubkit fired polls
+	KindDue   = "due"   // schenotify fired reminders
 )
 
 // KV key kinds: the token after "<scope>." of a key (DESIGN 4; the
@@ -59,8 +55,6 @@ const (
 	KeyRepo      = "repo"      // githubkit: <scope>.repo.<repo-key>
 	KeyReminder  = "reminder"  // schenotify: <scope>.reminder.<id>
 	KeyIndex     = "index"     // schenotify: <scope>.index
-	KeySession   = "session"   // takeover: <scope>.session.<sid>
-	KeyReply     = "reply"     // takeover dedupe: <scope>.reply.<hash>
 )
 
 // Stream, bucket and consumer names (DESIGN 3.2, 4).

@@ -61,7 +61,7 @@ func (s *Service) takeoverView(rec *Record, set Settings) TakeoverView {
 // publishLive sends a live message to the scope's live subject (best
 // effort, spec §7.5).
 func (s *Service) publishLive(sc binding.Scope, l Live) {
-	subject, err := s.subj.Internal(Plugin, bus.KindLive, sc)
+	subject, err := s.subj.Internal(Plugin, KindLive, sc)
 	if err != nil {
 		return
 	}

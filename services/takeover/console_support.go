@@ -122,7 +122,7 @@ func (s *Service) ConsoleCheck(sc binding.Scope) error {
 
 // ConsoleSubscribe delivers the scope's live subject to f until stop.
 func (s *Service) ConsoleSubscribe(sc binding.Scope, f func([]byte)) (func(), error) {
-	subject, err := s.subj.Internal(Plugin, bus.KindLive, sc)
+	subject, err := s.subj.Internal(Plugin, KindLive, sc)
 	if err != nil {
 		return nil, err
 	}

@@ -162,7 +162,7 @@ func snapshotScope(h *harness, b binding.Binding) string {
 			lines = append(lines, fmt.Sprintf("%s %d %s", k, e.Revision(), e.Value()))
 		}
 	}
-	subj := bus.Subjects{}.InternalScope(takeover.Plugin, bus.KindHistory, sc)
+	subj := bus.Subjects{}.InternalScope(takeover.Plugin, takeover.KindHistory, sc)
 	for k := range takeover.HistoryShards {
 		hist, err := h.js.Stream(ctx, takeover.HistoryStream(k))
 		if err != nil {

@@ -403,7 +403,7 @@ func (st *store) importOne(ctx context.Context, sc binding.Scope, sid string, pl
 		return "", err
 	case rec == nil:
 		b, _ := json.Marshal(plan.rec)
-		if _, err := st.kv.Create(ctx, sc, keySession, b, sid); err != nil {
+		if _, err := st.kv.Create(ctx, sc, KeySession, b, sid); err != nil {
 			return "", err
 		}
 		rec = plan.rec

@@ -115,7 +115,7 @@ func (st *store) copyLegacy(ctx context.Context, old jetstream.Stream, sum *Migr
 		for m := range batch.Messages() {
 			n++
 			kind, sc, ids, perr := st.subj.ParseInternal(Plugin, m.Subject())
-			if perr != nil || kind != bus.KindHistory || len(ids) != 1 || !ValidSID(ids[0]) {
+			if perr != nil || kind != KindHistory || len(ids) != 1 || !ValidSID(ids[0]) {
 				left[m.Subject()] = true
 				continue
 			}

@@ -51,7 +51,7 @@ func toLegacyLayout(t *testing.T, h *harness) int {
 			if err != nil || len(ids) != 2 {
 				t.Fatalf("history subject %q: %v", m.Subject(), err)
 			}
-			old, _ := bus.Subjects{}.Internal(takeover.Plugin, bus.KindHistory, sc, ids[1])
+			old, _ := bus.Subjects{}.Internal(takeover.Plugin, takeover.KindHistory, sc, ids[1])
 			all = append(all, stored{old, m})
 		}
 		if err := h.js.DeleteStream(ctx, takeover.HistoryStream(k)); err != nil {
@@ -173,7 +173,7 @@ func TestMigrateHistoryRerun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sc, _ := b.Scope()
-	stray, _ := bus.Subjects{}.Internal(takeover.Plugin, bus.KindHistory, sc, "not-a-session")
+	stray, _ := bus.Subjects{}.Internal(takeover.Plugin, takeover.KindHistory, sc, "not-a-session")
 	if _, err := h.js.Publish(ctx, stray, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}

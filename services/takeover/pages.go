@@ -650,7 +650,7 @@ func (s *Service) removeSession(ctx context.Context, sc binding.Scope, sid strin
 		if err := s.st.check("kv.purge", sc); err != nil {
 			return false, err
 		}
-		if err := s.st.kv.Purge(ctx, sc, keySession, sid); err != nil {
+		if err := s.st.kv.Purge(ctx, sc, KeySession, sid); err != nil {
 			return false, err
 		}
 	}
@@ -677,7 +677,7 @@ func (s *Service) removeSession(ctx context.Context, sc binding.Scope, sid strin
 }
 
 func (s *Service) clear(ctx context.Context, c PageCall) (map[string]int, error) {
-	sids, err := s.st.kv.Keys(ctx, c.Scope, keySession)
+	sids, err := s.st.kv.Keys(ctx, c.Scope, KeySession)
 	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
 		return nil, err
 	}
@@ -685,7 +685,7 @@ func (s *Service) clear(ctx context.Context, c PageCall) (map[string]int, error)
 		return nil, err
 	}
 	for _, sid := range sids {
-		if err := s.st.kv.Purge(ctx, c.Scope, keySession, sid); err != nil {
+		if err := s.st.kv.Purge(ctx, c.Scope, KeySession, sid); err != nil {
 			return nil, err
 		}
 	}
@@ -703,5 +703,5 @@ func (s *Service) sweepScope(ctx context.Context, sc binding.Scope) error {
 	if err := s.st.sweepHistory(ctx, sc); err != nil {
 		return err
 	}
-	return bus.PurgeSubjects(ctx, s.st.timers, s.subj.InternalScope(Plugin, bus.KindTimer, sc), s.subj.InternalScope(Plugin, bus.KindExpire, sc))
+	return bus.PurgeSubjects(ctx, s.st.timers, s.subj.InternalScope(Plugin, KindTimer, sc), s.subj.InternalScope(Plugin, KindExpire, sc))
 }

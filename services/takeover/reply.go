@@ -53,9 +53,9 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		return ReplyResult{}, err
 	}
 	sending, _ := json.Marshal(ReplyDedupe{State: ReplySending, At: now})
-	rev, err := s.st.dedupe.Create(ctx, c.Scope, keyReply, sending, dk)
+	rev, err := s.st.dedupe.Create(ctx, c.Scope, KeyReply, sending, dk)
 	if bus.IsCASConflict(err) {
-		e, gerr := s.st.dedupe.Get(ctx, c.Scope, keyReply, dk)
+		e, gerr := s.st.dedupe.Get(ctx, c.Scope, KeyReply, dk)
 		if gerr != nil {
 			return ReplyResult{}, errReplyRecord
 		}
@@ -75,7 +75,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 			}
 		}
 		// take the record over; losing the race means another attempt did
-		rev, err = s.st.dedupe.UpdateAt(ctx, c.Scope, keyReply, sending, e.Revision(), dk)
+		rev, err = s.st.dedupe.UpdateAt(ctx, c.Scope, KeyReply, sending, e.Revision(), dk)
 		if bus.IsCASConflict(err) {
 			return ReplyResult{}, reqErr(ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
 		}
@@ -87,7 +87,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		b, _ := json.Marshal(d)
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if nrev, err := s.st.dedupe.UpdateAt(wctx, c.Scope, keyReply, b, rev, dk); err == nil {
+		if nrev, err := s.st.dedupe.UpdateAt(wctx, c.Scope, KeyReply, b, rev, dk); err == nil {
 			rev = nrev
 		}
 	}

@@ -278,7 +278,7 @@ func (s *Service) start(parent context.Context) (err error) {
 	if err := s.runner.ConsumeFired(ctx, bus.FiredConfig{
 		Stream:  TimerStream,
 		Durable: ExpireDurable,
-		Filter:  s.subj.InternalAll(Plugin, bus.KindExpire),
+		Filter:  s.subj.InternalAll(Plugin, KindExpire),
 		AckWait: 30 * time.Second,
 	}, s.handleFired); err != nil {
 		_ = s.runner.Shutdown(context.Background())

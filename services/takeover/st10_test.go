@@ -158,7 +158,7 @@ func (h *harness) sessionState(b binding.Binding, sid string) sessionState {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, bus.KindTimer, sc, sid)
+	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, takeover.KindTimer, sc, sid)
 	m, err := timers.GetLastMsgForSubject(ctx, subj)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):

@@ -15,27 +15,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-)
-
-// Names of the service's JetStream resources (spec §5.1). Subjects and keys
-// come from pkg/bus; these are resource names only.
-const (
-	Plugin        = "takeover"
-	TimerStream   = "LANGBOT_TAKEOVER_TIMERS"
-	BlobBucket    = "langbot_takeover_blobs"
-	ExpireDurable = "takeover-expire"
-	keySession    = bus.KeySession
-	keyReply      = bus.KeyReply
-
-	historyPerSubject = 2200 // largest history_limit plus the largest trim slack
-
-	// HistoryShards is how many streams hold the chat history. A session's
-	// shard is the first hex digit of its sid.
-	HistoryShards = 16
-
-	// legacyHistoryStream held every session's history before it was
-	// sharded; MigrateHistory moves its contents into the shards.
-	legacyHistoryStream = "LANGBOT_TAKEOVER_HISTORY"
+	"github.com/langbot-nats/plugins/services/takeover/batch"
 )
 
 // HistoryStream returns the name of history shard k (0 to HistoryShards-1),
@@ -53,7 +33,7 @@ func HistoryStream(k int) string { return fmt.Sprintf("LANGBOT_TAKEOVER_HISTORY_
 // the sid's first hex digit.
 func HistoryOf(subj bus.Subjects, sc binding.Scope, sid string) (shard int, stream, subject string) {
 	shard = shardOf(sid)
-	subject, _ = subj.Internal(Plugin, bus.KindHistory, sc, shardToken(shard), sid)
+	subject, _ = subj.Internal(Plugin, KindHistory, sc, shardToken(shard), sid)
 	return shard, HistoryStream(shard), subject
 }
 
@@ -79,7 +59,7 @@ func shardToken(k int) string { return strconv.FormatInt(int64(k), 16) }
 // historyShard is one history stream with its writer and reader.
 type historyShard struct {
 	stream jetstream.Stream
-	batch  *bus.Batcher      // group-commits appends; nil outside the service
+	batch  *batch.Batcher    // group-commits appends; nil outside the service
 	direct *bus.DirectReader // batched reads; nil outside the service
 }
 
@@ -123,13 +103,13 @@ func (st *store) ensure(ctx context.Context, replicas int) error {
 	}
 	for k := range st.hist {
 		h := &st.hist[k]
-		h.batch = bus.NewBatcher(st.js.Conn(), st.js, bus.BatcherConfig{Atomic: h.stream.CachedInfo().Config.AllowAtomicPublish})
+		h.batch = batch.New(st.js.Conn(), st.js, batch.Config{Atomic: h.stream.CachedInfo().Config.AllowAtomicPublish})
 		h.direct = bus.NewDirectReader(st.js.Conn(), HistoryStream(k))
 	}
 	var err error
 	st.timers, err = bus.EnsureStream(ctx, st.js, bus.StreamSpec{
 		Name:              TimerStream,
-		Subjects:          []string{st.subj.InternalAll(Plugin, bus.KindTimer), st.subj.InternalAll(Plugin, bus.KindExpire)},
+		Subjects:          []string{st.subj.InternalAll(Plugin, KindTimer), st.subj.InternalAll(Plugin, KindExpire)},
 		Replicas:          replicas,
 		Schedules:         true,
 		MaxMsgsPerSubject: 1,
@@ -178,7 +158,7 @@ func (st *store) ensureHistory(ctx context.Context, replicas int) error {
 		var err error
 		st.hist[k].stream, err = bus.EnsureStream(ctx, st.js, bus.StreamSpec{
 			Name:              HistoryStream(k),
-			Subjects:          []string{st.subj.InternalShard(Plugin, bus.KindHistory, shardToken(k))},
+			Subjects:          []string{st.subj.InternalShard(Plugin, KindHistory, shardToken(k))},
 			Replicas:          replicas,
 			MaxMsgsPerSubject: historyPerSubject,
 			Duplicates:        2 * time.Minute,
@@ -210,7 +190,7 @@ func (st *store) openHistory(ctx context.Context) error {
 
 // sessionKey is the record's full KV key, <scope>.session.<sid>.
 func sessionKey(sc binding.Scope, sid string) string {
-	k, _ := bus.Key(sc, keySession, sid)
+	k, _ := bus.Key(sc, KeySession, sid)
 	return k
 }
 
@@ -220,7 +200,7 @@ func (st *store) getRecord(ctx context.Context, sc binding.Scope, sid string) (*
 	if err := st.check("kv.get", sc); err != nil {
 		return nil, 0, err
 	}
-	e, err := st.kv.Get(ctx, sc, keySession, sid)
+	e, err := st.kv.Get(ctx, sc, KeySession, sid)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, nil
 	}
@@ -246,7 +226,7 @@ func (st *store) listRecords(ctx context.Context, sc binding.Scope) ([]listedRec
 	if err := st.check("kv.list", sc); err != nil {
 		return nil, err
 	}
-	stored, err := st.kv.List(ctx, sc, keySession)
+	stored, err := st.kv.List(ctx, sc, KeySession)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +252,7 @@ func (st *store) updateRecord(ctx context.Context, sc binding.Scope, sid string,
 	}
 	var out *Record
 	var meant []byte
-	rev, _, err := st.kv.Update(ctx, sc, keySession, func(cur []byte, exists bool) ([]byte, error) {
+	rev, _, err := st.kv.Update(ctx, sc, KeySession, func(cur []byte, exists bool) ([]byte, error) {
 		var r *Record
 		if exists {
 			var err error
@@ -300,7 +280,7 @@ func (st *store) updateRecord(ctx context.Context, sc binding.Scope, sid string,
 		// spec §5.5 rule 3: an ambiguous write is resolved by re-reading
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if e, gerr := st.kv.Get(rctx, sc, keySession, sid); gerr == nil && bytes.Equal(e.Value(), meant) {
+		if e, gerr := st.kv.Get(rctx, sc, KeySession, sid); gerr == nil && bytes.Equal(e.Value(), meant) {
 			return out, e.Revision(), nil
 		}
 	}
@@ -489,7 +469,7 @@ func (st *store) purgeSubject(ctx context.Context, sc binding.Scope, h *historyS
 // then removes the scope's history, shard by shard, up to the last sequence
 // read in that shard (spec §5.3 rule 7). Appends racing it survive.
 func (st *store) sweepHistory(ctx context.Context, sc binding.Scope) error {
-	all := st.subj.InternalScope(Plugin, bus.KindHistory, sc)
+	all := st.subj.InternalScope(Plugin, KindHistory, sc)
 	for k := range st.hist {
 		h := &st.hist[k]
 		entries, last, err := st.readSubject(ctx, sc, h, all)
@@ -574,8 +554,8 @@ func (st *store) schedule(ctx context.Context, sc binding.Scope, sid string, exp
 	if err := st.check("timer.schedule", sc); err != nil {
 		return err
 	}
-	subject, _ := st.subj.Internal(Plugin, bus.KindTimer, sc, sid)
-	target, _ := st.subj.Internal(Plugin, bus.KindExpire, sc, sid)
+	subject, _ := st.subj.Internal(Plugin, KindTimer, sc, sid)
+	target, _ := st.subj.Internal(Plugin, KindExpire, sc, sid)
 	body, _ := json.Marshal(TimerBody{SID: sid, ExpiresAt: expiresAt})
 	return bus.ScheduleAt(ctx, st.js, subject, target, time.UnixMilli(ScheduleAt(expiresAt)), body, true)
 }
@@ -586,7 +566,7 @@ func (st *store) cancelSchedule(ctx context.Context, sc binding.Scope, sid strin
 	if err := st.check("timer.cancel", sc); err != nil {
 		return err
 	}
-	subject, _ := st.subj.Internal(Plugin, bus.KindTimer, sc, sid)
-	target, _ := st.subj.Internal(Plugin, bus.KindExpire, sc, sid)
+	subject, _ := st.subj.Internal(Plugin, KindTimer, sc, sid)
+	target, _ := st.subj.Internal(Plugin, KindExpire, sc, sid)
 	return bus.PurgeSubjects(ctx, st.timers, subject, target)
 }

@@ -20,7 +20,7 @@ func TestExpiryBySchedule(t *testing.T) {
 	h.attach(b, short, true)
 	sc, _ := b.Scope()
 	live := make(chan takeover.Live, 100)
-	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, bus.KindLive, sc)
+	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, takeover.KindLive, sc)
 	sub, err := h.nc.Subscribe(subj, func(m *nats.Msg) {
 		var l takeover.Live
 		_ = json.Unmarshal(m.Data, &l)

@@ -85,7 +85,7 @@ func newSessionView(nc *nats.Conn, bucket string) *sessionView {
 // start creates the ordered consumer and begins consuming.
 func (v *sessionView) start(ctx context.Context, js jetstream.JetStream, bucket string) error {
 	cons, err := js.OrderedConsumer(ctx, bus.KVStream(bucket), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{bus.KVSubject(bucket, bus.KVKeysFilter(keySession))},
+		FilterSubjects: []string{bus.KVSubject(bucket, bus.KVKeysFilter(KeySession))},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 	})
 	if err != nil {
@@ -166,7 +166,7 @@ func (v *sessionView) handle(m jetstream.Msg) {
 }
 
 func scopeOfKey(key string) string {
-	i := strings.Index(key, "."+keySession+".")
+	i := strings.Index(key, "."+KeySession+".")
 	if i < 0 {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package bus
+package batch
 
 import (
 	"context"
@@ -30,26 +30,26 @@ const (
 // where each round then waited for those syncs; from 64 on, batches only
 // relieve a real overload.
 const (
-	DefaultBatchMin = 64
-	DefaultBatchMax = 256
-	batchTimeout    = 10 * time.Second
+	DefaultMin   = 64
+	DefaultMax   = 256
+	batchTimeout = 10 * time.Second
 )
 
-// ErrBatcherClosed is returned by Publish after Close.
-var ErrBatcherClosed = errors.New("bus: batcher closed")
+// ErrClosed is returned by Publish after Close.
+var ErrClosed = errors.New("batch: batcher closed")
 
-// BatcherConfig configures a Batcher.
-type BatcherConfig struct {
+// Config configures a Batcher.
+type Config struct {
 	// Atomic allows atomic batches; the stream must have
 	// AllowAtomicPublish. Without it every message is published on its
 	// own (pipelined).
 	Atomic bool
 	// Min is the most single publishes in flight at once, and the fewest
 	// waiting messages sent as one atomic batch; fewer are published on
-	// their own, pipelined. Default DefaultBatchMin.
+	// their own, pipelined. Default DefaultMin.
 	Min int
 	// Max bounds a batch (the server's limit is 1000). Default
-	// DefaultBatchMax.
+	// DefaultMax.
 	Max int
 }
 
@@ -72,7 +72,7 @@ type BatcherConfig struct {
 type Batcher struct {
 	nc  *nats.Conn
 	js  jetstream.JetStream
-	cfg BatcherConfig
+	cfg Config
 
 	in    chan *batchItem
 	slots chan struct{} // one per single publish in flight
@@ -93,13 +93,13 @@ type batchItem struct {
 	done chan struct{}
 }
 
-// NewBatcher starts a batcher publishing through nc and js. Close stops it.
-func NewBatcher(nc *nats.Conn, js jetstream.JetStream, cfg BatcherConfig) *Batcher {
+// New starts a batcher publishing through nc and js. Close stops it.
+func New(nc *nats.Conn, js jetstream.JetStream, cfg Config) *Batcher {
 	if cfg.Min <= 1 {
-		cfg.Min = DefaultBatchMin
+		cfg.Min = DefaultMin
 	}
 	if cfg.Max <= 0 {
-		cfg.Max = DefaultBatchMax
+		cfg.Max = DefaultMax
 	}
 	cfg.Max = max(cfg.Max, cfg.Min)
 	b := &Batcher{nc: nc, js: js, cfg: cfg, in: make(chan *batchItem, cfg.Max),
@@ -128,7 +128,7 @@ func (b *Batcher) Publish(ctx context.Context, msg *nats.Msg, msgID string) (uin
 	b.mu.RLock()
 	if b.closed {
 		b.mu.RUnlock()
-		return 0, ErrBatcherClosed
+		return 0, ErrClosed
 	}
 	select {
 	case b.in <- it:
@@ -147,7 +147,7 @@ func (b *Batcher) Publish(ctx context.Context, msg *nats.Msg, msgID string) (uin
 }
 
 // Close stops the batcher once the messages it holds are written; later
-// Publish calls fail with ErrBatcherClosed.
+// Publish calls fail with ErrClosed.
 func (b *Batcher) Close() {
 	b.mu.Lock()
 	if !b.closed {

@@ -1,4 +1,4 @@
-package bus_test
+package batch_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/services/takeover/batch"
 )
 
 // batchStream creates stream "B" on subjects b.> (atomic publish as given)
@@ -34,12 +35,12 @@ func batchStream(t *testing.T, nc *nats.Conn, atomic bool, replicas int) (jetstr
 
 // singleNodeBatcher starts a server with stream "B" and a batcher on it
 // that batches from two waiting messages on.
-func singleNodeBatcher(t *testing.T, atomic bool) (*bus.Batcher, jetstream.Stream) {
+func singleNodeBatcher(t *testing.T, atomic bool) (*batch.Batcher, jetstream.Stream) {
 	t.Helper()
 	srv := bustest.NewServer(t)
 	nc := srv.Conn(t)
 	js, st := batchStream(t, nc, atomic, 1)
-	b := bus.NewBatcher(nc, js, bus.BatcherConfig{Atomic: true, Min: 2})
+	b := batch.New(nc, js, batch.Config{Atomic: true, Min: 2})
 	t.Cleanup(b.Close)
 	return b, st
 }
@@ -52,7 +53,7 @@ type published struct {
 
 // publishConcurrently publishes n messages with the ids ids(i) at once
 // and returns what each Publish answered.
-func publishConcurrently(b *bus.Batcher, n int, ids func(i int) string) []published {
+func publishConcurrently(b *batch.Batcher, n int, ids func(i int) string) []published {
 	out := make([]published, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -130,7 +131,7 @@ func TestBatcherOnReplicatedStream(t *testing.T) {
 	c := bustest.NewCluster(t, 3)
 	nc := c.Conn(t)
 	js, st := batchStream(t, nc, true, 3)
-	b := bus.NewBatcher(nc, js, bus.BatcherConfig{Atomic: true, Min: 2})
+	b := batch.New(nc, js, batch.Config{Atomic: true, Min: 2})
 	defer b.Close()
 
 	ps := publishConcurrently(b, 200, func(i int) string { return fmt.Sprintf("r%d", i) })
@@ -197,7 +198,7 @@ func TestBatcherCancelledAndClosed(t *testing.T) {
 		t.Fatal("a publish without a message id was accepted")
 	}
 	b.Close()
-	if _, err := b.Publish(context.Background(), &nats.Msg{Subject: "b.x", Data: []byte("x")}, "y"); !errors.Is(err, bus.ErrBatcherClosed) {
+	if _, err := b.Publish(context.Background(), &nats.Msg{Subject: "b.x", Data: []byte("x")}, "y"); !errors.Is(err, batch.ErrClosed) {
 		t.Fatalf("publish after close: %v", err)
 	}
 	if n := streamMsgs(t, st); n != 0 {
