@@ -76,7 +76,7 @@ func (s *Service) consoleCall(ctx context.Context, sc binding.Scope, operator st
 func (s *Service) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 	req, err := ParsePageRequest(c.Method, c.Endpoint, c.Params)
 	if err != nil {
-		return nil, toWire(err)
+		return nil, wireError(err)
 	}
 	pc, err := s.consoleCall(ctx, c.Scope, c.Operator)
 	if err != nil {
@@ -91,7 +91,7 @@ func (s *Service) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 		s.audit(ctx, pc, req, outcome)
 	}
 	if err != nil {
-		return nil, toWire(err)
+		return nil, wireError(err)
 	}
 	if bd, ok := data.(BlobData); ok {
 		raw, err := DecodeDataURL(bd.DataURL, s.cfg.MaxBody)

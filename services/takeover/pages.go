@@ -40,11 +40,11 @@ type PageCall struct {
 }
 
 // Do runs one console operation (spec §7.2) and returns its result. The
-// error is a *RequestError (or wraps one of the Err kinds), errCorrupt for
-// an unreadable record, or a storage error.
+// error is a *bus.Error, errCorrupt for an unreadable record, or a storage
+// error (wireError maps the last two).
 func (s *Service) Do(ctx context.Context, c PageCall, req PageRequest) (any, error) {
 	if c.Inactive && req.Op.IsAction() {
-		return nil, reqErr(ErrForbidden, ReasonInstallationInactive, "the installation is disabled or superseded")
+		return nil, bus.WithReason(bus.ErrBindingRefused, ReasonInstallationInactive, "the installation is disabled or superseded")
 	}
 	if req.Op.IsAction() {
 		// An action runs to its end once started: a caller that goes away
@@ -89,7 +89,7 @@ func (s *Service) Do(ctx context.Context, c PageCall, req PageRequest) (any, err
 	case OpClear:
 		return s.clear(ctx, c)
 	}
-	return nil, reqErr(ErrNotFound, "", "unknown console operation")
+	return nil, bus.Errorf(bus.ErrNotFound, "unknown console operation")
 }
 
 // dedupePage: page actions run under the invocation dedupe record; reads
@@ -119,7 +119,7 @@ func (s *Service) handlePage(ctx context.Context, inv *bus.Invocation) (any, err
 	}
 	req, err := ParsePageRequest(p.Method, p.Endpoint, p.Body)
 	if err != nil {
-		return nil, toWire(err)
+		return nil, wireError(err)
 	}
 	var caller struct {
 		Operator string `json:"operator"`
@@ -138,7 +138,7 @@ func (s *Service) handlePage(ctx context.Context, inv *bus.Invocation) (any, err
 		if req.Op.IsAction() {
 			s.audit(ctx, c, req, "error")
 		}
-		return nil, toWire(err)
+		return nil, wireError(err)
 	}
 	if req.Op.IsAction() {
 		s.audit(ctx, c, req, "ok")
@@ -151,32 +151,12 @@ func (s *Service) audit(ctx context.Context, c PageCall, req PageRequest, outcom
 	s.log.InfoContext(ctx, "console action", "action", string(req.Op), "scope", c.Scope.String(), "sid", req.SID, "operator", c.Operator, "outcome", outcome)
 }
 
-// toWire maps an operation error to the wire error (DESIGN §3.1).
-func toWire(err error) error {
+// wireError maps an operation error to the wire error (DESIGN §3.1): a
+// *bus.Error as it is, anything else by what went wrong.
+func wireError(err error) error {
 	var be *bus.Error
 	if errors.As(err, &be) {
 		return be
-	}
-	var re *RequestError
-	if errors.As(err, &re) {
-		sentinel := bus.ErrInternal
-		switch re.Kind {
-		case ErrBadRequest:
-			sentinel = bus.ErrBadRequest
-		case ErrForbidden:
-			sentinel = bus.ErrBindingRefused
-		case ErrNotFound:
-			sentinel = bus.ErrNotFound
-		case ErrConflict:
-			sentinel = bus.ErrConflict
-		case ErrTooLarge:
-			sentinel = bus.ErrTooLarge
-		case ErrRateLimited:
-			sentinel = bus.ErrRateLimited
-		case ErrUnavailable:
-			sentinel = bus.ErrUnavailable
-		}
-		return bus.WithReason(sentinel, re.Reason, re.Message)
 	}
 	if errors.Is(err, errCorrupt) {
 		return bus.WithReason(bus.ErrInternal, ReasonUnreadable, "the session's stored record is unreadable")
@@ -227,13 +207,13 @@ func (s *Service) mustRecord(ctx context.Context, sc binding.Scope, sid string) 
 		return nil, err
 	}
 	if rec == nil {
-		return nil, reqErr(ErrNotFound, "", "no such session")
+		return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 	}
 	return rec, nil
 }
 
 func legacyErr() error {
-	return reqErr(ErrConflict, ReasonLegacyReadOnly, "a legacy session is read-only")
+	return bus.WithReason(bus.ErrConflict, ReasonLegacyReadOnly, "a legacy session is read-only")
 }
 
 // Summary is a session in the list (spec §7.3).
@@ -317,7 +297,7 @@ func (s *Service) listSessions(ctx context.Context, c PageCall, req PageRequest)
 	if req.Cursor != "" {
 		at, sid, ok := parseCursor(req.Cursor)
 		if !ok {
-			return SessionList{}, reqErr(ErrBadRequest, "", "cursor is malformed")
+			return SessionList{}, bus.Errorf(bus.ErrBadRequest, "cursor is malformed")
 		}
 		start = len(all)
 		for i, sum := range all {
@@ -412,7 +392,7 @@ func (s *Service) consoleTakeover(ctx context.Context, c PageCall, sid string) (
 	var tr Transition
 	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *Record) (*Record, error) {
 		if cur == nil {
-			return nil, reqErr(ErrNotFound, "", "no such session")
+			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 		}
 		if IsLegacy(cur) {
 			return nil, legacyErr()
@@ -443,7 +423,7 @@ func (s *Service) consoleRelease(ctx context.Context, c PageCall, sid string) (T
 	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *Record) (*Record, error) {
 		released = false
 		if cur == nil {
-			return nil, reqErr(ErrNotFound, "", "no such session")
+			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 		}
 		r := cur.Clone()
 		if r.Takeover.Release(now, c.Operator, ReasonManual) == Unchanged {
@@ -473,7 +453,7 @@ func (s *Service) markHandled(ctx context.Context, c PageCall, sid string) (Summ
 	}
 	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *Record) (*Record, error) {
 		if cur == nil {
-			return nil, reqErr(ErrNotFound, "", "no such session")
+			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 		}
 		if !cur.Unread && cur.TriggeredWord == "" {
 			return nil, errNoChange
@@ -525,7 +505,7 @@ func (s *Service) userInfo(ctx context.Context, c PageCall, req PageRequest) (Us
 	if rec.Type == LauncherGroup && req.MemberID != "" {
 		i := slices.IndexFunc(rec.Members, func(m Member) bool { return m.ID == req.MemberID })
 		if i < 0 {
-			return UserCard{}, reqErr(ErrNotFound, "", "no such member")
+			return UserCard{}, bus.Errorf(bus.ErrNotFound, "no such member")
 		}
 		card.ID, card.Name, card.FromGroup, card.GroupID = rec.Members[i].ID, rec.Members[i].Name, true, rec.TargetID
 		return card, nil
@@ -540,7 +520,7 @@ func (s *Service) groupInfo(ctx context.Context, c PageCall, sid string) (GroupC
 		return GroupCard{}, err
 	}
 	if rec.Type != LauncherGroup {
-		return GroupCard{}, reqErr(ErrBadRequest, "", "not a group session")
+		return GroupCard{}, bus.Errorf(bus.ErrBadRequest, "not a group session")
 	}
 	bot := s.bots.get(ctx, c.Scope, c.Binding, rec.BotUUID)
 	return GroupCard{Type: "group", ID: rec.TargetID, Name: rec.Name, MemberCount: len(rec.Members), Members: members(rec),
@@ -556,20 +536,20 @@ type BlobData struct {
 
 func (s *Service) blob(ctx context.Context, c PageCall, req PageRequest) (BlobData, error) {
 	if !strings.HasPrefix(req.Name, c.Scope.String()+"."+req.SID+".") {
-		return BlobData{}, reqErr(ErrNotFound, "", "no such attachment")
+		return BlobData{}, bus.Errorf(bus.ErrNotFound, "no such attachment")
 	}
 	if _, err := s.mustRecord(ctx, c.Scope, req.SID); err != nil {
 		return BlobData{}, err
 	}
 	data, mime, err := s.st.getBlob(ctx, c.Scope, req.Name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return BlobData{}, reqErr(ErrNotFound, "", "no such attachment")
+		return BlobData{}, bus.Errorf(bus.ErrNotFound, "no such attachment")
 	}
 	if err != nil {
 		return BlobData{}, err
 	}
 	if (len(data)+2)/3*4 > s.cfg.MaxBody-(64<<10) {
-		return BlobData{}, reqErr(ErrTooLarge, "", "the attachment does not fit a page reply")
+		return BlobData{}, bus.Errorf(bus.ErrTooLarge, "the attachment does not fit a page reply")
 	}
 	if mime == "" {
 		mime = SniffMime(data)
@@ -611,7 +591,7 @@ func (s *Service) export(ctx context.Context, c PageCall, req PageRequest) (Expo
 				if err == nil {
 					total += len(data)
 					if total > maxExportInline {
-						return Export{}, reqErr(ErrTooLarge, "", "inline attachments exceed 64 MiB")
+						return Export{}, bus.Errorf(bus.ErrTooLarge, "inline attachments exceed 64 MiB")
 					}
 					bd.Size, bd.DataURL = len(data), DataURL(cmp.Or(mime, p.Mime, SniffMime(data)), data)
 				}
@@ -636,7 +616,7 @@ func (s *Service) deleteSession(ctx context.Context, c PageCall, sid string) (ma
 		return nil, err
 	}
 	if !existed && !left {
-		return nil, reqErr(ErrNotFound, "", "no such session")
+		return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 	}
 	s.publishLive(c.Scope, Live{Type: LiveDeleted, SID: sid, Data: map[string]string{"sid": sid}})
 	return map[string]bool{"deleted": true}, nil

@@ -25,7 +25,7 @@ type ReplyResult struct {
 
 // errReplyRecord answers a reply whose idempotency record could not be
 // read or written: nothing was sent, and a retry with the same key is safe.
-var errReplyRecord = reqErr(ErrUnavailable, "", "the reply could not be recorded; nothing was sent")
+var errReplyRecord = bus.Errorf(bus.ErrUnavailable, "the reply could not be recorded; nothing was sent")
 
 func replyKeyID(sid, idem string) string {
 	sum := sha256.Sum256([]byte(sid + ":" + idem))
@@ -43,7 +43,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		return ReplyResult{}, legacyErr()
 	}
 	if len(r.Image) > s.attachmentLimit() || len(r.File) > s.attachmentLimit() {
-		return ReplyResult{}, reqErr(ErrTooLarge, "", "an attachment is over the limit")
+		return ReplyResult{}, bus.Errorf(bus.ErrTooLarge, "an attachment is over the limit")
 	}
 	now := s.nowMS()
 	dk := replyKeyID(sid, r.IdempotencyKey)
@@ -68,7 +68,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 					return res, nil
 				}
 			case (d.State == ReplySending || d.State == ReplyDelivered) && now-d.At < replyStaleMS:
-				return ReplyResult{}, reqErr(ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
+				return ReplyResult{}, bus.WithReason(bus.ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
 			case d.State == ReplyDelivered:
 				// delivered long ago and never saved: never send it again
 				return ReplyResult{Delivered: true, Warning: "history_not_saved", Takeover: s.takeoverView(rec, c.Settings)}, nil
@@ -77,7 +77,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		// take the record over; losing the race means another attempt did
 		rev, err = s.st.dedupe.UpdateAt(ctx, c.Scope, KeyReply, sending, e.Revision(), dk)
 		if bus.IsCASConflict(err) {
-			return ReplyResult{}, reqErr(ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
+			return ReplyResult{}, bus.WithReason(bus.ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
 		}
 	}
 	if err != nil {
@@ -94,13 +94,16 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 
 	// 2. the takeover first, so the AI is blocked when the reply lands
 	var tr Transition
+	var refused error // the update's own refusal, answered as it is
 	rec, krev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *Record) (*Record, error) {
 		tr = Unchanged
 		if cur == nil {
-			return nil, reqErr(ErrNotFound, "", "no such session")
+			refused = bus.Errorf(bus.ErrNotFound, "no such session")
+			return nil, refused
 		}
 		if IsLegacy(cur) {
-			return nil, legacyErr()
+			refused = legacyErr()
+			return nil, refused
 		}
 		r := cur.Clone()
 		if c.Settings.TakeoverOnReply {
@@ -116,11 +119,10 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 	})
 	if err != nil {
 		setDedupe(ReplyDedupe{State: ReplyFailed, At: now})
-		var re *RequestError
-		if errors.As(err, &re) {
+		if refused != nil && errors.Is(err, refused) {
 			return ReplyResult{}, err
 		}
-		return ReplyResult{}, reqErr(ErrUnavailable, "", "the takeover could not be stored; nothing was sent")
+		return ReplyResult{}, bus.Errorf(bus.ErrUnavailable, "the takeover could not be stored; nothing was sent")
 	}
 	if tr != Unchanged {
 		s.view.applyRecord(c.Scope, sid, rec, krev)
@@ -147,9 +149,9 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 	if err != nil {
 		setDedupe(ReplyDedupe{State: ReplyFailed, At: now})
 		if errors.Is(err, bus.ErrHostTimeout) {
-			return ReplyResult{}, reqErr(ErrUnavailable, ReasonOutcomeUnknown, "the host did not answer; retrying with the same key is safe")
+			return ReplyResult{}, bus.WithReason(bus.ErrUnavailable, ReasonOutcomeUnknown, "the host did not answer; retrying with the same key is safe")
 		}
-		return ReplyResult{}, reqErr(ErrUnavailable, ReasonSendFailed, "the host refused the message")
+		return ReplyResult{}, bus.WithReason(bus.ErrUnavailable, ReasonSendFailed, "the host refused the message")
 	}
 	setDedupe(ReplyDedupe{State: ReplyDelivered, At: now})
 
@@ -188,7 +190,7 @@ func (s *Service) saveReply(ctx context.Context, c PageCall, sid, gen string, r 
 	}
 	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *Record) (*Record, error) {
 		if cur == nil {
-			return nil, reqErr(ErrNotFound, "", "no such session")
+			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 		}
 		r := cur.Clone()
 		r.LastMsgAt = max(r.LastMsgAt, now)
