@@ -1,10 +1,11 @@
 package schenotify
 
 import (
-	"github.com/langbot-nats/plugins/services/schenotify/when"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // CommandIn is the command part of an invocation.

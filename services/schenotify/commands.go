@@ -3,10 +3,10 @@ package schenotify
 import (
 	"context"
 	"errors"
-	"github.com/langbot-nats/plugins/services/schenotify/when"
 	"strconv"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // Command names (spec 4).

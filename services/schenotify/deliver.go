@@ -3,7 +3,6 @@ package schenotify
 import (
 	"context"
 	"errors"
-	"github.com/langbot-nats/plugins/services/schenotify/when"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // maxConsecutiveFailures is the number of failed occurrences after which a

@@ -1,9 +1,10 @@
 package schenotify
 
 import (
-	"github.com/langbot-nats/plugins/services/schenotify/when"
 	"sort"
 	"time"
+
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // Reminder states (spec 6.1).

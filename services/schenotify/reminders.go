@@ -3,13 +3,13 @@ package schenotify
 import (
 	"context"
 	"errors"
-	"github.com/langbot-nats/plugins/services/schenotify/when"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // addRequest is a validated reminder to create.

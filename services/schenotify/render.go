@@ -1,12 +1,12 @@
 package schenotify
 
 import (
-	"github.com/langbot-nats/plugins/services/schenotify/when"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // Warning is one entry of a tool result's warnings.

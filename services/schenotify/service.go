@@ -5,7 +5,6 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/langbot-nats/plugins/services/schenotify/when"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // Plugin is the plugin name: micro service name, subject and key token.

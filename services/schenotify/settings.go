@@ -3,7 +3,6 @@ package schenotify
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/langbot-nats/plugins/services/schenotify/when"
 	"math"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // Installation config defaults (spec 2).

@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/langbot-nats/plugins/services/schenotify/when"
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // Tool names (spec 3).

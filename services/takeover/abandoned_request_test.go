@@ -21,6 +21,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/console"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // abandonConsole is the HTTP console of a harness's replica on a real
@@ -126,11 +127,11 @@ func (c *abandonConsole) call(method, endpoint string, params map[string]any, ou
 
 // sessionState is what storage holds for one session.
 type sessionState struct {
-	rec   *takeover.Record
+	rec   *model.Record
 	hist  int
 	blobs []string // blob names of the stored entries
 	gone  []string // of blobs, those missing from the object store
-	timer *takeover.TimerBody
+	timer *model.TimerBody
 }
 
 func (h *harness) sessionState(b binding.Binding, sid string) sessionState {
@@ -165,7 +166,7 @@ func (h *harness) sessionState(b binding.Binding, sid string) sessionState {
 	case err != nil:
 		h.t.Fatal(err)
 	default:
-		var tb takeover.TimerBody
+		var tb model.TimerBody
 		if err := json.Unmarshal(m.Data, &tb); err != nil {
 			h.t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // BenchmarkTakeoverDecision drives MessageReceived events open-loop at
@@ -114,7 +115,7 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 		b.Fatal("no history after warm-up")
 	}
 	entrySize := int(bytes / msgs)
-	limit := takeover.DefaultHistoryLimit
+	limit := model.DefaultHistoryLimit
 	wf := bustest.NewWriteFloor(b, h.srv, bustest.WriteFloorConfig{Subjects: sessions, Size: entrySize, Limit: limit, Slack: min(max(limit/10, 1), 200), Shards: takeover.HistoryShards})
 	// TAKEOVER_BENCH_PREFILL=n stores n more entries in every session's
 	// history, and in every subject of the floor, before the first rate,
@@ -193,8 +194,8 @@ func prefillHistory(b *testing.B, h *harness, bnd binding.Binding, sessions, n i
 		rec := h.record(bnd, sid)
 		_, _, subj := takeover.HistoryOf(bus.Subjects{}, sc, sid)
 		for j := range n {
-			e, _ := json.Marshal(takeover.Entry{V: 1, ID: fmt.Sprintf("prefill-%d-%d", i, j), Gen: rec.Gen, TS: rec.CreatedAt, Role: takeover.RoleUser,
-				Parts: []takeover.Part{{Type: takeover.PartText, Text: "hello there, a normal message"}}})
+			e, _ := json.Marshal(model.Entry{V: 1, ID: fmt.Sprintf("prefill-%d-%d", i, j), Gen: rec.Gen, TS: rec.CreatedAt, Role: model.RoleUser,
+				Parts: []model.Part{{Type: model.PartText, Text: "hello there, a normal message"}}})
 			f, err := h.js.PublishAsync(subj, e)
 			if err != nil {
 				b.Fatal(err)

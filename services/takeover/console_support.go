@@ -16,6 +16,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 	"github.com/langbot-nats/plugins/services/takeover/console"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 var _ console.Operations = (*Service)(nil)
@@ -94,7 +95,7 @@ func (s *Service) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 		return nil, wireError(err)
 	}
 	if bd, ok := data.(BlobData); ok {
-		raw, err := DecodeDataURL(bd.DataURL, s.cfg.MaxBody)
+		raw, err := model.DecodeDataURL(bd.DataURL, s.cfg.MaxBody)
 		if err != nil {
 			return nil, bus.Errorf(bus.ErrInternal, "the attachment could not be read")
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 func TestInstallationsSeeOnlyTheirOwnState(t *testing.T) {
@@ -418,8 +419,8 @@ func TestLegacySessionReadOnly(t *testing.T) {
 	h := newHarness(t)
 	b := newBinding("id6")
 	h.attach(b, `{}`, true)
-	legacySID := takeover.SID("person_42")
-	h.putRecord(b, legacySID, &takeover.Record{V: 1, Gen: "0000000000000001", SessionKey: "person_42", Type: "person", TargetID: "42", Name: "Old", Members: []takeover.Member{}})
+	legacySID := model.SID("person_42")
+	h.putRecord(b, legacySID, &model.Record{V: 1, Gen: "0000000000000001", SessionKey: "person_42", Type: "person", TargetID: "42", Name: "Old", Members: []model.Member{}})
 	var list takeover.SessionList
 	h.mustPage(b, `{}`, "GET", "/sessions", nil, &list)
 	if len(list.Sessions) != 1 || !list.Sessions[0].Legacy {

@@ -16,9 +16,14 @@
 // reachable through the NATS page endpoint; an HTTP console can sit on the
 // same functions. The operator's identity is always a parameter.
 //
-// The pure parts of the service live in their own files and need no bus:
-// installation settings (settings.go), content extraction (content.go),
-// trigger matching (trigger.go), the group recording policy (policy.go),
-// session identity (session.go), stored shapes (record.go), takeover timing
-// (timing.go) and console request parsing (page_request.go).
+// The pure parts of the service need no bus and live in package model
+// (services/takeover/model): installation settings, content extraction,
+// trigger matching, the group recording policy, session identity, stored
+// shapes and takeover timing. Console request parsing (page_request.go)
+// needs only pkg/bus's wire errors. The history batcher is package batch.
+//
+// # Imports
+//
+// This package may import pkg/bus, pkg/binding, pkg/i18n, pkg/svcmain and
+// its own subpackages; no other service. Its subpackages never import it.
 package takeover

@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // Events the service handles (spec §3.1).
@@ -35,19 +36,19 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	default:
 		return bus.EventReply{}, nil
 	}
-	if !ValidBotUUID(ev.BotUUID) {
+	if !model.ValidBotUUID(ev.BotUUID) {
 		s.metrics.unkeyed.Inc()
 		s.log.ErrorContext(ctx, "event without a valid trusted bot uuid is not keyed", "scope", inv.Scope.String(), "event", ev.Name)
 		return bus.EventReply{}, nil
 	}
-	var data EventData
+	var data model.EventData
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
 		return nil, bus.Errorf(bus.ErrBadRequest, "event data is malformed")
 	}
-	if data.LauncherType != LauncherPerson && data.LauncherType != LauncherGroup {
+	if data.LauncherType != model.LauncherPerson && data.LauncherType != model.LauncherGroup {
 		return nil, bus.Errorf(bus.ErrBadRequest, "launcher_type must be person or group")
 	}
-	lid, ok := LauncherID(data.LauncherID)
+	lid, ok := model.LauncherID(data.LauncherID)
 	if !ok {
 		return nil, bus.Errorf(bus.ErrBadRequest, "launcher_id must be a string or number of 1 to 256 characters")
 	}
@@ -55,16 +56,16 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	start := time.Now()
 	set := s.settingsFor(inv.Scope, inv.Binding, inv.Config)
 	now := s.nowMS()
-	sid := SID(SessionKey(ev.BotUUID, data.LauncherType, lid))
+	sid := model.SID(model.SessionKey(ev.BotUUID, data.LauncherType, lid))
 	key := sessionKey(inv.Scope, sid)
 	taken, path := s.decide(ctx, inv.Scope, sid, key, now)
-	var chain Chain
+	var chain model.Chain
 	var word string
 	var hit bool
 	message := ev.Name != EventResponded
 	if message {
-		chain = ParseChain(data.Chain())
-		word, hit = MatchTrigger(chain.TriggerText(), set)
+		chain = model.ParseChain(data.Chain())
+		word, hit = model.MatchTrigger(chain.TriggerText(), set)
 	}
 	auto := hit && set.AutoTakeoverOnTrigger
 	blocked := taken || auto

@@ -8,13 +8,14 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // handleFired handles a fired expiry schedule (spec §6 rule 5). The fire
 // is only a wake-up: the stored record decides.
 func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
-	var body TimerBody
-	if json.Unmarshal(f.Data, &body) != nil || !ValidSID(body.SID) || len(f.IDs) != 1 || f.IDs[0] != body.SID {
+	var body model.TimerBody
+	if json.Unmarshal(f.Data, &body) != nil || !model.ValidSID(body.SID) || len(f.IDs) != 1 || f.IDs[0] != body.SID {
 		s.log.ErrorContext(ctx, "malformed expiry message", "scope", f.Scope.String())
 		_ = f.Term()
 		return
@@ -40,18 +41,18 @@ func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
 		return
 	}
 	now := s.nowMS()
-	switch OnFire(rec, body.ExpiresAt, now) {
-	case FireAck:
+	switch model.OnFire(rec, body.ExpiresAt, now) {
+	case model.FireAck:
 		_ = f.Ack(ctx)
-	case FireNakUntil:
+	case model.FireNakUntil:
 		_ = f.Nak(time.Duration(rec.Takeover.ExpiresAt-now)*time.Millisecond + 50*time.Millisecond)
-	case FireRearm:
+	case model.FireRearm:
 		if err := s.st.schedule(ctx, sc, sid, rec.Takeover.ExpiresAt); err != nil {
 			_ = f.Nak(5 * time.Second)
 			return
 		}
 		_ = f.Ack(ctx)
-	case FireRelease:
+	case model.FireRelease:
 		if err := s.expire(ctx, sc, a, sid); err != nil {
 			s.log.WarnContext(ctx, "expiry failed, will retry", "scope", sc.String(), "sid", sid, "err", err)
 			_ = f.Nak(5 * time.Second)
@@ -66,13 +67,13 @@ func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
 func (s *Service) expire(ctx context.Context, sc binding.Scope, a *bus.Authority, sid string) error {
 	now := s.nowMS()
 	released := false
-	rec, rev, err := s.st.updateRecord(ctx, sc, sid, func(cur *Record) (*Record, error) {
+	rec, rev, err := s.st.updateRecord(ctx, sc, sid, func(cur *model.Record) (*model.Record, error) {
 		released = false
 		if cur == nil || !cur.Takeover.Active || now < cur.Takeover.ExpiresAt {
 			return nil, errNoChange
 		}
 		r := cur.Clone()
-		r.Takeover.Release(now, "", ReasonTimeout)
+		r.Takeover.Release(now, "", model.ReasonTimeout)
 		r.UpdatedAt = now
 		released = true
 		return r, nil
@@ -112,10 +113,10 @@ func (s *Service) resume(ctx context.Context, sc binding.Scope, a *bus.Authority
 		if rec == nil {
 			continue
 		}
-		switch ResumeAction(rec, s.nowMS()) {
-		case FireRelease:
+		switch model.ResumeAction(rec, s.nowMS()) {
+		case model.FireRelease:
 			errs = append(errs, s.expire(ctx, sc, a, sid))
-		case FireRearm:
+		case model.FireRearm:
 			errs = append(errs, s.st.schedule(ctx, sc, sid, rec.Takeover.ExpiresAt))
 		}
 	}

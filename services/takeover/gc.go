@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // GCOptions are the inputs of GCBlobs.
@@ -71,7 +72,7 @@ func GCBlobs(ctx context.Context, js jetstream.JetStream, o GCOptions) (GCSummar
 			continue
 		}
 		t := strings.Split(info.Name, ".")
-		if len(t) != 6 || !ValidSID(t[3]) {
+		if len(t) != 6 || !model.ValidSID(t[3]) {
 			sum.Kept++ // not a name the service makes: leave it
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 func TestAttachmentsInObjectStore(t *testing.T) {
@@ -50,7 +51,7 @@ func TestAttachmentsInObjectStore(t *testing.T) {
 	if r2.Saved {
 		t.Fatal("append fault did not bite")
 	}
-	orphan := scA.String() + "." + sid + "." + takeover.ReplyEntryID(scA.String(), sid, "key-00002") + ".0"
+	orphan := scA.String() + "." + sid + "." + model.ReplyEntryID(scA.String(), sid, "key-00002") + ".0"
 	obs, _ := h.js.ObjectStore(context.Background(), takeover.BlobBucket)
 	if _, err := obs.GetInfo(context.Background(), orphan); err != nil {
 		t.Fatalf("orphan not written: %v", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // harness is one takeover replica on an embedded server, a fake host and an
@@ -257,7 +258,7 @@ func (h *harness) messages(b binding.Binding, config, sid string) takeover.Messa
 }
 
 // record reads a stored session record directly.
-func (h *harness) record(b binding.Binding, sid string) *takeover.Record {
+func (h *harness) record(b binding.Binding, sid string) *model.Record {
 	h.t.Helper()
 	kv, err := h.js.KeyValue(context.Background(), bus.Bucket(takeover.Plugin))
 	if err != nil {
@@ -272,7 +273,7 @@ func (h *harness) record(b binding.Binding, sid string) *takeover.Record {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	r, err := takeover.DecodeRecord(e.Value())
+	r, err := model.DecodeRecord(e.Value())
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -365,7 +366,7 @@ func (h *harness) historyCount(b binding.Binding, sid string) int {
 }
 
 func sidOf(bot, ltype string, lid any) string {
-	return takeover.SID(takeover.SessionKey(bot, ltype, fmt.Sprint(lid)))
+	return model.SID(model.SessionKey(bot, ltype, fmt.Sprint(lid)))
 }
 
 // waitFor polls cond until it holds or 15 s pass.
@@ -415,7 +416,7 @@ func (h *harness) keys(bucket string) []string {
 }
 
 // putRecord writes a record directly, as another replica or an import would.
-func (h *harness) putRecord(b binding.Binding, sid string, r *takeover.Record) {
+func (h *harness) putRecord(b binding.Binding, sid string, r *model.Record) {
 	h.t.Helper()
 	kv, err := h.js.KeyValue(context.Background(), bus.Bucket(takeover.Plugin))
 	if err != nil {

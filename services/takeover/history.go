@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // visible returns the entries the console may see (spec §5.3 rule 5): the
 // record's gen only, the newest limit of them, oldest first.
-func visible(entries []storedEntry, gen string, limit int) []Entry {
-	out := make([]Entry, 0, min(len(entries), limit))
+func visible(entries []storedEntry, gen string, limit int) []model.Entry {
+	out := make([]model.Entry, 0, min(len(entries), limit))
 	for _, e := range entries {
 		if !e.corrupt && e.Gen == gen {
 			out = append(out, e.Entry)
@@ -26,7 +27,7 @@ func visible(entries []storedEntry, gen string, limit int) []Entry {
 
 // maybeTrim queues a trim of a session's history once it holds
 // history_limit plus the slack (spec §5.3 rule 6).
-func (s *Service) maybeTrim(sc binding.Scope, sid string, rec *Record, set Settings) {
+func (s *Service) maybeTrim(sc binding.Scope, sid string, rec *model.Record, set model.Settings) {
 	if rec.HistoryCount < set.HistoryLimit+set.HistorySlack() {
 		return
 	}
@@ -153,7 +154,7 @@ func (s *Service) trim(ctx context.Context, sc binding.Scope, sid string, limit,
 // correctCount sets a session's count hint after a trim that dropped drop
 // entries and kept kept of them.
 func (s *Service) correctCount(ctx context.Context, sc binding.Scope, sid string, drop, kept int) error {
-	rec, rev, err := s.st.updateRecord(ctx, sc, sid, func(cur *Record) (*Record, error) {
+	rec, rev, err := s.st.updateRecord(ctx, sc, sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil {
 			return nil, errNoChange
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // ErrImport wraps every failure of Import that stops it as a whole.
@@ -100,7 +101,7 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 	var items []item
 	for k, v := range rows {
 		suffix, ok := strings.CutPrefix(k, prefix+importRecordKey)
-		if !ok || !ValidSID(suffix) {
+		if !ok || !model.ValidSID(suffix) {
 			sum.Ignored++
 			continue
 		}
@@ -201,13 +202,13 @@ func parseImportRows(data []byte) (map[string][]byte, error) {
 
 // importPlan is one record ready to write.
 type importPlan struct {
-	rec     *Record
+	rec     *model.Record
 	entries []importEntry
 }
 
 type importEntry struct {
-	e     Entry
-	parts []Part
+	e     model.Entry
+	parts []model.Part
 }
 
 // planImport validates and maps one original record (spec §10 rules 3-4).
@@ -255,7 +256,7 @@ func planImport(sc binding.Scope, sid string, raw []byte, now int64) (*importPla
 		if !ok {
 			return "", false
 		}
-		s, ok := scalarText(v)
+		s, ok := model.ScalarText(v)
 		return s, ok
 	}
 	if v, ok := str("type"); ok && v != "" {
@@ -267,11 +268,11 @@ func planImport(sc binding.Scope, sid string, raw []byte, now int64) (*importPla
 	if v, ok := str("bot_uuid"); ok {
 		bot = v
 	}
-	if typ != LauncherPerson && typ != LauncherGroup {
-		typ = LauncherPerson
+	if typ != model.LauncherPerson && typ != model.LauncherGroup {
+		typ = model.LauncherPerson
 	}
-	rec := &Record{V: 1, Gen: NewGen(), SessionKey: top.SessionKey, Type: typ, TargetID: target, BotUUID: bot,
-		Members: []Member{}, CreatedAt: now, UpdatedAt: now}
+	rec := &model.Record{V: 1, Gen: model.NewGen(), SessionKey: top.SessionKey, Type: typ, TargetID: target, BotUUID: bot,
+		Members: []model.Member{}, CreatedAt: now, UpdatedAt: now}
 	rec.Name, _ = str("name")
 	rec.Adapter, _ = str("adapter")
 	if v, ok := session["unread"]; ok {
@@ -282,14 +283,14 @@ func planImport(sc binding.Scope, sid string, raw []byte, now int64) (*importPla
 		rec.LastMsgAt = secondsToMS(v)
 	}
 	if v, ok := str("last_msg_preview"); ok && v != "" {
-		rec.LastPreview = Preview{Kind: PartText, Text: cutRunes(v, MaxPreviewRunes)}
+		rec.LastPreview = model.Preview{Kind: model.PartText, Text: model.CutRunes(v, model.MaxPreviewRunes)}
 	}
 	if v, ok := session["members"]; ok {
 		for _, m := range orderedMembers(v) {
-			if len(rec.Members) == MaxMembers {
+			if len(rec.Members) == model.MaxMembers {
 				break
 			}
-			rec.Members = append(rec.Members, Member{ID: m[0], Name: cutRunes(m[1], MaxMemberNameRunes)})
+			rec.Members = append(rec.Members, model.Member{ID: m[0], Name: model.CutRunes(m[1], model.MaxMemberNameRunes)})
 		}
 	}
 	if v, ok := session["takeover"]; ok {
@@ -299,7 +300,7 @@ func planImport(sc binding.Scope, sid string, raw []byte, now int64) (*importPla
 		}
 		_ = json.Unmarshal(v, &t)
 		// a takeover arrives released: an import never blocks the AI
-		rec.Takeover = TakeoverState{StartedAt: secondsToMS(t.StartedAt), LastHumanAt: secondsToMS(t.LastHumanAt)}
+		rec.Takeover = model.TakeoverState{StartedAt: secondsToMS(t.StartedAt), LastHumanAt: secondsToMS(t.LastHumanAt)}
 	}
 	extra := map[string]json.RawMessage{}
 	known := map[string]bool{"session_key": true, "type": true, "target_id": true, "bot_uuid": true, "name": true, "adapter": true,
@@ -309,8 +310,8 @@ func planImport(sc binding.Scope, sid string, raw []byte, now int64) (*importPla
 			extra[k] = v
 		}
 	}
-	rec.Legacy = IsLegacy(rec)
-	rec.Import = &ImportState{State: "running", At: now, Extra: extra}
+	rec.Legacy = model.IsLegacy(rec)
+	rec.Import = &model.ImportState{State: "running", At: now, Extra: extra}
 	if len(extra) == 0 {
 		rec.Import.Extra = nil
 	}
@@ -321,39 +322,39 @@ func planImport(sc binding.Scope, sid string, raw []byte, now int64) (*importPla
 	plan := &importPlan{rec: rec}
 	for i, m := range msgs {
 		get := func(k string) string {
-			s, _ := scalarText(m[k])
+			s, _ := model.ScalarText(m[k])
 			return s
 		}
 		role := get("role")
 		switch role {
-		case RoleUser, RoleAI, RoleHuman:
+		case model.RoleUser, model.RoleAI, model.RoleHuman:
 		default:
-			role = RoleUser
+			role = model.RoleUser
 		}
 		content := get("content")
-		var part Part
+		var part model.Part
 		switch get("content_type") {
 		case "image":
 			l := strings.ToLower(content)
 			if strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") {
-				part = Part{Type: PartImage, URL: content}
-			} else if data, err := DecodeDataURL(content, MaxAttachmentBytes); err == nil {
-				part = Part{Type: PartImage, Data: data, Size: int64(len(data)), Mime: SniffMime(data)}
+				part = model.Part{Type: model.PartImage, URL: content}
+			} else if data, err := model.DecodeDataURL(content, model.MaxAttachmentBytes); err == nil {
+				part = model.Part{Type: model.PartImage, Data: data, Size: int64(len(data)), Mime: model.SniffMime(data)}
 			} else {
-				part = Part{Type: PartImage, Omitted: OmittedInvalid}
+				part = model.Part{Type: model.PartImage, Omitted: model.OmittedInvalid}
 			}
 		case "file":
-			part = Part{Type: PartFile, Name: SanitizeFileName(content)}
+			part = model.Part{Type: model.PartFile, Name: model.SanitizeFileName(content)}
 		default:
-			text, cut := CutText(content, MaxTextBytes)
-			part = Part{Type: PartText, Text: text}
+			text, cut := model.CutText(content, model.MaxTextBytes)
+			part = model.Part{Type: model.PartText, Text: text}
 			_ = cut
 		}
-		e := Entry{V: 1, ID: ImportEntryID(sc.String(), "", i), TS: secondsToMS(m["ts"]), Role: role}
-		if role == RoleUser {
+		e := model.Entry{V: 1, ID: model.ImportEntryID(sc.String(), "", i), TS: secondsToMS(m["ts"]), Role: role}
+		if role == model.RoleUser {
 			e.SenderID, e.SenderName = get("sender_id"), get("sender_name")
 		}
-		plan.entries = append(plan.entries, importEntry{e: e, parts: []Part{part}})
+		plan.entries = append(plan.entries, importEntry{e: e, parts: []model.Part{part}})
 	}
 	rec.HistoryCount = len(plan.entries)
 	return plan, nil
@@ -385,7 +386,7 @@ func orderedMembers(v json.RawMessage) [][2]string {
 		if err := dec.Decode(&val); err != nil {
 			return out
 		}
-		name, _ := scalarText(val)
+		name, _ := model.ScalarText(val)
 		if id != "" {
 			out = append(out, [2]string{id, name})
 		}
@@ -417,9 +418,9 @@ func (st *store) importOne(ctx context.Context, sc binding.Scope, sid string, pl
 	}
 	for i, ie := range plan.entries {
 		e := ie.e
-		e.ID = ImportEntryID(sc.String(), sid, i)
+		e.ID = model.ImportEntryID(sc.String(), sid, i)
 		e.Gen = rec.Gen
-		e.Parts = make([]Part, len(ie.parts))
+		e.Parts = make([]model.Part, len(ie.parts))
 		for j, p := range ie.parts {
 			if p.Data != nil {
 				name := blobName(sc, sid, e.ID, j)
@@ -436,7 +437,7 @@ func (st *store) importOne(ctx context.Context, sc binding.Scope, sid string, pl
 			return "", err
 		}
 	}
-	_, _, err = st.updateRecord(ctx, sc, sid, func(cur *Record) (*Record, error) {
+	_, _, err = st.updateRecord(ctx, sc, sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil || cur.Import == nil {
 			return nil, errNoChange
 		}

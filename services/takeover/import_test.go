@@ -13,6 +13,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // originalRow is one stored row of the original plugin.
@@ -79,7 +80,7 @@ func TestImportOriginalRecords(t *testing.T) {
 		t.Fatal("an imported takeover blocks the AI")
 	}
 	p := h.messages(b, `{"history_limit":2000}`, sids["bot"])
-	var all []takeover.Entry
+	var all []model.Entry
 	all = append(all, p.Messages...)
 	before := p.NextBefore
 	for before != 0 {
@@ -129,8 +130,8 @@ func TestImportIdempotentAndResumable(t *testing.T) {
 	b2 := newBinding("imp2b")
 	h.attach(b2, `{}`, true)
 	rows2, sids2 := importFixture(b2)
-	rec := &takeover.Record{V: 1, Gen: "00000000000000aa", SessionKey: "bot-a:person_42", Type: "person", TargetID: "42", BotUUID: "bot-a",
-		Members: []takeover.Member{}, Import: &takeover.ImportState{State: "running"}}
+	rec := &model.Record{V: 1, Gen: "00000000000000aa", SessionKey: "bot-a:person_42", Type: "person", TargetID: "42", BotUUID: "bot-a",
+		Members: []model.Member{}, Import: &model.ImportState{State: "running"}}
 	h.putRecord(b2, sids2["bot"], rec)
 	sum, err = runImport(t, h, b2, rows2)
 	if err != nil || sum.Resumed != 1 {

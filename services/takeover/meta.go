@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // metaInterval is the least time between two coalesced metadata writes of
@@ -17,11 +18,11 @@ const metaInterval = 500 * time.Millisecond
 // metaDelta is the metadata change of recorded messages, merged until it
 // is written.
 type metaDelta struct {
-	members    []Member
+	members    []model.Member
 	name       string
 	adapter    string
 	lastMsgAt  int64
-	preview    Preview
+	preview    model.Preview
 	historyInc int
 	updatedAt  int64
 }
@@ -43,12 +44,12 @@ func (d *metaDelta) merge(o metaDelta) {
 
 // apply is an idempotent-enough function of the record: set and max for
 // the fields, plus the count hint.
-func (d *metaDelta) apply(r *Record) {
+func (d *metaDelta) apply(r *model.Record) {
 	for _, m := range d.members {
 		r.AddMember(m.ID, m.Name, m.At)
 	}
 	if d.name != "" {
-		r.Name = cutRunes(d.name, MaxNameRunes)
+		r.Name = model.CutRunes(d.name, model.MaxNameRunes)
 	}
 	if r.Adapter == "" && d.adapter != "" {
 		r.Adapter = d.adapter
@@ -65,7 +66,7 @@ type pendingMeta struct {
 	sc    binding.Scope
 	sid   string
 	bot   string
-	set   Settings
+	set   model.Settings
 	delta metaDelta
 	due   time.Time
 }
@@ -107,7 +108,7 @@ func (w *metaWriter) stop() {
 }
 
 // add queues a delta for a session.
-func (w *metaWriter) add(sc binding.Scope, sid, bot string, set Settings, d metaDelta) {
+func (w *metaWriter) add(sc binding.Scope, sid, bot string, set model.Settings, d metaDelta) {
 	key := sessionKey(sc, sid)
 	w.mu.Lock()
 	p, ok := w.pending[key]
@@ -187,8 +188,8 @@ func (w *metaWriter) write(p *pendingMeta) {
 	ctx, cancel := context.WithTimeout(s.runCtx, 30*time.Second)
 	defer cancel()
 	unlock := s.lockSession(p.sc, p.sid)
-	rec, rev, err := s.st.updateRecord(ctx, p.sc, p.sid, func(cur *Record) (*Record, error) {
-		if cur == nil || IsLegacy(cur) || cur.BotUUID != p.bot {
+	rec, rev, err := s.st.updateRecord(ctx, p.sc, p.sid, func(cur *model.Record) (*model.Record, error) {
+		if cur == nil || model.IsLegacy(cur) || cur.BotUUID != p.bot {
 			return nil, errNoChange // deleted meanwhile, or not this bot's
 		}
 		r := cur.Clone()

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // MigrateOptions configures MigrateHistory.
@@ -115,7 +116,7 @@ func (st *store) copyLegacy(ctx context.Context, old jetstream.Stream, sum *Migr
 		for m := range batch.Messages() {
 			n++
 			kind, sc, ids, perr := st.subj.ParseInternal(Plugin, m.Subject())
-			if perr != nil || kind != KindHistory || len(ids) != 1 || !ValidSID(ids[0]) {
+			if perr != nil || kind != KindHistory || len(ids) != 1 || !model.ValidSID(ids[0]) {
 				left[m.Subject()] = true
 				continue
 			}

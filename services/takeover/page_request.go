@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // Op names one console operation: "<METHOD> /<path>" (spec §7.2).
@@ -162,7 +163,7 @@ func ParsePageRequest(method, endpoint string, body []byte) (PageRequest, error)
 		if err != nil {
 			return req, err
 		}
-		req.Query = cutRunes(strings.TrimSpace(q), maxQueryRunes)
+		req.Query = model.CutRunes(strings.TrimSpace(q), maxQueryRunes)
 		if req.Limit, err = p.limit(DefaultSessionPage, MaxSessionPage); err != nil {
 			return req, err
 		}
@@ -268,9 +269,9 @@ func ParsePageRequest(method, endpoint string, body []byte) (PageRequest, error)
 }
 
 func decodeAttachment(field, s string) ([]byte, error) {
-	b, err := DecodeDataURL(s, MaxAttachmentBytes)
+	b, err := model.DecodeDataURL(s, model.MaxAttachmentBytes)
 	switch {
-	case err == errTooLarge:
+	case err == model.ErrTooLarge:
 		return nil, bus.Errorf(bus.ErrTooLarge, "%s is over the attachment limit", field)
 	case err != nil:
 		return nil, bus.Errorf(bus.ErrBadRequest, "%s is not valid base64", field)
@@ -296,18 +297,18 @@ func (r *ReplyRequest) Validate() error {
 	if r.Text == "" && len(r.Image) == 0 && len(r.File) == 0 {
 		return bus.Errorf(bus.ErrBadRequest, "a reply needs text, an image or a file")
 	}
-	if len(r.Image) > MaxAttachmentBytes || len(r.File) > MaxAttachmentBytes {
+	if len(r.Image) > model.MaxAttachmentBytes || len(r.File) > model.MaxAttachmentBytes {
 		return bus.Errorf(bus.ErrTooLarge, "an attachment is over the limit")
 	}
 	if len(r.Image) > 0 {
-		r.ImageMime = SniffMime(r.Image)
+		r.ImageMime = model.SniffMime(r.Image)
 		if !strings.HasPrefix(r.ImageMime, "image/") {
 			return bus.Errorf(bus.ErrBadRequest, "the image is not an image")
 		}
 	}
 	if len(r.File) > 0 {
-		r.FileMime = SniffMime(r.File)
-		r.FileName = SanitizeFileName(r.FileName)
+		r.FileMime = model.SniffMime(r.File)
+		r.FileName = model.SanitizeFileName(r.FileName)
 	} else {
 		r.FileName = ""
 	}
@@ -333,10 +334,10 @@ func newParams(body []byte) (params, error) {
 // null gives ok false.
 func (p params) str(name string) (string, bool, error) {
 	v, ok := p[name]
-	if !ok || isNull(v) {
+	if !ok || model.IsNull(v) {
 		return "", false, nil
 	}
-	if s, ok := idText(v); ok {
+	if s, ok := model.IDText(v); ok {
 		return s, true, nil
 	}
 	return "", false, bus.Errorf(bus.ErrBadRequest, "%s must be a string", name)
@@ -344,10 +345,10 @@ func (p params) str(name string) (string, bool, error) {
 
 func (p params) bool(name string) (bool, bool, error) {
 	v, ok := p[name]
-	if !ok || isNull(v) {
+	if !ok || model.IsNull(v) {
 		return false, false, nil
 	}
-	if b, ok := parseBool(v); ok {
+	if b, ok := model.ParseBool(v); ok {
 		return b, true, nil
 	}
 	return false, false, bus.Errorf(bus.ErrBadRequest, "%s must be a boolean", name)
@@ -358,7 +359,7 @@ func (p params) sid() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !ValidSID(s) {
+	if !model.ValidSID(s) {
 		return "", bus.Errorf(bus.ErrBadRequest, "sid is missing or malformed")
 	}
 	return s, nil
@@ -367,10 +368,10 @@ func (p params) sid() (string, error) {
 // limit reads an optional page size, clamped to [1, max].
 func (p params) limit(def, maxN int) (int, error) {
 	v, ok := p["limit"]
-	if !ok || isNull(v) {
+	if !ok || model.IsNull(v) {
 		return def, nil
 	}
-	n, ok := parseInt(v)
+	n, ok := model.ParseInt(v)
 	if !ok {
 		return 0, bus.Errorf(bus.ErrBadRequest, "limit must be an integer")
 	}
@@ -379,10 +380,10 @@ func (p params) limit(def, maxN int) (int, error) {
 
 func (p params) uint(name string) (uint64, error) {
 	v, ok := p[name]
-	if !ok || isNull(v) {
+	if !ok || model.IsNull(v) {
 		return 0, nil
 	}
-	s, ok := idText(v)
+	s, ok := model.IDText(v)
 	if !ok {
 		return 0, bus.Errorf(bus.ErrBadRequest, "%s must be a sequence number", name)
 	}

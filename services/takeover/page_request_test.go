@@ -8,9 +8,13 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
-var testSID = takeover.SID("b1:person_42")
+var testSID = model.SID("b1:person_42")
+
+// pngBytes is a minimal PNG signature followed by padding.
+var pngBytes = append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 32)...)
 
 func TestParsePageRequest(t *testing.T) {
 	png := "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes)
@@ -130,7 +134,7 @@ func FuzzParsePageRequest(f *testing.F) {
 		if err != nil || op != r.Op {
 			t.Fatalf("op %q vs %q (%v)", op, r.Op, err)
 		}
-		if r.SID != "" && !takeover.ValidSID(r.SID) {
+		if r.SID != "" && !model.ValidSID(r.SID) {
 			t.Fatalf("sid %q", r.SID)
 		}
 		if r.Limit < 0 || r.Limit > 500 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // ConsolePageID is the page id of the console (spec §7.1).
@@ -34,7 +35,7 @@ const maxExportInline = 64 << 20
 type PageCall struct {
 	Scope    binding.Scope
 	Binding  binding.Binding
-	Settings Settings
+	Settings model.Settings
 	Operator string
 	Inactive bool
 }
@@ -194,14 +195,14 @@ func (s *Service) info(c PageCall) Info {
 // carry it (spec §11).
 func (s *Service) attachmentLimit() int {
 	mp := int(s.nc.MaxPayload())
-	if mp > 0 && (mp-256<<10)*3/8 < MaxAttachmentBytes {
+	if mp > 0 && (mp-256<<10)*3/8 < model.MaxAttachmentBytes {
 		return max((mp-256<<10)*3/8, 0)
 	}
-	return MaxAttachmentBytes
+	return model.MaxAttachmentBytes
 }
 
 // mustRecord reads a record that must exist.
-func (s *Service) mustRecord(ctx context.Context, sc binding.Scope, sid string) (*Record, error) {
+func (s *Service) mustRecord(ctx context.Context, sc binding.Scope, sid string) (*model.Record, error) {
 	rec, _, err := s.st.getRecord(ctx, sc, sid)
 	if err != nil {
 		return nil, err
@@ -229,7 +230,7 @@ type Summary struct {
 	Legacy        bool          `json:"legacy"`
 	MemberCount   int           `json:"member_count"`
 	LastMsgAt     int64         `json:"last_msg_at"`
-	LastPreview   Preview       `json:"last_msg_preview"`
+	LastPreview   model.Preview `json:"last_msg_preview"`
 	Unread        bool          `json:"unread"`
 	TriggeredWord string        `json:"triggered_word"`
 	Takeover      *TakeoverView `json:"takeover,omitempty"`
@@ -237,8 +238,8 @@ type Summary struct {
 }
 
 // summary builds a Summary; bot names come from the cache without waiting.
-func (s *Service) summary(ctx context.Context, sc binding.Scope, b binding.Binding, sid string, rec *Record) Summary {
-	return s.summaryWith(sid, rec, Settings{TakeoverTimeout: DefaultTakeoverTimeout}, s.botName(sc, b, rec.BotUUID))
+func (s *Service) summary(ctx context.Context, sc binding.Scope, b binding.Binding, sid string, rec *model.Record) Summary {
+	return s.summaryWith(sid, rec, model.Settings{TakeoverTimeout: model.DefaultTakeoverTimeout}, s.botName(sc, b, rec.BotUUID))
 }
 
 func (s *Service) botName(sc binding.Scope, b binding.Binding, bot string) string {
@@ -248,11 +249,11 @@ func (s *Service) botName(sc binding.Scope, b binding.Binding, bot string) strin
 	return s.bots.lookup(sc, b, bot).name
 }
 
-func (s *Service) summaryWith(sid string, rec *Record, set Settings, botName string) Summary {
+func (s *Service) summaryWith(sid string, rec *model.Record, set model.Settings, botName string) Summary {
 	tv := s.takeoverView(rec, set)
 	return Summary{
 		SID: sid, SessionKey: rec.SessionKey, Type: rec.Type, TargetID: rec.TargetID, Name: rec.Name,
-		BotUUID: rec.BotUUID, BotName: botName, Adapter: rec.Adapter, Legacy: IsLegacy(rec),
+		BotUUID: rec.BotUUID, BotName: botName, Adapter: rec.Adapter, Legacy: model.IsLegacy(rec),
 		MemberCount: len(rec.Members), LastMsgAt: rec.LastMsgAt, LastPreview: rec.LastPreview,
 		Unread: rec.Unread, TriggeredWord: rec.TriggeredWord, Takeover: &tv,
 	}
@@ -322,7 +323,7 @@ func parseCursor(c string) (int64, string, bool) {
 		return 0, "", false
 	}
 	n, err := strconv.ParseInt(at, 10, 64)
-	return n, sid, err == nil && ValidSID(sid)
+	return n, sid, err == nil && model.ValidSID(sid)
 }
 
 // Detail is a Summary with the gen and the members (spec §7.3).
@@ -338,7 +339,7 @@ type MemberView struct {
 	Name string `json:"name"`
 }
 
-func members(rec *Record) []MemberView {
+func members(rec *model.Record) []MemberView {
 	out := make([]MemberView, 0, len(rec.Members))
 	for _, m := range rec.Members {
 		out = append(out, MemberView{ID: m.ID, Name: m.Name})
@@ -348,9 +349,9 @@ func members(rec *Record) []MemberView {
 
 // MessagePage is the result of GET /messages.
 type MessagePage struct {
-	Session    Detail  `json:"session"`
-	Messages   []Entry `json:"messages"`
-	NextBefore uint64  `json:"next_before"`
+	Session    Detail        `json:"session"`
+	Messages   []model.Entry `json:"messages"`
+	NextBefore uint64        `json:"next_before"`
 }
 
 func (s *Service) messages(ctx context.Context, c PageCall, req PageRequest) (MessagePage, error) {
@@ -366,7 +367,7 @@ func (s *Service) messages(ctx context.Context, c PageCall, req PageRequest) (Me
 	out := MessagePage{Session: Detail{
 		Summary: s.summaryWith(req.SID, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID)),
 		Gen:     rec.Gen, Members: members(rec),
-	}, Messages: []Entry{}}
+	}, Messages: []model.Entry{}}
 	// newest first, below before
 	for i := len(vis) - 1; i >= 0 && len(out.Messages) < req.Limit; i-- {
 		if req.Before != 0 && vis[i].Seq >= req.Before {
@@ -385,20 +386,20 @@ func (s *Service) consoleTakeover(ctx context.Context, c PageCall, sid string) (
 	if err != nil {
 		return TakeoverView{}, err
 	}
-	if IsLegacy(rec) {
+	if model.IsLegacy(rec) {
 		return TakeoverView{}, legacyErr()
 	}
 	now := s.nowMS()
-	var tr Transition
-	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *Record) (*Record, error) {
+	var tr model.Transition
+	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil {
 			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 		}
-		if IsLegacy(cur) {
+		if model.IsLegacy(cur) {
 			return nil, legacyErr()
 		}
 		r := cur.Clone()
-		tr = r.Takeover.TakeOver(now, c.Settings.TimeoutMillis(), ViaConsole, c.Operator)
+		tr = r.Takeover.TakeOver(now, c.Settings.TimeoutMillis(), model.ViaConsole, c.Operator)
 		r.UpdatedAt = now
 		return r, nil
 	})
@@ -415,18 +416,18 @@ func (s *Service) consoleRelease(ctx context.Context, c PageCall, sid string) (T
 	if err != nil {
 		return TakeoverView{}, err
 	}
-	if IsLegacy(rec) {
+	if model.IsLegacy(rec) {
 		return TakeoverView{}, legacyErr()
 	}
 	now := s.nowMS()
 	released := false
-	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *Record) (*Record, error) {
+	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		released = false
 		if cur == nil {
 			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 		}
 		r := cur.Clone()
-		if r.Takeover.Release(now, c.Operator, ReasonManual) == Unchanged {
+		if r.Takeover.Release(now, c.Operator, model.ReasonManual) == model.Unchanged {
 			return nil, errNoChange
 		}
 		released = true
@@ -448,10 +449,10 @@ func (s *Service) markHandled(ctx context.Context, c PageCall, sid string) (Summ
 	if err != nil {
 		return Summary{}, err
 	}
-	if IsLegacy(rec) {
+	if model.IsLegacy(rec) {
 		return Summary{}, legacyErr()
 	}
-	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *Record) (*Record, error) {
+	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil {
 			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 		}
@@ -468,7 +469,7 @@ func (s *Service) markHandled(ctx context.Context, c PageCall, sid string) (Summ
 	}
 	s.view.applyRecord(c.Scope, sid, rec, rev)
 	sum := s.summaryWith(sid, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID))
-	s.publishLive(c.Scope, Live{Type: LiveSession, SID: sid, Data: sum})
+	s.publishLive(c.Scope, model.Live{Type: model.LiveSession, SID: sid, Data: sum})
 	return sum, nil
 }
 
@@ -502,8 +503,8 @@ func (s *Service) userInfo(ctx context.Context, c PageCall, req PageRequest) (Us
 	}
 	bot := s.bots.get(ctx, c.Scope, c.Binding, rec.BotUUID)
 	card := UserCard{Type: "user", BotUUID: rec.BotUUID, BotName: bot.name, Adapter: rec.Adapter}
-	if rec.Type == LauncherGroup && req.MemberID != "" {
-		i := slices.IndexFunc(rec.Members, func(m Member) bool { return m.ID == req.MemberID })
+	if rec.Type == model.LauncherGroup && req.MemberID != "" {
+		i := slices.IndexFunc(rec.Members, func(m model.Member) bool { return m.ID == req.MemberID })
 		if i < 0 {
 			return UserCard{}, bus.Errorf(bus.ErrNotFound, "no such member")
 		}
@@ -519,7 +520,7 @@ func (s *Service) groupInfo(ctx context.Context, c PageCall, sid string) (GroupC
 	if err != nil {
 		return GroupCard{}, err
 	}
-	if rec.Type != LauncherGroup {
+	if rec.Type != model.LauncherGroup {
 		return GroupCard{}, bus.Errorf(bus.ErrBadRequest, "not a group session")
 	}
 	bot := s.bots.get(ctx, c.Scope, c.Binding, rec.BotUUID)
@@ -552,9 +553,9 @@ func (s *Service) blob(ctx context.Context, c PageCall, req PageRequest) (BlobDa
 		return BlobData{}, bus.Errorf(bus.ErrTooLarge, "the attachment does not fit a page reply")
 	}
 	if mime == "" {
-		mime = SniffMime(data)
+		mime = model.SniffMime(data)
 	}
-	return BlobData{Mime: mime, Size: len(data), DataURL: DataURL(mime, data)}, nil
+	return BlobData{Mime: mime, Size: len(data), DataURL: model.DataURL(mime, data)}, nil
 }
 
 // Export is the result of GET /export (spec §7.3).
@@ -563,8 +564,8 @@ type Export struct {
 	Version    int                 `json:"version"`
 	ExportedAt int64               `json:"exported_at"`
 	ExportedBy string              `json:"exported_by"`
-	Session    *Record             `json:"session"`
-	Messages   []Entry             `json:"messages"`
+	Session    *model.Record       `json:"session"`
+	Messages   []model.Entry       `json:"messages"`
 	Blobs      map[string]BlobData `json:"blobs"`
 }
 
@@ -593,7 +594,7 @@ func (s *Service) export(ctx context.Context, c PageCall, req PageRequest) (Expo
 					if total > maxExportInline {
 						return Export{}, bus.Errorf(bus.ErrTooLarge, "inline attachments exceed 64 MiB")
 					}
-					bd.Size, bd.DataURL = len(data), DataURL(cmp.Or(mime, p.Mime, SniffMime(data)), data)
+					bd.Size, bd.DataURL = len(data), model.DataURL(cmp.Or(mime, p.Mime, model.SniffMime(data)), data)
 				}
 			}
 			out.Blobs[p.Blob] = bd
@@ -618,7 +619,7 @@ func (s *Service) deleteSession(ctx context.Context, c PageCall, sid string) (ma
 	if !existed && !left {
 		return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 	}
-	s.publishLive(c.Scope, Live{Type: LiveDeleted, SID: sid, Data: map[string]string{"sid": sid}})
+	s.publishLive(c.Scope, model.Live{Type: model.LiveDeleted, SID: sid, Data: map[string]string{"sid": sid}})
 	return map[string]bool{"deleted": true}, nil
 }
 
@@ -672,7 +673,7 @@ func (s *Service) clear(ctx context.Context, c PageCall) (map[string]int, error)
 	if err := s.sweepScope(ctx, c.Scope); err != nil {
 		return nil, err
 	}
-	s.publishLive(c.Scope, Live{Type: LiveCleared})
+	s.publishLive(c.Scope, model.Live{Type: model.LiveCleared})
 	return map[string]int{"cleared": len(sids)}, nil
 }
 

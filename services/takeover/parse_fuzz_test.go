@@ -3,6 +3,8 @@ package takeover
 import (
 	"strconv"
 	"testing"
+
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // Fuzz targets of unexported parsers, added by the reliability work
@@ -10,7 +12,7 @@ import (
 // testdata/fuzz/<target>.
 
 func FuzzParseCursor(f *testing.F) {
-	sid := SID(SessionKey("bot", "person", "1"))
+	sid := model.SID(model.SessionKey("bot", "person", "1"))
 	for _, s := range []string{"1700000000000_" + sid, "_", "", "x_" + sid, "-1_" + sid, "1_../../x", "99999999999999999999_" + sid} {
 		f.Add(s)
 	}
@@ -19,7 +21,7 @@ func FuzzParseCursor(f *testing.F) {
 		if !ok {
 			return
 		}
-		if !ValidSID(s) {
+		if !model.ValidSID(s) {
 			t.Fatalf("%q: invalid sid %q accepted", c, s)
 		}
 		if back := strconv.FormatInt(at, 10) + "_" + s; back != c {

@@ -11,13 +11,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // recordJob is the recording of one event, done after the decision.
 type recordJob struct {
 	sc    binding.Scope
 	b     binding.Binding
-	set   Settings
+	set   model.Settings
 	event string
 	invID string
 
@@ -25,7 +26,7 @@ type recordJob struct {
 	sessionName               string
 	senderID, senderName      string
 
-	chain  Chain
+	chain  model.Chain
 	ai     bool
 	aiText string
 	word   string
@@ -193,12 +194,12 @@ func (s *Service) record(j *recordJob) {
 	defer cancel()
 	defer s.view.settlePending(j.key)
 
-	var parts []Part
+	var parts []model.Part
 	truncated := false
 	var atTargets []string
 	if j.ai {
-		text, cut := CutText(j.aiText, MaxTextBytes)
-		parts, truncated = []Part{{Type: PartText, Text: text}}, cut
+		text, cut := model.CutText(j.aiText, model.MaxTextBytes)
+		parts, truncated = []model.Part{{Type: model.PartText, Text: text}}, cut
 	} else {
 		c := j.chain.Extract()
 		parts, truncated, atTargets = c.Parts, c.Truncated, c.AtTargets
@@ -209,17 +210,17 @@ func (s *Service) record(j *recordJob) {
 		s.recordFailed(ctx, j, "storage", err)
 		return
 	}
-	if cur != nil && (IsLegacy(cur) || IdentityConflict(cur, j.bot, bi.adapter)) {
+	if cur != nil && (model.IsLegacy(cur) || model.IdentityConflict(cur, j.bot, bi.adapter)) {
 		s.refuseIdentity(ctx, j)
 		return
 	}
-	if j.set.RecordGroups == RecordAddressed && j.ltype == LauncherGroup && bi.accountID == "" {
+	if j.set.RecordGroups == model.RecordAddressed && j.ltype == model.LauncherGroup && bi.accountID == "" {
 		if _, seen := s.unknownAccount.LoadOrStore(j.sc.String()+"|"+j.bot, true); !seen {
 			s.log.WarnContext(ctx, "record_groups=addressed: the bot's account id is unknown, so mentions cannot be matched", "scope", j.sc.String())
 		}
 	}
-	facts := RecordFacts{
-		Group:     j.ltype == LauncherGroup,
+	facts := model.RecordFacts{
+		Group:     j.ltype == model.LauncherGroup,
 		Addressed: bi.accountID != "" && slices.Contains(atTargets, bi.accountID),
 		Triggered: j.hit,
 		TakenOver: j.takenOver || (cur != nil && cur.Takeover.TakenOver(j.now)),
@@ -227,18 +228,18 @@ func (s *Service) record(j *recordJob) {
 	}
 	keep := len(parts) > 0
 	if j.ai {
-		keep = keep && ShouldRecordAI(j.set.RecordGroups, facts)
+		keep = keep && model.ShouldRecordAI(j.set.RecordGroups, facts)
 	} else {
-		keep = keep && ShouldRecordUser(j.set.RecordGroups, facts)
+		keep = keep && model.ShouldRecordUser(j.set.RecordGroups, facts)
 	}
 	if !keep && !j.hit {
 		return
 	}
-	role := RoleUser
+	role := model.RoleUser
 	if j.ai {
-		role = RoleAI
+		role = model.RoleAI
 	}
-	e := &Entry{V: 1, ID: EventEntryID(j.sc.String(), j.sid, j.invID, j.event), TS: j.now, Role: role, Truncated: truncated}
+	e := &model.Entry{V: 1, ID: model.EventEntryID(j.sc.String(), j.sid, j.invID, j.event), TS: j.now, Role: role, Truncated: truncated}
 	if !j.ai {
 		e.SenderID, e.SenderName = j.senderID, j.senderName
 	}
@@ -254,17 +255,17 @@ func (s *Service) record(j *recordJob) {
 			return
 		}
 		j.release()
-		s.publishLive(j.sc, Live{Type: LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": e.Gen, "entry": e}})
+		s.publishLive(j.sc, model.Live{Type: model.LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": e.Gen, "entry": e}})
 	}
 	delta := metaDelta{adapter: bi.adapter, updatedAt: j.now}
 	if !j.ai && j.sessionName != "" {
 		delta.name = j.sessionName
 	}
 	if keep {
-		if j.ltype == LauncherGroup && !j.ai && j.senderID != "" {
-			delta.members = []Member{{ID: j.senderID, Name: j.senderName, At: j.now}}
+		if j.ltype == model.LauncherGroup && !j.ai && j.senderID != "" {
+			delta.members = []model.Member{{ID: j.senderID, Name: j.senderName, At: j.now}}
 		}
-		delta.lastMsgAt, delta.preview, delta.historyInc = j.now, PreviewOf(parts), 1
+		delta.lastMsgAt, delta.preview, delta.historyInc = j.now, model.PreviewOf(parts), 1
 	}
 	if appendFirst {
 		// plain metadata is coalesced (spec §3.3 step 3)
@@ -272,15 +273,15 @@ func (s *Service) record(j *recordJob) {
 		return
 	}
 	auto := j.hit && j.set.AutoTakeoverOnTrigger
-	var tr Transition
+	var tr model.Transition
 	unlock := s.lockSession(j.sc, j.sid)
-	rec, rev, err := s.st.updateRecord(ctx, j.sc, j.sid, func(cur *Record) (*Record, error) {
-		tr = Unchanged
-		var r *Record
+	rec, rev, err := s.st.updateRecord(ctx, j.sc, j.sid, func(cur *model.Record) (*model.Record, error) {
+		tr = model.Unchanged
+		var r *model.Record
 		if cur == nil {
-			r = NewRecord(j.bot, j.ltype, j.lid, j.sessionName, j.now)
+			r = model.NewRecord(j.bot, j.ltype, j.lid, j.sessionName, j.now)
 		} else {
-			if IsLegacy(cur) || IdentityConflict(cur, j.bot, bi.adapter) {
+			if model.IsLegacy(cur) || model.IdentityConflict(cur, j.bot, bi.adapter) {
 				return nil, errIdentity
 			}
 			r = cur.Clone()
@@ -289,7 +290,7 @@ func (s *Service) record(j *recordJob) {
 		if j.hit {
 			r.Unread, r.TriggeredWord, r.TriggeredAt = true, j.word, j.now
 			if auto {
-				tr = r.Takeover.TakeOver(j.now, j.set.TimeoutMillis(), ViaTrigger, "")
+				tr = r.Takeover.TakeOver(j.now, j.set.TimeoutMillis(), model.ViaTrigger, "")
 			}
 		}
 		return r, nil
@@ -318,20 +319,20 @@ func (s *Service) record(j *recordJob) {
 	}
 	j.release()
 	if j.hit {
-		s.publishLive(j.sc, Live{Type: LiveTrigger, SID: j.sid, Data: map[string]any{"sid": j.sid, "name": rec.Name, "word": j.word, "at": j.now}})
+		s.publishLive(j.sc, model.Live{Type: model.LiveTrigger, SID: j.sid, Data: map[string]any{"sid": j.sid, "name": rec.Name, "word": j.word, "at": j.now}})
 	}
-	if tr == Started || tr == Extended {
+	if tr == model.Started || tr == model.Extended {
 		s.afterTakeover(ctx, j.sc, j.b, j.set, j.sid, rec, tr)
 	}
 	if !keep {
-		s.publishLive(j.sc, Live{Type: LiveSession, SID: j.sid, Data: s.summary(ctx, j.sc, j.b, j.sid, rec)})
+		s.publishLive(j.sc, model.Live{Type: model.LiveSession, SID: j.sid, Data: s.summary(ctx, j.sc, j.b, j.sid, rec)})
 		return
 	}
 	if appendErr != nil {
 		s.recordFailed(ctx, j, "append", appendErr)
 		return
 	}
-	s.publishLive(j.sc, Live{Type: LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
+	s.publishLive(j.sc, model.Live{Type: model.LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
 	s.maybeTrim(j.sc, j.sid, rec, j.set)
 }
 
@@ -339,7 +340,7 @@ func (s *Service) record(j *recordJob) {
 // when there is none): from the view while it is live, so the hot path
 // reads no storage, else by a read. Whatever it returns, a write that
 // depends on the record (a new session, a trigger) re-reads it by CAS.
-func (s *Service) recordHead(ctx context.Context, j *recordJob) (*Record, error) {
+func (s *Service) recordHead(ctx context.Context, j *recordJob) (*model.Record, error) {
 	if s.view.live() {
 		e, ok := s.view.lookup(j.key)
 		if !ok {
@@ -355,8 +356,8 @@ func (s *Service) recordHead(ctx context.Context, j *recordJob) (*Record, error)
 }
 
 // storeEntry writes an entry's blobs, then appends it (spec §5.3 rule 7).
-func (s *Service) storeEntry(ctx context.Context, sc binding.Scope, sid string, e *Entry, parts []Part) error {
-	e.Parts = make([]Part, len(parts))
+func (s *Service) storeEntry(ctx context.Context, sc binding.Scope, sid string, e *model.Entry, parts []model.Part) error {
+	e.Parts = make([]model.Part, len(parts))
 	for i, p := range parts {
 		if p.Data != nil {
 			name := blobName(sc, sid, e.ID, i)

@@ -16,6 +16,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 func TestGroupRecordingPolicy(t *testing.T) {
@@ -38,13 +39,13 @@ func TestGroupRecordingPolicy(t *testing.T) {
 		{"trigger", plain("human please"), nil, map[string]bool{"all": true, "addressed": true, "active_only": true}},
 		{"taken over", plain("x"), func(h *harness, b binding.Binding, cfg, sid string) {
 			want := h.metric("takeover_sessions_active", nil) + 1
-			h.putRecord(b, sid, &takeover.Record{V: 1, Gen: "00000000000000b1", SessionKey: "bot-a:group_g", Type: "group", TargetID: "g", BotUUID: "bot-a",
-				Members: []takeover.Member{}, Takeover: takeover.TakeoverState{Active: true, ExpiresAt: h.now().UnixMilli() + 600_000}})
+			h.putRecord(b, sid, &model.Record{V: 1, Gen: "00000000000000b1", SessionKey: "bot-a:group_g", Type: "group", TargetID: "g", BotUUID: "bot-a",
+				Members: []model.Member{}, Takeover: model.TakeoverState{Active: true, ExpiresAt: h.now().UnixMilli() + 600_000}})
 			waitFor(h.t, "the view to see the takeover", func() bool { return h.metric("takeover_sessions_active", nil) == want })
 		}, map[string]bool{"all": true, "addressed": true, "active_only": true}},
 		{"unread", plain("x"), func(h *harness, b binding.Binding, cfg, sid string) {
-			h.putRecord(b, sid, &takeover.Record{V: 1, Gen: "00000000000000b2", SessionKey: "bot-a:group_g", Type: "group", TargetID: "g", BotUUID: "bot-a",
-				Members: []takeover.Member{}, Unread: true})
+			h.putRecord(b, sid, &model.Record{V: 1, Gen: "00000000000000b2", SessionKey: "bot-a:group_g", Type: "group", TargetID: "g", BotUUID: "bot-a",
+				Members: []model.Member{}, Unread: true})
 		}, map[string]bool{"all": true, "addressed": false, "active_only": true}},
 	}
 	for _, policy := range []string{"all", "addressed", "active_only"} {
@@ -85,8 +86,8 @@ func TestForeignIdentityCannotWrite(t *testing.T) {
 	b := newBinding("id3")
 	h.attach(b, `{}`, true)
 	sid := sidOf("bot-a", "person", 42)
-	h.putRecord(b, sid, &takeover.Record{V: 1, Gen: "00000000000000c1", SessionKey: "bot-a:person_42", Type: "person", TargetID: "42", BotUUID: "bot-a", Adapter: "qq",
-		Members: []takeover.Member{}, Takeover: takeover.TakeoverState{Active: true, ExpiresAt: h.now().UnixMilli() + 600_000}})
+	h.putRecord(b, sid, &model.Record{V: 1, Gen: "00000000000000c1", SessionKey: "bot-a:person_42", Type: "person", TargetID: "42", BotUUID: "bot-a", Adapter: "qq",
+		Members: []model.Member{}, Takeover: model.TakeoverState{Active: true, ExpiresAt: h.now().UnixMilli() + 600_000}})
 	// the first event fetches the adapter in the background; wait for it
 	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", "other", "other", plain("w")))
 	waitFor(t, "bot info", func() bool { return len(h.host.Calls()) > 0 })

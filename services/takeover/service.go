@@ -20,6 +20,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // Config is the service's configuration. The zero value is valid: every
@@ -105,7 +106,7 @@ type Service struct {
 	faultMu sync.RWMutex
 	fault   func(op string, sc binding.Scope) error // tests only
 
-	settings sync.Map // scope#config -> Settings
+	settings sync.Map // scope#config -> model.Settings
 	// unknownAccount remembers (scope, bot) pairs already logged for an
 	// unknown account id under record_groups=addressed.
 	unknownAccount sync.Map
@@ -144,7 +145,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 32 << 20
 	}
-	if cfg.MinTakeoverTimeout < 0 || cfg.MinTakeoverTimeout > MinTakeoverTimeout*time.Second {
+	if cfg.MinTakeoverTimeout < 0 || cfg.MinTakeoverTimeout > model.MinTakeoverTimeout*time.Second {
 		return nil, fmt.Errorf("%w: MinTakeoverTimeout must be within [0, 30s]", ErrInvalidConfig)
 	}
 	if cfg.HostTimeout <= 0 {
@@ -314,16 +315,16 @@ func (s *Service) shutdown() error {
 // settingsFor parses an installation's config once per (scope, config
 // bytes), logging the names of bad fields once. The hot path only reads a
 // sync.Map.
-func (s *Service) settingsFor(sc binding.Scope, b binding.Binding, raw json.RawMessage) Settings {
+func (s *Service) settingsFor(sc binding.Scope, b binding.Binding, raw json.RawMessage) model.Settings {
 	key := sc.String() + "#" + string(raw)
 	if len(raw) > 4096 {
 		sum := sha256.Sum256(raw)
 		key = sc.String() + "#" + hex.EncodeToString(sum[:])
 	}
 	if st, ok := s.settings.Load(key); ok {
-		return st.(Settings)
+		return st.(model.Settings)
 	}
-	st, problems := ParseSettings(raw, int(s.cfg.MinTakeoverTimeout/time.Second))
+	st, problems := model.ParseSettings(raw, int(s.cfg.MinTakeoverTimeout/time.Second))
 	if len(problems) > 0 {
 		s.log.Warn("config fields fell back to defaults", "scope", sc.String(), "runtime_revision", b.RuntimeRevision, "fields", problems)
 	}

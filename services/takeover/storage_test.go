@@ -14,6 +14,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 func TestHistoryLimit(t *testing.T) {
@@ -25,7 +26,7 @@ func TestHistoryLimit(t *testing.T) {
 		h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprintf("#%d", i))))
 	}
 	sid := sidOf("bot-a", "person", 1)
-	var all []takeover.Entry
+	var all []model.Entry
 	before := uint64(0)
 	for {
 		var p takeover.MessagePage

@@ -16,6 +16,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/batch"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // HistoryStream returns the name of history shard k (0 to HistoryShards-1),
@@ -196,7 +197,7 @@ func sessionKey(sc binding.Scope, sid string) string {
 
 // getRecord reads a session record; a missing key is (nil, 0, nil) and an
 // undecodable value wraps errCorrupt.
-func (st *store) getRecord(ctx context.Context, sc binding.Scope, sid string) (*Record, uint64, error) {
+func (st *store) getRecord(ctx context.Context, sc binding.Scope, sid string) (*model.Record, uint64, error) {
 	if err := st.check("kv.get", sc); err != nil {
 		return nil, 0, err
 	}
@@ -207,7 +208,7 @@ func (st *store) getRecord(ctx context.Context, sc binding.Scope, sid string) (*
 	if err != nil {
 		return nil, 0, err
 	}
-	r, err := DecodeRecord(e.Value())
+	r, err := model.DecodeRecord(e.Value())
 	if err != nil {
 		return nil, e.Revision(), fmt.Errorf("%w: %w", errCorrupt, err)
 	}
@@ -218,7 +219,7 @@ func (st *store) getRecord(ctx context.Context, sc binding.Scope, sid string) (*
 // the stored value is unreadable.
 type listedRecord struct {
 	sid string
-	rec *Record
+	rec *model.Record
 }
 
 // listRecords reads every session record of a scope in one request.
@@ -233,7 +234,7 @@ func (st *store) listRecords(ctx context.Context, sc binding.Scope) ([]listedRec
 	out := make([]listedRecord, len(stored))
 	for i, l := range stored {
 		out[i].sid = l.ID
-		if r, err := DecodeRecord(l.Value); err == nil {
+		if r, err := model.DecodeRecord(l.Value); err == nil {
 			out[i].rec = r
 		}
 	}
@@ -246,17 +247,17 @@ var errNoChange = bus.ErrNoChange
 // updateRecord is a read-modify-write of a session record by CAS. fn gets
 // a copy of the current record (nil when missing) and returns the new one,
 // or errNoChange. A corrupt stored value fails with errCorrupt.
-func (st *store) updateRecord(ctx context.Context, sc binding.Scope, sid string, fn func(cur *Record) (*Record, error)) (*Record, uint64, error) {
+func (st *store) updateRecord(ctx context.Context, sc binding.Scope, sid string, fn func(cur *model.Record) (*model.Record, error)) (*model.Record, uint64, error) {
 	if err := st.check("kv.update", sc); err != nil {
 		return nil, 0, err
 	}
-	var out *Record
+	var out *model.Record
 	var meant []byte
 	rev, _, err := st.kv.Update(ctx, sc, KeySession, func(cur []byte, exists bool) ([]byte, error) {
-		var r *Record
+		var r *model.Record
 		if exists {
 			var err error
-			if r, err = DecodeRecord(cur); err != nil {
+			if r, err = model.DecodeRecord(cur); err != nil {
 				return nil, fmt.Errorf("%w: %w", errCorrupt, err)
 			}
 		}
@@ -304,11 +305,11 @@ func (st *store) history(sc binding.Scope, sid string) (*historyShard, string) {
 
 // appendEntry publishes an entry on the session's history subject with its
 // id as Nats-Msg-Id, so a retried append is dropped by the server.
-func (st *store) appendEntry(ctx context.Context, sc binding.Scope, sid string, e *Entry) (uint64, error) {
+func (st *store) appendEntry(ctx context.Context, sc binding.Scope, sid string, e *model.Entry) (uint64, error) {
 	return st.appendEntryWith(ctx, sc, sid, e, true)
 }
 
-func (st *store) appendEntryWith(ctx context.Context, sc binding.Scope, sid string, e *Entry, msgID bool) (uint64, error) {
+func (st *store) appendEntryWith(ctx context.Context, sc binding.Scope, sid string, e *model.Entry, msgID bool) (uint64, error) {
 	if err := st.check("history.append", sc); err != nil {
 		return 0, err
 	}
@@ -360,7 +361,7 @@ func (st *store) close() {
 
 // storedEntry is an entry with its stream sequence.
 type storedEntry struct {
-	Entry
+	model.Entry
 	corrupt bool
 }
 
@@ -556,8 +557,8 @@ func (st *store) schedule(ctx context.Context, sc binding.Scope, sid string, exp
 	}
 	subject, _ := st.subj.Internal(Plugin, KindTimer, sc, sid)
 	target, _ := st.subj.Internal(Plugin, KindExpire, sc, sid)
-	body, _ := json.Marshal(TimerBody{SID: sid, ExpiresAt: expiresAt})
-	return bus.ScheduleAt(ctx, st.js, subject, target, time.UnixMilli(ScheduleAt(expiresAt)), body, true)
+	body, _ := json.Marshal(model.TimerBody{SID: sid, ExpiresAt: expiresAt})
+	return bus.ScheduleAt(ctx, st.js, subject, target, time.UnixMilli(model.ScheduleAt(expiresAt)), body, true)
 }
 
 // cancelSchedule removes the session's schedule and any fired message not

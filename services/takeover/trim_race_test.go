@@ -15,6 +15,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // TestHistoryLimitTrimRacingAppends is HIS-1's last case: a trim racing 20
@@ -101,7 +102,7 @@ func TestHistoryLimitTrimRacingAppends(t *testing.T) {
 	waitFor(t, "the trim to remove the noted entries", func() bool { return h.historyCount(b, sid) == 30 })
 
 	after := subjectEntries(t, h, sc, sid)
-	got := map[string]takeover.Entry{}
+	got := map[string]model.Entry{}
 	for _, e := range after {
 		got[e.Parts[0].Text] = e
 	}
@@ -137,7 +138,7 @@ func TestHistoryLimitTrimRacingAppends(t *testing.T) {
 		}
 		return true
 	})
-	checkBlobs := func(entries []takeover.Entry) {
+	checkBlobs := func(entries []model.Entry) {
 		t.Helper()
 		for _, e := range entries {
 			names := e.Blobs()
@@ -178,7 +179,7 @@ func TestHistoryLimitTrimRacingAppends(t *testing.T) {
 
 // subjectEntries reads every entry stored on a session's history subject,
 // oldest first, straight from the stream.
-func subjectEntries(t testing.TB, h *harness, sc binding.Scope, sid string) []takeover.Entry {
+func subjectEntries(t testing.TB, h *harness, sc binding.Scope, sid string) []model.Entry {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -188,7 +189,7 @@ func subjectEntries(t testing.TB, h *harness, sc binding.Scope, sid string) []ta
 		t.Fatal(err)
 	}
 	pending := int(cons.CachedInfo().NumPending)
-	var out []takeover.Entry
+	var out []model.Entry
 	for len(out) < pending {
 		batch, err := cons.Fetch(pending-len(out), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
@@ -197,7 +198,7 @@ func subjectEntries(t testing.TB, h *harness, sc binding.Scope, sid string) []ta
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			var e takeover.Entry
+			var e model.Entry
 			if err := json.Unmarshal(m.Data(), &e); err != nil {
 				t.Fatal(err)
 			}

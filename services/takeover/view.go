@@ -12,9 +12,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
-
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // Decision paths (spec §3.2).
@@ -36,7 +36,7 @@ const (
 // whole, the head holds only the takeover it could read (corrupt).
 type viewEntry struct {
 	rev     uint64
-	head    *Record
+	head    *model.Record
 	corrupt bool
 }
 
@@ -44,8 +44,8 @@ func (e viewEntry) takenOver(now int64) bool { return e.head != nil && e.head.Ta
 
 // headOf returns the part of a record that deciding and recording read:
 // identity, generation, unread and takeover, without the list metadata.
-func headOf(r *Record) *Record {
-	return &Record{V: r.V, Gen: r.Gen, SessionKey: r.SessionKey, Type: r.Type, TargetID: r.TargetID,
+func headOf(r *model.Record) *model.Record {
+	return &model.Record{V: r.V, Gen: r.Gen, SessionKey: r.SessionKey, Type: r.Type, TargetID: r.TargetID,
 		BotUUID: r.BotUUID, Adapter: r.Adapter, Legacy: r.Legacy, Unread: r.Unread, Takeover: r.Takeover}
 }
 
@@ -147,16 +147,16 @@ func (v *sessionView) handle(m jetstream.Msg) {
 		v.remove(key, meta.Sequence.Stream)
 	} else {
 		e := viewEntry{rev: meta.Sequence.Stream}
-		if r, err := DecodeRecord(m.Data()); err == nil {
+		if r, err := model.DecodeRecord(m.Data()); err == nil {
 			e.head = headOf(r)
 		} else {
 			// a record broken elsewhere still blocks by its takeover, if
 			// that part reads (an unreadable one holds none)
 			var t struct {
-				Takeover TakeoverState `json:"takeover"`
+				Takeover model.TakeoverState `json:"takeover"`
 			}
 			_ = json.Unmarshal(m.Data(), &t)
-			e.head, e.corrupt = &Record{Takeover: t.Takeover}, true
+			e.head, e.corrupt = &model.Record{Takeover: t.Takeover}, true
 		}
 		v.apply(key, e)
 	}
@@ -198,7 +198,7 @@ func (v *sessionView) remove(key string, rev uint64) {
 }
 
 // applyRecord applies a record this replica just wrote at rev.
-func (v *sessionView) applyRecord(sc binding.Scope, sid string, r *Record, rev uint64) {
+func (v *sessionView) applyRecord(sc binding.Scope, sid string, r *model.Record, rev uint64) {
 	if r == nil || rev == 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package takeover
+package model
 
 import (
 	"crypto/rand"
@@ -100,7 +100,7 @@ func NewRecord(bot, launcherType, launcherID, name string, now int64) *Record {
 	}
 	return &Record{
 		V: 1, Gen: NewGen(), SessionKey: key, Type: launcherType, TargetID: launcherID,
-		BotUUID: bot, Name: cutRunes(name, MaxNameRunes), Members: []Member{},
+		BotUUID: bot, Name: CutRunes(name, MaxNameRunes), Members: []Member{},
 		CreatedAt: now, UpdatedAt: now,
 	}
 }
@@ -144,7 +144,7 @@ func (r *Record) AddMember(id, name string, at int64) {
 	if name == "" {
 		name = id
 	}
-	name = cutRunes(name, MaxMemberNameRunes)
+	name = CutRunes(name, MaxMemberNameRunes)
 	out := make([]Member, 0, min(len(r.Members)+1, MaxMembers))
 	out = append(out, Member{ID: id, Name: name, At: at})
 	for _, m := range r.Members {
@@ -215,9 +215,9 @@ func PreviewOf(parts []Part) Preview {
 	p := parts[0]
 	switch p.Type {
 	case PartText:
-		return Preview{Kind: PartText, Text: cutRunes(p.Text, MaxPreviewRunes)}
+		return Preview{Kind: PartText, Text: CutRunes(p.Text, MaxPreviewRunes)}
 	case PartFile:
-		return Preview{Kind: PartFile, Text: cutRunes(p.Name, MaxPreviewRunes)}
+		return Preview{Kind: PartFile, Text: CutRunes(p.Name, MaxPreviewRunes)}
 	case PartImage:
 		return Preview{Kind: PartImage}
 	}
@@ -246,7 +246,7 @@ func ReplyEntryID(scope, sid, idempotencyKey string) string {
 // NoticeEntryID is the id of a notice entry; on tells the takeover notice
 // from the release notice.
 func NoticeEntryID(scope, sid string, startedAt int64, on bool) string {
-	return EntryID(scope, sid, "notice|", strconv.FormatInt(startedAt, 10), onOff(on))
+	return EntryID(scope, sid, "notice|", strconv.FormatInt(startedAt, 10), OnOff(on))
 }
 
 // ImportEntryID is the id of the i-th imported entry of a session.
@@ -254,7 +254,8 @@ func ImportEntryID(scope, sid string, i int) string {
 	return EntryID(scope, sid, "import|", strconv.Itoa(i))
 }
 
-func onOff(on bool) string {
+// OnOff is the word of a notice's direction in ids and idempotency keys.
+func OnOff(on bool) string {
 	if on {
 		return "on"
 	}

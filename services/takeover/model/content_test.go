@@ -1,4 +1,4 @@
-package takeover_test
+package model_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // pngBytes is a minimal PNG signature followed by padding.
@@ -27,8 +27,8 @@ func TestContentExtraction(t *testing.T) {
 		{"type":"File","name":"../../etc/passwd","url":"https://f.example/p"},
 		{"type":"File","name":"a.pdf","base64":"` + base64.StdEncoding.EncodeToString([]byte("%PDF-1.4 x")) + `"},
 		{"type":"Voice","url":"https://v"}, 7]`
-	c := takeover.ExtractContent(json.RawMessage(chain))
-	want := []takeover.Part{
+	c := model.ExtractContent(json.RawMessage(chain))
+	want := []model.Part{
 		{Type: "text", Text: "hi @123 @Ann @All there"},
 		{Type: "image", URL: "https://img.example/a.png"},
 		{Type: "image", Mime: "image/png", Size: int64(len(pngBytes))},
@@ -60,13 +60,13 @@ func TestContentExtraction(t *testing.T) {
 	if strings.Join(c.AtTargets, ",") != "123,u9" {
 		t.Errorf("at targets %v", c.AtTargets)
 	}
-	if p := takeover.PreviewOf(c.Parts); p.Kind != "text" || p.Text != "hi @123 @Ann @All there" {
+	if p := model.PreviewOf(c.Parts); p.Kind != "text" || p.Text != "hi @123 @Ann @All there" {
 		t.Errorf("preview %+v", p)
 	}
-	if p := takeover.PreviewOf(c.Parts[1:]); p.Kind != "image" {
+	if p := model.PreviewOf(c.Parts[1:]); p.Kind != "image" {
 		t.Errorf("image preview %+v", p)
 	}
-	if p := takeover.PreviewOf(c.Parts[8:]); p.Kind != "other" {
+	if p := model.PreviewOf(c.Parts[8:]); p.Kind != "other" {
 		t.Errorf("other preview %+v", p)
 	}
 }
@@ -74,7 +74,7 @@ func TestContentExtraction(t *testing.T) {
 func TestContentLimits(t *testing.T) {
 	t.Run("no parts", func(t *testing.T) {
 		for _, chain := range []string{`[]`, `[{"type":"Source"},{"type":"Plain","text":"  "}]`, `{}`, `null`, `garbage`} {
-			if c := takeover.ExtractContent(json.RawMessage(chain)); len(c.Parts) != 0 {
+			if c := model.ExtractContent(json.RawMessage(chain)); len(c.Parts) != 0 {
 				t.Errorf("%s gave parts %+v", chain, c.Parts)
 			}
 		}
@@ -86,14 +86,14 @@ func TestContentLimits(t *testing.T) {
 			b.WriteString(`,{"type":"Face"}`)
 		}
 		b.WriteString(`]`)
-		if c := takeover.ExtractContent(json.RawMessage(b.String())); len(c.Parts) != 20 || c.Parts[0].Type != "text" {
+		if c := model.ExtractContent(json.RawMessage(b.String())); len(c.Parts) != 20 || c.Parts[0].Type != "text" {
 			t.Fatalf("parts = %d", len(c.Parts))
 		}
 	})
 	t.Run("text cut at 64 KiB on a character boundary", func(t *testing.T) {
 		long := strings.Repeat("é", 40000)
 		chain, _ := json.Marshal([]map[string]string{{"type": "Plain", "text": long}})
-		c := takeover.ExtractContent(chain)
+		c := model.ExtractContent(chain)
 		if !c.Truncated || len(c.Parts[0].Text) > 64<<10 || !utf8.ValidString(c.Parts[0].Text) {
 			t.Fatalf("truncated=%v len=%d", c.Truncated, len(c.Parts[0].Text))
 		}
@@ -101,20 +101,20 @@ func TestContentLimits(t *testing.T) {
 	t.Run("image over 10 MiB omitted", func(t *testing.T) {
 		big := base64.StdEncoding.EncodeToString(make([]byte, 10<<20+1))
 		chain, _ := json.Marshal([]map[string]string{{"type": "Image", "base64": big}})
-		c := takeover.ExtractContent(chain)
+		c := model.ExtractContent(chain)
 		if len(c.Parts) != 1 || c.Parts[0].Omitted != "too_large" || c.Parts[0].Data != nil {
 			t.Fatalf("parts %+v", c.Parts[0].Omitted)
 		}
 		exact := base64.StdEncoding.EncodeToString(make([]byte, 10<<20))
 		chain, _ = json.Marshal([]map[string]string{{"type": "Image", "base64": exact}})
-		if c := takeover.ExtractContent(chain); c.Parts[0].Size != 10<<20 {
+		if c := model.ExtractContent(chain); c.Parts[0].Size != 10<<20 {
 			t.Fatalf("10 MiB exactly: %+v", c.Parts[0].Omitted)
 		}
 	})
 }
 
 func TestEventNames(t *testing.T) {
-	var person, group, bare takeover.EventData
+	var person, group, bare model.EventData
 	_ = json.Unmarshal([]byte(`{"launcher_type":"person","launcher_id":42,"sender_id":42,"message_event":{"sender":{"nickname":"","remark":"Bob"}}}`), &person)
 	_ = json.Unmarshal([]byte(`{"launcher_type":"group","launcher_id":"g1","sender_id":"7","message_event":{"sender":{"member_name":"Ann","group":{"name":"Support"}}}}`), &group)
 	_ = json.Unmarshal([]byte(`{"launcher_type":"group","launcher_id":"g1","sender_id":7}`), &bare)
@@ -134,7 +134,7 @@ func TestSanitizeFileName(t *testing.T) {
 		"a.pdf": "a.pdf", "../x/y.txt": "y.txt", `C:\dir\r.doc`: "r.doc", "": "file", "..": "file",
 		"a\x00b\nc": "abc", strings.Repeat("é", 150): strings.Repeat("é", 100),
 	} {
-		if got := takeover.SanitizeFileName(in); got != want {
+		if got := model.SanitizeFileName(in); got != want {
 			t.Errorf("SanitizeFileName(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -151,7 +151,7 @@ func FuzzExtractContent(f *testing.F) {
 	f.Add([]byte(`[{"type":"Voice"},1,"x",null,[],{"type":""}]`))
 	f.Add([]byte(`{"type":"Plain"}`))
 	f.Fuzz(func(t *testing.T, chain []byte) {
-		c := takeover.ExtractContent(chain)
+		c := model.ExtractContent(chain)
 		if len(c.Parts) > 20 {
 			t.Fatalf("%d parts", len(c.Parts))
 		}
@@ -237,7 +237,7 @@ func FuzzExtractContent(f *testing.F) {
 	})
 }
 
-func partEqual(a, b takeover.Part) bool {
+func partEqual(a, b model.Part) bool {
 	a.Data, b.Data = nil, nil
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)

@@ -1,4 +1,4 @@
-package takeover_test
+package model_test
 
 import (
 	"crypto/sha256"
@@ -7,20 +7,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 func TestSessionKeyCarriesBotIdentity(t *testing.T) {
-	ka := takeover.SessionKey("bot-a", "person", "42")
-	kb := takeover.SessionKey("bot-b", "person", "42")
+	ka := model.SessionKey("bot-a", "person", "42")
+	kb := model.SessionKey("bot-b", "person", "42")
 	if ka != "bot-a:person_42" {
 		t.Fatalf("key = %q", ka)
 	}
-	if ka == kb || takeover.SID(ka) == takeover.SID(kb) {
+	if ka == kb || model.SID(ka) == model.SID(kb) {
 		t.Fatal("two bots share a key or sid")
 	}
 	sum := sha256.Sum256([]byte(ka))
-	if got := takeover.SID(ka); got != hex.EncodeToString(sum[:]) || !takeover.ValidSID(got) {
+	if got := model.SID(ka); got != hex.EncodeToString(sum[:]) || !model.ValidSID(got) {
 		t.Fatalf("sid = %q", got)
 	}
 }
@@ -30,7 +30,7 @@ func TestBotUUIDAndLauncherValidation(t *testing.T) {
 		bot string
 		ok  bool
 	}{{"b1", true}, {"", false}, {"a:b", false}, {"a\nb", false}, {strings.Repeat("b", 128), true}, {strings.Repeat("b", 129), false}} {
-		if got := takeover.ValidBotUUID(tt.bot); got != tt.ok {
+		if got := model.ValidBotUUID(tt.bot); got != tt.ok {
 			t.Errorf("ValidBotUUID(%q) = %v", tt.bot, got)
 		}
 	}
@@ -42,7 +42,7 @@ func TestBotUUIDAndLauncherValidation(t *testing.T) {
 		{`""`, "", false}, {`null`, "", false}, {`true`, "", false}, {`{}`, "", false}, {`"a\u0001"`, "", false},
 		{`"` + strings.Repeat("x", 257) + `"`, "", false}, {`"` + strings.Repeat("é", 256) + `"`, strings.Repeat("é", 256), true},
 	} {
-		id, ok := takeover.LauncherID(json.RawMessage(tt.raw))
+		id, ok := model.LauncherID(json.RawMessage(tt.raw))
 		if id != tt.id || ok != tt.ok {
 			t.Errorf("LauncherID(%s) = %q, %v", tt.raw, id, ok)
 		}
@@ -50,16 +50,16 @@ func TestBotUUIDAndLauncherValidation(t *testing.T) {
 }
 
 func TestLegacyAndIdentity(t *testing.T) {
-	r := takeover.NewRecord("bot-a", "person", "42", "", 1)
-	if takeover.IsLegacy(r) || r.Name != "42" {
-		t.Fatalf("new record legacy=%v name=%q", takeover.IsLegacy(r), r.Name)
+	r := model.NewRecord("bot-a", "person", "42", "", 1)
+	if model.IsLegacy(r) || r.Name != "42" {
+		t.Fatalf("new record legacy=%v name=%q", model.IsLegacy(r), r.Name)
 	}
-	legacy := &takeover.Record{SessionKey: "person_42", Type: "person", TargetID: "42"}
-	if !takeover.IsLegacy(legacy) {
+	legacy := &model.Record{SessionKey: "person_42", Type: "person", TargetID: "42"}
+	if !model.IsLegacy(legacy) {
 		t.Fatal("unscoped key not legacy")
 	}
 	legacy.BotUUID = "bot-a"
-	if !takeover.IsLegacy(legacy) {
+	if !model.IsLegacy(legacy) {
 		t.Fatal("key not rebuilt from identity is not legacy")
 	}
 	r.Adapter = "qq"
@@ -67,14 +67,14 @@ func TestLegacyAndIdentity(t *testing.T) {
 		bot, adapter string
 		conflict     bool
 	}{{"bot-a", "qq", false}, {"bot-a", "", false}, {"bot-b", "qq", true}, {"bot-a", "tg", true}} {
-		if got := takeover.IdentityConflict(r, tt.bot, tt.adapter); got != tt.conflict {
+		if got := model.IdentityConflict(r, tt.bot, tt.adapter); got != tt.conflict {
 			t.Errorf("IdentityConflict(%s, %s) = %v", tt.bot, tt.adapter, got)
 		}
 	}
 }
 
 func TestMembersMostRecentFirstAndCapped(t *testing.T) {
-	r := takeover.NewRecord("b", "group", "1", "g", 0)
+	r := model.NewRecord("b", "group", "1", "g", 0)
 	for i := range 600 {
 		r.AddMember(string(rune('a'+i%26))+strings.Repeat("x", i/26), "", int64(i))
 	}

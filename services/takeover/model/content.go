@@ -1,4 +1,4 @@
-package takeover
+package model
 
 import (
 	"bytes"
@@ -106,7 +106,7 @@ func (c Chain) Extract() Content {
 		case "Plain":
 			text.WriteString(comp.Text)
 		case "At":
-			target, _ := idText(comp.Target)
+			target, _ := IDText(comp.Target)
 			out.AtTargets = append(out.AtTargets, target)
 			shown := comp.Display
 			if shown == "" {
@@ -163,7 +163,7 @@ func attachmentPart(kind string, comp component) Part {
 	}
 	data, err := DecodeDataURL(comp.Base64, MaxAttachmentBytes)
 	switch {
-	case err == errTooLarge:
+	case err == ErrTooLarge:
 		p.Omitted = OmittedTooLarge
 	case err != nil:
 		p.Omitted = OmittedInvalid
@@ -187,14 +187,15 @@ type contentError string
 
 func (e contentError) Error() string { return string(e) }
 
+// Errors of DecodeDataURL: ErrTooLarge is an attachment over its limit.
 const (
-	errTooLarge = contentError("takeover: attachment too large")
+	ErrTooLarge = contentError("takeover: attachment too large")
 	errBadData  = contentError("takeover: attachment not valid base64")
 )
 
 // DecodeDataURL decodes a data URL ("data:<mime>;base64,<data>") or bare
 // base64 (standard or URL alphabet, padded or not). Data over limit decoded
-// bytes gives errTooLarge without decoding it.
+// bytes gives ErrTooLarge without decoding it.
 func DecodeDataURL(s string, limit int) ([]byte, error) {
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, "data:") {
@@ -216,7 +217,7 @@ func DecodeDataURL(s string, limit int) ([]byte, error) {
 		return nil, errBadData
 	}
 	if base64.RawStdEncoding.DecodedLen(len(strings.TrimRight(s, "="))) > limit {
-		return nil, errTooLarge
+		return nil, ErrTooLarge
 	}
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		if b, err := enc.DecodeString(s); err == nil {
@@ -313,7 +314,7 @@ func (d *EventData) Chain() json.RawMessage {
 
 // Sender returns the sender id and display name (spec §3.4 rule 5).
 func (d *EventData) Sender() (id, name string) {
-	id, _ = idText(d.SenderID)
+	id, _ = IDText(d.SenderID)
 	if strings.ContainsFunc(id, unicode.IsControl) || len(id) > maxLauncherIDLen {
 		id = ""
 	}

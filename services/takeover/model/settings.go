@@ -1,4 +1,4 @@
-package takeover
+package model
 
 import (
 	"bytes"
@@ -94,10 +94,10 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 	bad := func(name string) { problems = append(problems, name) }
 
 	if v, ok := obj["takeover_timeout"]; ok {
-		n, ok := parseInt(v)
+		n, ok := ParseInt(v)
 		switch {
 		case !ok:
-			if !isNull(v) {
+			if !IsNull(v) {
 				bad("takeover_timeout")
 			}
 		case n < int64(minTimeout) || n > MaxTakeoverTimeout:
@@ -108,10 +108,10 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 		}
 	}
 	if v, ok := obj["history_limit"]; ok {
-		n, ok := parseInt(v)
+		n, ok := ParseInt(v)
 		switch {
 		case !ok:
-			if !isNull(v) {
+			if !IsNull(v) {
 				bad("history_limit")
 			}
 		case n < MinHistoryLimit || n > MaxHistoryLimit:
@@ -137,9 +137,9 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 		{"takeover_on_reply", &s.TakeoverOnReply},
 	} {
 		if v, ok := obj[f.name]; ok {
-			if b, ok := parseBool(v); ok {
+			if b, ok := ParseBool(v); ok {
 				*f.dst = b
-			} else if !isNull(v) {
+			} else if !IsNull(v) {
 				bad(f.name)
 			}
 		}
@@ -149,7 +149,7 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 		case MatchSubstring, MatchWord:
 			s.TriggerMatch = m
 		default:
-			if !isNull(v) {
+			if !IsNull(v) {
 				bad("trigger_match")
 			}
 		}
@@ -159,7 +159,7 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 		case RecordAll, RecordAddressed, RecordActiveOnly:
 			s.RecordGroups = m
 		default:
-			if !isNull(v) {
+			if !IsNull(v) {
 				bad("record_groups")
 			}
 		}
@@ -172,7 +172,7 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 		{"user_notice_on_release", &s.NoticeOnRelease},
 	} {
 		v, ok := obj[f.name]
-		if !ok || isNull(v) {
+		if !ok || IsNull(v) {
 			continue
 		}
 		var str string
@@ -182,7 +182,7 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 		}
 		str = strings.TrimSpace(str)
 		if utf8.RuneCountInString(str) > MaxNoticeRunes {
-			str = strings.TrimSpace(cutRunes(str, MaxNoticeRunes))
+			str = strings.TrimSpace(CutRunes(str, MaxNoticeRunes))
 			bad(f.name)
 		}
 		*f.dst = str
@@ -190,7 +190,8 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 	return s, problems
 }
 
-func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
+// IsNull reports whether v is the JSON null.
+func IsNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
 
 // jsonString returns v's value when it is a JSON string, else "".
 func jsonString(v json.RawMessage) string {
@@ -201,8 +202,8 @@ func jsonString(v json.RawMessage) string {
 	return s
 }
 
-// parseInt accepts a JSON integer, a float (truncated) or a decimal string.
-func parseInt(v json.RawMessage) (int64, bool) {
+// ParseInt accepts a JSON integer, a float (truncated) or a decimal string.
+func ParseInt(v json.RawMessage) (int64, bool) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 {
 		return 0, false
@@ -244,9 +245,9 @@ func isRangeErr(err error) bool {
 	return ok && ne.Err == strconv.ErrRange
 }
 
-// parseBool accepts a JSON bool or a string true/1/yes/on, false/0/no/off in
+// ParseBool accepts a JSON bool or a string true/1/yes/on, false/0/no/off in
 // any case.
-func parseBool(v json.RawMessage) (bool, bool) {
+func ParseBool(v json.RawMessage) (bool, bool) {
 	var b bool
 	if json.Unmarshal(v, &b) == nil {
 		return b, true
@@ -283,7 +284,7 @@ func parseWords(v json.RawMessage) (words []string, clean bool) {
 	}
 	seen := make(map[string]bool)
 	for _, it := range items {
-		w, ok := scalarText(it)
+		w, ok := ScalarText(it)
 		if !ok {
 			clean = false
 			continue
@@ -309,9 +310,9 @@ func parseWords(v json.RawMessage) (words []string, clean bool) {
 	return words, clean
 }
 
-// scalarText is the text of a JSON string, number or bool; null, objects and
+// ScalarText is the text of a JSON string, number or bool; null, objects and
 // arrays give false.
-func scalarText(v json.RawMessage) (string, bool) {
+func ScalarText(v json.RawMessage) (string, bool) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 {
 		return "", false
@@ -339,8 +340,8 @@ func scalarText(v json.RawMessage) (string, bool) {
 	return "", false
 }
 
-// cutRunes returns the first n runes of s.
-func cutRunes(s string, n int) string {
+// CutRunes returns the first n runes of s.
+func CutRunes(s string, n int) string {
 	i := 0
 	for j := range s {
 		if i == n {

@@ -1,4 +1,4 @@
-package takeover
+package model
 
 import (
 	"strings"

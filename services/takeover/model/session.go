@@ -1,4 +1,4 @@
-package takeover
+package model
 
 import (
 	"bytes"
@@ -62,7 +62,7 @@ func ValidBotUUID(bot string) bool {
 // LauncherID returns the literal text of a launcher id given as a JSON string
 // or number: 1-256 characters without control characters (spec §3.2 step 3).
 func LauncherID(raw json.RawMessage) (string, bool) {
-	id, ok := idText(raw)
+	id, ok := IDText(raw)
 	if !ok || id == "" || utf8.RuneCountInString(id) > maxLauncherIDLen {
 		return "", false
 	}
@@ -72,8 +72,8 @@ func LauncherID(raw json.RawMessage) (string, bool) {
 	return id, true
 }
 
-// idText is the literal text of a JSON string or number id.
-func idText(raw json.RawMessage) (string, bool) {
+// IDText is the literal text of a JSON string or number id.
+func IDText(raw json.RawMessage) (string, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return "", false

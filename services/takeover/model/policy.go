@@ -1,4 +1,4 @@
-package takeover
+package model
 
 // RecordFacts are what the group recording policy looks at for one message.
 type RecordFacts struct {

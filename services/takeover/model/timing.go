@@ -1,4 +1,4 @@
-package takeover
+package model
 
 // The takeover timing of spec §6 as pure functions of a record and a clock
 // reading in Unix milliseconds.
