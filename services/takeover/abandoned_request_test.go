@@ -22,6 +22,7 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/console"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // abandonConsole is the HTTP console of a harness's replica on a real
@@ -140,7 +141,7 @@ func (h *harness) sessionState(b binding.Binding, sid string) sessionState {
 	sc, _ := b.Scope()
 	s := sessionState{rec: h.record(b, sid), hist: h.historyCount(b, sid)}
 	if s.hist > 0 {
-		obs, err := h.js.ObjectStore(ctx, takeover.BlobBucket)
+		obs, err := h.js.ObjectStore(ctx, store.BlobBucket)
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -155,11 +156,11 @@ func (h *harness) sessionState(b binding.Binding, sid string) sessionState {
 			}
 		}
 	}
-	timers, err := h.js.Stream(ctx, takeover.TimerStream)
+	timers, err := h.js.Stream(ctx, store.TimerStream)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, takeover.KindTimer, sc, sid)
+	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, store.KindTimer, sc, sid)
 	m, err := timers.GetLastMsgForSubject(ctx, subj)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
@@ -349,7 +350,7 @@ func TestAbandonedRequestLeavesConsistentState(t *testing.T) {
 				}
 				h.consoleEqualsStorage(c, b, sid, st)
 				if tc.name == "delete" {
-					obs, _ := h.js.ObjectStore(context.Background(), takeover.BlobBucket)
+					obs, _ := h.js.ObjectStore(context.Background(), store.BlobBucket)
 					for _, name := range blobs {
 						if _, err := obs.GetInfo(context.Background(), name); !errors.Is(err, jetstream.ErrObjectNotFound) {
 							t.Fatalf("blob %s left after the delete: %v", name, err)

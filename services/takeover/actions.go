@@ -9,12 +9,13 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // afterTakeover follows a committed start or extension: the schedule, the
 // live event and, for a start, the takeover notice (spec §6, §3.7).
 func (s *Service) afterTakeover(ctx context.Context, sc binding.Scope, b binding.Binding, set model.Settings, sid string, rec *model.Record, tr model.Transition) {
-	if err := s.st.schedule(ctx, sc, sid, rec.Takeover.ExpiresAt); err != nil {
+	if err := s.st.Schedule(ctx, sc, sid, rec.Takeover.ExpiresAt); err != nil {
 		// the resume sweep or the next action re-arms it; the deadline still
 		// holds for every decision
 		s.log.ErrorContext(ctx, "arming the takeover expiry failed", "scope", sc.String(), "sid", sid, "err", err)
@@ -29,7 +30,7 @@ func (s *Service) afterTakeover(ctx context.Context, sc binding.Scope, b binding
 // release), the live event, and the release notice.
 func (s *Service) afterRelease(ctx context.Context, sc binding.Scope, b binding.Binding, set model.Settings, sid string, rec *model.Record, cancelTimer bool) {
 	if cancelTimer {
-		if err := s.st.cancelSchedule(ctx, sc, sid); err != nil {
+		if err := s.st.CancelSchedule(ctx, sc, sid); err != nil {
 			// a stray fire finds the record inactive and only acks
 			s.log.WarnContext(ctx, "removing the takeover expiry failed", "scope", sc.String(), "sid", sid, "err", err)
 		}
@@ -62,7 +63,7 @@ func (s *Service) takeoverView(rec *model.Record, set model.Settings) TakeoverVi
 // publishLive sends a live message to the scope's live subject (best
 // effort, spec §7.5).
 func (s *Service) publishLive(sc binding.Scope, l model.Live) {
-	subject, err := s.subj.Internal(Plugin, KindLive, sc)
+	subject, err := s.subj.Internal(Plugin, store.KindLive, sc)
 	if err != nil {
 		return
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 	"github.com/langbot-nats/plugins/services/takeover/console"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 var _ console.Operations = (*Service)(nil)
@@ -123,7 +124,7 @@ func (s *Service) ConsoleCheck(sc binding.Scope) error {
 
 // ConsoleSubscribe delivers the scope's live subject to f until stop.
 func (s *Service) ConsoleSubscribe(sc binding.Scope, f func([]byte)) (func(), error) {
-	subject, err := s.subj.Internal(Plugin, KindLive, sc)
+	subject, err := s.subj.Internal(Plugin, store.KindLive, sc)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,19 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
+
+// Decision paths (spec §3.2).
+const (
+	PathView     = "view"
+	PathDirect   = "direct"
+	PathFallback = "fallback"
+)
+
+// directReadWait bounds the direct read of a decision while the view is
+// not live (spec §3.2).
+const directReadWait = 250 * time.Millisecond
 
 // Events the service handles (spec §3.1).
 const (
@@ -57,7 +69,7 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	set := s.settingsFor(inv.Scope, inv.Binding, inv.Config)
 	now := s.nowMS()
 	sid := model.SID(model.SessionKey(ev.BotUUID, data.LauncherType, lid))
-	key := sessionKey(inv.Scope, sid)
+	key := store.SessionKey(inv.Scope, sid)
 	taken, path := s.decide(ctx, inv.Scope, sid, key, now)
 	var chain model.Chain
 	var word string
@@ -70,7 +82,7 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	auto := hit && set.AutoTakeoverOnTrigger
 	blocked := taken || auto
 	if auto && !taken {
-		s.view.addPending(key, now+set.TimeoutMillis())
+		s.view.AddPending(key, now+set.TimeoutMillis())
 	}
 	took := time.Since(start)
 	s.metrics.decisionSeconds.Observe(took.Seconds())
@@ -106,19 +118,19 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 
 // decide evaluates taken_over for a session key by the table of spec §3.2.
 func (s *Service) decide(ctx context.Context, sc binding.Scope, sid, key string, now int64) (bool, string) {
-	if s.view.pendingTakenOver(key, now) {
+	if s.view.PendingTakenOver(key, now) {
 		return true, PathView
 	}
-	if s.view.live() {
-		e, ok := s.view.lookup(key)
-		return ok && e.takenOver(now), PathView
+	if s.view.Live() {
+		e, ok := s.view.Lookup(key)
+		return ok && e.TakenOver(now), PathView
 	}
 	rctx, cancel := context.WithTimeout(ctx, directReadWait)
 	defer cancel()
-	rec, _, err := s.st.getRecord(rctx, sc, sid)
+	rec, _, err := s.st.GetRecord(rctx, sc, sid)
 	if err == nil {
 		return rec != nil && rec.Takeover.TakenOver(now), PathDirect
 	}
-	e, ok := s.view.lookup(key)
-	return ok && e.takenOver(now), PathFallback
+	e, ok := s.view.Lookup(key)
+	return ok && e.TakenOver(now), PathFallback
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // handleFired handles a fired expiry schedule (spec §6 rule 5). The fire
@@ -31,9 +32,9 @@ func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
 		_ = f.Ack(ctx)
 		return
 	}
-	rec, _, err := s.st.getRecord(ctx, sc, sid)
+	rec, _, err := s.st.GetRecord(ctx, sc, sid)
 	if err != nil {
-		if errors.Is(err, errCorrupt) {
+		if errors.Is(err, store.ErrCorrupt) {
 			_ = f.Ack(ctx)
 			return
 		}
@@ -47,7 +48,7 @@ func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
 	case model.FireNakUntil:
 		_ = f.Nak(time.Duration(rec.Takeover.ExpiresAt-now)*time.Millisecond + 50*time.Millisecond)
 	case model.FireRearm:
-		if err := s.st.schedule(ctx, sc, sid, rec.Takeover.ExpiresAt); err != nil {
+		if err := s.st.Schedule(ctx, sc, sid, rec.Takeover.ExpiresAt); err != nil {
 			_ = f.Nak(5 * time.Second)
 			return
 		}
@@ -67,10 +68,10 @@ func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
 func (s *Service) expire(ctx context.Context, sc binding.Scope, a *bus.Authority, sid string) error {
 	now := s.nowMS()
 	released := false
-	rec, rev, err := s.st.updateRecord(ctx, sc, sid, func(cur *model.Record) (*model.Record, error) {
+	rec, rev, err := s.st.UpdateRecord(ctx, sc, sid, func(cur *model.Record) (*model.Record, error) {
 		released = false
 		if cur == nil || !cur.Takeover.Active || now < cur.Takeover.ExpiresAt {
-			return nil, errNoChange
+			return nil, store.ErrNoChange
 		}
 		r := cur.Clone()
 		r.Takeover.Release(now, "", model.ReasonTimeout)
@@ -81,7 +82,7 @@ func (s *Service) expire(ctx context.Context, sc binding.Scope, a *bus.Authority
 	if err != nil || !released {
 		return err
 	}
-	s.view.applyRecord(sc, sid, rec, rev)
+	s.view.ApplyRecord(sc, sid, rec, rev)
 	cfg, err := s.runner.OpenConfig(sc, a)
 	if err != nil {
 		cfg = nil
@@ -103,13 +104,13 @@ func (s *Service) onTransition(ctx context.Context, sc binding.Scope, prev *bus.
 // resume releases every active session of the scope whose deadline passed
 // and re-arms the schedule of the others.
 func (s *Service) resume(ctx context.Context, sc binding.Scope, a *bus.Authority) error {
-	stored, err := s.st.listRecords(ctx, sc)
+	stored, err := s.st.ListRecords(ctx, sc)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, l := range stored {
-		sid, rec := l.sid, l.rec
+		sid, rec := l.SID, l.Rec
 		if rec == nil {
 			continue
 		}
@@ -117,7 +118,7 @@ func (s *Service) resume(ctx context.Context, sc binding.Scope, a *bus.Authority
 		case model.FireRelease:
 			errs = append(errs, s.expire(ctx, sc, a, sid))
 		case model.FireRearm:
-			errs = append(errs, s.st.schedule(ctx, sc, sid, rec.Takeover.ExpiresAt))
+			errs = append(errs, s.st.Schedule(ctx, sc, sid, rec.Takeover.ExpiresAt))
 		}
 	}
 	return errors.Join(errs...)
@@ -127,7 +128,7 @@ func (s *Service) resume(ctx context.Context, sc binding.Scope, a *bus.Authority
 // tombstone drops the scope from the session view.
 func (s *Service) onAuthority(sc binding.Scope, a bus.Authority) {
 	if a.State == bus.StateRemoved {
-		s.view.dropScope(sc)
+		s.view.DropScope(sc)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // harness is one takeover replica on an embedded server, a fake host and an
@@ -283,7 +284,7 @@ func (h *harness) record(b binding.Binding, sid string) *model.Record {
 // historyOf returns the stream and subject of a session's history.
 func historyOf(t testing.TB, js jetstream.JetStream, sc binding.Scope, sid string) (jetstream.Stream, string) {
 	t.Helper()
-	_, name, subj := takeover.HistoryOf(bus.Subjects{}, sc, sid)
+	_, name, subj := store.HistoryOf(bus.Subjects{}, sc, sid)
 	st, err := js.Stream(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
@@ -295,8 +296,8 @@ func historyOf(t testing.TB, js jetstream.JetStream, sc binding.Scope, sid strin
 // last sequences grows with every append anywhere.
 func historyState(t testing.TB, js jetstream.JetStream) (lastSeqs, msgs, bytes uint64) {
 	t.Helper()
-	for k := range takeover.HistoryShards {
-		st, err := js.Stream(context.Background(), takeover.HistoryStream(k))
+	for k := range store.HistoryShards {
+		st, err := js.Stream(context.Background(), store.HistoryStream(k))
 		if err != nil {
 			t.Fatal(err)
 		}

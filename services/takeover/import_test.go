@@ -13,6 +13,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/admin"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -52,11 +53,11 @@ func importFixture(b binding.Binding) (map[string]string, map[string]string) {
 	return rows, sids
 }
 
-func runImport(t *testing.T, h *harness, b binding.Binding, rows map[string]string) (*takeover.ImportSummary, error) {
+func runImport(t *testing.T, h *harness, b binding.Binding, rows map[string]string) (*admin.ImportSummary, error) {
 	t.Helper()
 	data, _ := json.Marshal(rows)
 	sc, _ := b.Scope()
-	return takeover.Import(context.Background(), h.js, takeover.ImportOptions{Scope: sc, Data: data})
+	return admin.Import(context.Background(), h.js, admin.ImportOptions{Scope: sc, Data: data})
 }
 
 func TestImportOriginalRecords(t *testing.T) {
@@ -167,17 +168,17 @@ func TestImportPrefixAndValidation(t *testing.T) {
 	}
 	empty := ""
 	data, _ := json.Marshal(rows)
-	sum, err = takeover.Import(context.Background(), h.js, takeover.ImportOptions{Scope: sc, Data: data, SourcePrefix: &empty})
+	sum, err = admin.Import(context.Background(), h.js, admin.ImportOptions{Scope: sc, Data: data, SourcePrefix: &empty})
 	if err != nil || sum.Imported != 1 {
 		t.Fatalf("dedicated prefix %v %v", sum, err)
 	}
 	rows[p+"ht_storage_schema"] = base64.StdEncoding.EncodeToString([]byte("3"))
-	if _, err := runImport(t, h, b, rows); !errors.Is(err, takeover.ErrImport) {
+	if _, err := runImport(t, h, b, rows); !errors.Is(err, admin.ErrImport) {
 		t.Fatalf("schema 3: %v", err)
 	}
 	// JSON lines input
 	lines := fmt.Sprintf(`{"key":%q,"value_base64":%q}`+"\n", k, v)
-	sum, err = takeover.Import(context.Background(), h.js, takeover.ImportOptions{Scope: sc, Data: []byte(lines), SourcePrefix: &empty, DryRun: true})
+	sum, err = admin.Import(context.Background(), h.js, admin.ImportOptions{Scope: sc, Data: []byte(lines), SourcePrefix: &empty, DryRun: true})
 	if err != nil || sum.Imported != 1 {
 		t.Fatalf("json lines %v %v", sum, err)
 	}

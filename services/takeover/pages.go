@@ -15,6 +15,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // ConsolePageID is the page id of the console (spec §7.1).
@@ -41,7 +42,7 @@ type PageCall struct {
 }
 
 // Do runs one console operation (spec §7.2) and returns its result. The
-// error is a *bus.Error, errCorrupt for an unreadable record, or a storage
+// error is a *bus.Error, store.ErrCorrupt for an unreadable record, or a storage
 // error (wireError maps the last two).
 func (s *Service) Do(ctx context.Context, c PageCall, req PageRequest) (any, error) {
 	if c.Inactive && req.Op.IsAction() {
@@ -159,7 +160,7 @@ func wireError(err error) error {
 	if errors.As(err, &be) {
 		return be
 	}
-	if errors.Is(err, errCorrupt) {
+	if errors.Is(err, store.ErrCorrupt) {
 		return bus.WithReason(bus.ErrInternal, ReasonUnreadable, "the session's stored record is unreadable")
 	}
 	if errors.Is(err, context.Canceled) {
@@ -203,7 +204,7 @@ func (s *Service) attachmentLimit() int {
 
 // mustRecord reads a record that must exist.
 func (s *Service) mustRecord(ctx context.Context, sc binding.Scope, sid string) (*model.Record, error) {
-	rec, _, err := s.st.getRecord(ctx, sc, sid)
+	rec, _, err := s.st.GetRecord(ctx, sc, sid)
 	if err != nil {
 		return nil, err
 	}
@@ -266,14 +267,14 @@ type SessionList struct {
 }
 
 func (s *Service) listSessions(ctx context.Context, c PageCall, req PageRequest) (SessionList, error) {
-	stored, err := s.st.listRecords(ctx, c.Scope)
+	stored, err := s.st.ListRecords(ctx, c.Scope)
 	if err != nil {
 		return SessionList{}, err
 	}
 	all := make([]Summary, 0, len(stored))
 	q := strings.ToLower(req.Query)
 	for _, l := range stored {
-		sid, rec := l.sid, l.rec
+		sid, rec := l.SID, l.Rec
 		if rec == nil {
 			all = append(all, Summary{SID: sid, Error: ReasonUnreadable})
 			continue
@@ -359,7 +360,7 @@ func (s *Service) messages(ctx context.Context, c PageCall, req PageRequest) (Me
 	if err != nil {
 		return MessagePage{}, err
 	}
-	entries, _, err := s.st.readHistory(ctx, c.Scope, req.SID)
+	entries, _, err := s.st.ReadHistory(ctx, c.Scope, req.SID)
 	if err != nil {
 		return MessagePage{}, err
 	}
@@ -391,7 +392,7 @@ func (s *Service) consoleTakeover(ctx context.Context, c PageCall, sid string) (
 	}
 	now := s.nowMS()
 	var tr model.Transition
-	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
+	rec, rev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil {
 			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 		}
@@ -406,7 +407,7 @@ func (s *Service) consoleTakeover(ctx context.Context, c PageCall, sid string) (
 	if err != nil {
 		return TakeoverView{}, err
 	}
-	s.view.applyRecord(c.Scope, sid, rec, rev)
+	s.view.ApplyRecord(c.Scope, sid, rec, rev)
 	s.afterTakeover(ctx, c.Scope, c.Binding, c.Settings, sid, rec, tr)
 	return s.takeoverView(rec, c.Settings), nil
 }
@@ -421,14 +422,14 @@ func (s *Service) consoleRelease(ctx context.Context, c PageCall, sid string) (T
 	}
 	now := s.nowMS()
 	released := false
-	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
+	rec, rev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		released = false
 		if cur == nil {
 			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 		}
 		r := cur.Clone()
 		if r.Takeover.Release(now, c.Operator, model.ReasonManual) == model.Unchanged {
-			return nil, errNoChange
+			return nil, store.ErrNoChange
 		}
 		released = true
 		r.UpdatedAt = now
@@ -438,7 +439,7 @@ func (s *Service) consoleRelease(ctx context.Context, c PageCall, sid string) (T
 		return TakeoverView{}, err
 	}
 	if released {
-		s.view.applyRecord(c.Scope, sid, rec, rev)
+		s.view.ApplyRecord(c.Scope, sid, rec, rev)
 		s.afterRelease(ctx, c.Scope, c.Binding, c.Settings, sid, rec, true)
 	}
 	return s.takeoverView(rec, c.Settings), nil
@@ -452,12 +453,12 @@ func (s *Service) markHandled(ctx context.Context, c PageCall, sid string) (Summ
 	if model.IsLegacy(rec) {
 		return Summary{}, legacyErr()
 	}
-	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
+	rec, rev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil {
 			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 		}
 		if !cur.Unread && cur.TriggeredWord == "" {
-			return nil, errNoChange
+			return nil, store.ErrNoChange
 		}
 		r := cur.Clone()
 		r.Unread, r.TriggeredWord = false, ""
@@ -467,7 +468,7 @@ func (s *Service) markHandled(ctx context.Context, c PageCall, sid string) (Summ
 	if err != nil {
 		return Summary{}, err
 	}
-	s.view.applyRecord(c.Scope, sid, rec, rev)
+	s.view.ApplyRecord(c.Scope, sid, rec, rev)
 	sum := s.summaryWith(sid, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID))
 	s.publishLive(c.Scope, model.Live{Type: model.LiveSession, SID: sid, Data: sum})
 	return sum, nil
@@ -542,7 +543,7 @@ func (s *Service) blob(ctx context.Context, c PageCall, req PageRequest) (BlobDa
 	if _, err := s.mustRecord(ctx, c.Scope, req.SID); err != nil {
 		return BlobData{}, err
 	}
-	data, mime, err := s.st.getBlob(ctx, c.Scope, req.Name)
+	data, mime, err := s.st.GetBlob(ctx, c.Scope, req.Name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return BlobData{}, bus.Errorf(bus.ErrNotFound, "no such attachment")
 	}
@@ -574,7 +575,7 @@ func (s *Service) export(ctx context.Context, c PageCall, req PageRequest) (Expo
 	if err != nil {
 		return Export{}, err
 	}
-	entries, _, err := s.st.readHistory(ctx, c.Scope, req.SID)
+	entries, _, err := s.st.ReadHistory(ctx, c.Scope, req.SID)
 	if err != nil {
 		return Export{}, err
 	}
@@ -588,7 +589,7 @@ func (s *Service) export(ctx context.Context, c PageCall, req PageRequest) (Expo
 			}
 			bd := BlobData{Mime: p.Mime, Size: int(p.Size)}
 			if req.InlineBlobs {
-				data, mime, err := s.st.getBlob(ctx, c.Scope, p.Blob)
+				data, mime, err := s.st.GetBlob(ctx, c.Scope, p.Blob)
 				if err == nil {
 					total += len(data)
 					if total > maxExportInline {
@@ -607,9 +608,9 @@ func (s *Service) export(ctx context.Context, c PageCall, req PageRequest) (Expo
 // every view sees), then its blobs, history and timer (spec §5.5 rule 5).
 // A repeated call finishes what a failed one left.
 func (s *Service) deleteSession(ctx context.Context, c PageCall, sid string) (map[string]bool, error) {
-	rec, _, err := s.st.getRecord(ctx, c.Scope, sid)
-	existed := rec != nil || errors.Is(err, errCorrupt)
-	if err != nil && !errors.Is(err, errCorrupt) {
+	rec, _, err := s.st.GetRecord(ctx, c.Scope, sid)
+	existed := rec != nil || errors.Is(err, store.ErrCorrupt)
+	if err != nil && !errors.Is(err, store.ErrCorrupt) {
 		return nil, err
 	}
 	left, err := s.removeSession(ctx, c.Scope, sid, existed)
@@ -628,14 +629,11 @@ func (s *Service) deleteSession(ctx context.Context, c PageCall, sid string) (ma
 // last sequence read and the timer. It reports whether any history was left.
 func (s *Service) removeSession(ctx context.Context, sc binding.Scope, sid string, purgeKey bool) (bool, error) {
 	if purgeKey {
-		if err := s.st.check("kv.purge", sc); err != nil {
-			return false, err
-		}
-		if err := s.st.kv.Purge(ctx, sc, KeySession, sid); err != nil {
+		if err := s.st.PurgeRecord(ctx, sc, sid); err != nil {
 			return false, err
 		}
 	}
-	entries, last, err := s.st.readHistory(ctx, sc, sid)
+	entries, last, err := s.st.ReadHistory(ctx, sc, sid)
 	if err != nil {
 		return false, err
 	}
@@ -643,32 +641,27 @@ func (s *Service) removeSession(ctx context.Context, sc binding.Scope, sid strin
 	for _, e := range entries {
 		blobs = append(blobs, e.Blobs()...)
 	}
-	if err := s.st.deleteBlobs(ctx, sc, blobs); err != nil {
+	if err := s.st.DeleteBlobs(ctx, sc, blobs); err != nil {
 		return false, err
 	}
 	if last > 0 {
-		if err := s.st.purgeHistory(ctx, sc, sid, last+1); err != nil {
+		if err := s.st.PurgeHistory(ctx, sc, sid, last+1); err != nil {
 			return false, err
 		}
 	}
-	if err := s.st.cancelSchedule(ctx, sc, sid); err != nil {
+	if err := s.st.CancelSchedule(ctx, sc, sid); err != nil {
 		return false, err
 	}
 	return len(entries) > 0, nil
 }
 
 func (s *Service) clear(ctx context.Context, c PageCall) (map[string]int, error) {
-	sids, err := s.st.kv.Keys(ctx, c.Scope, KeySession)
-	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+	sids, err := s.st.SessionIDs(ctx, c.Scope)
+	if err != nil {
 		return nil, err
 	}
-	if err := s.st.check("kv.purge", c.Scope); err != nil {
+	if err := s.st.PurgeRecords(ctx, c.Scope, sids); err != nil {
 		return nil, err
-	}
-	for _, sid := range sids {
-		if err := s.st.kv.Purge(ctx, c.Scope, KeySession, sid); err != nil {
-			return nil, err
-		}
 	}
 	if err := s.sweepScope(ctx, c.Scope); err != nil {
 		return nil, err
@@ -681,8 +674,8 @@ func (s *Service) clear(ctx context.Context, c PageCall) (map[string]int, error)
 // and its timers. Appends racing it survive; their sessions were purged, so
 // they start afresh.
 func (s *Service) sweepScope(ctx context.Context, sc binding.Scope) error {
-	if err := s.st.sweepHistory(ctx, sc); err != nil {
+	if err := s.st.SweepHistory(ctx, sc); err != nil {
 		return err
 	}
-	return bus.PurgeSubjects(ctx, s.st.timers, s.subj.InternalScope(Plugin, KindTimer, sc), s.subj.InternalScope(Plugin, KindExpire, sc))
+	return s.st.PurgeTimers(ctx, sc)
 }

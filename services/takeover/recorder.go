@@ -12,6 +12,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // recordJob is the recording of one event, done after the decision.
@@ -181,7 +182,7 @@ func (r *recorder) submit(j *recordJob) (reason string) {
 
 func (s *Service) dropRecording(j *recordJob, reason string) {
 	s.metrics.recordDropped.WithLabelValues(reason).Inc()
-	s.view.settlePending(j.key)
+	s.view.SettlePending(j.key)
 }
 
 // errIdentity refuses a recording into a session of another bot or
@@ -192,7 +193,7 @@ var errIdentity = errors.New("takeover: session identity mismatch")
 func (s *Service) record(j *recordJob) {
 	ctx, cancel := context.WithTimeout(trace.ContextWithRemoteSpanContext(s.runCtx, j.span), 30*time.Second)
 	defer cancel()
-	defer s.view.settlePending(j.key)
+	defer s.view.SettlePending(j.key)
 
 	var parts []model.Part
 	truncated := false
@@ -257,25 +258,25 @@ func (s *Service) record(j *recordJob) {
 		j.release()
 		s.publishLive(j.sc, model.Live{Type: model.LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": e.Gen, "entry": e}})
 	}
-	delta := metaDelta{adapter: bi.adapter, updatedAt: j.now}
+	delta := store.MetaDelta{Adapter: bi.adapter, UpdatedAt: j.now}
 	if !j.ai && j.sessionName != "" {
-		delta.name = j.sessionName
+		delta.Name = j.sessionName
 	}
 	if keep {
 		if j.ltype == model.LauncherGroup && !j.ai && j.senderID != "" {
-			delta.members = []model.Member{{ID: j.senderID, Name: j.senderName, At: j.now}}
+			delta.Members = []model.Member{{ID: j.senderID, Name: j.senderName, At: j.now}}
 		}
-		delta.lastMsgAt, delta.preview, delta.historyInc = j.now, model.PreviewOf(parts), 1
+		delta.LastMsgAt, delta.Preview, delta.HistoryInc = j.now, model.PreviewOf(parts), 1
 	}
 	if appendFirst {
 		// plain metadata is coalesced (spec §3.3 step 3)
-		s.meta.add(j.sc, j.sid, j.bot, j.set, delta)
+		s.meta.Add(j.sc, j.sid, j.bot, j.set, delta)
 		return
 	}
 	auto := j.hit && j.set.AutoTakeoverOnTrigger
 	var tr model.Transition
-	unlock := s.lockSession(j.sc, j.sid)
-	rec, rev, err := s.st.updateRecord(ctx, j.sc, j.sid, func(cur *model.Record) (*model.Record, error) {
+	unlock := s.locks.Lock(j.sc, j.sid)
+	rec, rev, err := s.st.UpdateRecord(ctx, j.sc, j.sid, func(cur *model.Record) (*model.Record, error) {
 		tr = model.Unchanged
 		var r *model.Record
 		if cur == nil {
@@ -286,7 +287,7 @@ func (s *Service) record(j *recordJob) {
 			}
 			r = cur.Clone()
 		}
-		delta.apply(r)
+		delta.Apply(r)
 		if j.hit {
 			r.Unread, r.TriggeredWord, r.TriggeredAt = true, j.word, j.now
 			if auto {
@@ -307,7 +308,7 @@ func (s *Service) record(j *recordJob) {
 	if rec == nil {
 		return
 	}
-	s.view.applyRecord(j.sc, j.sid, rec, rev)
+	s.view.ApplyRecord(j.sc, j.sid, rec, rev)
 	// The entry goes first and the reply with it; arming the expiry, the
 	// live events and the notice follow, so a trigger's reply waits for
 	// two durable writes, not four. The record already holds the deadline
@@ -333,7 +334,7 @@ func (s *Service) record(j *recordJob) {
 		return
 	}
 	s.publishLive(j.sc, model.Live{Type: model.LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
-	s.maybeTrim(j.sc, j.sid, rec, j.set)
+	s.trims.MaybeTrim(j.sc, j.sid, rec, j.set)
 }
 
 // recordHead returns the head of a session's record for a recording (nil
@@ -341,17 +342,17 @@ func (s *Service) record(j *recordJob) {
 // reads no storage, else by a read. Whatever it returns, a write that
 // depends on the record (a new session, a trigger) re-reads it by CAS.
 func (s *Service) recordHead(ctx context.Context, j *recordJob) (*model.Record, error) {
-	if s.view.live() {
-		e, ok := s.view.lookup(j.key)
+	if s.view.Live() {
+		e, ok := s.view.Lookup(j.key)
 		if !ok {
 			return nil, nil
 		}
-		if e.head != nil && !e.corrupt {
-			return e.head, nil
+		if e.Head != nil && !e.Corrupt {
+			return e.Head, nil
 		}
 		// deleted or unreadable: the read tells which
 	}
-	cur, _, err := s.st.getRecord(ctx, j.sc, j.sid)
+	cur, _, err := s.st.GetRecord(ctx, j.sc, j.sid)
 	return cur, err
 }
 
@@ -360,15 +361,15 @@ func (s *Service) storeEntry(ctx context.Context, sc binding.Scope, sid string, 
 	e.Parts = make([]model.Part, len(parts))
 	for i, p := range parts {
 		if p.Data != nil {
-			name := blobName(sc, sid, e.ID, i)
-			if err := s.st.putBlob(ctx, sc, name, p.Data, p.Mime, p.Name); err != nil {
+			name := store.BlobName(sc, sid, e.ID, i)
+			if err := s.st.PutBlob(ctx, sc, name, p.Data, p.Mime, p.Name); err != nil {
 				return err
 			}
 			p.Blob, p.Data = name, nil
 		}
 		e.Parts[i] = p
 	}
-	seq, err := s.st.appendEntry(ctx, sc, sid, e)
+	seq, err := s.st.AppendEntry(ctx, sc, sid, e)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // replyStaleMS is how long a "sending" reply record blocks a retry.
@@ -50,13 +51,13 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 	dk := replyKeyID(sid, r.IdempotencyKey)
 
 	// 1. the idempotency record
-	if err := s.st.check("dedupe", c.Scope); err != nil {
+	if err := s.st.Check("dedupe", c.Scope); err != nil {
 		return ReplyResult{}, err
 	}
 	sending, _ := json.Marshal(model.ReplyDedupe{State: model.ReplySending, At: now})
-	rev, err := s.st.dedupe.Create(ctx, c.Scope, KeyReply, sending, dk)
+	rev, err := s.st.Dedupe().Create(ctx, c.Scope, store.KeyReply, sending, dk)
 	if bus.IsCASConflict(err) {
-		e, gerr := s.st.dedupe.Get(ctx, c.Scope, KeyReply, dk)
+		e, gerr := s.st.Dedupe().Get(ctx, c.Scope, store.KeyReply, dk)
 		if gerr != nil {
 			return ReplyResult{}, errReplyRecord
 		}
@@ -76,7 +77,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 			}
 		}
 		// take the record over; losing the race means another attempt did
-		rev, err = s.st.dedupe.UpdateAt(ctx, c.Scope, KeyReply, sending, e.Revision(), dk)
+		rev, err = s.st.Dedupe().UpdateAt(ctx, c.Scope, store.KeyReply, sending, e.Revision(), dk)
 		if bus.IsCASConflict(err) {
 			return ReplyResult{}, bus.WithReason(bus.ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
 		}
@@ -88,7 +89,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		b, _ := json.Marshal(d)
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if nrev, err := s.st.dedupe.UpdateAt(wctx, c.Scope, KeyReply, b, rev, dk); err == nil {
+		if nrev, err := s.st.Dedupe().UpdateAt(wctx, c.Scope, store.KeyReply, b, rev, dk); err == nil {
 			rev = nrev
 		}
 	}
@@ -96,7 +97,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 	// 2. the takeover first, so the AI is blocked when the reply lands
 	var tr model.Transition
 	var refused error // the update's own refusal, answered as it is
-	rec, krev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
+	rec, krev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		tr = model.Unchanged
 		if cur == nil {
 			refused = bus.Errorf(bus.ErrNotFound, "no such session")
@@ -113,7 +114,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 			tr = r.Takeover.Extend(now, c.Settings.TimeoutMillis(), c.Operator)
 		}
 		if tr == model.Unchanged {
-			return nil, errNoChange
+			return nil, store.ErrNoChange
 		}
 		r.UpdatedAt = now
 		return r, nil
@@ -126,7 +127,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		return ReplyResult{}, bus.Errorf(bus.ErrUnavailable, "the takeover could not be stored; nothing was sent")
 	}
 	if tr != model.Unchanged {
-		s.view.applyRecord(c.Scope, sid, rec, krev)
+		s.view.ApplyRecord(c.Scope, sid, rec, krev)
 		s.afterTakeoverSync(ctx, c, sid, rec, tr)
 	}
 
@@ -189,7 +190,7 @@ func (s *Service) saveReply(ctx context.Context, c PageCall, sid, gen string, r 
 	if err := s.storeEntry(ctx, c.Scope, sid, e, parts); err != nil {
 		return nil, err
 	}
-	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
+	rec, rev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil {
 			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 		}
@@ -203,16 +204,16 @@ func (s *Service) saveReply(ctx context.Context, c PageCall, sid, gen string, r 
 	if err != nil {
 		return nil, err
 	}
-	s.view.applyRecord(c.Scope, sid, rec, rev)
+	s.view.ApplyRecord(c.Scope, sid, rec, rev)
 	s.publishLive(c.Scope, model.Live{Type: model.LiveMessage, SID: sid, Data: map[string]any{"sid": sid, "gen": gen, "entry": e}})
-	s.maybeTrim(c.Scope, sid, rec, c.Settings)
+	s.trims.MaybeTrim(c.Scope, sid, rec, c.Settings)
 	return e, nil
 }
 
 // afterTakeoverSync is afterTakeover with the takeover notice's first try
 // made before returning (a reply's notice precedes the reply, spec §3.7).
 func (s *Service) afterTakeoverSync(ctx context.Context, c PageCall, sid string, rec *model.Record, tr model.Transition) {
-	if err := s.st.schedule(ctx, c.Scope, sid, rec.Takeover.ExpiresAt); err != nil {
+	if err := s.st.Schedule(ctx, c.Scope, sid, rec.Takeover.ExpiresAt); err != nil {
 		s.log.ErrorContext(ctx, "arming the takeover expiry failed", "scope", c.Scope.String(), "sid", sid, "err", err)
 	}
 	s.publishLive(c.Scope, model.Live{Type: model.LiveTakeover, SID: sid, Data: s.takeoverView(rec, c.Settings)})

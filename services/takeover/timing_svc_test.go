@@ -11,6 +11,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 func TestExpiryBySchedule(t *testing.T) {
@@ -21,7 +22,7 @@ func TestExpiryBySchedule(t *testing.T) {
 	h.attach(b, short, true)
 	sc, _ := b.Scope()
 	live := make(chan model.Live, 100)
-	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, takeover.KindLive, sc)
+	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, store.KindLive, sc)
 	sub, err := h.nc.Subscribe(subj, func(m *nats.Msg) {
 		var l model.Live
 		_ = json.Unmarshal(m.Data, &l)

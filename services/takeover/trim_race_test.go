@@ -16,6 +16,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // TestHistoryLimitTrimRacingAppends is HIS-1's last case: a trim racing 20
@@ -124,7 +125,7 @@ func TestHistoryLimitTrimRacingAppends(t *testing.T) {
 	if len(after) != 30 {
 		t.Fatalf("%d entries after the trim, want 30", len(after))
 	}
-	obs, err := h.js.ObjectStore(context.Background(), takeover.BlobBucket)
+	obs, err := h.js.ObjectStore(context.Background(), store.BlobBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

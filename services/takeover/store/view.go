@@ -1,4 +1,4 @@
-package takeover
+package store
 
 import (
 	"context"
@@ -17,30 +17,22 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
-// Decision paths (spec §3.2).
-const (
-	PathView     = "view"
-	PathDirect   = "direct"
-	PathFallback = "fallback"
-)
-
 // view timing (spec §3.2).
 const (
 	viewHeartbeat  = 2 * time.Second
 	viewStaleAfter = 10 * time.Second
-	directReadWait = 250 * time.Millisecond
 )
 
-// viewEntry is what the view keeps per session key: the revision, and the
+// ViewEntry is what the view keeps per session key: the revision, and the
 // head of the record (nil when deleted). For a record that does not decode
 // whole, the head holds only the takeover it could read (corrupt).
-type viewEntry struct {
-	rev     uint64
-	head    *model.Record
-	corrupt bool
+type ViewEntry struct {
+	Rev     uint64
+	Head    *model.Record
+	Corrupt bool
 }
 
-func (e viewEntry) takenOver(now int64) bool { return e.head != nil && e.head.Takeover.TakenOver(now) }
+func (e ViewEntry) TakenOver(now int64) bool { return e.Head != nil && e.Head.Takeover.TakenOver(now) }
 
 // headOf returns the part of a record that deciding and recording read:
 // identity, generation, unread and takeover, without the list metadata.
@@ -49,15 +41,15 @@ func headOf(r *model.Record) *model.Record {
 		BotUUID: r.BotUUID, Adapter: r.Adapter, Legacy: r.Legacy, Unread: r.Unread, Takeover: r.Takeover}
 }
 
-// sessionView is the in-process view of every session's takeover state,
+// View is the in-process view of every session's takeover state,
 // fed by an ordered consumer on the bucket's stream (spec §3.2 "The view").
 // Entries are keyed by the full key <scope>.session.<sid>.
-type sessionView struct {
+type View struct {
 	nc     *nats.Conn
 	prefix string // "$KV.<bucket>."
 
 	mu      sync.RWMutex
-	entries map[string]viewEntry
+	entries map[string]ViewEntry
 	pending map[string]int64 // trigger takeovers decided but not yet stored: key -> expires_at
 	removed map[string]bool  // tombstoned scopes
 
@@ -73,17 +65,17 @@ type sessionView struct {
 	status    chan nats.Status
 }
 
-func newSessionView(nc *nats.Conn, bucket string) *sessionView {
-	return &sessionView{
+func NewView(nc *nats.Conn, bucket string) *View {
+	return &View{
 		nc: nc, prefix: bus.KVSubject(bucket, ""),
-		entries: make(map[string]viewEntry),
+		entries: make(map[string]ViewEntry),
 		pending: make(map[string]int64),
 		removed: make(map[string]bool),
 	}
 }
 
-// start creates the ordered consumer and begins consuming.
-func (v *sessionView) start(ctx context.Context, js jetstream.JetStream, bucket string) error {
+// Start creates the ordered consumer and begins consuming.
+func (v *View) Start(ctx context.Context, js jetstream.JetStream, bucket string) error {
 	cons, err := js.OrderedConsumer(ctx, bus.KVStream(bucket), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{bus.KVSubject(bucket, bus.KVKeysFilter(KeySession))},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
@@ -116,8 +108,8 @@ func (v *sessionView) start(ctx context.Context, js jetstream.JetStream, bucket 
 	return nil
 }
 
-// stop ends consumption; the view is stale from then on.
-func (v *sessionView) stop() {
+// Stop ends consumption; the view is stale from then on.
+func (v *View) Stop() {
 	v.stopped.Store(true)
 	if v.cc != nil {
 		v.cc.Stop()
@@ -127,8 +119,8 @@ func (v *sessionView) stop() {
 	}
 }
 
-// live reports whether decisions may come from the view alone.
-func (v *sessionView) live() bool {
+// Live reports whether decisions may come from the view alone.
+func (v *View) Live() bool {
 	if !v.initialized.Load() || v.stopped.Load() || !v.connected.Load() {
 		return false
 	}
@@ -136,7 +128,7 @@ func (v *sessionView) live() bool {
 	return last == 0 || time.Since(time.Unix(0, last)) > viewStaleAfter
 }
 
-func (v *sessionView) handle(m jetstream.Msg) {
+func (v *View) handle(m jetstream.Msg) {
 	meta, err := m.Metadata()
 	if err != nil {
 		return
@@ -146,9 +138,9 @@ func (v *sessionView) handle(m jetstream.Msg) {
 	if op == "DEL" || op == "PURGE" {
 		v.remove(key, meta.Sequence.Stream)
 	} else {
-		e := viewEntry{rev: meta.Sequence.Stream}
+		e := ViewEntry{Rev: meta.Sequence.Stream}
 		if r, err := model.DecodeRecord(m.Data()); err == nil {
-			e.head = headOf(r)
+			e.Head = headOf(r)
 		} else {
 			// a record broken elsewhere still blocks by its takeover, if
 			// that part reads (an unreadable one holds none)
@@ -156,7 +148,7 @@ func (v *sessionView) handle(m jetstream.Msg) {
 				Takeover model.TakeoverState `json:"takeover"`
 			}
 			_ = json.Unmarshal(m.Data(), &t)
-			e.head, e.corrupt = &model.Record{Takeover: t.Takeover}, true
+			e.Head, e.Corrupt = &model.Record{Takeover: t.Takeover}, true
 		}
 		v.apply(key, e)
 	}
@@ -175,39 +167,39 @@ func scopeOfKey(key string) string {
 
 // apply stores e for key unless a newer revision is known or the scope is
 // removed.
-func (v *sessionView) apply(key string, e viewEntry) {
+func (v *View) apply(key string, e ViewEntry) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.removed[scopeOfKey(key)] {
 		return
 	}
-	if cur, ok := v.entries[key]; ok && cur.rev >= e.rev {
+	if cur, ok := v.entries[key]; ok && cur.Rev >= e.Rev {
 		return
 	}
 	v.entries[key] = e
 }
 
-func (v *sessionView) remove(key string, rev uint64) {
+func (v *View) remove(key string, rev uint64) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if cur, ok := v.entries[key]; ok && cur.rev >= rev {
+	if cur, ok := v.entries[key]; ok && cur.Rev >= rev {
 		return
 	}
 	// keep the revision so an older update cannot revive the entry
-	v.entries[key] = viewEntry{rev: rev}
+	v.entries[key] = ViewEntry{Rev: rev}
 }
 
-// applyRecord applies a record this replica just wrote at rev.
-func (v *sessionView) applyRecord(sc binding.Scope, sid string, r *model.Record, rev uint64) {
+// ApplyRecord applies a record this replica just wrote at rev.
+func (v *View) ApplyRecord(sc binding.Scope, sid string, r *model.Record, rev uint64) {
 	if r == nil || rev == 0 {
 		return
 	}
-	v.apply(sessionKey(sc, sid), viewEntry{rev: rev, head: headOf(r)})
+	v.apply(SessionKey(sc, sid), ViewEntry{Rev: rev, Head: headOf(r)})
 }
 
-// dropScope forgets every entry of a tombstoned scope and ignores its later
+// DropScope forgets every entry of a tombstoned scope and ignores its later
 // updates (the uninstall purge writes no per-key markers).
-func (v *sessionView) dropScope(sc binding.Scope) {
+func (v *View) DropScope(sc binding.Scope) {
 	prefix := sc.String() + "."
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -224,43 +216,46 @@ func (v *sessionView) dropScope(sc binding.Scope) {
 	}
 }
 
-func (v *sessionView) lookup(key string) (viewEntry, bool) {
+func (v *View) Lookup(key string) (ViewEntry, bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	e, ok := v.entries[key]
 	return e, ok
 }
 
-func (v *sessionView) pendingTakenOver(key string, now int64) bool {
+func (v *View) PendingTakenOver(key string, now int64) bool {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	exp, ok := v.pending[key]
 	return ok && now < exp
 }
 
-func (v *sessionView) addPending(key string, expiresAt int64) {
+func (v *View) AddPending(key string, expiresAt int64) {
 	v.mu.Lock()
 	v.pending[key] = expiresAt
 	v.mu.Unlock()
 }
 
-// settlePending drops a pending entry once its write settled (the stored
+// SettlePending drops a pending entry once its write settled (the stored
 // revision, applied separately, replaces it).
-func (v *sessionView) settlePending(key string) {
+func (v *View) SettlePending(key string) {
 	v.mu.Lock()
 	delete(v.pending, key)
 	v.mu.Unlock()
 }
 
-// activeCount counts the sessions taken over at now.
-func (v *sessionView) activeCount(now int64) int {
+// ActiveCount counts the sessions taken over at now.
+func (v *View) ActiveCount(now int64) int {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	n := 0
 	for _, e := range v.entries {
-		if e.takenOver(now) {
+		if e.TakenOver(now) {
 			n++
 		}
 	}
 	return n
 }
+
+// Connected reports whether the view counts its connection as up.
+func (v *View) Connected() bool { return v.connected.Load() }

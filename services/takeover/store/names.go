@@ -1,4 +1,4 @@
-package takeover
+package store
 
 // Names of the service's JetStream resources (spec §5.1).
 const (
@@ -13,9 +13,9 @@ const (
 	// shard is the first hex digit of its sid.
 	HistoryShards = 16
 
-	// legacyHistoryStream held every session's history before it was
-	// sharded; MigrateHistory moves its contents into the shards.
-	legacyHistoryStream = "LANGBOT_TAKEOVER_HISTORY"
+	// LegacyHistoryStream held every session's history before it was
+	// sharded; admin.MigrateHistory moves its contents into the shards.
+	LegacyHistoryStream = "LANGBOT_TAKEOVER_HISTORY"
 )
 
 // Internal subject kinds: the token after "<prefix>.takeover." of the

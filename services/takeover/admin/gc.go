@@ -1,4 +1,4 @@
-package takeover
+package admin
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // GCOptions are the inputs of GCBlobs.
@@ -50,13 +51,13 @@ func GCBlobs(ctx context.Context, js jetstream.JetStream, o GCOptions) (GCSummar
 	if err != nil {
 		return sum, err
 	}
-	defer st.close()
-	bucket, err := js.KeyValue(ctx, bus.Bucket(Plugin))
+	defer st.Close()
+	bucket, err := js.KeyValue(ctx, bus.Bucket(store.Plugin))
 	if err != nil {
 		return sum, err
 	}
 	auth := bus.NewAuthorityStore(bucket, nil, nil, now)
-	objs, err := st.blobs.List(ctx)
+	objs, err := st.ListBlobs(ctx)
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return sum, nil
 	}
@@ -95,7 +96,7 @@ func GCBlobs(ctx context.Context, js jetstream.JetStream, o GCOptions) (GCSummar
 			key := sc.String() + "." + t[3]
 			names, ok := named[key]
 			if !ok {
-				entries, _, err := st.readHistory(ctx, sc, t[3])
+				entries, _, err := st.ReadHistory(ctx, sc, t[3])
 				if err != nil {
 					return sum, err
 				}
@@ -114,7 +115,7 @@ func GCBlobs(ctx context.Context, js jetstream.JetStream, o GCOptions) (GCSummar
 			continue
 		}
 		if !o.DryRun {
-			if err := st.blobs.Delete(ctx, info.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			if err := st.DeleteBlob(ctx, info.Name); err != nil {
 				return sum, err
 			}
 		}

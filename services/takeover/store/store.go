@@ -1,4 +1,4 @@
-package takeover
+package store
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ func HistoryOf(subj bus.Subjects, sc binding.Scope, sid string) (shard int, stre
 }
 
 // shardOf is the value of a sid's first hex digit; sids are validated
-// before they reach the store (ValidSID), and anything else maps to 0.
+// before they reach the store (model.ValidSID), and anything else maps to 0.
 func shardOf(sid string) int {
 	if sid == "" {
 		return 0
@@ -64,13 +64,13 @@ type historyShard struct {
 	direct *bus.DirectReader // batched reads; nil outside the service
 }
 
-// errCorrupt marks a stored record that does not decode.
-var errCorrupt = errors.New("takeover: stored record is unreadable")
+// ErrCorrupt marks a stored record that does not decode.
+var ErrCorrupt = errors.New("takeover: stored record is unreadable")
 
-// store is the service's state: the session bucket, the dedupe bucket, the
+// Store is the service's state: the session bucket, the dedupe bucket, the
 // history and timer streams and the blob store. Every name it touches is
 // built from a Scope.
-type store struct {
+type Store struct {
 	js     jetstream.JetStream
 	subj   bus.Subjects
 	kv     *bus.KV
@@ -83,7 +83,7 @@ type store struct {
 	fault func(op string, sc binding.Scope) error
 }
 
-func (st *store) check(op string, sc binding.Scope) error {
+func (st *Store) Check(op string, sc binding.Scope) error {
 	if st.fault == nil {
 		return nil
 	}
@@ -93,13 +93,13 @@ func (st *store) check(op string, sc binding.Scope) error {
 	return nil
 }
 
-// ensure creates or updates the streams and the object store (the buckets
+// Ensure creates or updates the streams and the object store (the buckets
 // are the runner's). It writes nothing of any scope.
-func (st *store) ensure(ctx context.Context, replicas int) error {
-	if err := st.refuseLegacy(ctx); err != nil {
+func (st *Store) Ensure(ctx context.Context, replicas int) error {
+	if err := st.RefuseLegacy(ctx); err != nil {
 		return err
 	}
-	if err := st.ensureHistory(ctx, replicas); err != nil {
+	if err := st.EnsureHistory(ctx, replicas); err != nil {
 		return err
 	}
 	for k := range st.hist {
@@ -133,28 +133,28 @@ func (st *store) ensure(ctx context.Context, replicas int) error {
 // ErrLegacyHistory is returned by the service's start when the history is
 // still in the single stream of an earlier version: that stream's subjects
 // overlap the shards', so the shards cannot be created beside it. Run
-// lbctl migrate takeover-history (MigrateHistory) with the service stopped.
-var ErrLegacyHistory = errors.New("takeover: the history is in the single stream " + legacyHistoryStream +
+// lbctl migrate takeover-history (admin.MigrateHistory) with the service stopped.
+var ErrLegacyHistory = errors.New("takeover: the history is in the single stream " + LegacyHistoryStream +
 	" of an earlier version; stop the service and run: lbctl migrate takeover-history")
 
-// refuseLegacy fails with ErrLegacyHistory while the single history stream
+// RefuseLegacy fails with ErrLegacyHistory while the single history stream
 // of the earlier layout exists.
-func (st *store) refuseLegacy(ctx context.Context) error {
+func (st *Store) RefuseLegacy(ctx context.Context) error {
 	// a refused request gets no reply: bound the wait
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := st.js.Stream(ctx, legacyHistoryStream)
+	_, err := st.js.Stream(ctx, LegacyHistoryStream)
 	switch {
 	case err == nil:
 		return ErrLegacyHistory
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return nil
 	}
-	return fmt.Errorf("takeover: look for the history stream of an earlier version, %s (stream info; may this user read it?): %w", legacyHistoryStream, err)
+	return fmt.Errorf("takeover: look for the history stream of an earlier version, %s (stream info; may this user read it?): %w", LegacyHistoryStream, err)
 }
 
-// ensureHistory creates or updates the history shards.
-func (st *store) ensureHistory(ctx context.Context, replicas int) error {
+// EnsureHistory creates or updates the history shards.
+func (st *Store) EnsureHistory(ctx context.Context, replicas int) error {
 	for k := range st.hist {
 		var err error
 		st.hist[k].stream, err = bus.EnsureStream(ctx, st.js, bus.StreamSpec{
@@ -173,14 +173,14 @@ func (st *store) ensureHistory(ctx context.Context, replicas int) error {
 	return nil
 }
 
-// openHistory opens the existing history shards, for tools that run
+// OpenHistory opens the existing history shards, for tools that run
 // outside the service; they write without a batcher and read with
 // consumers.
-func (st *store) openHistory(ctx context.Context) error {
+func (st *Store) OpenHistory(ctx context.Context) error {
 	for k := range st.hist {
 		var err error
 		if st.hist[k].stream, err = st.js.Stream(ctx, HistoryStream(k)); err != nil {
-			if lerr := st.refuseLegacy(ctx); lerr != nil {
+			if lerr := st.RefuseLegacy(ctx); lerr != nil {
 				return lerr
 			}
 			return fmt.Errorf("takeover: history stream %s: %w", HistoryStream(k), err)
@@ -189,16 +189,16 @@ func (st *store) openHistory(ctx context.Context) error {
 	return nil
 }
 
-// sessionKey is the record's full KV key, <scope>.session.<sid>.
-func sessionKey(sc binding.Scope, sid string) string {
+// SessionKey is the record's full KV key, <scope>.session.<sid>.
+func SessionKey(sc binding.Scope, sid string) string {
 	k, _ := bus.Key(sc, KeySession, sid)
 	return k
 }
 
-// getRecord reads a session record; a missing key is (nil, 0, nil) and an
-// undecodable value wraps errCorrupt.
-func (st *store) getRecord(ctx context.Context, sc binding.Scope, sid string) (*model.Record, uint64, error) {
-	if err := st.check("kv.get", sc); err != nil {
+// GetRecord reads a session record; a missing key is (nil, 0, nil) and an
+// undecodable value wraps ErrCorrupt.
+func (st *Store) GetRecord(ctx context.Context, sc binding.Scope, sid string) (*model.Record, uint64, error) {
+	if err := st.Check("kv.get", sc); err != nil {
 		return nil, 0, err
 	}
 	e, err := st.kv.Get(ctx, sc, KeySession, sid)
@@ -210,45 +210,45 @@ func (st *store) getRecord(ctx context.Context, sc binding.Scope, sid string) (*
 	}
 	r, err := model.DecodeRecord(e.Value())
 	if err != nil {
-		return nil, e.Revision(), fmt.Errorf("%w: %w", errCorrupt, err)
+		return nil, e.Revision(), fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return r, e.Revision(), nil
 }
 
-// listedRecord is a session record as listRecords read it; rec is nil when
+// Listed is a session record as listRecords read it; rec is nil when
 // the stored value is unreadable.
-type listedRecord struct {
-	sid string
-	rec *model.Record
+type Listed struct {
+	SID string
+	Rec *model.Record
 }
 
-// listRecords reads every session record of a scope in one request.
-func (st *store) listRecords(ctx context.Context, sc binding.Scope) ([]listedRecord, error) {
-	if err := st.check("kv.list", sc); err != nil {
+// ListRecords reads every session record of a scope in one request.
+func (st *Store) ListRecords(ctx context.Context, sc binding.Scope) ([]Listed, error) {
+	if err := st.Check("kv.list", sc); err != nil {
 		return nil, err
 	}
 	stored, err := st.kv.List(ctx, sc, KeySession)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]listedRecord, len(stored))
+	out := make([]Listed, len(stored))
 	for i, l := range stored {
-		out[i].sid = l.ID
+		out[i].SID = l.ID
 		if r, err := model.DecodeRecord(l.Value); err == nil {
-			out[i].rec = r
+			out[i].Rec = r
 		}
 	}
 	return out, nil
 }
 
-// errNoChange lets an update function leave the record as it is.
-var errNoChange = bus.ErrNoChange
+// ErrNoChange lets an update function leave the record as it is.
+var ErrNoChange = bus.ErrNoChange
 
-// updateRecord is a read-modify-write of a session record by CAS. fn gets
+// UpdateRecord is a read-modify-write of a session record by CAS. fn gets
 // a copy of the current record (nil when missing) and returns the new one,
-// or errNoChange. A corrupt stored value fails with errCorrupt.
-func (st *store) updateRecord(ctx context.Context, sc binding.Scope, sid string, fn func(cur *model.Record) (*model.Record, error)) (*model.Record, uint64, error) {
-	if err := st.check("kv.update", sc); err != nil {
+// or ErrNoChange. A corrupt stored value fails with ErrCorrupt.
+func (st *Store) UpdateRecord(ctx context.Context, sc binding.Scope, sid string, fn func(cur *model.Record) (*model.Record, error)) (*model.Record, uint64, error) {
+	if err := st.Check("kv.update", sc); err != nil {
 		return nil, 0, err
 	}
 	var out *model.Record
@@ -258,11 +258,11 @@ func (st *store) updateRecord(ctx context.Context, sc binding.Scope, sid string,
 		if exists {
 			var err error
 			if r, err = model.DecodeRecord(cur); err != nil {
-				return nil, fmt.Errorf("%w: %w", errCorrupt, err)
+				return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 			}
 		}
 		next, err := fn(r)
-		if errors.Is(err, errNoChange) {
+		if errors.Is(err, ErrNoChange) {
 			out = r
 			return nil, err
 		}
@@ -275,7 +275,7 @@ func (st *store) updateRecord(ctx context.Context, sc binding.Scope, sid string,
 	}, sid)
 	if err == nil && meant != nil {
 		// test seam: the write was applied but its acknowledgement is lost
-		err = st.check("kv.update.ack", sc)
+		err = st.Check("kv.update.ack", sc)
 	}
 	if err != nil && meant != nil && ambiguous(err) {
 		// spec §5.5 rule 3: an ambiguous write is resolved by re-reading
@@ -298,19 +298,19 @@ func ambiguous(err error) bool {
 }
 
 // history returns the shard and subject of a session's history.
-func (st *store) history(sc binding.Scope, sid string) (*historyShard, string) {
+func (st *Store) history(sc binding.Scope, sid string) (*historyShard, string) {
 	k, _, subject := HistoryOf(st.subj, sc, sid)
 	return &st.hist[k], subject
 }
 
-// appendEntry publishes an entry on the session's history subject with its
+// AppendEntry publishes an entry on the session's history subject with its
 // id as Nats-Msg-Id, so a retried append is dropped by the server.
-func (st *store) appendEntry(ctx context.Context, sc binding.Scope, sid string, e *model.Entry) (uint64, error) {
-	return st.appendEntryWith(ctx, sc, sid, e, true)
+func (st *Store) AppendEntry(ctx context.Context, sc binding.Scope, sid string, e *model.Entry) (uint64, error) {
+	return st.AppendEntryWith(ctx, sc, sid, e, true)
 }
 
-func (st *store) appendEntryWith(ctx context.Context, sc binding.Scope, sid string, e *model.Entry, msgID bool) (uint64, error) {
-	if err := st.check("history.append", sc); err != nil {
+func (st *Store) AppendEntryWith(ctx context.Context, sc binding.Scope, sid string, e *model.Entry, msgID bool) (uint64, error) {
+	if err := st.Check("history.append", sc); err != nil {
 		return 0, err
 	}
 	b, err := json.Marshal(e)
@@ -335,7 +335,7 @@ func (st *store) appendEntryWith(ctx context.Context, sc binding.Scope, sid stri
 	}
 	if err == nil {
 		// test seam: the append was stored but its acknowledgement is lost
-		err = st.check("history.append.ack", sc)
+		err = st.Check("history.append.ack", sc)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("takeover: append: %w", err)
@@ -343,9 +343,9 @@ func (st *store) appendEntryWith(ctx context.Context, sc binding.Scope, sid stri
 	return seq, nil
 }
 
-// close stops the history batchers once their appends are written and
+// Close stops the history batchers once their appends are written and
 // releases the readers' and the session bucket's subscriptions.
-func (st *store) close() {
+func (st *Store) Close() {
 	for _, h := range st.hist {
 		if h.batch != nil {
 			h.batch.Close()
@@ -359,16 +359,16 @@ func (st *store) close() {
 	}
 }
 
-// storedEntry is an entry with its stream sequence.
-type storedEntry struct {
+// StoredEntry is an entry with its stream sequence.
+type StoredEntry struct {
 	model.Entry
-	corrupt bool
+	Corrupt bool // the stored value did not decode
 }
 
 // readSubject returns every message of a subject filter of one shard in
 // stream order, and the last sequence read.
-func (st *store) readSubject(ctx context.Context, sc binding.Scope, h *historyShard, subject string) ([]storedEntry, uint64, error) {
-	if err := st.check("history.read", sc); err != nil {
+func (st *Store) readSubject(ctx context.Context, sc binding.Scope, h *historyShard, subject string) ([]StoredEntry, uint64, error) {
+	if err := st.Check("history.read", sc); err != nil {
 		return nil, 0, err
 	}
 	cons, err := h.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
@@ -379,7 +379,7 @@ func (st *store) readSubject(ctx context.Context, sc binding.Scope, h *historySh
 		return nil, 0, fmt.Errorf("takeover: read history: %w", err)
 	}
 	pending := int(cons.CachedInfo().NumPending)
-	out := make([]storedEntry, 0, pending)
+	out := make([]StoredEntry, 0, pending)
 	var last uint64
 	for len(out) < pending {
 		batch, err := cons.Fetch(min(pending-len(out), 500), jetstream.FetchMaxWait(5*time.Second))
@@ -409,19 +409,19 @@ func (st *store) readSubject(ctx context.Context, sc binding.Scope, h *historySh
 
 // decodeStored decodes a history message; one that does not decode is
 // kept as corrupt, so that it still counts and can be trimmed.
-func decodeStored(data []byte, seq uint64) storedEntry {
-	var se storedEntry
+func decodeStored(data []byte, seq uint64) StoredEntry {
+	var se StoredEntry
 	if json.Unmarshal(data, &se.Entry) != nil {
-		se.corrupt = true
+		se.Corrupt = true
 	}
 	se.Seq = seq
 	return se
 }
 
-// oldestEntries reads the n oldest entries of a session's history in one
+// OldestEntries reads the n oldest entries of a session's history in one
 // request, and how many the subject held at that moment.
-func (st *store) oldestEntries(ctx context.Context, sc binding.Scope, sid string, n int) ([]storedEntry, int, error) {
-	if err := st.check("history.read", sc); err != nil {
+func (st *Store) OldestEntries(ctx context.Context, sc binding.Scope, sid string, n int) ([]StoredEntry, int, error) {
+	if err := st.Check("history.read", sc); err != nil {
 		return nil, 0, err
 	}
 	h, subject := st.history(sc, sid)
@@ -432,31 +432,31 @@ func (st *store) oldestEntries(ctx context.Context, sc binding.Scope, sid string
 	if len(msgs) == 0 {
 		return nil, 0, nil
 	}
-	out := make([]storedEntry, len(msgs))
+	out := make([]StoredEntry, len(msgs))
 	for i, m := range msgs {
 		out[i] = decodeStored(m.Data, m.Sequence)
 	}
 	return out, int(msgs[0].Pending) + 1, nil
 }
 
-// readHistory reads one session's history subject (at most
+// ReadHistory reads one session's history subject (at most
 // historyPerSubject entries).
-func (st *store) readHistory(ctx context.Context, sc binding.Scope, sid string) ([]storedEntry, uint64, error) {
+func (st *Store) ReadHistory(ctx context.Context, sc binding.Scope, sid string) ([]StoredEntry, uint64, error) {
 	h, subject := st.history(sc, sid)
 	return st.readSubject(ctx, sc, h, subject)
 }
 
-// purgeHistory removes a session's entries below seq (all of them when seq
+// PurgeHistory removes a session's entries below seq (all of them when seq
 // is 0).
-func (st *store) purgeHistory(ctx context.Context, sc binding.Scope, sid string, below uint64) error {
+func (st *Store) PurgeHistory(ctx context.Context, sc binding.Scope, sid string, below uint64) error {
 	h, subject := st.history(sc, sid)
 	return st.purgeSubject(ctx, sc, h, subject, below)
 }
 
 // purgeSubject removes the messages of a subject filter of one shard below
 // seq (all of them when seq is 0).
-func (st *store) purgeSubject(ctx context.Context, sc binding.Scope, h *historyShard, subject string, below uint64) error {
-	if err := st.check("history.purge", sc); err != nil {
+func (st *Store) purgeSubject(ctx context.Context, sc binding.Scope, h *historyShard, subject string, below uint64) error {
+	if err := st.Check("history.purge", sc); err != nil {
 		return err
 	}
 	opts := []jetstream.StreamPurgeOpt{jetstream.WithPurgeSubject(subject)}
@@ -466,10 +466,10 @@ func (st *store) purgeSubject(ctx context.Context, sc binding.Scope, h *historyS
 	return h.stream.Purge(ctx, opts...)
 }
 
-// sweepHistory deletes the blobs named by every history entry of a scope,
+// SweepHistory deletes the blobs named by every history entry of a scope,
 // then removes the scope's history, shard by shard, up to the last sequence
 // read in that shard (spec §5.3 rule 7). Appends racing it survive.
-func (st *store) sweepHistory(ctx context.Context, sc binding.Scope) error {
+func (st *Store) SweepHistory(ctx context.Context, sc binding.Scope) error {
 	all := st.subj.InternalScope(Plugin, KindHistory, sc)
 	for k := range st.hist {
 		h := &st.hist[k]
@@ -481,7 +481,7 @@ func (st *store) sweepHistory(ctx context.Context, sc binding.Scope) error {
 		for _, e := range entries {
 			blobs = append(blobs, e.Blobs()...)
 		}
-		if err := st.deleteBlobs(ctx, sc, blobs); err != nil {
+		if err := st.DeleteBlobs(ctx, sc, blobs); err != nil {
 			return err
 		}
 		if last > 0 {
@@ -494,13 +494,13 @@ func (st *store) sweepHistory(ctx context.Context, sc binding.Scope) error {
 }
 
 // blobName is <scope>.<sid>.<entry id>.<part index>.
-func blobName(sc binding.Scope, sid, entryID string, idx int) string {
+func BlobName(sc binding.Scope, sid, entryID string, idx int) string {
 	n, _ := bus.Key(sc, sid, entryID, strconv.Itoa(idx))
 	return n
 }
 
-func (st *store) putBlob(ctx context.Context, sc binding.Scope, name string, data []byte, mime, fileName string) error {
-	if err := st.check("blob.put", sc); err != nil {
+func (st *Store) PutBlob(ctx context.Context, sc binding.Scope, name string, data []byte, mime, fileName string) error {
+	if err := st.Check("blob.put", sc); err != nil {
 		return err
 	}
 	meta := jetstream.ObjectMeta{Name: name, Headers: nats.Header{}}
@@ -514,10 +514,10 @@ func (st *store) putBlob(ctx context.Context, sc binding.Scope, name string, dat
 	return nil
 }
 
-// getBlob returns a blob's bytes and stored mime type; a missing blob wraps
+// GetBlob returns a blob's bytes and stored mime type; a missing blob wraps
 // jetstream.ErrObjectNotFound.
-func (st *store) getBlob(ctx context.Context, sc binding.Scope, name string) ([]byte, string, error) {
-	if err := st.check("blob.get", sc); err != nil {
+func (st *Store) GetBlob(ctx context.Context, sc binding.Scope, name string) ([]byte, string, error) {
+	if err := st.Check("blob.get", sc); err != nil {
 		return nil, "", err
 	}
 	res, err := st.blobs.Get(ctx, name)
@@ -536,8 +536,8 @@ func (st *store) getBlob(ctx context.Context, sc binding.Scope, name string) ([]
 	return data, info.Headers.Get("Content-Type"), nil
 }
 
-func (st *store) deleteBlobs(ctx context.Context, sc binding.Scope, names []string) error {
-	if err := st.check("blob.delete", sc); err != nil {
+func (st *Store) DeleteBlobs(ctx context.Context, sc binding.Scope, names []string) error {
+	if err := st.Check("blob.delete", sc); err != nil {
 		return err
 	}
 	var errs []error
@@ -549,10 +549,10 @@ func (st *store) deleteBlobs(ctx context.Context, sc binding.Scope, names []stri
 	return errors.Join(errs...)
 }
 
-// schedule arms (or replaces) the session's expiry at expiresAt, rounded up
+// Schedule arms (or replaces) the session's expiry at expiresAt, rounded up
 // to the second (spec §6 rule 4).
-func (st *store) schedule(ctx context.Context, sc binding.Scope, sid string, expiresAt int64) error {
-	if err := st.check("timer.schedule", sc); err != nil {
+func (st *Store) Schedule(ctx context.Context, sc binding.Scope, sid string, expiresAt int64) error {
+	if err := st.Check("timer.schedule", sc); err != nil {
 		return err
 	}
 	subject, _ := st.subj.Internal(Plugin, KindTimer, sc, sid)
@@ -561,10 +561,10 @@ func (st *store) schedule(ctx context.Context, sc binding.Scope, sid string, exp
 	return bus.ScheduleAt(ctx, st.js, subject, target, time.UnixMilli(model.ScheduleAt(expiresAt)), body, true)
 }
 
-// cancelSchedule removes the session's schedule and any fired message not
+// CancelSchedule removes the session's schedule and any fired message not
 // yet handled.
-func (st *store) cancelSchedule(ctx context.Context, sc binding.Scope, sid string) error {
-	if err := st.check("timer.cancel", sc); err != nil {
+func (st *Store) CancelSchedule(ctx context.Context, sc binding.Scope, sid string) error {
+	if err := st.Check("timer.cancel", sc); err != nil {
 		return err
 	}
 	subject, _ := st.subj.Internal(Plugin, KindTimer, sc, sid)

@@ -1,4 +1,4 @@
-package takeover
+package admin
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // MigrateOptions configures MigrateHistory.
@@ -33,12 +34,12 @@ type MigrateSummary struct {
 
 // String is the report lbctl prints.
 func (s MigrateSummary) String() string {
-	out := fmt.Sprintf("copied %d entries of %d sessions into %d history streams\n", s.Entries, s.Sessions, HistoryShards)
+	out := fmt.Sprintf("copied %d entries of %d sessions into %d history streams\n", s.Entries, s.Sessions, store.HistoryShards)
 	if s.Removed {
-		out += "deleted " + legacyHistoryStream + "\n"
+		out += "deleted " + store.LegacyHistoryStream + "\n"
 	}
 	for _, l := range s.Left {
-		out += "left in " + legacyHistoryStream + ": " + l + "\n"
+		out += "left in " + store.LegacyHistoryStream + ": " + l + "\n"
 	}
 	return out
 }
@@ -48,7 +49,7 @@ var ErrMigrate = errors.New("takeover: migrate history")
 
 // MigrateHistory moves the chat history of an earlier version, one stream
 // LANGBOT_TAKEOVER_HISTORY holding every session, into the shards
-// (HistoryStream), keeping each session's entries and their order, then
+// (store.HistoryStream), keeping each session's entries and their order, then
 // deletes that stream. It is lbctl migrate takeover-history. Run it with
 // every takeover replica stopped (they refuse to start until it is done).
 //
@@ -63,7 +64,7 @@ func MigrateHistory(ctx context.Context, js jetstream.JetStream, o MigrateOption
 	if err != nil {
 		return sum, fmt.Errorf("%w: %w", ErrMigrate, err)
 	}
-	old, err := js.Stream(ctx, legacyHistoryStream)
+	old, err := js.Stream(ctx, store.LegacyHistoryStream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return sum, nil // nothing to move
 	}
@@ -73,24 +74,24 @@ func MigrateHistory(ctx context.Context, js jetstream.JetStream, o MigrateOption
 	// The old stream gives up its subjects (a stream keeps the messages it
 	// holds when its subjects change), so that the shards can take them.
 	cfg := old.CachedInfo().Config
-	if !slices.Equal(cfg.Subjects, []string{legacyHistoryStream}) {
-		cfg.Subjects = []string{legacyHistoryStream}
+	if !slices.Equal(cfg.Subjects, []string{store.LegacyHistoryStream}) {
+		cfg.Subjects = []string{store.LegacyHistoryStream}
 		if old, err = js.UpdateStream(ctx, cfg); err != nil {
 			return sum, fmt.Errorf("%w: release the old stream's subjects: %w", ErrMigrate, err)
 		}
 	}
-	st := &store{js: js, subj: subj}
-	if err := st.ensureHistory(ctx, cfg.Replicas); err != nil {
+	st := store.New(js, subj, nil)
+	if err := st.EnsureHistory(ctx, cfg.Replicas); err != nil {
 		return sum, fmt.Errorf("%w: %w", ErrMigrate, err)
 	}
-	if err := st.copyLegacy(ctx, old, &sum); err != nil {
+	if err := copyLegacy(ctx, st, old, &sum); err != nil {
 		return sum, fmt.Errorf("%w: %w", ErrMigrate, err)
 	}
 	if len(sum.Left) > 0 {
 		return sum, nil
 	}
-	if err := js.DeleteStream(ctx, legacyHistoryStream); err != nil {
-		return sum, fmt.Errorf("%w: delete %s: %w", ErrMigrate, legacyHistoryStream, err)
+	if err := js.DeleteStream(ctx, store.LegacyHistoryStream); err != nil {
+		return sum, fmt.Errorf("%w: delete %s: %w", ErrMigrate, store.LegacyHistoryStream, err)
 	}
 	sum.Removed = true
 	return sum, nil
@@ -98,7 +99,7 @@ func MigrateHistory(ctx context.Context, js jetstream.JetStream, o MigrateOption
 
 // copyLegacy copies every message of the old stream onto its session's
 // subject in the shards, in stream order, and waits for every ack.
-func (st *store) copyLegacy(ctx context.Context, old jetstream.Stream, sum *MigrateSummary) error {
+func copyLegacy(ctx context.Context, st *store.Store, old jetstream.Stream, sum *MigrateSummary) error {
 	cons, err := old.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
 		return err
@@ -115,21 +116,21 @@ func (st *store) copyLegacy(ctx context.Context, old jetstream.Stream, sum *Migr
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			kind, sc, ids, perr := st.subj.ParseInternal(Plugin, m.Subject())
-			if perr != nil || kind != KindHistory || len(ids) != 1 || !model.ValidSID(ids[0]) {
+			kind, sc, ids, perr := st.Subjects().ParseInternal(store.Plugin, m.Subject())
+			if perr != nil || kind != store.KindHistory || len(ids) != 1 || !model.ValidSID(ids[0]) {
 				left[m.Subject()] = true
 				continue
 			}
 			sid := ids[0]
 			if !seen[m.Subject()] {
 				// a run before this one may have copied part of it
-				if err := st.purgeHistory(ctx, sc, sid, 0); err != nil {
+				if err := st.PurgeHistory(ctx, sc, sid, 0); err != nil {
 					return err
 				}
 				seen[m.Subject()] = true
 				sum.Sessions++
 			}
-			_, subject := st.history(sc, sid)
+			subject := st.HistorySubject(sc, sid)
 			msg := &nats.Msg{Subject: subject, Data: m.Data(), Header: nats.Header{}}
 			for k, v := range m.Headers() {
 				// trace context stays; JetStream's own headers (message
@@ -138,7 +139,7 @@ func (st *store) copyLegacy(ctx context.Context, old jetstream.Stream, sum *Migr
 					msg.Header[k] = v
 				}
 			}
-			f, err := st.js.PublishMsgAsync(msg)
+			f, err := st.JetStream().PublishMsgAsync(msg)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package takeover
+package admin
 
 import (
 	"bufio"
@@ -20,6 +20,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // ErrImport wraps every failure of Import that stops it as a whole.
@@ -109,12 +110,12 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].sid < items[j].sid })
 
-	var st *store
+	var st *store.Store
 	if !o.DryRun {
 		if st, err = openStore(ctx, js, o.Prefix); err != nil {
 			return nil, err
 		}
-		defer st.close()
+		defer st.Close()
 	}
 	for _, it := range items {
 		plan, err := planImport(o.Scope, it.sid, it.raw, now().UnixMilli())
@@ -128,7 +129,7 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 			sum.Entries += len(plan.entries)
 			continue
 		}
-		outcome, err := st.importOne(ctx, o.Scope, it.sid, plan)
+		outcome, err := importOne(ctx, st, o.Scope, it.sid, plan)
 		if err != nil {
 			return sum, fmt.Errorf("%w: session %s: %w", ErrImport, it.sid, err)
 		}
@@ -396,15 +397,15 @@ func orderedMembers(v json.RawMessage) [][2]string {
 
 // importOne writes one record: create marked running (or resume a running
 // one), purge its subject, append the entries, mark done.
-func (st *store) importOne(ctx context.Context, sc binding.Scope, sid string, plan *importPlan) (string, error) {
+func importOne(ctx context.Context, st *store.Store, sc binding.Scope, sid string, plan *importPlan) (string, error) {
 	outcome := "imported"
-	rec, _, err := st.getRecord(ctx, sc, sid)
+	rec, _, err := st.GetRecord(ctx, sc, sid)
 	switch {
 	case err != nil:
 		return "", err
 	case rec == nil:
 		b, _ := json.Marshal(plan.rec)
-		if _, err := st.kv.Create(ctx, sc, KeySession, b, sid); err != nil {
+		if err := st.CreateRecord(ctx, sc, sid, b); err != nil {
 			return "", err
 		}
 		rec = plan.rec
@@ -413,7 +414,7 @@ func (st *store) importOne(ctx context.Context, sc binding.Scope, sid string, pl
 	default:
 		outcome = "resumed"
 	}
-	if err := st.purgeHistory(ctx, sc, sid, 0); err != nil {
+	if err := st.PurgeHistory(ctx, sc, sid, 0); err != nil {
 		return "", err
 	}
 	for i, ie := range plan.entries {
@@ -423,8 +424,8 @@ func (st *store) importOne(ctx context.Context, sc binding.Scope, sid string, pl
 		e.Parts = make([]model.Part, len(ie.parts))
 		for j, p := range ie.parts {
 			if p.Data != nil {
-				name := blobName(sc, sid, e.ID, j)
-				if err := st.putBlob(ctx, sc, name, p.Data, p.Mime, ""); err != nil {
+				name := store.BlobName(sc, sid, e.ID, j)
+				if err := st.PutBlob(ctx, sc, name, p.Data, p.Mime, ""); err != nil {
 					return "", err
 				}
 				p.Blob, p.Data = name, nil
@@ -433,13 +434,13 @@ func (st *store) importOne(ctx context.Context, sc binding.Scope, sid string, pl
 		}
 		// no Nats-Msg-Id: a resumed import re-appends after the purge within
 		// the duplicate window, and the purge already rules out duplicates
-		if _, err := st.appendEntryWith(ctx, sc, sid, &e, false); err != nil {
+		if _, err := st.AppendEntryWith(ctx, sc, sid, &e, false); err != nil {
 			return "", err
 		}
 	}
-	_, _, err = st.updateRecord(ctx, sc, sid, func(cur *model.Record) (*model.Record, error) {
+	_, _, err = st.UpdateRecord(ctx, sc, sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil || cur.Import == nil {
-			return nil, errNoChange
+			return nil, store.ErrNoChange
 		}
 		r := cur.Clone()
 		r.Import.State = "done"
@@ -449,24 +450,16 @@ func (st *store) importOne(ctx context.Context, sc binding.Scope, sid string, pl
 	return outcome, err
 }
 
-// openStore opens the service's existing resources for tools that run
-// outside the service (import).
-func openStore(ctx context.Context, js jetstream.JetStream, prefix string) (*store, error) {
+// openStore opens the service's existing resources for the tools here,
+// which run outside the service.
+func openStore(ctx context.Context, js jetstream.JetStream, prefix string) (*store.Store, error) {
 	subj, err := bus.NewSubjects(prefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrImport, err)
 	}
-	st := &store{js: js, subj: subj}
-	kv, err := js.KeyValue(ctx, bus.Bucket(Plugin))
+	st, err := store.Open(ctx, js, subj)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the takeover bucket is not there (has the service run?): %w", ErrImport, err)
-	}
-	st.kv = bus.NewKV(js.Conn(), kv)
-	if err := st.openHistory(ctx); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrImport, err)
-	}
-	if st.blobs, err = js.ObjectStore(ctx, BlobBucket); err != nil {
-		return nil, fmt.Errorf("%w: blob store: %w", ErrImport, err)
 	}
 	return st, nil
 }
