@@ -16,11 +16,15 @@
 // reachable through the NATS page endpoint; an HTTP console can sit on the
 // same functions. The operator's identity is always a parameter.
 //
-// The pure parts of the service need no bus and live in package model
-// (services/takeover/model): installation settings, content extraction,
-// trigger matching, the group recording policy, session identity, stored
-// shapes and takeover timing. Console request parsing (page_request.go)
-// needs only pkg/bus's wire errors. The history batcher is package batch.
+// The parts live in subpackages, none of which imports this one: model (the
+// pure core: settings, content, triggers, the recording policy, session
+// identity, stored shapes, takeover timing), store (records, history,
+// blobs, timers, the session view, the metadata writer, the trimmer), batch
+// (the history's group commit) and admin (import, migrate and gc, run by
+// lbctl; the service does not link it). This package holds the event path,
+// the recording, the expiry, the console operations by group and the
+// service's life. Console request parsing (page_request.go) needs only
+// pkg/bus's wire errors.
 //
 // # Imports
 //

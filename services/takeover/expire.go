@@ -136,5 +136,5 @@ func (s *Service) onAuthority(sc binding.Scope, a bus.Authority) {
 // named by its history, its history subjects and its timers (spec §10).
 // The runner purges the buckets afterwards, keeping the tombstone.
 func (s *Service) purgeScope(ctx context.Context, sc binding.Scope) error {
-	return s.sweepScope(ctx, sc)
+	return s.st.SweepScope(ctx, sc)
 }

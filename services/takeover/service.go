@@ -209,7 +209,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	s.st = store.New(js, subj, s.checkFault)
-	s.bots = newBotCache(s)
+	s.bots = newBotCache(s.runner.Host(), s.goBackground)
 	s.rec = newRecorder(s, cfg.RecordWorkers, cfg.RecordQueue)
 	s.locks = store.NewLocks()
 	s.trims = store.NewTrimmer(s.st, s.view, s.metrics.trims, s.log)

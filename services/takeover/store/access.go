@@ -121,3 +121,44 @@ func (st *Store) CreateRecord(ctx context.Context, sc binding.Scope, sid string,
 // JetStream is the context the store writes through (migration publishes
 // the copied history with it).
 func (st *Store) JetStream() jetstream.JetStream { return st.js }
+
+// RemoveSession purges a session's key (when it exists), then collects the
+// blob names of its history, deletes them, and removes the history up to the
+// last sequence read and the timer. It reports whether any history was left.
+func (st *Store) RemoveSession(ctx context.Context, sc binding.Scope, sid string, purgeKey bool) (bool, error) {
+	if purgeKey {
+		if err := st.PurgeRecord(ctx, sc, sid); err != nil {
+			return false, err
+		}
+	}
+	entries, last, err := st.ReadHistory(ctx, sc, sid)
+	if err != nil {
+		return false, err
+	}
+	var blobs []string
+	for _, e := range entries {
+		blobs = append(blobs, e.Blobs()...)
+	}
+	if err := st.DeleteBlobs(ctx, sc, blobs); err != nil {
+		return false, err
+	}
+	if last > 0 {
+		if err := st.PurgeHistory(ctx, sc, sid, last+1); err != nil {
+			return false, err
+		}
+	}
+	if err := st.CancelSchedule(ctx, sc, sid); err != nil {
+		return false, err
+	}
+	return len(entries) > 0, nil
+}
+
+// SweepScope removes the scope's history with the blobs its entries name,
+// and its timers. Appends racing it survive; their sessions were purged, so
+// they start afresh.
+func (st *Store) SweepScope(ctx context.Context, sc binding.Scope) error {
+	if err := st.SweepHistory(ctx, sc); err != nil {
+		return err
+	}
+	return st.PurgeTimers(ctx, sc)
+}
