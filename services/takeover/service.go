@@ -210,7 +210,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	s.st = store.New(js, subj, s.checkFault)
 	s.bots = newBotCache(s.runner.Host(), s.goBackground)
-	s.rec = newRecorder(s, cfg.RecordWorkers, cfg.RecordQueue)
+	s.rec = newRecorder(s.record, s.dropRecording, cfg.RecordWorkers, cfg.RecordQueue)
 	s.locks = store.NewLocks()
 	s.trims = store.NewTrimmer(s.st, s.view, s.metrics.trims, s.log)
 	s.meta = store.NewMetaWriter(s.st, s.view, s.locks, s.trims, cfg.MetaWriteRate, s.metrics.metaPending, s.metrics.recordDropped, s.log)
