@@ -121,3 +121,38 @@ func TestRunRefusesBadKeyAndFlags(t *testing.T) {
 		t.Fatal("usage does not name the environment variables")
 	}
 }
+
+// TestRetentionSetting: LANGBOT_RETENTION (or -retention) reaches the
+// service as a duration, off when unset; a malformed or negative value
+// stops the binary before anything is built.
+func TestRetentionSetting(t *testing.T) {
+	for in, want := range map[string]time.Duration{"": 0, "0": 0, " 720h ": 720 * time.Hour, "30d": 30 * 24 * time.Hour, "90m": 90 * time.Minute} {
+		if got, err := svcmain.ParseRetention(in); err != nil || got != want {
+			t.Errorf("ParseRetention(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	build := func(context.Context, *svcmain.Env) (svcmain.Service, error) { return nil, errors.New("must not build") }
+	for _, bad := range []string{"soon", "-1h", "3 days", "1.5d"} {
+		env := map[string]string{"LANGBOT_RETENTION": bad}
+		var out bytes.Buffer
+		err := svcmain.Run(context.Background(), "x", nil, func(k string) string { return env[k] }, &out, nil, build)
+		if !errors.Is(err, svcmain.ErrRetention) {
+			t.Errorf("LANGBOT_RETENTION=%q: %v, want %v", bad, err, svcmain.ErrRetention)
+		}
+	}
+	// the flag overrides the environment and reaches the service
+	srv := bustest.NewServer(t)
+	env := map[string]string{"NATS_URL": srv.URL(), "LANGBOT_HTTP_ADDR": "127.0.0.1:0", "LANGBOT_RETENTION": "soon"}
+	got := make(chan time.Duration, 1)
+	err := svcmain.Run(context.Background(), "x", []string{"-retention", "30d"}, func(k string) string { return env[k] }, io.Discard, nil,
+		func(_ context.Context, e *svcmain.Env) (svcmain.Service, error) {
+			got <- e.Options.Retention
+			return nil, errors.New("stop here")
+		})
+	if err == nil || err.Error() != "stop here" {
+		t.Fatalf("run: %v", err)
+	}
+	if d := <-got; d != 30*24*time.Hour {
+		t.Fatalf("service got retention %v, want 720h", d)
+	}
+}
