@@ -132,21 +132,30 @@ func TestN7DeleteBeforeClaim(t *testing.T) {
 // and exactly one send.
 func TestN7DeleteRaceConcurrentSafe(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.start(t, testConfig(), nil, nil, nil)
 	b := bind("installation-race", 1)
 	const runs = 30
-	T := nextSecond().Add(3 * time.Second)
 	type run struct {
 		id, session string
 		note, gone  bool
 	}
 	var rs []run
-	for i := range runs {
-		s := sess("bot", "person", "r"+itoa(i))
-		id := e.schedule(t, b, cfgEN, s, map[string]any{"message": "race " + itoa(i), "time_str": rfc(T)})
-		rs = append(rs, run{id: id, session: "r" + itoa(i)})
+	oneReplica := func() *env {
+		e := newEnv(t)
+		e.start(t, testConfig(), nil, nil, nil)
+		return e
 	}
+	e, T := dueAfterSetup(t, 3*time.Second, oneReplica, func(e *env, T time.Time) bool {
+		rs = rs[:0]
+		for i := range runs {
+			s := sess("bot", "person", "r"+itoa(i))
+			id, ok := e.scheduleDue(t, b, cfgEN, s, "race "+itoa(i), T)
+			if !ok {
+				return false
+			}
+			rs = append(rs, run{id: id, session: "r" + itoa(i)})
+		}
+		return true
+	})
 	time.Sleep(time.Until(T))
 	var wg sync.WaitGroup
 	for i := range rs {

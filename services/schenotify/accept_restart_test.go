@@ -121,15 +121,22 @@ func TestN5NATSRestart(t *testing.T) {
 // N6: two replicas never both deliver one occurrence.
 func TestN6TwoReplicas(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.start(t, testConfig(), nil, nil, nil)
-	e.start(t, testConfig(), nil, nil, nil)
-	T := nextSecond().Add(4 * time.Second)
-	for i := range 50 {
-		b := bind("installation-"+itoa(i%5), 1)
-		e.schedule(t, b, cfgEN, sess("bot", "group", itoa(i)), map[string]any{"message": "m" + itoa(i), "time_str": rfc(T)})
+	twoReplicas := func() *env {
+		e := newEnv(t)
+		e.start(t, testConfig(), nil, nil, nil)
+		e.start(t, testConfig(), nil, nil, nil)
+		return e
 	}
-	e.host.wait(t, 50, 12*time.Second)
+	e, T := dueAfterSetup(t, 4*time.Second, twoReplicas, func(e *env, T time.Time) bool {
+		for i := range 50 {
+			b := bind("installation-"+itoa(i%5), 1)
+			if _, ok := e.scheduleDue(t, b, cfgEN, sess("bot", "group", itoa(i)), "m"+itoa(i), T); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	e.host.wait(t, 50, time.Until(T)+8*time.Second)
 	time.Sleep(time.Second)
 	keys := map[string]int{}
 	for _, c := range e.host.sends() {

@@ -31,7 +31,7 @@ func (s *Service) export(ctx context.Context, c PageCall, req PageRequest) (Expo
 		return Export{}, err
 	}
 	out := Export{Format: "langbot.takeover.export", Version: 1, ExportedAt: s.nowMS(), ExportedBy: c.Operator,
-		Session: rec, Messages: visible(entries, rec.Gen, c.Settings.HistoryLimit), Blobs: map[string]BlobData{}}
+		Session: rec, Messages: visible(entries, rec.Gen, c.Settings.HistoryLimit, s.cfg.RecordBudget), Blobs: map[string]BlobData{}}
 	total := 0
 	for _, e := range out.Messages {
 		for _, p := range e.Parts {

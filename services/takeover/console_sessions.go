@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/model"
@@ -139,35 +140,58 @@ func (s *Service) messages(ctx context.Context, c PageCall, req PageRequest) (Me
 	if err != nil {
 		return MessagePage{}, err
 	}
-	vis := visible(entries, rec.Gen, c.Settings.HistoryLimit)
+	vis := visible(entries, rec.Gen, c.Settings.HistoryLimit, s.cfg.RecordBudget)
 	out := MessagePage{Session: Detail{
 		Summary: s.summaryWith(req.SID, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID)),
 		Gen:     rec.Gen, Members: members(rec),
 	}, Messages: []model.Entry{}}
-	// newest first, below before
-	for i := len(vis) - 1; i >= 0 && len(out.Messages) < req.Limit; i-- {
-		if req.Before != 0 && vis[i].Seq >= req.Before {
-			continue
-		}
+	// newest first, older than the entry before names; by place, not by
+	// sequence, since a late entry's place is not its sequence's
+	end := len(vis)
+	if req.Before != 0 {
+		end = placeOf(vis, req.Before)
+	}
+	for i := end - 1; i >= 0 && len(out.Messages) < req.Limit; i-- {
 		out.Messages = append(out.Messages, vis[i])
 	}
-	if n := len(out.Messages); n > 0 && n == req.Limit && vis[0].Seq < out.Messages[n-1].Seq {
+	if n := len(out.Messages); n > 0 && n == req.Limit && end > n {
 		out.NextBefore = out.Messages[n-1].Seq
 	}
 	return out, nil
 }
 
-// visible returns the entries the console may see (spec §5.3 rule 5): the
-// record's gen only, the newest limit of them, oldest first.
-func visible(entries []store.StoredEntry, gen string, limit int) []model.Entry {
-	out := make([]model.Entry, 0, min(len(entries), limit))
-	for _, e := range entries {
-		if !e.Corrupt && e.Gen == gen {
-			out = append(out, e.Entry)
+// placeOf returns the index of the entry of sequence seq in vis; for one
+// no longer there (trimmed), that of the first entry stored after it.
+func placeOf(vis []model.Entry, seq uint64) int {
+	first := len(vis)
+	for i, e := range vis {
+		if e.Seq == seq {
+			return i
+		}
+		if e.Seq > seq && i < first {
+			first = i
 		}
 	}
-	if len(out) > limit {
-		out = out[len(out)-limit:]
+	return first
+}
+
+// visible returns the entries the console may see (spec §5.3 rule 5): the
+// record's gen only, in send order (store.InSendOrder, with the recording
+// budget), the newest limit of them, oldest first.
+func visible(entries []store.StoredEntry, gen string, limit int, budget time.Duration) []model.Entry {
+	kept := make([]store.StoredEntry, 0, len(entries))
+	for _, e := range entries {
+		if !e.Corrupt && e.Gen == gen {
+			kept = append(kept, e)
+		}
+	}
+	kept = store.InSendOrder(kept, budget)
+	if len(kept) > limit {
+		kept = kept[len(kept)-limit:]
+	}
+	out := make([]model.Entry, len(kept))
+	for i, e := range kept {
+		out[i] = e.Entry
 	}
 	return out
 }

@@ -3,12 +3,14 @@ package takeover_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -309,7 +311,7 @@ func TestReplyValidation(t *testing.T) {
 		t.Fatalf("empty: %v", err)
 	}
 	big := base64.StdEncoding.EncodeToString(make([]byte, 10<<20+1))
-	if err := h.page(b, `{}`, "POST", "/reply", map[string]string{"sid": sid, "idempotency_key": "key-00002", "file_base64": big}, nil); !isCode(err, 413, "") {
+	if err := pageUnhurried(t, h, b, "/reply", map[string]string{"sid": sid, "idempotency_key": "key-00002", "file_base64": big}); !isCode(err, 413, "") {
 		t.Fatalf("too large: %v", err)
 	}
 	txt := base64.StdEncoding.EncodeToString([]byte("just text"))
@@ -324,6 +326,30 @@ func TestReplyValidation(t *testing.T) {
 	if r.Entry.Parts[0].Name != "xy.txt" || h.host.Sends()[0].SendMessage().MessageChain[0].Name != "xy.txt" {
 		t.Fatalf("file name %+v", r.Entry.Parts)
 	}
+}
+
+// pageUnhurried POSTs a console body of megabytes and returns the error
+// reply. What the caller checks is the answer, not how soon it comes: under
+// the race detector on a loaded machine, moving and decoding a 14 MB body
+// can take longer than the harness's 20 s per call, so this waits as long
+// as the test may run.
+func pageUnhurried(t *testing.T, h *harness, b binding.Binding, endpoint string, body any) error {
+	t.Helper()
+	raw, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline, ok := t.Deadline()
+	if !ok {
+		deadline = time.Now().Add(15 * time.Minute)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	_, err = h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointPage, bus.NewInvocationID(), &bus.Request{
+		Binding: b, Config: json.RawMessage(`{}`),
+		Page: &bus.Page{PageID: "console", Endpoint: endpoint, Method: "POST", Body: raw},
+	})
+	return err
 }
 
 func TestTakeoverOnReplyAndAudit(t *testing.T) {

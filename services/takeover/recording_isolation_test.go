@@ -347,3 +347,91 @@ func TestConcurrentWritesNotLostOrReordered(t *testing.T) {
 	}
 	waitFor(t, "history count", func() bool { return h.record(b, sid).HistoryCount == senders*per })
 }
+
+// ST-3 made deterministic: the first replica's appends to the session are
+// held, so a message it decides is answered after the recording budget with
+// its entry not yet stored; the sender's next message goes to the second
+// replica, whose entry is stored first. The history still lists the
+// sender's messages in send order. Which replica takes a message is the
+// queue group's choice, so messages are sent until the first replica has
+// taken one and the second one a later one (each 1 in 2).
+func TestLateAppendKeepsSendOrder(t *testing.T) {
+	h := newHarness(t)
+	h.startReplica(h.srv.Conn(t))
+	b := newBinding("st3late")
+	h.attach(b, `{}`, true)
+	sc, _ := b.Scope()
+	sid := sidOf("bot-a", "group", "g")
+	n := 0
+	// send sends the sender's next message and says whether the first
+	// replica decided it (its decision is counted before the reply)
+	send := func() (first bool) {
+		was := bustest.Metric(t, h.regs[0], "takeover_decisions_total", nil)
+		h.mustEvent(b, `{}`, takeover.EventGroupMessage, "bot-a", msgData("group", "g", "7", plain(fmt.Sprintf("7-%d", n))))
+		n++
+		return bustest.Metric(t, h.regs[0], "takeover_decisions_total", nil) > was
+	}
+	send() // the session exists before the hold
+	waitFor(t, "the first entry", func() bool { return h.historyCount(b, sid) == 1 })
+	held, release := h.holdOp("history.append", sc)
+	late, second := -1, 0 // the first replica's first message; the second's messages since
+	for n < 64 && (late < 0 || second == 0) {
+		if m := n; send() {
+			if late < 0 {
+				late = m
+				<-held // its append is waiting, its reply went
+			}
+		} else if late >= 0 {
+			second++
+		}
+	}
+	if late < 0 || second == 0 {
+		t.Fatalf("after %d messages the replicas did not take turns (first took #%d)", n, late)
+	}
+	// the messages before the held one and the second replica's after it
+	// are stored while the held one is not
+	waitFor(t, "the second replica's entries", func() bool { return h.historyCount(b, sid) == late+second })
+	release()
+	waitFor(t, "all entries", func() bool { return h.historyCount(b, sid) == n })
+	raw := subjectEntries(t, h, sc, sid)
+	pos := -1
+	for i, e := range raw {
+		if e.Parts[0].Text == fmt.Sprintf("7-%d", late) {
+			pos = i
+		}
+	}
+	if pos == late {
+		t.Fatalf("the held entry #%d was stored in its place: the test did not reorder the stream", late)
+	}
+	p := h.messages(b, `{}`, sid)
+	if len(p.Messages) != n {
+		t.Fatalf("%d entries, want %d", len(p.Messages), n)
+	}
+	for i := range n {
+		if got, want := p.Messages[n-1-i].Parts[0].Text, fmt.Sprintf("7-%d", i); got != want {
+			t.Fatalf("entry %d is %s, want %s (stream order: %v)", i, got, want, entryTexts(raw))
+		}
+	}
+	// pages of 2 follow the same order (the cursor is a place, not a sequence)
+	var paged []model.Entry
+	for before := uint64(0); ; {
+		var pg takeover.MessagePage
+		h.mustPage(b, `{}`, "GET", "/messages", map[string]any{"sid": sid, "limit": 2, "before": before}, &pg)
+		paged = append(paged, pg.Messages...)
+		if before = pg.NextBefore; before == 0 {
+			break
+		}
+	}
+	if got, want := fmt.Sprint(entryTexts(paged)), fmt.Sprint(entryTexts(p.Messages)); got != want {
+		t.Fatalf("pages %s, want %s", got, want)
+	}
+}
+
+// entryTexts is the first part's text of each entry.
+func entryTexts(es []model.Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Parts[0].Text
+	}
+	return out
+}

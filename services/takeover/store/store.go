@@ -362,7 +362,8 @@ func (st *Store) Close() {
 // StoredEntry is an entry with its stream sequence.
 type StoredEntry struct {
 	model.Entry
-	Corrupt bool // the stored value did not decode
+	Corrupt bool  // the stored value did not decode
+	Stored  int64 // when the server stored it, Unix ms; 0 when not read
 }
 
 // readSubject returns every message of a subject filter of one shard in
@@ -394,6 +395,7 @@ func (st *Store) readSubject(ctx context.Context, sc binding.Scope, h *historySh
 				continue
 			}
 			se := decodeStored(m.Data(), meta.Sequence.Stream)
+			se.Stored = meta.Timestamp.UnixMilli()
 			last = se.Seq
 			out = append(out, se)
 		}
