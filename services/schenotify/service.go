@@ -89,7 +89,7 @@ type Service struct {
 	// schedule publishes, purges), for the benchmark's writes per delivery.
 	writes atomic.Int64
 	// active counts fired messages being handled (the janitor yields to them).
-	active atomic.Int64
+	active activity
 
 	mu      sync.Mutex
 	stream  jetstream.Stream
@@ -228,22 +228,7 @@ func (s *Service) Run(ctx context.Context) error {
 		s.shutdown()
 		return err
 	}
-	janitor := make(chan janitorItem, 4096)
-	janitorDone := make(chan struct{})
-	go func() {
-		defer close(janitorDone)
-		s.runJanitor(janitor)
-	}()
-	stopJanitor := func() {
-		s.mu.Lock()
-		s.janitor = nil
-		s.mu.Unlock()
-		close(janitor)
-		<-janitorDone
-	}
-	s.mu.Lock()
-	s.janitor = janitor
-	s.mu.Unlock()
+	stopJanitor := s.startJanitor()
 	if err := s.runner.ConsumeFired(setup, bus.FiredConfig{
 		Stream:  StreamName,
 		Durable: DueConsumer,
