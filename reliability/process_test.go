@@ -255,11 +255,11 @@ func (s *stack) killUnderLoad(t *testing.T, plugin, natsURL string, workers, ops
 	// after a kill the victim comes back (soak runs several cycles)
 	victim := 0
 	for c := range cycles {
-		waitFor(t, 5*time.Minute, "load progress", func() bool { return acked.Load() >= total*int64(c+1)/int64(cycles+2) })
+		bustest.EventuallyWithin(t, 5*time.Minute, "load progress", func() bool { return acked.Load() >= total*int64(c+1)/int64(cycles+2) })
 		survivor := reps[1-victim]
 		res.survivorBefore += survivor.invocations(t)
 		reps[victim].kill(t)
-		waitFor(t, 5*time.Minute, "load progress after the kill", func() bool {
+		bustest.EventuallyWithin(t, 5*time.Minute, "load progress after the kill", func() bool {
 			return acked.Load() >= total*int64(c+2)/int64(cycles+2) || acked.Load() == total
 		})
 		res.survivorAfter += survivor.invocations(t)

@@ -14,7 +14,7 @@ import (
 
 func TestLifecycleAttachDisableInvocation(t *testing.T) {
 	var calls atomic.Int64
-	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
 	b1 := bindingFor("i", "w", "n", 1, 1)
 	sc := bus.ScopeOf(b1)
 	h.attach(b1, true, `{"language":"en_US"}`)
@@ -52,7 +52,7 @@ func TestLifecycleAttachDisableInvocation(t *testing.T) {
 // revision 2.
 func TestLateRevokeOfOlderRevisionIsNoop(t *testing.T) {
 	var calls atomic.Int64
-	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
 	b1, b2 := bindingFor("i", "w", "n", 1, 1), bindingFor("i", "w", "n", 1, 2)
 	h.attach(b1, true, `{}`)
 	h.attach(b2, true, `{}`)
@@ -72,7 +72,7 @@ func TestLateRevokeOfOlderRevisionIsNoop(t *testing.T) {
 // the highest sequence dictates.
 func TestLifecycleOutOfOrder(t *testing.T) {
 	var calls atomic.Int64
-	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
 	store := bus.NewAuthorityStore(h.runner.KV().Bucket(), nil, nil, nil)
 	inputs := []bus.Input{
 		{Kind: bus.InputAttach, Binding: bindingFor("i", "w", "n", 1, 1), Enabled: true, Seq: 1},
@@ -105,8 +105,8 @@ func TestLifecycleOutOfOrder(t *testing.T) {
 // last message says.
 func TestLifecycleConcurrentReplicasConverge(t *testing.T) {
 	var calls atomic.Int64
-	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.RunnerDeps{})
-	second, err := bus.NewRunner(bus.RunnerConfig{Plugin: plugin, Handlers: countingHandlers(&calls)}, bus.RunnerDeps{Conn: h.srv.Conn(t)})
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
+	second, err := bus.NewRunner(bus.RunnerConfig{Plugin: plugin, Handlers: countingHandlers(&calls)}, bus.Deps{Conn: h.srv.Conn(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestUninstallPurgesOnlyThatScope(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}}
-	h := newHarness(t, cfg, bus.RunnerDeps{})
+	h := newHarness(t, cfg, bus.Deps{})
 	a, b := bindingFor("i", "w", "victim", 1, 1), bindingFor("i", "w", "bystander", 1, 1)
 	for _, bd := range []binding.Binding{a, b} {
 		h.attach(bd, true, `{}`)

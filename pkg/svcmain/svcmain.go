@@ -54,27 +54,47 @@ type Env struct {
 	Getenv func(string) string
 }
 
+// Deps returns the live parts of env in the shape every service takes.
+// The clock is the wall clock.
+func (env *Env) Deps() bus.Deps {
+	return bus.Deps{Conn: env.Conn, Subjects: env.Subjects, Keyring: env.Keyring, Logger: env.Logger,
+		TracerProvider: env.TracerProvider, Registerer: env.Registry}
+}
+
 // Service is a built service: Run serves until ctx is done; Ready reports
-// readiness for /readyz.
+// readiness for /readyz. A bus.Runner is one; services delegate to theirs.
 type Service interface {
 	Run(ctx context.Context) error
 	Ready() bool
 }
 
-// Main runs the binary named name until SIGINT or SIGTERM: it parses args
-// (flags may be added by addFlags), builds the service and runs it. It
-// returns the exit code: 0 after a requested stop, 1 on failure, 2 for bad
-// flags.
-func Main(name string, args []string, getenv func(string) string, stderr io.Writer,
-	addFlags func(*flag.FlagSet), build func(ctx context.Context, env *Env) (Service, error)) int {
+// Binary describes one service binary: every cmd/<name>/main.go is
+// svcmain.Main over the service's Binary(). A binary that runs several
+// services runs several Binary values.
+type Binary struct {
+	// Name is the plugin name: the name of the logger ("service"
+	// attribute), the tracer provider and the NATS connection.
+	Name string
+	// Flags adds the service's own flags to fs, defaulting to getenv; nil
+	// when it has none.
+	Flags func(fs *flag.FlagSet, getenv func(string) string)
+	// Build creates the service on env once the flags are parsed. It may
+	// add routes to env.Mux.
+	Build func(ctx context.Context, env *Env) (Service, error)
+}
+
+// Main runs b until SIGINT or SIGTERM: it parses args, builds the service
+// and runs it. It returns the exit code: 0 after a requested stop, 1 on
+// failure, 2 for bad flags.
+func Main(b Binary, args []string, getenv func(string) string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := Run(ctx, name, args, getenv, stderr, addFlags, build)
+	err := Run(ctx, b, args, getenv, stderr)
 	switch {
 	case errors.Is(err, errFlags):
 		return 2
 	case err != nil:
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: %v\n", b.Name, err)
 		return 1
 	}
 	return 0
@@ -83,21 +103,20 @@ func Main(name string, args []string, getenv func(string) string, stderr io.Writ
 var errFlags = errors.New("svcmain: bad flags")
 
 // Run is Main without the signal handling: it serves until ctx is done.
-func Run(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer,
-	addFlags func(*flag.FlagSet), build func(ctx context.Context, env *Env) (Service, error)) error {
+func Run(ctx context.Context, b Binary, args []string, getenv func(string) string, stderr io.Writer) error {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs := flag.NewFlagSet(b.Name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	opts := RegisterFlags(fs, getenv)
-	if addFlags != nil {
-		addFlags(fs)
+	if b.Flags != nil {
+		b.Flags(fs, getenv)
 	}
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %w", errFlags, err)
 	}
-	return run(ctx, name, *opts, getenv, stderr, build)
+	return run(ctx, b.Name, *opts, getenv, stderr, b.Build)
 }
 
 // RegisterFlags adds the common flags to fs, defaulting to the environment.

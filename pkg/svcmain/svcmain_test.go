@@ -51,15 +51,15 @@ func TestRunServesAndStops(t *testing.T) {
 	extra := ""
 	done := make(chan error, 1)
 	go func() {
-		done <- svcmain.Run(ctx, "fake", []string{"-replicas", "3"}, func(k string) string { return env[k] }, &logs,
-			func(fs *flag.FlagSet) { fs.StringVar(&extra, "extra", "", "") },
-			func(ctx context.Context, e *svcmain.Env) (svcmain.Service, error) {
+		done <- svcmain.Run(ctx, svcmain.Binary{Name: "fake",
+			Flags: func(fs *flag.FlagSet, _ func(string) string) { fs.StringVar(&extra, "extra", "", "") },
+			Build: func(ctx context.Context, e *svcmain.Env) (svcmain.Service, error) {
 				if e.Options.Replicas != 3 || e.Keyring != nil || e.Subjects.Prefix != "langbot" {
 					return nil, errors.New("options not applied")
 				}
 				svc = &fakeService{env: e, stopped: make(chan struct{})}
 				return svc, nil
-			})
+			}}, []string{"-replicas", "3"}, func(k string) string { return env[k] }, &logs)
 	}()
 	// find the HTTP address in the start log
 	var addr string
@@ -105,11 +105,12 @@ func TestRunRefusesBadKeyAndFlags(t *testing.T) {
 	build := func(context.Context, *svcmain.Env) (svcmain.Service, error) { return nil, errors.New("must not build") }
 	var out bytes.Buffer
 	env := map[string]string{"LANGBOT_STATE_KEY": "not-a-keyring"}
-	err := svcmain.Run(context.Background(), "x", nil, func(k string) string { return env[k] }, &out, nil, build)
+	b := svcmain.Binary{Name: "x", Build: build}
+	err := svcmain.Run(context.Background(), b, nil, func(k string) string { return env[k] }, &out)
 	if err == nil || !strings.Contains(err.Error(), "keyring") {
 		t.Fatalf("bad key: %v", err)
 	}
-	if code := svcmain.Main("x", []string{"-no-such-flag"}, func(string) string { return "" }, &out, nil, build); code != 2 {
+	if code := svcmain.Main(b, []string{"-no-such-flag"}, func(string) string { return "" }, &out); code != 2 {
 		t.Fatalf("bad flag exit = %d", code)
 	}
 	if !strings.Contains(out.String(), "LANGBOT_SUBJECT_PREFIX") {

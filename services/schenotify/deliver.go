@@ -187,7 +187,7 @@ func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, r
 	msg := bus.SendMessage{BotUUID: rec.Session.BotUUID, TargetType: rec.Session.TargetType, TargetID: rec.Session.TargetID,
 		MessageChain: bus.Plain(text)}
 	s.metrics.lateness.Observe(now.Sub(target).Seconds())
-	sctx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
 	err = s.runner.Host().SendMessage(sctx, auth.Binding, msg, IdempotencyKey(sc, rec.ID, occ))
 	cancel()
 	if h := s.hooks.afterSend; h != nil {

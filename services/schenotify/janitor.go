@@ -51,6 +51,17 @@ func (s *Service) startJanitor() (stop func()) {
 	}
 }
 
+// janitorPart is the janitor as a part of the runner: started before the
+// due consumer opens, stopped after its handlers returned, so no finished
+// delivery is queued to a stopped janitor.
+func (s *Service) janitorPart() bus.Part {
+	var stop func()
+	return bus.PartFuncs{
+		StartFunc: func(context.Context) error { stop = s.startJanitor(); return nil },
+		StopFunc:  func(context.Context) error { stop(); return nil },
+	}
+}
+
 // finish queues the purge and ack of a finished reminder for the janitor,
 // or does them at once when the queue is full or stopped. Deferring them
 // keeps the handler's slot, and the schedule stream the server fires into,

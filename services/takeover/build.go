@@ -43,3 +43,6 @@ func Build(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
 	}
 	return s, nil
 }
+
+// Binary describes the takeover binary (no flags of its own).
+func Binary() svcmain.Binary { return svcmain.Binary{Name: Plugin, Build: Build} }

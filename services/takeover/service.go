@@ -187,7 +187,6 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	s.runner, err = bus.NewRunner(bus.RunnerConfig{
 		Plugin:      Plugin,
 		Description: "human takeover of chats",
-		Prefix:      cfg.Prefix,
 		Workers:     cfg.Workers,
 		MaxBody:     cfg.MaxBody,
 		Replicas:    cfg.Replicas,
@@ -200,8 +199,8 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		Purge:        s.purgeScope,
 		OnTransition: s.onTransition,
 		OnAuthority:  s.onAuthority,
-	}, bus.RunnerDeps{
-		Conn: deps.Conn, JetStream: js, Keyring: deps.Keyring, Clock: now,
+	}, bus.Deps{
+		Conn: deps.Conn, JetStream: js, Subjects: subj, Keyring: deps.Keyring, Clock: now,
 		Logger: log, TracerProvider: tp, Registerer: reg,
 	})
 	if err != nil {
