@@ -38,8 +38,8 @@ func TestAsyncAPIMatchesSubjects(t *testing.T) {
 		plugin, kind string
 		ids          []string
 	}{
-		{"takeover", bus.KindTimer, []string{bustest.DocID}}, {"takeover", bus.KindExpire, []string{bustest.DocID}},
-		{"takeover", bus.KindHistory, []string{bustest.DocShard, bustest.DocID}},
+		{"takeover", "timer", []string{bustest.DocID}}, {"takeover", "expire", []string{bustest.DocID}},
+		{"takeover", "history", []string{bustest.DocShard, bustest.DocID}},
 	}
 	for _, in := range internal {
 		subj, err := s.Internal(in.plugin, in.kind, sc, in.ids...)
@@ -48,7 +48,7 @@ func TestAsyncAPIMatchesSubjects(t *testing.T) {
 		}
 		add(subj)
 	}
-	live, _ := s.Internal("takeover", bus.KindLive, sc)
+	live, _ := s.Internal("takeover", "live", sc)
 	add(live)
 
 	slices.Sort(built)

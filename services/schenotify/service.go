@@ -17,6 +17,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // Plugin is the plugin name: micro service name, subject and key token.
@@ -97,7 +98,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		return nil, err
 	}
 	if cfg.MinEvery <= 0 {
-		cfg.MinEvery = DefaultMinEvery
+		cfg.MinEvery = when.DefaultMinEvery
 	}
 	if cfg.Claim <= 0 {
 		cfg.Claim = defaultClaim
@@ -123,9 +124,9 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		cfg.Replica = hex.EncodeToString(b[:])
 	}
 	if cfg.DefaultZone == "" {
-		cfg.DefaultZone = ProcessZoneName()
+		cfg.DefaultZone = when.ProcessZoneName()
 	}
-	zone, ok := LoadZone(cfg.DefaultZone)
+	zone, ok := when.LoadZone(cfg.DefaultZone)
 	if !ok {
 		return nil, fmt.Errorf("%w: default zone %q is not an IANA zone", bus.ErrInvalidConfig, cfg.DefaultZone)
 	}
