@@ -106,7 +106,7 @@ func (s *stack) start(plugin string, nc *nats.Conn, replicas int) *running {
 	case takeover.Plugin:
 		svc, err = takeover.New(takeover.Config{Replicas: replicas, HostTimeout: 2 * time.Second,
 			MinTakeoverTimeout: time.Second, NoticeRetry: []time.Duration{50 * time.Millisecond}},
-			takeover.Deps{Conn: nc, Keyring: kr, Logger: testLogger(), Registerer: reg})
+			bus.Deps{Conn: nc, Keyring: kr, Logger: testLogger(), Registerer: reg})
 	case schenotify.Plugin:
 		svc, err = schenotify.New(schenotify.Config{Replicas: replicas, DefaultZone: "UTC", SweepDelay: -1,
 			SweepInterval: time.Hour, HostTimeout: 2 * time.Second, MinEvery: time.Second, InvocationTimeout: 5 * time.Second,

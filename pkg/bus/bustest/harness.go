@@ -18,7 +18,7 @@ import (
 // WaitTimeout is how long Eventually waits: long enough for a loaded CI
 // machine running the suite with -race, where a JetStream round trip can
 // take hundreds of milliseconds.
-const WaitTimeout = 15 * time.Second
+const WaitTimeout = 20 * time.Second
 
 // Eventually polls cond every few milliseconds until it holds, and fails
 // the test naming what was awaited after WaitTimeout.
