@@ -9,25 +9,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 type fakeService struct {
 	env     *svcmain.Env
@@ -45,7 +32,7 @@ func (f *fakeService) Ready() bool { return f.env.Conn.IsConnected() }
 func TestRunServesAndStops(t *testing.T) {
 	srv := bustest.NewServer(t)
 	env := map[string]string{"NATS_URL": srv.URL(), "LANGBOT_HTTP_ADDR": "127.0.0.1:0", "LANGBOT_STATE_KEY": "", "LANGBOT_LOG_LEVEL": "info"}
-	var logs lockedBuffer
+	var logs bustest.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	var svc *fakeService
 	extra := ""

@@ -80,15 +80,13 @@ func (h *harness) replica(nc *nats.Conn) *takeover.Service {
 	t := h.t
 	t.Helper()
 	svc, err := takeover.New(takeover.Config{MinTakeoverTimeout: time.Second, NoticeRetry: []time.Duration{50 * time.Millisecond}, HostTimeout: 2 * time.Second},
-		bus.Deps{Conn: nc, Clock: h.now, Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		bus.Deps{Conn: nc, Clock: h.clock.Now, Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	bustest.Start(t, svc)
 	return svc
 }
-
-func (h *harness) now() time.Time { return h.clock.Now() }
 
 var installs atomic.Int64
 
@@ -104,10 +102,7 @@ func (h *harness) install(name, config string) (binding.Binding, binding.Scope) 
 		h.t.Fatal(err)
 	}
 	sc, _ := b.Scope()
-	bustest.Eventually(h.t, "attach applied", func() bool {
-		a, ok := h.svc.Runner().View().Lookup(sc)
-		return ok && a.State == bus.StateActive
-	})
+	bustest.WaitAuthority(h.t, h.svc.Runner(), sc, func(a bus.Authority) bool { return a.State == bus.StateActive })
 	return b, sc
 }
 
@@ -120,10 +115,7 @@ func (h *harness) uninstall(b binding.Binding) {
 		h.t.Fatal(err)
 	}
 	sc, _ := b.Scope()
-	bustest.Eventually(h.t, "uninstall applied", func() bool {
-		a, ok := h.svc.Runner().View().Lookup(sc)
-		return ok && a.State == bus.StateRemoved
-	})
+	bustest.WaitAuthority(h.t, h.svc.Runner(), sc, func(a bus.Authority) bool { return a.State == bus.StateRemoved })
 }
 
 // token mints a token for sc valid for ttl (negative: already expired).
