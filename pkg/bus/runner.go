@@ -150,6 +150,15 @@ type RunnerConfig struct {
 	// OnAuthority is called on every replica, from the view's watch, when a
 	// scope's state or binding changes. It must not block.
 	OnAuthority func(sc binding.Scope, a Authority)
+	// Retention, when not 0, removes (as a revoke uninstall does) every
+	// installation whose authority was last written more than Retention
+	// ago: the LangBot packages never revoke, and refresh their attach
+	// periodically (spec/langbot-packages.md 6). 0 (the default) is off;
+	// otherwise at least MinRetention (24 h; the packages refresh hourly).
+	Retention time.Duration
+	// RetentionSweep is the period of the retention sweep; default
+	// Retention/24 within [1 min, 1 h].
+	RetentionSweep time.Duration
 }
 
 // Consumer is a fired-message consumer a service declares: the durable
@@ -258,6 +267,12 @@ func NewRunner(cfg RunnerConfig, deps Deps) (*Runner, error) {
 	}
 	if cfg.HostTimeout <= 0 {
 		cfg.HostTimeout = DefaultHostTimeout
+	}
+	if cfg.Retention != 0 && cfg.Retention < MinRetention {
+		return nil, fmt.Errorf("%w: retention %v: want 0 (off) or at least %v", ErrInvalidConfig, cfg.Retention, MinRetention)
+	}
+	if cfg.RetentionSweep <= 0 {
+		cfg.RetentionSweep = min(max(cfg.Retention/24, time.Minute), time.Hour)
 	}
 	if cfg.SetupTimeout <= 0 {
 		cfg.SetupTimeout = time.Minute

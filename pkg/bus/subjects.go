@@ -41,8 +41,8 @@ const (
 
 // KV key kinds: the token after "<scope>." of a key (DESIGN 4; the
 // service specs). The ones every plugin has are here; a service declares
-// its own key kinds and internal subject kinds (githubkit and schenotify
-// in their kinds.go, takeover in names.go).
+// its own subject and key kinds (githubkit and schenotify in their
+// kinds.go, takeover in store/names.go).
 const (
 	KeyAuthority = "authority" // every plugin: <scope>.authority
 	KeyInv       = "inv"       // dedupe buckets: <scope>.inv.<hash>

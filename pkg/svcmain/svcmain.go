@@ -2,7 +2,9 @@
 // flags and environment of DESIGN 8, connects to NATS, sets up tracing,
 // logging and the HTTP endpoints (health, readiness, metrics, and any routes
 // the service adds), runs the service until SIGINT or SIGTERM, and then
-// shuts everything down in order with a bounded deadline.
+// shuts everything down in order with a bounded deadline. Secret settings
+// may be given as files (NAME_FILE, for Docker and Compose secrets), and
+// "-healthcheck" turns the binary into its own container health probe.
 package svcmain
 
 import (
@@ -16,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,6 +40,12 @@ type Options struct {
 	StateKey string // LANGBOT_STATE_KEY
 	Workers  int    // LANGBOT_WORKERS (0: the service's default)
 	LogLevel string // LANGBOT_LOG_LEVEL
+	// Retention is LANGBOT_RETENTION: remove installations whose attach
+	// was not refreshed for this long (bus.RunnerConfig.Retention); 0 is
+	// off, the default.
+	Retention time.Duration
+
+	retention string // the flag's text, parsed by Run
 }
 
 // Env is what a service is built from.
@@ -103,20 +112,65 @@ func Main(b Binary, args []string, getenv func(string) string, stderr io.Writer)
 var errFlags = errors.New("svcmain: bad flags")
 
 // Run is Main without the signal handling: it serves until ctx is done.
+// Secrets may come from files (WithSecretFiles, SecretEnvs); with
+// -healthcheck it only probes a running instance (Probe) and returns.
 func Run(ctx context.Context, b Binary, args []string, getenv func(string) string, stderr io.Writer) error {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	getenv, err := WithSecretFiles(getenv, SecretEnvs()...)
+	if err != nil {
+		return err
+	}
 	fs := flag.NewFlagSet(b.Name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	opts := RegisterFlags(fs, getenv)
+	healthcheck := fs.Bool("healthcheck", false, "probe the running service's /readyz on LANGBOT_HTTP_ADDR and exit 0 if ready (container health check)")
 	if b.Flags != nil {
 		b.Flags(fs, getenv)
 	}
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %w", errFlags, err)
 	}
+	if *healthcheck {
+		return Probe(ctx, opts.HTTPAddr)
+	}
+	d, err := ParseRetention(opts.retention)
+	if err != nil {
+		return err
+	}
+	opts.Retention = d
 	return run(ctx, b.Name, *opts, getenv, stderr, b.Build)
+}
+
+// ErrRetention reports a LANGBOT_RETENTION (or -retention) that is not a
+// duration of zero or more.
+var ErrRetention = errors.New("svcmain: bad retention")
+
+// ParseRetention reads a retention setting: empty or "0" is off, otherwise
+// a Go duration ("720h") or a whole number of days ("30d").
+func ParseRetention(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %q: want a duration such as 720h or 30d", ErrRetention, s)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, fmt.Errorf("%w: %q: want a duration such as 720h or 30d", ErrRetention, s)
+		}
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%w: %q is negative", ErrRetention, s)
+	}
+	return d, nil
 }
 
 // RegisterFlags adds the common flags to fs, defaulting to the environment.
@@ -146,6 +200,8 @@ func RegisterFlags(fs *flag.FlagSet, getenv func(string) string) *Options {
 	fs.IntVar(&o.Replicas, "replicas", envInt("LANGBOT_JS_REPLICAS", 1), "replicas of the service's streams and buckets (LANGBOT_JS_REPLICAS)")
 	o.StateKey = getenv("LANGBOT_STATE_KEY") // secret: environment only
 	fs.IntVar(&o.Workers, "workers", envInt("LANGBOT_WORKERS", 0), "concurrent invocation handlers (LANGBOT_WORKERS)")
+	fs.StringVar(&o.retention, "retention", getenv("LANGBOT_RETENTION"),
+		"remove installations not attached for this long, at least 24h, e.g. 720h or 30d; empty or 0: never (LANGBOT_RETENTION)")
 	fs.StringVar(&o.LogLevel, "log-level", env("LANGBOT_LOG_LEVEL", "info"), "debug, info, warn or error (LANGBOT_LOG_LEVEL)")
 	return o
 }

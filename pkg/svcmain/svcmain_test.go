@@ -48,21 +48,7 @@ func TestRunServesAndStops(t *testing.T) {
 				return svc, nil
 			}}, []string{"-replicas", "3"}, func(k string) string { return env[k] }, &logs)
 	}()
-	// find the HTTP address in the start log
-	var addr string
-	deadline := time.Now().Add(10 * time.Second)
-	for addr == "" && time.Now().Before(deadline) {
-		for _, line := range strings.Split(logs.String(), "\n") {
-			var rec map[string]any
-			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "started" {
-				addr, _ = rec["http"].(string)
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if addr == "" {
-		t.Fatalf("no start log; logs:\n%s", logs.String())
-	}
+	addr := startedAddr(t, &logs)
 	resp, err := http.Get("http://" + addr + "/readyz")
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +74,25 @@ func TestRunServesAndStops(t *testing.T) {
 	}
 }
 
+// startedAddr waits for Run's start log and returns the HTTP address in it.
+func startedAddr(t *testing.T, logs *bustest.LogBuffer) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "started" {
+				if addr, _ := rec["http"].(string); addr != "" {
+					return addr
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no start log; logs:\n%s", logs.String())
+	return ""
+}
+
 func TestRunRefusesBadKeyAndFlags(t *testing.T) {
 	build := func(context.Context, *svcmain.Env) (svcmain.Service, error) { return nil, errors.New("must not build") }
 	var out bytes.Buffer
@@ -102,5 +107,40 @@ func TestRunRefusesBadKeyAndFlags(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "LANGBOT_SUBJECT_PREFIX") {
 		t.Fatal("usage does not name the environment variables")
+	}
+}
+
+// TestRetentionSetting: LANGBOT_RETENTION (or -retention) reaches the
+// service as a duration, off when unset; a malformed or negative value
+// stops the binary before anything is built.
+func TestRetentionSetting(t *testing.T) {
+	for in, want := range map[string]time.Duration{"": 0, "0": 0, " 720h ": 720 * time.Hour, "30d": 30 * 24 * time.Hour, "90m": 90 * time.Minute} {
+		if got, err := svcmain.ParseRetention(in); err != nil || got != want {
+			t.Errorf("ParseRetention(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	build := func(context.Context, *svcmain.Env) (svcmain.Service, error) { return nil, errors.New("must not build") }
+	for _, bad := range []string{"soon", "-1h", "3 days", "1.5d"} {
+		env := map[string]string{"LANGBOT_RETENTION": bad}
+		var out bytes.Buffer
+		err := svcmain.Run(context.Background(), svcmain.Binary{Name: "x", Build: build}, nil, func(k string) string { return env[k] }, &out)
+		if !errors.Is(err, svcmain.ErrRetention) {
+			t.Errorf("LANGBOT_RETENTION=%q: %v, want %v", bad, err, svcmain.ErrRetention)
+		}
+	}
+	// the flag overrides the environment and reaches the service
+	srv := bustest.NewServer(t)
+	env := map[string]string{"NATS_URL": srv.URL(), "LANGBOT_HTTP_ADDR": "127.0.0.1:0", "LANGBOT_RETENTION": "soon"}
+	got := make(chan time.Duration, 1)
+	err := svcmain.Run(context.Background(), svcmain.Binary{Name: "x",
+		Build: func(_ context.Context, e *svcmain.Env) (svcmain.Service, error) {
+			got <- e.Options.Retention
+			return nil, errors.New("stop here")
+		}}, []string{"-retention", "30d"}, func(k string) string { return env[k] }, io.Discard)
+	if err == nil || err.Error() != "stop here" {
+		t.Fatalf("run: %v", err)
+	}
+	if d := <-got; d != 30*24*time.Hour {
+		t.Fatalf("service got retention %v, want 720h", d)
 	}
 }

@@ -33,6 +33,7 @@ func Build(env *svcmain.Env, f Flags) (*Service, error) {
 	return New(Config{
 		Replicas:             env.Options.Replicas,
 		Workers:              env.Options.Workers,
+		Retention:            env.Options.Retention,
 		PollWorkers:          f.PollWorkers,
 		DefaultAPIURL:        f.APIURL,
 		AllowPrivateNetworks: f.AllowPrivateNetworks,

@@ -10,8 +10,9 @@ import (
 // and lbctl dev both run.
 func Build(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
 	return New(Config{
-		Replicas: env.Options.Replicas,
-		Workers:  env.Options.Workers,
+		Replicas:  env.Options.Replicas,
+		Workers:   env.Options.Workers,
+		Retention: env.Options.Retention, // LANGBOT_RETENTION
 	}, env.Deps())
 }
 
