@@ -5,6 +5,14 @@
 // shuts everything down in order with a bounded deadline. Secret settings
 // may be given as files (NAME_FILE, for Docker and Compose secrets), and
 // "-healthcheck" turns the binary into its own container health probe.
+//
+// A service describes its binary once, as a Binary (name, own flags,
+// build); every cmd/<name>/main.go is the same line:
+//
+//	func main() { os.Exit(svcmain.Main(<name>.Binary(), os.Args[1:], os.Getenv, os.Stderr)) }
+//
+// svcmain names the service on every log line (the "service" attribute);
+// nothing below it adds the name again.
 package svcmain
 
 import (
