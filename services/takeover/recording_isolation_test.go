@@ -372,7 +372,7 @@ func TestLateAppendKeepsSendOrder(t *testing.T) {
 		return bustest.Metric(t, h.regs[0], "takeover_decisions_total", nil) > was
 	}
 	send() // the session exists before the hold
-	waitFor(t, "the first entry", func() bool { return h.historyCount(b, sid) == 1 })
+	bustest.Eventually(t, "the first entry", func() bool { return h.historyCount(b, sid) == 1 })
 	held, release := h.holdOp("history.append", sc)
 	late, second := -1, 0 // the first replica's first message; the second's messages since
 	for n < 64 && (late < 0 || second == 0) {
@@ -390,9 +390,9 @@ func TestLateAppendKeepsSendOrder(t *testing.T) {
 	}
 	// the messages before the held one and the second replica's after it
 	// are stored while the held one is not
-	waitFor(t, "the second replica's entries", func() bool { return h.historyCount(b, sid) == late+second })
+	bustest.Eventually(t, "the second replica's entries", func() bool { return h.historyCount(b, sid) == late+second })
 	release()
-	waitFor(t, "all entries", func() bool { return h.historyCount(b, sid) == n })
+	bustest.Eventually(t, "all entries", func() bool { return h.historyCount(b, sid) == n })
 	raw := subjectEntries(t, h, sc, sid)
 	pos := -1
 	for i, e := range raw {
