@@ -18,6 +18,10 @@ func (h *harness) takeOver(b binding.Binding, config, bot string, lid any) strin
 	h.t.Helper()
 	h.mustEvent(b, config, takeover.EventPersonMessage, bot, msgData("person", lid, lid, plain("hi")))
 	sid := sidOf(bot, "person", lid)
+	// the reply waits for the recording at most the budget: on a loaded
+	// machine (a three-node cluster under the race detector) the new
+	// session's record can come later, and a takeover needs it
+	bustest.Eventually(h.t, "the session's record", func() bool { return h.record(b, sid) != nil })
 	h.mustPage(b, config, "POST", "/takeover", map[string]string{"sid": sid}, nil)
 	return sid
 }

@@ -18,8 +18,8 @@ import "time"
 // ahead of it with a ts not that much later, or is late itself and moves
 // back in turn; entries of concurrent senders may go either way. The half
 // budget is the clock skew tolerated between replicas and the server.
-// Entries never stored late keep their stream order whatever their ts (a
-// clock set back changes nothing).
+// Entries stored on time keep their stream order among themselves
+// whatever their ts (a clock set back reorders none of them).
 func InSendOrder(entries []StoredEntry, budget time.Duration) []StoredEntry {
 	slack := max(budget.Milliseconds()/2, 1)
 	for i := 1; i < len(entries); i++ {
