@@ -356,6 +356,19 @@ class PageTest(Base):
 
 
 class HostActionTest(Base):
+    async def asyncSetUp(self) -> None:
+        await super().asyncSetUp()
+        # The forwarder's flushed host subscription can still be unseen by
+        # this connection for a moment on a loaded machine (no responders):
+        # probe with a body it refuses, which never reaches the runtime.
+        for _ in range(500):
+            try:
+                await self.nc.request(self.host_subject("send_message"), b"probe", timeout=5)
+                return
+            except nats.errors.NoRespondersError:
+                await asyncio.sleep(0.01)
+        self.fail("the forwarder's host subscription never became reachable")
+
     def host_subject(self, action: str) -> str:
         return p.subject(GEN, "host", prefix="langbot", action=action, scope=self.fw.scope)
 
