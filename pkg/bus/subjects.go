@@ -39,22 +39,16 @@ const (
 	ActionGetBots     = "get_bots"
 )
 
-// Internal subject kinds: the token after "<prefix>.<plugin>." of a plugin's
-// internal subjects (DESIGN 3.1, 5; the service specs).
-const (
-	KindSched = "sched" // githubkit and schenotify schedules
-	KindPoll  = "poll"  // githubkit fired polls
-	KindDue   = "due"   // schenotify fired reminders
-)
+// Internal subject kinds (the token after "<prefix>.<plugin>." of a
+// plugin's internal subjects, DESIGN 3.1, 5) belong to each service: githubkit
+// and schenotify declare theirs in kinds.go, takeover in names.go.
 
 // KV key kinds: the token after "<scope>." of a key (DESIGN 4; the
-// service specs).
+// service specs). The ones every plugin has are here; a service declares
+// its own (githubkit and schenotify in their kinds.go, takeover in names.go).
 const (
 	KeyAuthority = "authority" // every plugin: <scope>.authority
 	KeyInv       = "inv"       // dedupe buckets: <scope>.inv.<hash>
-	KeyRepo      = "repo"      // githubkit: <scope>.repo.<repo-key>
-	KeyReminder  = "reminder"  // schenotify: <scope>.reminder.<id>
-	KeyIndex     = "index"     // schenotify: <scope>.index
 )
 
 // Stream, bucket and consumer names (DESIGN 3.2, 4).
