@@ -170,12 +170,19 @@ func parseAdd(rest string) (when.AddSpec, bool) {
 	case strings.EqualFold(w1, "in"):
 		a := strings.TrimLeftFunc(after1, unicode.IsSpace)
 		w2, after2 := cutWord(a)
+		if w2 != "" && !startsWithDigit(FoldWidth(w2)) {
+			return naturalAdd(s)
+		}
 		msg, ok := message(after2)
 		if w2 == "" || !ok {
 			return when.AddSpec{}, false
 		}
 		raw := FoldWidth(w2)
 		d, err := when.ParseDuration(raw)
+		if err != nil {
+			// "in 10 minutes", "in the morning": a natural expression.
+			return naturalAdd(s)
+		}
 		return when.AddSpec{Form: when.WhenIn, Raw: raw, Delay: d, DelayOK: err == nil && d >= when.MinDelay, Message: msg}, true
 	case strings.EqualFold(w1, "cron"):
 		a := strings.TrimLeftFunc(after1, unicode.IsSpace)
@@ -212,8 +219,12 @@ func parseAdd(rest string) (when.AddSpec, bool) {
 		}
 		w2, after2 := cutWord(a)
 		f2 := FoldWidth(w2)
+		if w2 != "" && !looksLikeClock(f2) {
+			// "2030-01-31 dentist", "2030-01-31 3pm": a natural date.
+			return naturalAdd(s)
+		}
 		msg, ok := message(after2)
-		if w2 == "" || !ok || !looksLikeClock(f2) {
+		if w2 == "" || !ok {
 			return when.AddSpec{}, false
 		}
 		raw := f1 + " " + f2
@@ -228,8 +239,20 @@ func parseAdd(rest string) (when.AddSpec, bool) {
 		w, ok := when.ParseClock(f1)
 		return when.AddSpec{Form: when.WhenClock, Raw: f1, Wall: w, WallOK: ok, Message: msg}, true
 	}
-	return when.AddSpec{}, false
+	return naturalAdd(s)
 }
+
+// naturalAdd is the add of a natural expression ("明天下午3点 开会",
+// "tomorrow 3pm call mom"): the when and the message are split by
+// when.ReadNatural once the clock and zone are known (when.PlanAdd).
+func naturalAdd(s string) (when.AddSpec, bool) {
+	if strings.TrimSpace(s) == "" {
+		return when.AddSpec{}, false
+	}
+	return when.AddSpec{Form: when.WhenNatural, Raw: s}, true
+}
+
+func startsWithDigit(s string) bool { return s != "" && isDigit(s[0]) }
 
 // looksLikeDate reports whether s has the shape digits-digits-digits.
 func looksLikeDate(s string) bool {

@@ -54,6 +54,7 @@ const (
 	promptSchedule = "Sets a reminder that the bot sends into this chat at the due time. Call get_current_time_str first. " +
 		"Give 'message' (the text to send) and exactly one way to say when: " +
 		"'time_str' for an absolute time, either 'YYYY-MM-DD HH:MM:SS' in the installation's time zone or RFC 3339 with an offset such as 2030-01-31T09:00:00+08:00 (use the offset when the user names a zone); " +
+		"time_str also takes the user's own words in English or Chinese, read by fixed rules in the installation's zone: 'tomorrow 3pm', 'next friday 9:00', '12/24 8pm', 'tonight', '明天下午3点半', '下周一9点', '12月24日 20:00', and repeating ones such as 'every weekday 9am' or '每周一三五 9:00' (then leave recurrence empty); the result's text says what it was understood as, so tell the user; " +
 		"or 'delay' for relative requests ('in 20 minutes'), a duration such as 30m, 2h15m, 1d12h or PT30M. " +
 		"For repeating reminders add 'recurrence': a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'), @hourly, @daily, @weekly, @monthly, @yearly, or '@every <duration>' (at least 1 minute); with a recurrence the start is optional, and 'until' (same forms as time_str) ends the series. " +
 		"The chat and the user come from the session automatically: never pass them. The result has status, id, the due time and a text to paraphrase; on error it has code and text."

@@ -171,6 +171,18 @@ func (rd Renderer) Scheduled(s Settings, id string, p when.Plan, now time.Time) 
 		}
 		parts = append(parts, rd.text(s, "ok.scheduled_recurring", args))
 	}
+	if p.Understood != "" {
+		// What the natural expression was read as, in the chat's zone, with
+		// the weekday: the answer to any ambiguity ("next friday", "3点").
+		u := map[string]string{"expr": p.Understood, "time": when.Local(p.First, s.Zone), "zone": zone,
+			"weekday": Weekday(rd.Cat, s.Language, p.First.In(s.Zone).Weekday())}
+		if p.Rule != nil {
+			u["recurrence"] = p.Rule.Display()
+			parts = append(parts, rd.text(s, "note.understood_rule", u))
+		} else {
+			parts = append(parts, rd.text(s, "note.understood", u))
+		}
+	}
 	if p.Truncated {
 		parts = append(parts, rd.text(s, "note.truncated", map[string]string{"max": strconv.Itoa(when.MaxMessageRunes), "length": strconv.Itoa(p.OriginalLength)}))
 	}
