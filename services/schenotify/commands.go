@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
@@ -54,11 +55,19 @@ func (s *Service) sche(ctx context.Context, inv *bus.Invocation, set Settings, c
 		if f != nil {
 			return s.rd.FailureText(set, f)
 		}
+		msg, mentions, f := takeMentions(plan.Message)
+		if f != nil {
+			return s.rd.FailureText(set, f)
+		}
+		if strings.TrimSpace(msg) == "" {
+			return s.text(set, "cmd.add_usage", nil)
+		}
+		plan.Message = msg
 		sess, sender, ok := sessionOf(inv.Command.Session).Resolve()
 		if !ok {
 			return s.text(set, "err.no_session", nil)
 		}
-		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaCommand})
+		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaCommand, mentions: mentions})
 		if err != nil {
 			return s.failText(ctx, inv, set, err)
 		}

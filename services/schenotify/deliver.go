@@ -185,7 +185,7 @@ func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, r
 	}
 	text := s.rd.DeliveryText(set, rec, occ, now, skipped)
 	msg := bus.SendMessage{BotUUID: rec.Session.BotUUID, TargetType: rec.Session.TargetType, TargetID: rec.Session.TargetID,
-		MessageChain: bus.Plain(text)}
+		MessageChain: deliveryChain(set, rec, text)}
 	s.metrics.lateness.Observe(now.Sub(target).Seconds())
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
 	err = s.runner.Host().SendMessage(sctx, auth.Binding, msg, IdempotencyKey(sc, rec.ID, occ))

@@ -44,7 +44,7 @@ type ManifestTool struct {
 // Tool parameter schemas (spec 3).
 const (
 	schemaEmpty    = `{"type":"object","properties":{}}`
-	schemaSchedule = `{"type":"object","properties":{"message":{"type":"string"},"time_str":{"type":"string"},"delay":{"type":"string"},"recurrence":{"type":"string"},"until":{"type":"string"}},"required":["message"]}`
+	schemaSchedule = `{"type":"object","properties":{"message":{"type":"string"},"time_str":{"type":"string"},"delay":{"type":"string"},"recurrence":{"type":"string"},"until":{"type":"string"},"mentions":{"type":"array","items":{"type":"string"},"maxItems":10}},"required":["message"]}`
 	schemaCancel   = `{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`
 )
 
@@ -57,6 +57,7 @@ const (
 		"time_str also takes the user's own words in English or Chinese, read by fixed rules in the installation's zone: 'tomorrow 3pm', 'next friday 9:00', '12/24 8pm', 'tonight', '明天下午3点半', '下周一9点', '12月24日 20:00', and repeating ones such as 'every weekday 9am' or '每周一三五 9:00' (then leave recurrence empty); the result's text says what it was understood as, so tell the user; " +
 		"or 'delay' for relative requests ('in 20 minutes'), a duration such as 30m, 2h15m, 1d12h or PT30M. " +
 		"For repeating reminders add 'recurrence': a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'), @hourly, @daily, @weekly, @monthly, @yearly, or '@every <duration>' (at least 1 minute); with a recurrence the start is optional, and 'until' (same forms as time_str) ends the series. " +
+		"In a group, 'mentions' lists member ids to @-mention on delivery (at most 10; the creator is mentioned anyway unless the installation turned that off). " +
 		"The chat and the user come from the session automatically: never pass them. The result has status, id, the due time and a text to paraphrase; on error it has code and text."
 	promptList   = "Lists the reminders of this chat (only this chat's), soonest first, with id, due time, recurrence and state. The chat comes from the session automatically."
 	promptCancel = "Cancels one reminder of this chat by its id (six characters, as shown by list_notifications or in the scheduling result). The chat comes from the session automatically; an id of another chat is reported as not found."
@@ -85,6 +86,7 @@ func NewManifest(cat *i18n.Catalog) Manifest {
 			cfg("notify_prefix", "string", DefaultPrefix),
 			cfg("max_reminders", "integer", DefaultMaxReminders),
 			cfg("max_per_session", "integer", DefaultMaxPerSession),
+			cfg("mention_creator", "boolean", true),
 		},
 		Commands: []ManifestItem{item("command", CommandSche), item("command", CommandDsche)},
 		Tools: []ManifestTool{

@@ -62,6 +62,10 @@ type Record struct {
 	Delivered           int              `json:"delivered"`
 	LastOccurrence      *time.Time       `json:"last_occurrence"`
 	ConsecutiveFailures int              `json:"consecutive_failures"`
+	// Mentions are the member ids named at creation ("@id" words, the
+	// tool's mentions), at most MaxMentions of at most MaxMentionRunes each;
+	// a group delivery mentions them after the creator.
+	Mentions []string `json:"mentions,omitempty"`
 }
 
 // Created via.

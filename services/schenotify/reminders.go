@@ -21,6 +21,7 @@ type addRequest struct {
 	sender   string
 	plan     when.Plan
 	via      string
+	mentions []string // member ids to mention, within the caps
 }
 
 // add creates and arms a reminder (spec 3.3 success, 6.1): the index entry
@@ -94,6 +95,7 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 		V: 1, ID: id, Session: req.session, CreatorSenderID: req.sender, CreatedAt: now, CreatedVia: req.via,
 		InvocationID: req.invID, Message: req.plan.Message, OriginalLength: req.plan.OriginalLength,
 		Zone: req.settings.Zone.String(), NextDue: req.plan.First.UTC(), State: StateScheduled,
+		Mentions: req.mentions,
 	}
 	if req.plan.Rule != nil {
 		r := req.plan.Rule.Recurrence

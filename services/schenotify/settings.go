@@ -39,7 +39,10 @@ type Settings struct {
 	Prefix        string
 	MaxReminders  int
 	MaxPerSession int // effective: at most MaxReminders
-	Warnings      []ConfigWarning
+	// MentionCreator: a reminder delivered in a group mentions its creator
+	// (setting mention_creator, default on).
+	MentionCreator bool
+	Warnings       []ConfigWarning
 }
 
 // NormalizeConfig reads the installation config of spec 2 from raw (a JSON
@@ -61,7 +64,7 @@ func NormalizeConfig(raw json.RawMessage, defaultZone *time.Location) Settings {
 		return v, true
 	}
 	s := Settings{Language: DefaultLanguage, Zone: defaultZone, Prefix: DefaultPrefix,
-		MaxReminders: DefaultMaxReminders, MaxPerSession: DefaultMaxPerSession}
+		MaxReminders: DefaultMaxReminders, MaxPerSession: DefaultMaxPerSession, MentionCreator: true}
 	warn := func(field string, v json.RawMessage, used string) {
 		s.Warnings = append(s.Warnings, ConfigWarning{Field: field, Value: shownValue(v), Used: used})
 	}
@@ -106,6 +109,14 @@ func NormalizeConfig(raw json.RawMessage, defaultZone *time.Location) Settings {
 			return maxCap
 		}
 		return int(n)
+	}
+	if v, ok := get("mention_creator"); ok {
+		var on bool
+		if json.Unmarshal(v, &on) == nil {
+			s.MentionCreator = on
+		} else {
+			warn("mention_creator", v, "true")
+		}
 	}
 	s.MaxReminders = capField("max_reminders", DefaultMaxReminders)
 	s.MaxPerSession = min(capField("max_per_session", DefaultMaxPerSession), s.MaxReminders)

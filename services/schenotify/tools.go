@@ -82,11 +82,22 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		if f != nil {
 			return failed(f)
 		}
+		var mentions []string
+		if raw := bytes.TrimSpace(params["mentions"]); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+			var ids []string
+			if json.Unmarshal(raw, &ids) != nil {
+				return failed(fail("invalid_param", "mentions", map[string]string{"field": "mentions"}))
+			}
+			var ok bool
+			if mentions, ok = validMentions(ids); !ok {
+				return failed(mentionsFailure("mentions"))
+			}
+		}
 		sess, sender, ok := sessionOf(inv.Tool.Session).Resolve()
 		if !ok {
 			return failed(fail("no_session", "", nil))
 		}
-		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaTool})
+		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaTool, mentions: mentions})
 		var vf *when.Failure
 		if errors.As(err, &vf) {
 			return failed(vf)
