@@ -97,6 +97,12 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			s.ack(ctx, f)
 			return "", nil
 		}
+		if rec.Held {
+			// Paused by a user: a schedule armed before the pause (or by a
+			// send that raced it) wakes nothing.
+			s.ack(ctx, f)
+			return OutcomePaused, nil
+		}
 		now := s.now()
 		target := rec.Target()
 		if target.After(now.Add(time.Second)) {
@@ -203,6 +209,10 @@ func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, r
 	switch {
 	case err == nil:
 		outcome = OutcomeDelivered
+		if lerr := s.rememberLast(ctx, sc, rec, occ, now); lerr != nil {
+			// Only snooze-without-id depends on it; the delivery stands.
+			s.log.WarnContext(ctx, "last delivery not recorded", "scope", sc.String(), "id", rec.ID, "err", lerr)
+		}
 		c.Delivered++
 		o := occ
 		c.LastOccurrence = &o

@@ -46,6 +46,8 @@ const (
 	schemaEmpty    = `{"type":"object","properties":{}}`
 	schemaSchedule = `{"type":"object","properties":{"message":{"type":"string"},"time_str":{"type":"string"},"delay":{"type":"string"},"recurrence":{"type":"string"},"until":{"type":"string"},"mentions":{"type":"array","items":{"type":"string"},"maxItems":10}},"required":["message"]}`
 	schemaCancel   = `{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`
+	schemaSnooze   = `{"type":"object","properties":{"id":{"type":"string"},"delay":{"type":"string"},"time_str":{"type":"string"}}}`
+	schemaEdit     = `{"type":"object","properties":{"id":{"type":"string"},"time_str":{"type":"string"},"message":{"type":"string"}},"required":["id"]}`
 )
 
 // The llm_prompt of each tool (English, as the host expects).
@@ -60,6 +62,10 @@ const (
 		"In a group, 'mentions' lists member ids to @-mention on delivery (at most 10; the creator is mentioned anyway unless the installation turned that off). " +
 		"The chat and the user come from the session automatically: never pass them. The result has status, id, the due time and a text to paraphrase; on error it has code and text."
 	promptList   = "Lists the reminders of this chat (only this chat's), soonest first, with id, due time, recurrence and state. The chat comes from the session automatically."
+	promptSnooze = "Brings a reminder back later ('snooze', 'remind me again in 10 minutes'). Without 'id' it snoozes the reminder delivered last in this chat; with 'id' that reminder. Give 'delay' (a duration such as 10m, or words such as '10 minutes') or 'time_str' (any form schedule_notify takes, including 'tomorrow 9am'); with neither it is 10 minutes. A one-time reminder that still exists is moved; otherwise a one-time copy is set. The chat comes from the session automatically."
+	promptEdit   = "Changes one reminder of this chat by id: 'time_str' for a new time (any form schedule_notify takes; a repeating rule such as 'every day 8am' replaces the reminder's rule), or 'message' for a new text, not both. The result's text says what the time was understood as."
+	promptPause  = "Pauses a repeating reminder of this chat by id; nothing is sent until resume_notification. One-time reminders cannot be paused (cancel or edit them)."
+	promptResume = "Resumes a repeating reminder of this chat paused with pause_notification, at its next occurrence from now (missed occurrences are skipped)."
 	promptCancel = "Cancels one reminder of this chat by its id (six characters, as shown by list_notifications or in the scheduling result). The chat comes from the session automatically; an id of another chat is reported as not found."
 )
 
@@ -94,6 +100,10 @@ func NewManifest(cat *i18n.Catalog) Manifest {
 			tool(ToolSchedule, schemaSchedule, promptSchedule),
 			tool(ToolList, schemaEmpty, promptList),
 			tool(ToolCancel, schemaCancel, promptCancel),
+			tool(ToolSnooze, schemaSnooze, promptSnooze),
+			tool(ToolEdit, schemaEdit, promptEdit),
+			tool(ToolPause, schemaCancel, promptPause),
+			tool(ToolResume, schemaCancel, promptResume),
 		},
 	}
 }
