@@ -39,13 +39,10 @@ const (
 	ActionGetBots     = "get_bots"
 )
 
-// Internal subject kinds (the token after "<prefix>.<plugin>." of a
-// plugin's internal subjects, DESIGN 3.1, 5) belong to each service: githubkit
-// and schenotify declare theirs in kinds.go, takeover in names.go.
-
 // KV key kinds: the token after "<scope>." of a key (DESIGN 4; the
 // service specs). The ones every plugin has are here; a service declares
-// its own (githubkit and schenotify in their kinds.go, takeover in names.go).
+// its own subject and key kinds (githubkit and schenotify in their
+// kinds.go, takeover in store/names.go).
 const (
 	KeyAuthority = "authority" // every plugin: <scope>.authority
 	KeyInv       = "inv"       // dedupe buckets: <scope>.inv.<hash>

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -91,8 +92,12 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	sender := req.sender
+	if utf8.RuneCountInString(sender) > MaxMentionRunes {
+		sender = "" // a stored name has a cap; an id that long is not mentioned
+	}
 	rec := &Record{
-		V: 1, ID: id, Session: req.session, CreatorSenderID: req.sender, CreatedAt: now, CreatedVia: req.via,
+		V: 1, ID: id, Session: req.session, CreatorSenderID: sender, CreatedAt: now, CreatedVia: req.via,
 		InvocationID: req.invID, Message: req.plan.Message, OriginalLength: req.plan.OriginalLength,
 		Zone: req.settings.Zone.String(), NextDue: req.plan.First.UTC(), State: StateScheduled,
 		Mentions: req.mentions,

@@ -55,7 +55,8 @@ func (j *recordJob) release() { j.once.Do(func() { close(j.done) }) }
 // session hashed to the same worker). The bound holds over all sessions
 // together.
 type recorder struct {
-	s       *Service
+	write   func(*recordJob)         // writes one recording
+	drop    func(*recordJob, string) // accounts a recording not queued, with the reason
 	workers int
 	limit   int64        // recordings waiting at most, over all sessions
 	queued  atomic.Int64 // recordings waiting now
@@ -82,9 +83,12 @@ type sessionQueue struct {
 // maxSessionQueue bounds the recordings one session can have waiting.
 const maxSessionQueue = 256
 
-func newRecorder(s *Service, workers, queue int) *recorder {
+// newRecorder returns a recorder of workers workers and at most queue
+// waiting recordings, which writes with write and reports the recordings
+// it cannot queue to drop.
+func newRecorder(write func(*recordJob), drop func(*recordJob, string), workers, queue int) *recorder {
 	workers, queue = max(workers, 1), max(queue, 1)
-	return &recorder{s: s, workers: workers, limit: int64(queue),
+	return &recorder{write: write, drop: drop, workers: workers, limit: int64(queue),
 		line: make(chan *sessionQueue, queue), sessions: map[string]*sessionQueue{}}
 }
 
@@ -113,7 +117,7 @@ func (r *recorder) next(q *sessionQueue) {
 	j := q.jobs[0]
 	r.mu.Unlock()
 	r.queued.Add(-1)
-	r.s.record(j)
+	r.write(j)
 	j.release()
 	r.mu.Lock()
 	q.jobs[0] = nil
@@ -145,7 +149,7 @@ func (r *recorder) stop() {
 // queue drops the recording (never the decision).
 func (r *recorder) submitAndWait(ctx context.Context, j *recordJob, budget time.Duration) {
 	if reason := r.submit(j); reason != "" {
-		r.s.dropRecording(j, reason)
+		r.drop(j, reason)
 		return
 	}
 	t := time.NewTimer(budget)

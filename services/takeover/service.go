@@ -30,6 +30,9 @@ type Config struct {
 	Prefix string
 	// Replicas of the service's buckets and streams: 1 in dev, 3 in production.
 	Replicas int
+	// Retention removes installations not attached for this long
+	// (bus.RunnerConfig.Retention); 0, the default, is off.
+	Retention time.Duration
 	// Workers is the invocation worker pool size; default 1024: an event
 	// holds its worker while it waits up to RecordBudget for its recording,
 	// so Workers / RecordBudget bounds the event rate (5000/s by default).
@@ -192,6 +195,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		Workers:     cfg.Workers,
 		MaxBody:     cfg.MaxBody,
 		Replicas:    cfg.Replicas,
+		Retention:   cfg.Retention,
 		Handlers: bus.Handlers{
 			Event:         s.handleEvent,
 			Page:          s.handlePage,
@@ -210,7 +214,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	s.st = store.New(js, subj, s.checkFault)
 	s.bots = newBotCache(s.runner.Host(), s.goBackground)
-	s.rec = newRecorder(s, cfg.RecordWorkers, cfg.RecordQueue)
+	s.rec = newRecorder(s.record, s.dropRecording, cfg.RecordWorkers, cfg.RecordQueue)
 	s.locks = store.NewLocks()
 	s.trims = store.NewTrimmer(s.st, s.view, s.metrics.trims, s.log)
 	s.meta = store.NewMetaWriter(s.st, s.view, s.locks, s.trims, cfg.MetaWriteRate, s.metrics.metaPending, s.metrics.recordDropped, s.log)

@@ -7,7 +7,8 @@
 // Failure).
 //
 // Everything here is a pure function of its inputs and the clock value it is
-// given: no bus, no NATS, no storage, no logging. It may import the standard
+// given (ProcessZoneName alone reads the process's TZ and /etc/localtime):
+// no bus, no NATS, no storage, no logging. It may import the standard
 // library and robfig/cron/v3 only; it must not import pkg/bus, pkg/binding or
 // package schenotify (which imports it).
 //
