@@ -247,7 +247,6 @@ func NewRunner(cfg RunnerConfig, deps RunnerDeps) (*Runner, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	log = log.With("plugin", cfg.Plugin)
 	reg := deps.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()

@@ -159,7 +159,6 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.log = s.log.With("service", Plugin)
 	tp := deps.TracerProvider
 	if tp == nil {
 		tp = noop.NewTracerProvider()

@@ -176,7 +176,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		reg = prometheus.NewRegistry()
 	}
 	s := &Service{
-		cfg: cfg, nc: deps.Conn, js: js, now: now, log: log.With("plugin", Plugin),
+		cfg: cfg, nc: deps.Conn, js: js, now: now, log: log,
 		tracer: tp.Tracer("github.com/langbot-nats/plugins/services/takeover"), subj: subj,
 		ready: make(chan struct{}),
 	}
