@@ -36,7 +36,6 @@ const (
 	WrongType   Reason = "wrong type, default used"
 	Cut         Reason = "too long, cut"
 	Dropped     Reason = "entries dropped"
-	NotObject   Reason = "not a JSON object, defaults used"
 )
 
 // Warning is one value the reader replaced. Raw is the value as the
@@ -59,8 +58,9 @@ type Reader struct {
 }
 
 // Read returns a Reader over raw. Empty, null or absent config is an empty
-// object; anything else that is not a JSON object gives the defaults and
-// a NotObject warning on the field "config".
+// object; anything else that is not a JSON object reads as empty too, and
+// NotObject reports it (a service decides whether that is worth a
+// warning).
 func Read(raw json.RawMessage) *Reader {
 	r := &Reader{}
 	raw = bytes.TrimSpace(raw)
@@ -70,7 +70,6 @@ func Read(raw json.RawMessage) *Reader {
 	if err := json.Unmarshal(raw, &r.fields); err != nil || r.fields == nil {
 		r.fields = nil
 		r.notObject = true
-		r.warnings = append(r.warnings, Warning{Field: "config", Reason: NotObject})
 	}
 	return r
 }

@@ -20,7 +20,7 @@ func TestRead(t *testing.T) {
 		if r.NotObject() != tc.notObject {
 			t.Errorf("Read(%q).NotObject() = %v, want %v", tc.raw, r.NotObject(), tc.notObject)
 		}
-		if got := len(r.Warnings()); got != map[bool]int{true: 1, false: 0}[tc.notObject] {
+		if got := len(r.Warnings()); got != 0 {
 			t.Errorf("Read(%q): %d warnings", tc.raw, got)
 		}
 		if n := r.Int("a", 7, settings.Ints{Min: 0, Max: 10}); tc.notObject && n != 7 {
@@ -249,7 +249,7 @@ func FuzzReader(f *testing.F) {
 			t.Fatalf("%d words", len(words))
 		}
 		for _, w := range r.Warnings() {
-			if w.Field != "v" && w.Field != "config" {
+			if w.Field != "v" {
 				t.Fatalf("warning on %q", w.Field)
 			}
 		}
