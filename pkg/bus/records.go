@@ -27,7 +27,7 @@ type RecordsConfig[T any] struct {
 	// Decode parses a stored value.
 	Decode func([]byte) (*T, error)
 	// Fault, when set, is called before each operation ("get", "list",
-	// "create", "update", "delete") and after a successful update
+	// "create", "update", "delete", "purge") and after a successful update
 	// ("update.ack"), and its error is returned as the operation's: a
 	// seam for tests to inject the failures a real bus has, such as a
 	// write applied whose acknowledgement is lost. Nil in production.
@@ -163,6 +163,24 @@ func (r *Records[T]) Delete(ctx context.Context, sc binding.Scope, rev uint64, i
 		return err
 	}
 	return r.kv.Delete(ctx, sc, r.kind, rev, ids...)
+}
+
+// Purge removes the record's history, leaving one purge marker that
+// watchers see.
+func (r *Records[T]) Purge(ctx context.Context, sc binding.Scope, ids ...string) error {
+	if err := r.check("purge", sc); err != nil {
+		return err
+	}
+	return r.kv.Purge(ctx, sc, r.kind, ids...)
+}
+
+// IDs lists the ids of the kind's records in a scope (KV.Keys), in no
+// particular order; none gives jetstream.ErrNoKeysFound.
+func (r *Records[T]) IDs(ctx context.Context, sc binding.Scope) ([]string, error) {
+	if err := r.check("list", sc); err != nil {
+		return nil, err
+	}
+	return r.kv.Keys(ctx, sc, r.kind)
 }
 
 // ambiguousReread bounds the re-read of an ambiguous write, which runs

@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 
@@ -71,6 +72,17 @@ func TestRecordsGetCreateList(t *testing.T) {
 	}
 	if len(listed) != 2 || sum != 4 {
 		t.Fatalf("List of a: %+v; want c1 and c2 of a only", listed)
+	}
+	ids, err := recs.IDs(ctx, a)
+	slices.Sort(ids)
+	if err != nil || !slices.Equal(ids, []string{"c1", "c2"}) {
+		t.Fatalf("IDs of a: %v, %v", ids, err)
+	}
+	if err := recs.Purge(ctx, a, "c2"); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := recs.Get(ctx, a, "c2"); v != nil {
+		t.Fatalf("purged record read back: %+v", v)
 	}
 	if err := recs.Delete(ctx, a, rev, "c1"); err != nil {
 		t.Fatal(err)

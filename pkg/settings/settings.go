@@ -199,6 +199,9 @@ type Strings struct {
 	// Valid, when set, decides whether a value (after Trim) is allowed;
 	// one that is not gives the default, Invalid.
 	Valid func(string) bool
+	// Quiet replaces a bad value without a warning, for a field whose
+	// spec asks for none (schenotify's language).
+	Quiet bool
 }
 
 // String reads a string field. Missing or null gives def silently, a value
@@ -208,9 +211,14 @@ func (r *Reader) String(field, def string, rule Strings) string {
 	if !ok {
 		return def
 	}
+	warn := func(reason Reason, used string) {
+		if !rule.Quiet {
+			r.warnings = append(r.warnings, Warning{Field: field, Reason: reason, Raw: v, Used: used})
+		}
+	}
 	var s string
 	if v[0] != '"' || json.Unmarshal(v, &s) != nil {
-		r.warnings = append(r.warnings, Warning{Field: field, Reason: WrongType, Raw: v, Used: def})
+		warn(WrongType, def)
 		return def
 	}
 	if rule.Trim {
@@ -220,7 +228,7 @@ func (r *Reader) String(field, def string, rule Strings) string {
 		return def
 	}
 	if rule.Valid != nil && !rule.Valid(s) {
-		r.warnings = append(r.warnings, Warning{Field: field, Reason: Invalid, Raw: v, Used: def})
+		warn(Invalid, def)
 		return def
 	}
 	if rule.MaxRunes > 0 && utf8.RuneCountInString(s) > rule.MaxRunes {
@@ -228,7 +236,7 @@ func (r *Reader) String(field, def string, rule Strings) string {
 		if rule.Trim {
 			s = strings.TrimSpace(s)
 		}
-		r.warnings = append(r.warnings, Warning{Field: field, Reason: Cut, Raw: v, Used: s})
+		warn(Cut, s)
 	}
 	return s
 }

@@ -109,6 +109,8 @@ func TestString(t *testing.T) {
 		{"wrong type", `12`, settings.Strings{}, "def", settings.WrongType},
 		{"valid", `"en_US"`, settings.Strings{Valid: lang}, "en_US", ""},
 		{"not valid", `"fr"`, settings.Strings{Valid: lang}, "def", settings.Invalid},
+		{"quietly not valid", `"fr"`, settings.Strings{Valid: lang, Quiet: true}, "def", ""},
+		{"quietly wrong type", `[]`, settings.Strings{Quiet: true}, "def", ""},
 		{"cut", `"abcdef"`, settings.Strings{MaxRunes: 3}, "abc", settings.Cut},
 		{"cut by runes", `"日本語です"`, settings.Strings{MaxRunes: 2}, "日本", settings.Cut},
 		{"cut then trimmed", `" ab cd"`, settings.Strings{Trim: true, MaxRunes: 3}, "ab", settings.Cut},
