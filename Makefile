@@ -9,10 +9,10 @@ TESTFLAGS ?= -race -count=1 -timeout 20m
 # permissions) is tested separately because its dependencies are heavy.
 PKGS      := ./...
 
-.PHONY: help build test test-root test-deploy run bench bench-process e2e lint fuzz images clean
+.PHONY: help build build-arm64 test test-root test-deploy run bench bench-process e2e lint fuzz images images-multiarch clean
 
 help:
-	@echo "make build   build the service binaries and lbctl into $(BIN)/"
+	@echo "make build   build the service binaries, langbot-plugins and lbctl into $(BIN)/"
 	@echo "make test    run every test with the race detector (what CI runs)"
 	@echo "make run     start the dev stack: embedded NATS, all services, interactive host"
 	@echo "make bench   run the benchmarks (figures reported next to the bus floor)"
@@ -21,13 +21,24 @@ help:
 	@echo "make lint    gofmt and go vet"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 10s)"
 	@echo "make images  build container images with the Dockerfile"
+	@echo "make images-multiarch  build and push linux/amd64+arm64 images (docker buildx)"
+	@echo "make build-arm64  cross-compile every binary for linux/arm64 (what CI checks)"
 
 build:
 	@mkdir -p $(BIN)
 	$(GO) build $(GOFLAGS) -o $(BIN)/lbctl ./cmd/lbctl
+	$(GO) build $(GOFLAGS) -o $(BIN)/langbot-plugins ./cmd/langbot-plugins
 	@for s in $(SERVICES); do \
 	  if [ -d services/$$s/cmd/$$s ]; then $(GO) build $(GOFLAGS) -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; fi; \
 	done
+
+# Every main package (services, lbctl, and any other cmd/) for linux/arm64,
+# into a temporary directory: a boards-and-ARM-servers check, not a release.
+build-arm64:
+	@out=$$(mktemp -d) && trap 'rm -rf "$$out"' EXIT && \
+	echo "CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -o $$out/ ./cmd/... ./services/..." && \
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -o $$out/ ./cmd/... ./services/... && \
+	for f in "$$out"/*; do echo "  linux/arm64 $${f##*/}"; done
 
 test: test-root test-deploy
 
@@ -75,6 +86,16 @@ images:
 	@for s in $(SERVICES) lbctl; do \
 	  echo "docker build --build-arg SERVICE=$$s -t $(IMAGE_REPO)/$$s:$(IMAGE_TAG) ."; \
 	  docker build --build-arg SERVICE=$$s -t $(IMAGE_REPO)/$$s:$(IMAGE_TAG) . || exit 1; \
+	done
+
+# Multi-platform images, pushed to IMAGE_REPO (an image index cannot be
+# loaded into the local image store). Needs a buildx builder with the
+# docker-container driver: docker buildx create --use
+PLATFORMS ?= linux/amd64,linux/arm64
+images-multiarch:
+	@for s in $(SERVICES) lbctl; do \
+	  echo "docker buildx build --platform $(PLATFORMS) --build-arg SERVICE=$$s -t $(IMAGE_REPO)/$$s:$(IMAGE_TAG) --push ."; \
+	  docker buildx build --platform $(PLATFORMS) --build-arg SERVICE=$$s -t $(IMAGE_REPO)/$$s:$(IMAGE_TAG) --push . || exit 1; \
 	done
 
 clean:

@@ -1,7 +1,8 @@
 // Command lbctl is the LangBot host simulator and operator CLI for the
 // plugin services: it runs the whole stack in one process for development
 // (lbctl dev), speaks the wire protocol exactly as a host would (invoke,
-// attach, revoke, host), prepares a NATS deployment (setup), and carries
+// attach, revoke, host), prepares a NATS deployment (setup), backs it up
+// and restores it (backup, restore), and carries
 // the services' operator commands (import, console-token, ...).
 package main
 
@@ -14,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/langbot-nats/plugins/pkg/svcmain"
 )
 
 // command is one lbctl subcommand. Name may have two words ("import
@@ -42,6 +45,7 @@ func commands() []command {
 		{Name: "bench invoke", Summary: "measure invocation latency and throughput next to the bus floor", Run: runBenchInvoke},
 		consoleTokenCommand(),
 	}
+	cmds = append(cmds, backupCommands()...)
 	for _, s := range devServices() {
 		cmds = append(cmds, s.Commands...)
 	}
@@ -61,6 +65,13 @@ func run(ctx context.Context, args []string, io stdio) int {
 		usage(io.out)
 		return 0
 	}
+	// NATS_PASSWORD_FILE and the like, as the service binaries read them.
+	getenv, err := svcmain.WithSecretFiles(io.getenv, svcmain.SecretEnvs()...)
+	if err != nil {
+		fmt.Fprintf(io.err, "lbctl: %v\n", err)
+		return 1
+	}
+	io.getenv = getenv
 	for _, c := range commands() {
 		words := strings.Fields(c.Name)
 		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.Name {
