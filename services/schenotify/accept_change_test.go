@@ -7,6 +7,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -25,7 +26,7 @@ func TestSnoozeLastDelivered(t *testing.T) {
 	T := nextSecond()
 	e.schedule(t, a, cfgEN, g, map[string]any{"message": "stretch", "time_str": rfc(T.Add(time.Second)), "mentions": []string{"bob"}})
 	e.host.wait(t, 1, 5*time.Second)
-	eventually(t, 3*time.Second, "one-shot finished", func() bool { return len(e.reminderKeys(t, scopeOf(a))) == 0 })
+	bustest.EventuallyWithin(t, 3*time.Second, "one-shot finished", func() bool { return len(e.reminderKeys(t, scopeOf(a))) == 0 })
 	if got := e.cmd(t, a, cfgEN, other, "!sche snooze 5m"); !strings.Contains(got, "nothing to snooze") {
 		t.Fatalf("another chat snoozed this chat's delivery: %q", got)
 	}
@@ -105,7 +106,7 @@ func TestEditPauseResume(t *testing.T) {
 	// While an occurrence is being sent the change is refused as
 	// unavailable (not kept for retries); the retry after the send succeeds.
 	var p1 map[string]any
-	eventually(t, 5*time.Second, "pause accepted", func() bool {
+	bustest.EventuallyWithin(t, 5*time.Second, "pause accepted", func() bool {
 		p1 = e.tool(t, a, cfgEN, s, schenotify.ToolPause, map[string]any{"id": rid})
 		return p1["code"] != "unavailable"
 	})
@@ -115,7 +116,7 @@ func TestEditPauseResume(t *testing.T) {
 	if r := e.record(t, sc, rid); r == nil || r.State != schenotify.StatePaused || !r.Held {
 		t.Fatalf("paused record %+v", r)
 	}
-	eventually(t, 3*time.Second, "schedule cancelled", func() bool { at, _ := e.armed(t, sc, rid); return at == "" })
+	bustest.EventuallyWithin(t, 3*time.Second, "schedule cancelled", func() bool { at, _ := e.armed(t, sc, rid); return at == "" })
 	if got := e.cmd(t, a, cfgEN, s, "!sche"); !strings.Contains(got, "(paused; !sche resume "+rid+")") {
 		t.Fatalf("list of a paused reminder: %q", got)
 	}
@@ -165,7 +166,7 @@ func TestEditPauseResume(t *testing.T) {
 func (e *env) changeTool(t testing.TB, b binding.Binding, cfg string, s bus.Session, name string, params map[string]any) map[string]any {
 	t.Helper()
 	var r map[string]any
-	eventually(t, 5*time.Second, name+" accepted", func() bool {
+	bustest.EventuallyWithin(t, 5*time.Second, name+" accepted", func() bool {
 		r = e.tool(t, b, cfg, s, name, params)
 		return r["code"] != "unavailable"
 	})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -16,8 +17,8 @@ func TestNaturalAddCommandAndTool(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	// Tuesday 2030-01-01 10:00 in Shanghai.
-	clock := newFakeClock(time.Date(2030, 1, 1, 2, 0, 0, 0, time.UTC))
-	e.start(t, testConfig(), nil, clock.now, nil)
+	clock := bustest.FixedClock(time.Date(2030, 1, 1, 2, 0, 0, 0, time.UTC))
+	e.start(t, testConfig(), nil, clock.Now, nil)
 	b := bind("installation-a", 1)
 	s := sess("bot", "group", "g1")
 	zh := `{"language":"zh_Hans","timezone":"Asia/Shanghai"}`
@@ -93,8 +94,8 @@ func TestNaturalZoneAndDST(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	// Saturday 2030-03-09 12:00 in New York; the clocks go forward at 02:00 on the 10th.
-	clock := newFakeClock(time.Date(2030, 3, 9, 17, 0, 0, 0, time.UTC))
-	e.start(t, testConfig(), nil, clock.now, nil)
+	clock := bustest.FixedClock(time.Date(2030, 3, 9, 17, 0, 0, 0, time.UTC))
+	e.start(t, testConfig(), nil, clock.Now, nil)
 	b := bind("installation-a", 1)
 	s := sess("bot", "person", "1")
 	got := e.cmd(t, b, `{"language":"en_US","timezone":"America/New_York"}`, s, "!sche add tomorrow 2:30am early flight")
