@@ -59,7 +59,7 @@ type Python struct {
 // saying why (fails it instead when LANGBOT_PACKAGES_REQUIRED=1).
 func FindPython(t testing.TB) *Python {
 	t.Helper()
-	p, err := findPython(os.Getenv)
+	p, err := LocatePython(os.Getenv)
 	if err != nil {
 		if os.Getenv(EnvRequired) == "1" {
 			t.Fatalf("runtimetest: %v (%s=1: a skip is a failure)", err, EnvRequired)
@@ -72,7 +72,9 @@ func FindPython(t testing.TB) *Python {
 // errNoRuntime marks a machine without a usable runtime.
 var errNoRuntime = errors.New("no LangBot plugin runtime")
 
-func findPython(getenv func(string) string) (*Python, error) {
+// LocatePython is FindPython outside a test: it returns the interpreter, or
+// an error saying what is missing.
+func LocatePython(getenv func(string) string) (*Python, error) {
 	base := getenv(EnvPython)
 	if base == "" {
 		var err error

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -45,6 +46,9 @@ type Options struct {
 	Bots []Bot
 	// Env is added to the runtime process's environment.
 	Env []string
+	// WorkDir holds one working directory per launch of the runtime
+	// (Start: a test temporary directory).
+	WorkDir string
 }
 
 // Bot is a bot row as LangBot returns it.
@@ -82,7 +86,6 @@ type HostReply func(c HostCall) (any, error)
 
 // Runtime is a running SDK runtime with LangBot's side attached.
 type Runtime struct {
-	t    testing.TB
 	py   *Python
 	opts Options
 
@@ -109,11 +112,32 @@ type upload struct {
 	total int
 }
 
-// Start starts the runtime in a temporary directory and performs LangBot's
-// handshake (ping, set_runtime_config, the legacy binding's list, an empty
-// reconcile). The runtime is stopped by t.Cleanup.
+// Start starts the runtime and performs LangBot's handshake (see Launch);
+// t.Cleanup stops it, printing the runtime's log when the test failed.
 func Start(t testing.TB, py *Python, opts Options) *Runtime {
 	t.Helper()
+	if opts.WorkDir == "" {
+		opts.WorkDir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := Launch(ctx, py, opts)
+	if err != nil {
+		t.Fatalf("runtimetest: start: %v", err)
+	}
+	t.Cleanup(func() {
+		r.Close()
+		if t.Failed() {
+			t.Logf("runtime log (tail):\n%s", tail([]byte(r.Logs()), 6000))
+		}
+	})
+	return r
+}
+
+// Launch starts the runtime under opts.WorkDir and performs LangBot's
+// handshake: ping, set_runtime_config, the legacy binding's list and an
+// empty reconcile. Close stops it.
+func Launch(ctx context.Context, py *Python, opts Options) (*Runtime, error) {
 	if opts.InstanceUUID == "" {
 		opts.InstanceUUID = "instance_00000000000000000000000000000001"
 	}
@@ -123,20 +147,16 @@ func Start(t testing.TB, py *Python, opts Options) *Runtime {
 	if len(opts.Bots) == 0 {
 		opts.Bots = []Bot{{UUID: "bot-1", Name: "Bot One", Adapter: "aiocqhttp", AccountID: "10001"}}
 	}
-	r := &Runtime{t: t, py: py, opts: opts, installs: map[string]*Installation{},
-		queries: map[int64]string{}, uploads: map[string]*upload{}, reply: map[string]HostReply{}}
-	t.Cleanup(func() {
-		r.stop()
-		if t.Failed() {
-			t.Logf("runtime log (tail):\n%s", tail([]byte(r.Logs()), 6000))
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := r.launch(ctx); err != nil {
-		t.Fatalf("runtimetest: start: %v", err)
+	if opts.WorkDir == "" {
+		return nil, errors.New("runtimetest: Options.WorkDir is required")
 	}
-	return r
+	r := &Runtime{py: py, opts: opts, installs: map[string]*Installation{},
+		queries: map[int64]string{}, uploads: map[string]*upload{}, reply: map[string]HostReply{}}
+	if err := r.launch(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // launch starts the process and replays LangBot's connect sequence,
@@ -151,7 +171,11 @@ func (r *Runtime) launch(ctx context.Context) error {
 	cmd := exec.Command(r.py.Exe, "-m", "langbot_plugin.cli.__init__", "rt", "-s", "--ws-debug-port", strconv.Itoa(port))
 	// A fresh working directory (the runtime keeps its data/ there) on
 	// every launch: a restarted runtime knows only what LangBot replays.
-	cmd.Dir = r.t.TempDir()
+	dir, err := os.MkdirTemp(r.opts.WorkDir, "runtime-")
+	if err != nil {
+		return err
+	}
+	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1"), r.opts.Env...)
 	cmd.Stderr = logWriter{r}
 	// Its own process group, so that stop can end the workers it started.
@@ -370,11 +394,12 @@ func (r *Runtime) Remove(ctx context.Context, in *Installation) error {
 // Restart stops the runtime process and starts a new one, replaying every
 // installation with its current binding, as LangBot does on a reconnect.
 func (r *Runtime) Restart(ctx context.Context) error {
-	r.stop()
+	r.Close()
 	return r.launch(ctx)
 }
 
-func (r *Runtime) stop() {
+// Close stops the runtime and its workers.
+func (r *Runtime) Close() {
 	r.mu.Lock()
 	p := r.proc
 	r.proc = nil
