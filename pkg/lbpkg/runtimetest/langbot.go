@@ -69,6 +69,11 @@ func (r *Runtime) answer(req request) response {
 			Name   string `json:"plugin_name"`
 		}
 		_ = json.Unmarshal(req.Data, &d)
+		r.mu.Lock()
+		if in.Author == "" { // installed without a name: LangBot would know it from the manifest
+			in.Author, in.Name = d.Author, d.Name
+		}
+		r.mu.Unlock()
 		if d.Author != in.Author || d.Name != in.Name {
 			return fail("ValueError: Plugin installation binding does not match the active setting")
 		}

@@ -274,7 +274,8 @@ func (r *Runtime) reconcile(ctx context.Context, ins []*Installation) (map[strin
 
 // Install uploads archive as a new installation of author/name with
 // config, applies it and waits until the runtime reports it initialized,
-// as LangBot's install does.
+// as LangBot's install does. Empty author and name are learnt from the
+// worker's get_plugin_settings (LangBot reads them from the manifest).
 func (r *Runtime) Install(ctx context.Context, archive []byte, author, name string, config map[string]any) (*Installation, error) {
 	sum := sha256.Sum256(archive)
 	in := &Installation{Author: author, Name: name, Config: config, Enabled: true, archive: archive,
@@ -331,6 +332,22 @@ func (r *Runtime) apply(ctx context.Context, in *Installation, upload bool) erro
 // (LangBot gives it 30 s).
 func (r *Runtime) WaitReady(ctx context.Context, in *Installation) error {
 	deadline := time.Now().Add(readyWait)
+	for {
+		r.mu.Lock()
+		named := in.Author != ""
+		r.mu.Unlock()
+		if named {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("runtimetest: installation %s never asked for its settings in %v", in.Binding.InstallationUUID, readyWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	for {
 		p, err := r.PluginInfo(ctx, in)
 		if err != nil {
