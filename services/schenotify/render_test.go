@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -192,15 +193,20 @@ func TestDeliveryText(t *testing.T) {
 	}
 }
 
-// TestManifest checks the manifest against a golden file and that every
+// TestManifest checks the declaration against a golden file and that every
 // label, description and prompt is filled in both languages.
 func TestManifest(t *testing.T) {
-	rd := renderer(t)
-	m := schenotify.NewManifest(rd.Cat)
-	check := func(what string, texts map[string]string) {
-		for _, l := range []string{"en_US", "zh_Hans"} {
-			if strings.TrimSpace(texts[l]) == "" || strings.Contains(texts[l], ".label") || strings.Contains(texts[l], ".description") {
-				t.Errorf("%s %s: %q", what, l, texts[l])
+	m, err := schenotify.Declaration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Validate(); err != nil {
+		t.Error(err)
+	}
+	check := func(what string, texts plugin.Text) {
+		for l, s := range map[string]string{"en_US": texts.EnUS, "zh_Hans": texts.ZhHans} {
+			if strings.TrimSpace(s) == "" || strings.Contains(s, ".label") || strings.Contains(s, ".description") {
+				t.Errorf("%s %s: %q", what, l, s)
 			}
 		}
 	}
@@ -222,6 +228,15 @@ func TestManifest(t *testing.T) {
 	for _, must := range []string{"get_current_time_str first", "delay", "time_str", "cron", "@every", "session"} {
 		if !strings.Contains(p, must) {
 			t.Errorf("schedule_notify prompt does not mention %q", must)
+		}
+	}
+	// An empty config normalises to the declared defaults.
+	s := schenotify.NormalizeConfig(nil, time.UTC)
+	defaults := map[string]any{"language": s.Language, "timezone": "", "notify_prefix": s.Prefix,
+		"max_reminders": s.MaxReminders, "max_per_session": s.MaxPerSession}
+	for _, c := range m.Config {
+		if w, ok := defaults[c.Name]; !ok || w != c.Default {
+			t.Errorf("config %s: default %#v, settings use %#v", c.Name, c.Default, w)
 		}
 	}
 	golden(t, "manifest", mustJSON(t, m))
