@@ -35,8 +35,9 @@ type stack struct {
 	spans *tracetest.SpanRecorder
 	tp    *sdktrace.TracerProvider
 
-	mu   sync.Mutex
-	runs map[string]*running
+	mu      sync.Mutex
+	runs    map[string]*running
+	traffic []*nats.Msg // every message the server carried (PK-6)
 }
 
 type running struct {
@@ -76,7 +77,26 @@ func newStack(t testing.TB) *stack {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	gh := fakegithub.New(fakegithub.Options{AutoRepos: true})
 	t.Cleanup(gh.Close)
-	return &stack{t: t, srv: srv, nc: nc, js: js, gh: gh, logs: &lockedBuffer{}, spans: rec, tp: tp, runs: map[string]*running{}}
+	s := &stack{t: t, srv: srv, nc: nc, js: js, gh: gh, logs: &lockedBuffer{}, spans: rec, tp: tp, runs: map[string]*running{}}
+	sniff := srv.Conn(t)
+	if _, err := sniff.Subscribe(">", func(m *nats.Msg) {
+		s.mu.Lock()
+		s.traffic = append(s.traffic, m)
+		s.mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sniff.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// messages returns what the server carried so far.
+func (s *stack) messages() []*nats.Msg {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*nats.Msg(nil), s.traffic...)
 }
 
 // startAll runs one replica of each service, each on its own connection.

@@ -61,12 +61,19 @@ func FindPython(t testing.TB) *Python {
 	t.Helper()
 	p, err := LocatePython(os.Getenv)
 	if err != nil {
-		if os.Getenv(EnvRequired) == "1" {
-			t.Fatalf("runtimetest: %v (%s=1: a skip is a failure)", err, EnvRequired)
-		}
-		t.Skipf("runtimetest: %v", err)
+		Unavailable(t, err.Error())
 	}
 	return p
+}
+
+// Unavailable skips the test for a missing part of the runtime's
+// environment, or fails it when LANGBOT_PACKAGES_REQUIRED=1.
+func Unavailable(t testing.TB, reason string) {
+	t.Helper()
+	if os.Getenv(EnvRequired) == "1" {
+		t.Fatalf("runtimetest: %s (%s=1: a skip is a failure)", reason, EnvRequired)
+	}
+	t.Skipf("runtimetest: %s", reason)
 }
 
 // errNoRuntime marks a machine without a usable runtime.
