@@ -119,9 +119,9 @@ def new_invocation_id() -> str:
     return secrets.token_hex(16)
 
 
-def subject(gen: Generated, kind: str, **fields: str) -> str:
-    """Fill one of the generated subject templates."""
-    return gen.protocol["subjects"][kind].format(**fields)
+def subject(gen: Generated, template: str, **fields: str) -> str:
+    """Fill one of the generated subject templates (invocation, lifecycle, host, host_serve)."""
+    return gen.protocol["subjects"][template].format(**fields)
 
 
 class ServiceError(Exception):
