@@ -83,17 +83,24 @@ func (s *stack) packageConfig(plugin string) map[string]any {
 // none), by upload and apply.
 func newEnv(t testing.TB, plugins ...string) *env {
 	t.Helper()
-	py := runtimetest.FindPython(t)
-	e := &env{t: t, stack: newStack(t), py: py, ins: map[string]*runtimetest.Installation{}}
-	e.pkgs = buildPackages(t, py)
-	e.stack.startAll()
-	e.rt = runtimetest.Start(t, py, runtimetest.Options{})
+	e := startEnv(t)
 	if len(plugins) == 0 {
 		plugins = builtin.Names()
 	}
 	for _, p := range plugins {
 		e.install(p)
 	}
+	return e
+}
+
+// startEnv starts the services and the runtime and installs nothing.
+func startEnv(t testing.TB) *env {
+	t.Helper()
+	py := runtimetest.FindPython(t)
+	e := &env{t: t, stack: newStack(t), py: py, ins: map[string]*runtimetest.Installation{}}
+	e.pkgs = buildPackages(t, py)
+	e.stack.startAll()
+	e.rt = runtimetest.Start(t, py, runtimetest.Options{})
 	return e
 }
 

@@ -143,6 +143,7 @@ func TestPackages(t *testing.T) {
 		if err := e.rt.Reconfigure(ctx, sn, e.stack.packageConfig(schenotify.Plugin)); err != nil {
 			t.Fatal(err)
 		}
+		e.waitWorker(ctx, schenotify.Plugin, sn)
 		cases := []struct {
 			name    string
 			subject string

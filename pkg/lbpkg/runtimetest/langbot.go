@@ -45,6 +45,10 @@ func (r *Runtime) answer(req request) response {
 	r.calls = append(r.calls, call)
 	in := r.installs[b.InstallationUUID]
 	custom := r.reply[req.Action]
+	var registered binding.Binding
+	if in != nil {
+		registered = in.Binding // Reconfigure changes it under the lock
+	}
 	r.mu.Unlock()
 	if req.Action == "__file_chunk" {
 		return r.receiveChunk(req.Data)
@@ -52,7 +56,7 @@ func (r *Runtime) answer(req request) response {
 	switch {
 	case in == nil:
 		return fail("ValueError: Plugin installation " + b.InstallationUUID + " is not registered in this Workspace")
-	case b != in.Binding:
+	case b != registered:
 		return fail("ValueError: Plugin installation revision or artifact is stale")
 	}
 	if custom != nil {
@@ -73,14 +77,12 @@ func (r *Runtime) answer(req request) response {
 		if in.Author == "" { // installed without a name: LangBot would know it from the manifest
 			in.Author, in.Name = d.Author, d.Name
 		}
+		author, name, cfg, enabled := in.Author, in.Name, in.Config, in.Enabled
 		r.mu.Unlock()
-		if d.Author != in.Author || d.Name != in.Name {
+		if d.Author != author || d.Name != name {
 			return fail("ValueError: Plugin installation binding does not match the active setting")
 		}
-		r.mu.Lock()
-		cfg := in.Config
-		r.mu.Unlock()
-		return ok(map[string]any{"enabled": in.Enabled, "priority": 0, "plugin_config": cfg, "install_source": "local",
+		return ok(map[string]any{"enabled": enabled, "priority": 0, "plugin_config": cfg, "install_source": "local",
 			"install_info": map[string]any{}, "installation_uuid": b.InstallationUUID,
 			"runtime_revision": b.RuntimeRevision, "artifact_digest": b.ArtifactDigest})
 	case "get_bot_uuid":
