@@ -29,6 +29,10 @@ const (
 	// AttachRefresh is how often a worker republishes its attach, so a
 	// live installation is never taken for gone by a retention rule.
 	AttachRefresh = time.Hour
+	// ConnectGrace is how long a call waits for a worker's first
+	// connection before it answers "unavailable": NATS down at start must
+	// not hold a chat command for its whole timeout.
+	ConnectGrace = 2 * time.Second
 	// AttachBackoffMax caps the retry backoff of an unacknowledged attach.
 	AttachBackoffMax = 30 * time.Second
 )
@@ -58,6 +62,7 @@ type protocol struct {
 	Subjects      map[string]string `json:"subjects"`
 	Endpoints     map[string]string `json:"endpoints"`
 	Attach        string            `json:"attach_kind"`
+	Stream        string            `json:"lifecycle_stream"`
 	HostActions   []string          `json:"host_actions"`
 	Headers       map[string]string `json:"headers"`
 	ErrorWords    map[string]string `json:"error_words"`
@@ -104,6 +109,7 @@ func buildProtocol(configKeys []string) (protocol, error) {
 		},
 		Endpoints:   endpoints,
 		Attach:      bus.LifecycleAttach,
+		Stream:      bus.LifecycleStream,
 		HostActions: []string{bus.ActionSendMessage, bus.ActionGetBotInfo, bus.ActionGetBots},
 		Headers: map[string]string{
 			"invocation_id":   bus.HeaderInvocationID,
@@ -126,7 +132,7 @@ func buildProtocol(configKeys []string) (protocol, error) {
 			"command": int(CommandTimeout.Milliseconds()), "tool": int(ToolTimeout.Milliseconds()),
 			"page": int(PageTimeout.Milliseconds()), "event": int(EventTimeout.Milliseconds()),
 			"host_call": int(HostCallTimeout.Milliseconds()), "attach_refresh": int(AttachRefresh.Milliseconds()),
-			"attach_backoff_max": int(AttachBackoffMax.Milliseconds()),
+			"attach_backoff_max": int(AttachBackoffMax.Milliseconds()), "connect_grace": int(ConnectGrace.Milliseconds()),
 		},
 		IdemKeys: IdempotencyKeys,
 	}

@@ -135,6 +135,15 @@ class Forwarder:
         return self._connected.is_set() and self._nc is not None and self._nc.is_connected
 
     async def _run(self) -> None:
+        try:
+            await self._serve_and_attach()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # A bug, not an outage: log it (no values) rather than die silently.
+            log.exception("forwarder for %s stopped", self.scope)
+
+    async def _serve_and_attach(self) -> None:
         backoff = 0.2
         while True:
             try:
@@ -149,6 +158,7 @@ class Forwarder:
         self._nc = nc
         serve = p.subject(self.gen, "host_serve", prefix=self.prefix, scope=self.scope)
         await nc.subscribe(serve, queue=f"{self.gen.name}-{self.binding['installation_uuid']}", cb=self._on_host)
+        await nc.flush()
         self._connected.set()
         log.info("connected to nats for %s", self.scope)
         await self._attach_loop()
@@ -197,7 +207,7 @@ class Forwarder:
         deadline = loop.time() + timeout
         if not self._connected.is_set():
             try:
-                await asyncio.wait_for(self._connected.wait(), timeout)
+                await asyncio.wait_for(self._connected.wait(), min(timeout, self.gen.timeout("connect_grace")))
             except asyncio.TimeoutError as exc:
                 raise p.Unavailable("not connected") from exc
         body = json.dumps({"binding": self.binding, "config": self.forward_config, endpoint: field}).encode()
