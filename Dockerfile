@@ -4,6 +4,16 @@
 #
 #   docker build --build-arg SERVICE=githubkit -t ghcr.io/langbot-nats/githubkit:0.1.0 .
 #
+# Multi-platform (amd64 and arm64 in one image index; "make images-multiarch"):
+#
+#   docker buildx build --platform linux/amd64,linux/arm64 --build-arg SERVICE=githubkit \
+#     -t ghcr.io/langbot-nats/githubkit:0.1.0 --push .
+#
+# The build stage runs on the builder's own platform (BUILDPLATFORM) and
+# cross-compiles for the target (TARGETOS, TARGETARCH, set by BuildKit): Go
+# needs no emulation for that, and CGO is off. Only the final stage, which
+# holds no executable besides the binary, is per target platform.
+#
 # The binary is static (CGO_ENABLED=0), built with -trimpath, and embeds the
 # time-zone database; the final stage is an empty image with CA certificates
 # and an unprivileged user (uid 65532), like distroless "static:nonroot", so
@@ -11,8 +21,11 @@
 
 ARG GO_IMAGE=golang:1.26.8-bookworm
 
-FROM ${GO_IMAGE} AS build
+FROM --platform=$BUILDPLATFORM ${GO_IMAGE} AS build
 ARG SERVICE
+# Set by BuildKit from --platform (the builder's own platform without it).
+ARG TARGETOS
+ARG TARGETARCH
 WORKDIR /src
 # Modules first, so source edits reuse the download layer.
 COPY go.mod go.sum ./
@@ -26,7 +39,8 @@ RUN --mount=type=cache,target=/root/go/pkg/mod \
       lbctl) pkg="./cmd/lbctl" ;; \
       *) echo "build argument SERVICE must be githubkit, takeover, schenotify or lbctl" >&2; exit 2 ;; \
     esac; \
-    CGO_ENABLED=0 GOOS=linux go build -trimpath -tags timetzdata -ldflags="-s -w" -o /out/app "$pkg"; \
+    [ -n "${TARGETOS:-}" ] && [ -n "${TARGETARCH:-}" ] || { echo "TARGETOS and TARGETARCH are unset: build with BuildKit (docker buildx build)" >&2; exit 2; }; \
+    CGO_ENABLED=0 GOOS="$TARGETOS" GOARCH="$TARGETARCH" go build -trimpath -tags timetzdata -ldflags="-s -w" -o /out/app "$pkg"; \
     mkdir -p /out/etc; \
     echo "nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin" > /out/etc/passwd; \
     echo "nonroot:x:65532:" > /out/etc/group

@@ -14,7 +14,7 @@ PKGS      := ./...
 NATS_PY_WHEEL ?= ../shared/vendor/wheels/nats_py-2.15.0-py3-none-any.whl
 DIST      := dist
 
-.PHONY: packages try-packages help build test test-root test-deploy run bench bench-process e2e lint fuzz images clean
+.PHONY: packages try-packages help build build-arm64 test test-root test-deploy run bench bench-process e2e lint fuzz images images-multiarch clean
 
 help:
 	@echo "make build   build the service binaries and lbctl into $(BIN)/"
@@ -26,6 +26,8 @@ help:
 	@echo "make lint    gofmt and go vet"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 10s)"
 	@echo "make images  build container images with the Dockerfile"
+	@echo "make images-multiarch  build and push linux/amd64+arm64 images (docker buildx)"
+	@echo "make build-arm64  cross-compile every binary for linux/arm64 (what CI checks)"
 	@echo "make packages  build the three LangBot packages (.lbpkg) into $(DIST)/ (NATS_PY_WHEEL=...)"
 	@echo "make try-packages  the packages in LangBot's real runtime against lbctl dev (TRY_ARGS=\"-e '!sche' -wait 3s\" for a script)"
 
@@ -59,6 +61,14 @@ build:
 	@for s in $(SERVICES); do \
 	  if [ -d services/$$s/cmd/$$s ]; then $(GO) build $(GOFLAGS) -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; fi; \
 	done
+
+# Every main package (services, lbctl, and any other cmd/) for linux/arm64,
+# into a temporary directory: a boards-and-ARM-servers check, not a release.
+build-arm64:
+	@out=$$(mktemp -d) && trap 'rm -rf "$$out"' EXIT && \
+	echo "CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -o $$out/ ./cmd/... ./services/..." && \
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -o $$out/ ./cmd/... ./services/... && \
+	for f in "$$out"/*; do echo "  linux/arm64 $${f##*/}"; done
 
 test: test-root test-deploy
 
@@ -106,6 +116,16 @@ images:
 	@for s in $(SERVICES) lbctl; do \
 	  echo "docker build --build-arg SERVICE=$$s -t $(IMAGE_REPO)/$$s:$(IMAGE_TAG) ."; \
 	  docker build --build-arg SERVICE=$$s -t $(IMAGE_REPO)/$$s:$(IMAGE_TAG) . || exit 1; \
+	done
+
+# Multi-platform images, pushed to IMAGE_REPO (an image index cannot be
+# loaded into the local image store). Needs a buildx builder with the
+# docker-container driver: docker buildx create --use
+PLATFORMS ?= linux/amd64,linux/arm64
+images-multiarch:
+	@for s in $(SERVICES) lbctl; do \
+	  echo "docker buildx build --platform $(PLATFORMS) --build-arg SERVICE=$$s -t $(IMAGE_REPO)/$$s:$(IMAGE_TAG) --push ."; \
+	  docker buildx build --platform $(PLATFORMS) --build-arg SERVICE=$$s -t $(IMAGE_REPO)/$$s:$(IMAGE_TAG) --push . || exit 1; \
 	done
 
 clean:

@@ -9,8 +9,9 @@ import (
 )
 
 // TestDockerfile checks the image build against the deployment policy: pinned
-// base images, a static -trimpath build of each binary chosen by SERVICE, and
-// a final stage that runs as an unprivileged user.
+// base images, a static -trimpath build of each binary chosen by SERVICE,
+// cross-compiled for the target platform (amd64 and arm64 images from one
+// builder), and a final stage that runs as an unprivileged user.
 func TestDockerfile(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "Dockerfile"))
 	if err != nil {
@@ -27,15 +28,26 @@ func TestDockerfile(t *testing.T) {
 
 	args := map[string]string{}
 	stages := map[string]bool{}
-	var final, user string
+	// Per stage: its --platform and the ARGs it declares.
+	platform := map[string]string{}
+	stageArgs := map[string]map[string]bool{}
+	var final, user, stage string
 	for _, l := range lines {
 		fields := strings.Fields(l)
 		switch strings.ToUpper(fields[0]) {
 		case "ARG":
-			if name, def, ok := strings.Cut(fields[1], "="); ok {
+			name, def, ok := strings.Cut(fields[1], "=")
+			if ok {
 				args[name] = def
 			}
+			if stage != "" {
+				stageArgs[stage][name] = true
+			}
 		case "FROM":
+			plat := ""
+			if p, ok := strings.CutPrefix(fields[1], "--platform="); ok {
+				plat, fields = p, append(fields[:1:1], fields[2:]...)
+			}
 			image := fields[1]
 			if sm := regexp.MustCompile(`^\$\{(\w+)\}$`).FindStringSubmatch(image); sm != nil {
 				image = args[sm[1]]
@@ -45,9 +57,12 @@ func TestDockerfile(t *testing.T) {
 					t.Errorf("FROM %s: %v", fields[1], err)
 				}
 			}
+			stage = image
 			if len(fields) == 4 && strings.EqualFold(fields[2], "AS") {
 				stages[fields[3]] = true
+				stage = fields[3]
 			}
+			platform[stage], stageArgs[stage] = plat, map[string]bool{}
 			final, user = image, ""
 		case "USER":
 			user = fields[1]
@@ -59,7 +74,20 @@ func TestDockerfile(t *testing.T) {
 	if uid, _, _ := strings.Cut(user, ":"); uid == "" || uid == "0" || uid == "root" || !regexp.MustCompile(`^[0-9]+$`).MatchString(uid) {
 		t.Errorf("final stage USER %q, want a numeric non-root uid (runAsNonRoot needs a number)", user)
 	}
+	// Multi-platform images: the build stage runs on the builder's platform
+	// and cross-compiles for the target one; the final stage is the
+	// target's (no --platform).
+	if platform["build"] != "$BUILDPLATFORM" {
+		t.Errorf("build stage --platform=%q, want $BUILDPLATFORM (cross-compile, no emulation)", platform["build"])
+	}
+	if !stageArgs["build"]["TARGETOS"] || !stageArgs["build"]["TARGETARCH"] {
+		t.Errorf("build stage does not declare ARG TARGETOS and TARGETARCH (it would build for the builder's platform)")
+	}
+	if platform[final] != "" {
+		t.Errorf("final stage pins --platform=%s; it must be the target platform", platform[final])
+	}
 	for _, want := range []string{
+		`CGO_ENABLED=0 GOOS="$TARGETOS" GOARCH="$TARGETARCH" go build`,
 		"CGO_ENABLED=0", "-trimpath",
 		`githubkit|takeover|schenotify) pkg="./services/${SERVICE}/cmd/${SERVICE}"`,
 		`lbctl) pkg="./cmd/lbctl"`,

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/conf"
 	"github.com/nats-io/nats-server/v2/server"
@@ -200,6 +201,7 @@ func checkPods(t *testing.T, m *manifest) {
 				t.Errorf("%s: runs as root", cid)
 			}
 			checkResources(t, cid, c.Resources)
+			checkTZ(t, m, cid, c)
 			if w.longRunning {
 				for name, p := range map[string]*corev1.Probe{"startup": c.StartupProbe, "liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
 					if p == nil || p.HTTPGet == nil {
@@ -434,6 +436,35 @@ func checkServices(t *testing.T, m *manifest, w want) {
 			t.Errorf("Service %s: must target port http", s)
 		}
 	}
+}
+
+// checkTZ: every container takes TZ from langbot-config, the one setting
+// of the installation's zone, and it names a zone Go can load.
+func checkTZ(t *testing.T, m *manifest, cid string, c corev1.Container) {
+	t.Helper()
+	for _, e := range c.Env {
+		if e.Name != "TZ" {
+			continue
+		}
+		r := (*corev1.ConfigMapKeySelector)(nil)
+		if e.ValueFrom != nil {
+			r = e.ValueFrom.ConfigMapKeyRef
+		}
+		if r == nil || baseName(r.Name) != "langbot-config" || r.Key != "TZ" {
+			t.Errorf("%s: TZ must come from ConfigMap langbot-config key TZ", cid)
+			return
+		}
+		cm := m.configMaps[r.Name]
+		if cm == nil {
+			t.Errorf("%s: TZ: ConfigMap %s does not exist", cid, r.Name)
+			return
+		}
+		if _, err := time.LoadLocation(cm.Data["TZ"]); err != nil || cm.Data["TZ"] == "" || cm.Data["TZ"] == "Local" {
+			t.Errorf("%s: TZ %q is not an IANA zone", cid, cm.Data["TZ"])
+		}
+		return
+	}
+	t.Errorf("%s: no TZ (from ConfigMap langbot-config key TZ)", cid)
 }
 
 func quantityOf(s string) (int64, bool) {

@@ -8,17 +8,15 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/busbench"
 )
 
 // Targets of the invocation benchmark (issue 7), as ratios to the bus floor
@@ -27,7 +25,6 @@ const (
 	benchTargetP50     = 1.5 // p50 at most 1.5x the KV-read floor's
 	benchTargetRate32  = 0.5 // throughput at 32 in flight at least 0.5x the floor's
 	benchFloorBucket   = "lbctl_bench_floor"
-	benchFloorKey      = "k"
 	benchDefaultScopes = "bench-instance.bench-workspace"
 )
 
@@ -71,10 +68,7 @@ func benchCases() []benchCase {
 
 // benchResult is what one row of the table measured.
 type benchResult struct {
-	P50, P99     time.Duration // one in flight
-	Rate1        float64       // ops/s, one in flight
-	P50x, P99x   time.Duration // `inflight` in flight
-	RateN        float64       // ops/s, `inflight` in flight
+	busbench.Result
 	Skip, Failed string
 }
 
@@ -121,10 +115,14 @@ func runBenchInvoke(ctx context.Context, args []string, io stdio) error {
 
 	fmt.Fprintf(io.out, "lbctl bench invoke: n=%d per measurement, %d in flight, GOMAXPROCS %d, server %s\n\n",
 		*n, *inflight, runtime.GOMAXPROCS(0), nc.ConnectedUrlRedacted())
-	echo, kvEcho, err := benchFloor(ctx, nc, srv, *n, *inflight, *replicas)
+	// the floor pkg/bus/bustest measures for the benchmarks, on the same
+	// server and connections as the invocations
+	floor, err := busbench.MeasureFloor(ctx, nc, srv, busbench.FloorConfig{
+		N: *n, Inflight: *inflight, Bucket: benchFloorBucket, Replicas: *replicas, Prefix: "lbctl.bench"})
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
+	echo, kvEcho := benchResult{Result: floor.Echo}, benchResult{Result: floor.KVEcho}
 
 	iv := bus.NewInvoker(nc, subj, nil)
 	js, err := jetstream.New(nc)
@@ -169,65 +167,6 @@ func runBenchInvoke(ctx context.Context, args []string, io stdio) error {
 	return nil
 }
 
-// benchFloor measures the bus floor like pkg/bus/bustest's MeasureFloor: a
-// bare request/reply echo, and an echo whose responder reads one KV key, on
-// the same server and connections as the invocations.
-func benchFloor(ctx context.Context, cli, srv *nats.Conn, n, inflight, replicas int) (echo, kvEcho benchResult, err error) {
-	js, err := jetstream.New(srv)
-	if err != nil {
-		return echo, kvEcho, err
-	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: benchFloorBucket, Storage: jetstream.FileStorage, Replicas: replicas})
-	if err != nil {
-		return echo, kvEcho, err
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = js.DeleteKeyValue(dctx, benchFloorBucket)
-	}()
-	if _, err := kv.Put(ctx, benchFloorKey, []byte(`{"state":"active"}`)); err != nil {
-		return echo, kvEcho, err
-	}
-	base := "lbctl.bench." + nats.NewInbox()[len(nats.InboxPrefix):]
-	e, err := srv.Subscribe(base+".echo", func(m *nats.Msg) { _ = m.Respond(m.Data) })
-	if err != nil {
-		return echo, kvEcho, err
-	}
-	defer e.Unsubscribe()
-	k, err := srv.Subscribe(base+".kv", func(m *nats.Msg) {
-		v, err := kv.Get(ctx, benchFloorKey)
-		if err != nil {
-			_ = m.Respond(nil)
-			return
-		}
-		_ = m.Respond(v.Value())
-	})
-	if err != nil {
-		return echo, kvEcho, err
-	}
-	defer k.Unsubscribe()
-	if err := srv.Flush(); err != nil {
-		return echo, kvEcho, err
-	}
-	payload := []byte(`{"binding":{},"command":{"name":"x"}}`)
-	req := func(subject string) func() error {
-		return func() error {
-			m, err := cli.Request(subject, payload, 5*time.Second)
-			if err == nil && len(m.Data) == 0 {
-				err = errors.New("empty reply")
-			}
-			return err
-		}
-	}
-	echo = benchMeasure(n, inflight, req(base+".echo"))
-	kvEcho = benchMeasure(n, inflight, req(base+".kv"))
-	if echo.Failed != "" || kvEcho.Failed != "" {
-		return echo, kvEcho, fmt.Errorf("%s%s", echo.Failed, kvEcho.Failed)
-	}
-	return echo, kvEcho, nil
-}
-
 // benchAttach attaches the bench installation of plugin and waits until
 // the service serves it (the lifecycle consumer applied the attach).
 func benchAttach(ctx context.Context, js jetstream.JetStream, subj bus.Subjects, plugin string, b binding.Binding, cfg json.RawMessage, op func() error) error {
@@ -254,72 +193,14 @@ func benchAttach(ctx context.Context, js jetstream.JetStream, subj bus.Subjects,
 	}
 }
 
-// benchMeasure warms up, then measures op one at a time and `inflight` at
-// a time, n operations each.
+// benchMeasure measures op with busbench.Measure; a failure goes into the
+// result, so that the table shows it beside the other rows.
 func benchMeasure(n, inflight int, op func() error) benchResult {
-	var r benchResult
-	for range max(n/10, 10) {
-		if err := op(); err != nil {
-			r.Failed = "warm-up: " + err.Error()
-			return r
-		}
-	}
-	lat, rate, err := benchRun(n, 1, op)
+	r, err := busbench.Measure(n, inflight, op)
 	if err != nil {
-		r.Failed = err.Error()
-		return r
+		return benchResult{Result: r, Failed: err.Error()}
 	}
-	r.P50, r.P99, r.Rate1 = benchPercentile(lat, 50), benchPercentile(lat, 99), rate
-	if lat, rate, err = benchRun(n, inflight, op); err != nil {
-		r.Failed = err.Error()
-		return r
-	}
-	r.P50x, r.P99x, r.RateN = benchPercentile(lat, 50), benchPercentile(lat, 99), rate
-	return r
-}
-
-// benchRun runs n operations with `inflight` at once; it returns every
-// operation's latency and the operations per second.
-func benchRun(n, inflight int, op func() error) ([]time.Duration, float64, error) {
-	lat := make([]time.Duration, n)
-	next := make(chan int, n)
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	start := time.Now()
-	for range inflight {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				t := time.Now()
-				err := op()
-				lat[i] = time.Since(t)
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return lat, float64(n) / time.Since(start).Seconds(), firstErr
-}
-
-// benchPercentile returns the p-th percentile (0-100) of d; it sorts d.
-func benchPercentile(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	slices.Sort(d)
-	return d[int(float64(len(d)-1)*p/100)]
+	return benchResult{Result: r}
 }
 
 func printBench(w io.Writer, inflight int, echo, kvEcho benchResult, rows []benchCase, results []benchResult, markdown bool) {
@@ -329,7 +210,7 @@ func printBench(w io.Writer, inflight int, echo, kvEcho benchResult, rows []benc
 		fmt.Sprintf("rate@%d", inflight), "p50/floor", fmt.Sprintf("rate@%d/floor", inflight), "targets"}
 	var lines [][]string
 	line := func(name string, r benchResult) []string {
-		return []string{name, us(r.P50), us(r.P99), rate(r.Rate1), us(r.P50x), us(r.P99x), rate(r.RateN)}
+		return []string{name, us(r.P50), us(r.P99), rate(r.Rate1), us(r.P50N), us(r.P99N), rate(r.RateN)}
 	}
 	lines = append(lines, append(line("floor: echo", echo), "", "", ""))
 	lines = append(lines, append(line("floor: echo + KV read", kvEcho), "1.00x", "1.00x", "(reference)"))

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -104,5 +106,32 @@ func TestDevBannerConsoleURL(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 200 || len(list.Sessions) != 1 || list.Sessions[0].TargetID != "dev-user" {
 		t.Fatalf("sessions: %d %+v", res.StatusCode, list)
+	}
+}
+
+// TestConsoleTokenKeyFile: the key from LANGBOT_CONSOLE_KEY_FILE, as the
+// Compose deployment's secret is handed in (docs/operations.md); setting
+// both the variable and the file is refused.
+func TestConsoleTokenKeyFile(t *testing.T) {
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	path := filepath.Join(t.TempDir(), "console_key")
+	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"console-token", "--scope", "inst.ws.inst-1", "--operator", "dana", "--data", t.TempDir()}
+	env := map[string]string{"LANGBOT_CONSOLE_KEY_FILE": path}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), args, stdio{out: &out, err: &errb, getenv: func(k string) string { return env[k] }}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	k, _ := console.ParseKey(key)
+	token := strings.SplitN(out.String(), "\n", 2)[0]
+	if _, _, err := console.Verify(k, token, time.Now()); err != nil {
+		t.Fatalf("token not signed with the file's key: %v", err)
+	}
+	env["LANGBOT_CONSOLE_KEY"] = key
+	errb.Reset()
+	if code := run(context.Background(), args, stdio{out: &out, err: &errb, getenv: func(k string) string { return env[k] }}); code == 0 || !strings.Contains(errb.String(), "LANGBOT_CONSOLE_KEY_FILE") {
+		t.Fatalf("both set: exit %d: %s", code, errb.String())
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/natsembed"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 	"github.com/langbot-nats/plugins/pkg/telemetry"
 )
@@ -86,8 +87,8 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 	if err != nil {
 		return err
 	}
-	bus.TuneEmbedded() // for the life of the process: nothing to restore
-	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{Dir: filepath.Join(*dataDir, "jetstream"), Host: host, Port: port, ServerName: "lbctl-dev"})
+	natsembed.Tune() // for the life of the process: nothing to restore
+	srv, err := natsembed.Start(natsembed.Config{Dir: filepath.Join(*dataDir, "jetstream"), Host: host, Port: port, ServerName: "lbctl-dev"})
 	if err != nil {
 		return err
 	}

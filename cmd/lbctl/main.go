@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/langbot-nats/plugins/pkg/svcmain"
 )
 
 // command is one lbctl subcommand. Name may have two words ("import
@@ -62,6 +64,13 @@ func run(ctx context.Context, args []string, io stdio) int {
 		usage(io.out)
 		return 0
 	}
+	// NATS_PASSWORD_FILE and the like, as the service binaries read them.
+	getenv, err := svcmain.WithSecretFiles(io.getenv, svcmain.SecretEnvs()...)
+	if err != nil {
+		fmt.Fprintf(io.err, "lbctl: %v\n", err)
+		return 1
+	}
+	io.getenv = getenv
 	for _, c := range commands() {
 		words := strings.Fields(c.Name)
 		if len(args) >= len(words) && strings.Join(args[:len(words)], " ") == c.Name {

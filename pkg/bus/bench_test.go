@@ -75,8 +75,8 @@ func BenchmarkRunnerInvoke(b *testing.B) {
 		b.ReportMetric(us(wp50), "dedupe-p50-us")
 		b.ReportMetric(us(wp99), "dedupe-p99-us")
 		b.ReportMetric(wrate, "dedupe32-ops/s")
-		b.ReportMetric(float64(rp50)/float64(floor.KVEchoP50), "read-p50/kv-floor")
-		b.ReportMetric(rrate/floor.KVEchoRate32, "read32/kv-floor32")
+		b.ReportMetric(float64(rp50)/float64(floor.KVEcho.P50), "read-p50/kv-floor")
+		b.ReportMetric(rrate/floor.KVEcho.RateN, "read32/kv-floor32")
 		floor.Report(b)
 		b.Logf("floor: %s", floor)
 	}

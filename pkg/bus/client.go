@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
@@ -55,32 +54,16 @@ func (iv *Invoker) InvokeRaw(ctx context.Context, subject, invocationID string, 
 	if plugin, ep, _, err := iv.subjects.ParseInvocation(subject); err == nil {
 		template = iv.subjects.InvocationAll(plugin, ep)
 	}
-	ctx, span := iv.tracer.Start(ctx, "send "+template, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(MessagingAttrs(subject, template, "send", "invoke")...))
-	defer span.End()
-	msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: body}
-	msg.Header.Set(HeaderContentType, contentTypeJSON)
-	if invocationID != "" {
-		msg.Header.Set(HeaderInvocationID, invocationID)
-	}
-	Inject(ctx, msg.Header)
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, iv.Timeout)
-		defer cancel()
-	}
-	reply, err := iv.nc.RequestMsgWithContext(ctx, msg)
-	if errors.Is(err, nats.ErrNoResponders) {
-		span.SetStatus(codes.Error, "no_responders")
-		return nil, ErrNoService
-	}
-	if err != nil {
-		span.SetStatus(codes.Error, "transport")
-		return nil, fmt.Errorf("bus: invoke: %w", err)
-	}
-	if e := DecodeReply(reply); e != nil {
-		span.SetStatus(codes.Error, e.Word)
+	reply, err := request{subject: subject, template: template, op: "invoke",
+		keyHeader: HeaderInvocationID, key: invocationID, timeout: iv.Timeout}.do(ctx, iv.nc, iv.tracer, body, nil)
+	var e *Error
+	switch {
+	case errors.As(err, &e): // the plugin's answer
 		return reply.Data, e
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, ErrNoService
+	case err != nil:
+		return nil, fmt.Errorf("bus: invoke: %w", err)
 	}
 	return reply.Data, nil
 }

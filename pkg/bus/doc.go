@@ -1,19 +1,34 @@
-// Package bus is the plumbing every LangBot plugin service stands on: the
-// NATS connection, the subjects and keys of the wire protocol (DESIGN 3-5),
-// the request and reply envelopes, the one wire error type, the service
-// runner on nats.go micro (bounded worker pool, binding refusal, authority
-// view, invocation dedupe), the lifecycle stream and consumer, the authority
-// store, scoped KV access, JetStream message schedules, the host-action
-// client, sealing of secrets at rest, trace propagation through NATS headers,
-// and an embedded NATS server for development and tests.
+// Package bus is the plumbing every LangBot plugin service stands on, and
+// only what every plugin shares: the subjects and keys of the wire protocol
+// (DESIGN 3-5), the request and reply envelopes, the one wire error type,
+// the service runner on nats.go micro (bounded worker pool, binding
+// refusal, authority view, invocation dedupe), the lifecycle stream and
+// consumer, the authority store, scoped KV access, JetStream message
+// schedules and their fired-message consumer, the host-action client and
+// the invoker the host side uses, sealing of secrets at rest, and trace
+// propagation through NATS headers. (The batched publisher and takeover's
+// subject and key kinds are here until they move to takeover.)
 //
-// A service never formats a subject or a key itself: it asks Subjects, and
-// it reaches its state only through a Scope, so nothing of one installation
-// can be addressed from another.
+// A service never formats a subject or a key itself: it declares its own
+// kinds and asks Subjects.Internal or Key to build them, and it reaches its
+// state only through a Scope, so nothing of one installation can be
+// addressed from another. What belongs to one service (its record kinds,
+// its subject kinds, its storage helpers) lives in that service.
 //
 // The usual shape of a service:
 //
-//	r, err := bus.NewRunner(bus.RunnerConfig{Plugin: "schenotify", ...}, bus.RunnerDeps{Conn: nc, ...})
+//	r, err := bus.NewRunner(bus.RunnerConfig{Plugin: "schenotify", Handlers: h}, bus.RunnerDeps{Conn: nc})
+//	if err != nil { ... }
+//	if err := r.Start(ctx); err != nil { ... } // buckets, view, lifecycle consumer, endpoints
 //	// r.KV(), r.Host(), r.Subjects() for the handlers and background work
-//	err = r.Run(ctx) // serves until ctx is done, then drains
+//	<-ctx.Done()
+//	err = r.Shutdown(shutdownCtx) // stops intake, waits for every worker
+//
+// ExampleRunner runs this against an embedded server.
+//
+// Imports: the standard library, pkg/binding, the NATS client (nats.go,
+// jetstream, micro), OpenTelemetry's API and Prometheus' client; nothing of
+// services/ or cmd/, and no NATS server (pkg/natsembed starts one for
+// lbctl and tests; pkg/bus/bustest is the test kit, pkg/busbench the bus
+// floor).
 package bus

@@ -11,13 +11,14 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/natsembed"
 )
 
 func ExampleSubjects() {
 	s := bus.Subjects{}
 	sc, _ := binding.ParseScope("inst.ws.install")
 	fmt.Println(s.Invocation("schenotify", bus.EndpointTool, sc))
-	due, _ := s.Internal("schenotify", bus.KindDue, sc, "k7m2pq")
+	due, _ := s.Internal("schenotify", "due", sc, "k7m2pq") // a kind the service declares
 	fmt.Println(due)
 	key, _ := bus.Key(sc, "reminder", "k7m2pq")
 	fmt.Println(key)
@@ -32,7 +33,7 @@ func ExampleSubjects() {
 func ExampleRunner() {
 	dir, _ := os.MkdirTemp("", "bus-example")
 	defer os.RemoveAll(dir)
-	srv, err := bus.StartEmbedded(bus.EmbeddedConfig{Dir: dir, Port: -1})
+	srv, err := natsembed.Start(natsembed.Config{Dir: dir, Port: -1})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
@@ -75,43 +75,24 @@ func (h *Host) Call(ctx context.Context, action string, b binding.Binding, data 
 	if err != nil {
 		return err
 	}
-	subject := h.subjects.HostAction(action, sc)
-	template := h.subjects.HostActionAll(action)
-	ctx, span := h.tracer.Start(ctx, "send "+template, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(MessagingAttrs(subject, template, "send", action)...),
-		trace.WithAttributes(AttrPlugin.String(h.plugin), AttrScope.String(sc.String())))
-	defer span.End()
-
-	msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: body}
-	msg.Header.Set(HeaderContentType, contentTypeJSON)
-	if idemKey != "" {
-		msg.Header.Set(HeaderIdempotencyKey, idemKey)
-	}
-	Inject(ctx, msg.Header)
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, h.timeout)
-		defer cancel()
-	}
-	reply, err := h.nc.RequestMsgWithContext(ctx, msg)
-	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-		span.SetStatus(codes.Error, "no_responders")
-		return fmt.Errorf("%s: %w", action, ErrNoHost)
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
-		span.SetStatus(codes.Error, "timeout")
-		return fmt.Errorf("%s: %w", action, ErrHostTimeout)
-	case err != nil:
-		span.SetStatus(codes.Error, "transport")
-		return fmt.Errorf("bus: host %s: %w", action, err)
-	}
-	if e := DecodeReply(reply); e != nil {
-		span.SetStatus(codes.Error, e.Word)
-		span.SetAttributes(attrErrorType.String(e.Word))
+	onError := func(ctx context.Context, e *Error) {
 		if e.Code == 403 && h.onRefused != nil {
 			h.onRefused(context.WithoutCancel(ctx), sc, b)
 		}
+	}
+	reply, err := request{subject: h.subjects.HostAction(action, sc), template: h.subjects.HostActionAll(action), op: action,
+		attrs:     []attribute.KeyValue{AttrPlugin.String(h.plugin), AttrScope.String(sc.String())},
+		keyHeader: HeaderIdempotencyKey, key: idemKey, timeout: h.timeout}.do(ctx, h.nc, h.tracer, body, onError)
+	var e *Error
+	switch {
+	case errors.As(err, &e): // the host's answer
 		return e
+	case errors.Is(err, nats.ErrNoResponders):
+		return fmt.Errorf("%s: %w", action, ErrNoHost)
+	case isTimeout(err):
+		return fmt.Errorf("%s: %w", action, ErrHostTimeout)
+	case err != nil:
+		return fmt.Errorf("bus: host %s: %w", action, err)
 	}
 	if out != nil {
 		if err := json.Unmarshal(reply.Data, out); err != nil {

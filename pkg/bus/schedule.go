@@ -65,14 +65,25 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec) 
 	return s, nil
 }
 
+// KeepFired says which of a schedule's fired messages its target keeps.
+type KeepFired bool
+
+const (
+	// KeepAllFired keeps every fired message until it is handled.
+	KeepAllFired KeepFired = false
+	// KeepLastFired makes each firing replace the previous fired message on
+	// the target (a rollup), so at most one waits for its handler.
+	KeepLastFired KeepFired = true
+)
+
 // ScheduleAt arms a one-shot schedule on subject that the server republishes
 // onto target at the given second (DESIGN 5: "@at <RFC 3339 UTC>"; a past
 // instant fires at once). Republishing on the same subject replaces the
-// schedule. With rollup, each firing replaces the previous fired message on
-// target, so at most one is kept. ctx's trace context travels with it.
-func ScheduleAt(ctx context.Context, js jetstream.JetStream, subject, target string, at time.Time, body []byte, rollup bool) error {
+// schedule. keep says whether the target keeps every fired message or only
+// the last. ctx's trace context travels with it.
+func ScheduleAt(ctx context.Context, js jetstream.JetStream, subject, target string, at time.Time, body []byte, keep KeepFired) error {
 	opts := []jetstream.PublishOpt{jetstream.WithScheduleAt(at.UTC().Truncate(time.Second)), jetstream.WithScheduleTarget(target)}
-	if rollup {
+	if keep == KeepLastFired {
 		opts = append(opts, jetstream.WithScheduleRollup())
 	}
 	return publishSchedule(ctx, js, subject, body, opts)

@@ -11,6 +11,13 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
+// The kinds of the test plugin's schedules and the subjects they fire on,
+// as a service declares its own.
+const (
+	kindSched = "sched"
+	kindDue   = "due"
+)
+
 type fired struct {
 	subject string
 	ids     []string
@@ -28,12 +35,12 @@ func scheduleHarness(t *testing.T) (*harness, *tracetest.SpanRecorder, chan fire
 	ctx := context.Background()
 	if _, err := bus.EnsureStream(ctx, h.js, bus.StreamSpec{
 		Name: "ECHO_TIMERS", Schedules: true, MaxMsgsPerSubject: 1,
-		Subjects: []string{subj.InternalAll(plugin, bus.KindSched), subj.InternalAll(plugin, bus.KindDue)},
+		Subjects: []string{subj.InternalAll(plugin, kindSched), subj.InternalAll(plugin, kindDue)},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan fired, 16)
-	err := h.runner.ConsumeFired(ctx, bus.FiredConfig{Stream: "ECHO_TIMERS", Durable: "echo-due", Filter: subj.InternalAll(plugin, bus.KindDue)},
+	err := h.runner.ConsumeFired(ctx, bus.FiredConfig{Stream: "ECHO_TIMERS", Durable: "echo-due", Filter: subj.InternalAll(plugin, kindDue)},
 		func(ctx context.Context, f *bus.Fired) {
 			got <- fired{subject: f.Subject, ids: f.IDs, at: time.Now(), data: string(f.Data), linked: f.Origin.IsValid()}
 			_ = f.Ack(ctx)
@@ -48,10 +55,10 @@ func TestScheduleFiresAtDueSecond(t *testing.T) {
 	h, _, got := scheduleHarness(t)
 	subj := h.runner.Subjects()
 	sc := bus.ScopeOf(bindingFor("i1", "w1", "n1", 1, 1))
-	sched, _ := subj.Internal(plugin, bus.KindSched, sc, "r1")
-	due, _ := subj.Internal(plugin, bus.KindDue, sc, "r1")
+	sched, _ := subj.Internal(plugin, kindSched, sc, "r1")
+	due, _ := subj.Internal(plugin, kindDue, sc, "r1")
 	at := time.Now().Add(2 * time.Second).Truncate(time.Second)
-	if err := bus.ScheduleAt(context.Background(), h.js, sched, due, at, []byte(`{"id":"r1"}`), true); err != nil {
+	if err := bus.ScheduleAt(context.Background(), h.js, sched, due, at, []byte(`{"id":"r1"}`), bus.KeepLastFired); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -73,9 +80,9 @@ func TestScheduleReplacedCancelledAndSurvivesRestart(t *testing.T) {
 	sc := bus.ScopeOf(bindingFor("i1", "w1", "n1", 1, 1))
 	arm := func(id string, at time.Time, body string) {
 		t.Helper()
-		sched, _ := subj.Internal(plugin, bus.KindSched, sc, id)
-		due, _ := subj.Internal(plugin, bus.KindDue, sc, id)
-		if err := bus.ScheduleAt(context.Background(), h.js, sched, due, at, []byte(body), true); err != nil {
+		sched, _ := subj.Internal(plugin, kindSched, sc, id)
+		due, _ := subj.Internal(plugin, kindDue, sc, id)
+		if err := bus.ScheduleAt(context.Background(), h.js, sched, due, at, []byte(body), bus.KeepLastFired); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +96,7 @@ func TestScheduleReplacedCancelledAndSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	canSched, _ := subj.Internal(plugin, bus.KindSched, sc, "can")
+	canSched, _ := subj.Internal(plugin, kindSched, sc, "can")
 	if err := bus.PurgeSubjects(context.Background(), stream, canSched); err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +130,9 @@ func TestFiredSpanLinksToScheduler(t *testing.T) {
 	sc := bus.ScopeOf(bindingFor("i1", "w1", "n1", 1, 1))
 	tp := trace.NewTracerProvider()
 	ctx, span := tp.Tracer("t").Start(context.Background(), "schedule")
-	sched, _ := subj.Internal(plugin, bus.KindSched, sc, "l1")
-	due, _ := subj.Internal(plugin, bus.KindDue, sc, "l1")
-	if err := bus.ScheduleAt(ctx, h.js, sched, due, time.Now(), nil, true); err != nil {
+	sched, _ := subj.Internal(plugin, kindSched, sc, "l1")
+	due, _ := subj.Internal(plugin, kindDue, sc, "l1")
+	if err := bus.ScheduleAt(ctx, h.js, sched, due, time.Now(), nil, bus.KeepLastFired); err != nil {
 		t.Fatal(err)
 	}
 	span.End()

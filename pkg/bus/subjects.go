@@ -40,11 +40,10 @@ const (
 )
 
 // Internal subject kinds: the token after "<prefix>.<plugin>." of a plugin's
-// internal subjects (DESIGN 3.1, 5; the service specs).
+// internal subjects (DESIGN 3.1, 5; the service specs). A service declares
+// its own kinds (githubkit and schenotify in their kinds.go); these are
+// takeover's until they move to it.
 const (
-	KindSched   = "sched"   // githubkit and schenotify schedules
-	KindPoll    = "poll"    // githubkit fired polls
-	KindDue     = "due"     // schenotify fired reminders
 	KindTimer   = "timer"   // takeover expiry schedules
 	KindExpire  = "expire"  // takeover fired expiries
 	KindHistory = "history" // takeover chat history
@@ -52,13 +51,12 @@ const (
 )
 
 // KV key kinds: the token after "<scope>." of a key (DESIGN 4; the
-// service specs).
+// service specs). The ones every plugin has are here; a service declares
+// its own (githubkit and schenotify in their kinds.go; takeover's are here
+// until they move to it).
 const (
 	KeyAuthority = "authority" // every plugin: <scope>.authority
 	KeyInv       = "inv"       // dedupe buckets: <scope>.inv.<hash>
-	KeyRepo      = "repo"      // githubkit: <scope>.repo.<repo-key>
-	KeyReminder  = "reminder"  // schenotify: <scope>.reminder.<id>
-	KeyIndex     = "index"     // schenotify: <scope>.index
 	KeySession   = "session"   // takeover: <scope>.session.<sid>
 	KeyReply     = "reply"     // takeover dedupe: <scope>.reply.<hash>
 )

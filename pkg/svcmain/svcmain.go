@@ -2,7 +2,9 @@
 // flags and environment of DESIGN 8, connects to NATS, sets up tracing,
 // logging and the HTTP endpoints (health, readiness, metrics, and any routes
 // the service adds), runs the service until SIGINT or SIGTERM, and then
-// shuts everything down in order with a bounded deadline.
+// shuts everything down in order with a bounded deadline. Secret settings
+// may be given as files (NAME_FILE, for Docker and Compose secrets), and
+// "-healthcheck" turns the binary into its own container health probe.
 package svcmain
 
 import (
@@ -83,19 +85,29 @@ func Main(name string, args []string, getenv func(string) string, stderr io.Writ
 var errFlags = errors.New("svcmain: bad flags")
 
 // Run is Main without the signal handling: it serves until ctx is done.
+// Secrets may come from files (WithSecretFiles, SecretEnvs); with
+// -healthcheck it only probes a running instance (Probe) and returns.
 func Run(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer,
 	addFlags func(*flag.FlagSet), build func(ctx context.Context, env *Env) (Service, error)) error {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	getenv, err := WithSecretFiles(getenv, SecretEnvs()...)
+	if err != nil {
+		return err
+	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	opts := RegisterFlags(fs, getenv)
+	healthcheck := fs.Bool("healthcheck", false, "probe the running service's /readyz on LANGBOT_HTTP_ADDR and exit 0 if ready (container health check)")
 	if addFlags != nil {
 		addFlags(fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %w", errFlags, err)
+	}
+	if *healthcheck {
+		return Probe(ctx, opts.HTTPAddr)
 	}
 	return run(ctx, name, *opts, getenv, stderr, build)
 }

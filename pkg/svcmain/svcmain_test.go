@@ -61,21 +61,7 @@ func TestRunServesAndStops(t *testing.T) {
 				return svc, nil
 			})
 	}()
-	// find the HTTP address in the start log
-	var addr string
-	deadline := time.Now().Add(10 * time.Second)
-	for addr == "" && time.Now().Before(deadline) {
-		for _, line := range strings.Split(logs.String(), "\n") {
-			var rec map[string]any
-			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "started" {
-				addr, _ = rec["http"].(string)
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if addr == "" {
-		t.Fatalf("no start log; logs:\n%s", logs.String())
-	}
+	addr := startedAddr(t, &logs)
 	resp, err := http.Get("http://" + addr + "/readyz")
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +85,25 @@ func TestRunServesAndStops(t *testing.T) {
 	default:
 		t.Fatal("service was not stopped")
 	}
+}
+
+// startedAddr waits for Run's start log and returns the HTTP address in it.
+func startedAddr(t *testing.T, logs *lockedBuffer) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "started" {
+				if addr, _ := rec["http"].(string); addr != "" {
+					return addr
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no start log; logs:\n%s", logs.String())
+	return ""
 }
 
 func TestRunRefusesBadKeyAndFlags(t *testing.T) {

@@ -314,7 +314,7 @@ func (h *harness) tool(in *inst, name string, params any) (json.RawMessage, erro
 }
 
 func (h *harness) pollSubject(sc binding.Scope, fullName string) string {
-	s, err := h.subj.Internal(githubkit.Plugin, bus.KindPoll, sc, githubkit.RepoKey(fullName))
+	s, err := h.subj.Internal(githubkit.Plugin, githubkit.KindPoll, sc, githubkit.RepoKey(fullName))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func (h *harness) pollSubject(sc binding.Scope, fullName string) string {
 }
 
 func (h *harness) schedSubject(sc binding.Scope, fullName string) string {
-	s, err := h.subj.Internal(githubkit.Plugin, bus.KindSched, sc, githubkit.RepoKey(fullName))
+	s, err := h.subj.Internal(githubkit.Plugin, githubkit.KindSched, sc, githubkit.RepoKey(fullName))
 	if err != nil {
 		h.t.Fatal(err)
 	}

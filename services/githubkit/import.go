@@ -153,7 +153,7 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 	stream, err := js.Stream(ctx, StreamName)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		stream, err = bus.EnsureStream(ctx, js, bus.StreamSpec{
-			Name: StreamName, Subjects: []string{subj.InternalAll(Plugin, bus.KindSched), subj.InternalAll(Plugin, bus.KindPoll)},
+			Name: StreamName, Subjects: []string{subj.InternalAll(Plugin, KindSched), subj.InternalAll(Plugin, KindPoll)},
 			Replicas: o.Replicas, Schedules: true, MaxMsgsPerSubject: 1,
 		})
 	}
@@ -199,11 +199,11 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 		if rec == nil || rec.Poll.Broken != nil {
 			continue
 		}
-		sched, err := subj.Internal(Plugin, bus.KindSched, o.Scope, ir.Key)
+		sched, err := subj.Internal(Plugin, KindSched, o.Scope, ir.Key)
 		if err != nil {
 			return sum, err
 		}
-		poll, err := subj.Internal(Plugin, bus.KindPoll, o.Scope, ir.Key)
+		poll, err := subj.Internal(Plugin, KindPoll, o.Scope, ir.Key)
 		if err != nil {
 			return sum, err
 		}

@@ -18,7 +18,7 @@ func (s *Service) purgeScope(ctx context.Context, sc binding.Scope) error {
 	if st == nil {
 		return errors.New("githubkit: stream not ready")
 	}
-	return bus.PurgeSubjects(ctx, st, s.subj.InternalScope(Plugin, bus.KindSched, sc), s.subj.InternalScope(Plugin, bus.KindPoll, sc))
+	return bus.PurgeSubjects(ctx, st, s.subj.InternalScope(Plugin, KindSched, sc), s.subj.InternalScope(Plugin, KindPoll, sc))
 }
 
 // onTransition runs on the replica that changed a scope's authority (spec

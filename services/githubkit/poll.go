@@ -37,7 +37,7 @@ func (s *Service) handlePoll(ctx context.Context, f *bus.Fired) {
 	}
 	ctx, span := s.tracer.Start(ctx, "githubkit.poll", opts...)
 	defer span.End()
-	if f.Kind != bus.KindPoll || len(f.IDs) != 1 {
+	if f.Kind != KindPoll || len(f.IDs) != 1 {
 		s.log.ErrorContext(ctx, "poll message with a malformed subject")
 		_ = f.Term()
 		return

@@ -28,9 +28,7 @@ const Plugin = "githubkit"
 const (
 	StreamName   = "LANGBOT_GITHUBKIT"
 	PollConsumer = "githubkit-poll"
-	// KindRepo is the key kind of repo records: <scope>.repo.<repo-key>.
-	KindRepo   = bus.KeyRepo
-	tracerName = "github.com/langbot-nats/plugins/services/githubkit"
+	tracerName   = "github.com/langbot-nats/plugins/services/githubkit"
 	// secretField is the config field sealed at rest.
 	secretField = "github_token"
 	dedupeTTL   = 10 * time.Minute
@@ -230,7 +228,7 @@ func (s *Service) Run(ctx context.Context) error {
 	defer cancel()
 	st, err := bus.EnsureStream(setup, s.runner.JetStream(), bus.StreamSpec{
 		Name:              StreamName,
-		Subjects:          []string{s.subj.InternalAll(Plugin, bus.KindSched), s.subj.InternalAll(Plugin, bus.KindPoll)},
+		Subjects:          []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindPoll)},
 		Replicas:          s.cfg.Replicas,
 		Schedules:         true,
 		MaxMsgsPerSubject: 1,
@@ -245,7 +243,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return errors.Join(err, s.shutdown())
 	}
 	if err := s.runner.ConsumeFired(setup, bus.FiredConfig{
-		Stream: StreamName, Durable: PollConsumer, Filter: s.subj.InternalAll(Plugin, bus.KindPoll),
+		Stream: StreamName, Durable: PollConsumer, Filter: s.subj.InternalAll(Plugin, KindPoll),
 		Workers: s.cfg.PollWorkers, AckWait: s.cfg.AckWait, MaxDeliver: 3, Timeout: s.cfg.PollDeadline,
 	}, s.handlePoll); err != nil {
 		return errors.Join(err, s.shutdown())
@@ -279,10 +277,10 @@ func (s *Service) texts(lang string) texts { return texts{cat: s.cat, lang: lang
 
 // schedSubjects returns the schedule and poll subjects of one record.
 func (s *Service) schedSubjects(sc binding.Scope, key string) (sched, poll string, err error) {
-	if sched, err = s.subj.Internal(Plugin, bus.KindSched, sc, key); err != nil {
+	if sched, err = s.subj.Internal(Plugin, KindSched, sc, key); err != nil {
 		return "", "", err
 	}
-	poll, err = s.subj.Internal(Plugin, bus.KindPoll, sc, key)
+	poll, err = s.subj.Internal(Plugin, KindPoll, sc, key)
 	return sched, poll, err
 }
 

@@ -38,7 +38,7 @@ func (e *env) armed(t testing.TB, sc binding.Scope, id string) (string, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subj, _ := bus.Subjects{}.Internal(schenotify.Plugin, bus.KindSched, sc, id)
+	subj, _ := bus.Subjects{}.Internal(schenotify.Plugin, schenotify.KindSched, sc, id)
 	m, err := st.GetLastMsgForSubject(t.Context(), subj)
 	if err != nil {
 		return "", false
@@ -50,7 +50,7 @@ func (e *env) armed(t testing.TB, sc binding.Scope, id string) (string, bool) {
 // fire injects a fired message for a reminder, as the server would.
 func (e *env) fire(t testing.TB, sc binding.Scope, id string) {
 	t.Helper()
-	subj, _ := bus.Subjects{}.Internal(schenotify.Plugin, bus.KindDue, sc, id)
+	subj, _ := bus.Subjects{}.Internal(schenotify.Plugin, schenotify.KindDue, sc, id)
 	if _, err := e.js.PublishMsg(t.Context(), &nats.Msg{Subject: subj, Data: []byte(`{"id":"` + id + `"}`)}); err != nil {
 		t.Fatal(err)
 	}

@@ -203,7 +203,7 @@ func measureFireFloor(b *testing.B, srv *bustest.Server, n int) (p50, p99 time.D
 				if i >= int64(n) {
 					return
 				}
-				if err := bus.ScheduleAt(ctx, js, fmt.Sprintf("benchfire.sched.%d", i), fmt.Sprintf("benchfire.due.%d", i), due, []byte("x"), true); err != nil {
+				if err := bus.ScheduleAt(ctx, js, fmt.Sprintf("benchfire.sched.%d", i), fmt.Sprintf("benchfire.due.%d", i), due, []byte("x"), bus.KeepLastFired); err != nil {
 					b.Error(err)
 					return
 				}

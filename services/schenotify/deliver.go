@@ -55,7 +55,7 @@ func (s *Service) ack(ctx context.Context, f *bus.Fired) {
 // otherwise it has acked or nak'd the message itself.
 func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 	sc := f.Scope
-	if f.Kind != bus.KindDue || len(f.IDs) != 1 {
+	if f.Kind != KindDue || len(f.IDs) != 1 {
 		s.log.ErrorContext(ctx, "fired message with an unexpected subject", "scope", sc.String())
 		s.ack(ctx, f)
 		return "", nil

@@ -402,7 +402,7 @@ func (e *env) streamMsgs(t testing.TB, sc binding.Scope) uint64 {
 		t.Fatal(err)
 	}
 	var n uint64
-	for _, kind := range []string{bus.KindSched, bus.KindDue} {
+	for _, kind := range []string{schenotify.KindSched, schenotify.KindDue} {
 		info, err := st.Info(ctx, jetstream.WithSubjectFilter(bus.Subjects{}.InternalScope(schenotify.Plugin, kind, sc)))
 		if err != nil {
 			t.Fatal(err)

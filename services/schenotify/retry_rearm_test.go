@@ -34,7 +34,7 @@ func TestRetryArmsItsOwnUnarmedReminder(t *testing.T) {
 
 	// what the failed attempt would have left: the record and its index
 	// entry, no schedule, no settled invocation
-	sched, err := bus.Subjects{}.Internal(schenotify.Plugin, bus.KindSched, sc, id)
+	sched, err := bus.Subjects{}.Internal(schenotify.Plugin, schenotify.KindSched, sc, id)
 	if err != nil {
 		t.Fatal(err)
 	}

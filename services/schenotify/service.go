@@ -29,8 +29,6 @@ const (
 	StreamName   = "LANGBOT_SCHENOTIFY"
 	DueConsumer  = "schenotify-due"
 	tracerName   = "github.com/langbot-nats/plugins/services/schenotify"
-	keyReminder  = bus.KeyReminder
-	keyIndex     = bus.KeyIndex
 	defaultClaim = 30 * time.Second
 )
 
@@ -216,7 +214,7 @@ func (s *Service) Run(ctx context.Context) error {
 	defer cancel()
 	st, err := bus.EnsureStream(setup, s.runner.JetStream(), bus.StreamSpec{
 		Name:      StreamName,
-		Subjects:  []string{s.subj.InternalAll(Plugin, bus.KindSched), s.subj.InternalAll(Plugin, bus.KindDue)},
+		Subjects:  []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindDue)},
 		Replicas:  s.cfg.Replicas,
 		Schedules: true,
 	})
@@ -249,7 +247,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if err := s.runner.ConsumeFired(setup, bus.FiredConfig{
 		Stream:  StreamName,
 		Durable: DueConsumer,
-		Filter:  s.subj.InternalAll(Plugin, bus.KindDue),
+		Filter:  s.subj.InternalAll(Plugin, KindDue),
 		Workers: s.cfg.DueWorkers,
 		AckWait: s.cfg.AckWait,
 		Timeout: s.cfg.SendTimeout + 10*time.Second,

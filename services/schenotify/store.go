@@ -149,10 +149,10 @@ func (s *Service) sessionRecords(ctx context.Context, sc binding.Scope, sess Ses
 
 // subjects returns a reminder's schedule and due subjects.
 func (s *Service) subjects(sc binding.Scope, id string) (sched, due string, err error) {
-	if sched, err = s.subj.Internal(Plugin, bus.KindSched, sc, id); err != nil {
+	if sched, err = s.subj.Internal(Plugin, KindSched, sc, id); err != nil {
 		return "", "", err
 	}
-	due, err = s.subj.Internal(Plugin, bus.KindDue, sc, id)
+	due, err = s.subj.Internal(Plugin, KindDue, sc, id)
 	return sched, due, err
 }
 
@@ -170,7 +170,7 @@ func (s *Service) arm(ctx context.Context, sc binding.Scope, id string, at time.
 	}
 	body, _ := json.Marshal(scheduleBody{ID: id})
 	s.writes.Add(1)
-	if err := bus.ScheduleAt(ctx, s.runner.JetStream(), sched, due, at, body, true); err != nil {
+	if err := bus.ScheduleAt(ctx, s.runner.JetStream(), sched, due, at, body, bus.KeepLastFired); err != nil {
 		return storeErr("arm", err)
 	}
 	return nil
@@ -197,5 +197,5 @@ func (s *Service) purge(ctx context.Context, sc binding.Scope, id string, sched 
 // drops every fired message of the scope; the runner then purges the keys.
 func (s *Service) purgeScope(ctx context.Context, sc binding.Scope) error {
 	return bus.PurgeSubjects(ctx, s.streamHandle(),
-		s.subj.InternalScope(Plugin, bus.KindSched, sc), s.subj.InternalScope(Plugin, bus.KindDue, sc))
+		s.subj.InternalScope(Plugin, KindSched, sc), s.subj.InternalScope(Plugin, KindDue, sc))
 }

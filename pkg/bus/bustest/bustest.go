@@ -6,8 +6,11 @@
 //
 // It also has a fake host that answers host actions and records them, a
 // wait for a plugin's lifecycle consumer to catch up, an open-loop load
-// generator, and the bus floor measurements benchmarks report their
-// figures against.
+// generator, and the bus floor (pkg/busbench, wrapped for testing.TB)
+// that benchmarks report their figures against.
+//
+// Only tests and benchmarks import it. It may import pkg/bus,
+// pkg/busbench, pkg/natsembed, nats-server and the NATS client.
 package bustest
 
 import (
@@ -24,6 +27,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/natsembed"
 )
 
 // Server is one NATS server with JetStream: embedded, or a process of its
@@ -31,7 +35,7 @@ import (
 type Server struct {
 	*server.Server
 	t    testing.TB
-	cfg  bus.EmbeddedConfig
+	cfg  natsembed.Config
 	Dir  string
 	Port int
 
@@ -45,7 +49,7 @@ func (s *Server) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(s.Port
 // NewServer starts a single-node server and creates LANGBOT_LIFECYCLE.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
-	s := startServer(t, bus.EmbeddedConfig{Dir: t.TempDir(), Port: freePort(t), ServerName: "test"})
+	s := startServer(t, natsembed.Config{Dir: t.TempDir(), Port: freePort(t), ServerName: "test"})
 	s.ensureLifecycle(t)
 	return s
 }
@@ -65,12 +69,12 @@ func (s *Server) ensureLifecycle(t testing.TB) {
 // users), for permission tests. The lifecycle stream is not created.
 func NewServerWithConfig(t testing.TB, file string) *Server {
 	t.Helper()
-	return startServer(t, bus.EmbeddedConfig{Dir: t.TempDir(), Port: freePort(t), ServerName: "test", ConfigFile: file})
+	return startServer(t, natsembed.Config{Dir: t.TempDir(), Port: freePort(t), ServerName: "test", ConfigFile: file})
 }
 
-func startServer(t testing.TB, cfg bus.EmbeddedConfig) *Server {
+func startServer(t testing.TB, cfg natsembed.Config) *Server {
 	t.Helper()
-	srv, err := bus.StartEmbedded(cfg)
+	srv, err := natsembed.Start(cfg)
 	if err != nil {
 		t.Fatalf("bustest: %v", err)
 	}
@@ -100,7 +104,7 @@ func (s *Server) Restart(t testing.TB) {
 		s.startProcess(t)
 		return
 	}
-	srv, err := bus.StartEmbedded(s.cfg)
+	srv, err := natsembed.Start(s.cfg)
 	if err != nil {
 		t.Fatalf("bustest: restart: %v", err)
 	}
@@ -176,9 +180,9 @@ func NewCluster(t testing.TB, n int) *Cluster {
 	}
 	c := &Cluster{}
 	for i := range n {
-		cfg := bus.EmbeddedConfig{
+		cfg := natsembed.Config{
 			Dir: t.TempDir(), Port: clientPorts[i], ServerName: fmt.Sprintf("n%d", i+1),
-			Cluster: &bus.EmbeddedCluster{Name: "test-cluster", Port: routePorts[i], Routes: routes},
+			Cluster: &natsembed.Cluster{Name: "test-cluster", Port: routePorts[i], Routes: routes},
 		}
 		c.Servers = append(c.Servers, startServer(t, cfg))
 	}

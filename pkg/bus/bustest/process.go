@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/natsembed"
 )
 
 // EnvServerBinary names the environment variable that makes NewBenchServer
@@ -29,15 +29,15 @@ const EnvServerBinary = "BENCH_NATS_SERVER"
 // production runs it: the server's goroutines, heap and collector are
 // then apart from the ones of the code under test. With an embedded
 // server, the process runs until cleanup with the runtime settings lbctl
-// dev gives itself (bus.TuneEmbedded: the Ps of bus.EmbeddedProcs of the
-// runtime's default, whatever -cpu says, and bus.EmbeddedGCPercent),
+// dev gives itself (natsembed.Tune: the Ps of natsembed.Procs of the
+// runtime's default, whatever -cpu says, and natsembed.GCPercent),
 // unless GOMAXPROCS or GOGC is set in the environment.
 func NewBenchServer(t testing.TB) *Server {
 	t.Helper()
 	if bin := os.Getenv(EnvServerBinary); bin != "" {
 		return NewServerProcess(t, bin)
 	}
-	t.Cleanup(bus.TuneEmbedded())
+	t.Cleanup(natsembed.Tune())
 	return NewServer(t)
 }
 

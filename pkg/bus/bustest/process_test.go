@@ -12,8 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/natsembed"
 )
 
 // serverBinary builds the nats-server of go.mod, as make bench-process does.
@@ -106,8 +106,8 @@ func TestBenchServerProcs(t *testing.T) {
 		if first < 4 || first < before {
 			t.Fatalf("GOMAXPROCS %d with an embedded bench server, was %d", first, before)
 		}
-		if got := gcPercent(); got != bus.EmbeddedGCPercent {
-			t.Fatalf("GC percent %d with an embedded bench server, want %d", got, bus.EmbeddedGCPercent)
+		if got := gcPercent(); got != natsembed.GCPercent {
+			t.Fatalf("GC percent %d with an embedded bench server, want %d", got, natsembed.GCPercent)
 		}
 		bustest.NewBenchServer(t)
 		if got := runtime.GOMAXPROCS(0); got != first {

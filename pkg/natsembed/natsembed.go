@@ -1,4 +1,12 @@
-package bus
+// Package natsembed starts a NATS server with JetStream inside the calling
+// process, for lbctl dev and the test kits (pkg/bus/bustest): file store,
+// fsync on every write, optional cluster routes and a config file for
+// accounts. It also tunes the runtime of a process that embeds a server.
+//
+// It is apart from pkg/bus so that the service binaries, which only ever
+// connect to a server, do not link one. It may import the standard library
+// and nats-server, nothing of this module: a service must not import it.
+package natsembed
 
 import (
 	"errors"
@@ -12,9 +20,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// EmbeddedConfig configures an in-process NATS server for development and
+// Config configures an in-process NATS server for development and
 // tests: JetStream on, file store in Dir, fsync on every write.
-type EmbeddedConfig struct {
+type Config struct {
 	Dir        string // JetStream store directory (required)
 	Host       string // default 127.0.0.1
 	Port       int    // 0: 4222; -1: a random free port
@@ -23,7 +31,7 @@ type EmbeddedConfig struct {
 	// so that takeover attachments fit in one message.
 	MaxPayload int32
 	// Cluster, when set, joins a JetStream cluster.
-	Cluster *EmbeddedCluster
+	Cluster *Cluster
 	// Logging sends the server's log to stderr.
 	Logging bool
 	// ConfigFile, when set, is loaded first (accounts and users); the
@@ -31,15 +39,15 @@ type EmbeddedConfig struct {
 	ConfigFile string
 }
 
-// EmbeddedCluster is the cluster part of EmbeddedConfig.
-type EmbeddedCluster struct {
+// Cluster is the cluster part of Config.
+type Cluster struct {
 	Name   string
 	Host   string
 	Port   int      // -1 for random
 	Routes []string // nats-route://host:port of the other nodes
 }
 
-// EmbeddedProcs is the GOMAXPROCS for a process that embeds a server,
+// Procs is the GOMAXPROCS for a process that embeds a server,
 // given the one it would run with otherwise: twice that, at least 4. With
 // sync_interval always, every stored message blocks a thread in fsync, and
 // a thread in a system call holds its P until the runtime hands the P on.
@@ -48,9 +56,9 @@ type EmbeddedCluster struct {
 // waiting, and the takeover benchmark's reply p99 at 3,000 events/s on 2
 // cores was about twice what it is with 4 Ps (docs/benchmarks.md). A
 // server in a process of its own is not affected: its clients do not sync.
-func EmbeddedProcs(procs int) int { return max(2*procs, 4) }
+func Procs(procs int) int { return max(2*procs, 4) }
 
-// EmbeddedGCPercent is the GOGC for a process that embeds a server. The
+// GCPercent is the GOGC for a process that embeds a server. The
 // server's allocations (most of the process's) and its block caches (a
 // live heap of about 200 MB in the takeover benchmark) share one collector
 // with the services, and on 2 cores each cycle took 18-37 ms with up to
@@ -58,23 +66,23 @@ func EmbeddedProcs(procs int) int { return max(2*procs, 4) }
 // where a cycle ended. At 400 a 30 s phase at 3,000 events/s had 2 cycles
 // instead of 13, for a heap goal five times what is live
 // (docs/benchmarks.md).
-const EmbeddedGCPercent = 400
+const GCPercent = 400
 
-// TuneEmbedded sets up the runtime of a process that embeds a server:
-// GOMAXPROCS to EmbeddedProcs of the runtime's default, and the
-// collector's percent to EmbeddedGCPercent, each unless the environment
+// Tune sets up the runtime of a process that embeds a server:
+// GOMAXPROCS to Procs of the runtime's default, and the
+// collector's percent to GCPercent, each unless the environment
 // sets it (GOMAXPROCS, GOGC), since an operator's setting wins. It returns
 // a function that restores both.
-func TuneEmbedded() (restore func()) {
+func Tune() (restore func()) {
 	procs, gc := runtime.GOMAXPROCS(0), -2 // -2: the percent was left alone
 	if os.Getenv("GOMAXPROCS") == "" {
 		// from the default, not the current setting, so that a second call
 		// does not raise it again
 		runtime.SetDefaultGOMAXPROCS()
-		runtime.GOMAXPROCS(EmbeddedProcs(runtime.GOMAXPROCS(0)))
+		runtime.GOMAXPROCS(Procs(runtime.GOMAXPROCS(0)))
 	}
 	if os.Getenv("GOGC") == "" {
-		gc = debug.SetGCPercent(EmbeddedGCPercent)
+		gc = debug.SetGCPercent(GCPercent)
 	}
 	return func() {
 		runtime.GOMAXPROCS(procs)
@@ -84,19 +92,19 @@ func TuneEmbedded() (restore func()) {
 	}
 }
 
-// ErrEmbedded wraps a failure to start the embedded server.
-var ErrEmbedded = errors.New("bus: embedded server")
+// ErrStart wraps a failure to start the embedded server.
+var ErrStart = errors.New("natsembed: start")
 
-// StartEmbedded starts a server and waits until it accepts clients.
-func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
+// Start starts a server and waits until it accepts clients.
+func Start(cfg Config) (*server.Server, error) {
 	if cfg.Dir == "" {
-		return nil, fmt.Errorf("%w: no store directory", ErrEmbedded)
+		return nil, fmt.Errorf("%w: no store directory", ErrStart)
 	}
 	opts := &server.Options{}
 	if cfg.ConfigFile != "" {
 		o, err := server.ProcessConfigFile(cfg.ConfigFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrEmbedded, err)
+			return nil, fmt.Errorf("%w: %w", ErrStart, err)
 		}
 		opts = o
 	}
@@ -130,14 +138,14 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		for _, r := range c.Routes {
 			u, err := url.Parse(r)
 			if err != nil {
-				return nil, fmt.Errorf("%w: route %q: %w", ErrEmbedded, r, err)
+				return nil, fmt.Errorf("%w: route %q: %w", ErrStart, r, err)
 			}
 			opts.Routes = append(opts.Routes, u)
 		}
 	}
 	s, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEmbedded, err)
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
 	if cfg.Logging {
 		s.ConfigureLogger()
@@ -145,7 +153,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	s.Start()
 	if !s.ReadyForConnections(10 * time.Second) {
 		s.Shutdown()
-		return nil, fmt.Errorf("%w: not ready after 10s", ErrEmbedded)
+		return nil, fmt.Errorf("%w: not ready after 10s", ErrStart)
 	}
 	return s, nil
 }

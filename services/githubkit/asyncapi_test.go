@@ -1,0 +1,34 @@
+package githubkit_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/services/githubkit"
+)
+
+// TestAsyncAPIDocumentsInternalSubjects keeps docs/asyncapi.json and githubkit's
+// own subject kinds in step: the document's githubkit channels are exactly the
+// subjects the service builds (the protocol's channels are pkg/bus's test).
+func TestAsyncAPIDocumentsInternalSubjects(t *testing.T) {
+	documented := slices.DeleteFunc(bustest.AsyncAPIAddresses(t, "../../docs/asyncapi.json"), func(a string) bool {
+		return !strings.HasPrefix(a, "{prefix}."+githubkit.Plugin+".")
+	})
+	s := bus.Subjects{Prefix: bustest.DocPrefix}
+	sc := bustest.DocScope(t)
+	var built []string
+	for _, kind := range []string{githubkit.KindSched, githubkit.KindPoll} {
+		subj, err := s.Internal(githubkit.Plugin, kind, sc, bustest.DocID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		built = append(built, bustest.DocAddress(subj))
+	}
+	slices.Sort(built)
+	if !slices.Equal(documented, built) {
+		t.Fatalf("docs/asyncapi.json and githubkit disagree\ndocumented: %v\nbuilt:      %v", documented, built)
+	}
+}

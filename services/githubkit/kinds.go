@@ -1,0 +1,16 @@
+package githubkit
+
+// The kinds of githubkit's own subjects and keys (spec §6): the token
+// after "<prefix>.githubkit." of an internal subject, or after "<scope>."
+// of a key. pkg/bus builds the subject or key from them (Subjects.Internal,
+// bus.Key); nothing else spells them.
+const (
+	// KindSched is the schedule of one repo's poll:
+	// <prefix>.githubkit.sched.<scope>.<repo-key>.
+	KindSched = "sched"
+	// KindPoll is the subject a poll's schedule fires on:
+	// <prefix>.githubkit.poll.<scope>.<repo-key>.
+	KindPoll = "poll"
+	// KindRepo is the key kind of repo records: <scope>.repo.<repo-key>.
+	KindRepo = "repo"
+)

@@ -1,0 +1,18 @@
+package schenotify
+
+// The kinds of schenotify's own subjects and keys (spec 7): the token
+// after "<prefix>.schenotify." of an internal subject, or after "<scope>."
+// of a key. pkg/bus builds the subject or key from them (Subjects.Internal,
+// bus.Key); nothing else spells them.
+const (
+	// KindSched is the schedule of one reminder:
+	// <prefix>.schenotify.sched.<scope>.<id>.
+	KindSched = "sched"
+	// KindDue is the subject a reminder's schedule fires on:
+	// <prefix>.schenotify.due.<scope>.<id>.
+	KindDue = "due"
+	// keyReminder is the key kind of reminder records: <scope>.reminder.<id>.
+	keyReminder = "reminder"
+	// keyIndex is the key of a scope's reminder index: <scope>.index.
+	keyIndex = "index"
+)
