@@ -37,15 +37,15 @@ type env struct {
 }
 
 // buildPackages builds the three packages with the wheel the runtime kit
-// found (LANGBOT_NATS_PY_WHEEL overrides it).
+// found (NATS_PY_WHEEL, as make packages takes it, overrides it).
 func buildPackages(t testing.TB, py *runtimetest.Python) map[string]*lbpkg.Package {
 	t.Helper()
-	wheel := os.Getenv("LANGBOT_NATS_PY_WHEEL")
+	wheel := os.Getenv("NATS_PY_WHEEL")
 	if wheel == "" {
 		wheel = py.NatsWheel
 	}
 	if wheel == "" {
-		runtimetest.Unavailable(t, "no nats-py wheel: set LANGBOT_NATS_PY_WHEEL or LANGBOT_VENDOR")
+		runtimetest.Unavailable(t, "no nats-py wheel: set NATS_PY_WHEEL or LANGBOT_VENDOR")
 	}
 	out := map[string]*lbpkg.Package{}
 	for _, name := range builtin.Names() {

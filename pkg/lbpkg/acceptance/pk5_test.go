@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -182,10 +183,12 @@ func TestPK5Attach(t *testing.T) {
 	})
 }
 
-// TestPK5NATSDown: with NATS down, a package's worker becomes ready as
-// fast as a plugin that uses no NATS at all (the fixture of
-// pkg/lbpkg/runtimetest, measured in the same run), and its attach arrives
-// once NATS is back.
+// TestPK5NATSDown: with NATS down, a package's worker becomes ready (its
+// initialize, timed from the runtime's own log lines, takes under the 1 s
+// of spec 9), and its attach arrives once NATS is back. The whole install
+// is timed too, next to a plugin that uses no NATS at all (the fixture of
+// pkg/lbpkg/runtimetest) in the same run, and logged: on a loaded machine
+// it varies by seconds either way, so it is not asserted.
 func TestPK5NATSDown(t *testing.T) {
 	e := startEnv(t)
 	ctx := ctxT(t, 3*time.Minute)
@@ -201,13 +204,17 @@ func TestPK5NATSDown(t *testing.T) {
 
 	e.stack.srv.Stop()
 	start = time.Now()
-	in := e.install(schenotify.Plugin)
+	in := e.install(schenotify.Plugin) // fails unless initialized within LangBot's 30 s
 	down := time.Since(start)
-	t.Logf("install until initialized: fixture without NATS %v, package with NATS down %v", floor, down)
-	if down > floor+time.Second {
-		t.Fatalf("with NATS down the package took %v to be ready, the fixture %v: start waits for NATS", down, floor)
+	pkg := e.pkgs[schenotify.Plugin]
+	initTook, err := initializeTime(e.rt.Logs(), pkg.Author+"/"+pkg.Name)
+	if err != nil {
+		t.Fatal(err)
 	}
-
+	t.Logf("with NATS down: initialize %v; install until initialized %v (the NATS-free fixture: %v)", initTook, down, floor)
+	if initTook >= time.Second {
+		t.Fatalf("with NATS down the package's initialize took %v, want under 1 s", initTook)
+	}
 	e.stack.srv.Restart(t)
 	e.waitAttaches(ctx, in, 1, 60*time.Second)
 	a, _ := e.lastAttach(ctx, schenotify.Plugin, in)
@@ -218,4 +225,36 @@ func TestPK5NATSDown(t *testing.T) {
 	if err != nil || len(rets) != 1 || !strings.Contains(runtimetest.Texts(rets)[0], "no reminders") {
 		t.Fatalf("!sche once NATS is back = %q, %v", runtimetest.Texts(rets), err)
 	}
+}
+
+// initializeTime reads how long the runtime took to initialize plugin (the
+// last time it did), from its log lines "[MM-DD HH:MM:SS.mmm] ...
+// Initializing plugin <author/name>..." and "... Plugin <author/name>
+// initialized".
+func initializeTime(logs, plugin string) (time.Duration, error) {
+	var from, to time.Time
+	stamp := func(line string) (time.Time, bool) {
+		end := strings.IndexByte(line, ']')
+		if !strings.HasPrefix(line, "[") || end < 0 {
+			return time.Time{}, false
+		}
+		ts, err := time.Parse("01-02 15:04:05.000", line[1:end])
+		return ts, err == nil
+	}
+	for _, line := range strings.Split(logs, "\n") {
+		switch {
+		case strings.Contains(line, "Initializing plugin "+plugin+"..."):
+			if ts, ok := stamp(line); ok {
+				from, to = ts, time.Time{}
+			}
+		case strings.Contains(line, "Plugin "+plugin+" initialized"):
+			if ts, ok := stamp(line); ok {
+				to = ts
+			}
+		}
+	}
+	if from.IsZero() || to.IsZero() {
+		return 0, fmt.Errorf("no initialize of %s in the runtime log", plugin)
+	}
+	return to.Sub(from), nil
 }
