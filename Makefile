@@ -14,10 +14,10 @@ PKGS      := ./...
 NATS_PY_WHEEL ?= ../shared/vendor/wheels/nats_py-2.15.0-py3-none-any.whl
 DIST      := dist
 
-.PHONY: packages try-packages help build build-arm64 test test-root test-deploy run bench bench-process e2e lint fuzz images images-multiarch clean
+.PHONY: help build build-arm64 packages try-packages test test-root test-deploy run bench bench-process e2e lint fuzz images images-multiarch clean
 
 help:
-	@echo "make build   build the service binaries and lbctl into $(BIN)/"
+	@echo "make build   build the service binaries, langbot-plugins and lbctl into $(BIN)/"
 	@echo "make test    run every test with the race detector (what CI runs)"
 	@echo "make run     start the dev stack: embedded NATS, all services, interactive host"
 	@echo "make bench   run the benchmarks (figures reported next to the bus floor)"
@@ -26,9 +26,9 @@ help:
 	@echo "make lint    gofmt and go vet"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 10s)"
 	@echo "make images  build container images with the Dockerfile"
+	@echo "make packages  build the three LangBot packages (.lbpkg) into $(DIST)/ (NATS_PY_WHEEL=...)"
 	@echo "make images-multiarch  build and push linux/amd64+arm64 images (docker buildx)"
 	@echo "make build-arm64  cross-compile every binary for linux/arm64 (what CI checks)"
-	@echo "make packages  build the three LangBot packages (.lbpkg) into $(DIST)/ (NATS_PY_WHEEL=...)"
 	@echo "make try-packages  the packages in LangBot's real runtime against lbctl dev (TRY_ARGS=\"-e '!sche' -wait 3s\" for a script)"
 
 packages:
@@ -58,6 +58,7 @@ try-packages: packages
 build:
 	@mkdir -p $(BIN)
 	$(GO) build $(GOFLAGS) -o $(BIN)/lbctl ./cmd/lbctl
+	$(GO) build $(GOFLAGS) -o $(BIN)/langbot-plugins ./cmd/langbot-plugins
 	@for s in $(SERVICES); do \
 	  if [ -d services/$$s/cmd/$$s ]; then $(GO) build $(GOFLAGS) -o $(BIN)/$$s ./services/$$s/cmd/$$s || exit 1; fi; \
 	done

@@ -504,7 +504,7 @@ func documentedSecrets(t *testing.T) map[secretRef]bool {
 	if err != nil {
 		t.Fatalf("operations guide: %v", err)
 	}
-	row := regexp.MustCompile("^\\|\\s*`(langbot-[a-z0-9-]+)`\\s*\\|\\s*`([a-z0-9-]+)`\\s*\\|")
+	row := regexp.MustCompile("^\\|\\s*`(langbot-[a-z0-9-]+)`\\s*\\|\\s*`([a-z0-9_-]+)`\\s*\\|")
 	docs := map[secretRef]bool{}
 	for _, line := range strings.Split(string(b), "\n") {
 		if sm := row.FindStringSubmatch(line); sm != nil {

@@ -114,11 +114,12 @@ func historyShards() []jetstream.StreamConfig {
 // natsUsers are the users of accounts.conf and the environment variables
 // holding their passwords.
 var natsUsers = map[string]string{
-	"host":       "HOST_PASSWORD",
-	"githubkit":  "GITHUBKIT_PASSWORD",
-	"takeover":   "TAKEOVER_PASSWORD",
-	"schenotify": "SCHENOTIFY_PASSWORD",
-	"admin":      "ADMIN_PASSWORD",
+	"host":        "HOST_PASSWORD",
+	"githubkit":   "GITHUBKIT_PASSWORD",
+	"takeover":    "TAKEOVER_PASSWORD",
+	"schenotify":  "SCHENOTIFY_PASSWORD",
+	"langbot_pkg": "LANGBOT_PKG_PASSWORD",
+	"admin":       "ADMIN_PASSWORD",
 }
 
 // TestPermissionMatrix starts an embedded NATS server with JetStream from the
@@ -249,6 +250,17 @@ func permissionMatrix(t *testing.T, url string, passwords map[string]string) {
 			})
 		})
 	}
+
+	t.Run("langbot_pkg", func(t *testing.T) {
+		pkg := connectAs(t, url, "langbot_pkg", passwords["langbot_pkg"])
+		svc := connectAs(t, url, "schenotify", passwords["schenotify"])
+		t.Run("allowed", func(t *testing.T) {
+			exercisePackage(t, pkg, svc)
+		})
+		t.Run("denied", func(t *testing.T) {
+			denyPackage(t, pkg)
+		})
+	})
 
 	t.Run("admin", func(t *testing.T) {
 		admin := connectAs(t, url, "admin", passwords["admin"])
@@ -606,6 +618,147 @@ func denyService(t *testing.T, svc *client, p pluginSpec) {
 			svc.deniedPub(t, "$O."+q.objects+".M.bmFtZQ")
 		}
 	}
+}
+
+// exercisePackage performs, as the LangBot packages' user, everything a
+// package does (spec/langbot-packages.md 4-6): attach with a PubAck and its
+// deduplication, one invocation per endpoint kind, and answering a host
+// action a service sends. svc is a service user that answers and requests.
+func exercisePackage(t *testing.T, pkg, svc *client) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s as langbot_pkg: %v", what, err)
+		}
+	}
+
+	// attach: a JetStream publish acknowledged by LANGBOT_LIFECYCLE, the
+	// same Nats-Msg-Id twice (a worker restart) stored once.
+	attach := "langbot.lifecycle.schenotify.attach." + scope
+	msgID := "schenotify." + scope + ".attach.1.3"
+	first, err := pkg.js.Publish(ctx, attach, []byte(`{"enabled":true}`), jetstream.WithMsgID(msgID))
+	must("publish attach", err)
+	if first.Stream != "LANGBOT_LIFECYCLE" || first.Duplicate {
+		t.Fatalf("attach: got PubAck %+v, want a new message in LANGBOT_LIFECYCLE", first)
+	}
+	again, err := pkg.js.Publish(ctx, attach, []byte(`{"enabled":true}`), jetstream.WithMsgID(msgID))
+	must("publish attach again", err)
+	if !again.Duplicate || again.Sequence != first.Sequence {
+		t.Fatalf("attach again: got PubAck %+v, want the duplicate of sequence %d", again, first.Sequence)
+	}
+
+	// Invocations of each endpoint kind, answered by the service.
+	for _, ep := range []string{"command", "event", "tool", "page"} {
+		sub, err := svc.nc.QueueSubscribe("langbot.plugin.schenotify."+ep+".*.*.*", "schenotify", func(m *nats.Msg) {
+			_ = m.Respond([]byte(`{"ep":"` + ep + `"}`))
+		})
+		must("serve "+ep, err)
+		defer sub.Unsubscribe()
+	}
+	must("flush", svc.nc.Flush())
+	for _, ep := range []string{"command", "event", "tool", "page"} {
+		subj := "langbot.plugin.schenotify." + ep + "." + scope
+		reply, err := pkg.nc.RequestWithContext(ctx, subj, []byte(`{}`))
+		must("invoke "+subj, err)
+		if want := `{"ep":"` + ep + `"}`; string(reply.Data) != want {
+			t.Fatalf("invoke %s: got %s, want %s", subj, reply.Data, want)
+		}
+	}
+
+	// Host actions of its installation, in the installation's queue group.
+	// The host user of this test answers every host action too, so the
+	// service collects all replies and looks for the package's.
+	actions, err := pkg.nc.QueueSubscribe("langbot.host.*."+scope, "langbot_pkg."+scope, func(m *nats.Msg) {
+		_ = m.Respond([]byte(`{"from":"package"}`))
+	})
+	must("serve host actions", err)
+	defer actions.Unsubscribe()
+	must("flush", pkg.nc.Flush())
+	inbox := "_INBOX_schenotify.pkgtest"
+	replies, err := svc.nc.SubscribeSync(inbox)
+	must("subscribe "+inbox, err)
+	defer replies.Unsubscribe()
+	must("host action", svc.nc.PublishRequest("langbot.host.send_message."+scope, inbox, []byte(`{}`)))
+	for {
+		m, err := replies.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("host action: no reply from the package: %v", err)
+		}
+		if string(m.Data) == `{"from":"package"}` {
+			break
+		}
+	}
+
+	pkg.noViolations(t)
+	svc.noViolations(t)
+}
+
+// denyPackage proves that the packages' user is a host with less: no
+// revoke, no JetStream API, no plugin internals, no other user's replies.
+func denyPackage(t *testing.T, pkg *client) {
+	// Revoking (an uninstall purges tenant data) and lifecycle subjects
+	// outside attach of one scope.
+	pkg.deniedPub(t, "langbot.lifecycle.schenotify.revoke."+scope)
+	pkg.deniedPub(t, "langbot.lifecycle.schenotify.attach.inst-1.ws-1")
+	pkg.deniedPub(t, "langbot.lifecycle.schenotify.other."+scope)
+	// Subjects under langbot.plugin that are not one of the four endpoints.
+	pkg.deniedPub(t, "langbot.plugin.schenotify.admin."+scope)
+	pkg.deniedPub(t, "langbot.plugin.schenotify.command.inst-1.ws-1")
+	// Serving plugins or reading the lifecycle.
+	pkg.deniedSub(t, "langbot.plugin.>")
+	pkg.deniedSub(t, "langbot.lifecycle.>")
+	// Plugin internals: schedules, fired timers, live feeds, KV writes.
+	for _, p := range plugins {
+		pkg.deniedSub(t, "langbot."+p.name+".>")
+		pkg.deniedPub(t, p.workSubj)
+		pkg.deniedPub(t, p.schedSubj)
+		pkg.deniedPub(t, "$KV."+p.buckets[0].Bucket+"."+scope+".authority")
+		pkg.deniedSub(t, "_INBOX_"+p.name+".>")
+	}
+	pkg.deniedPub(t, "langbot.takeover.live."+scope)
+	// Other users' replies and forged ones.
+	pkg.deniedSub(t, "_INBOX.>")
+	pkg.deniedSub(t, "_INBOX_host.>")
+	pkg.deniedPub(t, "_INBOX_host.forged")
+	pkg.deniedPub(t, "$SRV.PING")
+	// No JetStream API at all: account info, stream listing and info, the
+	// lifecycle stream's messages (attach bodies carry other installations'
+	// config), consumers, KV, stream management.
+	requests := []struct{ subject string }{
+		{"$JS.API.INFO"},
+		{"$JS.API.STREAM.NAMES"},
+		{"$JS.API.STREAM.LIST"},
+		{"$JS.API.STREAM.INFO.LANGBOT_LIFECYCLE"},
+		{"$JS.API.STREAM.MSG.GET.LANGBOT_LIFECYCLE"},
+		{"$JS.API.DIRECT.GET.LANGBOT_LIFECYCLE.langbot.lifecycle.githubkit.attach." + scope},
+		{"$JS.API.STREAM.PURGE.LANGBOT_LIFECYCLE"},
+		{"$JS.API.STREAM.DELETE.LANGBOT_LIFECYCLE"},
+		{"$JS.API.STREAM.CREATE.SPY"},
+		{"$JS.API.CONSUMER.CREATE.LANGBOT_LIFECYCLE.spy.langbot.lifecycle.>"},
+		{"$JS.API.STREAM.INFO.KV_langbot_githubkit"},
+		{"$JS.API.DIRECT.GET.KV_langbot_takeover.$KV.langbot_takeover." + scope + ".authority"},
+	}
+	for _, r := range requests {
+		pkg.deniedRequest(t, r.subject, func(ctx context.Context) error {
+			_, err := pkg.nc.RequestWithContext(ctx, r.subject, []byte(`{}`))
+			return err
+		})
+	}
+	// The same through the client's own calls, as a curious package would.
+	pkg.deniedRequest(t, "$JS.API.INFO", func(ctx context.Context) error {
+		_, err := pkg.js.AccountInfo(ctx)
+		return err
+	})
+	pkg.deniedRequest(t, "$JS.API.STREAM.INFO.LANGBOT_LIFECYCLE", func(ctx context.Context) error {
+		_, err := pkg.js.Stream(ctx, "LANGBOT_LIFECYCLE")
+		return err
+	})
+	pkg.deniedRequest(t, "$JS.API.STREAM.INFO.KV_langbot_schenotify", func(ctx context.Context) error {
+		_, err := pkg.js.KeyValue(ctx, "langbot_schenotify")
+		return err
+	})
 }
 
 // waitWatchInitial reads a watcher until its initial values are delivered

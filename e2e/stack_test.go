@@ -272,7 +272,7 @@ func (s *stack) startNATS() {
 			t.Fatal(err)
 		}
 		include = "include ./accounts.conf\n"
-		for _, u := range []string{"host", "admin", "githubkit", "takeover", "schenotify"} {
+		for _, u := range []string{"host", "admin", "githubkit", "takeover", "schenotify", "langbot_pkg"} {
 			// the config parser reads an environment value as config text:
 			// start with a letter, then [A-Za-z0-9]
 			pw := "pw" + randToken(12)

@@ -1,7 +1,8 @@
 // Command lbctl is the LangBot host simulator and operator CLI for the
 // plugin services: it runs the whole stack in one process for development
 // (lbctl dev), speaks the wire protocol exactly as a host would (invoke,
-// attach, revoke, host), prepares a NATS deployment (setup), and carries
+// attach, revoke, host), prepares a NATS deployment (setup), backs it up
+// and restores it (backup, restore), and carries
 // the services' operator commands (import, console-token, ...).
 package main
 
@@ -45,6 +46,7 @@ func commands() []command {
 		{Name: "bench invoke", Summary: "measure invocation latency and throughput next to the bus floor", Run: runBenchInvoke},
 		consoleTokenCommand(),
 	}
+	cmds = append(cmds, backupCommands()...)
 	for _, s := range devServices() {
 		cmds = append(cmds, s.Commands...)
 	}

@@ -48,6 +48,10 @@ const (
 	InputRevoke                          // lifecycle revoke
 	InputInvocation                      // an invocation carrying a binding
 	InputStale                           // the host refused a host action with this binding
+	// InputExpire is the retention rule (spec/langbot-packages.md 6): the
+	// scope is removed, as by a revoke uninstall, if its authority was
+	// last written before Input.Before.
+	InputExpire
 )
 
 // Input is one event that may change an authority.
@@ -58,6 +62,7 @@ type Input struct {
 	Enabled bool            // attach
 	Reason  string          // revoke
 	Seq     uint64          // lifecycle stream sequence; 0 for invocations
+	Before  time.Time       // expire: the cutoff
 }
 
 // Outcome is what Transition decided.
@@ -164,6 +169,16 @@ func Transition(cur *Authority, in Input, now time.Time) Decision {
 			return next(StateSuperseded, in.Binding, keepCfg, enabled)
 		}
 		return Decision{Outcome: Ignore}
+
+	case InputExpire:
+		// Decided on the stored record, not the caller's view, so an attach
+		// that refreshed the record since the view was read wins.
+		if cur == nil || removed || cur.UpdatedAt.IsZero() || !cur.UpdatedAt.Before(in.Before) {
+			return Decision{Outcome: Ignore}
+		}
+		d := next(StateRemoved, cur.Binding, nil, false)
+		d.Purge = true
+		return d
 
 	case InputStale:
 		if cur == nil || cur.State != StateActive || cmp != 0 {
@@ -418,6 +433,17 @@ func (v *AuthorityView) remove(sc binding.Scope) {
 	v.mu.Lock()
 	delete(v.m, sc)
 	v.mu.Unlock()
+}
+
+// snapshot returns a copy of every scope's authority.
+func (v *AuthorityView) snapshot() map[binding.Scope]Authority {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make(map[binding.Scope]Authority, len(v.m))
+	for sc, e := range v.m {
+		out[sc] = e.a
+	}
+	return out
 }
 
 func (v *AuthorityView) markReady() { v.readyOK.Do(func() { close(v.ready) }) }

@@ -113,3 +113,34 @@ func TestTransitionStale(t *testing.T) {
 		t.Fatalf("a refusal of an older binding must not touch the newer authority: %+v", d)
 	}
 }
+
+// TestTransitionExpire is the retention rule's decision: only a record last
+// written before the cutoff is removed, and the tombstone keeps its binding
+// and sequence but no config.
+func TestTransitionExpire(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	cutoff := now.Add(-30 * 24 * time.Hour)
+	old, fresh := cutoff.Add(-time.Second), cutoff.Add(time.Second)
+	rec := func(st State, at time.Time) *Authority {
+		return &Authority{Binding: bnd(1, 5), State: st, Enabled: true, LifecycleSeq: 7, Config: json.RawMessage(`{"k":"v"}`), UpdatedAt: at}
+	}
+	in := Input{Kind: InputExpire, Before: cutoff}
+	for _, st := range []State{StateActive, StateDisabled, StateSuperseded} {
+		d := Transition(rec(st, old), in, now)
+		if d.Outcome != Write || d.Next.State != StateRemoved || !d.Purge || d.Next.Config != nil ||
+			d.Next.Binding != bnd(1, 5) || d.Next.LifecycleSeq != 7 || !d.Next.UpdatedAt.Equal(now) {
+			t.Errorf("%s last written before the cutoff: %+v", st, d)
+		}
+	}
+	for name, cur := range map[string]*Authority{
+		"no record":            nil,
+		"refreshed":            rec(StateActive, fresh),
+		"exactly at cutoff":    rec(StateActive, cutoff),
+		"already removed":      rec(StateRemoved, old),
+		"without a updated_at": rec(StateActive, time.Time{}),
+	} {
+		if d := Transition(cur, in, now); d.Outcome != Ignore {
+			t.Errorf("%s: %+v, want Ignore", name, d)
+		}
+	}
+}

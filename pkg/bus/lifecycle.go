@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -109,6 +111,7 @@ func (r *Runner) startLifecycle(ctx context.Context) error {
 		return fmt.Errorf("bus: lifecycle consume: %w", err)
 	}
 	r.lifecycle = cc
+	r.startRetention()
 	return nil
 }
 
@@ -242,4 +245,150 @@ func (r *Runner) purgeScope(ctx context.Context, sc binding.Scope) error {
 		return err
 	}
 	return purgeScope(ctx, r.dedupe, sc)
+}
+
+// MinRetention is the shortest retention a runner accepts: far above any
+// attach refresh period, so a live installation is never taken for gone.
+const MinRetention = 24 * time.Hour
+
+// retentionBatch bounds the removals of one sweep; the rest wait for the
+// next one.
+const retentionBatch = 100
+
+// startRetention runs the retention sweep (RunnerConfig.Retention) every
+// RetentionSweep until Shutdown: one goroutine per runner, whatever the
+// number of installations. Replicas sweep independently; the removal is a
+// compare-and-set on the authority, so a scope is removed once.
+func (r *Runner) startRetention() {
+	if r.cfg.Retention <= 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.baseCtx)
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		// replicas started together would sweep together: a random first
+		// delay spreads them over the period
+		t := time.NewTimer(rand.N(r.cfg.RetentionSweep) + time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if _, err := r.SweepRetention(ctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("retention sweep", "err", err)
+			}
+			t.Reset(r.cfg.RetentionSweep)
+		}
+	}()
+	r.addStop(cancel)
+}
+
+// SweepRetention runs one retention sweep: it removes, as a revoke
+// uninstall does (tombstone, purge, OnTransition), up to 100 scopes whose
+// authority was last written (updated_at) more than Retention before the
+// runner's clock, oldest first, and purges again the tombstones of the last
+// two sweep periods (a removal cut short by a crash between tombstone and
+// purge). Each removal re-checks updated_at on the stored record, so an
+// attach that refreshed it meanwhile keeps the installation. A record
+// without updated_at is never removed. With Retention 0 it does nothing.
+// It returns the number of scopes removed.
+func (r *Runner) SweepRetention(ctx context.Context) (int, error) {
+	if r.cfg.Retention <= 0 || r.store == nil {
+		return 0, nil
+	}
+	now := r.now()
+	cutoff := now.Add(-r.cfg.Retention)
+	recent := now.Add(-2 * r.cfg.RetentionSweep)
+	type cand struct {
+		sc   binding.Scope
+		seen time.Time
+	}
+	var stale []cand
+	var repurge []binding.Scope
+	for sc, a := range r.view.snapshot() {
+		switch {
+		case a.State == StateRemoved:
+			if a.UpdatedAt.After(recent) {
+				repurge = append(repurge, sc)
+			}
+		case !a.UpdatedAt.IsZero() && a.UpdatedAt.Before(cutoff):
+			stale = append(stale, cand{sc, a.UpdatedAt})
+		}
+	}
+	slices.SortFunc(stale, func(a, b cand) int { return a.seen.Compare(b.seen) })
+	if len(stale) > retentionBatch {
+		stale = stale[:retentionBatch]
+	}
+	var errs []error
+	for _, sc := range repurge {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		if err := r.retentionPurge(ctx, sc); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	removed := 0
+	for _, c := range stale {
+		if ctx.Err() != nil {
+			break
+		}
+		ok, err := r.expire(ctx, c.sc, cutoff)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			removed++
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// expire removes sc if its stored authority is older than cutoff. A removal
+// once started finishes (bounded) even if ctx ends, so that Shutdown does
+// not leave a tombstone without its purge.
+func (r *Runner) expire(ctx context.Context, sc binding.Scope, cutoff time.Time) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 50*time.Second)
+	defer cancel()
+	ctx, span := r.tracer.Start(ctx, "retention "+r.cfg.Plugin, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(AttrPlugin.String(r.cfg.Plugin), AttrScope.String(sc.String())))
+	defer span.End()
+	fail := func(what string, err error) (bool, error) {
+		span.SetStatus(codes.Error, what)
+		r.metrics.lifecycle.WithLabelValues("retention", "retry").Inc()
+		return false, fmt.Errorf("bus: retention %s of %s: %w", what, sc, err)
+	}
+	prev, d, err := r.store.Apply(ctx, sc, Input{Kind: InputExpire, Before: cutoff})
+	if err != nil {
+		return fail("tombstone", err)
+	}
+	if d.Outcome != Write {
+		return false, nil // refreshed or removed meanwhile
+	}
+	r.view.apply(sc, d.Next, d.Revision)
+	if err := r.purgeScope(ctx, sc); err != nil {
+		return fail("purge", err)
+	}
+	if r.cfg.OnTransition != nil {
+		if err := r.cfg.OnTransition(ctx, sc, prev, d.Next); err != nil {
+			return fail("transition", err)
+		}
+	}
+	r.metrics.lifecycle.WithLabelValues("retention", string(StateRemoved)).Inc()
+	r.log.InfoContext(ctx, "installation removed by retention", "scope", sc.String(),
+		"last_seen", prev.UpdatedAt, "retention", r.cfg.Retention.String())
+	return true, nil
+}
+
+// retentionPurge purges a recent tombstone's data again (idempotent).
+func (r *Runner) retentionPurge(ctx context.Context, sc binding.Scope) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 50*time.Second)
+	defer cancel()
+	if err := r.purgeScope(ctx, sc); err != nil {
+		return fmt.Errorf("bus: retention purge of %s: %w", sc, err)
+	}
+	return nil
 }

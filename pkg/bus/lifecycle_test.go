@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 )
 
 func TestLifecycleAttachDisableInvocation(t *testing.T) {
@@ -198,5 +201,169 @@ func TestUninstallPurgesOnlyThatScope(t *testing.T) {
 	}
 	if _, err := h.command(b, "bystander-after"); err != nil {
 		t.Fatalf("bystander refused: %v", err)
+	}
+}
+
+// fakeClock is a clock the test moves by hand.
+type fakeClock struct{ ns atomic.Int64 }
+
+func newFakeClock(t time.Time) *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(t.UnixNano())
+	return c
+}
+func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// TestRetentionRemovesStaleInstallations: with a 30-day retention, an
+// installation whose attach was refreshed survives, one that was not is
+// removed as by a revoke uninstall (tombstone, purge of its keys, the
+// service's purge and transition), and the refreshed one goes in its turn
+// once it stops refreshing.
+func TestRetentionRemovesStaleInstallations(t *testing.T) {
+	const day = 24 * time.Hour
+	clock := newFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var calls atomic.Int64
+	var mu sync.Mutex
+	var purged, removed []string
+	cfg := bus.RunnerConfig{
+		Handlers:  countingHandlers(&calls),
+		Retention: 30 * day,
+		// only the explicit sweeps below run
+		RetentionSweep: 10000 * time.Hour,
+		Purge: func(ctx context.Context, sc binding.Scope) error {
+			mu.Lock()
+			purged = append(purged, sc.String())
+			mu.Unlock()
+			return nil
+		},
+		OnTransition: func(ctx context.Context, sc binding.Scope, prev *bus.Authority, next bus.Authority) error {
+			if next.State == bus.StateRemoved {
+				mu.Lock()
+				removed = append(removed, sc.String())
+				mu.Unlock()
+			}
+			return nil
+		},
+	}
+	h := newHarness(t, cfg, bus.RunnerDeps{Clock: clock.Now})
+	stale, live := bindingFor("i", "w", "stale", 1, 1), bindingFor("i", "w", "live", 1, 1)
+	for _, bd := range []binding.Binding{stale, live} {
+		h.attach(bd, true, `{}`)
+		h.waitAuthority(bus.ScopeOf(bd), func(x *bus.Authority) bool { return x != nil })
+		if _, err := h.command(bd, "setup-"+bd.InstallationUUID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.runner.KV().Create(context.Background(), bus.ScopeOf(bd), "thing", []byte(`{}`), "t1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitLifecycleDrained()
+
+	// day 20: the live installation's package refreshes its attach
+	clock.Advance(20 * day)
+	refreshed := clock.Now()
+	h.attach(live, true, `{}`)
+	h.waitAuthority(bus.ScopeOf(live), func(x *bus.Authority) bool { return x.UpdatedAt.Equal(refreshed) })
+	h.waitLifecycleDrained()
+	sweep := func(want int) {
+		t.Helper()
+		n, err := h.runner.SweepRetention(context.Background())
+		if err != nil || n != want {
+			t.Fatalf("sweep at %v: removed %d, %v; want %d", clock.Now(), n, err, want)
+		}
+	}
+	// day 29: nothing is older than 30 days yet
+	clock.Advance(9 * day)
+	sweep(0)
+
+	// day 31: the stale one goes, the refreshed one stays
+	clock.Advance(2 * day)
+	sweep(1)
+	tomb, err := h.runner.Authority(context.Background(), bus.ScopeOf(stale))
+	if err != nil || tomb.State != bus.StateRemoved || tomb.Config != nil {
+		t.Fatalf("stale authority after the sweep: %+v, %v", tomb, err)
+	}
+	if a, _ := h.runner.Authority(context.Background(), bus.ScopeOf(live)); a.State != bus.StateActive {
+		t.Fatalf("refreshed authority after the sweep: %+v", a)
+	}
+	got := keys(t, h.js, bus.Bucket(plugin))
+	slices.Sort(got)
+	if want := []string{"i.w.live.authority", "i.w.live.thing.t1", "i.w.stale.authority"}; !slices.Equal(got, want) {
+		t.Fatalf("keys after the sweep = %v, want %v", got, want)
+	}
+	for _, k := range keys(t, h.js, bus.DedupeBucket(plugin)) {
+		if strings.HasPrefix(k, "i.w.stale.") {
+			t.Fatalf("dedupe key %s of the removed scope survived", k)
+		}
+	}
+	mu.Lock()
+	if !slices.Equal(purged, []string{"i.w.stale"}) || !slices.Equal(removed, []string{"i.w.stale"}) {
+		t.Fatalf("service purge for %v, removal transitions for %v; want i.w.stale once", purged, removed)
+	}
+	mu.Unlock()
+	if _, err := h.command(stale, "after-stale"); !errors.Is(err, bus.ErrBindingRefused) {
+		t.Fatalf("removed installation served: %v", err)
+	}
+	if _, err := h.command(live, "after-live"); err != nil {
+		t.Fatalf("refreshed installation refused: %v", err)
+	}
+	// an attach after removal does not revive it (a reinstall has a new uuid)
+	h.attach(stale, true, `{}`)
+	h.waitLifecycleDrained()
+	if a, _ := h.runner.Authority(context.Background(), bus.ScopeOf(stale)); a.State != bus.StateRemoved {
+		t.Fatalf("attach revived a removed installation: %+v", a)
+	}
+
+	// day 51: the live one stopped refreshing on day 20
+	clock.Advance(20 * day)
+	sweep(1)
+	if a, _ := h.runner.Authority(context.Background(), bus.ScopeOf(live)); a.State != bus.StateRemoved {
+		t.Fatalf("installation not attached for 31 days: %+v", a)
+	}
+}
+
+// TestRetentionOffByDefault: without a retention nothing is ever removed,
+// however old the records.
+func TestRetentionOffByDefault(t *testing.T) {
+	clock := newFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var calls atomic.Int64
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.RunnerDeps{Clock: clock.Now})
+	b := bindingFor("i", "w", "n", 1, 1)
+	h.attach(b, true, `{}`)
+	h.waitAuthority(bus.ScopeOf(b), func(x *bus.Authority) bool { return x != nil })
+	clock.Advance(10 * 365 * 24 * time.Hour)
+	if n, err := h.runner.SweepRetention(context.Background()); n != 0 || err != nil {
+		t.Fatalf("sweep without retention: removed %d, %v", n, err)
+	}
+	if a, _ := h.runner.Authority(context.Background(), bus.ScopeOf(b)); a.State != bus.StateActive {
+		t.Fatalf("authority after ten years without retention: %+v", a)
+	}
+	if _, err := h.command(b, "still-there"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRetentionBackgroundSweep: the runner's own periodic sweep removes a
+// stale installation without being called.
+func TestRetentionBackgroundSweep(t *testing.T) {
+	clock := newFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var calls atomic.Int64
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls), Retention: bus.MinRetention, RetentionSweep: 20 * time.Millisecond},
+		bus.RunnerDeps{Clock: clock.Now})
+	b := bindingFor("i", "w", "n", 1, 1)
+	h.attach(b, true, `{}`)
+	h.waitAuthority(bus.ScopeOf(b), func(x *bus.Authority) bool { return x != nil })
+	clock.Advance(bus.MinRetention + time.Minute)
+	h.waitAuthority(bus.ScopeOf(b), func(x *bus.Authority) bool { return x.State == bus.StateRemoved })
+}
+
+func TestRetentionBelowMinimumRefused(t *testing.T) {
+	srv := bustest.NewServer(t)
+	for _, d := range []time.Duration{time.Minute, 23 * time.Hour, -time.Hour} {
+		_, err := bus.NewRunner(bus.RunnerConfig{Plugin: plugin, Retention: d}, bus.RunnerDeps{Conn: srv.Conn(t)})
+		if !errors.Is(err, bus.ErrConfig) {
+			t.Errorf("retention %v: %v, want %v", d, err, bus.ErrConfig)
+		}
 	}
 }

@@ -130,6 +130,15 @@ type RunnerConfig struct {
 	// OnAuthority is called on every replica, from the view's watch, when a
 	// scope's state or binding changes. It must not block.
 	OnAuthority func(sc binding.Scope, a Authority)
+	// Retention, when not 0, removes (as a revoke uninstall does) every
+	// installation whose authority was last written more than Retention
+	// ago: the LangBot packages never revoke, and refresh their attach
+	// periodically (spec/langbot-packages.md 6). 0 (the default) is off;
+	// otherwise at least MinRetention (24 h; the packages refresh hourly).
+	Retention time.Duration
+	// RetentionSweep is the period of the retention sweep; default
+	// Retention/24 within [1 min, 1 h].
+	RetentionSweep time.Duration
 }
 
 // RunnerDeps are the live parts a Runner uses. Conn is required; the rest
@@ -232,6 +241,12 @@ func NewRunner(cfg RunnerConfig, deps RunnerDeps) (*Runner, error) {
 	}
 	if cfg.DedupeTTL <= 0 {
 		cfg.DedupeTTL = 24 * time.Hour
+	}
+	if cfg.Retention != 0 && cfg.Retention < MinRetention {
+		return nil, fmt.Errorf("%w: retention %v: want 0 (off) or at least %v", ErrConfig, cfg.Retention, MinRetention)
+	}
+	if cfg.RetentionSweep <= 0 {
+		cfg.RetentionSweep = min(max(cfg.Retention/24, time.Minute), time.Hour)
 	}
 	js := deps.JetStream
 	if js == nil {

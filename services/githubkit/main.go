@@ -35,6 +35,7 @@ func Build(env *svcmain.Env, f Flags) (*Service, error) {
 		Prefix:               env.Subjects.Prefix,
 		Replicas:             env.Options.Replicas,
 		Workers:              env.Options.Workers,
+		Retention:            env.Options.Retention,
 		PollWorkers:          f.PollWorkers,
 		DefaultAPIURL:        f.APIURL,
 		AllowPrivateNetworks: f.AllowPrivateNetworks,

@@ -41,6 +41,7 @@ type Config struct {
 	Workers           int           // command and tool workers; default 64
 	PollWorkers       int           // polls at once per replica; default 16
 	InvocationTimeout time.Duration // default 30 s
+	Retention         time.Duration // remove installations not attached for this long (bus.RunnerConfig.Retention); 0: off
 	// AllowPrivateNetworks turns the SSRF guard off
 	// (--github-allow-private-networks); AllowHTTP accepts http API URLs
 	// (--github-allow-http). Both are off by default.
@@ -186,6 +187,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		Prefix:            cfg.Prefix,
 		Workers:           cfg.Workers,
 		InvocationTimeout: cfg.InvocationTimeout,
+		Retention:         cfg.Retention,
 		DedupeTTL:         dedupeTTL,
 		Replicas:          cfg.Replicas,
 		SecretFields:      []string{secretField},

@@ -10,9 +10,10 @@ import (
 // and lbctl dev both run.
 func Build(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
 	return New(Config{
-		Prefix:   env.Subjects.Prefix,
-		Replicas: env.Options.Replicas,
-		Workers:  env.Options.Workers,
+		Prefix:    env.Subjects.Prefix,
+		Replicas:  env.Options.Replicas,
+		Workers:   env.Options.Workers,
+		Retention: env.Options.Retention, // LANGBOT_RETENTION
 	}, Deps{
 		Conn:           env.Conn,
 		Logger:         env.Logger,

@@ -39,6 +39,7 @@ type Config struct {
 	Workers           int           // invocation workers; default 64
 	DueWorkers        int           // fired-message handlers at once; default 64
 	InvocationTimeout time.Duration // default 30 s
+	Retention         time.Duration // remove installations not attached for this long (bus.RunnerConfig.Retention); 0: off
 	// MinEvery is the shortest @every interval; default 1 min (tests lower it).
 	MinEvery time.Duration
 	// Retry is the delivery retry schedule (spec 7.5).
@@ -178,6 +179,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		Prefix:            cfg.Prefix,
 		Workers:           cfg.Workers,
 		InvocationTimeout: cfg.InvocationTimeout,
+		Retention:         cfg.Retention,
 		Replicas:          cfg.Replicas,
 		Handlers: bus.Handlers{
 			Command: s.handleCommand,

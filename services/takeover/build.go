@@ -15,9 +15,10 @@ const MetaWriteRateEnv = "LANGBOT_TAKEOVER_META_WRITE_RATE"
 // takeover binary and lbctl dev both use it.
 func Build(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
 	cfg := Config{
-		Prefix:   env.Subjects.Prefix,
-		Replicas: env.Options.Replicas,
-		Workers:  env.Options.Workers,
+		Prefix:    env.Subjects.Prefix,
+		Replicas:  env.Options.Replicas,
+		Workers:   env.Options.Workers,
+		Retention: env.Options.Retention, // LANGBOT_RETENTION
 	}
 	if env.Getenv != nil {
 		if v := env.Getenv(MetaWriteRateEnv); v != "" {

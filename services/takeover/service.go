@@ -29,6 +29,9 @@ type Config struct {
 	Prefix string
 	// Replicas of the service's buckets and streams: 1 in dev, 3 in production.
 	Replicas int
+	// Retention removes installations not attached for this long
+	// (bus.RunnerConfig.Retention); 0, the default, is off.
+	Retention time.Duration
 	// Workers is the invocation worker pool size; default 1024: an event
 	// holds its worker while it waits up to RecordBudget for its recording,
 	// so Workers / RecordBudget bounds the event rate (5000/s by default).
@@ -191,6 +194,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		Workers:     cfg.Workers,
 		MaxBody:     cfg.MaxBody,
 		Replicas:    cfg.Replicas,
+		Retention:   cfg.Retention,
 		Handlers: bus.Handlers{
 			Event:         s.handleEvent,
 			Page:          s.handlePage,

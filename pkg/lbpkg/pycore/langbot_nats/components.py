@@ -18,6 +18,7 @@ from langbot_plugin.api.definition.components.page import Page, PageRequest, Pag
 from langbot_plugin.api.definition.components.tool.tool import Tool
 from langbot_plugin.api.entities import events as sdk_events
 from langbot_plugin.api.entities.builtin.command.context import CommandReturn, ExecuteContext
+from langbot_plugin.api.entities.builtin.platform.message import MessageChain
 
 from . import protocol as p
 from .forwarder import Forwarder
@@ -176,6 +177,13 @@ async def forward_event(fw: Forwarder | None, gen: p.Generated, ctx: typing.Any)
         ctx.prevent_default()
     if reply.get("prevent_postorder") is True:
         ctx.prevent_postorder()
+    chain = reply.get("reply_message_chain")
+    if isinstance(chain, list) and hasattr(ctx.event, "reply_message_chain"):
+        # Only events that carry a reply (NormalMessageResponded, ...) take one.
+        try:
+            ctx.event.reply_message_chain = MessageChain.model_validate(chain)
+        except Exception as exc:
+            log.warning("event %s: reply_message_chain ignored: %s", ctx.event_name, type(exc).__name__)
 
 
 class ForwardingEventListener(EventListener):

@@ -326,6 +326,9 @@ class Forwarder:
             raise err(503, "the runtime did not answer in time; outcome unknown", "timeout") from None
         except HostCallFailed as exc:
             text = str(exc).lower()
+            if "timed out" in text:
+                # The runtime's own call to LangBot timed out: as ambiguous as ours.
+                raise err(503, "the runtime did not answer in time; outcome unknown", "timeout") from None
             if "not found" in text:
                 raise err(404, "bot or query not found") from None
             if "stale" in text or "not registered" in text or "binding" in text or "does not match" in text:

@@ -303,6 +303,19 @@ class EventTest(Base):
         self.assertEqual((body["name"], body["bot_uuid"], body["query_uuid"]), ("GroupMessageReceived", "bot-1", "q-7"))
         self.assertEqual(body["data"]["launcher_id"], "g1")
 
+    async def test_reply_chain_only_where_the_event_has_one(self) -> None:
+        await self.serve("event", lambda m: _async(ok({"prevent_default": False, "prevent_postorder": False,
+                                                       "reply_message_chain": [{"type": "Plain", "text": "from service"}]})))
+        ctx = FakeEventContext()
+        await c.forward_event(self.fw, GEN, ctx)  # GroupMessageReceived-like: no reply field
+        self.assertFalse(hasattr(ctx.event, "reply_message_chain"))
+        ctx = FakeEventContext()
+        ctx.event.reply_message_chain = None  # type: ignore[attr-defined]
+        await c.forward_event(self.fw, GEN, ctx)
+        chain = ctx.event.reply_message_chain  # type: ignore[attr-defined]
+        self.assertEqual([cmp.text for cmp in chain], ["from service"])
+        self.assertFalse(ctx.is_prevent_default)
+
     async def test_fail_open(self) -> None:
         ctx = FakeEventContext(fail=True)
         await c.forward_event(self.fw, GEN, ctx)  # nobody serves: unchanged, no exception
@@ -397,19 +410,20 @@ class HostActionTest(Base):
             (HostCallFailed("Plugin installation revision or artifact is stale"), "403", ""),
             (HostCallFailed("Runtime connection is busy (max 128 concurrent actions)"), "429", ""),
             (HostTimeout("Action send_message call timed out"), "503", "timeout"),
+            (HostCallFailed("Action send_message call timed out"), "503", "timeout"),
             (HostCallFailed("adapter exploded: secret detail"), "500", ""),
         ]
         for exc, want, reason in cases:
             with self.subTest(want):
                 self.runtime.fail = exc
-                h, out = await self.call("send_message", self.body(), key="k-" + want)
+                h, out = await self.call("send_message", self.body(), key="k-" + want + str(exc.__class__.__name__))
                 self.assertEqual(self.code(h), want)
                 self.assertEqual(out["error"].get("reason", ""), reason)
                 self.assertNotIn("secret detail", json.dumps(out))
         # A failed send is not recorded: the retry sends again.
         self.runtime.fail = None
         n = len(self.runtime.calls)
-        h, out = await self.call("send_message", self.body(), key="k-503")
+        h, out = await self.call("send_message", self.body(), key="k-503HostTimeout")
         self.assertEqual((self.code(h), len(self.runtime.calls)), ("", n + 1))
 
 
