@@ -12,12 +12,19 @@
 // runtime (../shared/research/langbot-plugin-runtime.md) and the recorded
 // frames next to it, never from the runtime's own code.
 //
-// The Python environment comes from FindPython: a pip-installed
-// langbot-plugin when the interpreter has one, otherwise the vendored SDK
-// found through LANGBOT_VENDOR (default ../shared/vendor from the
-// repository root) in a virtual environment this package creates in the
-// user cache directory. When neither is usable the test is skipped with the
-// reason, or failed when LANGBOT_PACKAGES_REQUIRED=1 (what CI sets).
+// The Python environment comes from FindPython. The interpreter is
+// LANGBOT_PYTHON, default python3 on PATH (3.11, with pydantic 2 and
+// PyYAML). When it has langbot-plugin and nats-py pip-installed, those are
+// used. Otherwise the vendored SDK is found through LANGBOT_VENDOR (default
+// ../shared/vendor from the repository root) and run from a virtual
+// environment this package creates in the user cache directory, whose .pth
+// lists the SDK's src/, the interpreter's site-packages and
+// /usr/lib/python3/dist-packages, where the Debian packages of
+// DebianPackages live (a .pth, because the runtime starts each plugin
+// worker with an environment of its own). The nats-py wheel the package
+// builder bundles is looked up in the same vendor folder (Python.NatsWheel).
+// When none of this is usable the test is skipped with the reason, or
+// failed when LANGBOT_PACKAGES_REQUIRED=1 (what CI sets).
 //
 // It may import pkg/binding and the standard library only.
 package runtimetest
