@@ -9,7 +9,11 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/admin"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 func TestAttachmentsInObjectStore(t *testing.T) {
@@ -50,8 +54,8 @@ func TestAttachmentsInObjectStore(t *testing.T) {
 	if r2.Saved {
 		t.Fatal("append fault did not bite")
 	}
-	orphan := scA.String() + "." + sid + "." + takeover.ReplyEntryID(scA.String(), sid, "key-00002") + ".0"
-	obs, _ := h.js.ObjectStore(context.Background(), takeover.BlobBucket)
+	orphan := scA.String() + "." + sid + "." + model.ReplyEntryID(scA.String(), sid, "key-00002") + ".0"
+	obs, _ := h.js.ObjectStore(context.Background(), store.BlobBucket)
 	if _, err := obs.GetInfo(context.Background(), orphan); err != nil {
 		t.Fatalf("orphan not written: %v", err)
 	}
@@ -59,7 +63,7 @@ func TestAttachmentsInObjectStore(t *testing.T) {
 	for i := range 12 {
 		h.mustEvent(a, cfg, takeover.EventPersonMessage, "bot-1", msgData("person", 1, 1, plain(string(rune('a'+i)))))
 	}
-	waitFor(t, "trim", func() bool { _, err := obs.GetInfo(context.Background(), img.Blob); return err != nil })
+	bustest.Eventually(t, "trim", func() bool { _, err := obs.GetInfo(context.Background(), img.Blob); return err != nil })
 	// gc: the orphan goes, a removed scope's blobs go, named blobs stay
 	c := newBinding("his3c")
 	h.attach(c, cfg, true)
@@ -67,7 +71,7 @@ func TestAttachmentsInObjectStore(t *testing.T) {
 	h.mustPage(c, cfg, "POST", "/reply", map[string]string{"sid": sidC, "idempotency_key": "key-00003", "image_base64": png}, nil)
 	var rc takeover.ReplyResult
 	h.mustPage(c, cfg, "POST", "/reply", map[string]string{"sid": sidC, "idempotency_key": "key-00004", "image_base64": png}, &rc)
-	sum, err := takeover.GCBlobs(context.Background(), h.js, takeover.GCOptions{MinAge: time.Nanosecond})
+	sum, err := admin.GCBlobs(context.Background(), h.js, admin.GCOptions{MinAge: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +95,7 @@ func TestAttachmentsInObjectStore(t *testing.T) {
 	if _, err := kv.Update(context.Background(), bus.AuthorityKey(scC), v, e.Revision()); err != nil {
 		t.Fatal(err)
 	}
-	sum, err = takeover.GCBlobs(context.Background(), h.js, takeover.GCOptions{MinAge: time.Nanosecond})
+	sum, err = admin.GCBlobs(context.Background(), h.js, admin.GCOptions{MinAge: time.Nanosecond})
 	if err != nil || sum.Removed != 2 {
 		t.Fatalf("gc of removed scope %s %v", sum, err)
 	}

@@ -13,7 +13,10 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 func TestHistoryLimit(t *testing.T) {
@@ -25,7 +28,7 @@ func TestHistoryLimit(t *testing.T) {
 		h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprintf("#%d", i))))
 	}
 	sid := sidOf("bot-a", "person", 1)
-	var all []takeover.Entry
+	var all []model.Entry
 	before := uint64(0)
 	for {
 		var p takeover.MessagePage
@@ -45,7 +48,7 @@ func TestHistoryLimit(t *testing.T) {
 	// a lower limit applies at the next trim
 	low := `{"history_limit":50}`
 	h.mustEvent(b, low, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("#302")))
-	waitFor(t, "the trim to 50", func() bool { return h.historyCount(b, sid) == 50 })
+	bustest.Eventually(t, "the trim to 50", func() bool { return h.historyCount(b, sid) == 50 })
 	p := h.messages(b, low, sid)
 	if len(p.Messages) != 50 || p.Messages[0].Parts[0].Text != "#302" {
 		t.Fatalf("%d entries after trim", len(p.Messages))
@@ -91,7 +94,7 @@ func TestLargeImageDoesNotLockSession(t *testing.T) {
 	chain, _ := json.Marshal([]map[string]string{{"type": "Image", "base64": "data:image/png;base64," + base64.StdEncoding.EncodeToString(img)}})
 	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, string(chain)))
 	sid := sidOf("bot-a", "person", 1)
-	waitFor(t, "image entry", func() bool { return h.historyCount(b, sid) == 1 })
+	bustest.Eventually(t, "image entry", func() bool { return h.historyCount(b, sid) == 1 })
 	p := h.messages(b, `{}`, sid)
 	e := p.Messages[0]
 	raw, _ := json.Marshal(e)
@@ -105,8 +108,8 @@ func TestLargeImageDoesNotLockSession(t *testing.T) {
 	for i := range 100 {
 		h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprint(i))))
 	}
-	waitFor(t, "100 more entries", func() bool { return h.historyCount(b, sid) == 101 })
-	obs, _ := h.js.ObjectStore(context.Background(), takeover.BlobBucket)
+	bustest.Eventually(t, "100 more entries", func() bool { return h.historyCount(b, sid) == 101 })
+	obs, _ := h.js.ObjectStore(context.Background(), store.BlobBucket)
 	info, err := obs.GetInfo(context.Background(), e.Parts[0].Blob)
 	if err != nil || info.Size != 8<<20 {
 		t.Fatalf("blob %v %v", info, err)

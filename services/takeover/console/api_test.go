@@ -16,8 +16,10 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/console"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 const cfg = `{"takeover_timeout":600,"trigger_words":["human"]}`
@@ -113,7 +115,7 @@ func TestOperatorRecordedOverHTTP(t *testing.T) {
 	var st takeover.TakeoverView
 	_, body := h.do(tok, "GET", "/takeover_status", map[string]any{"sid": sid})
 	_ = json.Unmarshal(body, &st)
-	if !st.Active || st.Operator != "alice@ops" || st.Via != takeover.ViaConsole {
+	if !st.Active || st.Operator != "alice@ops" || st.Via != model.ViaConsole {
 		t.Fatalf("takeover by token operator: %+v", st)
 	}
 	// a reply by multipart, with an image, from a second operator
@@ -182,7 +184,7 @@ func TestOperatorRecordedOverHTTP(t *testing.T) {
 	if status, body := h.do(h.token(sc, "carol", time.Hour), "DELETE", "/takeover", map[string]any{"sid": sid}); status != 200 {
 		t.Fatalf("release: %d %s", status, body)
 	}
-	var rec *takeover.Record
+	var rec *model.Record
 	kvGet(t, h, sc, sid, &rec)
 	if rec.Takeover.Active || rec.Takeover.ReleasedBy != "carol" {
 		t.Fatalf("release audit: %+v", rec.Takeover)
@@ -393,7 +395,7 @@ func TestDisabledInstallationReadsOnly(t *testing.T) {
 	if _, err := bus.PublishRevoke(ctx, h.js, bus.Subjects{}, takeover.Plugin, bus.Revoke{Binding: a, Reason: "disable"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "disabled", func() bool { x, ok := h.svc.Runner().View().Lookup(sc); return ok && x.State == bus.StateDisabled })
+	bustest.Eventually(t, "disabled", func() bool { x, ok := h.svc.Runner().View().Lookup(sc); return ok && x.State == bus.StateDisabled })
 	tok := h.token(sc, "alice", time.Hour)
 	if status, body := h.do(tok, "GET", "/sessions", nil); status != 200 || !strings.Contains(string(body), `"42"`) {
 		t.Fatalf("read while disabled: %d %s", status, body)
@@ -418,7 +420,7 @@ func TestLiveEventsAcrossReplicas(t *testing.T) {
 	mux.Handle("/console/", c2)
 	srv2 := httptest.NewServer(mux)
 	t.Cleanup(func() { c2.Close(); srv2.Close() })
-	waitFor(t, "replica 2 knows the installation", func() bool { return svc2.ConsoleCheck(sc) == nil })
+	bustest.Eventually(t, "replica 2 knows the installation", func() bool { return svc2.ConsoleCheck(sc) == nil })
 
 	req, _ := http.NewRequest("GET", srv2.URL+"/console/api/events", nil)
 	req.Header.Set("Authorization", "Bearer "+h.token(sc, "bob", time.Hour))
