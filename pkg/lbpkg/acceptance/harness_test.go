@@ -129,17 +129,17 @@ func (s *stack) start(plugin string) {
 	switch plugin {
 	case githubkit.Plugin:
 		svc, err = githubkit.New(githubkit.Config{Replicas: 1, AllowHTTP: true, AllowPrivateNetworks: true, DefaultAPIURL: s.gh.URL,
-			SendTimeout: 5 * time.Second, GitHubTimeout: 5 * time.Second, MinPollInterval: 1, InvocationTimeout: 10 * time.Second},
-			githubkit.Deps{Conn: nc, Keyring: kr, Logger: log, Registerer: reg, TracerProvider: s.tp})
+			HostTimeout: 5 * time.Second, GitHubTimeout: 5 * time.Second, MinPollInterval: 1, InvocationTimeout: 10 * time.Second},
+			bus.Deps{Conn: nc, Keyring: kr, Logger: log, Registerer: reg, TracerProvider: s.tp})
 	case takeover.Plugin:
 		svc, err = takeover.New(takeover.Config{Replicas: 1, HostTimeout: 5 * time.Second, MinTakeoverTimeout: time.Second,
 			NoticeRetry: []time.Duration{50 * time.Millisecond}},
-			takeover.Deps{Conn: nc, Keyring: kr, Logger: log, Registerer: reg, TracerProvider: s.tp})
+			bus.Deps{Conn: nc, Keyring: kr, Logger: log, Registerer: reg, TracerProvider: s.tp})
 	case schenotify.Plugin:
 		svc, err = schenotify.New(schenotify.Config{Replicas: 1, DefaultZone: "UTC", SweepDelay: -1, SweepInterval: time.Hour,
-			SendTimeout: 5 * time.Second, MinEvery: time.Second, InvocationTimeout: 10 * time.Second,
+			HostTimeout: 5 * time.Second, MinEvery: time.Second, InvocationTimeout: 10 * time.Second,
 			Retry: schenotify.RetryPolicy{Cap: 4 * time.Second}},
-			schenotify.Deps{Conn: nc, Logger: log, Registerer: reg, TracerProvider: s.tp})
+			bus.Deps{Conn: nc, Logger: log, Registerer: reg, TracerProvider: s.tp})
 	default:
 		s.t.Fatalf("unknown plugin %q", plugin)
 	}
