@@ -141,7 +141,7 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 	if len(p.Args) > 1 {
 		words = p.Args[1:]
 	}
-	kinds, unknown := ParseFilters(words)
+	kinds, ref, unknown := ParseSubscription(words)
 	if len(unknown) > 0 {
 		return x.t("sub.bad_events", "tokens", x.join(unknown), "valid", x.join(FilterWords())), nil
 	}
@@ -202,7 +202,7 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 		rid := repoID
 		r.RepoID = &rid
 		if sub := r.Find(id); sub != nil {
-			sub.Kinds, sub.Prefix = kinds, prefix
+			sub.Kinds, sub.Refine, sub.Prefix = kinds, ref, prefix
 		} else {
 			if len(r.Subscribers) >= MaxSubscribersRepo {
 				return nil, &errAbort{x.t("sub.cap_subscribers", "repo", fullName, "max", strconv.Itoa(MaxSubscribersRepo))}
@@ -212,7 +212,7 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 				c := *r.Head
 				cursor = &c
 			}
-			r.Subscribers = append(r.Subscribers, &Subscriber{Identity: id, Kinds: kinds, Prefix: prefix, Cursor: cursor, AddedAt: now})
+			r.Subscribers = append(r.Subscribers, &Subscriber{Identity: id, Kinds: kinds, Refine: ref, Prefix: prefix, Cursor: cursor, AddedAt: now})
 		}
 		if r.Poll.Broken != nil {
 			r.Poll.Broken = nil
@@ -235,7 +235,7 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 	if err := s.arm(ctx, sc, key, interval); err != nil {
 		return "", errStore(err)
 	}
-	return x.t("sub.ok", "repo", rec.FullName, "events", x.kindsText(kinds, "sub.all_events"),
+	return x.t("sub.ok", "repo", rec.FullName, "events", x.filterText(kinds, ref, "sub.all_events"),
 		"interval", strconv.Itoa(interval), "prefix", prefix), nil
 }
 
@@ -308,7 +308,7 @@ func (s *Service) listSubs(ctx context.Context, inv *bus.Invocation, x texts, pr
 		if sub == nil {
 			continue
 		}
-		it := SubItem{FullName: r.Rec.FullName, Kinds: sub.Kinds}
+		it := SubItem{FullName: r.Rec.FullName, Kinds: sub.Kinds, Refine: sub.Refine}
 		if r.Rec.Poll.Broken != nil {
 			it.BrokenStatus = r.Rec.Poll.Broken.Status
 		}

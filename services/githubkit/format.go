@@ -294,6 +294,7 @@ func (x texts) help(prefix string, admin bool) string {
 type SubItem struct {
 	FullName     string
 	Kinds        []string
+	Refine       *Refine
 	BrokenStatus int // 0 = not broken
 }
 
@@ -303,7 +304,7 @@ func (x texts) subsList(items []SubItem, prefix string) string {
 	}
 	lines := []string{x.t("subs.header")}
 	for _, it := range items {
-		ev := x.kindsText(it.Kinds, "subs.all")
+		ev := x.filterText(it.Kinds, it.Refine, "subs.all")
 		if it.BrokenStatus != 0 {
 			lines = append(lines, x.t("subs.item_broken", "repo", it.FullName, "events", ev,
 				"status", strconv.Itoa(it.BrokenStatus), "prefix", prefix))

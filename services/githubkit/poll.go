@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -241,7 +242,7 @@ func (p *pollRun) run(ctx context.Context) string {
 		if sub.Cursor != nil {
 			c = *sub.Cursor
 		}
-		sel := Select(asc, c, sub.Kinds, p.st.MaxEventsPerPush)
+		sel := SelectRefined(asc, c, sub.Kinds, sub.Refine, p.st.MaxEventsPerPush)
 		if len(sel.Events) > 0 {
 			plans = append(plans, plan{sub: sub, sel: sel, cur: c})
 		}
@@ -270,6 +271,7 @@ func (p *pollRun) run(ctx context.Context) string {
 	// 13. Send.
 	x := p.s.texts(p.st.Language)
 	en := newEnricher(p)
+	ln := links{web: WebBase(p.st.APIURL), repo: r.FullName}
 	type result struct {
 		sent, failed bool
 	}
@@ -282,7 +284,7 @@ func (p *pollRun) run(ctx context.Context) string {
 		p.progress()
 		var lines []string
 		for _, e := range pl.sel.Events {
-			if line, ok := x.eventLine(e, en.enrich(ctx, e)); ok {
+			if line, ok := x.eventLine(e, en.enrich(ctx, e), ln); ok {
 				lines = append(lines, line)
 			}
 		}
@@ -531,8 +533,11 @@ func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
 			return nil
 		}
 		r := &Enrichment{}
-		if cmp.GetStatus() == "ahead" {
+		switch cmp.GetStatus() {
+		case "ahead":
 			r.Commits = cmp.GetTotalCommits()
+		case "diverged", "behind":
+			r.Forced = true
 		}
 		if n := len(cmp.Commits); n > 0 && cmp.Commits[n-1].GetSHA() == head && cmp.Commits[n-1].Commit != nil {
 			r.HeadMessage = cmp.Commits[n-1].Commit.GetMessage()
@@ -551,7 +556,13 @@ func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
 		if en.failed("pull", err) {
 			return nil
 		}
-		r := &Enrichment{HasPR: true, Title: pr.GetTitle(), Merged: pr.GetMerged() || (pr.MergedAt != nil && !pr.MergedAt.IsZero())}
+		r := &Enrichment{HasPR: true, Title: pr.GetTitle(), Merged: pr.GetMerged() || (pr.MergedAt != nil && !pr.MergedAt.IsZero()),
+			Labels: []string{}}
+		for _, l := range pr.Labels {
+			if n := strings.TrimSpace(l.GetName()); n != "" {
+				r.Labels = append(r.Labels, n)
+			}
+		}
 		en.pulls[n] = r
 		return r
 	}
