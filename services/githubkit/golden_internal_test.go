@@ -252,6 +252,22 @@ func TestGoldenEvents(t *testing.T) {
 		if line, ok := x.eventLine(Event{ID: "1", Type: "SponsorshipEvent"}, nil, goldenLinks); ok {
 			t.Errorf("SponsorshipEvent formatted as %q, want none", line)
 		}
+		t.Run(lang+"/ci", func(t *testing.T) {
+			run := func(concl string) WorkflowRun {
+				r := WorkflowRun{ID: 9002, Name: "CI", HeadBranch: "main", HeadSHA: "aa218f56b14c9653891f9e74264a383fa43fefbd",
+					Status: "completed", Conclusion: concl, RunNumber: 42, RunAttempt: 1, DisplayTitle: "Speed up the build\r\nmore",
+					HTMLURL: "https://github.com/octocat/Hello-World/actions/runs/9002"}
+				r.TriggeringActor = &struct {
+					Login string `json:"login"`
+				}{Login: "hubot"}
+				return r
+			}
+			var lines []string
+			for _, c := range []string{"failure", "timed_out", "startup_failure", "success", "cancelled", "action_required", "skipped", "neutral", "stale", ""} {
+				lines = append(lines, x.ciLine(run(c)))
+			}
+			checkGolden(t, lang, "ci_runs", x.pushMessage("octocat/Hello-World", lines, 0))
+		})
 		t.Run(lang+"/push_message", func(t *testing.T) {
 			a, _ := x.eventLine(fixtureEvent(t, "push_full", 1), nil, goldenLinks)
 			b, _ := x.eventLine(fixtureEvent(t, "release_full", 2), nil, goldenLinks)

@@ -120,7 +120,16 @@ func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key 
 	run := &pollRun{s: s, sc: sc, key: key, auth: a, st: st, fp: s.keyring.Fingerprint([]byte(st.Token)),
 		target: Target{BaseURL: st.APIURL, Token: st.Token}, now: s.now(), rev: cur.Rev, rec: cur.Rec,
 		progress: func() { _ = f.InProgress() }}
-	return run.run(ctx), false
+	outcome = run.run(ctx)
+	switch outcome {
+	case outNotModified, outNoNew, outDelivered:
+		// ciWanted reads the record of the start: polls of repositories
+		// without CI subscribers pay nothing for it
+		if ciWanted(run.rec) {
+			run.pollCI(ctx)
+		}
+	}
+	return outcome, false
 }
 
 func (p *pollRun) run(ctx context.Context) string {

@@ -24,11 +24,14 @@ const (
 // RepoRecord is the stored state of one subscribed repository,
 // <scope>.repo.<repo-key> (spec §6.2).
 type RepoRecord struct {
-	V           int           `json:"v"`
-	FullName    string        `json:"full_name"`
-	RepoID      *int64        `json:"repo_id"`
-	Head        *string       `json:"head"`
-	ETag        string        `json:"etag,omitempty"`
+	V        int     `json:"v"`
+	FullName string  `json:"full_name"`
+	RepoID   *int64  `json:"repo_id"`
+	Head     *string `json:"head"`
+	ETag     string  `json:"etag,omitempty"`
+	// CI is the workflow-run state, absent until a subscriber asks for CI
+	// alerts (records written before it decode unchanged).
+	CI          *CIState      `json:"ci,omitempty"`
 	Poll        PollState     `json:"poll"`
 	Subscribers []*Subscriber `json:"subscribers"`
 }
