@@ -258,13 +258,29 @@ func (s *Service) unsubscribe(ctx context.Context, inv *bus.Invocation, st Setti
 	kv := s.runner.KV()
 	sc := inv.Scope
 	notSubbed := x.t("unsub.not_subbed", "repo", repo.String())
+	key, name := repo.Key(), repo.String()
+	var repoID *int64
+	resolved := false
 	for range 10 {
-		found, _, _, err := findRecord(ctx, kv, sc, repo.Key(), nil, repo.String())
+		found, _, _, err := findRecord(ctx, kv, sc, key, repoID, name)
 		if err != nil {
 			return "", errStore(err)
 		}
 		if found == nil || found.Rec.Find(id) == nil {
-			return notSubbed, nil
+			// GitHub redirects a renamed (or transferred) repository's old
+			// name to its id: a subscription stored under the new name is
+			// found by that id. One lookup, only when the name found nothing.
+			if resolved || st.APIErr != nil {
+				return notSubbed, nil
+			}
+			resolved = true
+			rp, err := s.gh.Repo(ctx, Target{BaseURL: st.APIURL, Token: st.Token}, repo)
+			if err != nil || rp.GetID() == 0 || rp.GetFullName() == "" {
+				return notSubbed, nil
+			}
+			rid := rp.GetID()
+			key, name, repoID = RepoKey(rp.GetFullName()), rp.GetFullName(), &rid
+			continue
 		}
 		r := found.Rec
 		r.Remove(id)

@@ -105,6 +105,36 @@ func clean(s string) string {
 	return b.String()
 }
 
+// chatSafe keeps a multi-line reply's line breaks ("\r\n" and a lone "\r"
+// become "\n") and turns every other control character into a space and
+// drops bidirectional overrides.
+func chatSafe(s string) string {
+	clean := true
+	for _, r := range s {
+		if (r != '\n' && unicode.IsControl(r)) || unicode.Is(unicode.Bidi_Control, r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r':
+			b.WriteByte('\n')
+		case unicode.Is(unicode.Bidi_Control, r):
+		case unicode.IsControl(r):
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
 // WebBase returns the web address that belongs to a GitHub API base URL:
 // https://api.github.com gives https://github.com, a GitHub Enterprise
 // Server's https://host/api/v3 gives https://host, anything else itself.
@@ -468,7 +498,7 @@ func (x texts) activityText(a Activity) string {
 
 // pushMessage assembles one push digest (spec §7.4 rule 1).
 func (x texts) pushMessage(repo string, lines []string, more int) string {
-	out := x.t("push.header", "repo", repo) + "\n" + strings.Join(lines, "\n")
+	out := x.t("push.header", "repo", chatSafe(repo)) + "\n" + strings.Join(lines, "\n")
 	if more > 0 {
 		key := "push.more"
 		if more == 1 {

@@ -111,6 +111,25 @@ var commandCases = []struct {
 		f.Inject(fakegithub.Fault{Path: "/repos/", Status: 502, Body: `<html><body>Bad gateway</body></html>`})
 	}},
 	{"err_network", "repo octocat/Hello-World", func(f *fakegithub.Server) { f.Inject(fakegithub.Fault{Reset: true}) }},
+	{"repo_noassertion", "repo octocat/Hello-World", func(f *fakegithub.Server) {
+		f.SetResponse("/repos/octocat/Hello-World", 200, `{"id":1,"full_name":"octocat/Hello-World","description":"My first repository","language":"Go","license":{"key":"other","name":"Other","spdx_id":"NOASSERTION","url":null},"stargazers_count":80,"forks_count":9,"subscribers_count":3,"open_issues_count":2,"default_branch":"main","html_url":"https://github.com/octocat/Hello-World"}`)
+	}},
+	{"err_422", "search user:ghost", func(f *fakegithub.Server) {
+		f.Inject(fakegithub.Fault{Path: "/search/", Status: 422, Body: `{"message":"Validation Failed","errors":[{"message":"The listed users and repositories cannot be searched either because the resources do not exist or you do not have permission to view them.","resource":"Search","field":"q","code":"invalid"}],"documentation_url":"https://docs.github.com/v3/search/","status":"422"}`})
+	}},
+	{"err_422_codes", "issues octocat/Hello-World", func(f *fakegithub.Server) {
+		f.Inject(fakegithub.Fault{Path: "/repos/", Status: 422, Body: `{"message":"Validation Failed","errors":[{"resource":"Issue","field":"state","code":"invalid"}]}`})
+	}},
+	{"err_secondary", "repo octocat/Hello-World", func(f *fakegithub.Server) {
+		f.Inject(fakegithub.Fault{Path: "/repos/", Status: 403, Header: mkHeader("Retry-After", "60"),
+			Body: `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 1234.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits","status":"403"}`})
+	}},
+	{"err_redirect", "repo octocat/Hello-World", func(f *fakegithub.Server) {
+		f.Inject(fakegithub.Fault{Path: "/repos/", Status: 301, RedirectTo: "https://elsewhere.example/repos/octocat/Hello-World"})
+	}},
+	{"issue_control_chars", "issue octocat/Hello-World 8", func(f *fakegithub.Server) {
+		f.SetResponse("/repos/octocat/Hello-World/issues/8", 200, `{"number":8,"state":"closed","title":"Crash\ron start\u001b[2J","user":{"login":"octocat"},"comments":1,"labels":[],"html_url":"https://github.com/octocat/Hello-World/issues/8","body":"Steps:\r\n1. start\r\n2. crash\u0007\u202e"}`)
+	}},
 }
 
 func TestGoldenCommands(t *testing.T) {
