@@ -1,7 +1,8 @@
 // Command lbctl is the LangBot host simulator and operator CLI for the
 // plugin services: it runs the whole stack in one process for development
 // (lbctl dev), speaks the wire protocol exactly as a host would (invoke,
-// attach, revoke, host), prepares a NATS deployment (setup), and carries
+// attach, revoke, host), prepares a NATS deployment (setup), backs it up
+// and restores it (backup, restore), and carries
 // the services' operator commands (import, console-token, ...).
 package main
 
@@ -41,9 +42,11 @@ func commands() []command {
 		{Name: "revoke", Summary: "publish a lifecycle revoke for an installation", Run: runRevoke},
 		{Name: "host", Summary: "answer host actions for a stack running elsewhere, printing sends", Run: runHost},
 		{Name: "trace", Summary: "print a trace from Jaeger as a tree: trace <trace-id> [--jaeger URL]", Run: runTrace},
+		{Name: "package", Summary: "build the LangBot packages (.lbpkg): package --plugin all --out DIR --nats-py-wheel FILE", Run: runPackage},
 		{Name: "bench invoke", Summary: "measure invocation latency and throughput next to the bus floor", Run: runBenchInvoke},
 		consoleTokenCommand(),
 	}
+	cmds = append(cmds, backupCommands()...)
 	for _, s := range devServices() {
 		cmds = append(cmds, s.Commands...)
 	}

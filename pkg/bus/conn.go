@@ -27,7 +27,13 @@ type ConnConfig struct {
 	InboxPrefix string
 	// MaxReconnectWait caps the reconnect backoff; default 5 s.
 	MaxReconnectWait time.Duration
-	Logger           *slog.Logger
+	// InProcess, when set, connects to a server in this process without a
+	// socket (URL and the TLS settings are then unused): a binary that
+	// embeds the server connects its services this way, so that a TLS
+	// listener for outside clients does not also have to serve them.
+	// Authentication is unchanged.
+	InProcess nats.InProcessConnProvider
+	Logger    *slog.Logger
 }
 
 // InboxPrefixFor returns the reply-subject prefix Connect uses for cfg.
@@ -87,6 +93,9 @@ func Connect(ctx context.Context, cfg ConnConfig) (*nats.Conn, error) {
 	}
 	if p := InboxPrefixFor(cfg); p != nats.InboxPrefix[:len(nats.InboxPrefix)-1] {
 		opts = append(opts, nats.CustomInboxPrefix(p))
+	}
+	if cfg.InProcess != nil {
+		opts = append(opts, nats.InProcessServer(cfg.InProcess))
 	}
 	if cfg.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(cfg.CredsFile))

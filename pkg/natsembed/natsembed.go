@@ -1,7 +1,7 @@
 // Package natsembed starts a NATS server with JetStream inside the calling
-// process, for lbctl dev and the test kits (pkg/bus/bustest): file store,
-// fsync on every write, optional cluster routes and a config file for
-// accounts. It also tunes the runtime of a process that embeds a server.
+// process, for lbctl dev, the single binary cmd/langbot-plugins and the
+// test kits (pkg/bus/bustest): file store, fsync on every write, optional
+// cluster routes and a config file for accounts. It also tunes the runtime of a process that embeds a server.
 //
 // It is apart from pkg/bus so that the service binaries, which only ever
 // connect to a server, do not link one. It may import the standard library

@@ -5,6 +5,11 @@
 // shuts everything down in order with a bounded deadline. Secret settings
 // may be given as files (NAME_FILE, for Docker and Compose secrets), and
 // "-healthcheck" turns the binary into its own container health probe.
+//
+// A binary that runs several services in one process (cmd/langbot-plugins)
+// uses RunParts: the same flags, one connection per service, one HTTP mux,
+// and an Embedding that starts what the services connect to before them and
+// stops it after them.
 package svcmain
 
 import (
@@ -19,6 +24,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -76,9 +82,14 @@ type Service interface {
 // flags.
 func Main(name string, args []string, getenv func(string) string, stderr io.Writer,
 	addFlags func(*flag.FlagSet), build func(ctx context.Context, env *Env) (Service, error)) int {
+	return MainParts(name, args, getenv, stderr, []Part{{Name: name, AddFlags: addFlags, Build: build}}, nil)
+}
+
+// MainParts is Main for a binary of several services (see RunParts).
+func MainParts(name string, args []string, getenv func(string) string, stderr io.Writer, parts []Part, emb *Embedding) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := Run(ctx, name, args, getenv, stderr, addFlags, build)
+	err := RunParts(ctx, name, args, getenv, stderr, parts, emb)
 	switch {
 	case errors.Is(err, errFlags):
 		return 2
@@ -96,6 +107,54 @@ var errFlags = errors.New("svcmain: bad flags")
 // -healthcheck it only probes a running instance (Probe) and returns.
 func Run(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer,
 	addFlags func(*flag.FlagSet), build func(ctx context.Context, env *Env) (Service, error)) error {
+	return RunParts(ctx, name, args, getenv, stderr, []Part{{Name: name, AddFlags: addFlags, Build: build}}, nil)
+}
+
+// Part is one service of a binary: its plugin name (the name of its
+// logger, tracer and NATS connection), its own flags, and how it is built.
+type Part struct {
+	Name     string
+	AddFlags func(*flag.FlagSet) // may be nil
+	Build    func(ctx context.Context, env *Env) (Service, error)
+}
+
+// Embedding is what a binary that runs several services starts around
+// them, such as an embedded NATS server. Its AddFlags replaces the NATS
+// client flags (the services connect where Start says).
+type Embedding struct {
+	// AddFlags adds the binary's own flags; may be nil.
+	AddFlags func(*flag.FlagSet)
+	// Start runs after the flags are parsed and before any service
+	// connects. It may complete opts (a state key kept in a data
+	// directory) and says how each part connects. getenv is the one the
+	// flags were read from, secret files (SecretEnvs) resolved.
+	Start func(ctx context.Context, opts *Options, getenv func(string) string, log *slog.Logger) (*Started, error)
+}
+
+// Started is what Embedding.Start returns.
+type Started struct {
+	// Conns holds each part's connection settings by part name.
+	Conns map[string]bus.ConnConfig
+	// Getenv, when set, is what the services read their own variables
+	// from (Env.Getenv) instead of the process environment.
+	Getenv func(string) string
+	// Stop is called last: after every service returned, the HTTP server
+	// stopped and every connection was drained and closed.
+	Stop func()
+	// NoServices runs none of the parts: the embedding alone (and the
+	// HTTP endpoints) serve until ctx is done.
+	NoServices bool
+}
+
+// RunParts runs parts in one process until ctx is done: one NATS
+// connection per part, one tracer provider and logger per part named after
+// it, one metrics registry and one HTTP server for all, ready when every
+// part is. When one part fails the others are stopped. Shutdown is in
+// order: every part's Run returns (intake stopped, work finished), then the
+// HTTP server, then the connections drain, then emb's Stop. With a nil emb
+// the NATS client flags of RegisterFlags say how every part connects.
+func RunParts(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer,
+	parts []Part, emb *Embedding) error {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -105,13 +164,26 @@ func Run(ctx context.Context, name string, args []string, getenv func(string) st
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	opts := RegisterFlags(fs, getenv)
+	var opts *Options
+	if emb == nil {
+		opts = RegisterFlags(fs, getenv)
+	} else {
+		opts = registerCommon(fs, getenv)
+		if emb.AddFlags != nil {
+			emb.AddFlags(fs)
+		}
+	}
 	healthcheck := fs.Bool("healthcheck", false, "probe the running service's /readyz on LANGBOT_HTTP_ADDR and exit 0 if ready (container health check)")
-	if addFlags != nil {
-		addFlags(fs)
+	for _, p := range parts {
+		if p.AddFlags != nil {
+			p.AddFlags(fs)
+		}
 	}
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %w", errFlags, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errFlags, fs.Arg(0))
 	}
 	if *healthcheck {
 		return Probe(ctx, opts.HTTPAddr)
@@ -121,7 +193,7 @@ func Run(ctx context.Context, name string, args []string, getenv func(string) st
 		return err
 	}
 	opts.Retention = d
-	return run(ctx, name, *opts, getenv, stderr, build)
+	return run(ctx, name, *opts, getenv, stderr, parts, emb)
 }
 
 // ErrRetention reports a LANGBOT_RETENTION (or -retention) that is not a
@@ -156,6 +228,25 @@ func ParseRetention(s string) (time.Duration, error) {
 
 // RegisterFlags adds the common flags to fs, defaulting to the environment.
 func RegisterFlags(fs *flag.FlagSet, getenv func(string) string) *Options {
+	o := registerCommon(fs, getenv)
+	env := func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	fs.StringVar(&o.NATS.URL, "nats", env("NATS_URL", nats.DefaultURL), "NATS server URL(s), comma-separated (NATS_URL)")
+	fs.StringVar(&o.NATS.User, "nats-user", getenv("NATS_USER"), "NATS user (NATS_USER)")
+	o.NATS.Password = getenv("NATS_PASSWORD") // never a flag: it would show in ps
+	fs.StringVar(&o.NATS.CredsFile, "nats-creds", getenv("NATS_CREDS"), "NATS credentials file (NATS_CREDS)")
+	fs.StringVar(&o.NATS.TLSCA, "nats-tls-ca", getenv("NATS_TLS_CA"), "CA bundle for the NATS server (NATS_TLS_CA)")
+	fs.StringVar(&o.NATS.TLSCert, "nats-tls-cert", getenv("NATS_TLS_CERT"), "client certificate (NATS_TLS_CERT)")
+	fs.StringVar(&o.NATS.TLSKey, "nats-tls-key", getenv("NATS_TLS_KEY"), "client key (NATS_TLS_KEY)")
+	return o
+}
+
+// registerCommon adds the flags that do not say how to reach NATS.
+func registerCommon(fs *flag.FlagSet, getenv func(string) string) *Options {
 	o := &Options{}
 	env := func(k, def string) string {
 		if v := getenv(k); v != "" {
@@ -169,13 +260,6 @@ func RegisterFlags(fs *flag.FlagSet, getenv func(string) string) *Options {
 		}
 		return def
 	}
-	fs.StringVar(&o.NATS.URL, "nats", env("NATS_URL", nats.DefaultURL), "NATS server URL(s), comma-separated (NATS_URL)")
-	fs.StringVar(&o.NATS.User, "nats-user", getenv("NATS_USER"), "NATS user (NATS_USER)")
-	o.NATS.Password = getenv("NATS_PASSWORD") // never a flag: it would show in ps
-	fs.StringVar(&o.NATS.CredsFile, "nats-creds", getenv("NATS_CREDS"), "NATS credentials file (NATS_CREDS)")
-	fs.StringVar(&o.NATS.TLSCA, "nats-tls-ca", getenv("NATS_TLS_CA"), "CA bundle for the NATS server (NATS_TLS_CA)")
-	fs.StringVar(&o.NATS.TLSCert, "nats-tls-cert", getenv("NATS_TLS_CERT"), "client certificate (NATS_TLS_CERT)")
-	fs.StringVar(&o.NATS.TLSKey, "nats-tls-key", getenv("NATS_TLS_KEY"), "client key (NATS_TLS_KEY)")
 	fs.StringVar(&o.Prefix, "prefix", env("LANGBOT_SUBJECT_PREFIX", bus.DefaultPrefix), "subject prefix (LANGBOT_SUBJECT_PREFIX)")
 	fs.StringVar(&o.HTTPAddr, "http", env("LANGBOT_HTTP_ADDR", ":8080"), "HTTP address for health, metrics and console (LANGBOT_HTTP_ADDR)")
 	fs.IntVar(&o.Replicas, "replicas", envInt("LANGBOT_JS_REPLICAS", 1), "replicas of the service's streams and buckets (LANGBOT_JS_REPLICAS)")
@@ -187,8 +271,11 @@ func RegisterFlags(fs *flag.FlagSet, getenv func(string) string) *Options {
 	return o
 }
 
+// drainWait bounds how long shutdown waits for a connection to drain.
+const drainWait = 15 * time.Second
+
 func run(ctx context.Context, name string, o Options, getenv func(string) string, stderr io.Writer,
-	build func(context.Context, *Env) (Service, error)) error {
+	parts []Part, emb *Embedding) (err error) {
 	level, err := telemetry.ParseLevel(o.LogLevel)
 	if err != nil {
 		return err
@@ -198,58 +285,137 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 	if err != nil {
 		return err
 	}
+	// named prefixes a part's error with its name when there are several
+	named := func(part string, err error) error {
+		if len(parts) > 1 {
+			return fmt.Errorf("%s: %w", part, err)
+		}
+		return err
+	}
+	conns := map[string]bus.ConnConfig{}
+	svcGetenv := getenv
+	if emb != nil {
+		st, err := emb.Start(ctx, &o, getenv, log)
+		if err != nil {
+			return err
+		}
+		if st.Stop != nil {
+			defer st.Stop() // deferred first: runs after the connections closed
+		}
+		conns = st.Conns
+		if st.NoServices {
+			parts = nil
+		}
+		if st.Getenv != nil {
+			svcGetenv = st.Getenv
+		}
+	}
 	var kr *bus.Keyring
 	if o.StateKey != "" {
 		if kr, err = bus.ParseKeyring(o.StateKey); err != nil {
 			return err
 		}
 	}
-	tp, err := telemetry.NewTracerProvider(ctx, name, getenv)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = tp.Shutdown(sctx)
-	}()
-	o.NATS.Name = name
-	o.NATS.Logger = log
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	nc, err := bus.Connect(cctx, o.NATS)
-	cancel()
-	if err != nil {
-		return err
-	}
-	defer func() { _ = nc.Drain() }()
 
 	reg := telemetry.NewRegistry()
-	env := &Env{Options: o, Conn: nc, Subjects: subjects, Keyring: kr, Logger: log, TracerProvider: tp,
-		Registry: reg, Mux: nil, Getenv: getenv}
-	var svc Service
+	svcs := make([]Service, len(parts))
 	ready := func() error {
-		if svc == nil || !svc.Ready() {
-			return telemetry.ErrNotReady
+		for _, s := range svcs {
+			if s == nil || !s.Ready() {
+				return telemetry.ErrNotReady
+			}
 		}
 		return nil
 	}
-	env.Mux = telemetry.Mux(reg, ready)
-	svc, err = build(ctx, env)
-	if err != nil {
-		return err
+	mux := telemetry.Mux(reg, ready)
+	var ncs []*nats.Conn
+	defer func() { drainAll(ncs) }()
+	for i, p := range parts {
+		tp, err := telemetry.NewTracerProvider(ctx, p.Name, getenv)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = tp.Shutdown(sctx)
+		}()
+		plog := log
+		if len(parts) > 1 {
+			plog = telemetry.NewLogger(stderr, level, p.Name)
+		}
+		cc := o.NATS
+		if emb != nil {
+			var ok bool
+			if cc, ok = conns[p.Name]; !ok {
+				return fmt.Errorf("svcmain: no connection for %s", p.Name)
+			}
+		}
+		cc.Name = p.Name
+		cc.Logger = plog
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		nc, err := bus.Connect(cctx, cc)
+		cancel()
+		if err != nil {
+			return named(p.Name, err)
+		}
+		ncs = append(ncs, nc)
+		env := &Env{Options: o, Conn: nc, Subjects: subjects, Keyring: kr, Logger: plog, TracerProvider: tp,
+			Registry: reg, Mux: mux, Getenv: svcGetenv}
+		if svcs[i], err = p.Build(ctx, env); err != nil {
+			return named(p.Name, err)
+		}
 	}
-	hs, err := telemetry.Listen(o.HTTPAddr, env.Mux)
+	hs, err := telemetry.Listen(o.HTTPAddr, mux)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	log.Info("started", "http", hs.Addr(), "nats", nc.ConnectedUrlRedacted())
-	runErr := svc.Run(ctx)
+	attrs := []any{"http", hs.Addr()}
+	if len(ncs) == 1 {
+		attrs = append(attrs, "nats", ncs[0].ConnectedUrlRedacted())
+	}
+	log.Info("started", attrs...)
+
+	runCtx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	errs := make([]error, len(svcs))
+	var wg sync.WaitGroup
+	for i, s := range svcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Run(runCtx)
+			if errs[i] != nil && !errors.Is(errs[i], context.Canceled) {
+				errs[i] = named(parts[i].Name, errs[i])
+			} else {
+				errs[i] = nil
+			}
+			stopAll() // one stops, all stop: the process is restarted whole
+		}()
+	}
+	if len(svcs) == 0 {
+		<-ctx.Done()
+	}
+	wg.Wait()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	herr := hs.Shutdown(sctx)
-	if errors.Is(runErr, context.Canceled) {
-		runErr = nil
-	}
 	log.Info("stopped")
-	return errors.Join(runErr, herr)
+	return errors.Join(append(errs, herr)...)
+}
+
+// drainAll drains every connection at once and waits, bounded, until each
+// is closed: Drain only starts the drain, and a server shut down under a
+// draining connection would lose its last replies and acks.
+func drainAll(ncs []*nats.Conn) {
+	for _, nc := range ncs {
+		_ = nc.Drain()
+	}
+	deadline := time.Now().Add(drainWait)
+	for _, nc := range ncs {
+		for !nc.IsClosed() && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		nc.Close()
+	}
 }

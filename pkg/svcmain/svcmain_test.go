@@ -7,12 +7,14 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 )
@@ -119,6 +121,96 @@ func TestRunRefusesBadKeyAndFlags(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "LANGBOT_SUBJECT_PREFIX") {
 		t.Fatal("usage does not name the environment variables")
+	}
+}
+
+// partService stops on ctx or fails on demand, and notes when Run returned.
+type partService struct {
+	name  string
+	env   *svcmain.Env
+	fail  chan error
+	order *lockedBuffer
+}
+
+func (p *partService) Run(ctx context.Context) error {
+	defer p.order.Write([]byte("run " + p.name + " returned;"))
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-p.fail:
+		return err
+	}
+}
+
+func (p *partService) Ready() bool { return p.env.Conn.IsConnected() }
+
+// TestRunPartsOrder runs two parts with an embedding: each part gets its
+// own connection as the embedding says, both share one mux, and when one
+// fails the other is stopped, then the embedding's Stop runs last, after
+// both connections are closed.
+func TestRunPartsOrder(t *testing.T) {
+	srv := bustest.NewServer(t)
+	var order lockedBuffer
+	var logs lockedBuffer
+	svcs := map[string]*partService{}
+	var conns []*svcmain.Env
+	build := func(name string) func(context.Context, *svcmain.Env) (svcmain.Service, error) {
+		return func(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
+			if env.Getenv("SECRET_FROM_EMBEDDING") != "yes" {
+				return nil, errors.New("the embedding's getenv is not the services'")
+			}
+			s := &partService{name: name, env: env, fail: make(chan error, 1), order: &order}
+			svcs[name] = s
+			conns = append(conns, env)
+			return s, nil
+		}
+	}
+	started := make(chan struct{})
+	emb := &svcmain.Embedding{Start: func(_ context.Context, o *svcmain.Options, _ func(string) string, _ *slog.Logger) (*svcmain.Started, error) {
+		o.HTTPAddr = "127.0.0.1:0"
+		close(started)
+		return &svcmain.Started{
+			Conns:  map[string]bus.ConnConfig{"a": {URL: srv.URL()}, "b": {URL: srv.URL()}},
+			Getenv: func(k string) string { return map[string]string{"SECRET_FROM_EMBEDDING": "yes"}[k] },
+			Stop: func() {
+				for _, e := range conns {
+					if !e.Conn.IsClosed() {
+						order.Write([]byte("a connection still open;"))
+					}
+				}
+				order.Write([]byte("stop;"))
+			},
+		}, nil
+	}}
+	done := make(chan error, 1)
+	go func() {
+		done <- svcmain.RunParts(context.Background(), "multi", nil, func(string) string { return "" }, &logs,
+			[]svcmain.Part{{Name: "a", Build: build("a")}, {Name: "b", Build: build("b")}}, emb)
+	}()
+	<-started
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), `"msg":"started"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not started; logs:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if conns[0].Conn == conns[1].Conn || conns[0].Mux != conns[1].Mux || conns[0].Registry != conns[1].Registry {
+		t.Error("want one connection per part and one mux and registry for all")
+	}
+	boom := errors.New("boom")
+	svcs["a"].fail <- boom
+	select {
+	case err := <-done:
+		if !errors.Is(err, boom) {
+			t.Errorf("RunParts = %v, want the failure of a", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("b was not stopped when a failed")
+	}
+	got := order.String()
+	if !strings.HasSuffix(got, "stop;") || strings.Contains(got, "still open") || strings.Count(got, "returned") != 2 {
+		t.Errorf("order %q: want both runs returned, connections closed, then stop", got)
 	}
 }
 
