@@ -197,3 +197,41 @@ func FuzzGlob(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseSubscription: any words either fail with nothing stored, or give
+// refinements within the limits that render and re-parse to themselves.
+func FuzzParseSubscription(f *testing.F) {
+	f.Add("push branch:main,release/* -label:wontfix tag:v*")
+	f.Add("label:,")
+	f.Add("ci branch:\x00")
+	f.Fuzz(func(t *testing.T, line string) {
+		kinds, ref, bad := githubkit.ParseSubscription(strings.Fields(line))
+		if bad != nil {
+			if kinds != nil || ref != nil {
+				t.Fatalf("bad %q with kinds %q ref %+v", bad, kinds, ref)
+			}
+			return
+		}
+		if ref == nil {
+			return
+		}
+		var words []string
+		for _, l := range []struct {
+			p    string
+			list []string
+		}{{"branch:", ref.Branches}, {"label:", ref.Labels}, {"-label:", ref.NotLabels}, {"tag:", ref.Tags}} {
+			if len(l.list) > 10 {
+				t.Fatalf("%d patterns", len(l.list))
+			}
+			if len(l.list) > 0 {
+				words = append(words, l.p+strings.Join(l.list, ","))
+			}
+		}
+		_, again, bad := githubkit.ParseSubscription(words)
+		a, _ := json.Marshal(ref)
+		b, _ := json.Marshal(again)
+		if bad != nil || string(a) != string(b) {
+			t.Fatalf("re-parse of %q: %s vs %s (bad %q)", words, a, b, bad)
+		}
+	})
+}
