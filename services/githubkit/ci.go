@@ -246,7 +246,7 @@ func (p *pollRun) sendCI(ctx context.Context, r *RepoRecord, runs []WorkflowRun)
 			lines, keys = lines[len(lines)-n:], keys[len(keys)-n:]
 		}
 		idem := "githubkit:" + p.sc.String() + ":" + p.key + ":" + sub.SID() + ":ci:" + keys[0] + "-" + keys[len(keys)-1] + ":" + strconv.Itoa(len(keys))
-		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.SendTimeout)
+		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
 		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
 			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID,
 			MessageChain: bus.Plain(x.pushMessage(r.FullName, lines, 0)),
