@@ -171,6 +171,11 @@ func attachmentPart(kind string, comp component) Part {
 		p.Data = data
 		p.Size = int64(len(data))
 		p.Mime = SniffMime(data)
+		if kind == PartImage && !RasterImage(p.Mime) {
+			// bytes that are no raster image (HTML, SVG, anything a
+			// browser could run) are kept as a download, never shown
+			p.Type, p.Name = PartFile, "image"
+		}
 	}
 	return p
 }
@@ -234,6 +239,17 @@ func SniffMime(data []byte) string {
 	}
 	return m
 }
+
+// rasterImages are the image types a console shows inline: raster formats
+// that http.DetectContentType recognises by their magic bytes and that
+// carry no script. SVG is XML (a document with script), so it is not one.
+var rasterImages = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// RasterImage reports whether mime, as SniffMime gives it, is a raster
+// image kept and shown as an image (png, jpeg, gif, webp). It is the one
+// check of recording, import and the operator's reply; anything else that
+// arrives as an image is refused (reply) or kept as a file (recording).
+func RasterImage(mime string) bool { return rasterImages[mime] }
 
 // DataURL encodes bytes as a data URL of the given mime type.
 func DataURL(mime string, data []byte) string {

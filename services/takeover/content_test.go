@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/console"
 )
 
 // pngBytes is a minimal PNG signature followed by padding.
@@ -242,4 +243,45 @@ func partEqual(a, b takeover.Part) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// TestRasterImageIsTheConsoleInlineList holds the one raster check of
+// recording and reply equal to the types the HTTP console serves inline.
+func TestRasterImageIsTheConsoleInlineList(t *testing.T) {
+	for _, m := range []string{"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "image/x-icon",
+		"image/svg+xml", "text/xml", "text/html", "text/plain", "application/octet-stream", ""} {
+		if takeover.RasterImage(m) != console.InlineMime(m) {
+			t.Errorf("%q: RasterImage %v, console InlineMime %v", m, takeover.RasterImage(m), console.InlineMime(m))
+		}
+	}
+}
+
+// TestNonRasterImageRecordedAsFile: an "image" whose bytes are HTML, SVG,
+// BMP or unknown is kept as a file download named "image", never as an
+// image; a real PNG stays an image.
+func TestNonRasterImageRecordedAsFile(t *testing.T) {
+	for name, data := range map[string][]byte{
+		"html": []byte("<html><script>alert(1)</script></html>"),
+		"svg":  []byte(`<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`),
+		"bmp":  append([]byte("BM"), make([]byte, 40)...),
+		"blob": {0, 1, 2, 3},
+		"png":  pngBytes,
+	} {
+		chain, _ := json.Marshal([]map[string]string{{"type": "Image", "base64": base64.StdEncoding.EncodeToString(data)}})
+		c := takeover.ExtractContent(chain)
+		if len(c.Parts) != 1 {
+			t.Fatalf("%s: %d parts", name, len(c.Parts))
+		}
+		p := c.Parts[0]
+		want := takeover.PartFile
+		if name == "png" {
+			want = takeover.PartImage
+		}
+		if p.Type != want || len(p.Data) != len(data) {
+			t.Errorf("%s: part %s (mime %s, %d bytes), want %s with the bytes", name, p.Type, p.Mime, len(p.Data), want)
+		}
+		if want == takeover.PartFile && p.Name != "image" {
+			t.Errorf("%s: file name %q, want image", name, p.Name)
+		}
+	}
 }

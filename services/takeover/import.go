@@ -339,6 +339,9 @@ func planImport(sc binding.Scope, sid string, raw []byte, now int64) (*importPla
 				part = Part{Type: PartImage, URL: content}
 			} else if data, err := DecodeDataURL(content, MaxAttachmentBytes); err == nil {
 				part = Part{Type: PartImage, Data: data, Size: int64(len(data)), Mime: SniffMime(data)}
+				if !RasterImage(part.Mime) {
+					part.Type, part.Name = PartFile, "image"
+				}
 			} else {
 				part = Part{Type: PartImage, Omitted: OmittedInvalid}
 			}

@@ -278,7 +278,7 @@ func decodeAttachment(field, s string) ([]byte, error) {
 
 // Validate checks and normalises a reply (spec §7.4 rule 1): the key's
 // form, trimmed text of at most 10 000 characters, at least one of text,
-// image or file, an image that sniffs as image/*, attachments of at most
+// image or file, an image that sniffs as a raster image (RasterImage), attachments of at most
 // 10 MiB, and a sanitised file name. It sets the sniffed mime types.
 func (r *ReplyRequest) Validate() error {
 	if !idemKeyRE.MatchString(r.IdempotencyKey) {
@@ -299,7 +299,7 @@ func (r *ReplyRequest) Validate() error {
 	}
 	if len(r.Image) > 0 {
 		r.ImageMime = SniffMime(r.Image)
-		if !strings.HasPrefix(r.ImageMime, "image/") {
+		if !RasterImage(r.ImageMime) {
 			return reqErr(ErrBadRequest, "", "the image is not an image")
 		}
 	}

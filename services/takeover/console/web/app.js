@@ -182,6 +182,8 @@
     if (p.kind === 'other') return t('msg.previewOther');
     return p.text || '';
   }
+  // INLINE_IMAGES are the blob types shown as images (the server's list)
+  const INLINE_IMAGES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
   // safeURL admits only http(s) links and images from chat data
   function safeURL(u) { return /^https?:\/\//i.test(String(u || '')) ? String(u) : null; }
   function sessionName(s) { return (s && (s.name || s.target_id)) || ''; }
@@ -448,7 +450,11 @@
         const gen = S.displayed && S.displayed.gen;
         fetchBlob(sid, p.blob).then((b) => {
           if (!S.displayed || S.displayed.sid !== sid || S.displayed.gen !== gen) return;
-          const u = URL.createObjectURL(b);
+          // only an allow-listed raster type becomes an object URL: a blob
+          // URL is of the console's origin, so a document opened from one
+          // (new tab) would run with the operator's token at hand
+          if (!INLINE_IMAGES.has(b.type)) throw new Error('not an inline image');
+          const u = URL.createObjectURL(new Blob([b], { type: b.type }));
           S.objectURLs.push(u);
           img.addEventListener('load', () => { img.dataset.loaded = 'true'; keepAtEnd(); }, { once: true });
           img.src = u;
@@ -466,7 +472,8 @@
       a.addEventListener('click', (ev) => {
         ev.preventDefault();
         fetchBlob(sid, p.blob).then((b) => {
-          const u = URL.createObjectURL(b);
+          // a neutral type: opened rather than saved, it still downloads
+          const u = URL.createObjectURL(new Blob([b], { type: 'application/octet-stream' }));
           const dl = el('a', { href: u, download: name });
           document.body.append(dl);
           dl.click();
