@@ -3,6 +3,7 @@ package takeover
 import (
 	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // Declaration is what takeover offers a host (spec §2, §3.1, §7): the
@@ -20,7 +21,7 @@ func Declaration() (plugin.Declaration, error) {
 
 func declaration(cat *i18n.Catalog) plugin.Declaration {
 	t := func(en, zh string) plugin.Text { return plugin.Text{EnUS: en, ZhHans: zh} }
-	def := DefaultSettings()
+	def := model.DefaultSettings()
 	cfg := func(name, typ string, dflt any, opts ...plugin.Option) plugin.ConfigItem {
 		return plugin.ConfigItem{Name: name, Type: typ, Default: dflt, Options: opts,
 			Label: plugin.TextFrom(cat, "config."+name+".label"), Description: plugin.TextFrom(cat, "config."+name+".description")}
@@ -41,15 +42,15 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 			cfg("trigger_words", "array[string]", def.TriggerWords),
 			cfg("auto_takeover_on_trigger", "boolean", def.AutoTakeoverOnTrigger),
 			cfg("trigger_match", "select", def.TriggerMatch,
-				plugin.Option{Name: MatchSubstring, Label: t("Substring", "子串")},
-				plugin.Option{Name: MatchWord, Label: t("Whole word", "整词")}),
+				plugin.Option{Name: model.MatchSubstring, Label: t("Substring", "子串")},
+				plugin.Option{Name: model.MatchWord, Label: t("Whole word", "整词")}),
 			cfg("trigger_case_sensitive", "boolean", def.TriggerCaseSensitive),
 			cfg("takeover_on_reply", "boolean", def.TakeoverOnReply),
 			cfg("history_limit", "integer", def.HistoryLimit),
 			cfg("record_groups", "select", def.RecordGroups,
-				plugin.Option{Name: RecordAll, Label: t("All messages", "全部消息")},
-				plugin.Option{Name: RecordAddressed, Label: t("Addressed messages", "相关消息")},
-				plugin.Option{Name: RecordActiveOnly, Label: t("Only chats needing a human", "仅需人工处理的会话")}),
+				plugin.Option{Name: model.RecordAll, Label: t("All messages", "全部消息")},
+				plugin.Option{Name: model.RecordAddressed, Label: t("Addressed messages", "相关消息")},
+				plugin.Option{Name: model.RecordActiveOnly, Label: t("Only chats needing a human", "仅需人工处理的会话")}),
 			cfg("user_notice_on_takeover", "text", def.NoticeOnTakeover),
 			cfg("user_notice_on_release", "text", def.NoticeOnRelease),
 		},

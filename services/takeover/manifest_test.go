@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // TestDeclaration checks the declaration is valid and that its config
@@ -29,12 +30,12 @@ func TestDeclaration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, problems := takeover.ParseSettings(raw, 0)
-	if len(problems) != 0 || !reflect.DeepEqual(got, takeover.DefaultSettings()) {
-		t.Errorf("declared defaults parse to %+v (problems %v), want %+v", got, problems, takeover.DefaultSettings())
+	got, problems := model.ParseSettings(raw, 0)
+	if len(problems) != 0 || !reflect.DeepEqual(got, model.DefaultSettings()) {
+		t.Errorf("declared defaults parse to %+v (problems %v), want %+v", got, problems, model.DefaultSettings())
 	}
 	var fields map[string]any
-	b, err := json.Marshal(takeover.DefaultSettings())
+	b, err := json.Marshal(model.DefaultSettings())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // serveAPI serves /console/api/<endpoint>: the token first, then the rate
@@ -82,23 +83,15 @@ func writeOpError(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusInternalServerError, "internal", "", "internal error")
 }
 
-// inlineMimes are the image types a browser may render from /blob: the
-// raster types the service keeps as images (takeover.RasterImage, which
-// this package cannot import; a test in takeover holds the two equal).
-var inlineMimes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
-
-// InlineMime reports whether /blob serves a blob of this stored mime type
-// inline (as itself); every other blob is a download.
-func InlineMime(mime string) bool { return inlineMimes[mime] }
-
-// serveBlob writes a blob: an allow-listed raster image as itself, anything
+// serveBlob writes a blob: a raster image the service keeps as an image
+// (model.RasterImage) as itself, anything
 // else as a download of a neutral type, so that no stored bytes (HTML, SVG,
 // a record written before images were sniffed) are ever rendered as a
 // document of the console's origin. nosniff is set for every response.
 func serveBlob(w http.ResponseWriter, b Blob) {
 	hd := w.Header()
 	hd.Set("Cache-Control", "private, no-store")
-	if inlineMimes[b.Mime] {
+	if model.RasterImage(b.Mime) {
 		hd.Set("Content-Type", b.Mime)
 	} else {
 		hd.Set("Content-Type", "application/octet-stream")
