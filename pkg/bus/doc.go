@@ -14,14 +14,23 @@
 // addressed from another. What belongs to one service (its record kinds,
 // its subject kinds, its storage helpers) lives in that service.
 //
-// The usual shape of a service:
+// The usual shape of a service: it declares, the runner runs.
 //
-//	r, err := bus.NewRunner(bus.RunnerConfig{Plugin: "schenotify", Handlers: h}, bus.RunnerDeps{Conn: nc})
+//	r, err := bus.NewRunner(bus.RunnerConfig{
+//		Plugin:    "schenotify",
+//		Handlers:  h,                                     // command, event, tool, page
+//		Streams:   []bus.StreamSpec{{Name: "LANGBOT_SCHENOTIFY", ...}},
+//		Consumers: []bus.Consumer{{FiredConfig: ..., Handler: s.handleFired}},
+//		Parts:     []bus.Part{janitor, bus.Loop(s.sweepLoop)}, // background work
+//	}, deps) // bus.Deps: connection, subjects, keyring, clock, logger, tracing, metrics
 //	if err != nil { ... }
-//	if err := r.Start(ctx); err != nil { ... } // buckets, view, lifecycle consumer, endpoints
-//	// r.KV(), r.Host(), r.Subjects() for the handlers and background work
-//	<-ctx.Done()
-//	err = r.Shutdown(shutdownCtx) // stops intake, waits for every worker
+//	// r.KV(), r.Host(), r.Stream(name) for the handlers and the parts
+//	err = r.Run(ctx) // until ctx is done; nil for a requested stop
+//
+// Run creates the streams and buckets, loads the authority view, starts
+// the parts, opens intake (endpoints, lifecycle and fired-message
+// consumers) and reports Ready; at the end intake drains first, then the
+// parts stop in reverse order. Start and Shutdown are its two halves.
 //
 // ExampleRunner runs this against an embedded server.
 //

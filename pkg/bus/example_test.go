@@ -50,7 +50,7 @@ func ExampleRunner() {
 		Handlers: bus.Handlers{Command: func(ctx context.Context, inv *bus.Invocation) (any, error) {
 			return bus.CommandReply{Returns: []bus.Return{{Text: strings.ToUpper(strings.Join(inv.Command.Params, " "))}}}, nil
 		}},
-	}, bus.RunnerDeps{Conn: nc})
+	}, bus.Deps{Conn: nc})
 	if err := r.Start(ctx); err != nil {
 		fmt.Println(err)
 		return
