@@ -24,7 +24,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 		unauthorized(w)
 		return
 	}
-	if !h.tokens.allow(tokID) {
+	if !h.tokens.allow(keyOf(tokID)) {
 		writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many requests, slow down")
 		return
 	}
@@ -55,8 +55,13 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 		var p struct {
 			SID string `json:"sid"`
 		}
-		_ = json.Unmarshal(params, &p)
-		if !h.replies.allow(sc.String() + "/" + p.SID) {
+		// the sid is checked before it keys anything: a limiter keyed by
+		// the raw field kept every oversize id it was sent
+		if json.Unmarshal(params, &p) != nil || !model.ValidSID(p.SID) {
+			writeError(w, http.StatusBadRequest, "bad_request", "", "sid is missing or malformed")
+			return
+		}
+		if !h.replies.allow(keyOf(sc.String(), p.SID)) {
 			writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many replies to this session, slow down")
 			return
 		}
