@@ -33,7 +33,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 			writeError(w, http.StatusMethodNotAllowed, "bad_request", "", "the live feed is GET only")
 			return
 		}
-		h.serveEvents(w, r, claims, sc)
+		h.serveEvents(w, r, claims, sc, tokID)
 		return
 	}
 	switch r.Method {
@@ -101,7 +101,7 @@ func serveBlob(w http.ResponseWriter, b Blob) {
 	} else {
 		hd.Set("Content-Type", "application/octet-stream")
 		hd.Set("Content-Disposition", "attachment")
-		hd.Set("Content-Security-Policy", "sandbox")
+		hd.Set("Content-Security-Policy", "sandbox; frame-ancestors 'none'")
 	}
 	_, _ = w.Write(b.Data)
 }

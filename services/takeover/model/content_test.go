@@ -273,3 +273,33 @@ func TestNonRasterImageRecordedAsFile(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesLoseBidiAndZeroWidth: file names and display names lose bidi
+// controls and zero-width characters (an RLO made "invoice\u202efdp.exe" read
+// as "invoiceexe.pdf"); the zero-width joiner of an emoji stays.
+func TestNamesLoseBidiAndZeroWidth(t *testing.T) {
+	for in, want := range map[string]string{
+		"invoice\u202efdp.exe":              "invoicefdp.exe",
+		"a\u200bb\u200cc\u2060d\ufeffe":     "abcde",
+		"\u2066x\u2069\u200e\u200f\u061c":   "x",
+		"family \U0001F468\u200d\U0001F469": "family \U0001F468\u200d\U0001F469",
+	} {
+		if got := model.SanitizeFileName(in); got != want {
+			t.Errorf("SanitizeFileName(%q) = %q, want %q", in, got, want)
+		}
+		if got := model.CleanName(in); got != want {
+			t.Errorf("CleanName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	var d model.EventData
+	raw := `{"launcher_type":"group","launcher_id":"g1","sender_id":"u1","message_event":{"sender":{"member_name":"Bob\u202e\u200b","group":{"name":"\u202e\u2066"}}}}`
+	if err := json.Unmarshal([]byte(raw), &d); err != nil {
+		t.Fatal(err)
+	}
+	if _, name := d.Sender(); name != "Bob" {
+		t.Errorf("sender name %q, want Bob", name)
+	}
+	if name := d.SessionName("g1"); name != "g1" {
+		t.Errorf("a group name of only controls: %q, want the launcher id g1", name)
+	}
+}

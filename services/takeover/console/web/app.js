@@ -442,9 +442,17 @@
     if (p.type === 'image') {
       const img = el('img', { alt: t('msg.previewImage'), 'data-testid': 'msg-image' });
       if (p.url) {
-        if (!safeURL(p.url)) return el('div', { class: 'missing', text: t('msg.attachmentMissing') });
-        img.addEventListener('load', keepAtEnd, { once: true });
-        img.src = safeURL(p.url);
+        const src = safeURL(p.url);
+        if (!src) return el('div', { class: 'missing', text: t('msg.attachmentMissing') });
+        // a remote image loads only on the operator's click: fetching it
+        // tells its server who reads the chat and when
+        const btn = el('button', { type: 'button', class: 'remote-image', 'data-testid': 'remote-image', text: t('msg.loadRemoteImage') });
+        btn.addEventListener('click', () => {
+          img.addEventListener('load', () => { img.dataset.loaded = 'true'; keepAtEnd(); }, { once: true });
+          img.src = src;
+          btn.replaceWith(img);
+        });
+        return el('div', {}, btn);
       }
       else if (p.blob) {
         const gen = S.displayed && S.displayed.gen;
