@@ -326,6 +326,9 @@ func newParams(body []byte) (params, error) {
 	}
 	var p params
 	if err := json.Unmarshal(body, &p); err != nil {
+		if body[0] == '[' {
+			return nil, bus.Errorf(bus.ErrBadRequest, "parameters are a JSON array; they must be a JSON object")
+		}
 		return nil, bus.Errorf(bus.ErrBadRequest, "parameters must be a JSON object")
 	}
 	return p, nil

@@ -148,7 +148,13 @@ func readParams(w http.ResponseWriter, r *http.Request, endpoint string) (json.R
 	if len(body) == 0 {
 		return query()
 	}
-	if body[0] != '{' || !json.Valid(body) {
+	if !json.Valid(body) {
+		return nil, http.StatusBadRequest, "the body is not valid JSON"
+	}
+	if body[0] == '[' {
+		return nil, http.StatusBadRequest, "the body is a JSON array; it must be a JSON object"
+	}
+	if body[0] != '{' {
 		return nil, http.StatusBadRequest, "the body must be a JSON object"
 	}
 	// encoding/json would store invalid UTF-8 as U+FFFD, silently

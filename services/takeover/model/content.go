@@ -258,7 +258,7 @@ func DataURL(mime string, data []byte) string {
 }
 
 // invisible reports whether r is a bidi control or a zero-width character:
-// in a name they reorder or hide what an operator reads ("invoice‮fdp.exe"
+// in a name they reorder or hide what an operator reads ("invoice<U+202E>fdp.exe"
 // shows as "invoiceexe.pdf"). The zero-width joiner stays: emoji sequences
 // need it and it reorders nothing.
 func invisible(r rune) bool {
