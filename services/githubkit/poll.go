@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -85,7 +86,7 @@ func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key 
 		}
 		if a != nil {
 			if r, err := getRecord(ctx, kv, sc, key); err == nil && r != nil {
-				_ = kv.Delete(ctx, sc, KindRepo, r.Rev, key)
+				_ = repos(kv).Delete(ctx, sc, r.Rev, key)
 			}
 		}
 		return outPaused, false
@@ -112,14 +113,23 @@ func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key 
 			return outTransient, true
 		}
 		if cur != nil && len(cur.Rec.Subscribers) == 0 {
-			_ = kv.Delete(ctx, sc, KindRepo, cur.Rev, key)
+			_ = repos(kv).Delete(ctx, sc, cur.Rev, key)
 		}
 		return outPaused, false
 	}
 	run := &pollRun{s: s, sc: sc, key: key, auth: a, st: st, fp: s.keyring.Fingerprint([]byte(st.Token)),
 		target: Target{BaseURL: st.APIURL, Token: st.Token}, now: s.now(), rev: cur.Rev, rec: cur.Rec,
 		progress: func() { _ = f.InProgress() }}
-	return run.run(ctx), false
+	outcome = run.run(ctx)
+	switch outcome {
+	case outNotModified, outNoNew, outDelivered:
+		// ciWanted reads the record of the start: polls of repositories
+		// without CI subscribers pay nothing for it
+		if ciWanted(run.rec) {
+			run.pollCI(ctx)
+		}
+	}
+	return outcome, false
 }
 
 func (p *pollRun) run(ctx context.Context) string {
@@ -241,7 +251,7 @@ func (p *pollRun) run(ctx context.Context) string {
 		if sub.Cursor != nil {
 			c = *sub.Cursor
 		}
-		sel := Select(asc, c, sub.Kinds, p.st.MaxEventsPerPush)
+		sel := SelectRefined(asc, c, sub.Kinds, sub.Refine, p.st.MaxEventsPerPush)
 		if len(sel.Events) > 0 {
 			plans = append(plans, plan{sub: sub, sel: sel, cur: c})
 		}
@@ -270,6 +280,7 @@ func (p *pollRun) run(ctx context.Context) string {
 	// 13. Send.
 	x := p.s.texts(p.st.Language)
 	en := newEnricher(p)
+	ln := links{web: WebBase(p.st.APIURL), repo: r.FullName}
 	type result struct {
 		sent, failed bool
 	}
@@ -282,7 +293,7 @@ func (p *pollRun) run(ctx context.Context) string {
 		p.progress()
 		var lines []string
 		for _, e := range pl.sel.Events {
-			if line, ok := x.eventLine(e, en.enrich(ctx, e)); ok {
+			if line, ok := x.eventLine(e, en.enrich(ctx, e), ln); ok {
 				lines = append(lines, line)
 			}
 		}
@@ -398,11 +409,7 @@ func (p *pollRun) success(xpoll int) bool {
 // writeAt writes the in-memory record by a single CAS on the revision read
 // at the start; it reports success and moves the revision on.
 func (p *pollRun) writeAt(ctx context.Context) bool {
-	b, err := encodeRecord(p.rec)
-	if err != nil {
-		return false
-	}
-	rev, err := p.s.runner.KV().UpdateAt(ctx, p.sc, KindRepo, b, p.rev, p.key)
+	rev, err := repos(p.s.runner.KV()).UpdateAt(ctx, p.sc, p.rec, p.rev, p.key)
 	if err != nil {
 		if !bus.IsCASConflict(err) {
 			p.s.log.ErrorContext(ctx, "poll: write failed", "scope", p.sc.String(), "err", err)
@@ -531,8 +538,11 @@ func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
 			return nil
 		}
 		r := &Enrichment{}
-		if cmp.GetStatus() == "ahead" {
+		switch cmp.GetStatus() {
+		case "ahead":
 			r.Commits = cmp.GetTotalCommits()
+		case "diverged", "behind":
+			r.Forced = true
 		}
 		if n := len(cmp.Commits); n > 0 && cmp.Commits[n-1].GetSHA() == head && cmp.Commits[n-1].Commit != nil {
 			r.HeadMessage = cmp.Commits[n-1].Commit.GetMessage()
@@ -551,7 +561,13 @@ func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
 		if en.failed("pull", err) {
 			return nil
 		}
-		r := &Enrichment{HasPR: true, Title: pr.GetTitle(), Merged: pr.GetMerged() || (pr.MergedAt != nil && !pr.MergedAt.IsZero())}
+		r := &Enrichment{HasPR: true, Title: pr.GetTitle(), Merged: pr.GetMerged() || (pr.MergedAt != nil && !pr.MergedAt.IsZero()),
+			Labels: []string{}}
+		for _, l := range pr.Labels {
+			if n := strings.TrimSpace(l.GetName()); n != "" {
+				r.Labels = append(r.Labels, n)
+			}
+		}
 		en.pulls[n] = r
 		return r
 	}
