@@ -40,7 +40,17 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 		*id = ID(n.String())
 		return nil
 	}
-	return fmt.Errorf("bus: id must be a string or a number, got %.20s", b)
+	// the value is never echoed (it may be anything a client sent): its kind is
+	kind := "another value"
+	switch b[0] {
+	case '{':
+		kind = "an object"
+	case '[':
+		kind = "an array"
+	case 't', 'f':
+		kind = "a boolean"
+	}
+	return fmt.Errorf("bus: id must be a string or a number, not %s", kind)
 }
 
 // String returns the id's text.

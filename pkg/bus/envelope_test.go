@@ -1,7 +1,9 @@
 package bus_test
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
@@ -30,6 +32,18 @@ func TestDecodeRequestRefusesMalformedBodies(t *testing.T) {
 		_, err := bus.DecodeRequest(bus.EndpointEvent, []byte(body))
 		if !errors.Is(err, bus.ErrEnvelope) {
 			t.Errorf("%s: error %v, want ErrEnvelope", name, err)
+		}
+	}
+}
+
+// TestIDErrorEchoesNothing: a session or sender id of the wrong JSON kind is
+// refused by its kind, without echoing the value (it echoed up to 20 bytes).
+func TestIDErrorEchoesNothing(t *testing.T) {
+	for raw, kind := range map[string]string{`{"secret-token-value":1}`: "an object", `["secret-token-value"]`: "an array", `true`: "a boolean"} {
+		var id bus.ID
+		err := json.Unmarshal([]byte(raw), &id)
+		if err == nil || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "true") || !strings.Contains(err.Error(), kind) {
+			t.Errorf("%s: %v, want an error naming %s and echoing nothing", raw, err, kind)
 		}
 	}
 }

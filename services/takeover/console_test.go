@@ -472,3 +472,22 @@ func TestLegacySessionReadOnly(t *testing.T) {
 	h.mustPage(b, `{}`, "GET", "/export", map[string]string{"sid": legacySID}, nil)
 	h.mustPage(b, `{}`, "DELETE", "/session", map[string]string{"sid": legacySID}, nil)
 }
+
+// TestReplyWithoutHostSaysSo: with no host connected, a reply fails with
+// 503 send_failed whose message says no host answered (it said the host
+// refused the message).
+func TestReplyWithoutHostSaysSo(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("rep-nohost")
+	h.attach(b, `{}`, true)
+	sid := h.takeOver(b, `{}`, "bot-1", 1)
+	h.hostC.Close()
+	err := h.page(b, `{}`, "POST", "/reply", map[string]string{"sid": sid, "idempotency_key": "nohost-key", "text": "hello"}, nil)
+	var e *bus.Error
+	if !errors.As(err, &e) || e.Code != 503 || e.Reason != takeover.ReasonSendFailed {
+		t.Fatalf("reply without a host: %v, want 503 send_failed", err)
+	}
+	if strings.Contains(e.Message, "refused") || !strings.Contains(e.Message, "no host") {
+		t.Fatalf("message %q: want it to say no host answered, not that one refused", e.Message)
+	}
+}

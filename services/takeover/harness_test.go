@@ -33,6 +33,7 @@ type harness struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	host  *bustest.Host
+	hostC *nats.Conn // the host's connection (closing it leaves no host)
 	inv   *bus.Invoker
 	svc   *takeover.Service
 	clock bustest.Clock // the replicas' clock
@@ -54,7 +55,8 @@ func newHarnessOn(t testing.TB, srv *bustest.Server, opts ...func(*takeover.Conf
 	h := &harness{t: t, srv: srv, opts: opts}
 	h.nc = srv.Conn(t)
 	h.js = srv.JetStream(t)
-	h.host = bustest.NewHost(t, srv.Conn(t), bus.Subjects{})
+	h.hostC = srv.Conn(t)
+	h.host = bustest.NewHost(t, h.hostC, bus.Subjects{})
 	h.inv = bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)
 	h.svc = h.startReplica(h.nc)
 	return h

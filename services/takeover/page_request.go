@@ -281,8 +281,9 @@ func decodeAttachment(field, s string) ([]byte, error) {
 
 // Validate checks and normalises a reply (spec §7.4 rule 1): the key's
 // form, trimmed text of at most 10 000 characters, at least one of text,
-// image or file, an image that sniffs as image/*, attachments of at most
-// 10 MiB, and a sanitised file name. It sets the sniffed mime types.
+// image or file, an image that sniffs as a raster image
+// (model.RasterImage), attachments of at most 10 MiB, and a sanitised file
+// name. It sets the sniffed mime types.
 func (r *ReplyRequest) Validate() error {
 	if !idemKeyRE.MatchString(r.IdempotencyKey) {
 		return bus.Errorf(bus.ErrBadRequest, "idempotency_key must be 8-128 of A-Z a-z 0-9 _ -")
@@ -302,7 +303,7 @@ func (r *ReplyRequest) Validate() error {
 	}
 	if len(r.Image) > 0 {
 		r.ImageMime = model.SniffMime(r.Image)
-		if !strings.HasPrefix(r.ImageMime, "image/") {
+		if !model.RasterImage(r.ImageMime) {
 			return bus.Errorf(bus.ErrBadRequest, "the image is not an image")
 		}
 	}
@@ -325,6 +326,9 @@ func newParams(body []byte) (params, error) {
 	}
 	var p params
 	if err := json.Unmarshal(body, &p); err != nil {
+		if body[0] == '[' {
+			return nil, bus.Errorf(bus.ErrBadRequest, "parameters are a JSON array; they must be a JSON object")
+		}
 		return nil, bus.Errorf(bus.ErrBadRequest, "parameters must be a JSON object")
 	}
 	return p, nil

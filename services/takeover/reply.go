@@ -153,6 +153,9 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		if errors.Is(err, bus.ErrHostTimeout) {
 			return ReplyResult{}, bus.WithReason(bus.ErrUnavailable, ReasonOutcomeUnknown, "the host did not answer; retrying with the same key is safe")
 		}
+		if errors.Is(err, bus.ErrNoHost) {
+			return ReplyResult{}, bus.WithReason(bus.ErrUnavailable, ReasonSendFailed, "no host is connected to deliver the message; nothing was sent")
+		}
 		return ReplyResult{}, bus.WithReason(bus.ErrUnavailable, ReasonSendFailed, "the host refused the message")
 	}
 	setDedupe(model.ReplyDedupe{State: model.ReplyDelivered, At: now})

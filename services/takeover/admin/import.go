@@ -341,6 +341,9 @@ func planImport(sc binding.Scope, sid string, raw []byte, now int64) (*importPla
 				part = model.Part{Type: model.PartImage, URL: content}
 			} else if data, err := model.DecodeDataURL(content, model.MaxAttachmentBytes); err == nil {
 				part = model.Part{Type: model.PartImage, Data: data, Size: int64(len(data)), Mime: model.SniffMime(data)}
+				if !model.RasterImage(part.Mime) {
+					part.Type, part.Name = model.PartFile, "image"
+				}
 			} else {
 				part = model.Part{Type: model.PartImage, Omitted: model.OmittedInvalid}
 			}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // serveAPI serves /console/api/<endpoint>: the token first, then the rate
@@ -23,7 +24,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 		unauthorized(w)
 		return
 	}
-	if !h.tokens.allow(tokID) {
+	if !h.tokens.allow(keyOf(tokID)) {
 		writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many requests, slow down")
 		return
 	}
@@ -32,7 +33,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 			writeError(w, http.StatusMethodNotAllowed, "bad_request", "", "the live feed is GET only")
 			return
 		}
-		h.serveEvents(w, r, claims, sc)
+		h.serveEvents(w, r, claims, sc, tokID)
 		return
 	}
 	switch r.Method {
@@ -54,8 +55,13 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 		var p struct {
 			SID string `json:"sid"`
 		}
-		_ = json.Unmarshal(params, &p)
-		if !h.replies.allow(sc.String() + "/" + p.SID) {
+		// the sid is checked before it keys anything: a limiter keyed by
+		// the raw field kept every oversize id it was sent
+		if json.Unmarshal(params, &p) != nil || !model.ValidSID(p.SID) {
+			writeError(w, http.StatusBadRequest, "bad_request", "", "sid is missing or malformed")
+			return
+		}
+		if !h.replies.allow(keyOf(sc.String(), p.SID)) {
 			writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many replies to this session, slow down")
 			return
 		}
@@ -82,20 +88,20 @@ func writeOpError(w http.ResponseWriter, err error) {
 	writeError(w, http.StatusInternalServerError, "internal", "", "internal error")
 }
 
-// inlineMimes are the image types a browser may render from /blob; every
-// other blob downloads as an attachment.
-var inlineMimes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true, "image/bmp": true}
-
+// serveBlob writes a blob: a raster image the service keeps as an image
+// (model.RasterImage) as itself, anything
+// else as a download of a neutral type, so that no stored bytes (HTML, SVG,
+// a record written before images were sniffed) are ever rendered as a
+// document of the console's origin. nosniff is set for every response.
 func serveBlob(w http.ResponseWriter, b Blob) {
-	m := b.Mime
-	if m == "" {
-		m = "application/octet-stream"
-	}
-	w.Header().Set("Content-Type", m)
-	w.Header().Set("Cache-Control", "private, no-store")
-	if !inlineMimes[m] {
-		w.Header().Set("Content-Disposition", "attachment")
-		w.Header().Set("Content-Security-Policy", "sandbox")
+	hd := w.Header()
+	hd.Set("Cache-Control", "private, no-store")
+	if model.RasterImage(b.Mime) {
+		hd.Set("Content-Type", b.Mime)
+	} else {
+		hd.Set("Content-Type", "application/octet-stream")
+		hd.Set("Content-Disposition", "attachment")
+		hd.Set("Content-Security-Policy", "sandbox; frame-ancestors 'none'")
 	}
 	_, _ = w.Write(b.Data)
 }
@@ -142,7 +148,13 @@ func readParams(w http.ResponseWriter, r *http.Request, endpoint string) (json.R
 	if len(body) == 0 {
 		return query()
 	}
-	if body[0] != '{' || !json.Valid(body) {
+	if !json.Valid(body) {
+		return nil, http.StatusBadRequest, "the body is not valid JSON"
+	}
+	if body[0] == '[' {
+		return nil, http.StatusBadRequest, "the body is a JSON array; it must be a JSON object"
+	}
+	if body[0] != '{' {
 		return nil, http.StatusBadRequest, "the body must be a JSON object"
 	}
 	// encoding/json would store invalid UTF-8 as U+FFFD, silently

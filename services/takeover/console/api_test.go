@@ -29,6 +29,18 @@ func forge(key []byte, claims string) string {
 	return "v1." + base64.RawURLEncoding.EncodeToString([]byte(claims)) + "." + base64.RawURLEncoding.EncodeToString(sign(key, []byte(claims)))
 }
 
+// nonCanonical re-spells unpadded base64url with the unused low bits of
+// its last character set: it decodes to the same bytes.
+func nonCanonical(s string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	unused := map[int]int{2: 4, 3: 2}[len(s)%4] // bits of the last character no byte uses
+	if unused == 0 {
+		panic("nonCanonical: the length leaves no unused bits")
+	}
+	i := strings.IndexByte(alphabet, s[len(s)-1])
+	return s[:len(s)-1] + string(alphabet[i|(1<<unused-1)])
+}
+
 func TestTokenRefusals(t *testing.T) {
 	h := newHarness(t)
 	a, scA := h.install("authA", cfg)
@@ -54,6 +66,20 @@ func TestTokenRefusals(t *testing.T) {
 		{"float exp", forge(h.key, `{"scope":"`+scA.String()+`","operator":"alice","exp":`+itoa(exp)+`.5}`)},
 		{"bad scope", forge(h.key, `{"scope":"inst.ws.a*b","operator":"alice","exp":`+itoa(exp)+`}`)},
 		{"bad operator", forge(h.key, `{"scope":"`+scA.String()+`","operator":"al ice","exp":`+itoa(exp)+`}`)},
+		// issue 19: claims that parse two ways, and encodings other than the one canonical form
+		{"duplicate claim", forge(h.key, `{"scope":"`+scA.String()+`","operator":"alice","exp":`+itoa(exp)+`,"exp":`+itoa(exp+60)+`}`)},
+		{"duplicate scope", forge(h.key, `{"scope":"`+scB.String()+`","scope":"`+scA.String()+`","operator":"alice","exp":`+itoa(exp)+`}`)},
+		{"non-canonical claims base64", func() string {
+			// an operator name whose claims leave unused bits in the last character
+			for _, op := range []string{"alice", "alicex", "alicexy"} {
+				tok, _ := console.Mint(h.key, console.Claims{Scope: scA.String(), Operator: op, Exp: exp})
+				if p := strings.Split(tok, "."); len(p[1])%4 != 0 {
+					return "v1." + nonCanonical(p[1]) + "." + p[2]
+				}
+			}
+			panic("unreachable: one of three consecutive lengths leaves unused bits")
+		}()},
+		{"non-canonical MAC base64", "v1." + parts[1] + "." + nonCanonical(parts[2])},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -165,7 +191,7 @@ func TestOperatorRecordedOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Body.Close()
-	if res.StatusCode != 200 || res.Header.Get("Content-Disposition") != "attachment" || res.Header.Get("Content-Security-Policy") != "sandbox" {
+	if res.StatusCode != 200 || res.Header.Get("Content-Disposition") != "attachment" || res.Header.Get("Content-Security-Policy") != "sandbox; frame-ancestors 'none'" || res.Header.Get("Content-Type") != "application/octet-stream" {
 		t.Fatalf("file blob: %d %v", res.StatusCode, res.Header)
 	}
 	req, _ = http.NewRequest("GET", h.http.URL+"/console/api/blob?sid="+sid+"&name="+blob, nil)
@@ -440,4 +466,45 @@ func TestLiveEventsAcrossReplicas(t *testing.T) {
 	if !strings.Contains(ev.data, `"operator":"alice"`) {
 		t.Fatalf("takeover event: %s", ev.data)
 	}
+}
+
+// TestLiveStreamsCappedPerToken: one token opens at most 5 live streams
+// (more get 429), while another token of the same installation still opens
+// its own; a closed stream frees its place.
+func TestLiveStreamsCappedPerToken(t *testing.T) {
+	h := newHarness(t)
+	_, sc := h.install("pertoken", cfg)
+	tok := h.token(sc, "alice", time.Hour)
+	var closers []func()
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	for range 5 {
+		ch, stop := openSSE(t, h, tok)
+		closers = append(closers, stop)
+		expect(t, ch, "hello")
+	}
+	if status := streamStatus(h, tok); status != http.StatusTooManyRequests {
+		t.Fatalf("a 6th stream of one token: %d, want 429", status)
+	}
+	ch, stop := openSSE(t, h, h.token(sc, "bob", time.Hour))
+	closers = append(closers, stop)
+	expect(t, ch, "hello")
+	closers[0]()
+	bustest.Eventually(t, "a closed stream's place freed", func() bool { return streamStatus(h, tok) == http.StatusOK })
+}
+
+// streamStatus opens a live stream and closes it at once: its status.
+func streamStatus(h *harness, tok string) int {
+	h.t.Helper()
+	req, _ := http.NewRequest("GET", h.http.URL+"/console/api/events", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	return res.StatusCode
 }

@@ -77,6 +77,8 @@ func startChromium(path string) (context.Context, error) {
 			chromedp.DisableGPU,
 			chromedp.NoFirstRun,
 			chromedp.Flag("disable-quic", true),
+			// the remote-image test serves its tracker over TLS with a test certificate
+			chromedp.Flag("ignore-certificate-errors", true),
 			chromedp.Flag("disable-background-networking", true),
 			chromedp.Flag("disable-component-update", true),
 			chromedp.Flag("disable-sync", true),

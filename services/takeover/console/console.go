@@ -79,6 +79,12 @@ const (
 	replyRate        = 2 // replies per second per session
 	replyBurst       = 2
 	maxStreamsPerScp = 50
+	// maxStreamsPerToken is an operator's tabs; a token cannot hold its
+	// installation's whole share
+	maxStreamsPerToken = 5
+	// maxStreams bounds the live streams (and so the feed registry) of one
+	// replica
+	maxStreams = 2000
 )
 
 // Handler serves the console. It is safe for concurrent use.
@@ -149,7 +155,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
-	hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' blob: data: https:; connect-src 'self'")
+	// the standalone console is never framed (clickjacking); a page that
+	// embeds the console in LangBot is a separate file with its own policy
+	hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' blob: data: https:; connect-src 'self'; frame-ancestors 'none'")
+	hd.Set("X-Frame-Options", "DENY")
 	path, ok := strings.CutPrefix(r.URL.Path, h.cfg.Prefix)
 	if !ok {
 		if r.URL.Path+"/" == h.cfg.Prefix {

@@ -16,7 +16,8 @@
 //	                              POST and DELETE: a JSON body; /reply also multipart)
 //	GET  /console/api/events      the live feed (text/event-stream)
 //
-// The package does not import the takeover service: the service implements
-// Operations (services/takeover/console_support.go) and mounts the handler,
-// which keeps the dependency one way.
+// The package does not import the takeover service (only its pure core,
+// services/takeover/model, for the sid form and the raster image check):
+// the service implements Operations (services/takeover/console_support.go)
+// and mounts the handler, which keeps the dependency one way.
 package console

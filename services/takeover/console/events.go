@@ -14,9 +14,9 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
-// errTooManyStreams: the scope already has its share of live streams on
-// this replica.
-var errTooManyStreams = errors.New("console: too many live streams for this installation")
+// errTooManyStreams: the token, the scope or the replica already has its
+// share of live streams.
+var errTooManyStreams = errors.New("console: too many live streams")
 
 // streamBuffer is how many live messages a slow client may lag behind
 // before its stream is closed (it then reconnects and resyncs).
@@ -25,9 +25,11 @@ const streamBuffer = 256
 // hub shares one live-subject subscription per scope among that scope's
 // streams on this replica (spec §7.5 rule 3).
 type hub struct {
-	ops   Operations
-	mu    sync.Mutex
-	feeds map[string]*feed
+	ops      Operations
+	mu       sync.Mutex
+	feeds    map[string]*feed
+	perToken map[limitKey]int // open streams by token, while it has some
+	total    int
 }
 
 type feed struct {
@@ -42,14 +44,19 @@ type stream struct {
 	once     sync.Once
 }
 
-func newHub(ops Operations) *hub { return &hub{ops: ops, feeds: make(map[string]*feed)} }
+func newHub(ops Operations) *hub {
+	return &hub{ops: ops, feeds: make(map[string]*feed), perToken: make(map[limitKey]int)}
+}
 
 // join adds a stream to the scope's feed, subscribing on first use; leave
 // removes it and unsubscribes after the last one.
-func (hb *hub) join(sc binding.Scope) (*stream, func(), error) {
+func (hb *hub) join(sc binding.Scope, tok limitKey) (*stream, func(), error) {
 	key := sc.String()
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
+	if hb.perToken[tok] >= maxStreamsPerToken || hb.total >= maxStreams {
+		return nil, nil, errTooManyStreams
+	}
 	f := hb.feeds[key]
 	if f == nil {
 		f = &feed{clients: make(map[*stream]struct{})}
@@ -65,9 +72,15 @@ func (hb *hub) join(sc binding.Scope) (*stream, func(), error) {
 	}
 	st := &stream{ch: make(chan []byte, streamBuffer), overflow: make(chan struct{})}
 	f.clients[st] = struct{}{}
+	hb.perToken[tok]++
+	hb.total++
 	leave := func() {
 		hb.mu.Lock()
 		defer hb.mu.Unlock()
+		if hb.perToken[tok]--; hb.perToken[tok] <= 0 {
+			delete(hb.perToken, tok)
+		}
+		hb.total--
 		delete(f.clients, st)
 		if len(f.clients) == 0 && hb.feeds[key] == f {
 			delete(hb.feeds, key)
@@ -98,7 +111,7 @@ var liveTypeRE = regexp.MustCompile(`^[a-z_]{1,32}$`)
 // serveEvents streams the scope's live messages as Server-Sent Events until
 // the client leaves, the token expires, the scope is removed ("revoked") or
 // the handler is closed.
-func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, c Claims, sc binding.Scope) {
+func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, c Claims, sc binding.Scope, tokID string) {
 	if err := h.ops.ConsoleCheck(sc); err != nil {
 		writeOpError(w, err)
 		return
@@ -108,9 +121,9 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, c Claims, 
 		writeError(w, http.StatusInternalServerError, "internal", "", "streaming is not supported here")
 		return
 	}
-	st, leave, err := h.hub.join(sc)
+	st, leave, err := h.hub.join(sc, keyOf(tokID))
 	if errors.Is(err, errTooManyStreams) {
-		writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many live streams for this installation")
+		writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many live streams for this token or installation")
 		return
 	}
 	if err != nil {

@@ -42,6 +42,7 @@ type harness struct {
 	key    []byte
 	keyStr string
 	gate   *gate
+	con    *console.Handler
 	http   *httptest.Server
 	clock  bustest.Clock // the services' clock
 	// groupNames are the group names events carry, by launcher id
@@ -63,7 +64,7 @@ func newHarness(t testing.TB) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.gate = &gate{next: ch}
+	h.con, h.gate = ch, &gate{next: ch}
 	mux := http.NewServeMux()
 	mux.Handle("/console/", h.gate)
 	h.http = httptest.NewServer(mux)

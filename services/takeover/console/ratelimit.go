@@ -1,17 +1,48 @@
 package console
 
 import (
+	"crypto/sha256"
 	"sync"
 	"time"
 )
 
+// limitKey is a limiter's key: a SHA-256 of what it limits, so that an
+// entry costs the same whatever the request carried.
+type limitKey [sha256.Size]byte
+
+// keyOf is the limiter key of parts (joined with a separator that no part
+// holds: the parts are validated ids and MACs).
+func keyOf(parts ...string) limitKey {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	var k limitKey
+	h.Sum(k[:0])
+	return k
+}
+
+// Bounds of a limiter's map.
+const (
+	// maxLimitKeys is the most keys a limiter holds (about 100 bytes
+	// each); a new key beyond it is refused until buckets refill.
+	maxLimitKeys = 10000
+	// limitSweepEvery is how often allow drops refilled buckets even when
+	// the map is not full, so an idle key does not stay for good.
+	limitSweepEvery = time.Minute
+)
+
 // limiter is a set of token buckets by key: rate per second, up to burst.
+// It holds at most maxLimitKeys keys of fixed size.
 type limiter struct {
 	rate, burst float64
+	refill      time.Duration // how long an empty bucket takes to fill
 	now         func() time.Time
 
 	mu      sync.Mutex
-	buckets map[string]*bucket
+	buckets map[limitKey]*bucket
+	swept   time.Time
 }
 
 type bucket struct {
@@ -20,18 +51,31 @@ type bucket struct {
 }
 
 func newLimiter(rate, burst int, now func() time.Time) *limiter {
-	return &limiter{rate: float64(rate), burst: float64(burst), now: now, buckets: make(map[string]*bucket)}
+	return &limiter{rate: float64(rate), burst: float64(burst), refill: time.Duration(float64(burst) / float64(rate) * float64(time.Second)),
+		now: now, buckets: make(map[limitKey]*bucket), swept: now()}
 }
 
 // allow takes one token from key's bucket and reports whether there was one.
-func (l *limiter) allow(key string) bool {
+// A new key when the map is full, after dropping the refilled buckets, is
+// refused: the limiter fails closed rather than grow.
+func (l *limiter) allow(key limitKey) bool {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if now.Sub(l.swept) >= limitSweepEvery {
+		l.sweep(now)
+	}
 	b, ok := l.buckets[key]
 	if !ok {
-		if len(l.buckets) >= 10000 {
-			l.sweep(now)
+		if len(l.buckets) >= maxLimitKeys {
+			// one sweep per refill time: a full map refuses new keys in
+			// O(1) instead of scanning itself for each
+			if now.Sub(l.swept) >= l.refill {
+				l.sweep(now)
+			}
+			if len(l.buckets) >= maxLimitKeys {
+				return false
+			}
 		}
 		b = &bucket{tokens: l.burst, last: now}
 		l.buckets[key] = b
@@ -49,9 +93,17 @@ func (l *limiter) allow(key string) bool {
 
 // sweep drops the buckets that have refilled: they hold no information.
 func (l *limiter) sweep(now time.Time) {
+	l.swept = now
 	for k, b := range l.buckets {
 		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
 			delete(l.buckets, k)
 		}
 	}
+}
+
+// len is how many keys the limiter holds.
+func (l *limiter) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buckets)
 }

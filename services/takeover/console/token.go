@@ -25,7 +25,8 @@ const (
 )
 
 // ErrUnauthorized is returned by Verify for every token it refuses: a bad
-// format, a wrong MAC, claims other than exactly scope, operator and exp, a
+// format (a base64 spelling other than the canonical unpadded one), a
+// wrong MAC, claims other than exactly scope, operator and exp (each once), a
 // bad scope or operator, or an expiry in the past or beyond 24 h. The one
 // error keeps the reason from the caller.
 var ErrUnauthorized = errors.New("console: unauthorized")
@@ -96,13 +97,19 @@ func Verify(key []byte, token string, now time.Time) (Claims, binding.Scope, err
 	if err1 != nil || err2 != nil || len(claims) == 0 {
 		return zero, binding.Scope{}, ErrUnauthorized
 	}
+	// one spelling per token: the decoder ignores line breaks and the
+	// unused bits of the last character, so other spellings of the same
+	// bytes would pass (and key the rate limits) as different tokens
+	if b64(claims) != cpart || b64(sig) != mpart {
+		return zero, binding.Scope{}, ErrUnauthorized
+	}
 	// (b) the MAC over exactly the carried bytes, in constant time
 	if !hmac.Equal(sig, mac(key, claims)) {
 		return zero, binding.Scope{}, ErrUnauthorized
 	}
 	// (c) exactly the three claims
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(claims, &fields); err != nil || len(fields) != 3 {
+	if err := json.Unmarshal(claims, &fields); err != nil || len(fields) != 3 || !uniqueKeys(claims) {
 		return zero, binding.Scope{}, ErrUnauthorized
 	}
 	var c Claims
@@ -124,6 +131,30 @@ func Verify(key []byte, token string, now time.Time) (Claims, binding.Scope, err
 		return zero, binding.Scope{}, ErrUnauthorized
 	}
 	return c, sc, nil
+}
+
+// uniqueKeys reports whether the JSON object obj names each key once:
+// encoding/json keeps the last of duplicates, so {"exp":1,"exp":2} would
+// read as three claims where another parser reads other values.
+func uniqueKeys(obj []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok || seen[key] {
+			return false
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func isInteger(raw json.RawMessage) bool {

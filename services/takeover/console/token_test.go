@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"strings"
@@ -94,6 +95,25 @@ func BenchmarkVerify(b *testing.B) {
 	for b.Loop() {
 		if _, _, err := console.Verify(key, tok, now); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestVerifyRefusesLineBreaks: the base64 decoder skips line breaks, so a
+// token with one inside would verify as a second spelling of a good token.
+func TestVerifyRefusesLineBreaks(t *testing.T) {
+	key := bytes.Repeat([]byte{3}, 32)
+	now := time.Unix(1_700_000_000, 0)
+	tok, err := console.Mint(key, console.Claims{Scope: "inst.ws.inst-1", Operator: "alice", Exp: now.Add(time.Hour).Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := console.Verify(key, tok, now); err != nil {
+		t.Fatalf("the good token: %v", err)
+	}
+	for _, bad := range []string{tok[:12] + "\n" + tok[12:], tok[:len(tok)-5] + "\r\n" + tok[len(tok)-5:]} {
+		if _, _, err := console.Verify(key, bad, now); !errors.Is(err, console.ErrUnauthorized) {
+			t.Errorf("%q: %v, want ErrUnauthorized", bad, err)
 		}
 	}
 }

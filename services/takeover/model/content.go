@@ -171,6 +171,11 @@ func attachmentPart(kind string, comp component) Part {
 		p.Data = data
 		p.Size = int64(len(data))
 		p.Mime = SniffMime(data)
+		if kind == PartImage && !RasterImage(p.Mime) {
+			// bytes that are no raster image (HTML, SVG, anything a
+			// browser could run) are kept as a download, never shown
+			p.Type, p.Name = PartFile, "image"
+		}
 	}
 	return p
 }
@@ -236,20 +241,58 @@ func SniffMime(data []byte) string {
 	return m
 }
 
+// rasterImages are the image types a console shows inline: raster formats
+// that http.DetectContentType recognises by their magic bytes and that
+// carry no script. SVG is XML (a document with script), so it is not one.
+var rasterImages = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// RasterImage reports whether mime, as SniffMime gives it, is a raster
+// image kept and shown as an image (png, jpeg, gif, webp). It is the one
+// check of recording, import and the operator's reply; anything else that
+// arrives as an image is refused (reply) or kept as a file (recording).
+func RasterImage(mime string) bool { return rasterImages[mime] }
+
 // DataURL encodes bytes as a data URL of the given mime type.
 func DataURL(mime string, data []byte) string {
 	return "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(data)
 }
 
-// SanitizeFileName cuts a file name to its base name, removes control
-// characters and path separators, and keeps at most 200 bytes; the default
-// is "file" (spec §7.4 rule 1).
+// invisible reports whether r is a bidi control or a zero-width character:
+// in a name they reorder or hide what an operator reads ("invoice<U+202E>fdp.exe"
+// shows as "invoiceexe.pdf"). The zero-width joiner stays: emoji sequences
+// need it and it reorders nothing.
+func invisible(r rune) bool {
+	switch {
+	case r == 0x061C || r == 0x200E || r == 0x200F: // ALM, LRM, RLM
+	case 0x202A <= r && r <= 0x202E: // LRE, RLE, PDF, LRO, RLO
+	case 0x2066 <= r && r <= 0x2069: // LRI, RLI, FSI, PDI
+	case r == 0x200B || r == 0x200C || r == 0x2060 || r == 0xFEFF || r == 0x180E: // ZWSP, ZWNJ, WJ, BOM, MVS
+	default:
+		return false
+	}
+	return true
+}
+
+// CleanName removes bidi controls, zero-width characters and other
+// control characters from a display name (a sender's or a group's).
+func CleanName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if invisible(r) || unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, name)
+}
+
+// SanitizeFileName cuts a file name to its base name, removes control,
+// bidi and zero-width characters and path separators, and keeps at most
+// 200 bytes; the default is "file" (spec §7.4 rule 1).
 func SanitizeFileName(name string) string {
 	name = strings.ToValidUTF8(name, "")
 	name = strings.ReplaceAll(name, "\\", "/")
 	name = path.Base(name)
 	name = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '/' {
+		if unicode.IsControl(r) || invisible(r) || r == '/' {
 			return -1
 		}
 		return r
@@ -323,17 +366,14 @@ func (d *EventData) Sender() (id, name string) {
 		return id, name
 	}
 	s := d.MessageEvent.Sender
+	choices := []string{s.Nickname, s.Remark}
 	if d.LauncherType == LauncherGroup {
-		if s.MemberName != "" {
-			name = s.MemberName
-		}
-		return id, name
+		choices = []string{s.MemberName}
 	}
-	switch {
-	case s.Nickname != "":
-		name = s.Nickname
-	case s.Remark != "":
-		name = s.Remark
+	for _, c := range choices {
+		if c = CleanName(c); c != "" {
+			return id, c
+		}
 	}
 	return id, name
 }
@@ -348,8 +388,10 @@ func (d *EventData) SessionName(launcherID string) string {
 		}
 		return name
 	}
-	if d.MessageEvent != nil && d.MessageEvent.Sender != nil && d.MessageEvent.Sender.Group != nil && d.MessageEvent.Sender.Group.Name != "" {
-		return d.MessageEvent.Sender.Group.Name
+	if d.MessageEvent != nil && d.MessageEvent.Sender != nil && d.MessageEvent.Sender.Group != nil {
+		if name := CleanName(d.MessageEvent.Sender.Group.Name); name != "" {
+			return name
+		}
 	}
 	return launcherID
 }

@@ -243,3 +243,63 @@ func partEqual(a, b model.Part) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+// TestNonRasterImageRecordedAsFile: an "image" whose bytes are HTML, SVG,
+// BMP or unknown is kept as a file download named "image", never as an
+// image; a real PNG stays an image.
+func TestNonRasterImageRecordedAsFile(t *testing.T) {
+	for name, data := range map[string][]byte{
+		"html": []byte("<html><script>alert(1)</script></html>"),
+		"svg":  []byte(`<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`),
+		"bmp":  append([]byte("BM"), make([]byte, 40)...),
+		"blob": {0, 1, 2, 3},
+		"png":  pngBytes,
+	} {
+		chain, _ := json.Marshal([]map[string]string{{"type": "Image", "base64": base64.StdEncoding.EncodeToString(data)}})
+		c := model.ExtractContent(chain)
+		if len(c.Parts) != 1 {
+			t.Fatalf("%s: %d parts", name, len(c.Parts))
+		}
+		p := c.Parts[0]
+		want := model.PartFile
+		if name == "png" {
+			want = model.PartImage
+		}
+		if p.Type != want || len(p.Data) != len(data) {
+			t.Errorf("%s: part %s (mime %s, %d bytes), want %s with the bytes", name, p.Type, p.Mime, len(p.Data), want)
+		}
+		if want == model.PartFile && p.Name != "image" {
+			t.Errorf("%s: file name %q, want image", name, p.Name)
+		}
+	}
+}
+
+// TestNamesLoseBidiAndZeroWidth: file names and display names lose bidi
+// controls and zero-width characters (an RLO made "invoice\u202efdp.exe" read
+// as "invoiceexe.pdf"); the zero-width joiner of an emoji stays.
+func TestNamesLoseBidiAndZeroWidth(t *testing.T) {
+	for in, want := range map[string]string{
+		"invoice\u202efdp.exe":              "invoicefdp.exe",
+		"a\u200bb\u200cc\u2060d\ufeffe":     "abcde",
+		"\u2066x\u2069\u200e\u200f\u061c":   "x",
+		"family \U0001F468\u200d\U0001F469": "family \U0001F468\u200d\U0001F469",
+	} {
+		if got := model.SanitizeFileName(in); got != want {
+			t.Errorf("SanitizeFileName(%q) = %q, want %q", in, got, want)
+		}
+		if got := model.CleanName(in); got != want {
+			t.Errorf("CleanName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	var d model.EventData
+	raw := `{"launcher_type":"group","launcher_id":"g1","sender_id":"u1","message_event":{"sender":{"member_name":"Bob\u202e\u200b","group":{"name":"\u202e\u2066"}}}}`
+	if err := json.Unmarshal([]byte(raw), &d); err != nil {
+		t.Fatal(err)
+	}
+	if _, name := d.Sender(); name != "Bob" {
+		t.Errorf("sender name %q, want Bob", name)
+	}
+	if name := d.SessionName("g1"); name != "g1" {
+		t.Errorf("a group name of only controls: %q, want the launcher id g1", name)
+	}
+}

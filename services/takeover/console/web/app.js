@@ -182,6 +182,8 @@
     if (p.kind === 'other') return t('msg.previewOther');
     return p.text || '';
   }
+  // INLINE_IMAGES are the blob types shown as images (the server's list)
+  const INLINE_IMAGES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
   // safeURL admits only http(s) links and images from chat data
   function safeURL(u) { return /^https?:\/\//i.test(String(u || '')) ? String(u) : null; }
   function sessionName(s) { return (s && (s.name || s.target_id)) || ''; }
@@ -440,15 +442,27 @@
     if (p.type === 'image') {
       const img = el('img', { alt: t('msg.previewImage'), 'data-testid': 'msg-image' });
       if (p.url) {
-        if (!safeURL(p.url)) return el('div', { class: 'missing', text: t('msg.attachmentMissing') });
-        img.addEventListener('load', keepAtEnd, { once: true });
-        img.src = safeURL(p.url);
+        const src = safeURL(p.url);
+        if (!src) return el('div', { class: 'missing', text: t('msg.attachmentMissing') });
+        // a remote image loads only on the operator's click: fetching it
+        // tells its server who reads the chat and when
+        const btn = el('button', { type: 'button', class: 'remote-image', 'data-testid': 'remote-image', text: t('msg.loadRemoteImage') });
+        btn.addEventListener('click', () => {
+          img.addEventListener('load', () => { img.dataset.loaded = 'true'; keepAtEnd(); }, { once: true });
+          img.src = src;
+          btn.replaceWith(img);
+        });
+        return el('div', {}, btn);
       }
       else if (p.blob) {
         const gen = S.displayed && S.displayed.gen;
         fetchBlob(sid, p.blob).then((b) => {
           if (!S.displayed || S.displayed.sid !== sid || S.displayed.gen !== gen) return;
-          const u = URL.createObjectURL(b);
+          // only an allow-listed raster type becomes an object URL: a blob
+          // URL is of the console's origin, so a document opened from one
+          // (new tab) would run with the operator's token at hand
+          if (!INLINE_IMAGES.has(b.type)) throw new Error('not an inline image');
+          const u = URL.createObjectURL(new Blob([b], { type: b.type }));
           S.objectURLs.push(u);
           img.addEventListener('load', () => { img.dataset.loaded = 'true'; keepAtEnd(); }, { once: true });
           img.src = u;
@@ -466,7 +480,8 @@
       a.addEventListener('click', (ev) => {
         ev.preventDefault();
         fetchBlob(sid, p.blob).then((b) => {
-          const u = URL.createObjectURL(b);
+          // a neutral type: opened rather than saved, it still downloads
+          const u = URL.createObjectURL(new Blob([b], { type: 'application/octet-stream' }));
           const dl = el('a', { href: u, download: name });
           document.body.append(dl);
           dl.click();
