@@ -3,7 +3,9 @@
 // (DESIGN 3-5), the request and reply envelopes, the one wire error type,
 // the service runner on nats.go micro (bounded worker pool, binding
 // refusal, authority view, invocation dedupe), the lifecycle stream and
-// consumer, the authority store, scoped KV access, JetStream message
+// consumer, the authority store, scoped KV access and the typed record
+// store over it (Records: compare-and-set with retry and the re-read of an
+// ambiguous write, DESIGN 4), JetStream message
 // schedules and their fired-message consumer, the host-action client and
 // the invoker the host side uses, sealing of secrets at rest, and trace
 // propagation through NATS headers.

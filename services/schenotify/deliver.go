@@ -77,8 +77,8 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 	if auth != nil && auth.State == bus.StateRemoved {
 		// An add that raced the removal may have left a record or index.
 		_ = s.purge(ctx, sc, id, true)
-		_ = s.runner.KV().Purge(ctx, sc, keyReminder, id)
-		_ = s.runner.KV().Purge(ctx, sc, keyIndex)
+		_ = s.reminders().Purge(ctx, sc, id)
+		_ = s.indexes().Purge(ctx, sc)
 		s.ack(ctx, f)
 		return OutcomeDeleted, nil
 	}

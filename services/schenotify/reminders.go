@@ -71,7 +71,7 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 	if errors.As(err, &ce) {
 		// Finished reminders must not hold a cap: drop entries whose record
 		// is gone, then check again.
-		keys, kerr := s.runner.KV().Keys(ctx, sc, keyReminder)
+		keys, kerr := s.reminders().IDs(ctx, sc)
 		if kerr != nil && !errors.Is(kerr, jetstream.ErrNoKeysFound) {
 			return "", storeErr("list reminders", kerr)
 		}
