@@ -201,3 +201,32 @@ func TestPauseResumeAndTool(t *testing.T) {
 		return false
 	})
 }
+
+// TestPendingAlertSurvivesRestart: an alert whose delivery failed waits on
+// the timer stream, and a new replica delivers it with the same key.
+func TestPendingAlertSurvivesRestart(t *testing.T) {
+	h := newHarness(t, func(c *takeover.Config) { c.NoticeRetry = []time.Duration{time.Second, time.Second} })
+	b := newBinding("durable")
+	cfg := `{"trigger_words":["help"],"operator_chats":["op-bot:group:900"]}`
+	h.attach(b, cfg, true)
+	h.host.Respond(func(c bustest.HostCall) bustest.HostReply {
+		if c.Action == bus.ActionSendMessage && c.SendMessage().BotUUID == "op-bot" {
+			return bustest.HostReply{Err: bus.Errorf(bus.ErrUnavailable, "down")}
+		}
+		return bustest.HostReply{}
+	})
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "70", "70", plain("help")))
+	bustest.Eventually(t, "a failed alert try", func() bool { return len(alertsTo(h, b)["group:900"]) >= 1 })
+	h.stop()
+	tries := len(alertsTo(h, b)["group:900"])
+	h.host.Respond(nil)
+	h.svc = h.startReplica(h.srv.Conn(t))
+	h.attach(b, cfg, true)
+	bustest.Eventually(t, "the alert after the restart", func() bool { return len(alertsTo(h, b)["group:900"]) > tries })
+	calls := alertsTo(h, b)["group:900"]
+	for _, c := range calls[1:] {
+		if c.IdempotencyKey != calls[0].IdempotencyKey {
+			t.Fatalf("retry key %q differs from %q", c.IdempotencyKey, calls[0].IdempotencyKey)
+		}
+	}
+}

@@ -117,3 +117,10 @@ func IsOperatorCommand(text string) bool {
 	}
 	return false
 }
+
+// String is the entry form "<bot_uuid>:<type>:<id>" that ParseOperatorChat reads.
+func (o OperatorChat) String() string { return o.BotUUID + ":" + o.Type + ":" + o.ID }
+
+// MarshalText writes the entry form, so marshalled Settings parse back to
+// the same value.
+func (o OperatorChat) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
