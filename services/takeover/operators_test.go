@@ -3,6 +3,7 @@ package takeover_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +97,8 @@ func TestAlertOncePerOperatorChat(t *testing.T) {
 }
 
 func TestCommandsWriteWhatTheConsoleWrites(t *testing.T) {
-	h := newHarness(t)
+	var logs bustest.LogBuffer
+	h := newLoggedHarness(t, &logs)
 	b := newBinding("cmds")
 	h.attach(b, opConfig, true)
 	cfgNoAuto := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900"]}`
@@ -135,6 +137,21 @@ func TestCommandsWriteWhatTheConsoleWrites(t *testing.T) {
 	h.command(b, cfgNoAuto, 1, opSession, "!ho release "+n)
 	if err := h.pageAs(b, cfgNoAuto, "DELETE", "/takeover", map[string]any{"sid": sidCon}, "77", nil); err != nil {
 		t.Fatal(err)
+	}
+	// the same audit lines, in the same order, for both paths; no chat text
+	audit := map[string][]string{}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var l struct{ Msg, Action, SID, Operator, Outcome string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "console action" {
+			audit[l.SID] = append(audit[l.SID], l.Action+" "+l.Operator+" "+l.Outcome)
+		}
+	}
+	want := []string{"POST /takeover 77 ok", "POST /reply 77 ok", "DELETE /takeover 77 ok"}
+	if !reflect.DeepEqual(audit[sidCmd], want) || !reflect.DeepEqual(audit[sidCon], want) {
+		t.Errorf("audit: command %q, console %q, want %q", audit[sidCmd], audit[sidCon], want)
+	}
+	if strings.Contains(logs.String(), "hello there") {
+		t.Error("chat text in the logs")
 	}
 	rc, rn = h.record(b, sidCmd), h.record(b, sidCon)
 	if rc.Takeover.Active || rc.Takeover.ReleasedBy != "77" || rc.Takeover.ReleasedBy != rn.Takeover.ReleasedBy || rc.Takeover.ReleaseReason != rn.Takeover.ReleaseReason {
