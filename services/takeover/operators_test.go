@@ -247,3 +247,27 @@ func TestPendingAlertSurvivesRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestAlertRateLimitAndAnswer: an answered alert (mark handled) lets the
+// chat alert again, but not within AlertInterval of the last one.
+func TestAlertRateLimitAndAnswer(t *testing.T) {
+	h := newHarness(t, func(c *takeover.Config) { c.AlertInterval = time.Minute })
+	b := newBinding("rate")
+	cfg := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900"]}`
+	h.attach(b, cfg, true)
+	count := func() int { return len(alertsTo(h, b)["group:900"]) }
+	sid := sidOf("bot-a", "person", "80")
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "80", "80", plain("help")))
+	bustest.Eventually(t, "first alert", func() bool { return count() == 1 })
+	h.mustPage(b, cfg, "POST", "/mark_handled", map[string]any{"sid": sid}, nil)
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "80", "80", plain("help")))
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "81", "81", plain("help")))
+	bustest.Eventually(t, "the other chat's alert", func() bool { return count() >= 2 })
+	if count() != 2 {
+		t.Fatalf("%d alerts: a chat alerted twice within the interval", count())
+	}
+	h.mustPage(b, cfg, "POST", "/mark_handled", map[string]any{"sid": sid}, nil)
+	h.clock.Advance(time.Minute + time.Second)
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "80", "80", plain("help")))
+	bustest.Eventually(t, "an alert after the interval", func() bool { return count() == 3 })
+}
