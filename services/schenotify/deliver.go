@@ -98,6 +98,12 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			s.ack(ctx, f)
 			return "", nil
 		}
+		if rec.Held {
+			// Paused by a user: a schedule armed before the pause (or by a
+			// send that raced it) wakes nothing.
+			s.ack(ctx, f)
+			return OutcomePaused, nil
+		}
 		now := s.now()
 		target := rec.Target()
 		if target.After(now.Add(time.Second)) {
@@ -186,7 +192,7 @@ func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, r
 	}
 	text := s.rd.DeliveryText(set, rec, occ, now, skipped)
 	msg := bus.SendMessage{BotUUID: rec.Session.BotUUID, TargetType: rec.Session.TargetType, TargetID: rec.Session.TargetID,
-		MessageChain: bus.Plain(text)}
+		MessageChain: deliveryChain(set, rec, text)}
 	s.metrics.lateness.Observe(now.Sub(target).Seconds())
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
 	err = s.runner.Host().SendMessage(sctx, auth.Binding, msg, IdempotencyKey(sc, rec.ID, occ))
@@ -204,6 +210,10 @@ func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, r
 	switch {
 	case err == nil:
 		outcome = OutcomeDelivered
+		if lerr := s.rememberLast(ctx, sc, rec, occ, now); lerr != nil {
+			// Only snooze-without-id depends on it; the delivery stands.
+			s.log.WarnContext(ctx, "last delivery not recorded", "scope", sc.String(), "id", rec.ID, "err", lerr)
+		}
 		c.Delivered++
 		o := occ
 		c.LastOccurrence = &o
