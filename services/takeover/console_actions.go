@@ -95,6 +95,7 @@ func (s *Service) markHandled(ctx context.Context, c PageCall, sid string) (Summ
 		return Summary{}, err
 	}
 	s.view.ApplyRecord(c.Scope, sid, rec, rev)
+	s.resolveAlert(ctx, c.Scope, c.Settings, sid)
 	sum := s.summaryWith(sid, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID))
 	s.publishLive(c.Scope, model.Live{Type: model.LiveSession, SID: sid, Data: sum})
 	return sum, nil

@@ -81,6 +81,10 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	}
 	auto := hit && set.AutoTakeoverOnTrigger
 	blocked := taken || auto
+	if blocked && !auto && message && model.IsOperatorCommand(chain.TriggerText()) {
+		// `!ho resume` must reach the command endpoint of a paused chat
+		blocked = false
+	}
 	if auto && !taken {
 		s.view.AddPending(key, now+set.TimeoutMillis())
 	}

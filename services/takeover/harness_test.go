@@ -40,6 +40,8 @@ type harness struct {
 	regs  []*prometheus.Registry
 	stop  func()
 	opts  []func(*takeover.Config)
+	// logger receives the replicas' logs; nil: testLogger()
+	logger *slog.Logger
 }
 
 // newHarness starts a server and one replica; opts adjust the replicas'
@@ -52,7 +54,20 @@ func newHarness(t testing.TB, opts ...func(*takeover.Config)) *harness {
 // newHarnessOn is newHarness on a server of the caller's.
 func newHarnessOn(t testing.TB, srv *bustest.Server, opts ...func(*takeover.Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, srv: srv, opts: opts}
+	return (&harness{t: t, srv: srv, opts: opts}).init()
+}
+
+// newLoggedHarness is newHarness with the replicas' logs written, as JSON,
+// to logs.
+func newLoggedHarness(t testing.TB, logs *bustest.LogBuffer, opts ...func(*takeover.Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, srv: bustest.NewServer(t), opts: opts, logger: slog.New(slog.NewJSONHandler(logs, nil))}
+	return h.init()
+}
+
+// init connects the harness to its server and starts its first replica.
+func (h *harness) init() *harness {
+	t, srv := h.t, h.srv
 	h.nc = srv.Conn(t)
 	h.js = srv.JetStream(t)
 	h.hostC = srv.Conn(t)
@@ -75,7 +90,11 @@ func (h *harness) startReplica(nc *nats.Conn) *takeover.Service {
 	for _, o := range h.opts {
 		o(&cfg)
 	}
-	svc, err := takeover.New(cfg, bus.Deps{Conn: nc, Clock: h.now, Registerer: reg, Logger: testLogger()})
+	logger := h.logger
+	if logger == nil {
+		logger = testLogger()
+	}
+	svc, err := takeover.New(cfg, bus.Deps{Conn: nc, Clock: h.now, Registerer: reg, Logger: logger})
 	if err != nil {
 		h.t.Fatal(err)
 	}

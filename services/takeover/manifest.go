@@ -1,6 +1,8 @@
 package takeover
 
 import (
+	"encoding/json"
+
 	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/services/takeover/model"
@@ -53,7 +55,17 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 				plugin.Option{Name: model.RecordActiveOnly, Label: t("Only chats needing a human", "仅需人工处理的会话")}),
 			cfg("user_notice_on_takeover", "text", def.NoticeOnTakeover),
 			cfg("user_notice_on_release", "text", def.NoticeOnRelease),
+			cfg("operator_chats", "array[string]", []string{}),
+			cfg("language", "select", def.Language,
+				plugin.Option{Name: model.LanguageEnUS, Label: t("English", "英语")},
+				plugin.Option{Name: model.LanguageZhHans, Label: t("Simplified Chinese", "简体中文")}),
 		},
+		Commands: []plugin.Command{{Name: commandWord,
+			Label: plugin.TextFrom(cat, "command.ho.label"), Description: plugin.TextFrom(cat, "command.ho.description")}},
+		Tools: []plugin.Tool{{Name: toolRequestHuman,
+			Label: plugin.TextFrom(cat, "tool.request_human.label"), Description: plugin.TextFrom(cat, "tool.request_human.description"),
+			LLMPrompt:  "Hand this chat to a human operator when you cannot help the user (they ask for a person, the request needs a decision or access you do not have, or they are upset). It flags the chat as waiting and alerts the operators; it does not stop you from answering, and an operator may take a while. Call it once per request; give a one-sentence reason without personal data. Then tell the user what the result's say_to_user says, in the user's language.",
+			Parameters: json.RawMessage(requestHumanSchema)}},
 		Texts: plugin.Texts{
 			Unavailable: plugin.TextFrom(cat, "error.unavailable"),
 			Failed:      plugin.TextFrom(cat, "error.internal"),

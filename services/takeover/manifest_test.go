@@ -19,7 +19,7 @@ func TestDeclaration(t *testing.T) {
 	if err := d.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Commands) != 0 || len(d.Tools) != 0 || len(d.Events) != 3 || len(d.Pages) != 1 || d.Pages[0].ID != takeover.ConsolePageID {
+	if len(d.Commands) != 1 || d.Commands[0].Name != "ho" || len(d.Tools) != 1 || d.Tools[0].Name != "request_human" || len(d.Events) != 3 || len(d.Pages) != 1 || d.Pages[0].ID != takeover.ConsolePageID {
 		t.Errorf("components: %d commands, %d tools, events %v, pages %v", len(d.Commands), len(d.Tools), d.Events, d.Pages)
 	}
 	defaults := map[string]any{}

@@ -15,6 +15,7 @@ type metrics struct {
 	recordDropped   *prometheus.CounterVec
 	identityRefused prometheus.Counter
 	noticeFailed    prometheus.Counter
+	alertFailed     prometheus.Counter
 	metaPending     prometheus.Gauge
 	trims           *prometheus.CounterVec
 }
@@ -40,6 +41,9 @@ func newMetrics(reg prometheus.Registerer, view *store.View, nowMS func() int64)
 		noticeFailed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "takeover_notice_failed_total", Help: "User notices dropped after their retries.",
 		}),
+		alertFailed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "takeover_alert_failed_total", Help: "Operator alerts dropped after their retries.",
+		}),
 		metaPending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "takeover_meta_pending", Help: "Sessions whose coalesced list metadata waits to be written.",
 		}),
@@ -58,7 +62,7 @@ func newMetrics(reg prometheus.Registerer, view *store.View, nowMS func() int64)
 	active := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "takeover_sessions_active", Help: "Sessions taken over, as this replica's view sees them.",
 	}, func() float64 { return float64(view.ActiveCount(nowMS())) })
-	for _, c := range []prometheus.Collector{m.decisions, m.decisionSeconds, m.unkeyed, m.recordDropped, m.identityRefused, m.noticeFailed, m.metaPending, m.trims, stale, active} {
+	for _, c := range []prometheus.Collector{m.decisions, m.decisionSeconds, m.unkeyed, m.recordDropped, m.identityRefused, m.noticeFailed, m.alertFailed, m.metaPending, m.trims, stale, active} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

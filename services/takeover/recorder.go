@@ -325,6 +325,7 @@ func (s *Service) record(j *recordJob) {
 	j.release()
 	if j.hit {
 		s.publishLive(j.sc, model.Live{Type: model.LiveTrigger, SID: j.sid, Data: map[string]any{"sid": j.sid, "name": rec.Name, "word": j.word, "at": j.now}})
+		s.raiseAlert(ctx, j.sc, j.set, j.sid, rec, causeTrigger, j.senderName, rec.LastPreview.Text)
 	}
 	if tr == model.Started || tr == model.Extended {
 		s.afterTakeover(ctx, j.sc, j.b, j.set, j.sid, rec, tr)

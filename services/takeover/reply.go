@@ -159,6 +159,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		return ReplyResult{}, bus.WithReason(bus.ErrUnavailable, ReasonSendFailed, "the host refused the message")
 	}
 	setDedupe(model.ReplyDedupe{State: model.ReplyDelivered, At: now})
+	s.resolveAlert(ctx, c.Scope, c.Settings, sid)
 
 	// 4. the entry
 	res := ReplyResult{Delivered: true, Takeover: s.takeoverView(rec, c.Settings)}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -65,6 +66,9 @@ type Config struct {
 	// NoticeRetry are the delays before the notice tries (spec §3.7);
 	// default 1 s, 5 s, 15 s.
 	NoticeRetry []time.Duration
+	// AlertInterval is the least time between two operator alerts of one
+	// chat; default 60 s.
+	AlertInterval time.Duration
 }
 
 // Service is the takeover service: the event path, the recording, the
@@ -86,6 +90,8 @@ type Service struct {
 	meta    *store.MetaWriter
 	trims   *store.Trimmer
 	locks   *store.Locks
+
+	catalog *i18n.Catalog // alerts, command answers, the handoff tool's text
 
 	onDecision func(time.Duration) // benchmarks only; set before Run
 
@@ -139,7 +145,14 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	if cfg.NoticeRetry == nil {
 		cfg.NoticeRetry = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second}
 	}
-	s := &Service{
+	if cfg.AlertInterval <= 0 {
+		cfg.AlertInterval = time.Minute
+	}
+	cat, err := Messages()
+	if err != nil {
+		return nil, fmt.Errorf("%w: messages: %w", bus.ErrInvalidConfig, err)
+	}
+	s := &Service{catalog: cat,
 		cfg: cfg, nc: deps.Conn, js: deps.JetStream, now: deps.Clock, log: deps.Logger,
 		tracer: deps.TracerProvider.Tracer("github.com/langbot-nats/plugins/services/takeover"), subj: deps.Subjects,
 	}
@@ -156,6 +169,8 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		Retention:   cfg.Retention,
 		Handlers: bus.Handlers{
 			Event:         s.handleEvent,
+			Command:       s.handleCommand,
+			Tool:          s.handleTool,
 			Page:          s.handlePage,
 			Dedupe:        dedupePage,
 			ServeInactive: pageRead,
@@ -168,7 +183,12 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			Durable: store.ExpireDurable,
 			Filter:  s.subj.InternalAll(Plugin, store.KindExpire),
 			AckWait: 30 * time.Second,
-		}, Handler: s.handleFired}},
+		}, Handler: s.handleFired}, {FiredConfig: bus.FiredConfig{
+			Stream:  store.TimerStream,
+			Durable: store.AlertDurable,
+			Filter:  s.subj.InternalAll(Plugin, store.KindAlert),
+			AckWait: 2 * time.Minute,
+		}, Handler: s.handleAlert}},
 		// started in this order before intake, stopped in reverse after
 		// it drained: the recordings finish before the background context
 		// ends, the session view and the store outlive them

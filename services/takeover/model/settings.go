@@ -48,6 +48,12 @@ type Settings struct {
 	RecordGroups          string   `json:"record_groups"`
 	NoticeOnTakeover      string   `json:"user_notice_on_takeover"`
 	NoticeOnRelease       string   `json:"user_notice_on_release"`
+	// OperatorChats are the chats alerted when a chat asks for a human,
+	// and from which operators answer by command (operator_chats).
+	OperatorChats []OperatorChat `json:"operator_chats"`
+	// Language is the language of what the service writes into chats on
+	// its own (alerts, command answers, the handoff tool's text).
+	Language string `json:"language"`
 }
 
 // DefaultSettings returns the settings of an empty config.
@@ -60,6 +66,8 @@ func DefaultSettings() Settings {
 		TakeoverOnReply:       true,
 		HistoryLimit:          DefaultHistoryLimit,
 		RecordGroups:          RecordAll,
+		OperatorChats:         []OperatorChat{},
+		Language:              LanguageEnUS,
 	}
 }
 
@@ -161,6 +169,23 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 		default:
 			if !IsNull(v) {
 				bad("record_groups")
+			}
+		}
+	}
+	if v, ok := obj["operator_chats"]; ok {
+		chats, clean := parseOperatorChats(v)
+		s.OperatorChats = chats
+		if !clean {
+			bad("operator_chats")
+		}
+	}
+	if v, ok := obj["language"]; ok {
+		switch l := strings.TrimSpace(jsonString(v)); l {
+		case LanguageEnUS, LanguageZhHans:
+			s.Language = l
+		default:
+			if !IsNull(v) {
+				bad("language")
 			}
 		}
 	}

@@ -107,6 +107,7 @@ func FuzzConfig(f *testing.F) {
 		`{"trigger_words":[1,"x",null,{"y":2}],"auto_takeover_on_trigger":"No"}`,
 		`{"history_limit":-1e400,"record_groups":"ADDRESSED","trigger_match":"word"}`,
 		`{"user_notice_on_takeover":"\u0000 hi","takeover_on_reply":"1"}`,
+		`{"operator_chats":["b:group:1"," b:PERSON:a:b ","b:room:1",3],"language":"zh_Hans"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -138,6 +139,14 @@ func FuzzConfig(f *testing.F) {
 		}
 		if utf8.RuneCountInString(s.NoticeOnTakeover) > 2000 || utf8.RuneCountInString(s.NoticeOnRelease) > 2000 {
 			t.Fatal("notice too long")
+		}
+		if len(s.OperatorChats) > model.MaxOperatorChats || (s.Language != model.LanguageEnUS && s.Language != model.LanguageZhHans) {
+			t.Fatalf("operator chats %d, language %q", len(s.OperatorChats), s.Language)
+		}
+		for _, o := range s.OperatorChats {
+			if got, ok := model.ParseOperatorChat(o.String()); !ok || got != o {
+				t.Fatalf("operator chat %+v does not parse back", o)
+			}
 		}
 		again, _ := json.Marshal(s)
 		s2, problems := model.ParseSettings(again, 0)

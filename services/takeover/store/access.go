@@ -86,9 +86,11 @@ func (st *Store) PurgeRecords(ctx context.Context, sc binding.Scope, sids []stri
 	return nil
 }
 
-// PurgeTimers removes a scope's expiry schedules and fired expiries.
+// PurgeTimers removes a scope's expiry schedules, fired expiries and
+// undelivered operator alerts.
 func (st *Store) PurgeTimers(ctx context.Context, sc binding.Scope) error {
-	return bus.PurgeSubjects(ctx, st.timers, st.subj.InternalScope(Plugin, KindTimer, sc), st.subj.InternalScope(Plugin, KindExpire, sc))
+	return bus.PurgeSubjects(ctx, st.timers, st.subj.InternalScope(Plugin, KindTimer, sc), st.subj.InternalScope(Plugin, KindExpire, sc),
+		st.subj.InternalScope(Plugin, KindAlert, sc))
 }
 
 // ListBlobs lists every object of the blob store (gc).

@@ -6,6 +6,7 @@ const (
 	TimerStream   = "LANGBOT_TAKEOVER_TIMERS"
 	BlobBucket    = "langbot_takeover_blobs"
 	ExpireDurable = "takeover-expire"
+	AlertDurable  = "takeover-alert"
 
 	historyPerSubject = 2200 // largest history_limit plus the largest trim slack
 
@@ -26,10 +27,13 @@ const (
 	KindExpire  = "expire"  // fired expiries
 	KindHistory = "history" // chat history, sharded
 	KindLive    = "live"    // live feed (core NATS)
+	KindAlert   = "alert"   // operator alerts waiting for delivery, one per session
 )
 
 // KV key kinds: the token after "<scope>." of the service's keys (DESIGN 4).
 const (
 	KeySession = "session" // <scope>.session.<sid>
 	KeyReply   = "reply"   // dedupe bucket: <scope>.reply.<hash>
+	KeyAlert   = "alert"   // dedupe bucket: <scope>.alert.<sid>, a chat's alert state
+	KeyNumbers = "numbers" // dedupe bucket: <scope>.numbers.<hash>, an operator chat's short numbers
 )

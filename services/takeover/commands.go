@@ -1,0 +1,342 @@
+package takeover
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
+)
+
+// commandWord is the chat command of operators (`!ho`): the original
+// plugin declared no command, so no word of it is taken.
+const commandWord = "ho"
+
+// adminPrivilege is LangBot's privilege of an admin sender.
+const adminPrivilege = 2
+
+// maxNumbers bounds the short numbers an operator chat keeps.
+const maxNumbers = 99
+
+// numbers is an operator chat's short numbers (<scope>.numbers.<hash>):
+// number n names Sids[n-1]; "" is a number whose chat left the list, kept
+// so the other numbers do not shift.
+type numbers struct {
+	Sids []string `json:"sids"`
+}
+
+// handleCommand serves `!ho <sub> ...` (docs/protocol.md): list, take,
+// reply and release from an operator chat; pause and resume by an admin
+// in any chat. Every change goes through the console's operations (Do)
+// and its audit line, so a command writes what the console writes.
+func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, error) {
+	cmd := inv.Command
+	if cmd.Name != commandWord {
+		return nil, bus.Errorf(bus.ErrNotFound, "unknown command")
+	}
+	set := s.settingsFor(inv.Scope, inv.Binding, inv.Config)
+	say := func(key string, args map[string]string) (any, error) {
+		return bus.CommandReply{Returns: []bus.Return{{Text: s.catalog.Text(set.Language, key, args)}}}, nil
+	}
+	sub := ""
+	if len(cmd.Params) > 0 {
+		sub = strings.ToLower(cmd.Params[0])
+	}
+	ses := cmd.Session
+	admin := cmd.Privilege >= adminPrivilege
+	operatorChat := set.IsOperatorChat(ses.BotUUID, ses.LauncherType, string(ses.LauncherID))
+	c := PageCall{Scope: inv.Scope, Binding: inv.Binding, Settings: set, Operator: OperatorOf(string(ses.SenderID)),
+		Inactive: inv.Authority.State != bus.StateActive}
+	switch sub {
+	case "", "help":
+		return say("cmd.help", map[string]string{"command": commandWord})
+	case "pause", "resume":
+		if !admin {
+			return say("cmd.refused.admin", nil)
+		}
+		return s.pauseCommand(ctx, c, inv, sub == "pause", say)
+	case "list", "take", "reply", "release":
+	default:
+		return say("cmd.unknown", map[string]string{"command": commandWord})
+	}
+	if !admin && !operatorChat {
+		return say("cmd.refused.operator", nil)
+	}
+	numKey := numbersKey(ses)
+	if sub == "list" {
+		return s.listCommand(ctx, c, numKey)
+	}
+	if len(cmd.Params) < 2 {
+		return say("cmd.usage."+sub, map[string]string{"command": commandWord})
+	}
+	sid, err := s.numbered(ctx, c, numKey, cmd.Params[1])
+	if err != nil {
+		return nil, wireError(err)
+	}
+	if sid == "" {
+		return say("cmd.unknown_number", map[string]string{"n": cmd.Params[1], "command": commandWord})
+	}
+	args := map[string]string{"n": cmd.Params[1]}
+	switch sub {
+	case "take":
+		if len(cmd.Params) > 2 {
+			d, ok := parseDuration(cmd.Params[2])
+			if !ok {
+				return say("cmd.bad_duration", nil)
+			}
+			c.Settings.TakeoverTimeout = d
+		}
+		v, err := s.operate(ctx, c, PageRequest{Op: OpTakeover, SID: sid})
+		if err != nil {
+			return s.sayError(set, err)
+		}
+		args["remaining"] = formatWait(set.Language, v.(TakeoverView).Remaining*1000)
+		return say("cmd.taken", args)
+	case "release":
+		if _, err := s.operate(ctx, c, PageRequest{Op: OpRelease, SID: sid}); err != nil {
+			return s.sayError(set, err)
+		}
+		return say("cmd.released", args)
+	}
+	text := restAfter(cmd.FullText, cmd.Params[0], cmd.Params[1])
+	if text == "" {
+		return say("cmd.usage.reply", map[string]string{"command": commandWord})
+	}
+	sum := sha256.Sum256([]byte(inv.ID))
+	v, err := s.operate(ctx, c, PageRequest{Op: OpReply, SID: sid, Reply: &ReplyRequest{IdempotencyKey: "cmd-" + hex.EncodeToString(sum[:16]), Text: text}})
+	if err != nil {
+		return s.sayError(set, err)
+	}
+	if r, ok := v.(ReplyResult); ok && !r.Saved {
+		return say("cmd.sent_not_saved", args)
+	}
+	return say("cmd.sent", args)
+}
+
+// operate runs one console operation for a command, with the console's
+// audit line (handlePage's path without the page transport).
+func (s *Service) operate(ctx context.Context, c PageCall, req PageRequest) (any, error) {
+	v, err := s.Do(ctx, c, req)
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	s.audit(ctx, c, req, outcome)
+	return v, err
+}
+
+// sayError answers a refused or failed operation in the chat's words.
+func (s *Service) sayError(set model.Settings, err error) (any, error) {
+	var be *bus.Error
+	if !errors.As(wireError(err), &be) {
+		return nil, err
+	}
+	key := "error." + be.Word
+	if be.Reason != "" && s.catalog.Text(set.Language, "error."+be.Reason, nil) != "error."+be.Reason {
+		key = "error." + be.Reason
+	}
+	return bus.CommandReply{Returns: []bus.Return{{Text: s.catalog.Text(set.Language, key, nil)}}}, nil
+}
+
+// pauseCommand takes over (pause) or releases (resume) the chat the
+// command was sent in, creating its session record when the chat was
+// never recorded.
+func (s *Service) pauseCommand(ctx context.Context, c PageCall, inv *bus.Invocation, pause bool, say func(string, map[string]string) (any, error)) (any, error) {
+	ses := inv.Command.Session
+	lid := string(ses.LauncherID)
+	if !model.ValidBotUUID(ses.BotUUID) || (ses.LauncherType != model.LauncherPerson && ses.LauncherType != model.LauncherGroup) || lid == "" {
+		return nil, bus.Errorf(bus.ErrBadRequest, "the command's session names no chat")
+	}
+	sid := model.SID(model.SessionKey(ses.BotUUID, ses.LauncherType, lid))
+	if !pause {
+		if _, err := s.operate(ctx, c, PageRequest{Op: OpRelease, SID: sid}); err != nil {
+			return s.sayError(c.Settings, err)
+		}
+		return say("cmd.resumed", nil)
+	}
+	if len(inv.Command.Params) > 1 {
+		d, ok := parseDuration(inv.Command.Params[1])
+		if !ok {
+			return say("cmd.bad_duration", nil)
+		}
+		c.Settings.TakeoverTimeout = d
+	}
+	if !c.Inactive {
+		now := s.nowMS()
+		rec, rev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
+			if cur != nil {
+				return nil, store.ErrNoChange
+			}
+			return model.NewRecord(ses.BotUUID, ses.LauncherType, lid, lid, now), nil
+		})
+		if err != nil {
+			return nil, wireError(err)
+		}
+		s.view.ApplyRecord(c.Scope, sid, rec, rev)
+	}
+	v, err := s.operate(ctx, c, PageRequest{Op: OpTakeover, SID: sid})
+	if err != nil {
+		return s.sayError(c.Settings, err)
+	}
+	return say("cmd.paused", map[string]string{"remaining": formatWait(c.Settings.Language, v.(TakeoverView).Remaining*1000)})
+}
+
+// listCommand lists the chats waiting for a human (unread) or taken over,
+// with the operator chat's short numbers: a chat keeps its number while it
+// stays listed, new chats take the next free ones.
+func (s *Service) listCommand(ctx context.Context, c PageCall, numKey string) (any, error) {
+	stored, err := s.st.ListRecords(ctx, c.Scope)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	now := s.nowMS()
+	recs := map[string]*model.Record{}
+	var fresh []string
+	for _, l := range stored {
+		if l.Rec == nil || model.IsLegacy(l.Rec) || (!l.Rec.Unread && !l.Rec.Takeover.TakenOver(now)) {
+			continue
+		}
+		recs[l.SID] = l.Rec
+		fresh = append(fresh, l.SID)
+	}
+	sort.Slice(fresh, func(i, j int) bool { return recs[fresh[i]].LastMsgAt > recs[fresh[j]].LastMsgAt })
+	var nums numbers
+	_, _, err = s.runner.Dedupe().Update(ctx, c.Scope, store.KeyNumbers, func(cur []byte, exists bool) ([]byte, error) {
+		nums = numbers{}
+		if exists {
+			_ = json.Unmarshal(cur, &nums)
+		}
+		have := map[string]bool{}
+		for i, sid := range nums.Sids {
+			if recs[sid] == nil {
+				nums.Sids[i] = ""
+			} else {
+				have[sid] = true
+			}
+		}
+		for len(nums.Sids) > 0 && nums.Sids[len(nums.Sids)-1] == "" {
+			nums.Sids = nums.Sids[:len(nums.Sids)-1]
+		}
+		for _, sid := range fresh {
+			if have[sid] {
+				continue
+			}
+			slot := -1
+			for i, v := range nums.Sids {
+				if v == "" {
+					slot = i
+					break
+				}
+			}
+			switch {
+			case slot >= 0:
+				nums.Sids[slot] = sid
+			case len(nums.Sids) < maxNumbers:
+				nums.Sids = append(nums.Sids, sid)
+			}
+		}
+		return json.Marshal(nums)
+	}, numKey)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	lang := c.Settings.Language
+	if len(recs) == 0 {
+		return bus.CommandReply{Returns: []bus.Return{{Text: s.catalog.Text(lang, "cmd.list.empty", nil)}}}, nil
+	}
+	var b strings.Builder
+	b.WriteString(s.catalog.Text(lang, "cmd.list.head", map[string]string{"command": commandWord}))
+	for i, sid := range nums.Sids {
+		r := recs[sid]
+		if r == nil {
+			continue
+		}
+		name := r.Name
+		if name == "" {
+			name = r.TargetID
+		}
+		state := "cmd.list.waiting"
+		if r.Takeover.TakenOver(now) {
+			state = "cmd.list.taken"
+		}
+		b.WriteString("\n")
+		b.WriteString(s.catalog.Text(lang, "cmd.list.item", map[string]string{
+			"n": strconv.Itoa(i + 1), "chat": model.CutRunes(name, 64), "kind": s.catalog.Text(lang, "chat.type."+r.Type, nil),
+			"state":   s.catalog.Text(lang, state, map[string]string{"remaining": formatWait(lang, r.Takeover.Remaining(now)*1000), "operator": r.Takeover.Operator}),
+			"preview": capPreview(r.LastPreview.Text),
+		}))
+	}
+	return bus.CommandReply{Returns: []bus.Return{{Text: b.String()}}}, nil
+}
+
+// numbered resolves a short number of the operator chat's list to a sid
+// ("" when the number names no listed chat).
+func (s *Service) numbered(ctx context.Context, c PageCall, numKey, word string) (string, error) {
+	n, err := strconv.Atoi(strings.TrimPrefix(word, "#"))
+	if err != nil || n < 1 || n > maxNumbers {
+		return "", nil
+	}
+	e, err := s.runner.Dedupe().Get(ctx, c.Scope, store.KeyNumbers, numKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var nums numbers
+	if json.Unmarshal(e.Value(), &nums) != nil || n > len(nums.Sids) {
+		return "", nil
+	}
+	return nums.Sids[n-1], nil
+}
+
+// numbersKey names an operator chat's numbers record: a hash of the chat,
+// so no chat id appears in a key.
+func numbersKey(ses bus.Session) string {
+	h := sha256.Sum256([]byte(model.SessionKey(ses.BotUUID, ses.LauncherType, string(ses.LauncherID))))
+	return hex.EncodeToString(h[:16])
+}
+
+// parseDuration reads a command's duration: a Go duration ("90s", "30m",
+// "2h") or a bare number of minutes, clamped to takeover_timeout's bounds
+// [30 s, 24 h]; it returns seconds.
+func parseDuration(w string) (int, bool) {
+	var d time.Duration
+	if n, err := strconv.Atoi(w); err == nil {
+		d = time.Duration(n) * time.Minute
+	} else if d, err = time.ParseDuration(strings.ToLower(w)); err != nil {
+		return 0, false
+	}
+	if d <= 0 {
+		return 0, false
+	}
+	return int(min(max(d, model.MinTakeoverTimeout*time.Second), model.MaxTakeoverTimeout*time.Second) / time.Second), true
+}
+
+// restAfter is the text of full after the given words, in order, keeping
+// the reply's own spacing and line breaks.
+func restAfter(full string, words ...string) string {
+	i := strings.Index(full, commandWord)
+	if i < 0 {
+		return ""
+	}
+	rest := full[i+len(commandWord):]
+	for _, w := range words {
+		j := strings.Index(rest, w)
+		if j < 0 {
+			return ""
+		}
+		rest = rest[j+len(w):]
+	}
+	return strings.TrimSpace(rest)
+}

@@ -1,0 +1,273 @@
+package takeover_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+)
+
+const opConfig = `{"trigger_words":["help"],"operator_chats":["op-bot:group:900","op-bot:person:77"]}`
+
+// alertsTo counts the sends into operator chats.
+func alertsTo(h *harness, b binding.Binding) map[string][]bustest.HostCall {
+	out := map[string][]bustest.HostCall{}
+	for _, c := range h.host.Sends() {
+		m := c.SendMessage()
+		if m.BotUUID == "op-bot" && c.Request.Binding.InstallationUUID == b.InstallationUUID {
+			out[m.TargetType+":"+m.TargetID] = append(out[m.TargetType+":"+m.TargetID], c)
+		}
+	}
+	return out
+}
+
+func (h *harness) command(b binding.Binding, config string, priv int, ses bus.Session, full string) string {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	words := strings.Fields(strings.TrimPrefix(full, "!"))
+	raw, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointCommand, bus.NewInvocationID(), &bus.Request{
+		Binding: b, Config: json.RawMessage(config),
+		Command: &bus.Command{Name: words[0], Params: words[1:], FullText: full, Session: ses, Privilege: priv},
+	})
+	if err != nil {
+		h.t.Fatalf("command %q: %v", full, err)
+	}
+	var r bus.CommandReply
+	if err := json.Unmarshal(raw, &r); err != nil || len(r.Returns) == 0 {
+		h.t.Fatalf("command reply %s: %v", raw, err)
+	}
+	return r.Returns[0].Text
+}
+
+var opSession = bus.Session{LauncherType: "group", LauncherID: "900", SenderID: "77", BotUUID: "op-bot"}
+
+func TestAlertOncePerOperatorChat(t *testing.T) {
+	h := newHarness(t)
+	b, quiet := newBinding("alerts"), newBinding("quiet")
+	h.attach(b, opConfig, true)
+	h.attach(quiet, `{"trigger_words":["help"]}`, true)
+	sc, _ := b.Scope()
+	long := "help " + strings.Repeat("x", 500)
+	h.mustEvent(quiet, `{"trigger_words":["help"]}`, takeover.EventPersonMessage, "bot-a", msgData("person", "41", "41", plain("help")))
+	h.mustEvent(b, opConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain(long)))
+	bustest.Eventually(t, "one alert per operator chat", func() bool { return len(alertsTo(h, b)) == 2 })
+	for chat, calls := range alertsTo(h, b) {
+		if len(calls) != 1 {
+			t.Fatalf("%s got %d alerts", chat, len(calls))
+		}
+		text := calls[0].SendMessage().MessageChain[0].Text
+		if strings.Contains(text, long) || utf8.RuneCountInString(text) > 400 || !strings.Contains(text, "!ho") {
+			t.Errorf("alert text not capped or without the command: %d runes", utf8.RuneCountInString(text))
+		}
+		if !strings.Contains(calls[0].IdempotencyKey, sc.String()) {
+			t.Errorf("idempotency key %q lacks the scope", calls[0].IdempotencyKey)
+		}
+	}
+	// a repeated trigger while pending: no new alert; a trigger in another
+	// chat afterwards alerts, and by then the first chat still has one
+	h.mustEvent(b, opConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("help again")))
+	h.mustEvent(b, opConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "43", "43", plain("help")))
+	bustest.Eventually(t, "the second chat's alerts", func() bool {
+		n := 0
+		for _, calls := range alertsTo(h, b) {
+			n += len(calls)
+		}
+		return n >= 4
+	})
+	for chat, calls := range alertsTo(h, b) {
+		if len(calls) != 2 {
+			t.Errorf("%s: %d alerts, want 2 (one per chat asking)", chat, len(calls))
+		}
+	}
+	for _, c := range h.host.Sends() {
+		if c.Request.Binding.InstallationUUID == quiet.InstallationUUID {
+			t.Errorf("an installation without operator chats sent %+v", c.SendMessage())
+		}
+	}
+}
+
+func TestCommandsWriteWhatTheConsoleWrites(t *testing.T) {
+	var logs bustest.LogBuffer
+	h := newLoggedHarness(t, &logs)
+	b := newBinding("cmds")
+	h.attach(b, opConfig, true)
+	cfgNoAuto := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900"]}`
+	h.attach(b, cfgNoAuto, true)
+	sidCmd, sidCon := sidOf("bot-a", "person", "50"), sidOf("bot-a", "person", "51")
+	h.mustEvent(b, cfgNoAuto, takeover.EventPersonMessage, "bot-a", msgData("person", "50", "50", plain("help")))
+	bustest.Eventually(t, "recorded", func() bool { return h.record(b, sidCmd) != nil })
+
+	if got := h.command(b, cfgNoAuto, 1, bus.Session{LauncherType: "person", LauncherID: "5", SenderID: "5", BotUUID: "op-bot"}, "!ho take 1"); !strings.Contains(got, "Only admins") {
+		t.Errorf("a non-operator chat was not refused: %q", got)
+	}
+	list := h.command(b, cfgNoAuto, 1, opSession, "!ho list")
+	n := "1"
+	if !strings.Contains(list, "\n1. ") || strings.Contains(list, "\n2. ") {
+		t.Fatalf("chat 50 not listed alone: %q", list)
+	}
+	h.mustEvent(b, cfgNoAuto, takeover.EventPersonMessage, "bot-a", msgData("person", "51", "51", plain("help")))
+	bustest.Eventually(t, "recorded", func() bool { return h.record(b, sidCon) != nil })
+	if again := h.command(b, cfgNoAuto, 1, opSession, "!ho list"); !strings.Contains(again, "\n1. ") || !strings.Contains(again, "\n2. ") {
+		t.Fatalf("second list: %q", again)
+	}
+	h.command(b, cfgNoAuto, 1, opSession, "!ho take "+n)
+	_ = h.pageAs(b, cfgNoAuto, "POST", "/takeover", map[string]any{"sid": sidCon}, "77", nil)
+	h.command(b, cfgNoAuto, 1, opSession, "!ho reply "+n+" hello there")
+	if err := h.pageAs(b, cfgNoAuto, "POST", "/reply", map[string]any{"sid": sidCon, "idempotency_key": "console-key-1", "text": "hello there"}, "77", nil); err != nil {
+		t.Fatal(err)
+	}
+	rc, rn := h.record(b, sidCmd), h.record(b, sidCon)
+	if !rc.Takeover.Active || rc.Takeover.Operator != rn.Takeover.Operator || rc.Takeover.Via != rn.Takeover.Via {
+		t.Errorf("command takeover %+v, console %+v", rc.Takeover, rn.Takeover)
+	}
+	mc, mn := h.messages(b, cfgNoAuto, sidCmd), h.messages(b, cfgNoAuto, sidCon)
+	if len(mc.Messages) == 0 || len(mn.Messages) == 0 || mc.Messages[0].Role != model.RoleHuman || mc.Messages[0].Operator != "77" || mn.Messages[0].Operator != "77" {
+		t.Fatalf("human entries: command %+v, console %+v", mc.Messages, mn.Messages)
+	}
+	h.command(b, cfgNoAuto, 1, opSession, "!ho release "+n)
+	if err := h.pageAs(b, cfgNoAuto, "DELETE", "/takeover", map[string]any{"sid": sidCon}, "77", nil); err != nil {
+		t.Fatal(err)
+	}
+	// the same audit lines, in the same order, for both paths; no chat text
+	audit := map[string][]string{}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var l struct{ Msg, Action, SID, Operator, Outcome string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "console action" {
+			audit[l.SID] = append(audit[l.SID], l.Action+" "+l.Operator+" "+l.Outcome)
+		}
+	}
+	want := []string{"POST /takeover 77 ok", "POST /reply 77 ok", "DELETE /takeover 77 ok"}
+	if !reflect.DeepEqual(audit[sidCmd], want) || !reflect.DeepEqual(audit[sidCon], want) {
+		t.Errorf("audit: command %q, console %q, want %q", audit[sidCmd], audit[sidCon], want)
+	}
+	if strings.Contains(logs.String(), "hello there") {
+		t.Error("chat text in the logs")
+	}
+	rc, rn = h.record(b, sidCmd), h.record(b, sidCon)
+	if rc.Takeover.Active || rc.Takeover.ReleasedBy != "77" || rc.Takeover.ReleasedBy != rn.Takeover.ReleasedBy || rc.Takeover.ReleaseReason != rn.Takeover.ReleaseReason {
+		t.Errorf("command release %+v, console %+v", rc.Takeover, rn.Takeover)
+	}
+}
+
+func TestPauseResumeAndTool(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("pause")
+	h.attach(b, opConfig, true)
+	user := bus.Session{LauncherType: "person", LauncherID: "60", SenderID: "60", BotUUID: "bot-a"}
+	sid := sidOf("bot-a", "person", "60")
+	if got := h.command(b, opConfig, 1, user, "!ho pause 10m"); !strings.Contains(got, "Only an admin") {
+		t.Errorf("non-admin pause: %q", got)
+	}
+	if r := h.record(b, sid); r != nil && r.Takeover.Active {
+		t.Fatal("a refused pause changed state")
+	}
+	h.command(b, opConfig, 2, user, "!ho pause 10m")
+	r := h.record(b, sid)
+	if r == nil || !r.Takeover.Active || r.Takeover.Via != model.ViaConsole || r.Takeover.ExpiresAt-r.Takeover.StartedAt != 600_000 {
+		t.Fatalf("after pause: %+v", r)
+	}
+	if rep := h.mustEvent(b, opConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "60", "60", plain("hi"))); !rep.PreventDefault {
+		t.Error("a paused chat was not blocked")
+	}
+	if rep := h.mustEvent(b, opConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "60", "60", plain("!ho resume"))); rep.PreventDefault {
+		t.Error("the resume command was blocked in the paused chat")
+	}
+	h.command(b, opConfig, 2, user, "!ho resume")
+	if r := h.record(b, sid); r.Takeover.Active || r.Takeover.ReleaseReason != model.ReasonManual {
+		t.Fatalf("after resume: %+v", r.Takeover)
+	}
+
+	// the handoff tool: waiting state, an alert, and what to say
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	raw, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointTool, bus.NewInvocationID(), &bus.Request{
+		Binding: b, Config: json.RawMessage(opConfig),
+		Tool: &bus.Tool{Name: "request_human", Parameters: json.RawMessage(`{"reason":"wants a refund decision"}`),
+			Session: bus.Session{LauncherType: "person", LauncherID: "61", SenderID: "61", BotUUID: "bot-a"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Result takeover.ToolResult `json:"result"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil || res.Result.Status != "waiting" || !strings.Contains(res.Result.SayToUser, "human") {
+		t.Fatalf("tool result %s: %v", raw, err)
+	}
+	if r := h.record(b, sidOf("bot-a", "person", "61")); r == nil || !r.Unread {
+		t.Fatalf("tool did not mark the chat waiting: %+v", r)
+	}
+	bustest.Eventually(t, "the tool's alert", func() bool {
+		for _, calls := range alertsTo(h, b) {
+			for _, c := range calls {
+				if strings.Contains(c.SendMessage().MessageChain[0].Text, "refund decision") {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+// TestPendingAlertSurvivesRestart: an alert whose delivery failed waits on
+// the timer stream, and a new replica delivers it with the same key.
+func TestPendingAlertSurvivesRestart(t *testing.T) {
+	h := newHarness(t, func(c *takeover.Config) { c.NoticeRetry = []time.Duration{time.Second, time.Second} })
+	b := newBinding("durable")
+	cfg := `{"trigger_words":["help"],"operator_chats":["op-bot:group:900"]}`
+	h.attach(b, cfg, true)
+	h.host.Respond(func(c bustest.HostCall) bustest.HostReply {
+		if c.Action == bus.ActionSendMessage && c.SendMessage().BotUUID == "op-bot" {
+			return bustest.HostReply{Err: bus.Errorf(bus.ErrUnavailable, "down")}
+		}
+		return bustest.HostReply{}
+	})
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "70", "70", plain("help")))
+	bustest.Eventually(t, "a failed alert try", func() bool { return len(alertsTo(h, b)["group:900"]) >= 1 })
+	h.stop()
+	tries := len(alertsTo(h, b)["group:900"])
+	h.host.Respond(nil)
+	h.svc = h.startReplica(h.srv.Conn(t))
+	h.attach(b, cfg, true)
+	bustest.Eventually(t, "the alert after the restart", func() bool { return len(alertsTo(h, b)["group:900"]) > tries })
+	calls := alertsTo(h, b)["group:900"]
+	for _, c := range calls[1:] {
+		if c.IdempotencyKey != calls[0].IdempotencyKey {
+			t.Fatalf("retry key %q differs from %q", c.IdempotencyKey, calls[0].IdempotencyKey)
+		}
+	}
+}
+
+// TestAlertRateLimitAndAnswer: an answered alert (mark handled) lets the
+// chat alert again, but not within AlertInterval of the last one.
+func TestAlertRateLimitAndAnswer(t *testing.T) {
+	h := newHarness(t, func(c *takeover.Config) { c.AlertInterval = time.Minute })
+	b := newBinding("rate")
+	cfg := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900"]}`
+	h.attach(b, cfg, true)
+	count := func() int { return len(alertsTo(h, b)["group:900"]) }
+	sid := sidOf("bot-a", "person", "80")
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "80", "80", plain("help")))
+	bustest.Eventually(t, "first alert", func() bool { return count() == 1 })
+	h.mustPage(b, cfg, "POST", "/mark_handled", map[string]any{"sid": sid}, nil)
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "80", "80", plain("help")))
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "81", "81", plain("help")))
+	bustest.Eventually(t, "the other chat's alert", func() bool { return count() >= 2 })
+	if count() != 2 {
+		t.Fatalf("%d alerts: a chat alerted twice within the interval", count())
+	}
+	h.mustPage(b, cfg, "POST", "/mark_handled", map[string]any{"sid": sid}, nil)
+	h.clock.Advance(time.Minute + time.Second)
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "80", "80", plain("help")))
+	bustest.Eventually(t, "an alert after the interval", func() bool { return count() == 3 })
+}
