@@ -1,6 +1,7 @@
 package schenotify_test
 
 import (
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +28,12 @@ func TestN4ServiceRestart(t *testing.T) {
 	first.stop()
 	time.Sleep(time.Until(T.Add(5 * time.Second)))
 	start := time.Now()
-	e.start(t, testConfig(), nil, nil, nil)
+	second := e.start(t, testConfig(), nil, nil, nil)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(first.logs.String(), second.logs.String())
+		}
+	})
 	calls := e.host.wait(t, 2, 5*time.Second)
 	for _, c := range calls {
 		switch c.Text() {
@@ -61,7 +67,9 @@ func TestN4LateNoteAfterRestart(t *testing.T) {
 	})
 	calls := e.host.wait(t, 1, 6*time.Second)
 	text := calls[0].Text()
-	if !strings.HasPrefix(text, "[Notify] late\n") || !strings.Contains(text, "1 min 3") {
+	// 90 s minus up to the lead: the schedule fires the lead ahead of the
+	// due second, and this clock already has it past.
+	if !strings.HasPrefix(text, "[Notify] late\n") || !regexp.MustCompile(`1 min (2[89]|3\d) s`).MatchString(text) {
 		t.Fatalf("late text %q", text)
 	}
 }

@@ -32,9 +32,14 @@ func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
 	if h := s.hooks.onFired; h != nil {
 		h(f, time.Now())
 	}
-	span := trace.SpanFromContext(ctx)
 	outcome, err := s.deliver(ctx, f)
-	span.SetAttributes(attribute.String("schenotify.outcome", outcome))
+	s.settle(ctx, f, outcome, err)
+}
+
+// settle counts a handled fire's outcome and naks it after a temporary
+// failure.
+func (s *Service) settle(ctx context.Context, f *bus.Fired, outcome string, err error) {
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("schenotify.outcome", outcome))
 	if outcome != "" {
 		s.metrics.deliveries.WithLabelValues(outcome).Inc()
 	}
@@ -80,6 +85,14 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 		s.ack(ctx, f)
 		return OutcomeDeleted, nil
 	}
+	// reserved is a slot of the holder (hold.go), taken when the fire came
+	// inside the hold window and given back unless the delivery is held.
+	reserved := false
+	defer func() {
+		if reserved {
+			s.holds.unreserve()
+		}
+	}()
 	for range 10 {
 		rec, rev, err := s.loadRecord(ctx, sc, id)
 		if err != nil {
@@ -98,7 +111,14 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 		}
 		now := s.now()
 		target := rec.Target()
-		if target.After(now.Add(time.Second)) {
+		wait := target.Sub(now)
+		if early := wait > 0 && wait <= s.holdWindow(); early && !reserved {
+			reserved = s.holds.reserve()
+		} else if !early && reserved {
+			s.holds.unreserve()
+			reserved = false
+		}
+		if !reserved && target.After(now.Add(time.Second)) {
 			return OutcomeNotDue, s.notDue(ctx, f, sc, id, target, now)
 		}
 		if rec.State == StateSending && rec.Claim != nil && now.Before(rec.Claim.Until) {
@@ -131,6 +151,15 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			fa := nowSec
 			c.FirstAttemptAt = &fa
 		}
+		if reserved && target.After(nowSec) {
+			// A held claim covers the wait and the send (and a first
+			// attempt is counted from the instant, not from the claim).
+			nowSec = target.UTC().Truncate(time.Second)
+			if c.Attempt == 0 || c.FirstAttemptAt == nil {
+				fa := nowSec
+				c.FirstAttemptAt = &fa
+			}
+		}
 		c.State = StateSending
 		c.Claim = &Claim{Occurrence: occ, Replica: s.cfg.Replica, Until: nowSec.Add(s.cfg.Claim)}
 		c.Attempt++
@@ -141,7 +170,12 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 		if err != nil {
 			return "", storeErr("claim", err)
 		}
-		return s.send(ctx, f, auth, &c, crev, occ, target, now)
+		if reserved && target.After(s.now()) {
+			reserved = false // the holder owns the slot now
+			s.hold(&held{f: f, auth: auth, orig: *rec, rec: &c, rev: crev, occ: occ, target: target})
+			return "", nil
+		}
+		return s.send(ctx, f, auth, &c, crev, occ, target, s.now())
 	}
 	return "", storeErr("claim", bus.ErrCASExhausted)
 }

@@ -60,6 +60,14 @@ type Config struct {
 	// DefaultZone is the zone used when an installation sets none; default
 	// the process zone (spec 2 rule 2).
 	DefaultZone string
+	// Lead is how far ahead of its due instant a schedule fires, so that the
+	// claimed delivery waits in memory and is sent at the instant (hold.go);
+	// default DefaultLead, at most MaxLead, negative for none. It is used up
+	// to a third of AckWait.
+	Lead time.Duration
+	// MaxHeld bounds the deliveries waiting in memory; default
+	// DefaultMaxHeld. Fires beyond it wait on the server as without a lead.
+	MaxHeld int
 }
 
 // Deps are the live parts the service uses. Conn is required; Clock
@@ -97,6 +105,9 @@ type Service struct {
 	ready   bool
 	janitor chan janitorItem // finished deliveries to purge and ack
 
+	lead  time.Duration // the effective lead (Config.Lead)
+	holds *holder       // deliveries waiting for their instant
+
 	hooks hooks // tests only (export_test.go)
 }
 
@@ -133,6 +144,17 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if cfg.DueWorkers <= 0 {
 		cfg.DueWorkers = 64
 	}
+	switch {
+	case cfg.Lead == 0:
+		cfg.Lead = DefaultLead
+	case cfg.Lead > MaxLead:
+		return nil, fmt.Errorf("%w: lead %v is over %v", ErrConfig, cfg.Lead, MaxLead)
+	case cfg.Lead < 0:
+		cfg.Lead = 0
+	}
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = DefaultMaxHeld
+	}
 	if cfg.Replica == "" {
 		var b [6]byte
 		_, _ = crand.Read(b[:])
@@ -153,7 +175,8 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	s := &Service{cfg: cfg, zone: zone, nc: deps.Conn, now: deps.Clock, log: deps.Logger, subj: subj, rd: Renderer{Cat: cat}}
+	s := &Service{cfg: cfg, zone: zone, nc: deps.Conn, now: deps.Clock, log: deps.Logger, subj: subj, rd: Renderer{Cat: cat},
+		lead: min(cfg.Lead, cfg.AckWait/3), holds: newHolder(cfg.MaxHeld)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -252,7 +275,9 @@ func (s *Service) Run(ctx context.Context) error {
 		Filter:  s.subj.InternalAll(Plugin, KindDue),
 		Workers: s.cfg.DueWorkers,
 		AckWait: s.cfg.AckWait,
-		Timeout: s.cfg.SendTimeout + 10*time.Second,
+		// held deliveries stay unacked until their instant
+		MaxAckPending: s.cfg.MaxHeld + max(1000, s.cfg.DueWorkers*4),
+		Timeout:       s.cfg.SendTimeout + 10*time.Second,
 	}, s.handleFired); err != nil {
 		s.shutdown()
 		stopJanitor()
@@ -275,6 +300,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.ready = false
 	s.mu.Unlock()
 	err = s.shutdown() // waits for the fired-message handlers
+	s.stopHolds()
 	stopJanitor()
 	return err
 }
