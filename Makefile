@@ -9,7 +9,12 @@ TESTFLAGS ?= -race -count=1 -timeout 20m
 # permissions) is tested separately because its dependencies are heavy.
 PKGS      := ./...
 
-.PHONY: help build build-arm64 test test-root test-deploy run bench bench-process e2e lint fuzz images images-multiarch clean
+# The nats-py wheel the LangBot packages bundle (its name, version and
+# sha256 are pinned in pkg/lbpkg/wheel.go).
+NATS_PY_WHEEL ?= ../shared/vendor/wheels/nats_py-2.15.0-py3-none-any.whl
+DIST      := dist
+
+.PHONY: help build build-arm64 packages test test-root test-deploy run bench bench-process e2e lint fuzz images images-multiarch clean
 
 help:
 	@echo "make build   build the service binaries, langbot-plugins and lbctl into $(BIN)/"
@@ -21,8 +26,12 @@ help:
 	@echo "make lint    gofmt and go vet"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 10s)"
 	@echo "make images  build container images with the Dockerfile"
+	@echo "make packages  build the three LangBot packages (.lbpkg) into $(DIST)/ (NATS_PY_WHEEL=...)"
 	@echo "make images-multiarch  build and push linux/amd64+arm64 images (docker buildx)"
 	@echo "make build-arm64  cross-compile every binary for linux/arm64 (what CI checks)"
+
+packages:
+	$(GO) run ./cmd/lbctl package --plugin all --out $(DIST) --nats-py-wheel $(NATS_PY_WHEEL)
 
 build:
 	@mkdir -p $(BIN)
@@ -99,4 +108,4 @@ images-multiarch:
 	done
 
 clean:
-	rm -rf $(BIN) .data
+	rm -rf $(BIN) .data $(DIST)

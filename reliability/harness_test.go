@@ -26,6 +26,7 @@ import (
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 	"github.com/langbot-nats/plugins/services/schenotify"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // plugins are the three services, in a fixed order.
@@ -366,7 +367,7 @@ func (s *stack) message(in *install, id, lid, text string) (bus.EventReply, erro
 
 // sid is the console session id of in's person chat with lid.
 func (in *install) sid(lid string) string {
-	return takeover.SID(takeover.SessionKey(in.bot, "person", lid))
+	return model.SID(model.SessionKey(in.bot, "person", lid))
 }
 
 // page calls a console operation; out receives the data when non-nil.

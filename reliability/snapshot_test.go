@@ -14,6 +14,7 @@ import (
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // snapshot is everything the services stored, grouped by scope: for each
@@ -34,11 +35,11 @@ var buckets = []string{
 var streams = func() map[string]string {
 	m := map[string]string{
 		githubkit.StreamName:  githubkit.Plugin,
-		takeover.TimerStream:  takeover.Plugin,
+		store.TimerStream:     takeover.Plugin,
 		schenotify.StreamName: schenotify.Plugin,
 	}
-	for k := range takeover.HistoryShards {
-		m[takeover.HistoryStream(k)] = takeover.Plugin
+	for k := range store.HistoryShards {
+		m[store.HistoryStream(k)] = takeover.Plugin
 	}
 	return m
 }()

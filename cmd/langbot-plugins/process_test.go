@@ -31,6 +31,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // binDir holds the binaries TestMain built.
@@ -307,7 +308,7 @@ func (h *host) prepare(tag string, after time.Duration) state {
 	if _, err := h.message("hello"); err != nil {
 		t.Fatal(err)
 	}
-	body, _ := json.Marshal(map[string]string{"sid": takeover.SID(takeover.SessionKey("bot-1", "person", "u1"))})
+	body, _ := json.Marshal(map[string]string{"sid": model.SID(model.SessionKey("bot-1", "person", "u1"))})
 	if raw, err := h.invoke("takeover", bus.EndpointPage, &bus.Request{Page: &bus.Page{PageID: "console", Endpoint: "/takeover", Method: "POST", Body: body}}); err != nil {
 		t.Fatalf("take over: %s %v", raw, err)
 	}

@@ -42,6 +42,7 @@ func commands() []command {
 		{Name: "revoke", Summary: "publish a lifecycle revoke for an installation", Run: runRevoke},
 		{Name: "host", Summary: "answer host actions for a stack running elsewhere, printing sends", Run: runHost},
 		{Name: "trace", Summary: "print a trace from Jaeger as a tree: trace <trace-id> [--jaeger URL]", Run: runTrace},
+		{Name: "package", Summary: "build the LangBot packages (.lbpkg): package --plugin all --out DIR --nats-py-wheel FILE", Run: runPackage},
 		{Name: "bench invoke", Summary: "measure invocation latency and throughput next to the bus floor", Run: runBenchInvoke},
 		consoleTokenCommand(),
 	}

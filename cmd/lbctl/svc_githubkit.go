@@ -23,8 +23,8 @@ func githubkitService() *devService {
 	return &devService{
 		Plugin:       githubkit.Plugin,
 		Config:       json.RawMessage(`{"language":"en_US","poll_interval":60,"max_events_per_push":5}`),
-		SecretFields: []string{"github_token"},
-		CommandWords: []string{githubkit.CommandWord},
+		SecretFields: githubkit.Declaration().SecretFields(),
+		CommandWords: githubkit.Declaration().CommandNames(),
 		DevFlags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&fake, "fake-github", false, "githubkit: serve GitHub from an in-process fake (no network needed)")
 		},

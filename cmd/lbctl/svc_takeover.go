@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/admin"
 )
 
 // takeoverService registers the takeover service with lbctl: lbctl dev runs
@@ -25,7 +26,7 @@ func takeoverService() *devService {
 			`"user_notice_on_takeover":"A person will answer you shortly.","user_notice_on_release":"You are talking to the assistant again."}`),
 		Events: true,
 		Upgrade: func(ctx context.Context, js jetstream.JetStream, subj bus.Subjects) (string, error) {
-			sum, err := takeover.MigrateHistory(ctx, js, takeover.MigrateOptions{Prefix: subj.Prefix})
+			sum, err := admin.MigrateHistory(ctx, js, admin.MigrateOptions{Prefix: subj.Prefix})
 			if err != nil || !sum.Removed && len(sum.Left) == 0 {
 				return "", err
 			}
@@ -65,7 +66,7 @@ func runImportTakeover(ctx context.Context, args []string, io stdio) error {
 		return err
 	}
 	defer nc.Close()
-	sum, err := takeover.Import(ctx, js, takeover.ImportOptions{Scope: sc, Prefix: subj.Prefix, Data: data, SourcePrefix: srcPrefix, DryRun: *dry})
+	sum, err := admin.Import(ctx, js, admin.ImportOptions{Scope: sc, Prefix: subj.Prefix, Data: data, SourcePrefix: srcPrefix, DryRun: *dry})
 	if sum != nil {
 		if *dry {
 			fmt.Fprintln(io.out, "dry run: nothing written")
@@ -90,7 +91,7 @@ func runGCTakeoverBlobs(ctx context.Context, args []string, io stdio) error {
 		return err
 	}
 	defer nc.Close()
-	sum, err := takeover.GCBlobs(ctx, js, takeover.GCOptions{Prefix: subj.Prefix, MinAge: *minAge, DryRun: *dry})
+	sum, err := admin.GCBlobs(ctx, js, admin.GCOptions{Prefix: subj.Prefix, MinAge: *minAge, DryRun: *dry})
 	if *dry {
 		fmt.Fprintln(io.out, "dry run: nothing deleted")
 	}
@@ -112,7 +113,7 @@ func runMigrateTakeoverHistory(ctx context.Context, args []string, io stdio) err
 		return err
 	}
 	defer nc.Close()
-	sum, err := takeover.MigrateHistory(ctx, js, takeover.MigrateOptions{Prefix: subj.Prefix})
+	sum, err := admin.MigrateHistory(ctx, js, admin.MigrateOptions{Prefix: subj.Prefix})
 	fmt.Fprint(io.out, sum.String())
 	return err
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 )
@@ -13,7 +16,7 @@ func TestDirectReaderFirstCountsTheSubject(t *testing.T) {
 	ctx := context.Background()
 	srv := bustest.NewServer(t)
 	nc := srv.Conn(t)
-	js, _ := batchStream(t, nc, false, 1)
+	js := directStream(t, nc)
 	var seqs []uint64
 	for i := range 10 {
 		ack, err := js.Publish(ctx, "b.a", []byte(fmt.Sprintf("a%d", i)))
@@ -50,4 +53,20 @@ func TestDirectReaderFirstCountsTheSubject(t *testing.T) {
 	if err != nil || len(last) != 2 || string(last[0].Data) != "a9" || string(last[1].Data) != "other" {
 		t.Fatalf("last per subject: %+v, %v", last, err)
 	}
+}
+
+// directStream creates stream "B" on subjects b.> with direct gets allowed
+// and returns a JetStream context on nc.
+func directStream(t *testing.T, nc *nats.Conn) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.EnsureStream(context.Background(), js, bus.StreamSpec{
+		Name: "B", Subjects: []string{"b.>"}, Replicas: 1, AllowDirect: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return js
 }

@@ -6,8 +6,7 @@
 // consumer, the authority store, scoped KV access, JetStream message
 // schedules and their fired-message consumer, the host-action client and
 // the invoker the host side uses, sealing of secrets at rest, and trace
-// propagation through NATS headers. (The batched publisher and takeover's
-// subject and key kinds are here until they move to takeover.)
+// propagation through NATS headers.
 //
 // A service never formats a subject or a key itself: it declares its own
 // kinds and asks Subjects.Internal or Key to build them, and it reaches its

@@ -39,26 +39,13 @@ const (
 	ActionGetBots     = "get_bots"
 )
 
-// Internal subject kinds: the token after "<prefix>.<plugin>." of a plugin's
-// internal subjects (DESIGN 3.1, 5; the service specs). A service declares
-// its own kinds (githubkit and schenotify in their kinds.go); these are
-// takeover's until they move to it.
-const (
-	KindTimer   = "timer"   // takeover expiry schedules
-	KindExpire  = "expire"  // takeover fired expiries
-	KindHistory = "history" // takeover chat history
-	KindLive    = "live"    // takeover live feed (core NATS)
-)
-
 // KV key kinds: the token after "<scope>." of a key (DESIGN 4; the
 // service specs). The ones every plugin has are here; a service declares
-// its own (githubkit and schenotify in their kinds.go; takeover's are here
-// until they move to it).
+// its own subject and key kinds (githubkit and schenotify in their
+// kinds.go, takeover in store/names.go).
 const (
 	KeyAuthority = "authority" // every plugin: <scope>.authority
 	KeyInv       = "inv"       // dedupe buckets: <scope>.inv.<hash>
-	KeySession   = "session"   // takeover: <scope>.session.<sid>
-	KeyReply     = "reply"     // takeover dedupe: <scope>.reply.<hash>
 )
 
 // Stream, bucket and consumer names (DESIGN 3.2, 4).

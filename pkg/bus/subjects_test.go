@@ -16,7 +16,7 @@ func TestInternalShard(t *testing.T) {
 	s := bus.Subjects{Prefix: "lb"}
 	a, _ := binding.ParseScope("i1.w1.n1")
 	b, _ := binding.ParseScope("i2.w-2.n_2")
-	filter := s.InternalShard("takeover", bus.KindHistory, "7")
+	filter := s.InternalShard("takeover", "history", "7")
 	if want := "lb.takeover.history.*.*.*.7.>"; filter != want {
 		t.Fatalf("filter %q, want %q", filter, want)
 	}
@@ -32,11 +32,11 @@ func TestInternalShard(t *testing.T) {
 		subject string
 		match   bool
 	}{
-		{build(bus.KindHistory, a, "7", "sid1"), true},
-		{build(bus.KindHistory, b, "7", "sid2"), true},
-		{build(bus.KindHistory, a, "8", "sid1"), false},
-		{build(bus.KindHistory, a, "sid1"), false},
-		{build(bus.KindTimer, a, "7", "sid1"), false},
+		{build("history", a, "7", "sid1"), true},
+		{build("history", b, "7", "sid2"), true},
+		{build("history", a, "8", "sid1"), false},
+		{build("history", a, "sid1"), false},
+		{build("timer", a, "7", "sid1"), false},
 		{"langbot.takeover.history.i1.w1.n1.7.sid1", false},
 	} {
 		if got := server.SubjectMatchesFilter(c.subject, filter); got != c.match {
@@ -44,7 +44,7 @@ func TestInternalShard(t *testing.T) {
 		}
 	}
 	// the shards of one kind never overlap, so each can be its own stream
-	if server.SubjectsCollide(filter, s.InternalShard("takeover", bus.KindHistory, "8")) {
+	if server.SubjectsCollide(filter, s.InternalShard("takeover", "history", "8")) {
 		t.Error("shard filters 7 and 8 collide")
 	}
 }

@@ -1,41 +1,103 @@
 package githubkit
 
-import "encoding/json"
+import (
+	"encoding/json"
 
-// ToolSpec is a tool as the plugin manifest declares it to the host: its
-// name, the prompt the LLM reads, and a JSON Schema of its parameters.
-type ToolSpec struct {
-	Name       string          `json:"name"`
-	LLMPrompt  string          `json:"llm_prompt"`
-	Parameters json.RawMessage `json:"parameters"`
-}
+	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/plugin"
+)
 
-// Tools returns the manifest entries of the three tools (spec §4).
-func Tools() []ToolSpec {
-	return []ToolSpec{
-		{
-			Name: ToolRepo,
-			LLMPrompt: "Look up one public (or token-visible) GitHub repository: description, stars, forks, watchers, " +
-				"open issues, language, licence, default branch, topics and dates. Read-only; GitHub may rate-limit it, " +
-				"in which case the result is an error with retry_after_s.",
-			Parameters: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["repo"],` +
-				`"properties":{"repo":{"type":"string","description":"owner/repo or a GitHub repository URL"}}}`),
+// Declaration is what githubkit offers a host (spec §2, §3, §4): the gh
+// command, three read-only tools, and the installation config of
+// Settings with its defaults and bounds. The package builder and lbctl
+// read it; nothing else declares these names.
+func Declaration() plugin.Declaration {
+	t := func(en, zh string) plugin.Text { return plugin.Text{EnUS: en, ZhHans: zh} }
+	return plugin.Declaration{
+		Plugin: Plugin,
+		Meta: plugin.Meta{
+			Name:        "GitHubKit",
+			Label:       t("GitHubKit", "GitHub 工具箱"),
+			Description: t("GitHub in chat: repositories, issues, pull requests, releases, users and search, plus activity pushed into subscribed chats.", "在聊天中查询 GitHub 仓库、Issue、PR、发布、用户和搜索，并把订阅仓库的动态推送到群聊或私聊。"),
+			Original:    plugin.Identity{Author: "RockChinQ", Name: "GitHubKit"},
+			Repository:  "https://github.com/langbot-nats/plugins",
 		},
-		{
-			Name: ToolIssue,
-			LLMPrompt: "Read one GitHub issue or pull request by number: kind, state (open, closed or merged), title, " +
-				"author, labels, comment count, dates and the start of its body. Read-only; GitHub may rate-limit it.",
-			Parameters: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["repo","number"],` +
-				`"properties":{"repo":{"type":"string","description":"owner/repo or a GitHub repository URL"},` +
-				`"number":{"type":"integer","minimum":1,"description":"issue or pull request number"}}}`),
+		Commands: []plugin.Command{{
+			Name:        CommandWord,
+			Label:       t("GitHub", "GitHub"),
+			Description: t("GitHub queries and activity subscriptions: !gh help lists the subcommands.", "GitHub 查询与动态订阅：!gh help 列出全部子命令。"),
+		}},
+		Tools: []plugin.Tool{
+			{
+				Name:        ToolRepo,
+				Label:       t("GitHub repository", "GitHub 仓库"),
+				Description: t("Looks up one GitHub repository.", "查询一个 GitHub 仓库。"),
+				LLMPrompt: "Look up one public (or token-visible) GitHub repository: description, stars, forks, watchers, " +
+					"open issues, language, licence, default branch, topics and dates. Read-only; GitHub may rate-limit it, " +
+					"in which case the result is an error with retry_after_s.",
+				Parameters: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["repo"],` +
+					`"properties":{"repo":{"type":"string","description":"owner/repo or a GitHub repository URL"}}}`),
+			},
+			{
+				Name:        ToolIssue,
+				Label:       t("GitHub issue or pull request", "GitHub Issue 或 PR"),
+				Description: t("Reads one GitHub issue or pull request by number.", "按编号读取一个 GitHub Issue 或 PR。"),
+				LLMPrompt: "Read one GitHub issue or pull request by number: kind, state (open, closed or merged), title, " +
+					"author, labels, comment count, dates and the start of its body. Read-only; GitHub may rate-limit it.",
+				Parameters: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["repo","number"],` +
+					`"properties":{"repo":{"type":"string","description":"owner/repo or a GitHub repository URL"},` +
+					`"number":{"type":"integer","minimum":1,"description":"issue or pull request number"}}}`),
+			},
+			{
+				Name:        ToolSearch,
+				Label:       t("GitHub search", "GitHub 搜索"),
+				Description: t("Searches GitHub repositories, most stars first.", "搜索 GitHub 仓库，按星标数排序。"),
+				LLMPrompt: "Search GitHub repositories, most stars first, and return up to limit results with name, " +
+					"description, stars, language and link. Read-only; GitHub's search API has a low rate limit.",
+				Parameters: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["query"],` +
+					`"properties":{"query":{"type":"string","minLength":1,"maxLength":256,"description":"GitHub search syntax, e.g. 'nats language:go'"},` +
+					`"limit":{"type":"integer","minimum":1,"maximum":10,"default":5}}}`),
+			},
 		},
-		{
-			Name: ToolSearch,
-			LLMPrompt: "Search GitHub repositories, most stars first, and return up to limit results with name, " +
-				"description, stars, language and link. Read-only; GitHub's search API has a low rate limit.",
-			Parameters: json.RawMessage(`{"type":"object","additionalProperties":false,"required":["query"],` +
-				`"properties":{"query":{"type":"string","minLength":1,"maxLength":256,"description":"GitHub search syntax, e.g. 'nats language:go'"},` +
-				`"limit":{"type":"integer","minimum":1,"maximum":10,"default":5}}}`),
+		Config: []plugin.ConfigItem{
+			{
+				Name: "language", Type: "select", Default: DefaultLanguage,
+				Options: []plugin.Option{
+					{Name: i18n.EnUS, Label: t("English", "英文")},
+					{Name: i18n.ZhHans, Label: t("Chinese (Simplified)", "简体中文")},
+				},
+				Label:       t("Language", "语言"),
+				Description: t("Language of command replies and pushed activity.", "命令回复和推送消息使用的语言。"),
+			},
+			{
+				Name: "github_token", Type: "string", Default: "", Secret: true,
+				Label:       t("GitHub token", "GitHub 令牌"),
+				Description: t("Optional. Raises GitHub's rate limit from 60 to 5000 requests an hour and gives access to private repositories the token can see. Stored encrypted.", "可选。把 GitHub 的速率限制从每小时 60 次提高到 5000 次，并能访问令牌可见的私有仓库。加密保存。"),
+			},
+			{
+				Name: "poll_interval", Type: "integer", Default: DefaultPollInterval,
+				Label:       t("Poll interval (seconds)", "轮询间隔（秒）"),
+				Description: t("How often subscribed repositories are checked for new activity, between 60 and 3600 seconds.", "检查订阅仓库新动态的间隔，60 到 3600 秒。"),
+			},
+			{
+				Name: "max_events_per_push", Type: "integer", Default: DefaultMaxEventsPerPush,
+				Label:       t("Events per push", "每次推送的事件数"),
+				Description: t("Most events one push message lists, between 1 and 30.", "一条推送消息最多列出的事件数，1 到 30。"),
+			},
+			{
+				Name: "github_api_url", Type: "string", Default: DefaultAPIURL,
+				Label:       t("GitHub API URL", "GitHub API 地址"),
+				Description: t("The API root, https only. For GitHub Enterprise Server give e.g. https://ghe.example.com/api/v3.", "API 根地址，仅限 https。GitHub Enterprise Server 请填写如 https://ghe.example.com/api/v3。"),
+			},
+			{
+				Name: "subscribe_requires_admin", Type: "boolean", Default: false,
+				Label:       t("Only admins change subscriptions", "仅管理员可修改订阅"),
+				Description: t("When on, only bot admins may use sub and unsub.", "开启后，只有机器人管理员可以使用 sub 和 unsub。"),
+			},
+		},
+		Texts: plugin.Texts{
+			Unavailable: t("GitHubKit is temporarily unavailable. Please try again shortly.", "GitHubKit 暂时不可用，请稍后再试。"),
+			Failed:      t("GitHubKit could not handle this command.", "GitHubKit 无法处理此命令。"),
 		},
 	}
 }

@@ -2,9 +2,10 @@ package schenotify
 
 import (
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // CommandIn is the command part of an invocation.
@@ -28,34 +29,14 @@ const (
 	CmdDelID      = "delete_id"
 )
 
-// When forms of !sche add (spec 4.2).
-const (
-	WhenIn    = "in"
-	WhenCron  = "cron"
-	WhenDate  = "date"
-	WhenClock = "clock"
-)
-
-// AddSpec is the syntax of "!sche add <when> <message>".
-type AddSpec struct {
-	Form    string
-	Raw     string        // the <when> value as typed (folded)
-	Delay   time.Duration // WhenIn
-	DelayOK bool
-	Expr    string // WhenCron
-	Wall    Wall   // WhenDate, WhenClock (date fields zero for a clock)
-	WallOK  bool
-	Message string
-}
-
 // Command is a parsed !sche or !dsche.
 type Command struct {
 	Kind  string
-	Page  int     // CmdList
-	Add   AddSpec // CmdAdd
-	Index int     // CmdDelIndex
-	ID    string  // CmdDelID
-	Token string  // CmdDelInvalid
+	Page  int          // CmdList
+	Add   when.AddSpec // CmdAdd
+	Index int          // CmdDelIndex
+	ID    string       // CmdDelID
+	Token string       // CmdDelInvalid
 }
 
 // FoldWidth maps full-width digits and the full-width colon to ASCII;
@@ -179,11 +160,11 @@ func message(rest string) (string, bool) {
 // "add"). ok false means cmd.add_usage. A recognised form whose value is
 // invalid is returned with DelayOK or WallOK false, or an Expr the caller
 // rejects, so it can answer err.invalid_*.
-func parseAdd(rest string) (AddSpec, bool) {
+func parseAdd(rest string) (when.AddSpec, bool) {
 	s := strings.TrimLeftFunc(rest, unicode.IsSpace)
 	w1, after1 := cutWord(s)
 	if w1 == "" {
-		return AddSpec{}, false
+		return when.AddSpec{}, false
 	}
 	switch {
 	case strings.EqualFold(w1, "in"):
@@ -191,11 +172,11 @@ func parseAdd(rest string) (AddSpec, bool) {
 		w2, after2 := cutWord(a)
 		msg, ok := message(after2)
 		if w2 == "" || !ok {
-			return AddSpec{}, false
+			return when.AddSpec{}, false
 		}
 		raw := FoldWidth(w2)
-		d, err := ParseDuration(raw)
-		return AddSpec{Form: WhenIn, Raw: raw, Delay: d, DelayOK: err == nil && d >= minDelay, Message: msg}, true
+		d, err := when.ParseDuration(raw)
+		return when.AddSpec{Form: when.WhenIn, Raw: raw, Delay: d, DelayOK: err == nil && d >= when.MinDelay, Message: msg}, true
 	case strings.EqualFold(w1, "cron"):
 		a := strings.TrimLeftFunc(after1, unicode.IsSpace)
 		var body string
@@ -205,11 +186,11 @@ func parseAdd(rest string) (AddSpec, bool) {
 		case strings.HasPrefix(a, "“"):
 			body = a[len("“"):]
 		default:
-			return AddSpec{}, false
+			return when.AddSpec{}, false
 		}
 		end := strings.IndexAny(body, `"”`)
 		if end < 0 {
-			return AddSpec{}, false
+			return when.AddSpec{}, false
 		}
 		expr := body[:end]
 		closeLen := 1
@@ -218,36 +199,36 @@ func parseAdd(rest string) (AddSpec, bool) {
 		}
 		msg, ok := message(body[end+closeLen:])
 		if !ok {
-			return AddSpec{}, false
+			return when.AddSpec{}, false
 		}
-		return AddSpec{Form: WhenCron, Raw: expr, Expr: expr, Message: msg}, true
+		return when.AddSpec{Form: when.WhenCron, Raw: expr, Expr: expr, Message: msg}, true
 	}
 	f1 := FoldWidth(w1)
 	if looksLikeDate(f1) {
 		// The date form: the time is the next word, after spaces or tabs.
 		a := strings.TrimLeft(after1, " \t")
 		if len(a) == len(after1) {
-			return AddSpec{}, false
+			return when.AddSpec{}, false
 		}
 		w2, after2 := cutWord(a)
 		f2 := FoldWidth(w2)
 		msg, ok := message(after2)
 		if w2 == "" || !ok || !looksLikeClock(f2) {
-			return AddSpec{}, false
+			return when.AddSpec{}, false
 		}
 		raw := f1 + " " + f2
-		w, ok := parseLegacy(raw, true)
-		return AddSpec{Form: WhenDate, Raw: raw, Wall: w, WallOK: ok, Message: msg}, true
+		w, ok := when.ParseDateTime(raw)
+		return when.AddSpec{Form: when.WhenDate, Raw: raw, Wall: w, WallOK: ok, Message: msg}, true
 	}
 	if looksLikeClock(f1) {
 		msg, ok := message(after1)
 		if !ok {
-			return AddSpec{}, false
+			return when.AddSpec{}, false
 		}
-		w, ok := parseClock(f1, true)
-		return AddSpec{Form: WhenClock, Raw: f1, Wall: w, WallOK: ok, Message: msg}, true
+		w, ok := when.ParseClock(f1)
+		return when.AddSpec{Form: when.WhenClock, Raw: f1, Wall: w, WallOK: ok, Message: msg}, true
 	}
-	return AddSpec{}, false
+	return when.AddSpec{}, false
 }
 
 // looksLikeDate reports whether s has the shape digits-digits-digits.
@@ -309,53 +290,4 @@ func ParseDsche(in CommandIn) Command {
 		return Command{Kind: CmdDelID, ID: id}
 	}
 	return Command{Kind: CmdDelInvalid, Token: t}
-}
-
-// PlanAdd validates a parsed "!sche add" like the tool (spec 4.2): the
-// same codes, with the when forms mapped to a start or a rule.
-func PlanAdd(spec AddSpec, in ScheduleInput) (Plan, *Failure) {
-	var w When
-	switch spec.Form {
-	case WhenIn:
-		if !spec.DelayOK {
-			return Plan{}, fail("invalid_delay", "delay", map[string]string{"value": spec.Raw})
-		}
-		w.Delay, w.DelayRaw = spec.Delay, spec.Raw
-	case WhenCron:
-		rule, f := parseRule(spec.Expr, in.MinEvery, "recurrence")
-		if f != nil {
-			return Plan{}, f
-		}
-		w.Rule = &rule
-	case WhenDate:
-		if !spec.WallOK {
-			return Plan{}, fail("invalid_time", "time_str", map[string]string{"value": spec.Raw})
-		}
-		at, adj := Resolve(spec.Wall, in.Zone)
-		w.Time, w.TimeRaw = &TimeSpec{At: at, Adjust: adj, Requested: spec.Wall, Legacy: true}, spec.Raw
-	case WhenClock:
-		if !spec.WallOK {
-			return Plan{}, fail("invalid_time", "time_str", map[string]string{"value": spec.Raw})
-		}
-		ts := nextClock(spec.Wall, in.Now.Truncate(time.Second), in.Zone)
-		w.Time, w.TimeRaw = &ts, spec.Raw
-	default:
-		return Plan{}, fail("invalid_time", "time_str", map[string]string{"value": spec.Raw})
-	}
-	return finishPlan(spec.Message, w, in)
-}
-
-// nextClock is the next occurrence of a wall clock time in loc: today if
-// strictly in the future, otherwise tomorrow (through the DST policy).
-func nextClock(c Wall, now time.Time, loc *time.Location) TimeSpec {
-	local := now.In(loc)
-	for day := 0; day < 3; day++ {
-		d := local.AddDate(0, 0, day)
-		w := Wall{d.Year(), int(d.Month()), d.Day(), c.Hour, c.Minute, c.Second}
-		at, adj := Resolve(w, loc)
-		if at.After(now) {
-			return TimeSpec{At: at, Adjust: adj, Requested: w, Legacy: true}
-		}
-	}
-	return TimeSpec{At: now} // unreachable: tomorrow is always later
 }

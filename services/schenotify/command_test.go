@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/services/schenotify"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // cmd builds a command the way the host does: params split on spaces,
@@ -123,7 +124,7 @@ func TestParseScheWithoutFullText(t *testing.T) {
 func TestPlanAddClock(t *testing.T) {
 	sh := mustZone(t, "Asia/Shanghai")
 	now := utc("2030-01-01T10:00:00Z") // 18:00 in Shanghai
-	in := schenotify.ScheduleInput{Now: now, Zone: sh}
+	in := when.ScheduleInput{Now: now, Zone: sh}
 	tests := []struct{ when, want string }{
 		{"18:30", "2030-01-01T10:30:00Z"},
 		{"18:00", "2030-01-02T10:00:00Z"},
@@ -132,7 +133,7 @@ func TestPlanAddClock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c := schenotify.ParseSche(cmd("!sche add " + tt.when + " x"))
-		p, f := schenotify.PlanAdd(c.Add, in)
+		p, f := when.PlanAdd(c.Add, in)
 		if f != nil || p.First.Format(time.RFC3339) != tt.want {
 			t.Errorf("%s: got %v %v, want %s", tt.when, p.First, f, tt.want)
 		}
@@ -149,7 +150,7 @@ func TestPlanAddClock(t *testing.T) {
 		{"!sche add in 300w x", "too_far"},
 	} {
 		c := schenotify.ParseSche(cmd(tt.in))
-		_, f := schenotify.PlanAdd(c.Add, in)
+		_, f := when.PlanAdd(c.Add, in)
 		code := ""
 		if f != nil {
 			code = f.Code
@@ -191,4 +192,22 @@ func FuzzParseSche(f *testing.F) {
 			}
 		}
 	})
+}
+
+// utc parses an RFC 3339 instant of a test table.
+func utc(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func mustZone(t testing.TB, name string) *time.Location {
+	t.Helper()
+	loc, ok := when.LoadZone(name)
+	if !ok {
+		t.Fatalf("LoadZone(%q) failed", name)
+	}
+	return loc
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // Command names (spec 4).
@@ -34,7 +35,7 @@ func (s *Service) text(set Settings, key string, args map[string]string) string 
 }
 
 func (s *Service) failText(ctx context.Context, inv *bus.Invocation, set Settings, err error) string {
-	var f *Failure
+	var f *when.Failure
 	if !errors.As(err, &f) {
 		f = s.internalFailure(ctx, inv, err)
 	}
@@ -49,7 +50,7 @@ func (s *Service) sche(ctx context.Context, inv *bus.Invocation, set Settings, c
 	case CmdAddUsage:
 		return s.text(set, "cmd.add_usage", nil)
 	case CmdAdd:
-		plan, f := PlanAdd(c.Add, ScheduleInput{Now: now, Zone: set.Zone, MinEvery: s.cfg.MinEvery})
+		plan, f := when.PlanAdd(c.Add, when.ScheduleInput{Now: now, Zone: set.Zone, MinEvery: s.cfg.MinEvery})
 		if f != nil {
 			return s.rd.FailureText(set, f)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/services/schenotify"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // TestDefaultZoneFollowsProcessZone: an installation that sets no timezone
@@ -24,7 +25,7 @@ func TestDefaultZoneFollowsProcessZone(t *testing.T) {
 			}
 			e := newEnv(t)
 			cfg := testConfig()
-			cfg.DefaultZone = schenotify.DefaultZoneName(env, noLink)
+			cfg.DefaultZone = when.DefaultZoneName(env, noLink)
 			e.start(t, cfg, nil, nil, nil)
 
 			a, s := bind("inst-a", 1), sess("bot", "group", "g1")

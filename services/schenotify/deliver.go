@@ -10,6 +10,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // maxConsecutiveFailures is the number of failed occurrences after which a
@@ -203,12 +204,12 @@ func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, r
 	}
 	set := NormalizeConfig(cfg, s.zone)
 	loc := s.zone
-	if l, ok := LoadZone(rec.Zone); ok {
+	if l, ok := when.LoadZone(rec.Zone); ok {
 		loc = l
 	}
-	var rule *Rule
+	var rule *when.Rule
 	if rec.Recurrence != nil {
-		if r, err := RuleOf(*rec.Recurrence); err == nil {
+		if r, err := when.RuleOf(*rec.Recurrence); err == nil {
 			rule = &r
 		}
 	}
@@ -390,7 +391,7 @@ func (s *Service) writeOutcome(ctx context.Context, sc binding.Scope, c *Record,
 // ended) is deleted and its due subject purged; a recurring reminder arms
 // its next occurrence and then stores it. done reports that the record is
 // finished (deleted).
-func (s *Service) advance(ctx context.Context, sc binding.Scope, c *Record, rule *Rule, loc *time.Location, occ, now time.Time, rev uint64, success bool) (done bool, err error) {
+func (s *Service) advance(ctx context.Context, sc binding.Scope, c *Record, rule *when.Rule, loc *time.Location, occ, now time.Time, rev uint64, success bool) (done bool, err error) {
 	var next time.Time
 	if rule != nil {
 		next = rule.Next(occ, now, loc)

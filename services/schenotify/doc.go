@@ -37,10 +37,15 @@
 //
 // # Pure parts
 //
-// Configuration normalisation (NormalizeConfig), time forms (ParseTime),
-// durations (ParseDuration), zones and the DST policy (Resolve), recurrence
-// (ParseRecurrence), command parsing (ParseSche, ParseDsche), validation
-// (PlanTool, PlanAdd), ids, the retry schedule and the rendering of replies
-// (Renderer) are tested without a server; the acceptance tests of spec
-// section 10 run the service against an embedded NATS server.
+// Time is package when: time forms, durations, zones and the DST policy,
+// recurrence, and the validation of a schedule into a plan (PlanTool,
+// PlanAdd). Here: configuration normalisation (NormalizeConfig), command
+// parsing (ParseSche, ParseDsche), ids, the retry schedule and the rendering
+// of replies (Renderer). They are tested without a server; the acceptance
+// tests of spec section 10 run the service against an embedded NATS server.
+//
+// # Imports
+//
+// This package may import pkg/bus, pkg/binding, its own subpackages and the
+// standard library; no other service. Its subpackages never import it.
 package schenotify

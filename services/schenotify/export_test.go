@@ -6,9 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
-
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
 // SetBeforeClaim installs a hook run by the due handler after it fetched

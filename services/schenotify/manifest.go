@@ -4,42 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/plugin"
 )
-
-// Manifest is what the plugin declares to the host: its config fields,
-// commands and tools, with labels and descriptions in en_US and zh_Hans
-// (from the message catalogue, keys config.*, command.* and tool.*) and,
-// for tools, the parameter schema and the llm_prompt the LLM reads.
-type Manifest struct {
-	Name     string           `json:"name"`
-	Config   []ManifestConfig `json:"config"`
-	Commands []ManifestItem   `json:"commands"`
-	Tools    []ManifestTool   `json:"tools"`
-}
-
-// ManifestConfig is one installation config field.
-type ManifestConfig struct {
-	Name        string            `json:"name"`
-	Type        string            `json:"type"`
-	Default     any               `json:"default"`
-	Options     []string          `json:"options,omitempty"`
-	Label       map[string]string `json:"label"`
-	Description map[string]string `json:"description"`
-}
-
-// ManifestItem is a command.
-type ManifestItem struct {
-	Name        string            `json:"name"`
-	Label       map[string]string `json:"label"`
-	Description map[string]string `json:"description"`
-}
-
-// ManifestTool is a tool.
-type ManifestTool struct {
-	ManifestItem
-	Parameters json.RawMessage `json:"parameters"`
-	LLMPrompt  string          `json:"llm_prompt"`
-}
 
 // Tool parameter schemas (spec 3).
 const (
@@ -61,36 +27,60 @@ const (
 	promptCancel = "Cancels one reminder of this chat by its id (six characters, as shown by list_notifications or in the scheduling result). The chat comes from the session automatically; an id of another chat is reported as not found."
 )
 
-// NewManifest builds the manifest with texts from cat.
-func NewManifest(cat *i18n.Catalog) Manifest {
-	both := func(key string) map[string]string {
-		return map[string]string{i18n.EnUS: cat.Text(i18n.EnUS, key, nil), i18n.ZhHans: cat.Text(i18n.ZhHans, key, nil)}
+// Declaration is what schenotify offers a host (spec 2, 3): the sche and
+// dsche commands, four tools and the installation config of Settings, with
+// labels and descriptions in en_US and zh_Hans from the message catalogue
+// (keys config.*, command.*, tool.*). The package builder and lbctl read it;
+// nothing else declares these names.
+func Declaration() (plugin.Declaration, error) {
+	cat, err := LoadCatalog()
+	if err != nil {
+		return plugin.Declaration{}, err
 	}
-	cfg := func(name, typ string, def any, opts ...string) ManifestConfig {
-		return ManifestConfig{Name: name, Type: typ, Default: def, Options: opts,
-			Label: both("config." + name + ".label"), Description: both("config." + name + ".description")}
+	return declaration(cat), nil
+}
+
+func declaration(cat *i18n.Catalog) plugin.Declaration {
+	t := func(en, zh string) plugin.Text { return plugin.Text{EnUS: en, ZhHans: zh} }
+	cfg := func(name, typ string, def any, opts ...plugin.Option) plugin.ConfigItem {
+		return plugin.ConfigItem{Name: name, Type: typ, Default: def, Options: opts,
+			Label: plugin.TextFrom(cat, "config."+name+".label"), Description: plugin.TextFrom(cat, "config."+name+".description")}
 	}
-	item := func(kind, name string) ManifestItem {
-		return ManifestItem{Name: name, Label: both(kind + "." + name + ".label"), Description: both(kind + "." + name + ".description")}
+	command := func(name string) plugin.Command {
+		return plugin.Command{Name: name, Label: plugin.TextFrom(cat, "command."+name+".label"), Description: plugin.TextFrom(cat, "command."+name+".description")}
 	}
-	tool := func(name, schema, prompt string) ManifestTool {
-		return ManifestTool{ManifestItem: item("tool", name), Parameters: json.RawMessage(schema), LLMPrompt: prompt}
+	tool := func(name, schema, prompt string) plugin.Tool {
+		return plugin.Tool{Name: name, Label: plugin.TextFrom(cat, "tool."+name+".label"), Description: plugin.TextFrom(cat, "tool."+name+".description"),
+			Parameters: json.RawMessage(schema), LLMPrompt: prompt}
 	}
-	return Manifest{
-		Name: Plugin,
-		Config: []ManifestConfig{
-			cfg("language", "select", DefaultLanguage, i18n.EnUS, i18n.ZhHans),
+	return plugin.Declaration{
+		Plugin: Plugin,
+		Meta: plugin.Meta{
+			Name:        "ScheNotify",
+			Label:       t("ScheNotify", "日程提醒"),
+			Description: t("Reminders in chat: one-time and repeating, set by command or by the assistant, delivered on time in the chat's time zone.", "在聊天中设置一次性或重复提醒，可用命令或由助手设置，按时区准时送达。"),
+			Original:    plugin.Identity{Author: "langbot-team", Name: "ScheNotify"},
+			Repository:  "https://github.com/langbot-nats/plugins",
+		},
+		Config: []plugin.ConfigItem{
+			cfg("language", "select", DefaultLanguage,
+				plugin.Option{Name: i18n.EnUS, Label: t("English", "英文")},
+				plugin.Option{Name: i18n.ZhHans, Label: t("Chinese (Simplified)", "简体中文")}),
 			cfg("timezone", "string", ""),
 			cfg("notify_prefix", "string", DefaultPrefix),
 			cfg("max_reminders", "integer", DefaultMaxReminders),
 			cfg("max_per_session", "integer", DefaultMaxPerSession),
 		},
-		Commands: []ManifestItem{item("command", CommandSche), item("command", CommandDsche)},
-		Tools: []ManifestTool{
+		Commands: []plugin.Command{command(CommandSche), command(CommandDsche)},
+		Tools: []plugin.Tool{
 			tool(ToolNow, schemaEmpty, promptNow),
 			tool(ToolSchedule, schemaSchedule, promptSchedule),
 			tool(ToolList, schemaEmpty, promptList),
 			tool(ToolCancel, schemaCancel, promptCancel),
+		},
+		Texts: plugin.Texts{
+			Unavailable: plugin.TextFrom(cat, "err.unavailable"),
+			Failed:      t("The reminder service could not handle this command.", "提醒服务无法处理此命令。"),
 		},
 	}
 }

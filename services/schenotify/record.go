@@ -3,6 +3,8 @@ package schenotify
 import (
 	"sort"
 	"time"
+
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // Reminder states (spec 6.1).
@@ -38,28 +40,28 @@ type LastError struct {
 // Record is the stored reminder, key <scope>.reminder.<id>. Instants are
 // UTC to the second.
 type Record struct {
-	V                   int         `json:"v"`
-	ID                  string      `json:"id"`
-	Session             Session     `json:"session"`
-	CreatorSenderID     string      `json:"creator_sender_id"`
-	CreatedAt           time.Time   `json:"created_at"`
-	CreatedVia          string      `json:"created_via"`
-	InvocationID        string      `json:"invocation_id"`
-	Message             string      `json:"message"`
-	OriginalLength      int         `json:"original_length"`
-	Zone                string      `json:"zone"`
-	Recurrence          *Recurrence `json:"recurrence"`
-	Until               *time.Time  `json:"until"`
-	NextDue             time.Time   `json:"next_due"`
-	State               string      `json:"state"`
-	Claim               *Claim      `json:"claim"`
-	Attempt             int         `json:"attempt"`
-	FirstAttemptAt      *time.Time  `json:"first_attempt_at"`
-	NextAttemptAt       *time.Time  `json:"next_attempt_at"`
-	LastError           *LastError  `json:"last_error"`
-	Delivered           int         `json:"delivered"`
-	LastOccurrence      *time.Time  `json:"last_occurrence"`
-	ConsecutiveFailures int         `json:"consecutive_failures"`
+	V                   int              `json:"v"`
+	ID                  string           `json:"id"`
+	Session             Session          `json:"session"`
+	CreatorSenderID     string           `json:"creator_sender_id"`
+	CreatedAt           time.Time        `json:"created_at"`
+	CreatedVia          string           `json:"created_via"`
+	InvocationID        string           `json:"invocation_id"`
+	Message             string           `json:"message"`
+	OriginalLength      int              `json:"original_length"`
+	Zone                string           `json:"zone"`
+	Recurrence          *when.Recurrence `json:"recurrence"`
+	Until               *time.Time       `json:"until"`
+	NextDue             time.Time        `json:"next_due"`
+	State               string           `json:"state"`
+	Claim               *Claim           `json:"claim"`
+	Attempt             int              `json:"attempt"`
+	FirstAttemptAt      *time.Time       `json:"first_attempt_at"`
+	NextAttemptAt       *time.Time       `json:"next_attempt_at"`
+	LastError           *LastError       `json:"last_error"`
+	Delivered           int              `json:"delivered"`
+	LastOccurrence      *time.Time       `json:"last_occurrence"`
+	ConsecutiveFailures int              `json:"consecutive_failures"`
 }
 
 // Created via.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // addRequest is a validated reminder to create.
@@ -18,7 +19,7 @@ type addRequest struct {
 	settings Settings
 	session  Session
 	sender   string
-	plan     Plan
+	plan     when.Plan
 	via      string
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // Warning is one entry of a tool result's warnings.
@@ -28,32 +29,32 @@ type TimeResult struct {
 
 // ScheduleResult is the success result of schedule_notify.
 type ScheduleResult struct {
-	Status         string      `json:"status"`
-	ID             string      `json:"id"`
-	Due            string      `json:"due"`
-	DueUTC         string      `json:"due_utc"`
-	Zone           string      `json:"zone"`
-	Recurrence     *Recurrence `json:"recurrence"`
-	Until          *string     `json:"until"`
-	Next           []string    `json:"next"`
-	Message        string      `json:"message"`
-	Truncated      bool        `json:"truncated"`
-	OriginalLength int         `json:"original_length"`
-	Adjusted       *Adjusted   `json:"adjusted"`
-	Warnings       []Warning   `json:"warnings"`
-	Text           string      `json:"text"`
+	Status         string           `json:"status"`
+	ID             string           `json:"id"`
+	Due            string           `json:"due"`
+	DueUTC         string           `json:"due_utc"`
+	Zone           string           `json:"zone"`
+	Recurrence     *when.Recurrence `json:"recurrence"`
+	Until          *string          `json:"until"`
+	Next           []string         `json:"next"`
+	Message        string           `json:"message"`
+	Truncated      bool             `json:"truncated"`
+	OriginalLength int              `json:"original_length"`
+	Adjusted       *when.Adjusted   `json:"adjusted"`
+	Warnings       []Warning        `json:"warnings"`
+	Text           string           `json:"text"`
 }
 
 // ListItem is one reminder of list_notifications.
 type ListItem struct {
-	ID         string      `json:"id"`
-	Due        string      `json:"due"`
-	Recurrence *Recurrence `json:"recurrence"`
-	State      string      `json:"state"`
-	Attempt    int         `json:"attempt"`
-	LastError  *string     `json:"last_error"`
-	Message    string      `json:"message"`
-	MessageCut bool        `json:"message_cut"`
+	ID         string           `json:"id"`
+	Due        string           `json:"due"`
+	Recurrence *when.Recurrence `json:"recurrence"`
+	State      string           `json:"state"`
+	Attempt    int              `json:"attempt"`
+	LastError  *string          `json:"last_error"`
+	Message    string           `json:"message"`
+	MessageCut bool             `json:"message_cut"`
 }
 
 // ListResult is the result of list_notifications.
@@ -120,12 +121,12 @@ func (rd Renderer) Reply(s Settings, body string) string {
 }
 
 // FailureText is the localized text of a validation failure.
-func (rd Renderer) FailureText(s Settings, f *Failure) string {
+func (rd Renderer) FailureText(s Settings, f *when.Failure) string {
 	return rd.text(s, "err."+f.Code, f.Args)
 }
 
 // ToolError is the error result of a failure.
-func (rd Renderer) ToolError(s Settings, f *Failure) ErrorResult {
+func (rd Renderer) ToolError(s Settings, f *when.Failure) ErrorResult {
 	return ErrorResult{Status: "error", Code: f.Code, Field: f.Field, Warnings: rd.Warnings(s), Text: rd.FailureText(s, f)}
 }
 
@@ -135,29 +136,29 @@ func (rd Renderer) Now(s Settings, now time.Time) TimeResult {
 	local := now.In(s.Zone)
 	return TimeResult{
 		Status:   "ok",
-		Now:      RFC3339In(now, s.Zone),
+		Now:      when.RFC3339In(now, s.Zone),
 		Zone:     s.Zone.String(),
-		Offset:   Offset(s.Zone, now),
+		Offset:   when.Offset(s.Zone, now),
 		Weekday:  local.Weekday().String(),
-		Local:    Local(now, s.Zone),
+		Local:    when.Local(now, s.Zone),
 		Warnings: rd.Warnings(s),
-		Text: rd.text(s, "time.now", map[string]string{"time": Local(now, s.Zone),
-			"zone": ZoneLabel(s.Zone, now), "weekday": Weekday(rd.Cat, s.Language, local.Weekday())}),
+		Text: rd.text(s, "time.now", map[string]string{"time": when.Local(now, s.Zone),
+			"zone": when.ZoneLabel(s.Zone, now), "weekday": Weekday(rd.Cat, s.Language, local.Weekday())}),
 	}
 }
 
 // Scheduled is the text of a created reminder (ok.* plus notes), shared by
 // the tool and !sche add.
-func (rd Renderer) Scheduled(s Settings, id string, p Plan, now time.Time) string {
-	zone := ZoneLabel(s.Zone, now)
-	args := map[string]string{"id": id, "time": Local(p.First, s.Zone), "zone": zone, "message": Preview(p.Message, listPreviewRunes)}
+func (rd Renderer) Scheduled(s Settings, id string, p when.Plan, now time.Time) string {
+	zone := when.ZoneLabel(s.Zone, now)
+	args := map[string]string{"id": id, "time": when.Local(p.First, s.Zone), "zone": zone, "message": Preview(p.Message, listPreviewRunes)}
 	var parts []string
 	if p.Rule == nil {
 		parts = append(parts, rd.text(s, "ok.scheduled", args))
 	} else {
 		var next []string
 		for _, t := range p.Next[min(1, len(p.Next)):] {
-			next = append(next, Local(t, s.Zone))
+			next = append(next, when.Local(t, s.Zone))
 		}
 		args["next"] = strings.Join(next, ", ")
 		if len(next) == 0 {
@@ -166,18 +167,18 @@ func (rd Renderer) Scheduled(s Settings, id string, p Plan, now time.Time) strin
 		args["recurrence"] = p.Rule.Display()
 		args["until"] = rd.text(s, "word.no_end", nil)
 		if !p.Until.IsZero() {
-			args["until"] = Local(p.Until, s.Zone)
+			args["until"] = when.Local(p.Until, s.Zone)
 		}
 		parts = append(parts, rd.text(s, "ok.scheduled_recurring", args))
 	}
 	if p.Truncated {
-		parts = append(parts, rd.text(s, "note.truncated", map[string]string{"max": strconv.Itoa(MaxMessageRunes), "length": strconv.Itoa(p.OriginalLength)}))
+		parts = append(parts, rd.text(s, "note.truncated", map[string]string{"max": strconv.Itoa(when.MaxMessageRunes), "length": strconv.Itoa(p.OriginalLength)}))
 	}
 	if p.Adjusted != nil {
 		switch p.Adjusted.Reason {
-		case AdjustGap:
-			parts = append(parts, rd.text(s, "note.dst_gap", map[string]string{"requested": p.Adjusted.Requested, "time": Local(p.First, s.Zone)}))
-		case AdjustOverlap:
+		case when.AdjustGap:
+			parts = append(parts, rd.text(s, "note.dst_gap", map[string]string{"requested": p.Adjusted.Requested, "time": when.Local(p.First, s.Zone)}))
+		case when.AdjustOverlap:
 			parts = append(parts, rd.text(s, "note.dst_overlap", map[string]string{"time": p.Adjusted.Requested, "zone": zone}))
 		}
 	}
@@ -185,9 +186,9 @@ func (rd Renderer) Scheduled(s Settings, id string, p Plan, now time.Time) strin
 }
 
 // ScheduleResult is the success result of schedule_notify.
-func (rd Renderer) ScheduleResult(s Settings, id string, p Plan, now time.Time) ScheduleResult {
+func (rd Renderer) ScheduleResult(s Settings, id string, p when.Plan, now time.Time) ScheduleResult {
 	r := ScheduleResult{
-		Status: "ok", ID: id, Due: RFC3339In(p.First, s.Zone), DueUTC: UTCString(p.First),
+		Status: "ok", ID: id, Due: when.RFC3339In(p.First, s.Zone), DueUTC: when.UTCString(p.First),
 		Zone: s.Zone.String(), Next: []string{}, Message: p.Message, Truncated: p.Truncated,
 		OriginalLength: p.OriginalLength, Adjusted: p.Adjusted, Warnings: rd.Warnings(s),
 		Text: rd.Scheduled(s, id, p, now),
@@ -196,10 +197,10 @@ func (rd Renderer) ScheduleResult(s Settings, id string, p Plan, now time.Time) 
 		rec := p.Rule.Recurrence
 		r.Recurrence = &rec
 		for _, t := range p.Next {
-			r.Next = append(r.Next, RFC3339In(t, s.Zone))
+			r.Next = append(r.Next, when.RFC3339In(t, s.Zone))
 		}
 		if !p.Until.IsZero() {
-			u := RFC3339In(p.Until, s.Zone)
+			u := when.RFC3339In(p.Until, s.Zone)
 			r.Until = &u
 		}
 	}
@@ -218,10 +219,10 @@ func shownState(st string) string {
 // List is the result of list_notifications over the session's sorted
 // records.
 func (rd Renderer) List(s Settings, recs []*Record, now time.Time) ListResult {
-	zone := ZoneLabel(s.Zone, now)
+	zone := when.ZoneLabel(s.Zone, now)
 	r := ListResult{Status: "ok", Zone: s.Zone.String(), Count: len(recs), Reminders: []ListItem{}, Warnings: rd.Warnings(s)}
 	for _, rec := range recs {
-		it := ListItem{ID: rec.ID, Due: RFC3339In(rec.NextDue, s.Zone), Recurrence: rec.Recurrence,
+		it := ListItem{ID: rec.ID, Due: when.RFC3339In(rec.NextDue, s.Zone), Recurrence: rec.Recurrence,
 			State: shownState(rec.State), Attempt: rec.Attempt}
 		if rec.LastError != nil {
 			c := rec.LastError.Code
@@ -246,11 +247,11 @@ func (rd Renderer) List(s Settings, recs []*Record, now time.Time) ListResult {
 // Cancelled is the success result of cancel_notification.
 func (rd Renderer) Cancelled(s Settings, rec *Record, inFlight bool) CancelResult {
 	msg := cutRunes(rec.Message, toolPreviewRunes)
-	text := rd.text(s, "ok.cancelled", map[string]string{"id": rec.ID, "time": Local(rec.NextDue, s.Zone), "message": Preview(rec.Message, listPreviewRunes)})
+	text := rd.text(s, "ok.cancelled", map[string]string{"id": rec.ID, "time": when.Local(rec.NextDue, s.Zone), "message": Preview(rec.Message, listPreviewRunes)})
 	if inFlight {
 		text += "\n" + rd.text(s, "note.in_flight", nil)
 	}
-	return CancelResult{Status: "ok", ID: rec.ID, Due: RFC3339In(rec.NextDue, s.Zone), Message: msg,
+	return CancelResult{Status: "ok", ID: rec.ID, Due: when.RFC3339In(rec.NextDue, s.Zone), Message: msg,
 		InFlight: inFlight, Warnings: rd.Warnings(s), Text: text}
 }
 
@@ -265,7 +266,7 @@ func (rd Renderer) ListReply(s Settings, recs []*Record, page int, maxAttempts i
 
 // ListBody is ListReply without the prefix and warnings.
 func (rd Renderer) ListBody(s Settings, recs []*Record, page int, maxAttempts int, now time.Time) string {
-	zone := ZoneLabel(s.Zone, now)
+	zone := when.ZoneLabel(s.Zone, now)
 	if len(recs) == 0 {
 		return rd.text(s, "cmd.list_empty", map[string]string{"zone": zone})
 	}
@@ -283,7 +284,7 @@ func (rd Renderer) ListBody(s Settings, recs []*Record, page int, maxAttempts in
 }
 
 func (rd Renderer) listLine(s Settings, n int, rec *Record, maxAttempts int) string {
-	t := Local(rec.NextDue, s.Zone)
+	t := when.Local(rec.NextDue, s.Zone)
 	if rec.Zone != "" && rec.Zone != s.Zone.String() {
 		t += rd.text(s, "cmd.list_zone", map[string]string{"zone": rec.Zone})
 	}
@@ -314,7 +315,7 @@ func (rd Renderer) listLine(s Settings, n int, rec *Record, maxAttempts int) str
 
 // Deleted is the !dsche success reply body (without prefix).
 func (rd Renderer) Deleted(s Settings, rec *Record, inFlight bool) string {
-	t := rd.text(s, "cmd.deleted", map[string]string{"id": rec.ID, "time": Local(rec.NextDue, s.Zone), "message": Preview(rec.Message, listPreviewRunes)})
+	t := rd.text(s, "cmd.deleted", map[string]string{"id": rec.ID, "time": when.Local(rec.NextDue, s.Zone), "message": Preview(rec.Message, listPreviewRunes)})
 	if inFlight {
 		t += "\n" + rd.text(s, "note.in_flight", nil)
 	}
@@ -330,10 +331,10 @@ func (rd Renderer) DeliveryText(s Settings, rec *Record, occurrence, now time.Ti
 		return text
 	}
 	zone := s.Zone
-	if loc, ok := LoadZone(rec.Zone); ok && rec.Recurrence != nil {
+	if loc, ok := when.LoadZone(rec.Zone); ok && rec.Recurrence != nil {
 		zone = loc
 	}
-	args := map[string]string{"time": Local(occurrence, zone), "late": CoarseDuration(rd.Cat, s.Language, late), "skipped": strconv.Itoa(skipped)}
+	args := map[string]string{"time": when.Local(occurrence, zone), "late": CoarseDuration(rd.Cat, s.Language, late), "skipped": strconv.Itoa(skipped)}
 	key := "deliver.late_single"
 	if skipped > 0 {
 		key = "deliver.late"

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/services/schenotify"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -84,7 +86,7 @@ func TestErrorTexts(t *testing.T) {
 	for _, lang := range []string{"en_US", "zh_Hans"} {
 		s := settings(t, lang, "Asia/Shanghai", "")
 		for _, c := range codes {
-			r := rd.ToolError(s, &schenotify.Failure{Code: c, Args: map[string]string{"field": "delay", "value": "soon",
+			r := rd.ToolError(s, &when.Failure{Code: c, Args: map[string]string{"field": "delay", "value": "soon",
 				"min": "1m", "time": "2030-01-01 09:00:00", "now": "2030-01-01 09:00:05", "max": "2035-01-01 09:00:05",
 				"until": "2029-01-01 00:00:00", "limit": "100", "id": "k7m2pq"}})
 			if r.Text == "" || strings.HasPrefix(r.Text, "err.") {
@@ -106,13 +108,13 @@ func TestRenderTool(t *testing.T) {
 		golden(t, "render/time_badzone_"+lang, mustJSON(t, rd.Now(bad, now)))
 
 		ny := settings(t, lang, "America/New_York", "")
-		in := schenotify.ScheduleInput{Now: utc("2030-03-01T00:00:00Z"), Zone: ny.Zone}
-		p, f := schenotify.PlanTool(params(t, `{"message":"stand up","time_str":"2030-03-10 02:30:00"}`), in)
+		in := when.ScheduleInput{Now: utc("2030-03-01T00:00:00Z"), Zone: ny.Zone}
+		p, f := when.PlanTool(params(t, `{"message":"stand up","time_str":"2030-03-10 02:30:00"}`), in)
 		if f != nil {
 			t.Fatal(f)
 		}
 		golden(t, "render/scheduled_gap_"+lang, mustJSON(t, rd.ScheduleResult(ny, "k7m2pq", p, in.Now)))
-		p, f = schenotify.PlanTool(params(t, `{"message":"`+strings.Repeat("x", 2100)+`","recurrence":"30 2 * * *","time_str":"2030-03-09 00:00:00","until":"2030-03-10 23:00:00"}`), in)
+		p, f = when.PlanTool(params(t, `{"message":"`+strings.Repeat("x", 2100)+`","recurrence":"30 2 * * *","time_str":"2030-03-09 00:00:00","until":"2030-03-10 23:00:00"}`), in)
 		if f != nil {
 			t.Fatal(f)
 		}
@@ -138,7 +140,7 @@ func sampleRecords() []*schenotify.Record {
 	recs[1].LastError = &schenotify.LastError{Code: schenotify.ErrCodeHost, Detail: "503", At: base}
 	recs[2].State = schenotify.StateFailed
 	recs[2].LastError = &schenotify.LastError{Code: schenotify.ErrCodeTimeout, At: base}
-	recs[3].Recurrence = &schenotify.Recurrence{Kind: schenotify.KindCron, Expr: "0 9 * * 1-5"}
+	recs[3].Recurrence = &when.Recurrence{Kind: when.KindCron, Expr: "0 9 * * 1-5"}
 	recs[3].Zone = "Europe/Berlin"
 	recs[4].State = schenotify.StatePaused
 	return recs
@@ -192,15 +194,20 @@ func TestDeliveryText(t *testing.T) {
 	}
 }
 
-// TestManifest checks the manifest against a golden file and that every
+// TestManifest checks the declaration against a golden file and that every
 // label, description and prompt is filled in both languages.
 func TestManifest(t *testing.T) {
-	rd := renderer(t)
-	m := schenotify.NewManifest(rd.Cat)
-	check := func(what string, texts map[string]string) {
-		for _, l := range []string{"en_US", "zh_Hans"} {
-			if strings.TrimSpace(texts[l]) == "" || strings.Contains(texts[l], ".label") || strings.Contains(texts[l], ".description") {
-				t.Errorf("%s %s: %q", what, l, texts[l])
+	m, err := schenotify.Declaration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Validate(); err != nil {
+		t.Error(err)
+	}
+	check := func(what string, texts plugin.Text) {
+		for l, s := range map[string]string{"en_US": texts.EnUS, "zh_Hans": texts.ZhHans} {
+			if strings.TrimSpace(s) == "" || strings.Contains(s, ".label") || strings.Contains(s, ".description") {
+				t.Errorf("%s %s: %q", what, l, s)
 			}
 		}
 	}
@@ -222,6 +229,15 @@ func TestManifest(t *testing.T) {
 	for _, must := range []string{"get_current_time_str first", "delay", "time_str", "cron", "@every", "session"} {
 		if !strings.Contains(p, must) {
 			t.Errorf("schedule_notify prompt does not mention %q", must)
+		}
+	}
+	// An empty config normalises to the declared defaults.
+	s := schenotify.NormalizeConfig(nil, time.UTC)
+	defaults := map[string]any{"language": s.Language, "timezone": "", "notify_prefix": s.Prefix,
+		"max_reminders": s.MaxReminders, "max_per_session": s.MaxPerSession}
+	for _, c := range m.Config {
+		if w, ok := defaults[c.Name]; !ok || w != c.Default {
+			t.Errorf("config %s: default %#v, settings use %#v", c.Name, c.Default, w)
 		}
 	}
 	golden(t, "manifest", mustJSON(t, m))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // Plugin is the plugin name: micro service name, subject and key token.
@@ -124,7 +125,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		return nil, fmt.Errorf("%w: no NATS connection", ErrConfig)
 	}
 	if cfg.MinEvery <= 0 {
-		cfg.MinEvery = DefaultMinEvery
+		cfg.MinEvery = when.DefaultMinEvery
 	}
 	if cfg.Claim <= 0 {
 		cfg.Claim = defaultClaim
@@ -161,9 +162,9 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		cfg.Replica = hex.EncodeToString(b[:])
 	}
 	if cfg.DefaultZone == "" {
-		cfg.DefaultZone = ProcessZoneName()
+		cfg.DefaultZone = when.ProcessZoneName()
 	}
-	zone, ok := LoadZone(cfg.DefaultZone)
+	zone, ok := when.LoadZone(cfg.DefaultZone)
 	if !ok {
 		return nil, fmt.Errorf("%w: default zone %q is not an IANA zone", ErrConfig, cfg.DefaultZone)
 	}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // Installation config defaults (spec 2).
@@ -75,7 +76,7 @@ func NormalizeConfig(raw json.RawMessage, defaultZone *time.Location) Settings {
 		if json.Unmarshal(v, &name) != nil {
 			warn("timezone", v, defaultZone.String())
 		} else if name != "" {
-			if loc, ok := LoadZone(name); ok {
+			if loc, ok := when.LoadZone(name); ok {
 				s.Zone = loc
 			} else {
 				warn("timezone", v, defaultZone.String())

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // Tool names (spec 3).
@@ -50,7 +51,7 @@ func sessionOf(s bus.Session) SessionIn {
 
 // internalFailure maps an unexpected error to unavailable (storage) or
 // internal (anything else); the cause is logged, never returned.
-func (s *Service) internalFailure(ctx context.Context, inv *bus.Invocation, err error) *Failure {
+func (s *Service) internalFailure(ctx context.Context, inv *bus.Invocation, err error) *when.Failure {
 	s.log.ErrorContext(ctx, "invocation failed", "scope", inv.Scope.String(), "name", inv.Name(), "err", err)
 	if errors.Is(err, errStore) {
 		return fail("unavailable", "", nil)
@@ -62,7 +63,7 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 	set := NormalizeConfig(inv.Config, s.zone)
 	now := s.now()
 	result := func(v any) (any, error) { return bus.ToolReply{Result: v}, nil }
-	failed := func(f *Failure) (any, error) {
+	failed := func(f *when.Failure) (any, error) {
 		if f.Code == "unavailable" || f.Code == "internal" {
 			// spec 3.1.5: not kept for retries, so a retry runs again
 			return bus.NotFinal(bus.ToolReply{Result: s.rd.ToolError(set, f)}), nil
@@ -77,7 +78,7 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		if json.Unmarshal(inv.Tool.Parameters, &params) != nil {
 			params = nil
 		}
-		plan, f := PlanTool(params, ScheduleInput{Now: now, Zone: set.Zone, MinEvery: s.cfg.MinEvery})
+		plan, f := when.PlanTool(params, when.ScheduleInput{Now: now, Zone: set.Zone, MinEvery: s.cfg.MinEvery})
 		if f != nil {
 			return failed(f)
 		}
@@ -86,7 +87,7 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 			return failed(fail("no_session", "", nil))
 		}
 		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaTool})
-		var vf *Failure
+		var vf *when.Failure
 		if errors.As(err, &vf) {
 			return failed(vf)
 		}

@@ -8,32 +8,34 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // afterTakeover follows a committed start or extension: the schedule, the
 // live event and, for a start, the takeover notice (spec §6, §3.7).
-func (s *Service) afterTakeover(ctx context.Context, sc binding.Scope, b binding.Binding, set Settings, sid string, rec *Record, tr Transition) {
-	if err := s.st.schedule(ctx, sc, sid, rec.Takeover.ExpiresAt); err != nil {
+func (s *Service) afterTakeover(ctx context.Context, sc binding.Scope, b binding.Binding, set model.Settings, sid string, rec *model.Record, tr model.Transition) {
+	if err := s.st.Schedule(ctx, sc, sid, rec.Takeover.ExpiresAt); err != nil {
 		// the resume sweep or the next action re-arms it; the deadline still
 		// holds for every decision
 		s.log.ErrorContext(ctx, "arming the takeover expiry failed", "scope", sc.String(), "sid", sid, "err", err)
 	}
-	s.publishLive(sc, Live{Type: LiveTakeover, SID: sid, Data: s.takeoverView(rec, set)})
-	if tr == Started {
+	s.publishLive(sc, model.Live{Type: model.LiveTakeover, SID: sid, Data: s.takeoverView(rec, set)})
+	if tr == model.Started {
 		s.notify(ctx, sc, b, sid, rec, set.NoticeOnTakeover, true, false)
 	}
 }
 
 // afterRelease follows a committed release: the timer is removed (a manual
 // release), the live event, and the release notice.
-func (s *Service) afterRelease(ctx context.Context, sc binding.Scope, b binding.Binding, set Settings, sid string, rec *Record, cancelTimer bool) {
+func (s *Service) afterRelease(ctx context.Context, sc binding.Scope, b binding.Binding, set model.Settings, sid string, rec *model.Record, cancelTimer bool) {
 	if cancelTimer {
-		if err := s.st.cancelSchedule(ctx, sc, sid); err != nil {
+		if err := s.st.CancelSchedule(ctx, sc, sid); err != nil {
 			// a stray fire finds the record inactive and only acks
 			s.log.WarnContext(ctx, "removing the takeover expiry failed", "scope", sc.String(), "sid", sid, "err", err)
 		}
 	}
-	s.publishLive(sc, Live{Type: LiveTakeover, SID: sid, Data: s.takeoverView(rec, set)})
+	s.publishLive(sc, model.Live{Type: model.LiveTakeover, SID: sid, Data: s.takeoverView(rec, set)})
 	s.notify(ctx, sc, b, sid, rec, set.NoticeOnRelease, false, false)
 }
 
@@ -49,7 +51,7 @@ type TakeoverView struct {
 	Now       int64  `json:"now"`
 }
 
-func (s *Service) takeoverView(rec *Record, set Settings) TakeoverView {
+func (s *Service) takeoverView(rec *model.Record, set model.Settings) TakeoverView {
 	now := s.nowMS()
 	t := rec.Takeover
 	return TakeoverView{
@@ -60,8 +62,8 @@ func (s *Service) takeoverView(rec *Record, set Settings) TakeoverView {
 
 // publishLive sends a live message to the scope's live subject (best
 // effort, spec §7.5).
-func (s *Service) publishLive(sc binding.Scope, l Live) {
-	subject, err := s.subj.Internal(Plugin, bus.KindLive, sc)
+func (s *Service) publishLive(sc binding.Scope, l model.Live) {
+	subject, err := s.subj.Internal(Plugin, store.KindLive, sc)
 	if err != nil {
 		return
 	}
@@ -76,12 +78,12 @@ func (s *Service) publishLive(sc binding.Scope, l Live) {
 // With sync the first try happens before notify returns (a reply that
 // starts a takeover sends the notice before itself); retries always run in
 // the background.
-func (s *Service) notify(ctx context.Context, sc binding.Scope, b binding.Binding, sid string, rec *Record, text string, on bool, sync bool) {
+func (s *Service) notify(ctx context.Context, sc binding.Scope, b binding.Binding, sid string, rec *model.Record, text string, on bool, sync bool) {
 	if text == "" || rec.BotUUID == "" {
 		return
 	}
 	startedAt := rec.Takeover.StartedAt
-	idem := "takeover:" + sc.String() + ":" + sid + ":" + strconv.FormatInt(startedAt, 10) + ":" + onOff(on)
+	idem := "takeover:" + sc.String() + ":" + sid + ":" + strconv.FormatInt(startedAt, 10) + ":" + model.OnOff(on)
 	msg := bus.SendMessage{BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: bus.Plain(text)}
 	gen := rec.Gen
 	try := func(ctx context.Context) bool {
@@ -90,13 +92,13 @@ func (s *Service) notify(ctx context.Context, sc binding.Scope, b binding.Bindin
 		if err := s.runner.Host().SendMessage(tctx, b, msg, idem); err != nil {
 			return false
 		}
-		e := &Entry{V: 1, ID: NoticeEntryID(sc.String(), sid, startedAt, on), Gen: gen, TS: s.nowMS(), Role: RoleNotice,
-			Parts: []Part{{Type: PartText, Text: text}}}
+		e := &model.Entry{V: 1, ID: model.NoticeEntryID(sc.String(), sid, startedAt, on), Gen: gen, TS: s.nowMS(), Role: model.RoleNotice,
+			Parts: []model.Part{{Type: model.PartText, Text: text}}}
 		if err := s.storeEntry(ctx, sc, sid, e, e.Parts); err != nil {
 			s.log.WarnContext(ctx, "a delivered notice was not recorded", "scope", sc.String(), "sid", sid, "err", err)
 			return true
 		}
-		s.publishLive(sc, Live{Type: LiveMessage, SID: sid, Data: map[string]any{"sid": sid, "gen": gen, "entry": e}})
+		s.publishLive(sc, model.Live{Type: model.LiveMessage, SID: sid, Data: map[string]any{"sid": sid, "gen": gen, "entry": e}})
 		return true
 	}
 	retries := func(ctx context.Context, delays []time.Duration) {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 func TestLargeAggregateDoesNotTouchSmallRecord(t *testing.T) {
@@ -30,16 +32,16 @@ func TestLargeAggregateDoesNotTouchSmallRecord(t *testing.T) {
 	for i := range sessions {
 		lid := fmt.Sprint(10000 + i)
 		sid := sidOf("bot-a", "person", lid)
-		rec := takeover.NewRecord("bot-a", "person", lid, "", 1)
+		rec := model.NewRecord("bot-a", "person", lid, "", 1)
 		rec.HistoryCount = per
 		v, _ := json.Marshal(rec)
 		key, _ := bus.Key(sc, "session", sid)
 		if _, err := kv.Create(ctx, key, v); err != nil {
 			t.Fatal(err)
 		}
-		_, _, subj := takeover.HistoryOf(bus.Subjects{}, sc, sid)
+		_, _, subj := store.HistoryOf(bus.Subjects{}, sc, sid)
 		for j := range per {
-			e, _ := json.Marshal(takeover.Entry{V: 1, ID: fmt.Sprintf("%d-%d", i, j), Gen: rec.Gen, TS: 1, Role: takeover.RoleUser, Parts: []takeover.Part{{Type: takeover.PartText, Text: filler}}})
+			e, _ := json.Marshal(model.Entry{V: 1, ID: fmt.Sprintf("%d-%d", i, j), Gen: rec.Gen, TS: 1, Role: model.RoleUser, Parts: []model.Part{{Type: model.PartText, Text: filler}}})
 			f, err := h.js.PublishAsync(subj, e)
 			if err != nil {
 				t.Fatal(err)

@@ -19,6 +19,8 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // BenchmarkTakeoverDecision drives MessageReceived events open-loop at
@@ -114,8 +116,8 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 		b.Fatal("no history after warm-up")
 	}
 	entrySize := int(bytes / msgs)
-	limit := takeover.DefaultHistoryLimit
-	wf := bustest.NewWriteFloor(b, h.srv, bustest.WriteFloorConfig{Subjects: sessions, Size: entrySize, Limit: limit, Slack: min(max(limit/10, 1), 200), Shards: takeover.HistoryShards})
+	limit := model.DefaultHistoryLimit
+	wf := bustest.NewWriteFloor(b, h.srv, bustest.WriteFloorConfig{Subjects: sessions, Size: entrySize, Limit: limit, Slack: min(max(limit/10, 1), 200), Shards: store.HistoryShards})
 	// TAKEOVER_BENCH_PREFILL=n stores n more entries in every session's
 	// history, and in every subject of the floor, before the first rate,
 	// so that a short run reaches the trims (with the default
@@ -191,10 +193,10 @@ func prefillHistory(b *testing.B, h *harness, bnd binding.Binding, sessions, n i
 	for i := range sessions {
 		sid := sidOf("bench-bot", "person", 100000+i)
 		rec := h.record(bnd, sid)
-		_, _, subj := takeover.HistoryOf(bus.Subjects{}, sc, sid)
+		_, _, subj := store.HistoryOf(bus.Subjects{}, sc, sid)
 		for j := range n {
-			e, _ := json.Marshal(takeover.Entry{V: 1, ID: fmt.Sprintf("prefill-%d-%d", i, j), Gen: rec.Gen, TS: rec.CreatedAt, Role: takeover.RoleUser,
-				Parts: []takeover.Part{{Type: takeover.PartText, Text: "hello there, a normal message"}}})
+			e, _ := json.Marshal(model.Entry{V: 1, ID: fmt.Sprintf("prefill-%d-%d", i, j), Gen: rec.Gen, TS: rec.CreatedAt, Role: model.RoleUser,
+				Parts: []model.Part{{Type: model.PartText, Text: "hello there, a normal message"}}})
 			f, err := h.js.PublishAsync(subj, e)
 			if err != nil {
 				b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
 // botTTL is how long a bot's info is cached (spec §3.3 step 1).
@@ -25,12 +26,15 @@ type botInfo struct {
 // botCache caches host get_bot_info per (scope, bot). A miss starts a
 // background fetch and answers "" meanwhile; a failed fetch leaves "".
 type botCache struct {
-	s  *Service
-	mu sync.Mutex
-	m  map[string]*botInfo
+	host       *bus.Host
+	background func(parent context.Context, f func(ctx context.Context)) // runs a fetch off the caller
+	mu         sync.Mutex
+	m          map[string]*botInfo
 }
 
-func newBotCache(s *Service) *botCache { return &botCache{s: s, m: make(map[string]*botInfo)} }
+func newBotCache(host *bus.Host, background func(parent context.Context, f func(ctx context.Context))) *botCache {
+	return &botCache{host: host, background: background, m: make(map[string]*botInfo)}
+}
 
 // lookup returns the cached info (zero when unknown) and starts a refresh
 // when it is missing or old.
@@ -51,7 +55,7 @@ func (c *botCache) lookup(sc binding.Scope, b binding.Binding, bot string) botIn
 	}
 	if !e.fetching {
 		e.fetching = true
-		c.s.goBackground(context.Background(), func(ctx context.Context) { c.fetch(ctx, key, b, bot) })
+		c.background(context.Background(), func(ctx context.Context) { c.fetch(ctx, key, b, bot) })
 	}
 	return *e
 }
@@ -79,7 +83,7 @@ func (c *botCache) get(ctx context.Context, sc binding.Scope, b binding.Binding,
 func (c *botCache) fetch(ctx context.Context, key string, b binding.Binding, bot string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	info, err := c.s.runner.Host().BotInfo(ctx, b, bot)
+	info, err := c.host.BotInfo(ctx, b, bot)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[key]

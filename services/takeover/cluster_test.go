@@ -13,6 +13,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 func TestFailSafeWhenStorageDown(t *testing.T) {
@@ -63,7 +64,7 @@ func TestFailSafeWhenStorageDown(t *testing.T) {
 			if err != nil {
 				return false
 			}
-			var r takeover.Record
+			var r model.Record
 			if json.Unmarshal(e.Value(), &r) != nil || !r.Takeover.Active {
 				return false
 			}

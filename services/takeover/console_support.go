@@ -16,6 +16,8 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 	"github.com/langbot-nats/plugins/services/takeover/console"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 var _ console.Operations = (*Service)(nil)
@@ -76,7 +78,7 @@ func (s *Service) consoleCall(ctx context.Context, sc binding.Scope, operator st
 func (s *Service) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 	req, err := ParsePageRequest(c.Method, c.Endpoint, c.Params)
 	if err != nil {
-		return nil, toWire(err)
+		return nil, wireError(err)
 	}
 	pc, err := s.consoleCall(ctx, c.Scope, c.Operator)
 	if err != nil {
@@ -91,10 +93,10 @@ func (s *Service) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 		s.audit(ctx, pc, req, outcome)
 	}
 	if err != nil {
-		return nil, toWire(err)
+		return nil, wireError(err)
 	}
 	if bd, ok := data.(BlobData); ok {
-		raw, err := DecodeDataURL(bd.DataURL, s.cfg.MaxBody)
+		raw, err := model.DecodeDataURL(bd.DataURL, s.cfg.MaxBody)
 		if err != nil {
 			return nil, bus.Errorf(bus.ErrInternal, "the attachment could not be read")
 		}
@@ -122,7 +124,7 @@ func (s *Service) ConsoleCheck(sc binding.Scope) error {
 
 // ConsoleSubscribe delivers the scope's live subject to f until stop.
 func (s *Service) ConsoleSubscribe(sc binding.Scope, f func([]byte)) (func(), error) {
-	subject, err := s.subj.Internal(Plugin, bus.KindLive, sc)
+	subject, err := s.subj.Internal(Plugin, store.KindLive, sc)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 func TestInstallationsSeeOnlyTheirOwnState(t *testing.T) {
@@ -116,7 +118,7 @@ func TestRevokeAffectsOnlyItsInstallation(t *testing.T) {
 		}
 		return h.historyCount(b, sidB) == 0
 	})
-	obs, _ := h.js.ObjectStore(context.Background(), takeover.BlobBucket)
+	obs, _ := h.js.ObjectStore(context.Background(), store.BlobBucket)
 	objs, _ := obs.List(context.Background())
 	for _, o := range objs {
 		if strings.HasPrefix(o.Name, scB.String()+".") {
@@ -162,9 +164,9 @@ func snapshotScope(h *harness, b binding.Binding) string {
 			lines = append(lines, fmt.Sprintf("%s %d %s", k, e.Revision(), e.Value()))
 		}
 	}
-	subj := bus.Subjects{}.InternalScope(takeover.Plugin, bus.KindHistory, sc)
-	for k := range takeover.HistoryShards {
-		hist, err := h.js.Stream(ctx, takeover.HistoryStream(k))
+	subj := bus.Subjects{}.InternalScope(takeover.Plugin, store.KindHistory, sc)
+	for k := range store.HistoryShards {
+		hist, err := h.js.Stream(ctx, store.HistoryStream(k))
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -176,7 +178,7 @@ func snapshotScope(h *harness, b binding.Binding) string {
 			lines = append(lines, fmt.Sprintf("%s %d", k, n))
 		}
 	}
-	obs, _ := h.js.ObjectStore(ctx, takeover.BlobBucket)
+	obs, _ := h.js.ObjectStore(ctx, store.BlobBucket)
 	objs, _ := obs.List(ctx)
 	for _, o := range objs {
 		if strings.HasPrefix(o.Name, sc.String()+".") {
@@ -388,7 +390,7 @@ func TestDeleteExportClear(t *testing.T) {
 	if h.record(b, sid) != nil || h.historyCount(b, sid) != 0 {
 		t.Fatal("delete left the record or history")
 	}
-	obs, _ := h.js.ObjectStore(context.Background(), takeover.BlobBucket)
+	obs, _ := h.js.ObjectStore(context.Background(), store.BlobBucket)
 	for name := range ex.Blobs {
 		if _, err := obs.GetInfo(context.Background(), name); err == nil {
 			t.Fatalf("blob %s left", name)
@@ -418,8 +420,8 @@ func TestLegacySessionReadOnly(t *testing.T) {
 	h := newHarness(t)
 	b := newBinding("id6")
 	h.attach(b, `{}`, true)
-	legacySID := takeover.SID("person_42")
-	h.putRecord(b, legacySID, &takeover.Record{V: 1, Gen: "0000000000000001", SessionKey: "person_42", Type: "person", TargetID: "42", Name: "Old", Members: []takeover.Member{}})
+	legacySID := model.SID("person_42")
+	h.putRecord(b, legacySID, &model.Record{V: 1, Gen: "0000000000000001", SessionKey: "person_42", Type: "person", TargetID: "42", Name: "Old", Members: []model.Member{}})
 	var list takeover.SessionList
 	h.mustPage(b, `{}`, "GET", "/sessions", nil, &list)
 	if len(list.Sessions) != 1 || !list.Sessions[0].Legacy {

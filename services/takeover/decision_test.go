@@ -9,6 +9,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // takeOver makes a session exist and takes it over through the console.
@@ -149,7 +150,7 @@ func TestStaleViewUsesDirectRead(t *testing.T) {
 	// another replica takes the session over: written straight to the bucket
 	rec := h.record(b, sid)
 	now := h.now().UnixMilli()
-	rec.Takeover = takeover.TakeoverState{Active: true, StartedAt: now, LastHumanAt: now, ExpiresAt: now + 600_000, Via: "console"}
+	rec.Takeover = model.TakeoverState{Active: true, StartedAt: now, LastHumanAt: now, ExpiresAt: now + 600_000, Via: "console"}
 	h.putRecord(b, sid, rec)
 
 	r := h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 3, 3, plain("again")))

@@ -16,9 +16,18 @@
 // reachable through the NATS page endpoint; an HTTP console can sit on the
 // same functions. The operator's identity is always a parameter.
 //
-// The pure parts of the service live in their own files and need no bus:
-// installation settings (settings.go), content extraction (content.go),
-// trigger matching (trigger.go), the group recording policy (policy.go),
-// session identity (session.go), stored shapes (record.go), takeover timing
-// (timing.go) and console request parsing (page_request.go).
+// The parts live in subpackages, none of which imports this one: model (the
+// pure core: settings, content, triggers, the recording policy, session
+// identity, stored shapes, takeover timing), store (records, history,
+// blobs, timers, the session view, the metadata writer, the trimmer), batch
+// (the history's group commit) and admin (import, migrate and gc, run by
+// lbctl; the service does not link it). This package holds the event path,
+// the recording, the expiry, the console operations by group and the
+// service's life. Console request parsing (page_request.go) needs only
+// pkg/bus's wire errors.
+//
+// # Imports
+//
+// This package may import pkg/bus, pkg/binding, pkg/i18n, pkg/svcmain and
+// its own subpackages; no other service. Its subpackages never import it.
 package takeover

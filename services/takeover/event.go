@@ -11,7 +11,20 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
+
+// Decision paths (spec §3.2).
+const (
+	PathView     = "view"
+	PathDirect   = "direct"
+	PathFallback = "fallback"
+)
+
+// directReadWait bounds the direct read of a decision while the view is
+// not live (spec §3.2).
+const directReadWait = 250 * time.Millisecond
 
 // Events the service handles (spec §3.1).
 const (
@@ -35,19 +48,19 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	default:
 		return bus.EventReply{}, nil
 	}
-	if !ValidBotUUID(ev.BotUUID) {
+	if !model.ValidBotUUID(ev.BotUUID) {
 		s.metrics.unkeyed.Inc()
 		s.log.ErrorContext(ctx, "event without a valid trusted bot uuid is not keyed", "scope", inv.Scope.String(), "event", ev.Name)
 		return bus.EventReply{}, nil
 	}
-	var data EventData
+	var data model.EventData
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
 		return nil, bus.Errorf(bus.ErrBadRequest, "event data is malformed")
 	}
-	if data.LauncherType != LauncherPerson && data.LauncherType != LauncherGroup {
+	if data.LauncherType != model.LauncherPerson && data.LauncherType != model.LauncherGroup {
 		return nil, bus.Errorf(bus.ErrBadRequest, "launcher_type must be person or group")
 	}
-	lid, ok := LauncherID(data.LauncherID)
+	lid, ok := model.LauncherID(data.LauncherID)
 	if !ok {
 		return nil, bus.Errorf(bus.ErrBadRequest, "launcher_id must be a string or number of 1 to 256 characters")
 	}
@@ -55,21 +68,21 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	start := time.Now()
 	set := s.settingsFor(inv.Scope, inv.Binding, inv.Config)
 	now := s.nowMS()
-	sid := SID(SessionKey(ev.BotUUID, data.LauncherType, lid))
-	key := sessionKey(inv.Scope, sid)
+	sid := model.SID(model.SessionKey(ev.BotUUID, data.LauncherType, lid))
+	key := store.SessionKey(inv.Scope, sid)
 	taken, path := s.decide(ctx, inv.Scope, sid, key, now)
-	var chain Chain
+	var chain model.Chain
 	var word string
 	var hit bool
 	message := ev.Name != EventResponded
 	if message {
-		chain = ParseChain(data.Chain())
-		word, hit = MatchTrigger(chain.TriggerText(), set)
+		chain = model.ParseChain(data.Chain())
+		word, hit = model.MatchTrigger(chain.TriggerText(), set)
 	}
 	auto := hit && set.AutoTakeoverOnTrigger
 	blocked := taken || auto
 	if auto && !taken {
-		s.view.addPending(key, now+set.TimeoutMillis())
+		s.view.AddPending(key, now+set.TimeoutMillis())
 	}
 	took := time.Since(start)
 	s.metrics.decisionSeconds.Observe(took.Seconds())
@@ -105,19 +118,19 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 
 // decide evaluates taken_over for a session key by the table of spec §3.2.
 func (s *Service) decide(ctx context.Context, sc binding.Scope, sid, key string, now int64) (bool, string) {
-	if s.view.pendingTakenOver(key, now) {
+	if s.view.PendingTakenOver(key, now) {
 		return true, PathView
 	}
-	if s.view.live() {
-		e, ok := s.view.lookup(key)
-		return ok && e.takenOver(now), PathView
+	if s.view.Live() {
+		e, ok := s.view.Lookup(key)
+		return ok && e.TakenOver(now), PathView
 	}
 	rctx, cancel := context.WithTimeout(ctx, directReadWait)
 	defer cancel()
-	rec, _, err := s.st.getRecord(rctx, sc, sid)
+	rec, _, err := s.st.GetRecord(rctx, sc, sid)
 	if err == nil {
 		return rec != nil && rec.Takeover.TakenOver(now), PathDirect
 	}
-	e, ok := s.view.lookup(key)
-	return ok && e.takenOver(now), PathFallback
+	e, ok := s.view.Lookup(key)
+	return ok && e.TakenOver(now), PathFallback
 }

@@ -8,13 +8,15 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // handleFired handles a fired expiry schedule (spec §6 rule 5). The fire
 // is only a wake-up: the stored record decides.
 func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
-	var body TimerBody
-	if json.Unmarshal(f.Data, &body) != nil || !ValidSID(body.SID) || len(f.IDs) != 1 || f.IDs[0] != body.SID {
+	var body model.TimerBody
+	if json.Unmarshal(f.Data, &body) != nil || !model.ValidSID(body.SID) || len(f.IDs) != 1 || f.IDs[0] != body.SID {
 		s.log.ErrorContext(ctx, "malformed expiry message", "scope", f.Scope.String())
 		_ = f.Term()
 		return
@@ -30,9 +32,9 @@ func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
 		_ = f.Ack(ctx)
 		return
 	}
-	rec, _, err := s.st.getRecord(ctx, sc, sid)
+	rec, _, err := s.st.GetRecord(ctx, sc, sid)
 	if err != nil {
-		if errors.Is(err, errCorrupt) {
+		if errors.Is(err, store.ErrCorrupt) {
 			_ = f.Ack(ctx)
 			return
 		}
@@ -40,18 +42,18 @@ func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
 		return
 	}
 	now := s.nowMS()
-	switch OnFire(rec, body.ExpiresAt, now) {
-	case FireAck:
+	switch model.OnFire(rec, body.ExpiresAt, now) {
+	case model.FireAck:
 		_ = f.Ack(ctx)
-	case FireNakUntil:
+	case model.FireNakUntil:
 		_ = f.Nak(time.Duration(rec.Takeover.ExpiresAt-now)*time.Millisecond + 50*time.Millisecond)
-	case FireRearm:
-		if err := s.st.schedule(ctx, sc, sid, rec.Takeover.ExpiresAt); err != nil {
+	case model.FireRearm:
+		if err := s.st.Schedule(ctx, sc, sid, rec.Takeover.ExpiresAt); err != nil {
 			_ = f.Nak(5 * time.Second)
 			return
 		}
 		_ = f.Ack(ctx)
-	case FireRelease:
+	case model.FireRelease:
 		if err := s.expire(ctx, sc, a, sid); err != nil {
 			s.log.WarnContext(ctx, "expiry failed, will retry", "scope", sc.String(), "sid", sid, "err", err)
 			_ = f.Nak(5 * time.Second)
@@ -66,13 +68,13 @@ func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
 func (s *Service) expire(ctx context.Context, sc binding.Scope, a *bus.Authority, sid string) error {
 	now := s.nowMS()
 	released := false
-	rec, rev, err := s.st.updateRecord(ctx, sc, sid, func(cur *Record) (*Record, error) {
+	rec, rev, err := s.st.UpdateRecord(ctx, sc, sid, func(cur *model.Record) (*model.Record, error) {
 		released = false
 		if cur == nil || !cur.Takeover.Active || now < cur.Takeover.ExpiresAt {
-			return nil, errNoChange
+			return nil, store.ErrNoChange
 		}
 		r := cur.Clone()
-		r.Takeover.Release(now, "", ReasonTimeout)
+		r.Takeover.Release(now, "", model.ReasonTimeout)
 		r.UpdatedAt = now
 		released = true
 		return r, nil
@@ -80,7 +82,7 @@ func (s *Service) expire(ctx context.Context, sc binding.Scope, a *bus.Authority
 	if err != nil || !released {
 		return err
 	}
-	s.view.applyRecord(sc, sid, rec, rev)
+	s.view.ApplyRecord(sc, sid, rec, rev)
 	cfg, err := s.runner.OpenConfig(sc, a)
 	if err != nil {
 		cfg = nil
@@ -102,21 +104,21 @@ func (s *Service) onTransition(ctx context.Context, sc binding.Scope, prev *bus.
 // resume releases every active session of the scope whose deadline passed
 // and re-arms the schedule of the others.
 func (s *Service) resume(ctx context.Context, sc binding.Scope, a *bus.Authority) error {
-	stored, err := s.st.listRecords(ctx, sc)
+	stored, err := s.st.ListRecords(ctx, sc)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, l := range stored {
-		sid, rec := l.sid, l.rec
+		sid, rec := l.SID, l.Rec
 		if rec == nil {
 			continue
 		}
-		switch ResumeAction(rec, s.nowMS()) {
-		case FireRelease:
+		switch model.ResumeAction(rec, s.nowMS()) {
+		case model.FireRelease:
 			errs = append(errs, s.expire(ctx, sc, a, sid))
-		case FireRearm:
-			errs = append(errs, s.st.schedule(ctx, sc, sid, rec.Takeover.ExpiresAt))
+		case model.FireRearm:
+			errs = append(errs, s.st.Schedule(ctx, sc, sid, rec.Takeover.ExpiresAt))
 		}
 	}
 	return errors.Join(errs...)
@@ -126,7 +128,7 @@ func (s *Service) resume(ctx context.Context, sc binding.Scope, a *bus.Authority
 // tombstone drops the scope from the session view.
 func (s *Service) onAuthority(sc binding.Scope, a bus.Authority) {
 	if a.State == bus.StateRemoved {
-		s.view.dropScope(sc)
+		s.view.DropScope(sc)
 	}
 }
 
@@ -134,5 +136,5 @@ func (s *Service) onAuthority(sc binding.Scope, a bus.Authority) {
 // named by its history, its history subjects and its timers (spec §10).
 // The runner purges the buckets afterwards, keeping the tombstone.
 func (s *Service) purgeScope(ctx context.Context, sc binding.Scope) error {
-	return s.sweepScope(ctx, sc)
+	return s.st.SweepScope(ctx, sc)
 }

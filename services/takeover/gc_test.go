@@ -10,6 +10,9 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/admin"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 func TestAttachmentsInObjectStore(t *testing.T) {
@@ -50,8 +53,8 @@ func TestAttachmentsInObjectStore(t *testing.T) {
 	if r2.Saved {
 		t.Fatal("append fault did not bite")
 	}
-	orphan := scA.String() + "." + sid + "." + takeover.ReplyEntryID(scA.String(), sid, "key-00002") + ".0"
-	obs, _ := h.js.ObjectStore(context.Background(), takeover.BlobBucket)
+	orphan := scA.String() + "." + sid + "." + model.ReplyEntryID(scA.String(), sid, "key-00002") + ".0"
+	obs, _ := h.js.ObjectStore(context.Background(), store.BlobBucket)
 	if _, err := obs.GetInfo(context.Background(), orphan); err != nil {
 		t.Fatalf("orphan not written: %v", err)
 	}
@@ -67,7 +70,7 @@ func TestAttachmentsInObjectStore(t *testing.T) {
 	h.mustPage(c, cfg, "POST", "/reply", map[string]string{"sid": sidC, "idempotency_key": "key-00003", "image_base64": png}, nil)
 	var rc takeover.ReplyResult
 	h.mustPage(c, cfg, "POST", "/reply", map[string]string{"sid": sidC, "idempotency_key": "key-00004", "image_base64": png}, &rc)
-	sum, err := takeover.GCBlobs(context.Background(), h.js, takeover.GCOptions{MinAge: time.Nanosecond})
+	sum, err := admin.GCBlobs(context.Background(), h.js, admin.GCOptions{MinAge: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +94,7 @@ func TestAttachmentsInObjectStore(t *testing.T) {
 	if _, err := kv.Update(context.Background(), bus.AuthorityKey(scC), v, e.Revision()); err != nil {
 		t.Fatal(err)
 	}
-	sum, err = takeover.GCBlobs(context.Background(), h.js, takeover.GCOptions{MinAge: time.Nanosecond})
+	sum, err = admin.GCBlobs(context.Background(), h.js, admin.GCOptions{MinAge: time.Nanosecond})
 	if err != nil || sum.Removed != 2 {
 		t.Fatalf("gc of removed scope %s %v", sum, err)
 	}

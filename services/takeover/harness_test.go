@@ -21,6 +21,8 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // harness is one takeover replica on an embedded server, a fake host and an
@@ -257,7 +259,7 @@ func (h *harness) messages(b binding.Binding, config, sid string) takeover.Messa
 }
 
 // record reads a stored session record directly.
-func (h *harness) record(b binding.Binding, sid string) *takeover.Record {
+func (h *harness) record(b binding.Binding, sid string) *model.Record {
 	h.t.Helper()
 	kv, err := h.js.KeyValue(context.Background(), bus.Bucket(takeover.Plugin))
 	if err != nil {
@@ -272,7 +274,7 @@ func (h *harness) record(b binding.Binding, sid string) *takeover.Record {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	r, err := takeover.DecodeRecord(e.Value())
+	r, err := model.DecodeRecord(e.Value())
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -282,7 +284,7 @@ func (h *harness) record(b binding.Binding, sid string) *takeover.Record {
 // historyOf returns the stream and subject of a session's history.
 func historyOf(t testing.TB, js jetstream.JetStream, sc binding.Scope, sid string) (jetstream.Stream, string) {
 	t.Helper()
-	_, name, subj := takeover.HistoryOf(bus.Subjects{}, sc, sid)
+	_, name, subj := store.HistoryOf(bus.Subjects{}, sc, sid)
 	st, err := js.Stream(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
@@ -294,8 +296,8 @@ func historyOf(t testing.TB, js jetstream.JetStream, sc binding.Scope, sid strin
 // last sequences grows with every append anywhere.
 func historyState(t testing.TB, js jetstream.JetStream) (lastSeqs, msgs, bytes uint64) {
 	t.Helper()
-	for k := range takeover.HistoryShards {
-		st, err := js.Stream(context.Background(), takeover.HistoryStream(k))
+	for k := range store.HistoryShards {
+		st, err := js.Stream(context.Background(), store.HistoryStream(k))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -365,7 +367,7 @@ func (h *harness) historyCount(b binding.Binding, sid string) int {
 }
 
 func sidOf(bot, ltype string, lid any) string {
-	return takeover.SID(takeover.SessionKey(bot, ltype, fmt.Sprint(lid)))
+	return model.SID(model.SessionKey(bot, ltype, fmt.Sprint(lid)))
 }
 
 // waitFor polls cond until it holds or 15 s pass.
@@ -415,7 +417,7 @@ func (h *harness) keys(bucket string) []string {
 }
 
 // putRecord writes a record directly, as another replica or an import would.
-func (h *harness) putRecord(b binding.Binding, sid string, r *takeover.Record) {
+func (h *harness) putRecord(b binding.Binding, sid string, r *model.Record) {
 	h.t.Helper()
 	kv, err := h.js.KeyValue(context.Background(), bus.Bucket(takeover.Plugin))
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/admin"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // originalRow is one stored row of the original plugin.
@@ -51,11 +53,11 @@ func importFixture(b binding.Binding) (map[string]string, map[string]string) {
 	return rows, sids
 }
 
-func runImport(t *testing.T, h *harness, b binding.Binding, rows map[string]string) (*takeover.ImportSummary, error) {
+func runImport(t *testing.T, h *harness, b binding.Binding, rows map[string]string) (*admin.ImportSummary, error) {
 	t.Helper()
 	data, _ := json.Marshal(rows)
 	sc, _ := b.Scope()
-	return takeover.Import(context.Background(), h.js, takeover.ImportOptions{Scope: sc, Data: data})
+	return admin.Import(context.Background(), h.js, admin.ImportOptions{Scope: sc, Data: data})
 }
 
 func TestImportOriginalRecords(t *testing.T) {
@@ -79,7 +81,7 @@ func TestImportOriginalRecords(t *testing.T) {
 		t.Fatal("an imported takeover blocks the AI")
 	}
 	p := h.messages(b, `{"history_limit":2000}`, sids["bot"])
-	var all []takeover.Entry
+	var all []model.Entry
 	all = append(all, p.Messages...)
 	before := p.NextBefore
 	for before != 0 {
@@ -129,8 +131,8 @@ func TestImportIdempotentAndResumable(t *testing.T) {
 	b2 := newBinding("imp2b")
 	h.attach(b2, `{}`, true)
 	rows2, sids2 := importFixture(b2)
-	rec := &takeover.Record{V: 1, Gen: "00000000000000aa", SessionKey: "bot-a:person_42", Type: "person", TargetID: "42", BotUUID: "bot-a",
-		Members: []takeover.Member{}, Import: &takeover.ImportState{State: "running"}}
+	rec := &model.Record{V: 1, Gen: "00000000000000aa", SessionKey: "bot-a:person_42", Type: "person", TargetID: "42", BotUUID: "bot-a",
+		Members: []model.Member{}, Import: &model.ImportState{State: "running"}}
 	h.putRecord(b2, sids2["bot"], rec)
 	sum, err = runImport(t, h, b2, rows2)
 	if err != nil || sum.Resumed != 1 {
@@ -166,17 +168,17 @@ func TestImportPrefixAndValidation(t *testing.T) {
 	}
 	empty := ""
 	data, _ := json.Marshal(rows)
-	sum, err = takeover.Import(context.Background(), h.js, takeover.ImportOptions{Scope: sc, Data: data, SourcePrefix: &empty})
+	sum, err = admin.Import(context.Background(), h.js, admin.ImportOptions{Scope: sc, Data: data, SourcePrefix: &empty})
 	if err != nil || sum.Imported != 1 {
 		t.Fatalf("dedicated prefix %v %v", sum, err)
 	}
 	rows[p+"ht_storage_schema"] = base64.StdEncoding.EncodeToString([]byte("3"))
-	if _, err := runImport(t, h, b, rows); !errors.Is(err, takeover.ErrImport) {
+	if _, err := runImport(t, h, b, rows); !errors.Is(err, admin.ErrImport) {
 		t.Fatalf("schema 3: %v", err)
 	}
 	// JSON lines input
 	lines := fmt.Sprintf(`{"key":%q,"value_base64":%q}`+"\n", k, v)
-	sum, err = takeover.Import(context.Background(), h.js, takeover.ImportOptions{Scope: sc, Data: []byte(lines), SourcePrefix: &empty, DryRun: true})
+	sum, err = admin.Import(context.Background(), h.js, admin.ImportOptions{Scope: sc, Data: []byte(lines), SourcePrefix: &empty, DryRun: true})
 	if err != nil || sum.Imported != 1 {
 		t.Fatalf("json lines %v %v", sum, err)
 	}

@@ -2,6 +2,8 @@ package takeover
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // metrics are the service's Prometheus metrics (spec §3.8). Labels never
@@ -17,7 +19,7 @@ type metrics struct {
 	trims           *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, view *store.View, nowMS func() int64) (*metrics, error) {
 	m := &metrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "takeover_decisions_total", Help: "Blocking decisions by path and result.",
@@ -48,14 +50,14 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 	stale := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "takeover_view_stale", Help: "1 while the session view is stale.",
 	}, func() float64 {
-		if s.view.live() {
+		if view.Live() {
 			return 0
 		}
 		return 1
 	})
 	active := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "takeover_sessions_active", Help: "Sessions taken over, as this replica's view sees them.",
-	}, func() float64 { return float64(s.view.activeCount(s.nowMS())) })
+	}, func() float64 { return float64(view.ActiveCount(nowMS())) })
 	for _, c := range []prometheus.Collector{m.decisions, m.decisionSeconds, m.unkeyed, m.recordDropped, m.identityRefused, m.noticeFailed, m.metaPending, m.trims, stale, active} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

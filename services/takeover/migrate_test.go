@@ -14,6 +14,8 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/admin"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // legacyHistory is the single history stream of the layout before sharding.
@@ -33,8 +35,8 @@ func toLegacyLayout(t *testing.T, h *harness) int {
 		msg     jetstream.Msg
 	}
 	var all []stored
-	for k := range takeover.HistoryShards {
-		s, err := h.js.Stream(ctx, takeover.HistoryStream(k))
+	for k := range store.HistoryShards {
+		s, err := h.js.Stream(ctx, store.HistoryStream(k))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,10 +53,10 @@ func toLegacyLayout(t *testing.T, h *harness) int {
 			if err != nil || len(ids) != 2 {
 				t.Fatalf("history subject %q: %v", m.Subject(), err)
 			}
-			old, _ := bus.Subjects{}.Internal(takeover.Plugin, bus.KindHistory, sc, ids[1])
+			old, _ := bus.Subjects{}.Internal(takeover.Plugin, store.KindHistory, sc, ids[1])
 			all = append(all, stored{old, m})
 		}
-		if err := h.js.DeleteStream(ctx, takeover.HistoryStream(k)); err != nil {
+		if err := h.js.DeleteStream(ctx, store.HistoryStream(k)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,15 +118,15 @@ func TestMigrateHistoryFromSingleStream(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := svc.Run(ctx); !errors.Is(err, takeover.ErrLegacyHistory) {
+	if err := svc.Run(ctx); !errors.Is(err, store.ErrLegacyHistory) {
 		t.Fatalf("start beside the old stream: %v, want ErrLegacyHistory", err)
 	}
 	// So do the operator tools.
-	if _, err := takeover.GCBlobs(ctx, h.js, takeover.GCOptions{DryRun: true}); !errors.Is(err, takeover.ErrLegacyHistory) {
+	if _, err := admin.GCBlobs(ctx, h.js, admin.GCOptions{DryRun: true}); !errors.Is(err, store.ErrLegacyHistory) {
 		t.Fatalf("gc beside the old stream: %v, want ErrLegacyHistory", err)
 	}
 
-	sum, err := takeover.MigrateHistory(ctx, h.js, takeover.MigrateOptions{})
+	sum, err := admin.MigrateHistory(ctx, h.js, admin.MigrateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +153,7 @@ func TestMigrateHistoryFromSingleStream(t *testing.T) {
 	waitFor(t, "recorded after migration", func() bool { return h.historyCount(b1, sid) == 6 })
 
 	// A second run finds nothing to do.
-	if sum, err := takeover.MigrateHistory(ctx, h.js, takeover.MigrateOptions{}); err != nil || sum.Entries != 0 || sum.Removed {
+	if sum, err := admin.MigrateHistory(ctx, h.js, admin.MigrateOptions{}); err != nil || sum.Entries != 0 || sum.Removed {
 		t.Fatalf("second run: %+v, %v", sum, err)
 	}
 }
@@ -173,13 +175,13 @@ func TestMigrateHistoryRerun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sc, _ := b.Scope()
-	stray, _ := bus.Subjects{}.Internal(takeover.Plugin, bus.KindHistory, sc, "not-a-session")
+	stray, _ := bus.Subjects{}.Internal(takeover.Plugin, store.KindHistory, sc, "not-a-session")
 	if _, err := h.js.Publish(ctx, stray, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 
 	for run := range 2 {
-		sum, err := takeover.MigrateHistory(ctx, h.js, takeover.MigrateOptions{})
+		sum, err := admin.MigrateHistory(ctx, h.js, admin.MigrateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +199,7 @@ func TestMigrateHistoryRerun(t *testing.T) {
 	if err := old.Purge(ctx, jetstream.WithPurgeSubject(stray)); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := takeover.MigrateHistory(ctx, h.js, takeover.MigrateOptions{})
+	sum, err := admin.MigrateHistory(ctx, h.js, admin.MigrateOptions{})
 	if err != nil || !sum.Removed || sum.Entries != 4 {
 		t.Fatalf("after the stray subject went: %+v, %v", sum, err)
 	}

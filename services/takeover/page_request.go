@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // Op names one console operation: "<METHOD> /<path>" (spec §7.2).
@@ -116,7 +119,7 @@ func OperatorOf(callerOperator string) string {
 }
 
 // ParseOp resolves a method and endpoint ("/sessions" or "sessions") to an
-// operation; an unknown pair is ErrNotFound.
+// operation; an unknown pair is bus.ErrNotFound.
 func ParseOp(method, endpoint string) (Op, error) {
 	ep := "/" + strings.TrimPrefix(strings.TrimSpace(endpoint), "/")
 	op := Op(strings.ToUpper(strings.TrimSpace(method)) + " " + ep)
@@ -125,7 +128,7 @@ func ParseOp(method, endpoint string) (Op, error) {
 			return o, nil
 		}
 	}
-	return "", reqErr(ErrNotFound, "", "unknown console operation")
+	return "", bus.Errorf(bus.ErrNotFound, "unknown console operation")
 }
 
 // ParsePageRequest parses and validates one console request: its method,
@@ -153,14 +156,14 @@ func ParsePageRequest(method, endpoint string, body []byte) (PageRequest, error)
 			case TypeAll, TypePerson, TypeGroup:
 				req.Type = t
 			default:
-				return req, reqErr(ErrBadRequest, "", "type must be all, person or group")
+				return req, bus.Errorf(bus.ErrBadRequest, "type must be all, person or group")
 			}
 		}
 		q, _, err := p.str("q")
 		if err != nil {
 			return req, err
 		}
-		req.Query = cutRunes(strings.TrimSpace(q), maxQueryRunes)
+		req.Query = model.CutRunes(strings.TrimSpace(q), maxQueryRunes)
 		if req.Limit, err = p.limit(DefaultSessionPage, MaxSessionPage); err != nil {
 			return req, err
 		}
@@ -169,7 +172,7 @@ func ParsePageRequest(method, endpoint string, body []byte) (PageRequest, error)
 			return req, err
 		}
 		if len(c) > maxCursorLen || !cursorRE.MatchString(c) {
-			return req, reqErr(ErrBadRequest, "", "cursor is malformed")
+			return req, bus.Errorf(bus.ErrBadRequest, "cursor is malformed")
 		}
 		req.Cursor = c
 	case OpMessages:
@@ -195,7 +198,7 @@ func ParsePageRequest(method, endpoint string, body []byte) (PageRequest, error)
 			return req, err
 		}
 		if len(m) > maxMemberIDLen {
-			return req, reqErr(ErrBadRequest, "", "member_id is too long")
+			return req, bus.Errorf(bus.ErrBadRequest, "member_id is too long")
 		}
 		req.MemberID = m
 	case OpBlob:
@@ -207,7 +210,7 @@ func ParsePageRequest(method, endpoint string, body []byte) (PageRequest, error)
 			return req, err
 		}
 		if n == "" || len(n) > maxBlobNameLen || !blobNameRE.MatchString(n) {
-			return req, reqErr(ErrBadRequest, "", "name is missing or malformed")
+			return req, bus.Errorf(bus.ErrBadRequest, "name is missing or malformed")
 		}
 		req.Name = n
 	case OpExport:
@@ -223,7 +226,7 @@ func ParsePageRequest(method, endpoint string, body []byte) (PageRequest, error)
 			return req, err
 		}
 		if !confirm {
-			return req, reqErr(ErrBadRequest, "", "clear needs confirm: true")
+			return req, bus.Errorf(bus.ErrBadRequest, "clear needs confirm: true")
 		}
 	case OpReply:
 		if req.SID, err = p.sid(); err != nil {
@@ -266,12 +269,12 @@ func ParsePageRequest(method, endpoint string, body []byte) (PageRequest, error)
 }
 
 func decodeAttachment(field, s string) ([]byte, error) {
-	b, err := DecodeDataURL(s, MaxAttachmentBytes)
+	b, err := model.DecodeDataURL(s, model.MaxAttachmentBytes)
 	switch {
-	case err == errTooLarge:
-		return nil, reqErr(ErrTooLarge, "", "%s is over the attachment limit", field)
+	case err == model.ErrTooLarge:
+		return nil, bus.Errorf(bus.ErrTooLarge, "%s is over the attachment limit", field)
 	case err != nil:
-		return nil, reqErr(ErrBadRequest, "", "%s is not valid base64", field)
+		return nil, bus.Errorf(bus.ErrBadRequest, "%s is not valid base64", field)
 	}
 	return b, nil
 }
@@ -282,30 +285,30 @@ func decodeAttachment(field, s string) ([]byte, error) {
 // 10 MiB, and a sanitised file name. It sets the sniffed mime types.
 func (r *ReplyRequest) Validate() error {
 	if !idemKeyRE.MatchString(r.IdempotencyKey) {
-		return reqErr(ErrBadRequest, "", "idempotency_key must be 8-128 of A-Z a-z 0-9 _ -")
+		return bus.Errorf(bus.ErrBadRequest, "idempotency_key must be 8-128 of A-Z a-z 0-9 _ -")
 	}
 	if !utf8.ValidString(r.Text) {
-		return reqErr(ErrBadRequest, "", "text is not valid UTF-8")
+		return bus.Errorf(bus.ErrBadRequest, "text is not valid UTF-8")
 	}
 	r.Text = strings.TrimSpace(r.Text)
 	if utf8.RuneCountInString(r.Text) > MaxReplyRunes {
-		return reqErr(ErrTooLarge, "", "text is over %d characters", MaxReplyRunes)
+		return bus.Errorf(bus.ErrTooLarge, "text is over %d characters", MaxReplyRunes)
 	}
 	if r.Text == "" && len(r.Image) == 0 && len(r.File) == 0 {
-		return reqErr(ErrBadRequest, "", "a reply needs text, an image or a file")
+		return bus.Errorf(bus.ErrBadRequest, "a reply needs text, an image or a file")
 	}
-	if len(r.Image) > MaxAttachmentBytes || len(r.File) > MaxAttachmentBytes {
-		return reqErr(ErrTooLarge, "", "an attachment is over the limit")
+	if len(r.Image) > model.MaxAttachmentBytes || len(r.File) > model.MaxAttachmentBytes {
+		return bus.Errorf(bus.ErrTooLarge, "an attachment is over the limit")
 	}
 	if len(r.Image) > 0 {
-		r.ImageMime = SniffMime(r.Image)
+		r.ImageMime = model.SniffMime(r.Image)
 		if !strings.HasPrefix(r.ImageMime, "image/") {
-			return reqErr(ErrBadRequest, "", "the image is not an image")
+			return bus.Errorf(bus.ErrBadRequest, "the image is not an image")
 		}
 	}
 	if len(r.File) > 0 {
-		r.FileMime = SniffMime(r.File)
-		r.FileName = SanitizeFileName(r.FileName)
+		r.FileMime = model.SniffMime(r.File)
+		r.FileName = model.SanitizeFileName(r.FileName)
 	} else {
 		r.FileName = ""
 	}
@@ -322,7 +325,7 @@ func newParams(body []byte) (params, error) {
 	}
 	var p params
 	if err := json.Unmarshal(body, &p); err != nil {
-		return nil, reqErr(ErrBadRequest, "", "parameters must be a JSON object")
+		return nil, bus.Errorf(bus.ErrBadRequest, "parameters must be a JSON object")
 	}
 	return p, nil
 }
@@ -331,24 +334,24 @@ func newParams(body []byte) (params, error) {
 // null gives ok false.
 func (p params) str(name string) (string, bool, error) {
 	v, ok := p[name]
-	if !ok || isNull(v) {
+	if !ok || model.IsNull(v) {
 		return "", false, nil
 	}
-	if s, ok := idText(v); ok {
+	if s, ok := model.IDText(v); ok {
 		return s, true, nil
 	}
-	return "", false, reqErr(ErrBadRequest, "", "%s must be a string", name)
+	return "", false, bus.Errorf(bus.ErrBadRequest, "%s must be a string", name)
 }
 
 func (p params) bool(name string) (bool, bool, error) {
 	v, ok := p[name]
-	if !ok || isNull(v) {
+	if !ok || model.IsNull(v) {
 		return false, false, nil
 	}
-	if b, ok := parseBool(v); ok {
+	if b, ok := model.ParseBool(v); ok {
 		return b, true, nil
 	}
-	return false, false, reqErr(ErrBadRequest, "", "%s must be a boolean", name)
+	return false, false, bus.Errorf(bus.ErrBadRequest, "%s must be a boolean", name)
 }
 
 func (p params) sid() (string, error) {
@@ -356,8 +359,8 @@ func (p params) sid() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !ValidSID(s) {
-		return "", reqErr(ErrBadRequest, "", "sid is missing or malformed")
+	if !model.ValidSID(s) {
+		return "", bus.Errorf(bus.ErrBadRequest, "sid is missing or malformed")
 	}
 	return s, nil
 }
@@ -365,31 +368,31 @@ func (p params) sid() (string, error) {
 // limit reads an optional page size, clamped to [1, max].
 func (p params) limit(def, maxN int) (int, error) {
 	v, ok := p["limit"]
-	if !ok || isNull(v) {
+	if !ok || model.IsNull(v) {
 		return def, nil
 	}
-	n, ok := parseInt(v)
+	n, ok := model.ParseInt(v)
 	if !ok {
-		return 0, reqErr(ErrBadRequest, "", "limit must be an integer")
+		return 0, bus.Errorf(bus.ErrBadRequest, "limit must be an integer")
 	}
 	return int(min(max(n, 1), int64(maxN))), nil
 }
 
 func (p params) uint(name string) (uint64, error) {
 	v, ok := p[name]
-	if !ok || isNull(v) {
+	if !ok || model.IsNull(v) {
 		return 0, nil
 	}
-	s, ok := idText(v)
+	s, ok := model.IDText(v)
 	if !ok {
-		return 0, reqErr(ErrBadRequest, "", "%s must be a sequence number", name)
+		return 0, bus.Errorf(bus.ErrBadRequest, "%s must be a sequence number", name)
 	}
 	if s == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, reqErr(ErrBadRequest, "", "%s must be a sequence number", name)
+		return 0, bus.Errorf(bus.ErrBadRequest, "%s must be a sequence number", name)
 	}
 	return n, nil
 }

@@ -1,19 +1,15 @@
 package takeover
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // ConsolePageID is the page id of the console (spec §7.1).
@@ -23,9 +19,6 @@ const ConsolePageID = "console"
 // (the invocation timeout).
 const actionTimeout = 30 * time.Second
 
-// maxExportInline bounds the inline blobs of an export (spec §11).
-const maxExportInline = 64 << 20
-
 // PageCall is who and what a console operation runs for: the scope, the
 // binding host actions use, the installation's settings, the operator, and
 // whether the authority is inactive (reads only). The NATS page endpoint
@@ -34,17 +27,17 @@ const maxExportInline = 64 << 20
 type PageCall struct {
 	Scope    binding.Scope
 	Binding  binding.Binding
-	Settings Settings
+	Settings model.Settings
 	Operator string
 	Inactive bool
 }
 
 // Do runs one console operation (spec §7.2) and returns its result. The
-// error is a *RequestError (or wraps one of the Err kinds), errCorrupt for
-// an unreadable record, or a storage error.
+// error is a *bus.Error, store.ErrCorrupt for an unreadable record, or a storage
+// error (wireError maps the last two).
 func (s *Service) Do(ctx context.Context, c PageCall, req PageRequest) (any, error) {
 	if c.Inactive && req.Op.IsAction() {
-		return nil, reqErr(ErrForbidden, ReasonInstallationInactive, "the installation is disabled or superseded")
+		return nil, bus.WithReason(bus.ErrBindingRefused, ReasonInstallationInactive, "the installation is disabled or superseded")
 	}
 	if req.Op.IsAction() {
 		// An action runs to its end once started: a caller that goes away
@@ -89,7 +82,7 @@ func (s *Service) Do(ctx context.Context, c PageCall, req PageRequest) (any, err
 	case OpClear:
 		return s.clear(ctx, c)
 	}
-	return nil, reqErr(ErrNotFound, "", "unknown console operation")
+	return nil, bus.Errorf(bus.ErrNotFound, "unknown console operation")
 }
 
 // dedupePage: page actions run under the invocation dedupe record; reads
@@ -119,7 +112,7 @@ func (s *Service) handlePage(ctx context.Context, inv *bus.Invocation) (any, err
 	}
 	req, err := ParsePageRequest(p.Method, p.Endpoint, p.Body)
 	if err != nil {
-		return nil, toWire(err)
+		return nil, wireError(err)
 	}
 	var caller struct {
 		Operator string `json:"operator"`
@@ -138,7 +131,7 @@ func (s *Service) handlePage(ctx context.Context, inv *bus.Invocation) (any, err
 		if req.Op.IsAction() {
 			s.audit(ctx, c, req, "error")
 		}
-		return nil, toWire(err)
+		return nil, wireError(err)
 	}
 	if req.Op.IsAction() {
 		s.audit(ctx, c, req, "ok")
@@ -151,34 +144,14 @@ func (s *Service) audit(ctx context.Context, c PageCall, req PageRequest, outcom
 	s.log.InfoContext(ctx, "console action", "action", string(req.Op), "scope", c.Scope.String(), "sid", req.SID, "operator", c.Operator, "outcome", outcome)
 }
 
-// toWire maps an operation error to the wire error (DESIGN §3.1).
-func toWire(err error) error {
+// wireError maps an operation error to the wire error (DESIGN §3.1): a
+// *bus.Error as it is, anything else by what went wrong.
+func wireError(err error) error {
 	var be *bus.Error
 	if errors.As(err, &be) {
 		return be
 	}
-	var re *RequestError
-	if errors.As(err, &re) {
-		sentinel := bus.ErrInternal
-		switch re.Kind {
-		case ErrBadRequest:
-			sentinel = bus.ErrBadRequest
-		case ErrForbidden:
-			sentinel = bus.ErrBindingRefused
-		case ErrNotFound:
-			sentinel = bus.ErrNotFound
-		case ErrConflict:
-			sentinel = bus.ErrConflict
-		case ErrTooLarge:
-			sentinel = bus.ErrTooLarge
-		case ErrRateLimited:
-			sentinel = bus.ErrRateLimited
-		case ErrUnavailable:
-			sentinel = bus.ErrUnavailable
-		}
-		return bus.WithReason(sentinel, re.Reason, re.Message)
-	}
-	if errors.Is(err, errCorrupt) {
+	if errors.Is(err, store.ErrCorrupt) {
 		return bus.WithReason(bus.ErrInternal, ReasonUnreadable, "the session's stored record is unreadable")
 	}
 	if errors.Is(err, context.Canceled) {
@@ -187,521 +160,28 @@ func toWire(err error) error {
 	return bus.Errorf(bus.ErrUnavailable, "storage is unavailable, retry later")
 }
 
-// Info is the result of GET /info.
-type Info struct {
-	Scope    string `json:"scope"`
-	Operator string `json:"operator"`
-	Now      int64  `json:"now"`
-	Config   struct {
-		TakeoverTimeout int  `json:"takeover_timeout"`
-		TakeoverOnReply bool `json:"takeover_on_reply"`
-		HistoryLimit    int  `json:"history_limit"`
-	} `json:"config"`
-	Limits struct {
-		AttachmentBytes int `json:"attachment_bytes"`
-	} `json:"limits"`
-}
-
-func (s *Service) info(c PageCall) Info {
-	var i Info
-	i.Scope, i.Operator, i.Now = c.Scope.String(), c.Operator, s.nowMS()
-	i.Config.TakeoverTimeout, i.Config.TakeoverOnReply, i.Config.HistoryLimit = c.Settings.TakeoverTimeout, c.Settings.TakeoverOnReply, c.Settings.HistoryLimit
-	i.Limits.AttachmentBytes = s.attachmentLimit()
-	return i
-}
-
 // attachmentLimit is 10 MiB, lowered when the server's max_payload cannot
 // carry it (spec §11).
 func (s *Service) attachmentLimit() int {
 	mp := int(s.nc.MaxPayload())
-	if mp > 0 && (mp-256<<10)*3/8 < MaxAttachmentBytes {
+	if mp > 0 && (mp-256<<10)*3/8 < model.MaxAttachmentBytes {
 		return max((mp-256<<10)*3/8, 0)
 	}
-	return MaxAttachmentBytes
+	return model.MaxAttachmentBytes
 }
 
 // mustRecord reads a record that must exist.
-func (s *Service) mustRecord(ctx context.Context, sc binding.Scope, sid string) (*Record, error) {
-	rec, _, err := s.st.getRecord(ctx, sc, sid)
+func (s *Service) mustRecord(ctx context.Context, sc binding.Scope, sid string) (*model.Record, error) {
+	rec, _, err := s.st.GetRecord(ctx, sc, sid)
 	if err != nil {
 		return nil, err
 	}
 	if rec == nil {
-		return nil, reqErr(ErrNotFound, "", "no such session")
+		return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 	}
 	return rec, nil
 }
 
 func legacyErr() error {
-	return reqErr(ErrConflict, ReasonLegacyReadOnly, "a legacy session is read-only")
-}
-
-// Summary is a session in the list (spec §7.3).
-type Summary struct {
-	SID           string        `json:"sid"`
-	SessionKey    string        `json:"session_key"`
-	Type          string        `json:"type"`
-	TargetID      string        `json:"target_id"`
-	Name          string        `json:"name"`
-	BotUUID       string        `json:"bot_uuid"`
-	BotName       string        `json:"bot_name"`
-	Adapter       string        `json:"adapter"`
-	Legacy        bool          `json:"legacy"`
-	MemberCount   int           `json:"member_count"`
-	LastMsgAt     int64         `json:"last_msg_at"`
-	LastPreview   Preview       `json:"last_msg_preview"`
-	Unread        bool          `json:"unread"`
-	TriggeredWord string        `json:"triggered_word"`
-	Takeover      *TakeoverView `json:"takeover,omitempty"`
-	Error         string        `json:"error,omitempty"`
-}
-
-// summary builds a Summary; bot names come from the cache without waiting.
-func (s *Service) summary(ctx context.Context, sc binding.Scope, b binding.Binding, sid string, rec *Record) Summary {
-	return s.summaryWith(sid, rec, Settings{TakeoverTimeout: DefaultTakeoverTimeout}, s.botName(sc, b, rec.BotUUID))
-}
-
-func (s *Service) botName(sc binding.Scope, b binding.Binding, bot string) string {
-	if bot == "" {
-		return ""
-	}
-	return s.bots.lookup(sc, b, bot).name
-}
-
-func (s *Service) summaryWith(sid string, rec *Record, set Settings, botName string) Summary {
-	tv := s.takeoverView(rec, set)
-	return Summary{
-		SID: sid, SessionKey: rec.SessionKey, Type: rec.Type, TargetID: rec.TargetID, Name: rec.Name,
-		BotUUID: rec.BotUUID, BotName: botName, Adapter: rec.Adapter, Legacy: IsLegacy(rec),
-		MemberCount: len(rec.Members), LastMsgAt: rec.LastMsgAt, LastPreview: rec.LastPreview,
-		Unread: rec.Unread, TriggeredWord: rec.TriggeredWord, Takeover: &tv,
-	}
-}
-
-// SessionList is the result of GET /sessions.
-type SessionList struct {
-	Sessions   []Summary `json:"sessions"`
-	NextCursor string    `json:"next_cursor"`
-}
-
-func (s *Service) listSessions(ctx context.Context, c PageCall, req PageRequest) (SessionList, error) {
-	stored, err := s.st.listRecords(ctx, c.Scope)
-	if err != nil {
-		return SessionList{}, err
-	}
-	all := make([]Summary, 0, len(stored))
-	q := strings.ToLower(req.Query)
-	for _, l := range stored {
-		sid, rec := l.sid, l.rec
-		if rec == nil {
-			all = append(all, Summary{SID: sid, Error: ReasonUnreadable})
-			continue
-		}
-		if req.Type != TypeAll && rec.Type != req.Type {
-			continue
-		}
-		sum := s.summaryWith(sid, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID))
-		if q != "" && !strings.Contains(strings.ToLower(sum.Name), q) && !strings.Contains(strings.ToLower(sum.TargetID), q) &&
-			!strings.Contains(strings.ToLower(sum.BotName), q) {
-			continue
-		}
-		all = append(all, sum)
-	}
-	slices.SortFunc(all, func(a, b Summary) int {
-		if c := cmp.Compare(b.LastMsgAt, a.LastMsgAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.SID, b.SID)
-	})
-	start := 0
-	if req.Cursor != "" {
-		at, sid, ok := parseCursor(req.Cursor)
-		if !ok {
-			return SessionList{}, reqErr(ErrBadRequest, "", "cursor is malformed")
-		}
-		start = len(all)
-		for i, sum := range all {
-			if sum.LastMsgAt < at || (sum.LastMsgAt == at && sum.SID > sid) {
-				start = i
-				break
-			}
-		}
-	}
-	end := min(start+req.Limit, len(all))
-	out := SessionList{Sessions: all[start:end]}
-	if end < len(all) && end > start {
-		last := all[end-1]
-		out.NextCursor = strconv.FormatInt(last.LastMsgAt, 10) + "_" + last.SID
-	}
-	return out, nil
-}
-
-func parseCursor(c string) (int64, string, bool) {
-	at, sid, ok := strings.Cut(c, "_")
-	if !ok {
-		return 0, "", false
-	}
-	n, err := strconv.ParseInt(at, 10, 64)
-	return n, sid, err == nil && ValidSID(sid)
-}
-
-// Detail is a Summary with the gen and the members (spec §7.3).
-type Detail struct {
-	Summary
-	Gen     string       `json:"gen"`
-	Members []MemberView `json:"members"`
-}
-
-// MemberView is a member in the console.
-type MemberView struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-}
-
-func members(rec *Record) []MemberView {
-	out := make([]MemberView, 0, len(rec.Members))
-	for _, m := range rec.Members {
-		out = append(out, MemberView{ID: m.ID, Name: m.Name})
-	}
-	return out
-}
-
-// MessagePage is the result of GET /messages.
-type MessagePage struct {
-	Session    Detail  `json:"session"`
-	Messages   []Entry `json:"messages"`
-	NextBefore uint64  `json:"next_before"`
-}
-
-func (s *Service) messages(ctx context.Context, c PageCall, req PageRequest) (MessagePage, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, req.SID)
-	if err != nil {
-		return MessagePage{}, err
-	}
-	entries, _, err := s.st.readHistory(ctx, c.Scope, req.SID)
-	if err != nil {
-		return MessagePage{}, err
-	}
-	vis := visible(entries, rec.Gen, c.Settings.HistoryLimit)
-	out := MessagePage{Session: Detail{
-		Summary: s.summaryWith(req.SID, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID)),
-		Gen:     rec.Gen, Members: members(rec),
-	}, Messages: []Entry{}}
-	// newest first, below before
-	for i := len(vis) - 1; i >= 0 && len(out.Messages) < req.Limit; i-- {
-		if req.Before != 0 && vis[i].Seq >= req.Before {
-			continue
-		}
-		out.Messages = append(out.Messages, vis[i])
-	}
-	if n := len(out.Messages); n > 0 && n == req.Limit && vis[0].Seq < out.Messages[n-1].Seq {
-		out.NextBefore = out.Messages[n-1].Seq
-	}
-	return out, nil
-}
-
-func (s *Service) consoleTakeover(ctx context.Context, c PageCall, sid string) (TakeoverView, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, sid)
-	if err != nil {
-		return TakeoverView{}, err
-	}
-	if IsLegacy(rec) {
-		return TakeoverView{}, legacyErr()
-	}
-	now := s.nowMS()
-	var tr Transition
-	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *Record) (*Record, error) {
-		if cur == nil {
-			return nil, reqErr(ErrNotFound, "", "no such session")
-		}
-		if IsLegacy(cur) {
-			return nil, legacyErr()
-		}
-		r := cur.Clone()
-		tr = r.Takeover.TakeOver(now, c.Settings.TimeoutMillis(), ViaConsole, c.Operator)
-		r.UpdatedAt = now
-		return r, nil
-	})
-	if err != nil {
-		return TakeoverView{}, err
-	}
-	s.view.applyRecord(c.Scope, sid, rec, rev)
-	s.afterTakeover(ctx, c.Scope, c.Binding, c.Settings, sid, rec, tr)
-	return s.takeoverView(rec, c.Settings), nil
-}
-
-func (s *Service) consoleRelease(ctx context.Context, c PageCall, sid string) (TakeoverView, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, sid)
-	if err != nil {
-		return TakeoverView{}, err
-	}
-	if IsLegacy(rec) {
-		return TakeoverView{}, legacyErr()
-	}
-	now := s.nowMS()
-	released := false
-	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *Record) (*Record, error) {
-		released = false
-		if cur == nil {
-			return nil, reqErr(ErrNotFound, "", "no such session")
-		}
-		r := cur.Clone()
-		if r.Takeover.Release(now, c.Operator, ReasonManual) == Unchanged {
-			return nil, errNoChange
-		}
-		released = true
-		r.UpdatedAt = now
-		return r, nil
-	})
-	if err != nil {
-		return TakeoverView{}, err
-	}
-	if released {
-		s.view.applyRecord(c.Scope, sid, rec, rev)
-		s.afterRelease(ctx, c.Scope, c.Binding, c.Settings, sid, rec, true)
-	}
-	return s.takeoverView(rec, c.Settings), nil
-}
-
-func (s *Service) markHandled(ctx context.Context, c PageCall, sid string) (Summary, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, sid)
-	if err != nil {
-		return Summary{}, err
-	}
-	if IsLegacy(rec) {
-		return Summary{}, legacyErr()
-	}
-	rec, rev, err := s.st.updateRecord(ctx, c.Scope, sid, func(cur *Record) (*Record, error) {
-		if cur == nil {
-			return nil, reqErr(ErrNotFound, "", "no such session")
-		}
-		if !cur.Unread && cur.TriggeredWord == "" {
-			return nil, errNoChange
-		}
-		r := cur.Clone()
-		r.Unread, r.TriggeredWord = false, ""
-		r.UpdatedAt = s.nowMS()
-		return r, nil
-	})
-	if err != nil {
-		return Summary{}, err
-	}
-	s.view.applyRecord(c.Scope, sid, rec, rev)
-	sum := s.summaryWith(sid, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID))
-	s.publishLive(c.Scope, Live{Type: LiveSession, SID: sid, Data: sum})
-	return sum, nil
-}
-
-// UserCard and GroupCard are the console's cards (spec §7.3).
-type UserCard struct {
-	Type      string `json:"type"`
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	FromGroup bool   `json:"from_group"`
-	GroupID   string `json:"group_id"`
-	BotUUID   string `json:"bot_uuid"`
-	BotName   string `json:"bot_name"`
-	Adapter   string `json:"adapter"`
-}
-
-type GroupCard struct {
-	Type        string       `json:"type"`
-	ID          string       `json:"id"`
-	Name        string       `json:"name"`
-	MemberCount int          `json:"member_count"`
-	Members     []MemberView `json:"members"`
-	BotUUID     string       `json:"bot_uuid"`
-	BotName     string       `json:"bot_name"`
-	Adapter     string       `json:"adapter"`
-}
-
-func (s *Service) userInfo(ctx context.Context, c PageCall, req PageRequest) (UserCard, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, req.SID)
-	if err != nil {
-		return UserCard{}, err
-	}
-	bot := s.bots.get(ctx, c.Scope, c.Binding, rec.BotUUID)
-	card := UserCard{Type: "user", BotUUID: rec.BotUUID, BotName: bot.name, Adapter: rec.Adapter}
-	if rec.Type == LauncherGroup && req.MemberID != "" {
-		i := slices.IndexFunc(rec.Members, func(m Member) bool { return m.ID == req.MemberID })
-		if i < 0 {
-			return UserCard{}, reqErr(ErrNotFound, "", "no such member")
-		}
-		card.ID, card.Name, card.FromGroup, card.GroupID = rec.Members[i].ID, rec.Members[i].Name, true, rec.TargetID
-		return card, nil
-	}
-	card.ID, card.Name = rec.TargetID, rec.Name
-	return card, nil
-}
-
-func (s *Service) groupInfo(ctx context.Context, c PageCall, sid string) (GroupCard, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, sid)
-	if err != nil {
-		return GroupCard{}, err
-	}
-	if rec.Type != LauncherGroup {
-		return GroupCard{}, reqErr(ErrBadRequest, "", "not a group session")
-	}
-	bot := s.bots.get(ctx, c.Scope, c.Binding, rec.BotUUID)
-	return GroupCard{Type: "group", ID: rec.TargetID, Name: rec.Name, MemberCount: len(rec.Members), Members: members(rec),
-		BotUUID: rec.BotUUID, BotName: bot.name, Adapter: rec.Adapter}, nil
-}
-
-// BlobData is a blob as the page endpoint returns it.
-type BlobData struct {
-	Mime    string `json:"mime"`
-	Size    int    `json:"size"`
-	DataURL string `json:"data_url,omitempty"`
-}
-
-func (s *Service) blob(ctx context.Context, c PageCall, req PageRequest) (BlobData, error) {
-	if !strings.HasPrefix(req.Name, c.Scope.String()+"."+req.SID+".") {
-		return BlobData{}, reqErr(ErrNotFound, "", "no such attachment")
-	}
-	if _, err := s.mustRecord(ctx, c.Scope, req.SID); err != nil {
-		return BlobData{}, err
-	}
-	data, mime, err := s.st.getBlob(ctx, c.Scope, req.Name)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return BlobData{}, reqErr(ErrNotFound, "", "no such attachment")
-	}
-	if err != nil {
-		return BlobData{}, err
-	}
-	if (len(data)+2)/3*4 > s.cfg.MaxBody-(64<<10) {
-		return BlobData{}, reqErr(ErrTooLarge, "", "the attachment does not fit a page reply")
-	}
-	if mime == "" {
-		mime = SniffMime(data)
-	}
-	return BlobData{Mime: mime, Size: len(data), DataURL: DataURL(mime, data)}, nil
-}
-
-// Export is the result of GET /export (spec §7.3).
-type Export struct {
-	Format     string              `json:"format"`
-	Version    int                 `json:"version"`
-	ExportedAt int64               `json:"exported_at"`
-	ExportedBy string              `json:"exported_by"`
-	Session    *Record             `json:"session"`
-	Messages   []Entry             `json:"messages"`
-	Blobs      map[string]BlobData `json:"blobs"`
-}
-
-func (s *Service) export(ctx context.Context, c PageCall, req PageRequest) (Export, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, req.SID)
-	if err != nil {
-		return Export{}, err
-	}
-	entries, _, err := s.st.readHistory(ctx, c.Scope, req.SID)
-	if err != nil {
-		return Export{}, err
-	}
-	out := Export{Format: "langbot.takeover.export", Version: 1, ExportedAt: s.nowMS(), ExportedBy: c.Operator,
-		Session: rec, Messages: visible(entries, rec.Gen, c.Settings.HistoryLimit), Blobs: map[string]BlobData{}}
-	total := 0
-	for _, e := range out.Messages {
-		for _, p := range e.Parts {
-			if p.Blob == "" {
-				continue
-			}
-			bd := BlobData{Mime: p.Mime, Size: int(p.Size)}
-			if req.InlineBlobs {
-				data, mime, err := s.st.getBlob(ctx, c.Scope, p.Blob)
-				if err == nil {
-					total += len(data)
-					if total > maxExportInline {
-						return Export{}, reqErr(ErrTooLarge, "", "inline attachments exceed 64 MiB")
-					}
-					bd.Size, bd.DataURL = len(data), DataURL(cmp.Or(mime, p.Mime, SniffMime(data)), data)
-				}
-			}
-			out.Blobs[p.Blob] = bd
-		}
-	}
-	return out, nil
-}
-
-// deleteSession removes a session: the record first (a purge marker that
-// every view sees), then its blobs, history and timer (spec §5.5 rule 5).
-// A repeated call finishes what a failed one left.
-func (s *Service) deleteSession(ctx context.Context, c PageCall, sid string) (map[string]bool, error) {
-	rec, _, err := s.st.getRecord(ctx, c.Scope, sid)
-	existed := rec != nil || errors.Is(err, errCorrupt)
-	if err != nil && !errors.Is(err, errCorrupt) {
-		return nil, err
-	}
-	left, err := s.removeSession(ctx, c.Scope, sid, existed)
-	if err != nil {
-		return nil, err
-	}
-	if !existed && !left {
-		return nil, reqErr(ErrNotFound, "", "no such session")
-	}
-	s.publishLive(c.Scope, Live{Type: LiveDeleted, SID: sid, Data: map[string]string{"sid": sid}})
-	return map[string]bool{"deleted": true}, nil
-}
-
-// removeSession purges a session's key (when it exists), then collects the
-// blob names of its history, deletes them, and removes the history up to the
-// last sequence read and the timer. It reports whether any history was left.
-func (s *Service) removeSession(ctx context.Context, sc binding.Scope, sid string, purgeKey bool) (bool, error) {
-	if purgeKey {
-		if err := s.st.check("kv.purge", sc); err != nil {
-			return false, err
-		}
-		if err := s.st.kv.Purge(ctx, sc, keySession, sid); err != nil {
-			return false, err
-		}
-	}
-	entries, last, err := s.st.readHistory(ctx, sc, sid)
-	if err != nil {
-		return false, err
-	}
-	var blobs []string
-	for _, e := range entries {
-		blobs = append(blobs, e.Blobs()...)
-	}
-	if err := s.st.deleteBlobs(ctx, sc, blobs); err != nil {
-		return false, err
-	}
-	if last > 0 {
-		if err := s.st.purgeHistory(ctx, sc, sid, last+1); err != nil {
-			return false, err
-		}
-	}
-	if err := s.st.cancelSchedule(ctx, sc, sid); err != nil {
-		return false, err
-	}
-	return len(entries) > 0, nil
-}
-
-func (s *Service) clear(ctx context.Context, c PageCall) (map[string]int, error) {
-	sids, err := s.st.kv.Keys(ctx, c.Scope, keySession)
-	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, err
-	}
-	if err := s.st.check("kv.purge", c.Scope); err != nil {
-		return nil, err
-	}
-	for _, sid := range sids {
-		if err := s.st.kv.Purge(ctx, c.Scope, keySession, sid); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.sweepScope(ctx, c.Scope); err != nil {
-		return nil, err
-	}
-	s.publishLive(c.Scope, Live{Type: LiveCleared})
-	return map[string]int{"cleared": len(sids)}, nil
-}
-
-// sweepScope removes the scope's history with the blobs its entries name,
-// and its timers. Appends racing it survive; their sessions were purged, so
-// they start afresh.
-func (s *Service) sweepScope(ctx context.Context, sc binding.Scope) error {
-	if err := s.st.sweepHistory(ctx, sc); err != nil {
-		return err
-	}
-	return bus.PurgeSubjects(ctx, s.st.timers, s.subj.InternalScope(Plugin, bus.KindTimer, sc), s.subj.InternalScope(Plugin, bus.KindExpire, sc))
+	return bus.WithReason(bus.ErrConflict, ReasonLegacyReadOnly, "a legacy session is read-only")
 }

@@ -11,13 +11,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // recordJob is the recording of one event, done after the decision.
 type recordJob struct {
 	sc    binding.Scope
 	b     binding.Binding
-	set   Settings
+	set   model.Settings
 	event string
 	invID string
 
@@ -25,7 +27,7 @@ type recordJob struct {
 	sessionName               string
 	senderID, senderName      string
 
-	chain  Chain
+	chain  model.Chain
 	ai     bool
 	aiText string
 	word   string
@@ -53,7 +55,8 @@ func (j *recordJob) release() { j.once.Do(func() { close(j.done) }) }
 // session hashed to the same worker). The bound holds over all sessions
 // together.
 type recorder struct {
-	s       *Service
+	write   func(*recordJob)         // writes one recording
+	drop    func(*recordJob, string) // accounts a recording not queued, with the reason
 	workers int
 	limit   int64        // recordings waiting at most, over all sessions
 	queued  atomic.Int64 // recordings waiting now
@@ -80,9 +83,12 @@ type sessionQueue struct {
 // maxSessionQueue bounds the recordings one session can have waiting.
 const maxSessionQueue = 256
 
-func newRecorder(s *Service, workers, queue int) *recorder {
+// newRecorder returns a recorder of workers workers and at most queue
+// waiting recordings, which writes with write and reports the recordings
+// it cannot queue to drop.
+func newRecorder(write func(*recordJob), drop func(*recordJob, string), workers, queue int) *recorder {
 	workers, queue = max(workers, 1), max(queue, 1)
-	return &recorder{s: s, workers: workers, limit: int64(queue),
+	return &recorder{write: write, drop: drop, workers: workers, limit: int64(queue),
 		line: make(chan *sessionQueue, queue), sessions: map[string]*sessionQueue{}}
 }
 
@@ -111,7 +117,7 @@ func (r *recorder) next(q *sessionQueue) {
 	j := q.jobs[0]
 	r.mu.Unlock()
 	r.queued.Add(-1)
-	r.s.record(j)
+	r.write(j)
 	j.release()
 	r.mu.Lock()
 	q.jobs[0] = nil
@@ -143,7 +149,7 @@ func (r *recorder) stop() {
 // queue drops the recording (never the decision).
 func (r *recorder) submitAndWait(ctx context.Context, j *recordJob, budget time.Duration) {
 	if reason := r.submit(j); reason != "" {
-		r.s.dropRecording(j, reason)
+		r.drop(j, reason)
 		return
 	}
 	t := time.NewTimer(budget)
@@ -180,7 +186,7 @@ func (r *recorder) submit(j *recordJob) (reason string) {
 
 func (s *Service) dropRecording(j *recordJob, reason string) {
 	s.metrics.recordDropped.WithLabelValues(reason).Inc()
-	s.view.settlePending(j.key)
+	s.view.SettlePending(j.key)
 }
 
 // errIdentity refuses a recording into a session of another bot or
@@ -191,14 +197,14 @@ var errIdentity = errors.New("takeover: session identity mismatch")
 func (s *Service) record(j *recordJob) {
 	ctx, cancel := context.WithTimeout(trace.ContextWithRemoteSpanContext(s.runCtx, j.span), 30*time.Second)
 	defer cancel()
-	defer s.view.settlePending(j.key)
+	defer s.view.SettlePending(j.key)
 
-	var parts []Part
+	var parts []model.Part
 	truncated := false
 	var atTargets []string
 	if j.ai {
-		text, cut := CutText(j.aiText, MaxTextBytes)
-		parts, truncated = []Part{{Type: PartText, Text: text}}, cut
+		text, cut := model.CutText(j.aiText, model.MaxTextBytes)
+		parts, truncated = []model.Part{{Type: model.PartText, Text: text}}, cut
 	} else {
 		c := j.chain.Extract()
 		parts, truncated, atTargets = c.Parts, c.Truncated, c.AtTargets
@@ -209,17 +215,17 @@ func (s *Service) record(j *recordJob) {
 		s.recordFailed(ctx, j, "storage", err)
 		return
 	}
-	if cur != nil && (IsLegacy(cur) || IdentityConflict(cur, j.bot, bi.adapter)) {
+	if cur != nil && (model.IsLegacy(cur) || model.IdentityConflict(cur, j.bot, bi.adapter)) {
 		s.refuseIdentity(ctx, j)
 		return
 	}
-	if j.set.RecordGroups == RecordAddressed && j.ltype == LauncherGroup && bi.accountID == "" {
+	if j.set.RecordGroups == model.RecordAddressed && j.ltype == model.LauncherGroup && bi.accountID == "" {
 		if _, seen := s.unknownAccount.LoadOrStore(j.sc.String()+"|"+j.bot, true); !seen {
 			s.log.WarnContext(ctx, "record_groups=addressed: the bot's account id is unknown, so mentions cannot be matched", "scope", j.sc.String())
 		}
 	}
-	facts := RecordFacts{
-		Group:     j.ltype == LauncherGroup,
+	facts := model.RecordFacts{
+		Group:     j.ltype == model.LauncherGroup,
 		Addressed: bi.accountID != "" && slices.Contains(atTargets, bi.accountID),
 		Triggered: j.hit,
 		TakenOver: j.takenOver || (cur != nil && cur.Takeover.TakenOver(j.now)),
@@ -227,18 +233,18 @@ func (s *Service) record(j *recordJob) {
 	}
 	keep := len(parts) > 0
 	if j.ai {
-		keep = keep && ShouldRecordAI(j.set.RecordGroups, facts)
+		keep = keep && model.ShouldRecordAI(j.set.RecordGroups, facts)
 	} else {
-		keep = keep && ShouldRecordUser(j.set.RecordGroups, facts)
+		keep = keep && model.ShouldRecordUser(j.set.RecordGroups, facts)
 	}
 	if !keep && !j.hit {
 		return
 	}
-	role := RoleUser
+	role := model.RoleUser
 	if j.ai {
-		role = RoleAI
+		role = model.RoleAI
 	}
-	e := &Entry{V: 1, ID: EventEntryID(j.sc.String(), j.sid, j.invID, j.event), TS: j.now, Role: role, Truncated: truncated}
+	e := &model.Entry{V: 1, ID: model.EventEntryID(j.sc.String(), j.sid, j.invID, j.event), TS: j.now, Role: role, Truncated: truncated}
 	if !j.ai {
 		e.SenderID, e.SenderName = j.senderID, j.senderName
 	}
@@ -254,42 +260,42 @@ func (s *Service) record(j *recordJob) {
 			return
 		}
 		j.release()
-		s.publishLive(j.sc, Live{Type: LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": e.Gen, "entry": e}})
+		s.publishLive(j.sc, model.Live{Type: model.LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": e.Gen, "entry": e}})
 	}
-	delta := metaDelta{adapter: bi.adapter, updatedAt: j.now}
+	delta := store.MetaDelta{Adapter: bi.adapter, UpdatedAt: j.now}
 	if !j.ai && j.sessionName != "" {
-		delta.name = j.sessionName
+		delta.Name = j.sessionName
 	}
 	if keep {
-		if j.ltype == LauncherGroup && !j.ai && j.senderID != "" {
-			delta.members = []Member{{ID: j.senderID, Name: j.senderName, At: j.now}}
+		if j.ltype == model.LauncherGroup && !j.ai && j.senderID != "" {
+			delta.Members = []model.Member{{ID: j.senderID, Name: j.senderName, At: j.now}}
 		}
-		delta.lastMsgAt, delta.preview, delta.historyInc = j.now, PreviewOf(parts), 1
+		delta.LastMsgAt, delta.Preview, delta.HistoryInc = j.now, model.PreviewOf(parts), 1
 	}
 	if appendFirst {
 		// plain metadata is coalesced (spec §3.3 step 3)
-		s.meta.add(j.sc, j.sid, j.bot, j.set, delta)
+		s.meta.Add(j.sc, j.sid, j.bot, j.set, delta)
 		return
 	}
 	auto := j.hit && j.set.AutoTakeoverOnTrigger
-	var tr Transition
-	unlock := s.lockSession(j.sc, j.sid)
-	rec, rev, err := s.st.updateRecord(ctx, j.sc, j.sid, func(cur *Record) (*Record, error) {
-		tr = Unchanged
-		var r *Record
+	var tr model.Transition
+	unlock := s.locks.Lock(j.sc, j.sid)
+	rec, rev, err := s.st.UpdateRecord(ctx, j.sc, j.sid, func(cur *model.Record) (*model.Record, error) {
+		tr = model.Unchanged
+		var r *model.Record
 		if cur == nil {
-			r = NewRecord(j.bot, j.ltype, j.lid, j.sessionName, j.now)
+			r = model.NewRecord(j.bot, j.ltype, j.lid, j.sessionName, j.now)
 		} else {
-			if IsLegacy(cur) || IdentityConflict(cur, j.bot, bi.adapter) {
+			if model.IsLegacy(cur) || model.IdentityConflict(cur, j.bot, bi.adapter) {
 				return nil, errIdentity
 			}
 			r = cur.Clone()
 		}
-		delta.apply(r)
+		delta.Apply(r)
 		if j.hit {
 			r.Unread, r.TriggeredWord, r.TriggeredAt = true, j.word, j.now
 			if auto {
-				tr = r.Takeover.TakeOver(j.now, j.set.TimeoutMillis(), ViaTrigger, "")
+				tr = r.Takeover.TakeOver(j.now, j.set.TimeoutMillis(), model.ViaTrigger, "")
 			}
 		}
 		return r, nil
@@ -306,7 +312,7 @@ func (s *Service) record(j *recordJob) {
 	if rec == nil {
 		return
 	}
-	s.view.applyRecord(j.sc, j.sid, rec, rev)
+	s.view.ApplyRecord(j.sc, j.sid, rec, rev)
 	// The entry goes first and the reply with it; arming the expiry, the
 	// live events and the notice follow, so a trigger's reply waits for
 	// two durable writes, not four. The record already holds the deadline
@@ -318,56 +324,56 @@ func (s *Service) record(j *recordJob) {
 	}
 	j.release()
 	if j.hit {
-		s.publishLive(j.sc, Live{Type: LiveTrigger, SID: j.sid, Data: map[string]any{"sid": j.sid, "name": rec.Name, "word": j.word, "at": j.now}})
+		s.publishLive(j.sc, model.Live{Type: model.LiveTrigger, SID: j.sid, Data: map[string]any{"sid": j.sid, "name": rec.Name, "word": j.word, "at": j.now}})
 	}
-	if tr == Started || tr == Extended {
+	if tr == model.Started || tr == model.Extended {
 		s.afterTakeover(ctx, j.sc, j.b, j.set, j.sid, rec, tr)
 	}
 	if !keep {
-		s.publishLive(j.sc, Live{Type: LiveSession, SID: j.sid, Data: s.summary(ctx, j.sc, j.b, j.sid, rec)})
+		s.publishLive(j.sc, model.Live{Type: model.LiveSession, SID: j.sid, Data: s.summary(ctx, j.sc, j.b, j.sid, rec)})
 		return
 	}
 	if appendErr != nil {
 		s.recordFailed(ctx, j, "append", appendErr)
 		return
 	}
-	s.publishLive(j.sc, Live{Type: LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
-	s.maybeTrim(j.sc, j.sid, rec, j.set)
+	s.publishLive(j.sc, model.Live{Type: model.LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
+	s.trims.MaybeTrim(j.sc, j.sid, rec, j.set)
 }
 
 // recordHead returns the head of a session's record for a recording (nil
 // when there is none): from the view while it is live, so the hot path
 // reads no storage, else by a read. Whatever it returns, a write that
 // depends on the record (a new session, a trigger) re-reads it by CAS.
-func (s *Service) recordHead(ctx context.Context, j *recordJob) (*Record, error) {
-	if s.view.live() {
-		e, ok := s.view.lookup(j.key)
+func (s *Service) recordHead(ctx context.Context, j *recordJob) (*model.Record, error) {
+	if s.view.Live() {
+		e, ok := s.view.Lookup(j.key)
 		if !ok {
 			return nil, nil
 		}
-		if e.head != nil && !e.corrupt {
-			return e.head, nil
+		if e.Head != nil && !e.Corrupt {
+			return e.Head, nil
 		}
 		// deleted or unreadable: the read tells which
 	}
-	cur, _, err := s.st.getRecord(ctx, j.sc, j.sid)
+	cur, _, err := s.st.GetRecord(ctx, j.sc, j.sid)
 	return cur, err
 }
 
 // storeEntry writes an entry's blobs, then appends it (spec §5.3 rule 7).
-func (s *Service) storeEntry(ctx context.Context, sc binding.Scope, sid string, e *Entry, parts []Part) error {
-	e.Parts = make([]Part, len(parts))
+func (s *Service) storeEntry(ctx context.Context, sc binding.Scope, sid string, e *model.Entry, parts []model.Part) error {
+	e.Parts = make([]model.Part, len(parts))
 	for i, p := range parts {
 		if p.Data != nil {
-			name := blobName(sc, sid, e.ID, i)
-			if err := s.st.putBlob(ctx, sc, name, p.Data, p.Mime, p.Name); err != nil {
+			name := store.BlobName(sc, sid, e.ID, i)
+			if err := s.st.PutBlob(ctx, sc, name, p.Data, p.Mime, p.Name); err != nil {
 				return err
 			}
 			p.Blob, p.Data = name, nil
 		}
 		e.Parts[i] = p
 	}
-	seq, err := s.st.appendEntry(ctx, sc, sid, e)
+	seq, err := s.st.AppendEntry(ctx, sc, sid, e)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,8 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // Config is the service's configuration. The zero value is valid: every
@@ -94,21 +95,21 @@ type Service struct {
 	tracer  trace.Tracer
 	subj    bus.Subjects
 	runner  *bus.Runner
-	st      *store
-	view    *sessionView
+	st      *store.Store
+	view    *store.View
 	metrics *metrics
 	bots    *botCache
 	rec     *recorder
-	meta    *metaWriter
-	trims   *trimmer
-	locks   sessionLocks
+	meta    *store.MetaWriter
+	trims   *store.Trimmer
+	locks   *store.Locks
 
 	onDecision func(time.Duration) // benchmarks only; set before Run
 
 	faultMu sync.RWMutex
 	fault   func(op string, sc binding.Scope) error // tests only
 
-	settings sync.Map // scope#config -> Settings
+	settings sync.Map // scope#config -> model.Settings
 	// unknownAccount remembers (scope, bot) pairs already logged for an
 	// unknown account id under record_groups=addressed.
 	unknownAccount sync.Map
@@ -147,7 +148,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 32 << 20
 	}
-	if cfg.MinTakeoverTimeout < 0 || cfg.MinTakeoverTimeout > MinTakeoverTimeout*time.Second {
+	if cfg.MinTakeoverTimeout < 0 || cfg.MinTakeoverTimeout > model.MinTakeoverTimeout*time.Second {
 		return nil, fmt.Errorf("%w: MinTakeoverTimeout must be within [0, 30s]", ErrInvalidConfig)
 	}
 	if cfg.HostTimeout <= 0 {
@@ -183,8 +184,8 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		tracer: tp.Tracer("github.com/langbot-nats/plugins/services/takeover"), subj: subj,
 		ready: make(chan struct{}),
 	}
-	s.view = newSessionView(deps.Conn, bus.Bucket(Plugin))
-	if s.metrics, err = newMetrics(reg, s); err != nil {
+	s.view = store.NewView(deps.Conn, bus.Bucket(Plugin))
+	if s.metrics, err = newMetrics(reg, s.view, s.nowMS); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", ErrInvalidConfig, err)
 	}
 	s.runner, err = bus.NewRunner(bus.RunnerConfig{
@@ -211,12 +212,12 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	s.st = &store{js: js, subj: subj, fault: s.checkFault}
-	s.bots = newBotCache(s)
-	s.rec = newRecorder(s, cfg.RecordWorkers, cfg.RecordQueue)
-	s.meta = newMetaWriter(s, cfg.MetaWriteRate)
-	s.trims = newTrimmer(s)
-	s.locks.seed = maphash.MakeSeed()
+	s.st = store.New(js, subj, s.checkFault)
+	s.bots = newBotCache(s.runner.Host(), s.goBackground)
+	s.rec = newRecorder(s.record, s.dropRecording, cfg.RecordWorkers, cfg.RecordQueue)
+	s.locks = store.NewLocks()
+	s.trims = store.NewTrimmer(s.st, s.view, s.metrics.trims, s.log)
+	s.meta = store.NewMetaWriter(s.st, s.view, s.locks, s.trims, cfg.MetaWriteRate, s.metrics.metaPending, s.metrics.recordDropped, s.log)
 	return s, nil
 }
 
@@ -252,48 +253,48 @@ func (s *Service) start(parent context.Context) (err error) {
 	s.runCtx, s.cancelRun = context.WithCancel(context.WithoutCancel(parent))
 	defer func() {
 		if err != nil {
-			s.st.close()
+			s.st.Close()
 		}
 	}()
 	// setup is bounded; what it starts lives until shutdown
 	ctx, cancel := context.WithTimeout(parent, time.Minute)
 	defer cancel()
-	if err := s.st.ensure(ctx, s.cfg.Replicas); err != nil {
+	if err := s.st.Ensure(ctx, s.cfg.Replicas); err != nil {
 		return err
 	}
 	mainKV, err := bus.EnsureBucket(ctx, s.js, bus.Bucket(Plugin), bus.BucketSpec{Replicas: s.cfg.Replicas})
 	if err != nil {
 		return err
 	}
-	s.st.kv = bus.NewKV(s.nc, mainKV)
-	if err := s.view.start(ctx, s.js, bus.Bucket(Plugin)); err != nil {
+	s.st.UseKV(bus.NewKV(s.nc, mainKV))
+	if err := s.view.Start(ctx, s.js, bus.Bucket(Plugin)); err != nil {
 		return err
 	}
 	s.rec.start()
-	s.meta.start()
+	s.meta.Start(s.runCtx)
 	if err := s.runner.Start(ctx); err != nil {
-		s.view.stop()
+		s.view.Stop()
 		s.rec.stop()
-		s.meta.stop()
+		s.meta.Stop()
 		return err
 	}
 	// reply idempotency records live in the runner's dedupe bucket (24 h TTL)
-	s.st.dedupe = s.runner.Dedupe()
+	s.st.UseDedupe(s.runner.Dedupe())
 	if err := s.runner.ConsumeFired(ctx, bus.FiredConfig{
-		Stream:  TimerStream,
-		Durable: ExpireDurable,
-		Filter:  s.subj.InternalAll(Plugin, bus.KindExpire),
+		Stream:  store.TimerStream,
+		Durable: store.ExpireDurable,
+		Filter:  s.subj.InternalAll(Plugin, store.KindExpire),
 		AckWait: 30 * time.Second,
 	}, s.handleFired); err != nil {
 		_ = s.runner.Shutdown(context.Background())
-		s.view.stop()
+		s.view.Stop()
 		s.rec.stop()
-		s.meta.stop()
+		s.meta.Stop()
 		return err
 	}
 	// last: the trim workers end with the run context, which a start that
 	// failed above would never end
-	s.trims.start()
+	s.trims.Start(s.runCtx)
 	close(s.ready)
 	return nil
 }
@@ -306,28 +307,29 @@ func (s *Service) shutdown() error {
 	// calls are cancelled, so a stop never waits out a dead JetStream
 	grace := time.AfterFunc(2*time.Second, s.cancelRun)
 	s.rec.stop()
-	s.meta.stop()
+	s.meta.Stop()
 	grace.Stop()
-	s.view.stop()
+	s.view.Stop()
 	s.cancelRun()
+	s.trims.Wait()
 	s.wg.Wait()
-	s.st.close()
+	s.st.Close()
 	return err
 }
 
 // settingsFor parses an installation's config once per (scope, config
 // bytes), logging the names of bad fields once. The hot path only reads a
 // sync.Map.
-func (s *Service) settingsFor(sc binding.Scope, b binding.Binding, raw json.RawMessage) Settings {
+func (s *Service) settingsFor(sc binding.Scope, b binding.Binding, raw json.RawMessage) model.Settings {
 	key := sc.String() + "#" + string(raw)
 	if len(raw) > 4096 {
 		sum := sha256.Sum256(raw)
 		key = sc.String() + "#" + hex.EncodeToString(sum[:])
 	}
 	if st, ok := s.settings.Load(key); ok {
-		return st.(Settings)
+		return st.(model.Settings)
 	}
-	st, problems := ParseSettings(raw, int(s.cfg.MinTakeoverTimeout/time.Second))
+	st, problems := model.ParseSettings(raw, int(s.cfg.MinTakeoverTimeout/time.Second))
 	if len(problems) > 0 {
 		s.log.Warn("config fields fell back to defaults", "scope", sc.String(), "runtime_revision", b.RuntimeRevision, "fields", problems)
 	}

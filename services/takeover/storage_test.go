@@ -14,6 +14,8 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 func TestHistoryLimit(t *testing.T) {
@@ -25,7 +27,7 @@ func TestHistoryLimit(t *testing.T) {
 		h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprintf("#%d", i))))
 	}
 	sid := sidOf("bot-a", "person", 1)
-	var all []takeover.Entry
+	var all []model.Entry
 	before := uint64(0)
 	for {
 		var p takeover.MessagePage
@@ -106,7 +108,7 @@ func TestLargeImageDoesNotLockSession(t *testing.T) {
 		h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprint(i))))
 	}
 	waitFor(t, "100 more entries", func() bool { return h.historyCount(b, sid) == 101 })
-	obs, _ := h.js.ObjectStore(context.Background(), takeover.BlobBucket)
+	obs, _ := h.js.ObjectStore(context.Background(), store.BlobBucket)
 	info, err := obs.GetInfo(context.Background(), e.Parts[0].Blob)
 	if err != nil || info.Size != 8<<20 {
 		t.Fatalf("blob %v %v", info, err)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 func TestExpiryBySchedule(t *testing.T) {
@@ -19,10 +21,10 @@ func TestExpiryBySchedule(t *testing.T) {
 	long := `{"takeover_timeout":600}`
 	h.attach(b, short, true)
 	sc, _ := b.Scope()
-	live := make(chan takeover.Live, 100)
-	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, bus.KindLive, sc)
+	live := make(chan model.Live, 100)
+	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, store.KindLive, sc)
 	sub, err := h.nc.Subscribe(subj, func(m *nats.Msg) {
-		var l takeover.Live
+		var l model.Live
 		_ = json.Unmarshal(m.Data, &l)
 		live <- l
 	})
@@ -87,7 +89,7 @@ func TestExpiryBySchedule(t *testing.T) {
 	for !got {
 		select {
 		case l := <-live:
-			got = l.Type == takeover.LiveTakeover && l.SID == sid && !l.Data.(map[string]any)["active"].(bool)
+			got = l.Type == model.LiveTakeover && l.SID == sid && !l.Data.(map[string]any)["active"].(bool)
 		case <-time.After(5 * time.Second):
 			t.Fatal("no live takeover event for the release")
 		}
@@ -110,7 +112,7 @@ func TestExtensionOutlivesOldSchedule(t *testing.T) {
 	if second <= first {
 		t.Fatal("extension did not move the deadline")
 	}
-	waitFor(t, "the first deadline to pass", func() bool { return time.Now().UnixMilli() > takeover.ScheduleAt(first)+300 })
+	waitFor(t, "the first deadline to pass", func() bool { return time.Now().UnixMilli() > model.ScheduleAt(first)+300 })
 	if r := h.record(b, sid); !r.Takeover.Active {
 		t.Fatal("the old schedule released the extended takeover")
 	}
@@ -146,7 +148,7 @@ func TestPausedInstallationExpiresOnResume(t *testing.T) {
 	sid := h.takeOver(b, cfg, "bot-a", 1)
 	h.revoke(b, bus.ReasonDisable, bus.StateDisabled)
 	exp := h.record(b, sid).Takeover.ExpiresAt
-	waitFor(t, "the deadline and its fire", func() bool { return time.Now().UnixMilli() > takeover.ScheduleAt(exp)+1500 })
+	waitFor(t, "the deadline and its fire", func() bool { return time.Now().UnixMilli() > model.ScheduleAt(exp)+1500 })
 	if !h.record(b, sid).Takeover.Active {
 		t.Fatal("a fire while disabled wrote the release")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/console"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 const cfg = `{"takeover_timeout":600,"trigger_words":["human"]}`
@@ -113,7 +114,7 @@ func TestOperatorRecordedOverHTTP(t *testing.T) {
 	var st takeover.TakeoverView
 	_, body := h.do(tok, "GET", "/takeover_status", map[string]any{"sid": sid})
 	_ = json.Unmarshal(body, &st)
-	if !st.Active || st.Operator != "alice@ops" || st.Via != takeover.ViaConsole {
+	if !st.Active || st.Operator != "alice@ops" || st.Via != model.ViaConsole {
 		t.Fatalf("takeover by token operator: %+v", st)
 	}
 	// a reply by multipart, with an image, from a second operator
@@ -182,7 +183,7 @@ func TestOperatorRecordedOverHTTP(t *testing.T) {
 	if status, body := h.do(h.token(sc, "carol", time.Hour), "DELETE", "/takeover", map[string]any{"sid": sid}); status != 200 {
 		t.Fatalf("release: %d %s", status, body)
 	}
-	var rec *takeover.Record
+	var rec *model.Record
 	kvGet(t, h, sc, sid, &rec)
 	if rec.Takeover.Active || rec.Takeover.ReleasedBy != "carol" {
 		t.Fatalf("release audit: %+v", rec.Takeover)

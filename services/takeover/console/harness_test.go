@@ -26,6 +26,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/console"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // harness is one takeover replica on an embedded server, a fake host, and
@@ -254,7 +255,7 @@ func (h *harness) do(tok, method, endpoint string, params map[string]any) (int, 
 }
 
 func sidOf(ltype, lid string) string {
-	return takeover.SID(takeover.SessionKey("bot-1", ltype, lid))
+	return model.SID(model.SessionKey("bot-1", ltype, lid))
 }
 
 // waitFor polls cond until it holds or 20 s pass.

@@ -14,6 +14,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 func sign(key, claims []byte) []byte {
@@ -36,7 +37,7 @@ func tinyPNG() []byte {
 }
 
 // kvGet reads a session record straight from the bucket.
-func kvGet(t *testing.T, h *harness, sc binding.Scope, sid string, out **takeover.Record) {
+func kvGet(t *testing.T, h *harness, sc binding.Scope, sid string, out **model.Record) {
 	t.Helper()
 	kv, err := h.js.KeyValue(context.Background(), bus.Bucket(takeover.Plugin))
 	if err != nil {
@@ -47,7 +48,7 @@ func kvGet(t *testing.T, h *harness, sc binding.Scope, sid string, out **takeove
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r takeover.Record
+	var r model.Record
 	if err := json.Unmarshal(e.Value(), &r); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 func TestConsoleC13MessageAppearsLive(t *testing.T) {
@@ -47,9 +48,9 @@ func TestConsoleC14TakeoverBlocksAI(t *testing.T) {
 	if r := w.h.say(w.bind, w.cfg, "person", "1001", "1001", "name-A", "after"); !r.PreventDefault || !r.PreventPostorder {
 		t.Fatalf("the AI is not blocked after the takeover: %+v", r)
 	}
-	var rec *takeover.Record
+	var rec *model.Record
 	kvGet(t, w.h, w.sc, w.sid["A"], &rec)
-	if rec.Takeover.Operator != "alice" || rec.Takeover.Via != takeover.ViaConsole {
+	if rec.Takeover.Operator != "alice" || rec.Takeover.Via != model.ViaConsole {
 		t.Fatalf("takeover audit: %+v", rec.Takeover)
 	}
 	// release through the page
@@ -176,8 +177,8 @@ func TestConsoleC20HandledEverywhereAndLegacyReadOnly(t *testing.T) {
 	b2.until("the dot cleared in the second browser", `document.querySelector('`+item(w.sid["A"])+`').dataset.unread === 'false'`)
 
 	// a legacy record (imported, no bot): composer and takeover disabled
-	legacy := &takeover.Record{V: 1, Gen: "0123456789abcdef", SessionKey: "person_42", Type: "person", TargetID: "42", Name: "Old friend", Members: []takeover.Member{}, LastMsgAt: time.Now().UnixMilli()}
-	sid := takeover.SID("person_42")
+	legacy := &model.Record{V: 1, Gen: "0123456789abcdef", SessionKey: "person_42", Type: "person", TargetID: "42", Name: "Old friend", Members: []model.Member{}, LastMsgAt: time.Now().UnixMilli()}
+	sid := model.SID("person_42")
 	kv, err := w.h.js.KeyValue(context.Background(), bus.Bucket(takeover.Plugin))
 	if err != nil {
 		t.Fatal(err)

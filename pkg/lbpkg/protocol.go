@@ -1,0 +1,195 @@
+package lbpkg
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/i18n"
+)
+
+// GeneratedFile is the file of each package in which the builder writes
+// the protocol constants (taken from pkg/bus) and the plugin's
+// declaration as the forwarding core reads them, so the Python side types
+// no subject, header or name of its own.
+const GeneratedFile = "langbot_nats/generated.json"
+
+// Timeouts of the forwarder, each below LangBot's own (spec 4).
+const (
+	CommandTimeout = 30 * time.Second
+	ToolTimeout    = 60 * time.Second
+	PageTimeout    = 20 * time.Second
+	EventTimeout   = 3 * time.Second
+	// HostCallTimeout bounds one runtime call of a host action; the
+	// service's own host timeout is bus.DefaultHostTimeout.
+	HostCallTimeout = 12 * time.Second
+	// AttachRefresh is how often a worker republishes its attach, so a
+	// live installation is never taken for gone by a retention rule.
+	AttachRefresh = time.Hour
+	// ConnectGrace is how long a call waits for a worker's first
+	// connection before it answers "unavailable": NATS down at start must
+	// not hold a chat command for its whole timeout.
+	ConnectGrace = 2 * time.Second
+	// AttachBackoffMax caps the retry backoff of an unacknowledged attach.
+	AttachBackoffMax = 30 * time.Second
+)
+
+// IdempotencyKeys bounds the host-action server's record of idempotency
+// keys already sent.
+const IdempotencyKeys = 4096
+
+// Placeholders the templates are built with; each is a valid token, so
+// the real pkg/bus functions build the subjects, and is then replaced by
+// a Python format field.
+const (
+	phPrefix   = "PHxPREFIX"
+	phPlugin   = "phxplugin"
+	phEndpoint = "PHxENDPOINT"
+	phInst     = "PHxINSTANCE"
+	phWS       = "PHxWORKSPACE"
+	phInstall  = "PHxINSTALLATION"
+	phAction   = "PHxACTION"
+	phKind     = "PHxKIND"
+	phUser     = "PHxUSER"
+)
+
+// protocol is the protocol part of the generated file.
+type protocol struct {
+	DefaultPrefix string            `json:"default_prefix"`
+	Subjects      map[string]string `json:"subjects"`
+	Endpoints     map[string]string `json:"endpoints"`
+	Attach        string            `json:"attach_kind"`
+	Stream        string            `json:"lifecycle_stream"`
+	HostActions   []string          `json:"host_actions"`
+	Headers       map[string]string `json:"headers"`
+	ErrorWords    map[string]string `json:"error_words"`
+	Inbox         map[string]string `json:"inbox_prefix"`
+	ScopeToken    string            `json:"scope_token_pattern"`
+	AttachMsgID   string            `json:"attach_msg_id"`
+	ConfigKeys    []string          `json:"package_config_keys"`
+	Timeouts      map[string]int    `json:"timeouts_ms"`
+	IdemKeys      int               `json:"idempotency_keys"`
+}
+
+// template turns a subject built from placeholders into a Python format
+// string.
+func template(s string) string {
+	return strings.NewReplacer(
+		phPrefix, "{prefix}", phPlugin, "{plugin}", phEndpoint, "{endpoint}", phAction, "{action}", phKind, "{kind}",
+		phInst+"."+phWS+"."+phInstall, "{scope}", phUser, "{user}",
+	).Replace(s)
+}
+
+func buildProtocol(configKeys []string) (protocol, error) {
+	sc, err := binding.NewScope(phInst, phWS, phInstall)
+	if err != nil {
+		return protocol{}, err
+	}
+	subj := bus.Subjects{Prefix: phPrefix}
+	words := map[string]string{}
+	for _, e := range []*bus.Error{bus.ErrBadRequest, bus.ErrBindingRefused, bus.ErrNotFound, bus.ErrConflict,
+		bus.ErrTooLarge, bus.ErrRateLimited, bus.ErrInternal, bus.ErrUnavailable} {
+		words[fmt.Sprint(e.Code)] = e.Word
+	}
+	endpoints := map[string]string{}
+	for _, ep := range bus.Endpoints {
+		endpoints[string(ep)] = string(ep)
+	}
+	p := protocol{
+		DefaultPrefix: bus.DefaultPrefix,
+		Subjects: map[string]string{
+			"invocation": template(subj.Invocation(phPlugin, bus.Endpoint(phEndpoint), sc)),
+			"lifecycle":  template(subj.Lifecycle(phPlugin, phKind, sc)),
+			"host":       template(subj.HostAction(phAction, sc)),
+			// What a worker serves: every host action of its own scope.
+			"host_serve": strings.Replace(template(subj.HostAction(phAction, sc)), "{action}", "*", 1),
+		},
+		Endpoints:   endpoints,
+		Attach:      bus.LifecycleAttach,
+		Stream:      bus.LifecycleStream,
+		HostActions: []string{bus.ActionSendMessage, bus.ActionGetBotInfo, bus.ActionGetBots},
+		Headers: map[string]string{
+			"invocation_id":   bus.HeaderInvocationID,
+			"idempotency_key": bus.HeaderIdempotencyKey,
+			"service_error":   bus.HeaderServiceError,
+			"service_code":    bus.HeaderServiceCode,
+			"content_type":    bus.HeaderContentType,
+			"msg_id":          "Nats-Msg-Id", // JetStream's duplicate-window header
+			"traceparent":     "traceparent", // W3C trace context
+		},
+		ErrorWords: words,
+		Inbox: map[string]string{
+			"user":    template(bus.InboxPrefixFor(bus.ConnConfig{User: phUser})),
+			"default": bus.InboxPrefixFor(bus.ConnConfig{}),
+		},
+		ScopeToken:  fmt.Sprintf(`^[A-Za-z0-9_-]{1,%d}$`, binding.MaxTokenLen),
+		AttachMsgID: "{installation_uuid}.{runtime_revision}",
+		ConfigKeys:  configKeys,
+		Timeouts: map[string]int{
+			"command": int(CommandTimeout.Milliseconds()), "tool": int(ToolTimeout.Milliseconds()),
+			"page": int(PageTimeout.Milliseconds()), "event": int(EventTimeout.Milliseconds()),
+			"host_call": int(HostCallTimeout.Milliseconds()), "attach_refresh": int(AttachRefresh.Milliseconds()),
+			"attach_backoff_max": int(AttachBackoffMax.Milliseconds()), "connect_grace": int(ConnectGrace.Milliseconds()),
+		},
+		IdemKeys: IdempotencyKeys,
+	}
+	return p, nil
+}
+
+// generated is the whole generated file.
+type generated struct {
+	Protocol protocol  `json:"protocol"`
+	Plugin   genPlugin `json:"plugin"`
+}
+
+type genPlugin struct {
+	Plugin          string         `json:"plugin"`
+	Author          string         `json:"author"`
+	Name            string         `json:"name"`
+	Version         string         `json:"version"`
+	Commands        []string       `json:"commands"`
+	Tools           []string       `json:"tools"`
+	Events          []string       `json:"events"`
+	Pages           []string       `json:"pages"`
+	DefaultLanguage string         `json:"default_language"`
+	Texts           map[string]any `json:"texts"`
+	Secrets         []string       `json:"secret_config_keys"`
+}
+
+func (g generator) generated() ([]byte, error) {
+	var pkgKeys []string
+	for _, c := range PackageConfig() {
+		pkgKeys = append(pkgKeys, c.Name)
+	}
+	p, err := buildProtocol(pkgKeys)
+	if err != nil {
+		return nil, err
+	}
+	lang := i18n.EnUS
+	if c, ok := g.decl.ConfigItem("language"); ok {
+		if s, ok := c.Default.(string); ok {
+			lang = s
+		}
+	}
+	gp := genPlugin{
+		Plugin: g.decl.Plugin, Author: g.author, Name: g.name, Version: g.version,
+		Commands: g.decl.CommandNames(), Tools: []string{}, Events: append([]string{}, g.decl.Events...), Pages: []string{},
+		DefaultLanguage: lang,
+		Texts:           map[string]any{"unavailable": g.decl.Texts.Unavailable, "failed": g.decl.Texts.Failed},
+		Secrets:         g.decl.SecretFields(),
+	}
+	for _, t := range g.decl.Tools {
+		gp.Tools = append(gp.Tools, t.Name)
+	}
+	for _, pg := range g.decl.Pages {
+		gp.Pages = append(gp.Pages, pg.ID)
+	}
+	b, err := json.MarshalIndent(generated{Protocol: p, Plugin: gp}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

@@ -1,0 +1,231 @@
+"""SDK component classes that forward to the service; generated files subclass them.
+
+None of them raises out of a component (LangBot calls each installation's
+listeners in one loop, and an exception there drops the user's message):
+every failure becomes a text, a structured error, an unchanged event or a
+page error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import typing
+
+from langbot_plugin.api.definition.components.command.command import Command
+from langbot_plugin.api.definition.components.common.event_listener import EventListener
+from langbot_plugin.api.definition.components.page import Page, PageRequest, PageResponse
+from langbot_plugin.api.definition.components.tool.tool import Tool
+from langbot_plugin.api.entities import events as sdk_events
+from langbot_plugin.api.entities.builtin.command.context import CommandReturn, ExecuteContext
+from langbot_plugin.api.entities.builtin.platform.message import MessageChain
+
+from . import protocol as p
+from .forwarder import Forwarder
+
+log = logging.getLogger("langbot_nats")
+
+
+def _forwarder(component: typing.Any) -> Forwarder | None:
+    plugin = getattr(component, "plugin", None)
+    return getattr(plugin, "forwarder", None)
+
+
+def _gen(component: typing.Any) -> p.Generated:
+    plugin = getattr(component, "plugin", None)
+    return getattr(plugin, "generated", None) or p.load()
+
+
+def session_of(session: typing.Any) -> dict[str, typing.Any]:
+    """LangBot's Session as the protocol carries it (ids kept as sent)."""
+    lt = getattr(session, "launcher_type", "")
+    return {
+        "launcher_type": getattr(lt, "value", lt),
+        "launcher_id": getattr(session, "launcher_id", ""),
+        "sender_id": getattr(session, "sender_id", ""),
+        "bot_uuid": getattr(session, "bot_uuid", None) or "",
+    }
+
+
+def command_body(name: str, ctx: ExecuteContext) -> dict[str, typing.Any]:
+    """The ``command`` field: params are the words after the command word."""
+    full = ctx.full_command_text or ""
+    stripped = ctx.command_text or ""
+    prefix = full[: len(full) - len(stripped)] if full.endswith(stripped) else ""
+    body: dict[str, typing.Any] = {
+        "name": name,
+        "params": list(ctx.crt_params),
+        "full_text": full,
+        "session": session_of(ctx.session),
+        "privilege": ctx.privilege,
+    }
+    if prefix:
+        body["prefix"] = prefix
+    if ctx.query_uuid:
+        body["query_uuid"] = ctx.query_uuid
+    return body
+
+
+async def forward_command(fw: Forwarder | None, gen: p.Generated, name: str, ctx: ExecuteContext) -> list[str]:
+    """The texts a command answers: each of the service's returns, or one error line."""
+    lang = fw.language if fw is not None else gen.plugin["default_language"]
+    if fw is None:
+        return [gen.text("unavailable", lang)]
+    try:
+        reply = await fw.request("command", command_body(name, ctx), gen.timeout("command"))
+    except p.Unavailable:
+        return [gen.text("unavailable", lang)]
+    except p.ServiceError as err:
+        if err.code == 503:
+            return [gen.text("unavailable", lang)]
+        return [f"{gen.text('failed', lang)} ({err.code} {err.word})"]
+    except Exception as exc:  # never raise out of a component
+        log.error("command %s failed: %s", name, type(exc).__name__)
+        return [gen.text("unavailable", lang)]
+    returns = reply.get("returns") if isinstance(reply, dict) else None
+    if not isinstance(returns, list):
+        return [f"{gen.text('failed', lang)} (500 internal)"]
+    return [str(r.get("text", "")) if isinstance(r, dict) else str(r) for r in returns]
+
+
+class ForwardingCommand(Command):
+    """A command whose every reply comes from the service, streamed in order.
+
+    It overrides ``_execute``: the SDK's catch-all subcommand would yield only
+    the first return, and a string in ``CommandReturn.error`` crashes LangBot,
+    so errors are texts.
+    """
+
+    command_name: typing.ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    async def _execute(self, context: ExecuteContext) -> typing.AsyncGenerator[CommandReturn, None]:
+        for text in await forward_command(_forwarder(self), _gen(self), self.command_name, context):
+            yield CommandReturn(text=text)
+
+
+async def forward_tool(
+    fw: Forwarder | None, gen: p.Generated, name: str, params: typing.Any, session: typing.Any, query_uuid: str | None
+) -> typing.Any:
+    """The tool response: the service's result, or ``{"error": {...}}``."""
+    lang = fw.language if fw is not None else gen.plugin["default_language"]
+    unavailable = {"error": {"code": "unavailable", "message": gen.text("unavailable", lang)}}
+    if fw is None:
+        return unavailable
+    body: dict[str, typing.Any] = {"name": name, "parameters": params if isinstance(params, dict) else {}, "session": session_of(session)}
+    if query_uuid:
+        body["query_uuid"] = query_uuid
+    try:
+        reply = await fw.request("tool", body, gen.timeout("tool"))
+    except p.Unavailable:
+        return unavailable
+    except p.ServiceError as err:
+        if err.code == 503:
+            return {"error": {**err.to_dict(), "code": "unavailable"}}
+        return {"error": err.to_dict()}
+    except Exception as exc:
+        log.error("tool %s failed: %s", name, type(exc).__name__)
+        return unavailable
+    if not isinstance(reply, dict) or "result" not in reply:
+        return {"error": {"code": "internal", "message": "malformed reply"}}
+    return reply["result"]
+
+
+class ForwardingTool(Tool):
+    """A tool answered by the service."""
+
+    tool_name: typing.ClassVar[str] = ""
+
+    async def call(  # type: ignore[override]
+        self, params: dict[str, typing.Any], session: typing.Any, query_id: int, query_uuid: str | None = None
+    ) -> typing.Any:
+        return await forward_tool(_forwarder(self), _gen(self), self.tool_name, params, session, query_uuid)
+
+
+async def forward_event(fw: Forwarder | None, gen: p.Generated, ctx: typing.Any) -> None:
+    """Forward one event and apply the service's decision; unchanged on any failure."""
+    if fw is None:
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + gen.timeout("event")
+
+    async def run() -> dict[str, typing.Any]:
+        try:
+            bot_uuid = await ctx.get_bot_uuid() or ""
+        except Exception as exc:
+            log.warning("get_bot_uuid failed: %s", type(exc).__name__)
+            bot_uuid = ""
+        body: dict[str, typing.Any] = {
+            "name": ctx.event_name,
+            "bot_uuid": bot_uuid,
+            "data": ctx.event.model_dump(mode="json"),
+        }
+        if getattr(ctx, "query_uuid", None):
+            body["query_uuid"] = ctx.query_uuid
+        return await fw.request("event", body, max(deadline - loop.time(), 0.001))
+
+    try:
+        reply = await asyncio.wait_for(run(), gen.timeout("event"))
+    except Exception as exc:  # fail open: the event passes unchanged
+        log.warning("event %s passed unchanged: %s", getattr(ctx, "event_name", "?"), type(exc).__name__)
+        return
+    if not isinstance(reply, dict):
+        return
+    if reply.get("prevent_default") is True:
+        ctx.prevent_default()
+    if reply.get("prevent_postorder") is True:
+        ctx.prevent_postorder()
+    chain = reply.get("reply_message_chain")
+    if isinstance(chain, list) and hasattr(ctx.event, "reply_message_chain"):
+        # Only events that carry a reply (NormalMessageResponded, ...) take one.
+        try:
+            ctx.event.reply_message_chain = MessageChain.model_validate(chain)
+        except Exception as exc:
+            log.warning("event %s: reply_message_chain ignored: %s", ctx.event_name, type(exc).__name__)
+
+
+class ForwardingEventListener(EventListener):
+    """Registers one forwarding handler for each declared event."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        for name in p.load().plugin["events"]:
+            event_type = getattr(sdk_events, name, None)
+            if event_type is None:
+                log.error("event %s is not known to this SDK; not listened to", name)
+                continue
+            self.handler(event_type)(self._forward)
+
+    async def _forward(self, ctx: typing.Any) -> None:
+        await forward_event(_forwarder(self), _gen(self), ctx)
+
+
+async def forward_page(fw: Forwarder | None, gen: p.Generated, page_id: str, request: PageRequest) -> PageResponse:
+    """The page answer: the service's data, or ``"<code>: <message>"``."""
+    lang = fw.language if fw is not None else gen.plugin["default_language"]
+    if fw is None:
+        return PageResponse.fail(f"503: {gen.text('unavailable', lang)}")
+    body: dict[str, typing.Any] = {"page_id": page_id, "endpoint": request.endpoint, "method": request.method}
+    if request.body is not None:
+        body["body"] = request.body
+    try:
+        reply = await fw.request("page", body, gen.timeout("page"))
+    except p.Unavailable:
+        return PageResponse.fail(f"503: {gen.text('unavailable', lang)}")
+    except p.ServiceError as err:
+        return PageResponse.fail(f"{err.code}: {err.message or err.word}")
+    except Exception as exc:
+        log.error("page %s failed: %s", page_id, type(exc).__name__)
+        return PageResponse.fail(f"503: {gen.text('unavailable', lang)}")
+    return PageResponse.ok(reply.get("data") if isinstance(reply, dict) else None)
+
+
+class ForwardingPage(Page):
+    """A page whose API calls the service answers."""
+
+    page_id: typing.ClassVar[str] = ""
+
+    async def handle_api(self, request: PageRequest) -> PageResponse:
+        return await forward_page(_forwarder(self), _gen(self), self.page_id, request)

@@ -1,0 +1,339 @@
+"""One worker's NATS side: invocations out, host actions in, attach.
+
+The forwarder knows nothing of the SDK: the runtime it calls for host
+actions is any object with an async ``call(action, data, timeout)`` that
+raises HostTimeout or HostCallFailed, so it is tested against a real NATS
+server without a LangBot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import logging
+import random
+import re
+import ssl
+import typing
+
+import nats
+import nats.errors
+
+from . import protocol as p
+
+log = logging.getLogger("langbot_nats")
+
+
+class HostTimeout(Exception):
+    """The runtime did not answer a host action in time: outcome unknown."""
+
+
+class HostCallFailed(Exception):
+    """The runtime answered a host action with an error; the text is LangBot's."""
+
+
+class Runtime(typing.Protocol):
+    async def call(self, action: str, data: dict[str, typing.Any], timeout: float) -> dict[str, typing.Any]: ...
+
+
+class ConfigError(ValueError):
+    """The package config cannot be used (bad URL or prefix); never echoes values."""
+
+
+def _connect_options(gen: p.Generated, config: typing.Mapping[str, typing.Any], name: str) -> dict[str, typing.Any]:
+    raw = str(config.get("nats_url") or "").strip()
+    servers = [s.strip() for s in raw.split(",") if s.strip()]
+    if not servers:
+        raise ConfigError("nats_url is empty")
+    for s in servers:
+        if not (s.startswith("nats://") or s.startswith("tls://")):
+            raise ConfigError("nats_url must use nats:// or tls://")
+    opts: dict[str, typing.Any] = {
+        "servers": servers,
+        "name": name,
+        "allow_reconnect": True,
+        "max_reconnect_attempts": -1,
+        "reconnect_time_wait": 1,
+        "connect_timeout": 2,
+    }
+    user = str(config.get("nats_user") or "")
+    if user:
+        opts["user"] = user
+        opts["password"] = str(config.get("nats_password") or "")
+        opts["inbox_prefix"] = gen.protocol["inbox_prefix"]["user"].format(user=user)
+    token = str(config.get("nats_token") or "")
+    if token:
+        opts["token"] = token
+    ca = str(config.get("nats_tls_ca") or "").strip()
+    if ca or any(s.startswith("tls://") for s in servers):
+        opts["tls"] = ssl.create_default_context(cadata=ca or None)
+    return opts
+
+
+class Forwarder:
+    """Forwards one installation's calls to its service over one NATS connection.
+
+    ``start`` returns at once; a background task connects (retrying with
+    backoff), serves ``<prefix>.host.*.<scope>`` in a queue group of the
+    installation, and publishes the attach until it is acknowledged, then
+    again every refresh period.
+    """
+
+    def __init__(
+        self,
+        gen: p.Generated,
+        binding: typing.Mapping[str, typing.Any],
+        config: typing.Mapping[str, typing.Any] | None,
+        runtime: Runtime | None,
+    ) -> None:
+        self.gen = gen
+        self.binding = p.check_binding(gen, binding)
+        self.scope = p.scope_of(self.binding)
+        self.config = dict(config or {})
+        self.forward_config = p.forwarded_config(gen, self.config)
+        self.language = p.language(gen, self.config)
+        prefix = str(self.config.get("subject_prefix") or gen.protocol["default_prefix"])
+        if re.fullmatch(gen.protocol["scope_token_pattern"], prefix) is None:
+            raise ConfigError("subject_prefix is not a valid subject token")
+        self.prefix = prefix
+        self.runtime = runtime
+        self._opts = _connect_options(gen, self.config, f"langbot-{gen.name}-{self.binding['installation_uuid']}")
+        self._nc: typing.Any = None
+        self._connected = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._host_tasks: set[asyncio.Task[None]] = set()
+        self._host_slots = asyncio.Semaphore(64)
+        self._idem: collections.OrderedDict[str, asyncio.Future[typing.Any]] = collections.OrderedDict()
+        self.attach_acks = 0
+
+    # ----- lifecycle
+
+    def start(self) -> None:
+        """Start connecting, serving and attaching in the background."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def close(self) -> None:
+        """Stop the background work and drain the connection."""
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+        for t in list(self._host_tasks):
+            t.cancel()
+        if self._nc is not None:
+            try:
+                await self._nc.drain()
+            except Exception:
+                pass
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set() and self._nc is not None and self._nc.is_connected
+
+    async def _run(self) -> None:
+        try:
+            await self._serve_and_attach()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # A bug, not an outage: log it (no values) rather than die silently.
+            log.exception("forwarder for %s stopped", self.scope)
+
+    async def _serve_and_attach(self) -> None:
+        backoff = 0.2
+        while True:
+            try:
+                nc = await nats.connect(**self._opts, error_cb=self._on_error)
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("nats connect failed for %s (%s); retrying", self.scope, type(exc).__name__)
+                await asyncio.sleep(backoff * (1 + random.random() / 2))
+                backoff = min(backoff * 2, self.gen.timeout("attach_backoff_max"))
+        self._nc = nc
+        serve = p.subject(self.gen, "host_serve", prefix=self.prefix, scope=self.scope)
+        await nc.subscribe(serve, queue=f"{self.gen.name}-{self.binding['installation_uuid']}", cb=self._on_host)
+        await nc.flush()
+        self._connected.set()
+        log.info("connected to nats for %s", self.scope)
+        await self._attach_loop()
+
+    async def _on_error(self, exc: Exception) -> None:
+        log.warning("nats error for %s: %s", self.scope, type(exc).__name__)
+
+    async def _attach_loop(self) -> None:
+        js = self._nc.jetstream()
+        subj = p.subject(
+            self.gen, "lifecycle", prefix=self.prefix, plugin=self.gen.name,
+            kind=self.gen.protocol["attach_kind"], scope=self.scope,
+        )
+        body = json.dumps({"binding": self.binding, "config": self.forward_config, "enabled": True}).encode()
+        msg_id = self.gen.protocol["attach_msg_id"].format(**self.binding)
+        while True:
+            backoff = 0.2
+            while True:
+                headers = {
+                    self.gen.header("msg_id"): msg_id,
+                    self.gen.header("content_type"): "application/json",
+                    self.gen.header("traceparent"): p.new_traceparent(),
+                }
+                try:
+                    await js.publish(subj, body, timeout=5, headers=headers)
+                    break
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning("attach of %s not acknowledged (%s); retrying", self.scope, type(exc).__name__)
+                    await asyncio.sleep(backoff * (1 + random.random() / 2))
+                    backoff = min(backoff * 2, self.gen.timeout("attach_backoff_max"))
+            self.attach_acks += 1
+            log.info("attach of %s acknowledged", self.scope)
+            await asyncio.sleep(self.gen.timeout("attach_refresh"))
+
+    # ----- invocations
+
+    async def request(self, endpoint: str, field: typing.Any, timeout: float) -> typing.Any:
+        """Invoke the service's endpoint with the body field ``{endpoint: field}``.
+
+        Returns the decoded reply; raises ServiceError for an error reply and
+        Unavailable when NATS or the service does not answer within timeout.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        if not self._connected.is_set():
+            try:
+                await asyncio.wait_for(self._connected.wait(), min(timeout, self.gen.timeout("connect_grace")))
+            except asyncio.TimeoutError as exc:
+                raise p.Unavailable("not connected") from exc
+        body = json.dumps({"binding": self.binding, "config": self.forward_config, endpoint: field}).encode()
+        headers = {
+            self.gen.header("invocation_id"): p.new_invocation_id(),
+            self.gen.header("traceparent"): p.new_traceparent(),
+            self.gen.header("content_type"): "application/json",
+        }
+        subj = p.subject(
+            self.gen, "invocation", prefix=self.prefix, plugin=self.gen.name,
+            endpoint=self.gen.protocol["endpoints"][endpoint], scope=self.scope,
+        )
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            raise p.Unavailable("timeout")
+        try:
+            msg = await self._nc.request(subj, body, timeout=remaining, headers=headers)
+        except asyncio.CancelledError:
+            raise
+        except (nats.errors.Error, asyncio.TimeoutError, OSError) as exc:
+            raise p.Unavailable(type(exc).__name__) from exc
+        return p.decode_reply(self.gen, msg.headers, msg.data)
+
+    # ----- host actions
+
+    async def _on_host(self, msg: typing.Any) -> None:
+        # nats-py runs a subscription's callbacks one after another; a send
+        # may take seconds, so each request gets its own task, bounded.
+        if self._host_slots.locked():
+            await self._reply(msg, p.make_error(self.gen, 429, "too many host actions in flight"))
+            return
+        task = asyncio.get_running_loop().create_task(self._host_task(msg))
+        self._host_tasks.add(task)
+        task.add_done_callback(self._host_tasks.discard)
+
+    async def _host_task(self, msg: typing.Any) -> None:
+        async with self._host_slots:
+            try:
+                result: typing.Any = await self.serve_host(msg.subject, msg.headers or {}, msg.data)
+            except p.ServiceError as err:
+                result = err
+            except Exception as exc:
+                log.error("host action for %s failed: %s", self.scope, type(exc).__name__)
+                result = p.make_error(self.gen, 500, "internal error")
+            await self._reply(msg, result)
+
+    async def _reply(self, msg: typing.Any, result: typing.Any) -> None:
+        if not msg.reply:
+            return
+        if isinstance(result, p.ServiceError):
+            headers, body = p.encode_error(self.gen, result)
+        else:
+            headers, body = {self.gen.header("content_type"): "application/json"}, json.dumps(result).encode()
+        try:
+            await self._nc.publish(msg.reply, body, headers=headers)
+        except Exception as exc:
+            log.warning("host action reply for %s lost: %s", self.scope, type(exc).__name__)
+
+    async def serve_host(self, subject: str, headers: typing.Mapping[str, str], data: bytes) -> typing.Any:
+        """Check and perform one host action (spec 5); raises ServiceError."""
+        err = lambda code, msg, reason="": p.make_error(self.gen, code, msg, reason)  # noqa: E731
+        head = f"{self.prefix}.host."
+        tail = "." + self.scope
+        if not subject.startswith(head) or not subject.endswith(tail):
+            raise err(400, "subject is not a host action of this installation")
+        action = subject[len(head) : -len(tail)]
+        try:
+            body = json.loads(data)
+        except ValueError:
+            raise err(400, "body is not JSON") from None
+        if (
+            not isinstance(body, dict)
+            or not isinstance(body.get("binding"), dict)
+            or not isinstance(body.get("plugin"), str)
+            or not isinstance(body.get("data"), dict)
+        ):
+            raise err(400, "body must be {binding, plugin, data}")
+        if body["plugin"] != self.gen.name:
+            raise err(403, "plugin is not this package's")
+        b = body["binding"]
+        if any(b.get(f) != self.binding[f] for f in p.BINDING_FIELDS):
+            raise err(403, "binding is not this worker's")
+        if action not in self.gen.protocol["host_actions"]:
+            raise err(404, "unknown host action")
+        key = headers.get(self.gen.header("idempotency_key")) or ""
+        if not key:
+            return await self._call_runtime(action, body["data"])
+        fut = self._idem.get(key)
+        if fut is not None:
+            # A repeat: answer what the first attempt answered, without
+            # sending again (the first may still be running).
+            return await asyncio.shield(fut)
+        fut = asyncio.get_running_loop().create_future()
+        self._idem[key] = fut
+        while len(self._idem) > self.gen.protocol["idempotency_keys"]:
+            self._idem.popitem(last=False)
+        try:
+            result = await self._call_runtime(action, body["data"])
+        except BaseException as exc:
+            # A failed send is not recorded: a retry sends again.
+            self._idem.pop(key, None)
+            if not fut.done():
+                fut.set_exception(exc)
+                fut.exception()  # retrieved, so an unawaited future does not warn
+            raise
+        fut.set_result(result)
+        return result
+
+    async def _call_runtime(self, action: str, data: dict[str, typing.Any]) -> typing.Any:
+        err = lambda code, msg, reason="": p.make_error(self.gen, code, msg, reason)  # noqa: E731
+        if self.runtime is None:
+            raise err(503, "runtime not connected")
+        try:
+            return await self.runtime.call(action, data, self.gen.timeout("host_call"))
+        except HostTimeout:
+            raise err(503, "the runtime did not answer in time; outcome unknown", "timeout") from None
+        except HostCallFailed as exc:
+            text = str(exc).lower()
+            if "timed out" in text:
+                # The runtime's own call to LangBot timed out: as ambiguous as ours.
+                raise err(503, "the runtime did not answer in time; outcome unknown", "timeout") from None
+            if "not found" in text:
+                raise err(404, "bot or query not found") from None
+            if "stale" in text or "not registered" in text or "binding" in text or "does not match" in text:
+                raise err(403, "the runtime refused this installation's binding") from None
+            if "busy" in text:
+                raise err(429, "the runtime is busy") from None
+            log.error("host action %s for %s failed in the runtime: %s", action, self.scope, exc)
+            raise err(500, "host action failed") from None

@@ -1,0 +1,472 @@
+"""Unit tests of the forwarding core (PK-8), run by pkg/lbpkg's Go tests.
+
+They run against a built package (its generated.json, its bundled nats-py)
+and a real NATS server (LANGBOT_NATS_TEST_URL); the service side is played
+by NATS responders in the test and LangBot's runtime by a recording object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import secrets
+import time
+import typing
+import unittest
+
+import nats
+import nats.errors
+
+from langbot_nats import protocol as p
+from langbot_nats import components as c
+from langbot_nats.forwarder import ConfigError, Forwarder, HostCallFailed, HostTimeout
+from langbot_nats.plugin import ForwardingPlugin
+from langbot_plugin.api.definition.components.page import PageRequest
+from langbot_plugin.api.entities.builtin.command.context import ExecuteContext
+
+URL = os.environ.get("LANGBOT_NATS_TEST_URL", "")
+GEN = p.load()
+PKG_KEYS = GEN.protocol["package_config_keys"]
+
+
+def new_binding(**over: typing.Any) -> dict[str, typing.Any]:
+    b = {
+        "instance_uuid": "inst-" + secrets.token_hex(4),
+        "workspace_uuid": "ws-" + secrets.token_hex(4),
+        "placement_generation": 1,
+        "installation_uuid": "inst_" + secrets.token_hex(6),
+        "runtime_revision": 1,
+        "artifact_digest": "a" * 64,
+    }
+    b.update(over)
+    return b
+
+
+def config(**over: typing.Any) -> dict[str, typing.Any]:
+    cfg = {
+        "nats_url": URL,
+        "nats_user": "",
+        "nats_password": "marker-password-1",
+        "nats_token": "",
+        "nats_tls_ca": "",
+        "subject_prefix": "langbot",
+        "language": "en_US",
+        "some_service_item": 7,
+    }
+    cfg.update(over)
+    return cfg
+
+
+class Recorder:
+    """LangBot's runtime as the host-action server sees it."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, typing.Any]]] = []
+        self.fail: Exception | None = None
+
+    async def call(self, action: str, data: dict[str, typing.Any], timeout: float) -> dict[str, typing.Any]:
+        self.calls.append((action, data))
+        if self.fail is not None:
+            raise self.fail
+        if action == "get_bots":
+            return {"bots": [{"uuid": "b1"}]}
+        return {}
+
+
+class Base(unittest.IsolatedAsyncioTestCase):
+    async def asyncSetUp(self) -> None:
+        if not URL:
+            self.skipTest("LANGBOT_NATS_TEST_URL not set")
+        self.nc = await nats.connect(URL)
+        self.binding = new_binding()
+        self.runtime = Recorder()
+        self.fw = Forwarder(GEN, self.binding, config(), self.runtime)
+        self.fw.start()
+        await asyncio.wait_for(self.fw._connected.wait(), 5)
+
+    async def asyncTearDown(self) -> None:
+        await self.fw.close()
+        await self.nc.close()
+
+    def subject(self, endpoint: str) -> str:
+        return p.subject(GEN, "invocation", prefix="langbot", plugin=GEN.name, endpoint=endpoint, scope=self.fw.scope)
+
+    async def serve(self, endpoint: str, reply: typing.Callable[[typing.Any], typing.Awaitable[tuple[dict[str, str], bytes] | None]]):
+        """A service stand-in: records each request and answers with reply(msg)."""
+        seen: list[typing.Any] = []
+
+        async def cb(msg: typing.Any) -> None:
+            if msg.headers and msg.headers.get("Test-Probe"):
+                await self.nc.publish(msg.reply, b"{}")
+                return
+            seen.append(msg)
+            out = await reply(msg)
+            if out is not None:
+                await self.nc.publish(msg.reply, out[1], headers=out[0])
+
+        await self.nc.subscribe(self.subject(endpoint), cb=cb)
+        await self.nc.flush()
+        # A flushed subscription can still be unseen by another connection
+        # for a moment (no responders): probe until the forwarder's
+        # connection reaches it.
+        for _ in range(100):
+            try:
+                await self.fw._nc.request(self.subject(endpoint), b"", timeout=1, headers={"Test-Probe": "1"})
+                break
+            except nats.errors.NoRespondersError:
+                await asyncio.sleep(0.01)
+        return seen
+
+
+def ok(body: typing.Any) -> tuple[dict[str, str], bytes]:
+    return {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+
+def fail(code: int, message: str, reason: str = "") -> tuple[dict[str, str], bytes]:
+    return p.encode_error(GEN, p.make_error(GEN, code, message, reason))
+
+
+class Plugin:
+    """What a component sees of its plugin."""
+
+    def __init__(self, fw: Forwarder | None) -> None:
+        self.forwarder = fw
+        self.generated = GEN
+
+
+def execute_context(text: str) -> ExecuteContext:
+    words = text[1:].split()
+    return ExecuteContext.model_validate({
+        "query_id": 1, "query_uuid": "q-1",
+        "session": {"launcher_type": "group", "launcher_id": 123456, "sender_id": "42", "bot_uuid": "bot-1"},
+        "command_text": text[1:], "full_command_text": text, "command": words[0], "crt_command": words[0],
+        "params": words, "crt_params": words[1:], "privilege": 1,
+    })
+
+
+class ProtocolTest(unittest.TestCase):
+    def test_binding_tokens_refused_not_rewritten(self) -> None:
+        for bad in ["a.b", "*", ">", "", "x" * 65, "sp ace"]:
+            with self.subTest(token=bad), self.assertRaises(p.BindingError):
+                p.check_binding(GEN, new_binding(installation_uuid=bad))
+        for field in ["placement_generation", "runtime_revision"]:
+            with self.assertRaises(p.BindingError):
+                p.check_binding(GEN, new_binding(**{field: 0}))
+        b = new_binding()
+        self.assertEqual(p.check_binding(GEN, {**b, "extra": 1}), b)
+
+    def test_config_hygiene(self) -> None:
+        out = p.forwarded_config(GEN, config())
+        for k in PKG_KEYS:
+            self.assertNotIn(k, out)
+        self.assertEqual(out["some_service_item"], 7)
+        self.assertEqual(set(PKG_KEYS), {"nats_url", "nats_user", "nats_password", "nats_token", "nats_tls_ca", "subject_prefix"})
+
+    def test_bad_package_config_refused(self) -> None:
+        with self.assertRaises(ConfigError):
+            Forwarder(GEN, new_binding(), config(nats_url="http://x"), None)
+        with self.assertRaises(ConfigError):
+            Forwarder(GEN, new_binding(), config(subject_prefix="a.b"), None)
+
+    def test_generated_subjects(self) -> None:
+        s = p.subject(GEN, "invocation", prefix="langbot", plugin="x", endpoint="command", scope="i.w.n")
+        self.assertEqual(s, "langbot.plugin.x.command.i.w.n")
+        self.assertEqual(p.subject(GEN, "host_serve", prefix="langbot", scope="i.w.n"), "langbot.host.*.i.w.n")
+        self.assertEqual(p.subject(GEN, "lifecycle", prefix="lb", plugin="x", kind="attach", scope="i.w.n"), "lb.lifecycle.x.attach.i.w.n")
+
+
+class InitializeTest(unittest.IsolatedAsyncioTestCase):
+    async def test_invalid_binding_is_refused(self) -> None:
+        class Bound:
+            def model_dump(self) -> dict[str, typing.Any]:
+                return new_binding(workspace_uuid="ws.evil")
+
+        class Handler:
+            bound_action_context = Bound()
+
+        plugin = ForwardingPlugin()
+        plugin.config = config()
+        plugin.plugin_runtime_handler = Handler()
+        with self.assertRaises(p.BindingError):
+            await plugin.initialize()
+        self.assertIsNone(plugin.forwarder)
+
+    async def test_start_never_waits_for_nats(self) -> None:
+        fw = Forwarder(GEN, new_binding(), config(nats_url="nats://127.0.0.1:1"), Recorder())
+        t0 = time.monotonic()
+        fw.start()
+        self.assertLess(time.monotonic() - t0, 0.5)
+        self.assertFalse(fw.connected)
+        with self.assertRaises(p.Unavailable):
+            await fw.request("command", {"name": "x"}, 30)
+        texts = await c.forward_command(fw, GEN, "x", execute_context("!x y"))
+        self.assertEqual(texts, [GEN.text("unavailable", "en_US")])
+        await fw.close()
+
+
+class CommandTest(Base):
+    async def test_every_return_streamed_in_order(self) -> None:
+        seen = await self.serve("command", lambda m: _async(ok({"returns": [{"text": "one"}, {"text": "two\nlines"}, {"text": "three"}]})))
+        cmd = c.ForwardingCommand()
+        cmd.command_name = "sche"
+        cmd.plugin = Plugin(self.fw)  # type: ignore[assignment]
+        got = [r async for r in cmd._execute(execute_context("!sche add in 2s x"))]
+        self.assertEqual([r.text for r in got], ["one", "two\nlines", "three"])
+        self.assertTrue(all(r.error is None for r in got))
+        body = json.loads(seen[0].data)
+        self.assertEqual(body["command"]["name"], "sche")
+        self.assertEqual(body["command"]["params"], ["add", "in", "2s", "x"])
+        self.assertEqual(body["command"]["prefix"], "!")
+        self.assertEqual(body["command"]["full_text"], "!sche add in 2s x")
+        self.assertEqual(body["command"]["session"], {"launcher_type": "group", "launcher_id": 123456, "sender_id": "42", "bot_uuid": "bot-1"})
+        self.assertEqual(body["binding"], self.binding)
+        self.assertEqual(body["config"], {"language": "en_US", "some_service_item": 7})
+        self.assertNotIn("marker-password-1", seen[0].data.decode())
+        self.assertRegex(seen[0].headers["traceparent"], r"^00-[0-9a-f]{32}-[0-9a-f]{16}-01$")
+        await cmd._execute(execute_context("!sche")).__anext__()
+        ids = {m.headers[GEN.header("invocation_id")] for m in seen}
+        self.assertEqual(len(ids), 2, "each call has its own invocation id")
+
+    async def test_errors_are_text(self) -> None:
+        await self.serve("command", lambda m: _async(fail(403, "binding refused")))
+        texts = await c.forward_command(self.fw, GEN, "sche", execute_context("!sche"))
+        self.assertEqual(len(texts), 1)
+        self.assertIn(GEN.text("failed", "en_US"), texts[0])
+        self.assertIn("403", texts[0])
+
+    async def test_no_service_is_one_unavailable_line(self) -> None:
+        texts = await c.forward_command(self.fw, GEN, "sche", execute_context("!sche"))
+        self.assertEqual(texts, [GEN.text("unavailable", "en_US")])
+
+    async def test_language_from_config(self) -> None:
+        fw = Forwarder(GEN, new_binding(), config(language="zh_Hans"), None)
+        self.assertEqual(await c.forward_command(fw, GEN, "x", execute_context("!x")), [GEN.text("unavailable", "zh_Hans")])
+
+
+class ToolTest(Base):
+    async def test_result_and_structured_errors(self) -> None:
+        seen = await self.serve("tool", lambda m: _async(ok({"result": {"now": "2030-01-01T00:00:00Z"}})))
+        tool = c.ForwardingTool()
+        tool.tool_name = "get_current_time_str"
+        tool.plugin = Plugin(self.fw)  # type: ignore[assignment]
+        session = execute_context("!x").session
+        got = await tool.call({"a": 1}, session, 1, "q-9")
+        self.assertEqual(got, {"now": "2030-01-01T00:00:00Z"})
+        body = json.loads(seen[0].data)["tool"]
+        self.assertEqual((body["name"], body["parameters"], body["query_uuid"]), ("get_current_time_str", {"a": 1}, "q-9"))
+
+    async def test_error_reply_and_unavailable(self) -> None:
+        got = await c.forward_tool(self.fw, GEN, "nobody_serves_this", {}, execute_context("!x").session, None)
+        self.assertEqual(got["error"]["code"], "unavailable")
+        await self.serve("tool", lambda m: _async(fail(400, "bad params")))
+        got = await c.forward_tool(self.fw, GEN, "t", {}, execute_context("!x").session, None)
+        self.assertEqual(got, {"error": {"code": "bad_request", "message": "bad params"}})
+
+
+class FakeEventContext:
+    """The part of LangBot's EventContext a listener uses."""
+
+    def __init__(self, bot_uuid: str | None = "bot-1", fail: bool = False) -> None:
+        self.event_name = "GroupMessageReceived"
+        self.query_uuid = "q-7"
+        self.is_prevent_default = False
+        self.is_prevent_postorder = False
+        self._bot, self._fail = bot_uuid, fail
+
+        class Ev:
+            def model_dump(self, mode: str = "python") -> dict[str, typing.Any]:
+                return {"launcher_type": "group", "launcher_id": "g1", "sender_id": "u1", "message_chain": [{"type": "Plain", "text": "hi"}]}
+
+        self.event = Ev()
+
+    async def get_bot_uuid(self) -> str | None:
+        if self._fail:
+            raise RuntimeError("no query")
+        return self._bot
+
+    def prevent_default(self) -> None:
+        self.is_prevent_default = True
+
+    def prevent_postorder(self) -> None:
+        self.is_prevent_postorder = True
+
+
+class EventTest(Base):
+    async def test_decision_applied(self) -> None:
+        seen = await self.serve("event", lambda m: _async(ok({"prevent_default": True, "prevent_postorder": True})))
+        ctx = FakeEventContext()
+        await c.forward_event(self.fw, GEN, ctx)
+        self.assertTrue(ctx.is_prevent_default and ctx.is_prevent_postorder)
+        body = json.loads(seen[0].data)["event"]
+        self.assertEqual((body["name"], body["bot_uuid"], body["query_uuid"]), ("GroupMessageReceived", "bot-1", "q-7"))
+        self.assertEqual(body["data"]["launcher_id"], "g1")
+
+    async def test_reply_chain_only_where_the_event_has_one(self) -> None:
+        await self.serve("event", lambda m: _async(ok({"prevent_default": False, "prevent_postorder": False,
+                                                       "reply_message_chain": [{"type": "Plain", "text": "from service"}]})))
+        ctx = FakeEventContext()
+        await c.forward_event(self.fw, GEN, ctx)  # GroupMessageReceived-like: no reply field
+        self.assertFalse(hasattr(ctx.event, "reply_message_chain"))
+        ctx = FakeEventContext()
+        ctx.event.reply_message_chain = None  # type: ignore[attr-defined]
+        await c.forward_event(self.fw, GEN, ctx)
+        chain = ctx.event.reply_message_chain  # type: ignore[attr-defined]
+        self.assertEqual([cmp.text for cmp in chain], ["from service"])
+        self.assertFalse(ctx.is_prevent_default)
+
+    async def test_fail_open(self) -> None:
+        ctx = FakeEventContext(fail=True)
+        await c.forward_event(self.fw, GEN, ctx)  # nobody serves: unchanged, no exception
+        self.assertFalse(ctx.is_prevent_default or ctx.is_prevent_postorder)
+
+        delay = GEN.timeout("event") * 2
+
+        async def slow(m: typing.Any) -> tuple[dict[str, str], bytes]:
+            await asyncio.sleep(delay)
+            return ok({"prevent_default": True})
+
+        await self.serve("event", slow)
+        t0 = time.monotonic()
+        ctx = FakeEventContext()
+        await c.forward_event(self.fw, GEN, ctx)
+        self.assertLess(time.monotonic() - t0, delay, "the event timeout cut the slow service")
+        self.assertFalse(ctx.is_prevent_default)
+
+
+class PageTest(Base):
+    async def test_ok_and_fail(self) -> None:
+        async def reply(m: typing.Any) -> tuple[dict[str, str], bytes]:
+            page = json.loads(m.data)["page"]
+            if page["endpoint"] == "/info":
+                return ok({"data": {"echo": page["body"], "method": page["method"], "id": page["page_id"]}})
+            return fail(404, "no such endpoint")
+
+        await self.serve("page", reply)
+        got = await c.forward_page(self.fw, GEN, "console", PageRequest(endpoint="/info", method="GET", body={"x": 1}))
+        self.assertIsNone(got.error)
+        self.assertEqual(got.data, {"echo": {"x": 1}, "method": "GET", "id": "console"})
+        got = await c.forward_page(self.fw, GEN, "console", PageRequest(endpoint="/nope", method="GET"))
+        self.assertEqual(got.error, "404: no such endpoint")
+
+    async def test_unavailable(self) -> None:
+        got = await c.forward_page(self.fw, GEN, "console", PageRequest(endpoint="/info", method="GET"))
+        self.assertTrue(got.error and got.error.startswith("503: "))
+
+
+class HostActionTest(Base):
+    def host_subject(self, action: str) -> str:
+        return p.subject(GEN, "host", prefix="langbot", action=action, scope=self.fw.scope)
+
+    async def call(self, action: str, body: typing.Any, key: str = "") -> tuple[dict[str, str], typing.Any]:
+        headers = {GEN.header("idempotency_key"): key} if key else {}
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        msg = await self.nc.request(self.host_subject(action), raw, timeout=5, headers=headers or None)
+        return msg.headers or {}, json.loads(msg.data)
+
+    def body(self, **over: typing.Any) -> dict[str, typing.Any]:
+        b = {"binding": self.binding, "plugin": GEN.name, "data": {"bot_uuid": "bot-1", "target_type": "group", "target_id": "1", "message_chain": []}}
+        b.update(over)
+        return b
+
+    def code(self, headers: dict[str, str]) -> str:
+        return headers.get(GEN.header("service_code"), "")
+
+    async def test_send_and_refusals(self) -> None:
+        h, out = await self.call("send_message", self.body())
+        self.assertEqual((self.code(h), out), ("", {}))
+        self.assertEqual(self.runtime.calls, [("send_message", self.body()["data"])])
+        h, out = await self.call("get_bots", self.body(data={}))
+        self.assertEqual(out, {"bots": [{"uuid": "b1"}]})
+
+        cases = [
+            ("malformed", "send_message", b"not json", "400"),
+            ("no data", "send_message", {"binding": self.binding, "plugin": GEN.name}, "400"),
+            ("foreign plugin", "send_message", self.body(plugin="someoneelse"), "403"),
+            ("older binding", "send_message", self.body(binding={**self.binding, "runtime_revision": 0}), "403"),
+            ("unknown action", "delete_everything", self.body(), "404"),
+        ]
+        before = len(self.runtime.calls)
+        for name, action, body, want in cases:
+            with self.subTest(name):
+                h, out = await self.call(action, body)
+                self.assertEqual(self.code(h), want)
+                self.assertEqual(out["error"]["code"], GEN.protocol["error_words"][want])
+        self.assertEqual(len(self.runtime.calls), before, "refused actions never reach the runtime")
+
+    async def test_idempotency_key_sends_once(self) -> None:
+        key = self.fw.scope + ":delivery-1"
+        for _ in range(3):
+            h, out = await self.call("send_message", self.body(), key=key)
+            self.assertEqual((self.code(h), out), ("", {}))
+        self.assertEqual(len(self.runtime.calls), 1)
+        await self.call("send_message", self.body(), key=key + "-other")
+        self.assertEqual(len(self.runtime.calls), 2)
+
+    async def test_runtime_errors_mapped(self) -> None:
+        cases = [
+            (HostCallFailed("Bot with bot_uuid x not found"), "404", ""),
+            (HostCallFailed("Plugin installation revision or artifact is stale"), "403", ""),
+            (HostCallFailed("Runtime connection is busy (max 128 concurrent actions)"), "429", ""),
+            (HostTimeout("Action send_message call timed out"), "503", "timeout"),
+            (HostCallFailed("Action send_message call timed out"), "503", "timeout"),
+            (HostCallFailed("adapter exploded: secret detail"), "500", ""),
+        ]
+        for exc, want, reason in cases:
+            with self.subTest(want):
+                self.runtime.fail = exc
+                h, out = await self.call("send_message", self.body(), key="k-" + want + str(exc.__class__.__name__))
+                self.assertEqual(self.code(h), want)
+                self.assertEqual(out["error"].get("reason", ""), reason)
+                self.assertNotIn("secret detail", json.dumps(out))
+        # A failed send is not recorded: the retry sends again.
+        self.runtime.fail = None
+        n = len(self.runtime.calls)
+        h, out = await self.call("send_message", self.body(), key="k-503HostTimeout")
+        self.assertEqual((self.code(h), len(self.runtime.calls)), ("", n + 1))
+
+
+class AttachTest(Base):
+    async def last_attach(self, binding: dict[str, typing.Any]) -> typing.Any:
+        js = self.nc.jetstream()
+        subj = p.subject(GEN, "lifecycle", prefix="langbot", plugin=GEN.name, kind="attach", scope=p.scope_of(binding))
+        return await js.get_last_msg(GEN.protocol["lifecycle_stream"], subj)
+
+    async def wait_acks(self, fw: Forwarder, n: int) -> None:
+        for _ in range(200):
+            if fw.attach_acks >= n:
+                return
+            await asyncio.sleep(0.025)
+        self.fail("attach never acknowledged")
+
+    async def test_attach_published_and_deduplicated(self) -> None:
+        await self.wait_acks(self.fw, 1)
+        msg = await self.last_attach(self.binding)
+        body = json.loads(msg.data)
+        self.assertEqual(body, {"binding": self.binding, "config": {"language": "en_US", "some_service_item": 7}, "enabled": True})
+        self.assertEqual(msg.headers[GEN.header("msg_id")], f"{self.binding['installation_uuid']}.1")
+        first = msg.seq
+        # A restart with the same revision is deduplicated by the stream.
+        again = Forwarder(GEN, self.binding, config(), None)
+        again.start()
+        await self.wait_acks(again, 1)
+        self.assertEqual((await self.last_attach(self.binding)).seq, first)
+        await again.close()
+        # A config change (revision + 1) is a new attach.
+        newer = {**self.binding, "runtime_revision": 2}
+        third = Forwarder(GEN, newer, config(), None)
+        third.start()
+        await self.wait_acks(third, 1)
+        msg = await self.last_attach(newer)
+        self.assertGreater(msg.seq, first)
+        self.assertEqual(json.loads(msg.data)["binding"]["runtime_revision"], 2)
+        await third.close()
+
+
+async def _async(v: typing.Any) -> typing.Any:
+    return v
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,19 @@
+// Package when is schenotify's time: what a user may write for "when" and
+// what instants that means. It holds the time forms of spec 3.3 (ParseTime,
+// forms L and R), the duration grammar (ParseDuration), zones and the DST
+// policy of spec 7.3 (LoadZone, Resolve), recurrence rules (ParseRecurrence,
+// Rule.Next), the when forms of "!sche add" (AddSpec, PlanAdd) and the
+// validation of a schedule into a Plan with its result codes (PlanTool,
+// Failure).
+//
+// Everything here is a pure function of its inputs and the clock value it is
+// given (ProcessZoneName alone reads the process's TZ and /etc/localtime):
+// no bus, no NATS, no storage, no logging. It may import the standard
+// library and robfig/cron/v3 only; it must not import pkg/bus, pkg/binding or
+// package schenotify (which imports it).
+//
+// New ways of writing a time belong here, beside the forms they extend: a
+// parser (such as natural-language times) returns a TimeSpec, a Rule or an
+// AddSpec, and PlanTool and PlanAdd keep the checks and result codes in one
+// place.
+package when

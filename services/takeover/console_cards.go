@@ -1,0 +1,98 @@
+package takeover
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+)
+
+// UserCard and GroupCard are the console's cards (spec §7.3).
+type UserCard struct {
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	FromGroup bool   `json:"from_group"`
+	GroupID   string `json:"group_id"`
+	BotUUID   string `json:"bot_uuid"`
+	BotName   string `json:"bot_name"`
+	Adapter   string `json:"adapter"`
+}
+
+type GroupCard struct {
+	Type        string       `json:"type"`
+	ID          string       `json:"id"`
+	Name        string       `json:"name"`
+	MemberCount int          `json:"member_count"`
+	Members     []MemberView `json:"members"`
+	BotUUID     string       `json:"bot_uuid"`
+	BotName     string       `json:"bot_name"`
+	Adapter     string       `json:"adapter"`
+}
+
+func (s *Service) userInfo(ctx context.Context, c PageCall, req PageRequest) (UserCard, error) {
+	rec, err := s.mustRecord(ctx, c.Scope, req.SID)
+	if err != nil {
+		return UserCard{}, err
+	}
+	bot := s.bots.get(ctx, c.Scope, c.Binding, rec.BotUUID)
+	card := UserCard{Type: "user", BotUUID: rec.BotUUID, BotName: bot.name, Adapter: rec.Adapter}
+	if rec.Type == model.LauncherGroup && req.MemberID != "" {
+		i := slices.IndexFunc(rec.Members, func(m model.Member) bool { return m.ID == req.MemberID })
+		if i < 0 {
+			return UserCard{}, bus.Errorf(bus.ErrNotFound, "no such member")
+		}
+		card.ID, card.Name, card.FromGroup, card.GroupID = rec.Members[i].ID, rec.Members[i].Name, true, rec.TargetID
+		return card, nil
+	}
+	card.ID, card.Name = rec.TargetID, rec.Name
+	return card, nil
+}
+
+func (s *Service) groupInfo(ctx context.Context, c PageCall, sid string) (GroupCard, error) {
+	rec, err := s.mustRecord(ctx, c.Scope, sid)
+	if err != nil {
+		return GroupCard{}, err
+	}
+	if rec.Type != model.LauncherGroup {
+		return GroupCard{}, bus.Errorf(bus.ErrBadRequest, "not a group session")
+	}
+	bot := s.bots.get(ctx, c.Scope, c.Binding, rec.BotUUID)
+	return GroupCard{Type: "group", ID: rec.TargetID, Name: rec.Name, MemberCount: len(rec.Members), Members: members(rec),
+		BotUUID: rec.BotUUID, BotName: bot.name, Adapter: rec.Adapter}, nil
+}
+
+// BlobData is a blob as the page endpoint returns it.
+type BlobData struct {
+	Mime    string `json:"mime"`
+	Size    int    `json:"size"`
+	DataURL string `json:"data_url,omitempty"`
+}
+
+func (s *Service) blob(ctx context.Context, c PageCall, req PageRequest) (BlobData, error) {
+	if !strings.HasPrefix(req.Name, c.Scope.String()+"."+req.SID+".") {
+		return BlobData{}, bus.Errorf(bus.ErrNotFound, "no such attachment")
+	}
+	if _, err := s.mustRecord(ctx, c.Scope, req.SID); err != nil {
+		return BlobData{}, err
+	}
+	data, mime, err := s.st.GetBlob(ctx, c.Scope, req.Name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return BlobData{}, bus.Errorf(bus.ErrNotFound, "no such attachment")
+	}
+	if err != nil {
+		return BlobData{}, err
+	}
+	if (len(data)+2)/3*4 > s.cfg.MaxBody-(64<<10) {
+		return BlobData{}, bus.Errorf(bus.ErrTooLarge, "the attachment does not fit a page reply")
+	}
+	if mime == "" {
+		mime = model.SniffMime(data)
+	}
+	return BlobData{Mime: mime, Size: len(data), DataURL: model.DataURL(mime, data)}, nil
+}

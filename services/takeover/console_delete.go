@@ -1,0 +1,94 @@
+package takeover
+
+import (
+	"cmp"
+	"context"
+	"errors"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
+)
+
+// Export is the result of GET /export (spec §7.3).
+type Export struct {
+	Format     string              `json:"format"`
+	Version    int                 `json:"version"`
+	ExportedAt int64               `json:"exported_at"`
+	ExportedBy string              `json:"exported_by"`
+	Session    *model.Record       `json:"session"`
+	Messages   []model.Entry       `json:"messages"`
+	Blobs      map[string]BlobData `json:"blobs"`
+}
+
+func (s *Service) export(ctx context.Context, c PageCall, req PageRequest) (Export, error) {
+	rec, err := s.mustRecord(ctx, c.Scope, req.SID)
+	if err != nil {
+		return Export{}, err
+	}
+	entries, _, err := s.st.ReadHistory(ctx, c.Scope, req.SID)
+	if err != nil {
+		return Export{}, err
+	}
+	out := Export{Format: "langbot.takeover.export", Version: 1, ExportedAt: s.nowMS(), ExportedBy: c.Operator,
+		Session: rec, Messages: visible(entries, rec.Gen, c.Settings.HistoryLimit), Blobs: map[string]BlobData{}}
+	total := 0
+	for _, e := range out.Messages {
+		for _, p := range e.Parts {
+			if p.Blob == "" {
+				continue
+			}
+			bd := BlobData{Mime: p.Mime, Size: int(p.Size)}
+			if req.InlineBlobs {
+				data, mime, err := s.st.GetBlob(ctx, c.Scope, p.Blob)
+				if err == nil {
+					total += len(data)
+					if total > maxExportInline {
+						return Export{}, bus.Errorf(bus.ErrTooLarge, "inline attachments exceed 64 MiB")
+					}
+					bd.Size, bd.DataURL = len(data), model.DataURL(cmp.Or(mime, p.Mime, model.SniffMime(data)), data)
+				}
+			}
+			out.Blobs[p.Blob] = bd
+		}
+	}
+	return out, nil
+}
+
+// deleteSession removes a session: the record first (a purge marker that
+// every view sees), then its blobs, history and timer (spec §5.5 rule 5).
+// A repeated call finishes what a failed one left.
+func (s *Service) deleteSession(ctx context.Context, c PageCall, sid string) (map[string]bool, error) {
+	rec, _, err := s.st.GetRecord(ctx, c.Scope, sid)
+	existed := rec != nil || errors.Is(err, store.ErrCorrupt)
+	if err != nil && !errors.Is(err, store.ErrCorrupt) {
+		return nil, err
+	}
+	left, err := s.st.RemoveSession(ctx, c.Scope, sid, existed)
+	if err != nil {
+		return nil, err
+	}
+	if !existed && !left {
+		return nil, bus.Errorf(bus.ErrNotFound, "no such session")
+	}
+	s.publishLive(c.Scope, model.Live{Type: model.LiveDeleted, SID: sid, Data: map[string]string{"sid": sid}})
+	return map[string]bool{"deleted": true}, nil
+}
+
+func (s *Service) clear(ctx context.Context, c PageCall) (map[string]int, error) {
+	sids, err := s.st.SessionIDs(ctx, c.Scope)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.st.PurgeRecords(ctx, c.Scope, sids); err != nil {
+		return nil, err
+	}
+	if err := s.st.SweepScope(ctx, c.Scope); err != nil {
+		return nil, err
+	}
+	s.publishLive(c.Scope, model.Live{Type: model.LiveCleared})
+	return map[string]int{"cleared": len(sids)}, nil
+}
+
+// maxExportInline bounds the inline blobs of an export (spec §11).
+const maxExportInline = 64 << 20

@@ -1,0 +1,173 @@
+package takeover
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
+)
+
+// Info is the result of GET /info.
+type Info struct {
+	Scope    string `json:"scope"`
+	Operator string `json:"operator"`
+	Now      int64  `json:"now"`
+	Config   struct {
+		TakeoverTimeout int  `json:"takeover_timeout"`
+		TakeoverOnReply bool `json:"takeover_on_reply"`
+		HistoryLimit    int  `json:"history_limit"`
+	} `json:"config"`
+	Limits struct {
+		AttachmentBytes int `json:"attachment_bytes"`
+	} `json:"limits"`
+}
+
+func (s *Service) info(c PageCall) Info {
+	var i Info
+	i.Scope, i.Operator, i.Now = c.Scope.String(), c.Operator, s.nowMS()
+	i.Config.TakeoverTimeout, i.Config.TakeoverOnReply, i.Config.HistoryLimit = c.Settings.TakeoverTimeout, c.Settings.TakeoverOnReply, c.Settings.HistoryLimit
+	i.Limits.AttachmentBytes = s.attachmentLimit()
+	return i
+}
+
+// SessionList is the result of GET /sessions.
+type SessionList struct {
+	Sessions   []Summary `json:"sessions"`
+	NextCursor string    `json:"next_cursor"`
+}
+
+func (s *Service) listSessions(ctx context.Context, c PageCall, req PageRequest) (SessionList, error) {
+	stored, err := s.st.ListRecords(ctx, c.Scope)
+	if err != nil {
+		return SessionList{}, err
+	}
+	all := make([]Summary, 0, len(stored))
+	q := strings.ToLower(req.Query)
+	for _, l := range stored {
+		sid, rec := l.SID, l.Rec
+		if rec == nil {
+			all = append(all, Summary{SID: sid, Error: ReasonUnreadable})
+			continue
+		}
+		if req.Type != TypeAll && rec.Type != req.Type {
+			continue
+		}
+		sum := s.summaryWith(sid, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID))
+		if q != "" && !strings.Contains(strings.ToLower(sum.Name), q) && !strings.Contains(strings.ToLower(sum.TargetID), q) &&
+			!strings.Contains(strings.ToLower(sum.BotName), q) {
+			continue
+		}
+		all = append(all, sum)
+	}
+	slices.SortFunc(all, func(a, b Summary) int {
+		if c := cmp.Compare(b.LastMsgAt, a.LastMsgAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.SID, b.SID)
+	})
+	start := 0
+	if req.Cursor != "" {
+		at, sid, ok := parseCursor(req.Cursor)
+		if !ok {
+			return SessionList{}, bus.Errorf(bus.ErrBadRequest, "cursor is malformed")
+		}
+		start = len(all)
+		for i, sum := range all {
+			if sum.LastMsgAt < at || (sum.LastMsgAt == at && sum.SID > sid) {
+				start = i
+				break
+			}
+		}
+	}
+	end := min(start+req.Limit, len(all))
+	out := SessionList{Sessions: all[start:end]}
+	if end < len(all) && end > start {
+		last := all[end-1]
+		out.NextCursor = strconv.FormatInt(last.LastMsgAt, 10) + "_" + last.SID
+	}
+	return out, nil
+}
+
+func parseCursor(c string) (int64, string, bool) {
+	at, sid, ok := strings.Cut(c, "_")
+	if !ok {
+		return 0, "", false
+	}
+	n, err := strconv.ParseInt(at, 10, 64)
+	return n, sid, err == nil && model.ValidSID(sid)
+}
+
+// Detail is a Summary with the gen and the members (spec §7.3).
+type Detail struct {
+	Summary
+	Gen     string       `json:"gen"`
+	Members []MemberView `json:"members"`
+}
+
+// MemberView is a member in the console.
+type MemberView struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+func members(rec *model.Record) []MemberView {
+	out := make([]MemberView, 0, len(rec.Members))
+	for _, m := range rec.Members {
+		out = append(out, MemberView{ID: m.ID, Name: m.Name})
+	}
+	return out
+}
+
+// MessagePage is the result of GET /messages.
+type MessagePage struct {
+	Session    Detail        `json:"session"`
+	Messages   []model.Entry `json:"messages"`
+	NextBefore uint64        `json:"next_before"`
+}
+
+func (s *Service) messages(ctx context.Context, c PageCall, req PageRequest) (MessagePage, error) {
+	rec, err := s.mustRecord(ctx, c.Scope, req.SID)
+	if err != nil {
+		return MessagePage{}, err
+	}
+	entries, _, err := s.st.ReadHistory(ctx, c.Scope, req.SID)
+	if err != nil {
+		return MessagePage{}, err
+	}
+	vis := visible(entries, rec.Gen, c.Settings.HistoryLimit)
+	out := MessagePage{Session: Detail{
+		Summary: s.summaryWith(req.SID, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID)),
+		Gen:     rec.Gen, Members: members(rec),
+	}, Messages: []model.Entry{}}
+	// newest first, below before
+	for i := len(vis) - 1; i >= 0 && len(out.Messages) < req.Limit; i-- {
+		if req.Before != 0 && vis[i].Seq >= req.Before {
+			continue
+		}
+		out.Messages = append(out.Messages, vis[i])
+	}
+	if n := len(out.Messages); n > 0 && n == req.Limit && vis[0].Seq < out.Messages[n-1].Seq {
+		out.NextBefore = out.Messages[n-1].Seq
+	}
+	return out, nil
+}
+
+// visible returns the entries the console may see (spec §5.3 rule 5): the
+// record's gen only, the newest limit of them, oldest first.
+func visible(entries []store.StoredEntry, gen string, limit int) []model.Entry {
+	out := make([]model.Entry, 0, min(len(entries), limit))
+	for _, e := range entries {
+		if !e.Corrupt && e.Gen == gen {
+			out = append(out, e.Entry)
+		}
+	}
+	if len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out
+}

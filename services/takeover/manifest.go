@@ -1,0 +1,62 @@
+package takeover
+
+import (
+	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+)
+
+// Declaration is what takeover offers a host (spec §2, §3.1, §7): the
+// three events it listens to, the console page, and the installation
+// config of Settings with its defaults, with labels and descriptions from
+// the message catalogue (config.<field>.label|description). The package
+// builder and lbctl read it; nothing else declares these names.
+func Declaration() (plugin.Declaration, error) {
+	cat, err := Messages()
+	if err != nil {
+		return plugin.Declaration{}, err
+	}
+	return declaration(cat), nil
+}
+
+func declaration(cat *i18n.Catalog) plugin.Declaration {
+	t := func(en, zh string) plugin.Text { return plugin.Text{EnUS: en, ZhHans: zh} }
+	def := model.DefaultSettings()
+	cfg := func(name, typ string, dflt any, opts ...plugin.Option) plugin.ConfigItem {
+		return plugin.ConfigItem{Name: name, Type: typ, Default: dflt, Options: opts,
+			Label: plugin.TextFrom(cat, "config."+name+".label"), Description: plugin.TextFrom(cat, "config."+name+".description")}
+	}
+	return plugin.Declaration{
+		Plugin: Plugin,
+		Meta: plugin.Meta{
+			Name:        "HumanTakeover",
+			Label:       t("Human Takeover", "人工接管"),
+			Description: t("Lets a human operator take over a chat from the AI, reply as the bot and hand the chat back.", "让人工客服从 AI 手中接管会话、以机器人身份回复，并在结束后交还。"),
+			Original:    plugin.Identity{Author: "langbot-team", Name: "HumanTakeover"},
+			Repository:  "https://github.com/langbot-nats/plugins",
+		},
+		Events: []string{EventPersonMessage, EventGroupMessage, EventResponded},
+		Pages:  []plugin.Page{{ID: ConsolePageID, Label: t("Human Takeover", "人工接管")}},
+		Config: []plugin.ConfigItem{
+			cfg("takeover_timeout", "integer", def.TakeoverTimeout),
+			cfg("trigger_words", "array[string]", def.TriggerWords),
+			cfg("auto_takeover_on_trigger", "boolean", def.AutoTakeoverOnTrigger),
+			cfg("trigger_match", "select", def.TriggerMatch,
+				plugin.Option{Name: model.MatchSubstring, Label: t("Substring", "子串")},
+				plugin.Option{Name: model.MatchWord, Label: t("Whole word", "整词")}),
+			cfg("trigger_case_sensitive", "boolean", def.TriggerCaseSensitive),
+			cfg("takeover_on_reply", "boolean", def.TakeoverOnReply),
+			cfg("history_limit", "integer", def.HistoryLimit),
+			cfg("record_groups", "select", def.RecordGroups,
+				plugin.Option{Name: model.RecordAll, Label: t("All messages", "全部消息")},
+				plugin.Option{Name: model.RecordAddressed, Label: t("Addressed messages", "相关消息")},
+				plugin.Option{Name: model.RecordActiveOnly, Label: t("Only chats needing a human", "仅需人工处理的会话")}),
+			cfg("user_notice_on_takeover", "text", def.NoticeOnTakeover),
+			cfg("user_notice_on_release", "text", def.NoticeOnRelease),
+		},
+		Texts: plugin.Texts{
+			Unavailable: plugin.TextFrom(cat, "error.unavailable"),
+			Failed:      plugin.TextFrom(cat, "error.internal"),
+		},
+	}
+}

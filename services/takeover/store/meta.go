@@ -1,0 +1,243 @@
+package store
+
+import (
+	"context"
+	"hash/maphash"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/services/takeover/model"
+)
+
+// metaInterval is the least time between two coalesced metadata writes of
+// one session on one replica (spec §3.3 step 3).
+const metaInterval = 500 * time.Millisecond
+
+// MetaDelta is the metadata change of recorded messages, merged until it
+// is written.
+type MetaDelta struct {
+	Members    []model.Member
+	Name       string
+	Adapter    string
+	LastMsgAt  int64
+	Preview    model.Preview
+	HistoryInc int
+	UpdatedAt  int64
+}
+
+func (d *MetaDelta) merge(o MetaDelta) {
+	d.Members = append(d.Members, o.Members...)
+	if o.Name != "" {
+		d.Name = o.Name
+	}
+	if o.Adapter != "" {
+		d.Adapter = o.Adapter
+	}
+	if o.LastMsgAt >= d.LastMsgAt {
+		d.LastMsgAt, d.Preview = o.LastMsgAt, o.Preview
+	}
+	d.HistoryInc += o.HistoryInc
+	d.UpdatedAt = max(d.UpdatedAt, o.UpdatedAt)
+}
+
+// Apply is an idempotent-enough function of the record: set and max for
+// the fields, plus the count hint.
+func (d *MetaDelta) Apply(r *model.Record) {
+	for _, m := range d.Members {
+		r.AddMember(m.ID, m.Name, m.At)
+	}
+	if d.Name != "" {
+		r.Name = model.CutRunes(d.Name, model.MaxNameRunes)
+	}
+	if r.Adapter == "" && d.Adapter != "" {
+		r.Adapter = d.Adapter
+	}
+	if d.LastMsgAt >= r.LastMsgAt {
+		r.LastMsgAt, r.LastPreview = d.LastMsgAt, d.Preview
+	}
+	r.HistoryCount += d.HistoryInc
+	r.UpdatedAt = max(r.UpdatedAt, d.UpdatedAt)
+}
+
+// pendingMeta is one session's unwritten delta.
+type pendingMeta struct {
+	sc    binding.Scope
+	sid   string
+	bot   string
+	set   model.Settings
+	delta MetaDelta
+	due   time.Time
+}
+
+// MetaWriter coalesces metadata deltas: at most one CAS per session per
+// metaInterval per replica, and at most rate CAS per second in all. A
+// goroutine it owns writes due deltas, the longest due first.
+type MetaWriter struct {
+	st      *Store
+	view    *View
+	locks   *Locks
+	trims   *Trimmer
+	gauge   prometheus.Gauge       // sessions waiting
+	dropped *prometheus.CounterVec // by reason; "metadata" counts failed writes
+	log     *slog.Logger
+	ctx     context.Context // set by Start
+	mu      sync.Mutex
+	pending map[string]*pendingMeta
+	last    map[string]time.Time // last write per session key
+	stopc   chan struct{}
+	wg      sync.WaitGroup
+	sem     chan struct{}
+
+	// a token bucket of writes, filled at rate per second up to burst;
+	// used only by the loop goroutine
+	rate, burst, tokens float64
+	filled              time.Time
+}
+
+// NewMetaWriter returns a writer of coalesced list metadata over st, at
+// most rate writes a second: it serialises with the recordings through
+// locks, keeps view current, queues trims on trims, reports the sessions
+// waiting on gauge and counts failed writes in dropped (label "reason").
+func NewMetaWriter(st *Store, view *View, locks *Locks, trims *Trimmer, rate int, gauge prometheus.Gauge, dropped *prometheus.CounterVec, log *slog.Logger) *MetaWriter {
+	r := float64(max(rate, 1))
+	return &MetaWriter{st: st, view: view, locks: locks, trims: trims, gauge: gauge, dropped: dropped, log: log, pending: map[string]*pendingMeta{}, last: map[string]time.Time{},
+		stopc: make(chan struct{}), sem: make(chan struct{}, 32),
+		rate: r, burst: max(r/10, 1), tokens: max(r/10, 1), filled: time.Now()}
+}
+
+// Start runs the writer; ctx bounds its writes (each for 30 s at most).
+func (w *MetaWriter) Start(ctx context.Context) {
+	w.ctx = ctx
+	w.wg.Add(1)
+	go w.loop()
+}
+
+// Stop writes what is pending and waits.
+func (w *MetaWriter) Stop() {
+	close(w.stopc)
+	w.wg.Wait()
+}
+
+// Add queues a delta for a session.
+func (w *MetaWriter) Add(sc binding.Scope, sid, bot string, set model.Settings, d MetaDelta) {
+	key := SessionKey(sc, sid)
+	w.mu.Lock()
+	p, ok := w.pending[key]
+	if !ok {
+		due := time.Now()
+		if last, ok := w.last[key]; ok && due.Before(last.Add(metaInterval)) {
+			due = last.Add(metaInterval)
+		}
+		p = &pendingMeta{sc: sc, sid: sid, bot: bot, set: set, due: due}
+		w.pending[key] = p
+	}
+	p.delta.merge(d)
+	p.set = set
+	w.mu.Unlock()
+}
+
+func (w *MetaWriter) loop() {
+	defer w.wg.Done()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stopc:
+			w.flush(true)
+			// wait for writes in flight
+			for range cap(w.sem) {
+				w.sem <- struct{}{}
+			}
+			return
+		case <-t.C:
+		}
+		w.flush(false)
+	}
+}
+
+// flush starts the writes of due deltas, as many as the budget allows,
+// the longest due first (all of them with force).
+func (w *MetaWriter) flush(force bool) {
+	now := time.Now()
+	w.tokens = min(w.tokens+now.Sub(w.filled).Seconds()*w.rate, w.burst)
+	w.filled = now
+	w.mu.Lock()
+	var due []*pendingMeta
+	for _, p := range w.pending {
+		if force || !now.Before(p.due) {
+			due = append(due, p)
+		}
+	}
+	if n := int(w.tokens); !force && len(due) > n {
+		slices.SortFunc(due, func(a, b *pendingMeta) int { return a.due.Compare(b.due) })
+		due = due[:n]
+	}
+	if !force {
+		w.tokens -= float64(len(due))
+	}
+	for _, p := range due {
+		key := SessionKey(p.sc, p.sid)
+		delete(w.pending, key)
+		w.last[key] = now
+	}
+	if len(w.last) > 100000 {
+		clear(w.last)
+	}
+	w.gauge.Set(float64(len(w.pending)))
+	w.mu.Unlock()
+	for _, p := range due {
+		w.sem <- struct{}{}
+		go func() {
+			defer func() { <-w.sem }()
+			w.write(p)
+		}()
+	}
+}
+
+func (w *MetaWriter) write(p *pendingMeta) {
+	ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
+	defer cancel()
+	unlock := w.locks.Lock(p.sc, p.sid)
+	rec, rev, err := w.st.UpdateRecord(ctx, p.sc, p.sid, func(cur *model.Record) (*model.Record, error) {
+		if cur == nil || model.IsLegacy(cur) || cur.BotUUID != p.bot {
+			return nil, ErrNoChange // deleted meanwhile, or not this bot's
+		}
+		r := cur.Clone()
+		p.delta.Apply(r)
+		return r, nil
+	})
+	unlock()
+	if err != nil {
+		w.dropped.WithLabelValues("metadata").Inc()
+		w.log.WarnContext(ctx, "session metadata not written", "scope", p.sc.String(), "sid", p.sid, "err", err)
+		return
+	}
+	if rec == nil {
+		return
+	}
+	w.view.ApplyRecord(p.sc, p.sid, rec, rev)
+	w.trims.MaybeTrim(p.sc, p.sid, rec, p.set)
+}
+
+// Locks serialise one replica's CAS writes per session, so that
+// concurrent recordings of a busy session do not exhaust each other's
+// compare-and-set retries; other replicas still race by CAS.
+type Locks struct {
+	seed  maphash.Seed
+	locks [256]sync.Mutex
+}
+
+// NewLocks returns the session locks of one replica.
+func NewLocks() *Locks { return &Locks{seed: maphash.MakeSeed()} }
+
+// Lock takes a session's lock and returns its unlock.
+func (l *Locks) Lock(sc binding.Scope, sid string) func() {
+	m := &l.locks[maphash.String(l.seed, sc.String()+sid)%uint64(len(l.locks))]
+	m.Lock()
+	return m.Unlock
+}

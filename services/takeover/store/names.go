@@ -1,0 +1,35 @@
+package store
+
+// Names of the service's JetStream resources (spec §5.1).
+const (
+	Plugin        = "takeover"
+	TimerStream   = "LANGBOT_TAKEOVER_TIMERS"
+	BlobBucket    = "langbot_takeover_blobs"
+	ExpireDurable = "takeover-expire"
+
+	historyPerSubject = 2200 // largest history_limit plus the largest trim slack
+
+	// HistoryShards is how many streams hold the chat history. A session's
+	// shard is the first hex digit of its sid.
+	HistoryShards = 16
+
+	// LegacyHistoryStream held every session's history before it was
+	// sharded; admin.MigrateHistory moves its contents into the shards.
+	LegacyHistoryStream = "LANGBOT_TAKEOVER_HISTORY"
+)
+
+// Internal subject kinds: the token after "<prefix>.takeover." of the
+// service's own subjects (DESIGN 3.1, spec §5.1). pkg/bus builds the
+// subjects; the kinds are the service's.
+const (
+	KindTimer   = "timer"   // expiry schedules
+	KindExpire  = "expire"  // fired expiries
+	KindHistory = "history" // chat history, sharded
+	KindLive    = "live"    // live feed (core NATS)
+)
+
+// KV key kinds: the token after "<scope>." of the service's keys (DESIGN 4).
+const (
+	KeySession = "session" // <scope>.session.<sid>
+	KeyReply   = "reply"   // dedupe bucket: <scope>.reply.<hash>
+)
