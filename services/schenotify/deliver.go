@@ -173,7 +173,8 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 		}
 		if reserved && target.After(s.now()) {
 			reserved = false // the holder owns the slot now
-			s.hold(&held{f: f, auth: auth, orig: *rec, rec: &c, rev: crev, occ: occ, target: target})
+			s.hold(&held{f: f, auth: auth, orig: *rec, rec: &c, rev: crev, occ: occ, target: target,
+				out: s.prepare(sc, auth, &c, occ, target)})
 			return "", nil
 		}
 		return s.send(ctx, f, auth, &c, crev, occ, target, s.now())
@@ -197,7 +198,19 @@ func (s *Service) notDue(ctx context.Context, f *bus.Fired, sc binding.Scope, id
 
 // send performs the claimed delivery and records its outcome.
 func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, rec *Record, rev uint64, occ, target, now time.Time) (string, error) {
-	sc := f.Scope
+	return s.sendPrepared(ctx, f, auth, rec, rev, occ, target, s.prepare(f.Scope, auth, rec, occ, now))
+}
+
+// outgoing is a delivery's message, built before the send (a held
+// delivery builds it while it waits, so the instant costs only the send).
+type outgoing struct {
+	msg  bus.SendMessage
+	rule *when.Rule
+	loc  *time.Location
+}
+
+// prepare builds the message of occurrence occ as sent at now.
+func (s *Service) prepare(sc binding.Scope, auth *bus.Authority, rec *Record, occ, now time.Time) outgoing {
 	cfg, err := s.runner.OpenConfig(sc, auth)
 	if err != nil {
 		cfg = nil
@@ -220,9 +233,17 @@ func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, r
 	text := s.rd.DeliveryText(set, rec, occ, now, skipped)
 	msg := bus.SendMessage{BotUUID: rec.Session.BotUUID, TargetType: rec.Session.TargetType, TargetID: rec.Session.TargetID,
 		MessageChain: bus.Plain(text)}
+	return outgoing{msg: msg, rule: rule, loc: loc}
+}
+
+// sendPrepared performs the claimed delivery of out and records its outcome.
+func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Authority, rec *Record, rev uint64, occ, target time.Time, out outgoing) (string, error) {
+	sc := f.Scope
+	msg, rule, loc := out.msg, out.rule, out.loc
+	now := s.now()
 	s.metrics.lateness.Observe(now.Sub(target).Seconds())
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
-	err = s.runner.Host().SendMessage(sctx, auth.Binding, msg, IdempotencyKey(sc, rec.ID, occ))
+	err := s.runner.Host().SendMessage(sctx, auth.Binding, msg, IdempotencyKey(sc, rec.ID, occ))
 	cancel()
 	if h := s.hooks.afterSend; h != nil {
 		h(ctx, sc, rec.ID)

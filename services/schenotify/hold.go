@@ -26,7 +26,7 @@ import (
 
 // Defaults and bounds of the lead (Config.Lead, Config.MaxHeld).
 const (
-	DefaultLead    = 2 * time.Second
+	DefaultLead    = 5 * time.Second
 	MaxLead        = 10 * time.Second
 	DefaultMaxHeld = 4096
 )
@@ -40,6 +40,7 @@ type held struct {
 	rev    uint64  // its revision
 	occ    time.Time
 	target time.Time
+	out    outgoing // the message, built while it waits
 	timer  *time.Timer
 }
 
@@ -128,7 +129,7 @@ func (s *Service) release(it *held) {
 	defer span.End()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout+10*time.Second)
 	defer cancel()
-	outcome, err := s.send(ctx, it.f, it.auth, it.rec, it.rev, it.occ, it.target, s.now())
+	outcome, err := s.sendPrepared(ctx, it.f, it.auth, it.rec, it.rev, it.occ, it.target, it.out)
 	s.settle(ctx, it.f, outcome, err)
 }
 
