@@ -106,8 +106,8 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			s.ack(ctx, f)
 			return OutcomeDeleted, nil
 		}
-		if rec.State == StateFailed {
-			s.ack(ctx, f)
+		if rec.State == StateFailed || rec.State == StateWaiting {
+			s.ack(ctx, f) // a waiting one is sent on the chat's next message (waiting.go)
 			return "", nil
 		}
 		now := s.now()
@@ -119,7 +119,10 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			s.holds.unreserve()
 			reserved = false
 		}
-		if !reserved && target.After(now.Add(time.Second)) {
+		// Without a held slot an early fire waits on the server until the
+		// target: the lead makes every fire early, so the second of
+		// tolerance for clock differences would deliver early.
+		if !reserved && target.After(now) {
 			return OutcomeNotDue, s.notDue(ctx, f, sc, id, target, now)
 		}
 		if rec.State == StateSending && rec.Claim != nil && now.Before(rec.Claim.Until) {
@@ -140,6 +143,17 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			s.log.InfoContext(ctx, "reminder paused", "scope", sc.String(), "id", id)
 			s.ack(ctx, f)
 			return OutcomePaused, nil
+		}
+		if marked, _, err := s.chatWaiting(ctx, sc, rec.Session); err != nil {
+			return "", err
+		} else if marked {
+			if conflict, err := s.park(ctx, sc, rec, rev); err != nil {
+				return "", err
+			} else if conflict {
+				continue
+			}
+			s.ack(ctx, f)
+			return OutcomeWaiting, nil
 		}
 		if h := s.hooks.beforeClaim; h != nil {
 			h(ctx, sc, id)
@@ -265,6 +279,11 @@ func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Auth
 			s.log.InfoContext(ctx, "reminder handled", "scope", sc.String(), "id", rec.ID, "outcome", outcome,
 				"attempt", rec.Attempt, "occurrence", occ.UTC().Format(time.RFC3339))
 			return s.finishOutcome(ctx, f, outcome, err)
+		}
+	case Refusal(err) != "":
+		outcome = OutcomeWaiting
+		if werr := s.refused(ctx, sc, &c, rev, Refusal(err), now); werr != nil {
+			return s.finishOutcome(ctx, f, outcome, werr)
 		}
 	case errors.As(err, &hostErr) && hostErr.Code == 403:
 		outcome = OutcomePaused

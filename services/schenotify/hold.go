@@ -119,6 +119,13 @@ func (s *Service) release(it *held) {
 	h.running.Add(1)
 	h.mu.Unlock()
 	defer h.running.Done()
+	if a, ok := s.runner.View().Lookup(it.f.Scope); ok && !a.Active() {
+		// Disabled, superseded or removed while it waited: the record
+		// decides again, on the fire's own path (which pauses or purges).
+		s.putBackClaim(it)
+		_ = it.f.Nak(0)
+		return
+	}
 	s.active.Add(1)
 	defer s.active.Add(-1)
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
@@ -177,10 +184,7 @@ func (s *Service) putBack(it *held) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	sc, id := it.f.Scope, it.rec.ID
-	orig := it.orig
-	if _, err := s.casRecord(ctx, sc, &orig, it.rev); err != nil && !bus.IsCASConflict(err) {
-		// The claim stays; it expires and the redelivery takes over.
-		s.log.WarnContext(ctx, "held reminder: claim not released", "scope", sc.String(), "id", id, "err", err)
+	if !s.putBackClaim(it) {
 		return
 	}
 	if err := s.arm(ctx, sc, id, it.target); err != nil {
@@ -189,4 +193,18 @@ func (s *Service) putBack(it *held) {
 		return
 	}
 	s.ack(ctx, it.f)
+}
+
+// putBackClaim writes the record as it was before the claim, unless it
+// changed meanwhile (that write wins); false when the store failed, and the
+// claim then stays until it expires.
+func (s *Service) putBackClaim(it *held) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	orig := it.orig
+	if _, err := s.casRecord(ctx, it.f.Scope, &orig, it.rev); err != nil && !bus.IsCASConflict(err) {
+		s.log.WarnContext(ctx, "held reminder: claim not released", "scope", it.f.Scope.String(), "id", it.rec.ID, "err", err)
+		return false
+	}
+	return true
 }

@@ -302,6 +302,8 @@ func (rd Renderer) listLine(s Settings, n int, rec *Record, maxAttempts int) str
 		state = rd.text(s, "cmd.state_retrying", map[string]string{"attempt": strconv.Itoa(rec.Attempt), "max": mx})
 	case StatePaused:
 		state = rd.text(s, "cmd.state_paused", nil)
+	case StateWaiting:
+		state = rd.text(s, "cmd.state_waiting", nil)
 	case StateFailed:
 		code := ErrCodeHost
 		if rec.LastError != nil {

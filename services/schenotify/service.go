@@ -108,6 +108,8 @@ type Service struct {
 
 	lead  time.Duration // the effective lead (Config.Lead)
 	holds *holder       // deliveries waiting for their instant
+	// flusher sends a refusing chat's reminders on its next message
+	flusher *flusher
 
 	hooks hooks // tests only (export_test.go)
 }
@@ -177,7 +179,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	s := &Service{cfg: cfg, zone: zone, nc: deps.Conn, now: deps.Clock, log: deps.Logger, subj: subj, rd: Renderer{Cat: cat},
-		lead: min(cfg.Lead, cfg.AckWait/3), holds: newHolder(cfg.MaxHeld)}
+		lead: min(cfg.Lead, cfg.AckWait/3), holds: newHolder(cfg.MaxHeld), flusher: newFlusher()}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -208,6 +210,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		Handlers: bus.Handlers{
 			Command: s.handleCommand,
 			Tool:    s.handleTool,
+			Event:   s.handleEvent,
 			Dedupe:  dedupes,
 		},
 		Purge:        s.purgeScope,
@@ -288,6 +291,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.ready = true
 	s.mu.Unlock()
 
+	s.flusher.open(ctx)
 	sweepDone := make(chan struct{})
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	go func() {
@@ -302,6 +306,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	err = s.shutdown() // waits for the fired-message handlers
 	s.stopHolds()
+	s.flusher.close()
 	stopJanitor()
 	return err
 }
