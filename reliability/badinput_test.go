@@ -229,7 +229,7 @@ func settle(t testing.TB, s *stack) {
 	t.Helper()
 	prev := s.mustTake()
 	stable := 0
-	waitFor(t, 20*time.Second, "state to settle", func() bool {
+	bustest.EventuallyWithin(t, 20*time.Second, "state to settle", func() bool {
 		time.Sleep(250 * time.Millisecond)
 		cur := s.mustTake()
 		if len(changed(prev, cur)) == 0 {

@@ -83,7 +83,7 @@ func TestClusterLeaderStops(t *testing.T) {
 		}
 	}
 	progress := func(num int64) {
-		waitFor(t, 4*time.Minute, "load progress", func() bool { return t.Failed() || acked.Load() >= total*num/5 })
+		bustest.EventuallyWithin(t, 4*time.Minute, "load progress", func() bool { return t.Failed() || acked.Load() >= total*num/5 })
 	}
 	var stopped []string
 	for i, stream := range []string{schenotify.StreamName, "KV_" + bus.Bucket(takeover.Plugin)} {
@@ -139,7 +139,7 @@ func TestClusterLeaderStops(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			sche.svc.(*schenotify.Service).Sweep(ctx)
 			cancel()
-			waitFor(t, 30*time.Second, "the sweep delivers the missing reminders", func() bool { return len(delivered()) >= want })
+			bustest.EventuallyWithin(t, 30*time.Second, "the sweep delivers the missing reminders", func() bool { return len(delivered()) >= want })
 			break
 		}
 		time.Sleep(100 * time.Millisecond)

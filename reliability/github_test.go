@@ -127,7 +127,7 @@ func TestGitHubFaultsPollingCatchesUp(t *testing.T) {
 	}
 	for _, name := range names {
 		want := strconv.FormatInt(lastID[name], 10)
-		waitFor(t, 60*time.Second, name+" caught up", func() bool {
+		bustest.EventuallyWithin(t, 60*time.Second, name+" caught up", func() bool {
 			r := record(name)
 			if r.Head == nil || *r.Head != want || len(r.Subscribers) == 0 {
 				return false
@@ -161,11 +161,11 @@ func TestGitHubFaultsPollingCatchesUp(t *testing.T) {
 		}
 	}
 	select {
-	case err := <-run.done:
-		t.Fatalf("the service stopped: %v", err)
+	case <-run.run.Done():
+		t.Fatalf("the service stopped: %v", run.run.Err())
 	default:
 	}
-	if !run.ready() {
+	if !run.run.Ready() {
 		t.Error("the service is not ready after the faults")
 	}
 	var still []string

@@ -66,10 +66,7 @@ type stack struct {
 type running struct {
 	svc    any // *githubkit.Service, *takeover.Service or *schenotify.Service
 	plugin string
-	ready  func() bool
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
+	run    *bustest.Running
 }
 
 // newStack prepares a stack on nc (the host's connection); services are
@@ -99,51 +96,33 @@ func (s *stack) start(plugin string, nc *nats.Conn, replicas int) *running {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	type service interface {
-		Run(context.Context) error
-		Ready() bool
-	}
-	var svc service
+	var svc bustest.Service
 	reg := prometheus.NewRegistry()
 	switch plugin {
 	case githubkit.Plugin:
 		svc, err = githubkit.New(githubkit.Config{Replicas: replicas, AllowHTTP: true, AllowPrivateNetworks: true,
-			SendTimeout: 2 * time.Second, GitHubTimeout: 2 * time.Second, MinPollInterval: 1, InvocationTimeout: 5 * time.Second},
-			githubkit.Deps{Conn: nc, Keyring: kr, Logger: testLogger(), Registerer: reg})
+			HostTimeout: 2 * time.Second, GitHubTimeout: 2 * time.Second, MinPollInterval: 1, InvocationTimeout: 5 * time.Second},
+			bus.Deps{Conn: nc, Keyring: kr, Logger: testLogger(), Registerer: reg})
 	case takeover.Plugin:
 		svc, err = takeover.New(takeover.Config{Replicas: replicas, HostTimeout: 2 * time.Second,
 			MinTakeoverTimeout: time.Second, NoticeRetry: []time.Duration{50 * time.Millisecond}},
-			takeover.Deps{Conn: nc, Keyring: kr, Logger: testLogger(), Registerer: reg})
+			bus.Deps{Conn: nc, Keyring: kr, Logger: testLogger(), Registerer: reg})
 	case schenotify.Plugin:
 		svc, err = schenotify.New(schenotify.Config{Replicas: replicas, DefaultZone: "UTC", SweepDelay: -1,
-			SweepInterval: time.Hour, SendTimeout: 2 * time.Second, MinEvery: time.Second, InvocationTimeout: 5 * time.Second,
+			SweepInterval: time.Hour, HostTimeout: 2 * time.Second, MinEvery: time.Second, InvocationTimeout: 5 * time.Second,
 			Retry: schenotify.RetryPolicy{Cap: 4 * time.Second}},
-			schenotify.Deps{Conn: nc, Logger: testLogger(), Registerer: reg})
+			bus.Deps{Conn: nc, Logger: testLogger(), Registerer: reg})
 	default:
 		s.t.Fatalf("unknown plugin %q", plugin)
 	}
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{svc: svc, plugin: plugin, ready: svc.Ready, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- svc.Run(ctx) }()
+	r := &running{svc: svc, plugin: plugin}
 	s.mu.Lock()
 	s.runs = append(s.runs, r)
 	s.mu.Unlock()
-	s.t.Cleanup(func() { s.stop(r) })
-	deadline := time.Now().Add(30 * time.Second)
-	for !svc.Ready() {
-		select {
-		case err := <-r.done:
-			s.t.Fatalf("%s: Run: %v", plugin, err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s not ready", plugin)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	r.run = bustest.Start(s.t, svc)
 	return r
 }
 
@@ -156,19 +135,7 @@ func (s *stack) startAll(conn func() *nats.Conn) {
 }
 
 // stop stops a replica and waits for Run to return.
-func (s *stack) stop(r *running) {
-	r.once.Do(func() {
-		r.cancel()
-		select {
-		case err := <-r.done:
-			if err != nil {
-				s.t.Errorf("%s: Run returned %v", r.plugin, err)
-			}
-		case <-time.After(60 * time.Second):
-			s.t.Errorf("%s: Run did not return", r.plugin)
-		}
-	})
-}
+func (s *stack) stop(r *running) { r.run.Stop() }
 
 // install is one installation of each of the three plugins in one
 // workspace: each plugin has its own installation uuid, hence its own scope.
@@ -407,18 +374,6 @@ func (s *stack) sessions(in *install) (map[string]bool, error) {
 func isCode(err error, code int) bool {
 	var e *bus.Error
 	return errors.As(err, &e) && e.Code == code
-}
-
-// waitFor polls cond until it holds, failing after timeout.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func getenv(k string) string { return os.Getenv(k) }

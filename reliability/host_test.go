@@ -98,17 +98,17 @@ func TestHostOutageAllServices(t *testing.T) {
 			t.Fatalf("reply delivered while the host refuses: %+v", res)
 		}
 	}
-	waitFor(t, 30*time.Second, "attempts during the refusal", func() bool {
+	bustest.EventuallyWithin(t, 30*time.Second, "attempts during the refusal", func() bool {
 		return len(s.host.Sends()) >= 3*n
 	})
 	mode.Store(1)
 	refusedAt := len(s.host.Sends())
-	waitFor(t, 30*time.Second, "attempts during the silence", func() bool { return len(s.host.Sends()) >= refusedAt+2*n })
+	bustest.EventuallyWithin(t, 30*time.Second, "attempts during the silence", func() bool { return len(s.host.Sends()) >= refusedAt+2*n })
 	mode.Store(2)
 	// the operator's console retries with the same key (a new invocation
 	// each time, as a browser retry is)
 	for _, in := range ins {
-		waitFor(t, 30*time.Second, "reply delivered after recovery", func() bool {
+		bustest.EventuallyWithin(t, 30*time.Second, "reply delivered after recovery", func() bool {
 			var res takeover.ReplyResult
 			err := s.page(in, s.newID(), "POST", "/reply", map[string]string{"sid": in.sid("u1"),
 				"idempotency_key": replyKey(in), "text": "operator " + in.name}, &res)
@@ -145,7 +145,7 @@ func TestHostOutageAllServices(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, 60*time.Second, "every delivery accepted", func() bool {
+	bustest.EventuallyWithin(t, 60*time.Second, "every delivery accepted", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(accepted) >= 3*n

@@ -2,7 +2,6 @@ package reliability_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,25 +34,8 @@ type proc struct {
 	name   string
 	cmd    *exec.Cmd
 	addr   string // health and metrics
-	out    *lockedBuffer
+	out    *bustest.LogBuffer
 	exited chan struct{}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // freeAddr returns a loopback address with a port free at the moment.
@@ -73,7 +55,7 @@ func freeAddr(t testing.TB) string {
 func (s *stack) spawn(t testing.TB, plugin, name, natsURL string) *proc {
 	t.Helper()
 	dir := binaries(t)
-	p := &proc{plugin: plugin, name: name, addr: freeAddr(t), out: &lockedBuffer{}, exited: make(chan struct{})}
+	p := &proc{plugin: plugin, name: name, addr: freeAddr(t), out: &bustest.LogBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(filepath.Join(dir, plugin))
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TZ=UTC",
 		"NATS_URL=" + natsURL, "LANGBOT_HTTP_ADDR=" + p.addr, "LANGBOT_STATE_KEY=" + s.keyStr,
@@ -255,11 +237,11 @@ func (s *stack) killUnderLoad(t *testing.T, plugin, natsURL string, workers, ops
 	// after a kill the victim comes back (soak runs several cycles)
 	victim := 0
 	for c := range cycles {
-		waitFor(t, 5*time.Minute, "load progress", func() bool { return acked.Load() >= total*int64(c+1)/int64(cycles+2) })
+		bustest.EventuallyWithin(t, 5*time.Minute, "load progress", func() bool { return acked.Load() >= total*int64(c+1)/int64(cycles+2) })
 		survivor := reps[1-victim]
 		res.survivorBefore += survivor.invocations(t)
 		reps[victim].kill(t)
-		waitFor(t, 5*time.Minute, "load progress after the kill", func() bool {
+		bustest.EventuallyWithin(t, 5*time.Minute, "load progress after the kill", func() bool {
 			return acked.Load() >= total*int64(c+2)/int64(cycles+2) || acked.Load() == total
 		})
 		res.survivorAfter += survivor.invocations(t)

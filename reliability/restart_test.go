@@ -76,7 +76,7 @@ func TestNATSRestartEverythingResumes(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // the outage lasts past dueDuring
 	}
 	srv.Restart(t)
-	waitFor(t, 30*time.Second, "clients reconnected", s.nc.IsConnected)
+	bustest.EventuallyWithin(t, 30*time.Second, "clients reconnected", s.nc.IsConnected)
 
 	// new GitHub activity after the restart
 	for i := range ins {
@@ -86,7 +86,7 @@ func TestNATSRestartEverythingResumes(t *testing.T) {
 	// takeovers still block
 	for _, in := range ins {
 		var r bus.EventReply
-		waitFor(t, 20*time.Second, "takeover answering after the restart", func() bool {
+		bustest.EventuallyWithin(t, 20*time.Second, "takeover answering after the restart", func() bool {
 			var err error
 			r, err = s.message(in, s.newID(), "u1", "still there?")
 			return err == nil
@@ -105,12 +105,12 @@ func TestNATSRestartEverythingResumes(t *testing.T) {
 		}
 		return keys
 	}
-	waitFor(t, 60*time.Second, "reminders and pushes after the restart", func() bool {
+	bustest.EventuallyWithin(t, 60*time.Second, "reminders and pushes after the restart", func() bool {
 		return len(count(schenotify.Plugin)) >= 2*n && len(count(githubkit.Plugin)) >= n
 	})
 	// takeovers released by their schedules
 	for _, in := range ins {
-		waitFor(t, 60*time.Second, in.name+" takeover released by its schedule", func() bool {
+		bustest.EventuallyWithin(t, 60*time.Second, in.name+" takeover released by its schedule", func() bool {
 			got, err := s.sessions(in)
 			return err == nil && !got[in.sid("u1")]
 		})
@@ -139,7 +139,7 @@ func TestNATSRestartEverythingResumes(t *testing.T) {
 // nothing pending or unacknowledged.
 func (s *stack) waitConsumerDrained(t testing.TB, stream string) {
 	t.Helper()
-	waitFor(t, 60*time.Second, stream+" consumers drained", func() bool {
+	bustest.EventuallyWithin(t, 60*time.Second, stream+" consumers drained", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		st, err := s.js.Stream(ctx, stream)

@@ -40,7 +40,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -68,13 +67,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 0
 	}
 	natsembed.Tune() // for the life of the process: nothing to restore
-	var gh githubkit.Flags
-	parts := []svcmain.Part{
-		{Name: githubkit.Plugin, AddFlags: func(fs *flag.FlagSet) { gh.Register(fs, getenv) },
-			Build: func(_ context.Context, env *svcmain.Env) (svcmain.Service, error) { return githubkit.Build(env, gh) }},
-		{Name: takeover.Plugin, Build: takeover.Build},
-		{Name: schenotify.Plugin, Build: schenotify.Build},
-	}
+	parts := []svcmain.Binary{githubkit.Binary(), takeover.Binary(), schenotify.Binary()}
 	e := &embedded{getenv: getenv}
 	return svcmain.MainParts(name, args, getenv, stderr, parts, &svcmain.Embedding{AddFlags: e.register, Start: e.start})
 }

@@ -137,7 +137,10 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 	var wg sync.WaitGroup
 	defer func() { stopServices(); wg.Wait() }()
 	for _, s := range services {
-		snc, err := bus.Connect(ctx, bus.ConnConfig{URL: url, Name: s.Plugin, Logger: log})
+		// each service logs as itself: the one logger constructor sets the
+		// service attribute, as a service binary's does
+		svcLog := telemetry.NewLogger(io.err, level, s.Plugin)
+		snc, err := bus.Connect(ctx, bus.ConnConfig{URL: url, Name: s.Plugin, Logger: svcLog})
 		if err != nil {
 			return err
 		}
@@ -153,7 +156,7 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 		}
 		env := &svcmain.Env{
 			Options: svcmain.Options{HTTPAddr: *httpAddr, Replicas: 1, Prefix: subj.Prefix},
-			Conn:    snc, Subjects: subj, Keyring: keyring, Logger: log.With("service", s.Plugin),
+			Conn:    snc, Subjects: subj, Keyring: keyring, Logger: svcLog,
 			Registry: reg, Mux: mux, Getenv: io.getenv,
 		}
 		svc, err := s.Build(ctx, env)

@@ -7,28 +7,11 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 )
-
-// syncBuffer is an io.Writer the test can read while the stack writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -44,14 +27,14 @@ func freePort(t *testing.T) int {
 type devSession struct {
 	t    *testing.T
 	in   *io.PipeWriter
-	out  *syncBuffer
+	out  *bustest.LogBuffer
 	done chan int
 }
 
 func startDev(t *testing.T, extra ...string) *devSession {
 	t.Helper()
 	pr, pw := io.Pipe()
-	out := &syncBuffer{}
+	out := &bustest.LogBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	args := append([]string{"dev", "--listen", "127.0.0.1:" + strconv.Itoa(freePort(t)), "--http", "127.0.0.1:0",
 		"--data", t.TempDir(), "--log-level", "error"}, extra...)

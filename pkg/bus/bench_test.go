@@ -28,7 +28,7 @@ func BenchmarkRunnerInvoke(b *testing.B) {
 			return bus.CommandReply{Returns: []bus.Return{{Text: "ok"}}}, nil
 		},
 		Dedupe: func(inv *bus.Invocation) bool { return inv.Command.Name == "write" },
-	}}, bus.RunnerDeps{Conn: nc})
+	}}, bus.Deps{Conn: nc})
 	if err != nil {
 		b.Fatal(err)
 	}

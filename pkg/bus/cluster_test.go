@@ -20,7 +20,7 @@ func TestRunnerOnThreeNodeCluster(t *testing.T) {
 	}
 	c := bustest.NewCluster(t, 3)
 	nc := c.Conn(t)
-	r, err := bus.NewRunner(bus.RunnerConfig{Plugin: plugin, Handlers: echoHandlers(), Replicas: 3}, bus.RunnerDeps{Conn: nc})
+	r, err := bus.NewRunner(bus.RunnerConfig{Plugin: plugin, Handlers: echoHandlers(), Replicas: 3}, bus.Deps{Conn: nc})
 	if err != nil {
 		t.Fatal(err)
 	}

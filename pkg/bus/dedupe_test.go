@@ -56,7 +56,7 @@ func (e *effects) handlers() bus.Handlers {
 
 func TestRetriedInvocationDoesNotRepeat(t *testing.T) {
 	e := &effects{release: make(chan struct{})}
-	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers()}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers()}, bus.Deps{})
 	b := bindingFor("i", "w", "n", 1, 1)
 	first, err := h.command(b, "same-id", "add")
 	if err != nil {
@@ -120,7 +120,7 @@ func TestRetriedInvocationDoesNotRepeat(t *testing.T) {
 
 func TestRetryRacingFirstAttemptGetsInProgress(t *testing.T) {
 	e := &effects{release: make(chan struct{})}
-	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers()}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers()}, bus.Deps{})
 	b := bindingFor("i", "w", "n", 1, 1)
 	done := make(chan json.RawMessage)
 	go func() {
@@ -160,7 +160,7 @@ func TestRetryRacingFirstAttemptGetsInProgress(t *testing.T) {
 func TestRunnerConcurrentSafe(t *testing.T) {
 	e := &effects{release: make(chan struct{})}
 	close(e.release)
-	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 8}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 8}, bus.Deps{})
 	b := bindingFor("i", "w", "n", 1, 1)
 	var wg sync.WaitGroup
 	var failures atomic.Int64
@@ -186,7 +186,7 @@ func TestRunnerConcurrentSafe(t *testing.T) {
 
 func TestFullPoolAnswers503(t *testing.T) {
 	e := &effects{release: make(chan struct{})}
-	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 1, Queue: 1}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 1, Queue: 1}, bus.Deps{})
 	b := bindingFor("i", "w", "n", 1, 1)
 	results := make(chan error, 3)
 	for i := range 3 {
@@ -217,7 +217,7 @@ func TestFullPoolAnswers503(t *testing.T) {
 // and runs.
 func TestCrashedAttemptIsTakenOver(t *testing.T) {
 	e := &effects{release: make(chan struct{})}
-	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), InvocationTimeout: 2 * time.Second}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), InvocationTimeout: 2 * time.Second}, bus.Deps{})
 	b := bindingFor("i", "w", "n", 1, 1)
 	kv, err := h.js.KeyValue(context.Background(), bus.DedupeBucket(plugin))
 	if err != nil {

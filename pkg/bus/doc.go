@@ -3,7 +3,9 @@
 // (DESIGN 3-5), the request and reply envelopes, the one wire error type,
 // the service runner on nats.go micro (bounded worker pool, binding
 // refusal, authority view, invocation dedupe), the lifecycle stream and
-// consumer, the authority store, scoped KV access, JetStream message
+// consumer, the authority store, scoped KV access and the typed record
+// store over it (Records: compare-and-set with retry and the re-read of an
+// ambiguous write, DESIGN 4), JetStream message
 // schedules and their fired-message consumer, the host-action client and
 // the invoker the host side uses, sealing of secrets at rest, and trace
 // propagation through NATS headers.
@@ -14,14 +16,23 @@
 // addressed from another. What belongs to one service (its record kinds,
 // its subject kinds, its storage helpers) lives in that service.
 //
-// The usual shape of a service:
+// The usual shape of a service: it declares, the runner runs.
 //
-//	r, err := bus.NewRunner(bus.RunnerConfig{Plugin: "schenotify", Handlers: h}, bus.RunnerDeps{Conn: nc})
+//	r, err := bus.NewRunner(bus.RunnerConfig{
+//		Plugin:    "schenotify",
+//		Handlers:  h,                                     // command, event, tool, page
+//		Streams:   []bus.StreamSpec{{Name: "LANGBOT_SCHENOTIFY", ...}},
+//		Consumers: []bus.Consumer{{FiredConfig: ..., Handler: s.handleFired}},
+//		Parts:     []bus.Part{janitor, bus.Loop(s.sweepLoop)}, // background work
+//	}, deps) // bus.Deps: connection, subjects, keyring, clock, logger, tracing, metrics
 //	if err != nil { ... }
-//	if err := r.Start(ctx); err != nil { ... } // buckets, view, lifecycle consumer, endpoints
-//	// r.KV(), r.Host(), r.Subjects() for the handlers and background work
-//	<-ctx.Done()
-//	err = r.Shutdown(shutdownCtx) // stops intake, waits for every worker
+//	// r.KV(), r.Host(), r.Stream(name) for the handlers and the parts
+//	err = r.Run(ctx) // until ctx is done; nil for a requested stop
+//
+// Run creates the streams and buckets, loads the authority view, starts
+// the parts, opens intake (endpoints, lifecycle and fired-message
+// consumers) and reports Ready; at the end intake drains first, then the
+// parts stop in reverse order. Start and Shutdown are its two halves.
 //
 // ExampleRunner runs this against an embedded server.
 //

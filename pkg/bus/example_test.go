@@ -50,7 +50,7 @@ func ExampleRunner() {
 		Handlers: bus.Handlers{Command: func(ctx context.Context, inv *bus.Invocation) (any, error) {
 			return bus.CommandReply{Returns: []bus.Return{{Text: strings.ToUpper(strings.Join(inv.Command.Params, " "))}}}, nil
 		}},
-	}, bus.RunnerDeps{Conn: nc})
+	}, bus.Deps{Conn: nc})
 	if err := r.Start(ctx); err != nil {
 		fmt.Println(err)
 		return
@@ -67,4 +67,45 @@ func ExampleRunner() {
 	}
 	fmt.Println(string(reply))
 	// Output: {"returns":[{"text":"HELLO NATS"}]}
+}
+
+// ExampleRecords keeps a typed record per key in a plugin's bucket and
+// changes it by compare-and-set.
+func ExampleRecords() {
+	dir, _ := os.MkdirTemp("", "bus-example")
+	defer os.RemoveAll(dir)
+	srv, err := natsembed.Start(natsembed.Config{Dir: dir, Port: -1})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Shutdown()
+	nc, _ := nats.Connect(srv.ClientURL())
+	defer nc.Close()
+	ctx := context.Background()
+	js, _ := jetstream.New(nc)
+	bucket, _ := bus.EnsureBucket(ctx, js, "example_records", bus.BucketSpec{})
+	kv := bus.NewKV(nc, bucket)
+	defer kv.Close()
+
+	type visits struct {
+		Count int `json:"count"`
+	}
+	recs := bus.NewRecords(kv, "visits", bus.RecordsConfig[visits]{})
+	sc, _ := binding.ParseScope("inst.ws.install")
+	for range 3 {
+		_, _, err := recs.Update(ctx, sc, func(cur *visits) (*visits, error) {
+			if cur == nil {
+				return &visits{Count: 1}, nil
+			}
+			return &visits{Count: cur.Count + 1}, nil
+		}, "page1")
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	v, _, _ := recs.Get(ctx, sc, "page1")
+	fmt.Println(v.Count)
+	// Output: 3
 }

@@ -28,7 +28,7 @@ func bindingFor(inst, ws, installation string, gen, rev int64) binding.Binding {
 		PlacementGeneration: gen, RuntimeRevision: rev, ArtifactDigest: "sha256:test"}
 }
 
-func newHarness(t *testing.T, cfg bus.RunnerConfig, deps bus.RunnerDeps) *harness {
+func newHarness(t *testing.T, cfg bus.RunnerConfig, deps bus.Deps) *harness {
 	t.Helper()
 	srv := bustest.NewServer(t)
 	h := &harness{t: t, srv: srv, js: srv.JetStream(t)}
@@ -38,18 +38,7 @@ func newHarness(t *testing.T, cfg bus.RunnerConfig, deps bus.RunnerDeps) *harnes
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := r.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
+	bustest.Start(t, r)
 	h.runner = r
 	h.invoker = bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)
 	return h
@@ -75,20 +64,10 @@ func (h *harness) revoke(b binding.Binding, reason string) {
 	}
 }
 
-// waitAuthority polls the stored authority until cond holds.
+// waitAuthority waits until the stored authority satisfies cond.
 func (h *harness) waitAuthority(sc binding.Scope, cond func(*bus.Authority) bool) *bus.Authority {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		a, err := h.runner.Authority(context.Background(), sc)
-		if err == nil && cond(a) {
-			return a
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("authority of %s never reached the expected state; last %+v, %v", sc, a, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return bustest.WaitStored(h.t, h.runner, sc, cond)
 }
 
 // waitLifecycleDrained waits until the plugin's lifecycle consumer has

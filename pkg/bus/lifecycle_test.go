@@ -17,7 +17,7 @@ import (
 
 func TestLifecycleAttachDisableInvocation(t *testing.T) {
 	var calls atomic.Int64
-	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
 	b1 := bindingFor("i", "w", "n", 1, 1)
 	sc := bus.ScopeOf(b1)
 	h.attach(b1, true, `{"language":"en_US"}`)
@@ -55,7 +55,7 @@ func TestLifecycleAttachDisableInvocation(t *testing.T) {
 // revision 2.
 func TestLateRevokeOfOlderRevisionIsNoop(t *testing.T) {
 	var calls atomic.Int64
-	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
 	b1, b2 := bindingFor("i", "w", "n", 1, 1), bindingFor("i", "w", "n", 1, 2)
 	h.attach(b1, true, `{}`)
 	h.attach(b2, true, `{}`)
@@ -75,7 +75,7 @@ func TestLateRevokeOfOlderRevisionIsNoop(t *testing.T) {
 // the highest sequence dictates.
 func TestLifecycleOutOfOrder(t *testing.T) {
 	var calls atomic.Int64
-	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
 	store := bus.NewAuthorityStore(h.runner.KV().Bucket(), nil, nil, nil)
 	inputs := []bus.Input{
 		{Kind: bus.InputAttach, Binding: bindingFor("i", "w", "n", 1, 1), Enabled: true, Seq: 1},
@@ -108,8 +108,8 @@ func TestLifecycleOutOfOrder(t *testing.T) {
 // last message says.
 func TestLifecycleConcurrentReplicasConverge(t *testing.T) {
 	var calls atomic.Int64
-	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.RunnerDeps{})
-	second, err := bus.NewRunner(bus.RunnerConfig{Plugin: plugin, Handlers: countingHandlers(&calls)}, bus.RunnerDeps{Conn: h.srv.Conn(t)})
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
+	second, err := bus.NewRunner(bus.RunnerConfig{Plugin: plugin, Handlers: countingHandlers(&calls)}, bus.Deps{Conn: h.srv.Conn(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestUninstallPurgesOnlyThatScope(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}}
-	h := newHarness(t, cfg, bus.RunnerDeps{})
+	h := newHarness(t, cfg, bus.Deps{})
 	a, b := bindingFor("i", "w", "victim", 1, 1), bindingFor("i", "w", "bystander", 1, 1)
 	for _, bd := range []binding.Binding{a, b} {
 		h.attach(bd, true, `{}`)
@@ -246,7 +246,7 @@ func TestRetentionRemovesStaleInstallations(t *testing.T) {
 			return nil
 		},
 	}
-	h := newHarness(t, cfg, bus.RunnerDeps{Clock: clock.Now})
+	h := newHarness(t, cfg, bus.Deps{Clock: clock.Now})
 	stale, live := bindingFor("i", "w", "stale", 1, 1), bindingFor("i", "w", "live", 1, 1)
 	for _, bd := range []binding.Binding{stale, live} {
 		h.attach(bd, true, `{}`)
@@ -328,7 +328,7 @@ func TestRetentionRemovesStaleInstallations(t *testing.T) {
 func TestRetentionOffByDefault(t *testing.T) {
 	clock := newFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var calls atomic.Int64
-	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.RunnerDeps{Clock: clock.Now})
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{Clock: clock.Now})
 	b := bindingFor("i", "w", "n", 1, 1)
 	h.attach(b, true, `{}`)
 	h.waitAuthority(bus.ScopeOf(b), func(x *bus.Authority) bool { return x != nil })
@@ -350,7 +350,7 @@ func TestRetentionBackgroundSweep(t *testing.T) {
 	clock := newFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var calls atomic.Int64
 	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls), Retention: bus.MinRetention, RetentionSweep: 20 * time.Millisecond},
-		bus.RunnerDeps{Clock: clock.Now})
+		bus.Deps{Clock: clock.Now})
 	b := bindingFor("i", "w", "n", 1, 1)
 	h.attach(b, true, `{}`)
 	h.waitAuthority(bus.ScopeOf(b), func(x *bus.Authority) bool { return x != nil })
@@ -361,9 +361,9 @@ func TestRetentionBackgroundSweep(t *testing.T) {
 func TestRetentionBelowMinimumRefused(t *testing.T) {
 	srv := bustest.NewServer(t)
 	for _, d := range []time.Duration{time.Minute, 23 * time.Hour, -time.Hour} {
-		_, err := bus.NewRunner(bus.RunnerConfig{Plugin: plugin, Retention: d}, bus.RunnerDeps{Conn: srv.Conn(t)})
-		if !errors.Is(err, bus.ErrConfig) {
-			t.Errorf("retention %v: %v, want %v", d, err, bus.ErrConfig)
+		_, err := bus.NewRunner(bus.RunnerConfig{Plugin: plugin, Retention: d}, bus.Deps{Conn: srv.Conn(t)})
+		if !errors.Is(err, bus.ErrInvalidConfig) {
+			t.Errorf("retention %v: %v, want %v", d, err, bus.ErrInvalidConfig)
 		}
 	}
 }

@@ -45,7 +45,7 @@ func keys(t *testing.T, js jetstream.JetStream, bucket string) []string {
 
 func TestRefusesMalformedScopesAndBindings(t *testing.T) {
 	var calls atomic.Int64
-	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
 	long := strings.Repeat("x", 65)
 	body := func(inst, ws, inst2 string) []byte {
 		b, _ := json.Marshal(map[string]any{
@@ -100,7 +100,7 @@ func TestRefusesMalformedScopesAndBindings(t *testing.T) {
 
 func TestMissingInvocationIDRefused(t *testing.T) {
 	var calls atomic.Int64
-	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
 	_, err := h.command(bindingFor("i", "w", "n", 1, 1), "")
 	if !errors.Is(err, bus.ErrBadRequest) || calls.Load() != 0 {
 		t.Fatalf("got %v after %d calls", err, calls.Load())

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -99,14 +98,35 @@ func (h *Handlers) of(ep Endpoint) Handler {
 	return nil
 }
 
-// RunnerConfig is the plugin-specific configuration of a Runner.
+// RunnerConfig is what a service declares: its name, its handlers, the
+// streams, fired-message consumers and background parts it needs, and its
+// limits. The runner creates, starts and stops all of it (see Run).
 type RunnerConfig struct {
 	Plugin      string // plugin name: micro service name, queue group, subject token
 	Version     string // semantic version for micro INFO; default 0.1.0
 	Description string
-	Prefix      string // subject prefix; default "langbot"
 
 	Handlers Handlers
+
+	// Streams are the service's own streams, created or updated first, in
+	// order; Stream returns their handles.
+	Streams []StreamSpec
+	// Consumers are the service's fired-message consumers, opened with the
+	// other intake once every part runs, and drained first at shutdown.
+	Consumers []Consumer
+	// Parts are the service's background work, started in order after the
+	// streams, buckets and authority view and before intake, stopped in
+	// reverse order after intake drained.
+	Parts []Part
+	// HostTimeout bounds a host action of the runner's Host whose ctx has
+	// no earlier deadline; default DefaultHostTimeout.
+	HostTimeout time.Duration
+	// SetupTimeout bounds Run's start (streams, buckets, view, consumers);
+	// default 1 min.
+	SetupTimeout time.Duration
+	// ShutdownTimeout bounds Run's shutdown (intake drain, workers, parts);
+	// default 30 s.
+	ShutdownTimeout time.Duration
 
 	Workers           int           // concurrent handlers; default 64
 	Queue             int           // requests waiting for a worker; default 4*Workers
@@ -141,28 +161,19 @@ type RunnerConfig struct {
 	RetentionSweep time.Duration
 }
 
-// RunnerDeps are the live parts a Runner uses. Conn is required; the rest
-// have defaults: a JetStream context on Conn, time.Now, slog.Default(), no
-// tracing, a private metrics registry, and no keyring (then SecretFields
-// must be empty).
-type RunnerDeps struct {
-	Conn           *nats.Conn
-	JetStream      jetstream.JetStream
-	Keyring        *Keyring
-	Clock          func() time.Time
-	Logger         *slog.Logger
-	TracerProvider trace.TracerProvider
-	Registerer     prometheus.Registerer
+// Consumer is a fired-message consumer a service declares: the durable
+// consumer's settings and the handler of its messages (see ConsumeFired).
+type Consumer struct {
+	FiredConfig
+	Handler FiredHandler
 }
-
-// ErrConfig wraps invalid runner configuration.
-var ErrConfig = errors.New("bus: invalid configuration")
 
 // Runner serves one plugin on NATS: the micro service with the four
 // endpoints, the bounded worker pool, binding and authority checks,
 // invocation dedupe, the lifecycle consumer, and the fired-message
-// consumers a service adds. Create it with NewRunner, Start it, and
-// Shutdown it; Shutdown stops intake and waits for every worker.
+// consumers and background parts a service declares. Create it with
+// NewRunner and Run it (or Start it and Shutdown it); shutdown stops
+// intake, waits for every worker, then stops the parts.
 type Runner struct {
 	cfg      RunnerConfig
 	nc       *nats.Conn
@@ -194,10 +205,14 @@ type Runner struct {
 
 	mu        sync.Mutex
 	started   bool
+	serving   bool // Start completed: everything runs
 	stopped   bool
 	svc       micro.Service
 	stops     []func()
+	stopWatch func()
 	lifecycle jetstream.ConsumeContext
+	streams   map[string]jetstream.Stream
+	parts     []Part // started, in start order
 }
 
 type job struct {
@@ -209,20 +224,28 @@ type job struct {
 	start   time.Time
 }
 
-// NewRunner checks cfg and returns a Runner; it does no I/O.
-func NewRunner(cfg RunnerConfig, deps RunnerDeps) (*Runner, error) {
+// NewRunner checks cfg, fills deps' defaults and returns a Runner; it does
+// no I/O.
+func NewRunner(cfg RunnerConfig, deps Deps) (*Runner, error) {
 	if err := checkPlugin(cfg.Plugin); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if deps.Conn == nil {
-		return nil, fmt.Errorf("%w: no NATS connection", ErrConfig)
-	}
-	subj, err := NewSubjects(cfg.Prefix)
+	deps, err := deps.WithDefaults()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, err
 	}
 	if len(cfg.SecretFields) > 0 && deps.Keyring == nil {
-		return nil, fmt.Errorf("%w: secret fields need a state keyring", ErrConfig)
+		return nil, fmt.Errorf("%w: secret fields need a state keyring", ErrInvalidConfig)
+	}
+	for _, p := range cfg.Parts {
+		if p == nil {
+			return nil, fmt.Errorf("%w: nil part", ErrInvalidConfig)
+		}
+	}
+	for _, c := range cfg.Consumers {
+		if c.Handler == nil || c.Stream == "" || c.Durable == "" {
+			return nil, fmt.Errorf("%w: consumer %q needs a stream, a durable name and a handler", ErrInvalidConfig, c.Durable)
+		}
 	}
 	if cfg.Version == "" {
 		cfg.Version = "0.1.0"
@@ -242,43 +265,60 @@ func NewRunner(cfg RunnerConfig, deps RunnerDeps) (*Runner, error) {
 	if cfg.DedupeTTL <= 0 {
 		cfg.DedupeTTL = 24 * time.Hour
 	}
+	if cfg.HostTimeout <= 0 {
+		cfg.HostTimeout = DefaultHostTimeout
+	}
 	if cfg.Retention != 0 && cfg.Retention < MinRetention {
-		return nil, fmt.Errorf("%w: retention %v: want 0 (off) or at least %v", ErrConfig, cfg.Retention, MinRetention)
+		return nil, fmt.Errorf("%w: retention %v: want 0 (off) or at least %v", ErrInvalidConfig, cfg.Retention, MinRetention)
 	}
 	if cfg.RetentionSweep <= 0 {
 		cfg.RetentionSweep = min(max(cfg.Retention/24, time.Minute), time.Hour)
 	}
-	js := deps.JetStream
-	if js == nil {
-		if js, err = jetstream.New(deps.Conn); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
+	if cfg.SetupTimeout <= 0 {
+		cfg.SetupTimeout = time.Minute
 	}
-	now := deps.Clock
-	if now == nil {
-		now = time.Now
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
 	}
-	log := deps.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	log = log.With("plugin", cfg.Plugin)
-	reg := deps.Registerer
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	m, err := newRunnerMetrics(reg, cfg.Plugin)
+	m, err := newRunnerMetrics(deps.Registerer, cfg.Plugin)
 	if err != nil {
-		return nil, fmt.Errorf("%w: metrics: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: metrics: %w", ErrInvalidConfig, err)
 	}
 	r := &Runner{
-		cfg: cfg, nc: deps.Conn, js: js, keyring: deps.Keyring, now: now, log: log,
-		tracer: tracerOrNoop(deps.TracerProvider), subjects: subj, metrics: m,
-		jobs: make(chan job, cfg.Queue),
+		cfg: cfg, nc: deps.Conn, js: deps.JetStream, keyring: deps.Keyring, now: deps.Clock, log: deps.Logger,
+		tracer: tracerOrNoop(deps.TracerProvider), subjects: deps.Subjects, metrics: m,
+		jobs: make(chan job, cfg.Queue), streams: map[string]jetstream.Stream{},
 	}
 	r.view = newAuthorityView(cfg.OnAuthority)
-	r.host = &Host{nc: deps.Conn, subjects: subj, plugin: cfg.Plugin, tracer: r.tracer, timeout: DefaultHostTimeout, onRefused: r.markStale}
+	r.host = &Host{nc: deps.Conn, subjects: deps.Subjects, plugin: cfg.Plugin, tracer: r.tracer, timeout: cfg.HostTimeout, onRefused: r.markStale}
 	return r, nil
+}
+
+// Stream returns the handle of one of the declared Streams (valid after
+// Start; nil for a name not declared).
+func (r *Runner) Stream(name string) jetstream.Stream {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.streams[name]
+}
+
+// Run serves the plugin until ctx is done: it creates the streams and
+// buckets, loads the authority view, starts the parts, opens intake
+// (workers, lifecycle and fired-message consumers, endpoints) and reports
+// Ready; then it shuts down in reverse: intake drains and every handler
+// returns, the parts stop, the buckets close. A start that fails is undone
+// the same way. It returns nil for a ctx-requested stop and never closes
+// the connection it was given. Run is called once.
+func (r *Runner) Run(ctx context.Context) error {
+	setup, cancel := context.WithTimeout(ctx, r.cfg.SetupTimeout)
+	err := r.Start(setup)
+	cancel()
+	if err == nil {
+		<-ctx.Done()
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.ShutdownTimeout)
+	defer cancel()
+	return errors.Join(err, r.Shutdown(sctx))
 }
 
 // Subjects returns the subject builder of the runner's prefix.
@@ -318,18 +358,21 @@ func (r *Runner) OpenConfig(sc binding.Scope, a *Authority) (json.RawMessage, er
 	return r.store.OpenConfig(sc, a)
 }
 
-// Ready reports whether the runner serves: started, not stopped, the
-// authority view loaded and the connection up.
+// Ready reports whether the runner serves: started with every part and
+// consumer running, not stopping, the authority view loaded and the
+// connection up. It is the service's readiness (/readyz).
 func (r *Runner) Ready() bool {
 	r.mu.Lock()
-	ok := r.started && !r.stopped
+	ok := r.serving && !r.stopped
 	r.mu.Unlock()
 	return ok && r.view.Ready() && r.nc.IsConnected()
 }
 
-// Start creates the plugin's buckets, loads the authority view, starts the
-// lifecycle consumer and the workers, and registers the micro service. The
-// context bounds the setup only; Shutdown ends the service.
+// Start creates the declared streams and the plugin's buckets, loads the
+// authority view, starts the parts, then the workers, the lifecycle
+// consumer, the declared fired-message consumers and the micro service.
+// The context bounds the setup only; Shutdown ends the service (and undoes
+// a Start that failed).
 func (r *Runner) Start(ctx context.Context) error {
 	r.mu.Lock()
 	if r.started {
@@ -339,6 +382,15 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.started = true
 	r.mu.Unlock()
 
+	for _, spec := range r.cfg.Streams {
+		st, err := EnsureStream(ctx, r.js, spec)
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		r.streams[spec.Name] = st
+		r.mu.Unlock()
+	}
 	main, err := EnsureBucket(ctx, r.js, Bucket(r.cfg.Plugin), BucketSpec{Replicas: r.cfg.Replicas})
 	if err != nil {
 		return err
@@ -358,11 +410,22 @@ func (r *Runner) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.addStop(stopWatch)
+	r.mu.Lock()
+	r.stopWatch = stopWatch
+	r.mu.Unlock()
 	select {
 	case <-r.view.ready:
 	case <-ctx.Done():
 		return fmt.Errorf("bus: loading authority view: %w", ctx.Err())
+	}
+
+	for _, p := range r.cfg.Parts {
+		if err := p.Start(r.baseCtx); err != nil {
+			return fmt.Errorf("bus: start part: %w", err)
+		}
+		r.mu.Lock()
+		r.parts = append(r.parts, p)
+		r.mu.Unlock()
 	}
 
 	for i := 0; i < r.cfg.Workers; i++ {
@@ -371,6 +434,11 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	if err := r.startLifecycle(ctx); err != nil {
 		return err
+	}
+	for _, c := range r.cfg.Consumers {
+		if err := r.ConsumeFired(ctx, c.FiredConfig, c.Handler); err != nil {
+			return err
+		}
 	}
 
 	svc, err := micro.AddService(r.nc, micro.Config{
@@ -401,6 +469,9 @@ func (r *Runner) Start(ctx context.Context) error {
 	if err := r.nc.FlushWithContext(fctx); err != nil {
 		return fmt.Errorf("bus: flush subscriptions: %w", err)
 	}
+	r.mu.Lock()
+	r.serving = true
+	r.mu.Unlock()
 	return nil
 }
 
@@ -411,9 +482,10 @@ func (r *Runner) addStop(f func()) {
 }
 
 // Shutdown stops intake (micro endpoints, consumers), lets queued and
-// running invocations finish, and waits for every goroutine the runner
-// started, giving up when ctx is done. It is idempotent and never closes
-// the connection it was given.
+// running invocations and fired messages finish, waits for every goroutine
+// the runner started, then stops the parts in reverse order, giving up
+// when ctx is done. It is idempotent and never closes the connection it
+// was given.
 func (r *Runner) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
 	if r.stopped || !r.started {
@@ -422,7 +494,7 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	r.stopped = true
-	svc, stops := r.svc, r.stops
+	svc, stops, parts, stopWatch := r.svc, r.stops, r.parts, r.stopWatch
 	r.mu.Unlock()
 
 	var errs []error
@@ -438,7 +510,7 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}
-	// consumers and watches, newest first
+	// fired-message consumers, newest first
 	for i := len(stops) - 1; i >= 0; i-- {
 		stops[i]()
 	}
@@ -452,6 +524,15 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		errs = append(errs, fmt.Errorf("bus: shutdown: %w", ctx.Err()))
+	}
+	// intake drained and every handler returned: the parts may stop
+	for i := len(parts) - 1; i >= 0; i-- {
+		if err := parts[i].Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("bus: stop part: %w", err))
+		}
+	}
+	if stopWatch != nil {
+		stopWatch()
 	}
 	if r.cancel != nil {
 		r.cancel()

@@ -19,7 +19,7 @@ func echoHandlers() bus.Handlers {
 }
 
 func TestRunnerServesCommand(t *testing.T) {
-	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.Deps{})
 	b := bindingFor("i1", "w1", "n1", 1, 1)
 	out, err := h.command(b, "inv-1", "hello", "world")
 	if err != nil {
@@ -37,7 +37,7 @@ func TestRunnerServesCommand(t *testing.T) {
 }
 
 func TestRunnerUnusedEndpoints(t *testing.T) {
-	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.Deps{})
 	b := bindingFor("i1", "w1", "n1", 1, 1)
 	ev := &bus.Request{Binding: b, Event: &bus.Event{Name: "PersonMessageReceived", BotUUID: "bot"}}
 	out, err := h.invoker.Invoke(context.Background(), plugin, bus.EndpointEvent, "e1", ev)
@@ -55,7 +55,7 @@ func TestRunnerUnusedEndpoints(t *testing.T) {
 // from the view as if it had been stored: the next invocation with it
 // writes again (and fails again while storage is away).
 func TestRunnerFailedAuthorityWriteIsRetried(t *testing.T) {
-	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.Deps{})
 	event := func(rev int64, id string) error {
 		b := bindingFor("i1", "w1", "n1", 1, rev)
 		_, err := h.invoker.Invoke(context.Background(), plugin, bus.EndpointEvent, id,

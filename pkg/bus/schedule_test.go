@@ -30,7 +30,7 @@ func scheduleHarness(t *testing.T) (*harness, *tracetest.SpanRecorder, chan fire
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := trace.NewTracerProvider(trace.WithSpanProcessor(rec))
-	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.RunnerDeps{TracerProvider: tp})
+	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.Deps{TracerProvider: tp})
 	subj := h.runner.Subjects()
 	ctx := context.Background()
 	if _, err := bus.EnsureStream(ctx, h.js, bus.StreamSpec{

@@ -60,7 +60,7 @@ func TestSecretsNotReadableInKV(t *testing.T) {
 	k1, _ := bus.NewKeyString("k1")
 	kr, _ := bus.ParseKeyring(k1)
 	var calls atomic.Int64
-	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls), SecretFields: []string{"github_token"}}, bus.RunnerDeps{Keyring: kr})
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls), SecretFields: []string{"github_token"}}, bus.Deps{Keyring: kr})
 	b := bindingFor("i", "w", "n", 1, 1)
 	h.attach(b, true, `{"github_token":"ghp_SECRET123","language":"en_US"}`)
 	a := h.waitAuthority(bus.ScopeOf(b), func(a *bus.Authority) bool { return a != nil })

@@ -18,7 +18,7 @@ import (
 )
 
 func TestMicroDiscovery(t *testing.T) {
-	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers(), Version: "1.2.3"}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers(), Version: "1.2.3"}, bus.Deps{})
 	nc := h.srv.Conn(t)
 	ping, err := nc.Request("$SRV.PING."+plugin, nil, 2*time.Second)
 	if err != nil {
@@ -64,7 +64,7 @@ func TestTraceSpansHostToServiceToHostAction(t *testing.T) {
 		err := r.Host().SendMessage(ctx, inv.Binding, bus.SendMessage{BotUUID: "bot", TargetType: "person", TargetID: "u1", MessageChain: bus.Plain("secret chat text")}, inv.Scope.String()+":k")
 		return bus.CommandReply{}, err
 	}}
-	h := newHarness(t, bus.RunnerConfig{Handlers: handlers}, bus.RunnerDeps{TracerProvider: tp})
+	h := newHarness(t, bus.RunnerConfig{Handlers: handlers}, bus.Deps{TracerProvider: tp})
 	r = h.runner
 	host := bustest.NewHost(t, h.srv.Conn(t), bus.Subjects{})
 	hostTracer := tp.Tracer("host")
@@ -139,7 +139,7 @@ func TestHostRefusalMarksSuperseded(t *testing.T) {
 	handlers := bus.Handlers{Command: func(ctx context.Context, inv *bus.Invocation) (any, error) {
 		return bus.CommandReply{}, r.Host().SendMessage(ctx, inv.Binding, bus.SendMessage{BotUUID: "b", TargetType: "person", TargetID: "u"}, "k")
 	}}
-	h := newHarness(t, bus.RunnerConfig{Handlers: handlers}, bus.RunnerDeps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: handlers}, bus.Deps{})
 	r = h.runner
 	host := bustest.NewHost(t, h.srv.Conn(t), bus.Subjects{})
 	host.Respond(func(bustest.HostCall) bustest.HostReply { return bustest.HostReply{Err: bus.ErrBindingRefused} })

@@ -94,13 +94,13 @@ func TestRunSecretFilesAndHealthcheck(t *testing.T) {
 	env := map[string]string{"NATS_URL": srv.URL(), "LANGBOT_HTTP_ADDR": "127.0.0.1:0",
 		"LANGBOT_STATE_KEY_FILE": keyFile, "LANGBOT_CONSOLE_KEY_FILE": consoleFile}
 	getenv := func(k string) string { return env[k] }
-	var logs lockedBuffer
+	var logs bustest.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- svcmain.Run(ctx, "fake", nil, getenv, &logs, nil,
-			func(ctx context.Context, e *svcmain.Env) (svcmain.Service, error) {
+		done <- svcmain.Run(ctx, svcmain.Binary{Name: "fake",
+			Build: func(ctx context.Context, e *svcmain.Env) (svcmain.Service, error) {
 				if e.Keyring == nil {
 					return nil, errors.New("state key file not read")
 				}
@@ -108,7 +108,7 @@ func TestRunSecretFilesAndHealthcheck(t *testing.T) {
 					return nil, errors.New("console key file not read")
 				}
 				return &fakeService{env: e, stopped: make(chan struct{})}, nil
-			})
+			}}, nil, getenv, &logs)
 	}()
 	addr := startedAddr(t, &logs)
 
@@ -116,8 +116,8 @@ func TestRunSecretFilesAndHealthcheck(t *testing.T) {
 	mustNotBuild := func(context.Context, *svcmain.Env) (svcmain.Service, error) {
 		return nil, errors.New("healthcheck must not build the service")
 	}
-	var out lockedBuffer
-	if code := svcmain.Main("fake", []string{"-healthcheck"}, func(k string) string { return probeEnv[k] }, &out, nil, mustNotBuild); code != 0 {
+	var out bustest.LogBuffer
+	if code := svcmain.Main(svcmain.Binary{Name: "fake", Build: mustNotBuild}, []string{"-healthcheck"}, func(k string) string { return probeEnv[k] }, &out); code != 0 {
 		t.Fatalf("healthcheck of a ready service: exit %d: %s", code, out.String())
 	}
 	cancel()
@@ -129,7 +129,7 @@ func TestRunSecretFilesAndHealthcheck(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("Run did not return after cancel")
 	}
-	if code := svcmain.Main("fake", []string{"-healthcheck"}, func(k string) string { return probeEnv[k] }, &out, nil, mustNotBuild); code != 1 {
+	if code := svcmain.Main(svcmain.Binary{Name: "fake", Build: mustNotBuild}, []string{"-healthcheck"}, func(k string) string { return probeEnv[k] }, &out); code != 1 {
 		t.Fatalf("healthcheck of a stopped service: exit %d, want 1", code)
 	}
 }

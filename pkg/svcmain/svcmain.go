@@ -6,6 +6,14 @@
 // may be given as files (NAME_FILE, for Docker and Compose secrets), and
 // "-healthcheck" turns the binary into its own container health probe.
 //
+// A service describes its binary once, as a Binary (name, own flags,
+// build); every cmd/<name>/main.go is the same line:
+//
+//	func main() { os.Exit(svcmain.Main(<name>.Binary(), os.Args[1:], os.Getenv, os.Stderr)) }
+//
+// svcmain names the service on every log line (the "service" attribute);
+// nothing below it adds the name again.
+//
 // A binary that runs several services in one process (cmd/langbot-plugins)
 // uses RunParts: the same flags, one connection per service, one HTTP mux,
 // and an Embedding that starts what the services connect to before them and
@@ -69,27 +77,48 @@ type Env struct {
 	Getenv func(string) string
 }
 
+// Deps returns the live parts of env in the shape every service takes.
+// The clock is the wall clock.
+func (env *Env) Deps() bus.Deps {
+	return bus.Deps{Conn: env.Conn, Subjects: env.Subjects, Keyring: env.Keyring, Logger: env.Logger,
+		TracerProvider: env.TracerProvider, Registerer: env.Registry}
+}
+
 // Service is a built service: Run serves until ctx is done; Ready reports
-// readiness for /readyz.
+// readiness for /readyz. A bus.Runner is one; services delegate to theirs.
 type Service interface {
 	Run(ctx context.Context) error
 	Ready() bool
 }
 
-// Main runs the binary named name until SIGINT or SIGTERM: it parses args
-// (flags may be added by addFlags), builds the service and runs it. It
-// returns the exit code: 0 after a requested stop, 1 on failure, 2 for bad
-// flags.
-func Main(name string, args []string, getenv func(string) string, stderr io.Writer,
-	addFlags func(*flag.FlagSet), build func(ctx context.Context, env *Env) (Service, error)) int {
-	return MainParts(name, args, getenv, stderr, []Part{{Name: name, AddFlags: addFlags, Build: build}}, nil)
+// Binary describes one service binary: every cmd/<name>/main.go is
+// svcmain.Main over the service's Binary(). A binary that runs several
+// services runs several Binary values.
+type Binary struct {
+	// Name is the plugin name: the name of the logger ("service"
+	// attribute), the tracer provider and the NATS connection.
+	Name string
+	// Flags adds the service's own flags to fs, defaulting to getenv; nil
+	// when it has none.
+	Flags func(fs *flag.FlagSet, getenv func(string) string)
+	// Build creates the service on env once the flags are parsed. It may
+	// add routes to env.Mux.
+	Build func(ctx context.Context, env *Env) (Service, error)
 }
 
-// MainParts is Main for a binary of several services (see RunParts).
-func MainParts(name string, args []string, getenv func(string) string, stderr io.Writer, parts []Part, emb *Embedding) int {
+// Main runs b until SIGINT or SIGTERM: it parses args, builds the service
+// and runs it. It returns the exit code: 0 after a requested stop, 1 on
+// failure, 2 for bad flags.
+func Main(b Binary, args []string, getenv func(string) string, stderr io.Writer) int {
+	return MainParts(b.Name, args, getenv, stderr, []Binary{b}, nil)
+}
+
+// MainParts is Main for a binary named name that runs several services
+// (see RunParts).
+func MainParts(name string, args []string, getenv func(string) string, stderr io.Writer, bins []Binary, emb *Embedding) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := RunParts(ctx, name, args, getenv, stderr, parts, emb)
+	err := RunParts(ctx, name, args, getenv, stderr, bins, emb)
 	switch {
 	case errors.Is(err, errFlags):
 		return 2
@@ -105,17 +134,8 @@ var errFlags = errors.New("svcmain: bad flags")
 // Run is Main without the signal handling: it serves until ctx is done.
 // Secrets may come from files (WithSecretFiles, SecretEnvs); with
 // -healthcheck it only probes a running instance (Probe) and returns.
-func Run(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer,
-	addFlags func(*flag.FlagSet), build func(ctx context.Context, env *Env) (Service, error)) error {
-	return RunParts(ctx, name, args, getenv, stderr, []Part{{Name: name, AddFlags: addFlags, Build: build}}, nil)
-}
-
-// Part is one service of a binary: its plugin name (the name of its
-// logger, tracer and NATS connection), its own flags, and how it is built.
-type Part struct {
-	Name     string
-	AddFlags func(*flag.FlagSet) // may be nil
-	Build    func(ctx context.Context, env *Env) (Service, error)
+func Run(ctx context.Context, b Binary, args []string, getenv func(string) string, stderr io.Writer) error {
+	return RunParts(ctx, b.Name, args, getenv, stderr, []Binary{b}, nil)
 }
 
 // Embedding is what a binary that runs several services starts around
@@ -154,7 +174,7 @@ type Started struct {
 // HTTP server, then the connections drain, then emb's Stop. With a nil emb
 // the NATS client flags of RegisterFlags say how every part connects.
 func RunParts(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer,
-	parts []Part, emb *Embedding) error {
+	bins []Binary, emb *Embedding) error {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -174,9 +194,9 @@ func RunParts(ctx context.Context, name string, args []string, getenv func(strin
 		}
 	}
 	healthcheck := fs.Bool("healthcheck", false, "probe the running service's /readyz on LANGBOT_HTTP_ADDR and exit 0 if ready (container health check)")
-	for _, p := range parts {
-		if p.AddFlags != nil {
-			p.AddFlags(fs)
+	for _, b := range bins {
+		if b.Flags != nil {
+			b.Flags(fs, getenv)
 		}
 	}
 	if err := fs.Parse(args); err != nil {
@@ -193,7 +213,7 @@ func RunParts(ctx context.Context, name string, args []string, getenv func(strin
 		return err
 	}
 	opts.Retention = d
-	return run(ctx, name, *opts, getenv, stderr, parts, emb)
+	return run(ctx, name, *opts, getenv, stderr, bins, emb)
 }
 
 // ErrRetention reports a LANGBOT_RETENTION (or -retention) that is not a
@@ -275,7 +295,7 @@ func registerCommon(fs *flag.FlagSet, getenv func(string) string) *Options {
 const drainWait = 15 * time.Second
 
 func run(ctx context.Context, name string, o Options, getenv func(string) string, stderr io.Writer,
-	parts []Part, emb *Embedding) (err error) {
+	parts []Binary, emb *Embedding) (err error) {
 	level, err := telemetry.ParseLevel(o.LogLevel)
 	if err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,18 +17,6 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 type fakeService struct {
 	env     *svcmain.Env
@@ -47,21 +34,21 @@ func (f *fakeService) Ready() bool { return f.env.Conn.IsConnected() }
 func TestRunServesAndStops(t *testing.T) {
 	srv := bustest.NewServer(t)
 	env := map[string]string{"NATS_URL": srv.URL(), "LANGBOT_HTTP_ADDR": "127.0.0.1:0", "LANGBOT_STATE_KEY": "", "LANGBOT_LOG_LEVEL": "info"}
-	var logs lockedBuffer
+	var logs bustest.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	var svc *fakeService
 	extra := ""
 	done := make(chan error, 1)
 	go func() {
-		done <- svcmain.Run(ctx, "fake", []string{"-replicas", "3"}, func(k string) string { return env[k] }, &logs,
-			func(fs *flag.FlagSet) { fs.StringVar(&extra, "extra", "", "") },
-			func(ctx context.Context, e *svcmain.Env) (svcmain.Service, error) {
+		done <- svcmain.Run(ctx, svcmain.Binary{Name: "fake",
+			Flags: func(fs *flag.FlagSet, _ func(string) string) { fs.StringVar(&extra, "extra", "", "") },
+			Build: func(ctx context.Context, e *svcmain.Env) (svcmain.Service, error) {
 				if e.Options.Replicas != 3 || e.Keyring != nil || e.Subjects.Prefix != "langbot" {
 					return nil, errors.New("options not applied")
 				}
 				svc = &fakeService{env: e, stopped: make(chan struct{})}
 				return svc, nil
-			})
+			}}, []string{"-replicas", "3"}, func(k string) string { return env[k] }, &logs)
 	}()
 	addr := startedAddr(t, &logs)
 	resp, err := http.Get("http://" + addr + "/readyz")
@@ -90,7 +77,7 @@ func TestRunServesAndStops(t *testing.T) {
 }
 
 // startedAddr waits for Run's start log and returns the HTTP address in it.
-func startedAddr(t *testing.T, logs *lockedBuffer) string {
+func startedAddr(t *testing.T, logs *bustest.LogBuffer) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -112,11 +99,12 @@ func TestRunRefusesBadKeyAndFlags(t *testing.T) {
 	build := func(context.Context, *svcmain.Env) (svcmain.Service, error) { return nil, errors.New("must not build") }
 	var out bytes.Buffer
 	env := map[string]string{"LANGBOT_STATE_KEY": "not-a-keyring"}
-	err := svcmain.Run(context.Background(), "x", nil, func(k string) string { return env[k] }, &out, nil, build)
+	b := svcmain.Binary{Name: "x", Build: build}
+	err := svcmain.Run(context.Background(), b, nil, func(k string) string { return env[k] }, &out)
 	if err == nil || !strings.Contains(err.Error(), "keyring") {
 		t.Fatalf("bad key: %v", err)
 	}
-	if code := svcmain.Main("x", []string{"-no-such-flag"}, func(string) string { return "" }, &out, nil, build); code != 2 {
+	if code := svcmain.Main(b, []string{"-no-such-flag"}, func(string) string { return "" }, &out); code != 2 {
 		t.Fatalf("bad flag exit = %d", code)
 	}
 	if !strings.Contains(out.String(), "LANGBOT_SUBJECT_PREFIX") {
@@ -129,7 +117,7 @@ type partService struct {
 	name  string
 	env   *svcmain.Env
 	fail  chan error
-	order *lockedBuffer
+	order *bustest.LogBuffer
 }
 
 func (p *partService) Run(ctx context.Context) error {
@@ -150,8 +138,8 @@ func (p *partService) Ready() bool { return p.env.Conn.IsConnected() }
 // both connections are closed.
 func TestRunPartsOrder(t *testing.T) {
 	srv := bustest.NewServer(t)
-	var order lockedBuffer
-	var logs lockedBuffer
+	var order bustest.LogBuffer
+	var logs bustest.LogBuffer
 	svcs := map[string]*partService{}
 	var conns []*svcmain.Env
 	build := func(name string) func(context.Context, *svcmain.Env) (svcmain.Service, error) {
@@ -185,7 +173,7 @@ func TestRunPartsOrder(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- svcmain.RunParts(context.Background(), "multi", nil, func(string) string { return "" }, &logs,
-			[]svcmain.Part{{Name: "a", Build: build("a")}, {Name: "b", Build: build("b")}}, emb)
+			[]svcmain.Binary{{Name: "a", Build: build("a")}, {Name: "b", Build: build("b")}}, emb)
 	}()
 	<-started
 	deadline := time.Now().Add(10 * time.Second)
@@ -227,7 +215,7 @@ func TestRetentionSetting(t *testing.T) {
 	for _, bad := range []string{"soon", "-1h", "3 days", "1.5d"} {
 		env := map[string]string{"LANGBOT_RETENTION": bad}
 		var out bytes.Buffer
-		err := svcmain.Run(context.Background(), "x", nil, func(k string) string { return env[k] }, &out, nil, build)
+		err := svcmain.Run(context.Background(), svcmain.Binary{Name: "x", Build: build}, nil, func(k string) string { return env[k] }, &out)
 		if !errors.Is(err, svcmain.ErrRetention) {
 			t.Errorf("LANGBOT_RETENTION=%q: %v, want %v", bad, err, svcmain.ErrRetention)
 		}
@@ -236,11 +224,11 @@ func TestRetentionSetting(t *testing.T) {
 	srv := bustest.NewServer(t)
 	env := map[string]string{"NATS_URL": srv.URL(), "LANGBOT_HTTP_ADDR": "127.0.0.1:0", "LANGBOT_RETENTION": "soon"}
 	got := make(chan time.Duration, 1)
-	err := svcmain.Run(context.Background(), "x", []string{"-retention", "30d"}, func(k string) string { return env[k] }, io.Discard, nil,
-		func(_ context.Context, e *svcmain.Env) (svcmain.Service, error) {
+	err := svcmain.Run(context.Background(), svcmain.Binary{Name: "x",
+		Build: func(_ context.Context, e *svcmain.Env) (svcmain.Service, error) {
 			got <- e.Options.Retention
 			return nil, errors.New("stop here")
-		})
+		}}, []string{"-retention", "30d"}, func(k string) string { return env[k] }, io.Discard)
 	if err == nil || err.Error() != "stop here" {
 		t.Fatalf("run: %v", err)
 	}

@@ -86,11 +86,18 @@ func ParseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-// NewLogger returns a JSON logger whose records carry trace_id and span_id
-// when logged with a context holding a span.
+// LogKeyService is the log attribute that names the service a record
+// comes from. NewLogger is the one place that sets it: pkg/bus and the
+// services log through the logger they are given and never add it again,
+// so every record carries it exactly once.
+const LogKeyService = "service"
+
+// NewLogger returns a JSON logger for one service whose records carry
+// LogKeyService and, when logged with a context holding a span, trace_id
+// and span_id.
 func NewLogger(w io.Writer, level slog.Level, service string) *slog.Logger {
 	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
-	return slog.New(traceHandler{h}).With("service", service)
+	return slog.New(traceHandler{h}).With(LogKeyService, service)
 }
 
 // traceHandler adds the ids of the span in the record's context.

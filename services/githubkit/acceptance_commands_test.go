@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
@@ -110,15 +111,11 @@ func TestAT13APIURLAndGuard(t *testing.T) {
 func TestAT13GuardAndHTTPFlags(t *testing.T) {
 	h := newHarness(t)
 	kr, _ := bus.ParseKeyring(h.keyStr)
-	svc, err := githubkit.New(githubkit.Config{}, githubkit.Deps{Conn: h.nc, Keyring: kr})
+	svc, err := githubkit.New(githubkit.Config{}, bus.Deps{Conn: h.nc, Keyring: kr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	h.waitFor("ready", svc.Ready)
+	bustest.Start(t, svc)
 	tls := fakegithub.New(fakegithub.Options{TLS: true})
 	defer tls.Close()
 	for name, url := range map[string]string{"http refused": h.fake.URL, "loopback refused": tls.URL} {
@@ -382,7 +379,7 @@ func TestAT26RetriedInvocation(t *testing.T) {
 	id2 := h.newID()
 	errc := make(chan error, 1)
 	go func() { _, err := h.cmdID(a, id2, "sub octocat/Hello-World push"); errc <- err }()
-	h.waitFor("first attempt running", func() bool {
+	bustest.Eventually(h.t, "first attempt running", func() bool {
 		return len(h.keys(bus.DedupeBucket(githubkit.Plugin))) >= 2
 	})
 	_, err = h.cmdID(a, id2, "sub octocat/Hello-World push")

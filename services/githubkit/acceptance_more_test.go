@@ -161,7 +161,7 @@ func replicas(t *testing.T, h *harness) {
 	// a second fire now finds the claim and acks without sending
 	h.fire(a, repos[0])
 	close(release)
-	h.waitFor("claimed poll done", func() bool { return len(h.sends()) == 13 })
+	bustest.Eventually(h.t, "claimed poll done", func() bool { return len(h.sends()) == 13 })
 	if r := h.record(a, repos[0]); r.Poll.ClaimUntil != nil {
 		t.Fatalf("claim left behind %+v", r.Poll)
 	}
@@ -179,7 +179,7 @@ func TestAT43SelfResume(t *testing.T) {
 	h.cmd(a, "sub "+hw)
 	h.stopAll()
 	h.srv.Restart(t)
-	h.waitFor("reconnected", h.nc.IsConnected)
+	bustest.Eventually(h.t, "reconnected", h.nc.IsConnected)
 	h.addEvents(hw, 101, "release_full")
 	h.start(githubkit.Config{MinPollInterval: 1}, nil)
 	deadline := time.Now().Add(15 * time.Second)
@@ -275,8 +275,8 @@ func TestAT46Traces(t *testing.T) {
 	h.cmd(a, "sub "+hw)
 	h.cmd(a, "search secret words")
 	h.addEvents(hw, 101, "release_full")
-	h.waitFor("a push from the real schedule", func() bool { return len(h.sends()) > 0 })
-	h.waitFor("poll span", func() bool {
+	bustest.Eventually(h.t, "a push from the real schedule", func() bool { return len(h.sends()) > 0 })
+	bustest.Eventually(h.t, "poll span", func() bool {
 		for _, s := range rec.Ended() {
 			if s.Name() == "githubkit.poll" {
 				return true

@@ -207,7 +207,7 @@ func TestAT32StaleBinding(t *testing.T) {
 	})
 	h.addEvents(hw, 101, "watch")
 	h.fire(a, hw)
-	h.waitFor("superseded", func() bool { return h.authority(a.sc).State == bus.StateSuperseded })
+	bustest.Eventually(h.t, "superseded", func() bool { return h.authority(a.sc).State == bus.StateSuperseded })
 	h.fake.ResetRequests()
 	h.addEvents(hw, 102, "watch")
 	h.fire(a, hw)

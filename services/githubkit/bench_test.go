@@ -78,7 +78,7 @@ func BenchmarkPollScale(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	h.waitLifecycleDrained()
+	bustest.WaitLifecycle(h.t, h.js, bus.Subjects{}, githubkit.Plugin, 10*time.Second)
 	repoName := func(i, j int) string { return fmt.Sprintf("org%d/repo%d", i%97, i*reposPer+j) }
 	for i := range installs {
 		for j := range reposPer {

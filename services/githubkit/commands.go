@@ -269,7 +269,7 @@ func (s *Service) unsubscribe(ctx context.Context, inv *bus.Invocation, st Setti
 		r := found.Rec
 		r.Remove(id)
 		if len(r.Subscribers) == 0 {
-			err = kv.Delete(ctx, sc, KindRepo, found.Rev, found.Key)
+			err = repos(kv).Delete(ctx, sc, found.Rev, found.Key)
 			if err == nil {
 				if err := s.disarm(ctx, sc, found.Key); err != nil {
 					return "", errStore(err)
@@ -277,11 +277,7 @@ func (s *Service) unsubscribe(ctx context.Context, inv *bus.Invocation, st Setti
 				return x.t("unsub.ok", "repo", r.FullName), nil
 			}
 		} else {
-			b, eerr := encodeRecord(r)
-			if eerr != nil {
-				return "", eerr
-			}
-			_, err = kv.UpdateAt(ctx, sc, KindRepo, b, found.Rev, found.Key)
+			_, err = repos(kv).UpdateAt(ctx, sc, r, found.Rev, found.Key)
 			if err == nil {
 				return x.t("unsub.ok", "repo", r.FullName), nil
 			}

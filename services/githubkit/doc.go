@@ -5,12 +5,13 @@
 //
 // # Shape
 //
-// New(Config, Deps) builds a Service without I/O; Run starts the runner of
-// pkg/bus (endpoints, authority view, lifecycle consumer, dedupe), ensures
-// the LANGBOT_GITHUBKIT stream, consumes fired polls from the durable
-// githubkit-poll consumer on a bounded pool, and stops everything when its
-// context ends. Main and Build are what the binary (cmd/githubkit) and
-// lbctl dev use.
+// New(Config, bus.Deps) builds a Service without I/O. The service
+// declares and the runner of pkg/bus runs: New hands the runner its
+// handlers, the LANGBOT_GITHUBKIT stream, the durable githubkit-poll
+// consumer (fired polls on a bounded pool) and its parts; Run is the
+// runner's Run (endpoints, authority view, lifecycle consumer, dedupe,
+// then everything stopped in order when its context ends). Binary is what
+// the binary (cmd/githubkit) runs; Build is what it and lbctl dev build.
 //
 // # State
 //

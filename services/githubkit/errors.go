@@ -3,9 +3,6 @@ package githubkit
 import "errors"
 
 var (
-	// ErrInvalidConfig is returned by New when the service Config is unusable.
-	ErrInvalidConfig = errors.New("githubkit: invalid config")
-
 	// ErrAPIURL means an installation's github_api_url is not an allowed
 	// GitHub API root (spec §2); commands answer err.config.
 	ErrAPIURL = errors.New("githubkit: invalid github_api_url")

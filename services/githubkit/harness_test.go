@@ -1,7 +1,6 @@
 package githubkit_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,12 +23,6 @@ import (
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
-
-// testClock is the wall clock plus an offset tests can move forward.
-type testClock struct{ off atomic.Int64 }
-
-func (c *testClock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
-func (c *testClock) Advance(d time.Duration) { c.off.Add(int64(d)) }
 
 // inst is one installation of the plugin.
 type inst struct {
@@ -61,8 +53,7 @@ func (in *inst) config() json.RawMessage {
 type running struct {
 	hasReg bool // its metrics are in harness.reg
 	svc    *githubkit.Service
-	cancel context.CancelFunc
-	done   chan error
+	run    *bustest.Running
 }
 
 type harness struct {
@@ -73,33 +64,15 @@ type harness struct {
 	host    *bustest.Host
 	fake    *fakegithub.Server
 	keyStr  string
-	clock   *testClock
+	clock   *bustest.Clock
 	invoker *bus.Invoker
 	subj    bus.Subjects
 	tp      trace.TracerProvider
 	nextID  atomic.Int64
 	runs    []*running
-	logs    *lockedBuffer
+	logs    *bustest.LogBuffer
 	reg     *prometheus.Registry
 	regUsed bool
-}
-
-// lockedBuffer collects log output from concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // metric returns the value of a counter or gauge with the given labels.
@@ -124,7 +97,7 @@ func newHarnessOn(t testing.TB, srv *bustest.Server, nc *nats.Conn) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, srv: srv, nc: nc, js: js, keyStr: key, clock: &testClock{}, logs: &lockedBuffer{}, reg: prometheus.NewRegistry()}
+	h := &harness{t: t, srv: srv, nc: nc, js: js, keyStr: key, clock: &bustest.Clock{}, logs: &bustest.LogBuffer{}, reg: prometheus.NewRegistry()}
 	h.host = bustest.NewHost(t, nc, bus.Subjects{})
 	h.fake = fakegithub.New(fakegithub.Options{})
 	t.Cleanup(h.fake.Close)
@@ -140,15 +113,15 @@ func (h *harness) start(cfg githubkit.Config, prep func(*githubkit.Service)) *ru
 		h.t.Fatal(err)
 	}
 	cfg.AllowHTTP, cfg.AllowPrivateNetworks = true, true
-	if cfg.SendTimeout == 0 {
-		cfg.SendTimeout = 2 * time.Second
+	if cfg.HostTimeout == 0 {
+		cfg.HostTimeout = 2 * time.Second
 	}
 	reg := prometheus.NewRegistry()
 	hasReg := false
 	if !h.regUsed {
 		reg, h.regUsed, hasReg = h.reg, true, true // the first instance's metrics are the ones tests read
 	}
-	svc, err := githubkit.New(cfg, githubkit.Deps{Conn: h.nc, Keyring: kr, Clock: h.clock.Now, TracerProvider: h.tp,
+	svc, err := githubkit.New(cfg, bus.Deps{Conn: h.nc, Keyring: kr, Clock: h.clock.Now, TracerProvider: h.tp,
 		Logger: slog.New(slog.NewJSONHandler(h.logs, nil)), Registerer: reg})
 	if err != nil {
 		h.t.Fatal(err)
@@ -156,12 +129,9 @@ func (h *harness) start(cfg githubkit.Config, prep func(*githubkit.Service)) *ru
 	if prep != nil {
 		prep(svc)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{svc: svc, cancel: cancel, done: make(chan error, 1), hasReg: hasReg}
-	go func() { r.done <- svc.Run(ctx) }()
+	r := &running{svc: svc, hasReg: hasReg}
 	h.runs = append(h.runs, r)
-	h.t.Cleanup(func() { h.stop(r) })
-	h.waitFor("service ready", func() bool { return svc.Ready() })
+	r.run = bustest.Start(h.t, svc)
 	return r
 }
 
@@ -172,33 +142,13 @@ func (h *harness) stop(r *running) {
 			break
 		}
 	}
-	r.cancel()
-	select {
-	case err := <-r.done:
-		if err != nil {
-			h.t.Errorf("Run returned %v", err)
-		}
-		r.done <- nil // later stops return at once
-	case <-time.After(20 * time.Second):
-		h.t.Error("Run did not return")
-	}
+	r.run.Stop()
 }
 
 // stopAll stops every running instance.
 func (h *harness) stopAll() {
 	for len(h.runs) > 0 {
 		h.stop(h.runs[0])
-	}
-}
-
-func (h *harness) waitFor(what string, cond func() bool) {
-	h.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -209,24 +159,12 @@ func (h *harness) baseConfig(lang, token string, interval int) map[string]any {
 
 func (h *harness) attach(in *inst, enabled bool) {
 	h.t.Helper()
-	if _, err := bus.PublishAttach(context.Background(), h.js, bus.Subjects{}, githubkit.Plugin,
-		bus.Attach{Binding: in.b, Config: in.config(), Enabled: enabled}, ""); err != nil {
-		h.t.Fatal(err)
-	}
-	h.waitLifecycleDrained()
+	bustest.Attach(h.t, h.js, githubkit.Plugin, in.b, in.config(), enabled)
 }
 
 func (h *harness) revoke(in *inst, b binding.Binding, reason string) {
 	h.t.Helper()
-	if _, err := bus.PublishRevoke(context.Background(), h.js, bus.Subjects{}, githubkit.Plugin, bus.Revoke{Binding: b, Reason: reason}, ""); err != nil {
-		h.t.Fatal(err)
-	}
-	h.waitLifecycleDrained()
-}
-
-func (h *harness) waitLifecycleDrained() {
-	h.t.Helper()
-	bustest.WaitLifecycle(h.t, h.js, bus.Subjects{}, githubkit.Plugin, 10*time.Second)
+	bustest.Revoke(h.t, h.js, githubkit.Plugin, b, reason)
 }
 
 // authority reads the stored authority of a scope (nil when absent).
@@ -339,7 +277,7 @@ func (h *harness) fire(in *inst, fullName string) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.waitFor("poll handled", func() bool {
+	bustest.Eventually(h.t, "poll handled", func() bool {
 		if single && h.metric("githubkit_polls_total", nil) <= polls {
 			return false // a purge of the fired message moves the ack floor early
 		}

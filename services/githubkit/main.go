@@ -3,7 +3,6 @@ package githubkit
 import (
 	"context"
 	"flag"
-	"io"
 	"strconv"
 	"strings"
 
@@ -32,7 +31,6 @@ func (f *Flags) Register(fs *flag.FlagSet, getenv func(string) string) {
 // lbctl dev do.
 func Build(env *svcmain.Env, f Flags) (*Service, error) {
 	return New(Config{
-		Prefix:               env.Subjects.Prefix,
 		Replicas:             env.Options.Replicas,
 		Workers:              env.Options.Workers,
 		Retention:            env.Options.Retention,
@@ -40,15 +38,16 @@ func Build(env *svcmain.Env, f Flags) (*Service, error) {
 		DefaultAPIURL:        f.APIURL,
 		AllowPrivateNetworks: f.AllowPrivateNetworks,
 		AllowHTTP:            f.AllowHTTP,
-	}, Deps{
-		Conn: env.Conn, Keyring: env.Keyring, Logger: env.Logger,
-		TracerProvider: env.TracerProvider, Registerer: env.Registry,
-	})
+	}, env.Deps())
 }
 
-// Main is the binary's main: it returns the exit code.
-func Main(args []string, getenv func(string) string, stderr io.Writer) int {
+// Binary describes the githubkit binary: its name, its flags (Flags) and
+// how the service is built from them.
+func Binary() svcmain.Binary {
 	var f Flags
-	return svcmain.Main(Plugin, args, getenv, stderr, func(fs *flag.FlagSet) { f.Register(fs, getenv) },
-		func(ctx context.Context, env *svcmain.Env) (svcmain.Service, error) { return Build(env, f) })
+	return svcmain.Binary{
+		Name:  Plugin,
+		Flags: f.Register,
+		Build: func(_ context.Context, env *svcmain.Env) (svcmain.Service, error) { return Build(env, f) },
+	}
 }

@@ -85,7 +85,7 @@ func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key 
 		}
 		if a != nil {
 			if r, err := getRecord(ctx, kv, sc, key); err == nil && r != nil {
-				_ = kv.Delete(ctx, sc, KindRepo, r.Rev, key)
+				_ = repos(kv).Delete(ctx, sc, r.Rev, key)
 			}
 		}
 		return outPaused, false
@@ -112,7 +112,7 @@ func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key 
 			return outTransient, true
 		}
 		if cur != nil && len(cur.Rec.Subscribers) == 0 {
-			_ = kv.Delete(ctx, sc, KindRepo, cur.Rev, key)
+			_ = repos(kv).Delete(ctx, sc, cur.Rev, key)
 		}
 		return outPaused, false
 	}
@@ -288,7 +288,7 @@ func (p *pollRun) run(ctx context.Context) string {
 		}
 		text := x.pushMessage(r.FullName, lines, pl.sel.More)
 		idem := "githubkit:" + p.sc.String() + ":" + p.key + ":" + pl.sub.SID() + ":" + pl.cur + "-" + newHead
-		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.SendTimeout)
+		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
 		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
 			BotUUID: pl.sub.BotUUID, TargetType: pl.sub.TargetType, TargetID: pl.sub.TargetID, MessageChain: bus.Plain(text),
 		}, idem)
@@ -398,11 +398,7 @@ func (p *pollRun) success(xpoll int) bool {
 // writeAt writes the in-memory record by a single CAS on the revision read
 // at the start; it reports success and moves the revision on.
 func (p *pollRun) writeAt(ctx context.Context) bool {
-	b, err := encodeRecord(p.rec)
-	if err != nil {
-		return false
-	}
-	rev, err := p.s.runner.KV().UpdateAt(ctx, p.sc, KindRepo, b, p.rev, p.key)
+	rev, err := repos(p.s.runner.KV()).UpdateAt(ctx, p.sc, p.rec, p.rev, p.key)
 	if err != nil {
 		if !bus.IsCASConflict(err) {
 			p.s.log.ErrorContext(ctx, "poll: write failed", "scope", p.sc.String(), "err", err)
@@ -487,7 +483,7 @@ func (p *pollRun) notifyBroken(ctx context.Context, at time.Time, status int) {
 	for _, sub := range p.rec.Subscribers {
 		text := x.t("push.broken", "repo", p.rec.FullName, "status", strconv.Itoa(status), "prefix", sub.Prefix)
 		idem := "githubkit:" + p.sc.String() + ":" + p.key + ":" + sub.SID() + ":broken:" + at.Format(time.RFC3339)
-		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.SendTimeout)
+		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
 		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
 			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID, MessageChain: bus.Plain(text),
 		}, idem)

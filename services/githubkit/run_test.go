@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/githubkit"
 )
 
@@ -23,14 +24,11 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 	}
 	before := clientGoroutines()
 	kr, _ := bus.ParseKeyring(h.keyStr)
-	svc, err := githubkit.New(githubkit.Config{AllowHTTP: true, AllowPrivateNetworks: true}, githubkit.Deps{Conn: h.nc, Keyring: kr})
+	svc, err := githubkit.New(githubkit.Config{AllowHTTP: true, AllowPrivateNetworks: true}, bus.Deps{Conn: h.nc, Keyring: kr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	h.waitFor("ready", svc.Ready)
+	run := bustest.Start(t, svc)
 	h.attach(a, true)
 	h.cmd(a, "sub "+hw)
 	h.addEvents(hw, 101, "release_full")
@@ -40,8 +38,7 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 	if len(h.sends()) != 1 {
 		t.Fatal("no push")
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := run.Stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if svc.Ready() {

@@ -12,9 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
@@ -36,7 +34,6 @@ const (
 
 // Config holds the service settings. The zero value means the defaults.
 type Config struct {
-	Prefix            string        // subject prefix; default "langbot"
 	Replicas          int           // replicas of the stream and buckets; default 1
 	Workers           int           // command and tool workers; default 64
 	PollWorkers       int           // polls at once per replica; default 16
@@ -57,26 +54,10 @@ type Config struct {
 	AckWait time.Duration
 	// PollDeadline bounds one poll; default 110 s.
 	PollDeadline time.Duration
-	// SendTimeout bounds one send_message; default 15 s.
-	SendTimeout time.Duration
+	// HostTimeout bounds one host action (send_message); default 15 s.
+	HostTimeout time.Duration
 	// GitHubTimeout bounds one GitHub request; default 20 s.
 	GitHubTimeout time.Duration
-}
-
-// Deps are the live parts the service uses. Conn and Keyring are required
-// (the token is sealed at rest). Clock defaults to time.Now, Rand to
-// math/rand/v2, Logger to slog.Default(), TracerProvider to no tracing,
-// Registerer to a private registry and HTTPClient to NewHTTPClient with the
-// Config's guard and timeout.
-type Deps struct {
-	Conn           *nats.Conn
-	Keyring        *bus.Keyring
-	Clock          func() time.Time
-	Rand           func() float64
-	Logger         *slog.Logger
-	TracerProvider trace.TracerProvider
-	Registerer     prometheus.Registerer
-	HTTPClient     *http.Client
 }
 
 // Service is the githubkit service. Create it with New and serve with Run.
@@ -92,15 +73,9 @@ type Service struct {
 	metrics *Metrics
 	gh      *GitHub
 	hc      *http.Client
-	ownHC   bool // the service built hc and closes its idle connections
 	runner  *bus.Runner
 	subj    bus.Subjects
 	rates   rateMemory
-
-	mu     sync.Mutex
-	stream jetstream.Stream
-	ready  bool
-	ran    bool
 
 	hooks hooks // tests only (export_test.go)
 }
@@ -111,12 +86,14 @@ type hooks struct {
 }
 
 // New checks cfg, fills defaults and returns the service; it does no I/O.
-func New(cfg Config, deps Deps) (*Service, error) {
-	if deps.Conn == nil {
-		return nil, fmt.Errorf("%w: no NATS connection", ErrInvalidConfig)
+// deps.Keyring is required: the token is sealed at rest.
+func New(cfg Config, deps bus.Deps) (*Service, error) {
+	deps, err := deps.WithDefaults()
+	if err != nil {
+		return nil, err
 	}
 	if deps.Keyring == nil {
-		return nil, fmt.Errorf("%w: no state keyring (LANGBOT_STATE_KEY): the token is sealed at rest", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: no state keyring (LANGBOT_STATE_KEY): the token is sealed at rest", bus.ErrInvalidConfig)
 	}
 	if cfg.PollWorkers <= 0 {
 		cfg.PollWorkers = 16
@@ -125,7 +102,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		cfg.MinPollInterval = MinPollInterval
 	}
 	if cfg.MinPollInterval > MinPollInterval {
-		return nil, fmt.Errorf("%w: MinPollInterval above %d", ErrInvalidConfig, MinPollInterval)
+		return nil, fmt.Errorf("%w: MinPollInterval above %d", bus.ErrInvalidConfig, MinPollInterval)
 	}
 	if cfg.AckWait <= 0 {
 		cfg.AckWait = 30 * time.Second
@@ -133,58 +110,32 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if cfg.PollDeadline <= 0 {
 		cfg.PollDeadline = PollDeadline
 	}
-	if cfg.SendTimeout <= 0 {
-		cfg.SendTimeout = bus.DefaultHostTimeout
+	if cfg.HostTimeout <= 0 {
+		cfg.HostTimeout = bus.DefaultHostTimeout
 	}
 	if cfg.DefaultAPIURL == "" {
 		cfg.DefaultAPIURL = DefaultAPIURL
 	}
 	u, err := ParseAPIURL(cfg.DefaultAPIURL, cfg.AllowHTTP)
 	if err != nil {
-		return nil, fmt.Errorf("%w: DefaultAPIURL: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: DefaultAPIURL: %w", bus.ErrInvalidConfig, err)
 	}
 	cfg.DefaultAPIURL = u
-	subj, err := bus.NewSubjects(cfg.Prefix)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
 	cat, err := LoadCatalog()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: %w", bus.ErrInvalidConfig, err)
 	}
-	s := &Service{cfg: cfg, nc: deps.Conn, keyring: deps.Keyring, now: deps.Clock, rand: deps.Rand, log: deps.Logger, cat: cat, subj: subj}
-	if s.now == nil {
-		s.now = time.Now
+	s := &Service{cfg: cfg, nc: deps.Conn, keyring: deps.Keyring, now: deps.Clock, rand: rand.Float64, log: deps.Logger,
+		cat: cat, subj: deps.Subjects, tracer: deps.TracerProvider.Tracer(tracerName)}
+	if s.metrics, err = NewMetrics(deps.Registerer); err != nil {
+		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
-	if s.rand == nil {
-		s.rand = rand.Float64
-	}
-	if s.log == nil {
-		s.log = slog.Default()
-	}
-	s.log = s.log.With("service", Plugin)
-	tp := deps.TracerProvider
-	if tp == nil {
-		tp = noop.NewTracerProvider()
-	}
-	s.tracer = tp.Tracer(tracerName)
-	reg := deps.Registerer
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	if s.metrics, err = NewMetrics(reg); err != nil {
-		return nil, fmt.Errorf("%w: metrics: %w", ErrInvalidConfig, err)
-	}
-	s.hc = deps.HTTPClient
-	if s.hc == nil {
-		s.hc, s.ownHC = NewHTTPClient(HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: s.tracer, Metrics: s.metrics, Timeout: cfg.GitHubTimeout}), true
-	}
+	s.hc = NewHTTPClient(HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: s.tracer, Metrics: s.metrics, Timeout: cfg.GitHubTimeout})
 	s.gh = NewGitHub(s.hc, cfg.GitHubTimeout, s.now)
 	s.rates.m = make(map[string]time.Time)
 	s.runner, err = bus.NewRunner(bus.RunnerConfig{
 		Plugin:            Plugin,
 		Description:       "GitHub lookups and repository event push",
-		Prefix:            cfg.Prefix,
 		Workers:           cfg.Workers,
 		InvocationTimeout: cfg.InvocationTimeout,
 		Retention:         cfg.Retention,
@@ -198,77 +149,36 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		},
 		Purge:        s.purgeScope,
 		OnTransition: s.onTransition,
-	}, bus.RunnerDeps{Conn: deps.Conn, Keyring: deps.Keyring, Clock: s.now, Logger: deps.Logger, TracerProvider: tp, Registerer: reg})
+		Streams: []bus.StreamSpec{{
+			Name:              StreamName,
+			Subjects:          []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindPoll)},
+			Replicas:          cfg.Replicas,
+			Schedules:         true,
+			MaxMsgsPerSubject: 1,
+		}},
+		Consumers: []bus.Consumer{{FiredConfig: bus.FiredConfig{
+			Stream: StreamName, Durable: PollConsumer, Filter: s.subj.InternalAll(Plugin, KindPoll),
+			Workers: cfg.PollWorkers, AckWait: cfg.AckWait, MaxDeliver: 3, Timeout: cfg.PollDeadline,
+		}, Handler: s.handlePoll}},
+		// the GitHub client's idle connections close once no poll runs
+		Parts:           []bus.Part{bus.PartFuncs{StopFunc: func(context.Context) error { s.hc.CloseIdleConnections(); return nil }}},
+		HostTimeout:     cfg.HostTimeout,
+		ShutdownTimeout: cfg.PollDeadline + 5*time.Second,
+	}, deps)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, err
 	}
 	return s, nil
 }
 
-// Ready reports whether the service serves: the runner is ready and the
-// poll consumer runs.
-func (s *Service) Ready() bool {
-	s.mu.Lock()
-	ok := s.ready
-	s.mu.Unlock()
-	return ok && s.runner.Ready()
-}
+// Run serves until ctx is done (bus.Runner.Run: the stream, the buckets,
+// the endpoints and the poll consumer; then intake drains and every poll
+// finishes). It returns nil for a ctx-requested stop and does no tenant
+// I/O at start.
+func (s *Service) Run(ctx context.Context) error { return s.runner.Run(ctx) }
 
-// Run sets up the stream, the buckets, the endpoints and the poll consumer,
-// serves until ctx is done, then stops intake and waits for every worker.
-// It returns nil for a ctx-requested stop. It does no tenant I/O at start.
-func (s *Service) Run(ctx context.Context) error {
-	s.mu.Lock()
-	if s.ran {
-		s.mu.Unlock()
-		return errors.New("githubkit: Run called twice")
-	}
-	s.ran = true
-	s.mu.Unlock()
-
-	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	st, err := bus.EnsureStream(setup, s.runner.JetStream(), bus.StreamSpec{
-		Name:              StreamName,
-		Subjects:          []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindPoll)},
-		Replicas:          s.cfg.Replicas,
-		Schedules:         true,
-		MaxMsgsPerSubject: 1,
-	})
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.stream = st
-	s.mu.Unlock()
-	if err := s.runner.Start(setup); err != nil {
-		return errors.Join(err, s.shutdown())
-	}
-	if err := s.runner.ConsumeFired(setup, bus.FiredConfig{
-		Stream: StreamName, Durable: PollConsumer, Filter: s.subj.InternalAll(Plugin, KindPoll),
-		Workers: s.cfg.PollWorkers, AckWait: s.cfg.AckWait, MaxDeliver: 3, Timeout: s.cfg.PollDeadline,
-	}, s.handlePoll); err != nil {
-		return errors.Join(err, s.shutdown())
-	}
-	s.mu.Lock()
-	s.ready = true
-	s.mu.Unlock()
-	<-ctx.Done()
-	return s.shutdown()
-}
-
-func (s *Service) shutdown() error {
-	s.mu.Lock()
-	s.ready = false
-	s.mu.Unlock()
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.PollDeadline+5*time.Second)
-	defer cancel()
-	err := s.runner.Shutdown(sctx)
-	if s.ownHC {
-		s.hc.CloseIdleConnections()
-	}
-	return err
-}
+// Ready reports whether the service serves (bus.Runner.Ready).
+func (s *Service) Ready() bool { return s.runner.Ready() }
 
 // settings normalises a plain-text config with the service's flags.
 func (s *Service) settings(raw []byte) (Settings, []Warning) {
@@ -286,11 +196,7 @@ func (s *Service) schedSubjects(sc binding.Scope, key string) (sched, poll strin
 	return sched, poll, err
 }
 
-func (s *Service) streamHandle() jetstream.Stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stream
-}
+func (s *Service) streamHandle() jetstream.Stream { return s.runner.Stream(StreamName) }
 
 // arm publishes (or replaces) the @every schedule of one record.
 func (s *Service) arm(ctx context.Context, sc binding.Scope, key string, intervalS int) error {

@@ -1,17 +1,14 @@
 package githubkit
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"math"
-	"math/big"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/settings"
 )
 
 // Defaults and bounds of the installation settings (spec §2).
@@ -52,21 +49,14 @@ func (s Settings) LogValue() slog.Value {
 }
 
 // Warning is a config value the normaliser replaced (spec §2 rule 1). It
-// names the field and the reason, never the value.
+// names the field and the reason (a settings.Reason's text), never the
+// value.
 type Warning struct {
 	Field  string
 	Reason string
 }
 
 func (w Warning) String() string { return w.Field + ": " + w.Reason }
-
-// Warning reasons.
-const (
-	reasonClampedLow  = "below minimum, clamped"
-	reasonClampedHigh = "above maximum, clamped"
-	reasonInvalid     = "invalid, default used"
-	reasonWrongType   = "wrong type, default used"
-)
 
 // NormalizeSettings normalises a raw plugin config (a JSON object; nil or
 // null = empty) per spec §2. allowHTTP is the operator flag
@@ -84,130 +74,39 @@ type normOptions struct {
 }
 
 func normalizeSettings(raw json.RawMessage, o normOptions) (Settings, []Warning) {
-	allowHTTP := o.allowHTTP
-	var m map[string]any
-	if len(bytes.TrimSpace(raw)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&m); err != nil {
-			m = nil
-		}
+	r := settings.Read(raw)
+	s := Settings{
+		Language:         r.String("language", DefaultLanguage, settings.Strings{Trim: true, EmptyIsDefault: true}),
+		Token:            r.String("github_token", "", settings.Strings{Trim: true}),
+		PollInterval:     r.Int("poll_interval", DefaultPollInterval, settings.Ints{Min: o.minPoll, Max: MaxPollInterval, Strings: true}),
+		MaxEventsPerPush: r.Int("max_events_per_push", DefaultMaxEventsPerPush, settings.Ints{Min: 1, Max: MaxMaxEventsPerPush, Strings: true}),
+		APIURL:           o.defaultURL,
 	}
-	var warns []Warning
-	warn := func(field, reason string) { warns = append(warns, Warning{field, reason}) }
-	s := Settings{}
-
-	switch v := m["language"].(type) {
-	case nil:
-		s.Language = DefaultLanguage
-	case string:
-		s.Language = strings.TrimSpace(v)
-		if s.Language == "" {
-			s.Language = DefaultLanguage
-		}
-	default:
-		s.Language = DefaultLanguage
-		warn("language", reasonWrongType)
-	}
-
-	switch v := m["github_token"].(type) {
-	case nil:
-	case string:
-		s.Token = strings.TrimSpace(v)
-	default:
-		warn("github_token", reasonWrongType)
-	}
-
-	var w string
-	s.PollInterval, w = normInt(m, "poll_interval", DefaultPollInterval, o.minPoll, MaxPollInterval)
-	if w != "" {
-		warn("poll_interval", w)
-	}
-	s.MaxEventsPerPush, w = normInt(m, "max_events_per_push", DefaultMaxEventsPerPush, 1, MaxMaxEventsPerPush)
-	if w != "" {
-		warn("max_events_per_push", w)
-	}
-
-	switch v := m["github_api_url"].(type) {
-	case nil:
-		s.APIURL = o.defaultURL
-	case string:
-		if strings.TrimSpace(v) == "" {
-			s.APIURL = o.defaultURL
-			break
-		}
-		u, err := ParseAPIURL(v, allowHTTP)
-		if err != nil {
-			s.APIURL = strings.TrimSpace(v)
-			s.APIErr = err
-			warn("github_api_url", reasonInvalid)
-		} else {
-			s.APIURL = u
-		}
-	default:
-		s.APIURL = ""
-		s.APIErr = fmt.Errorf("%w: not a string", ErrAPIURL)
-		warn("github_api_url", reasonWrongType)
-	}
-
-	switch v := m["subscribe_requires_admin"].(type) {
-	case nil:
-	case bool:
-		s.SubscribeRequiresAdmin = v
-	case string:
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "true":
-			s.SubscribeRequiresAdmin = true
-		case "false":
+	if v, ok := r.Raw("github_api_url"); ok {
+		var text string
+		switch {
+		case json.Unmarshal(v, &text) != nil:
+			s.APIURL = ""
+			s.APIErr = fmt.Errorf("%w: not a string", ErrAPIURL)
+			r.Warn("github_api_url", settings.WrongType, "")
+		case strings.TrimSpace(text) == "":
 		default:
-			warn("subscribe_requires_admin", reasonInvalid)
+			u, err := ParseAPIURL(text, o.allowHTTP)
+			if err != nil {
+				s.APIURL = strings.TrimSpace(text)
+				s.APIErr = err
+				r.Warn("github_api_url", settings.Invalid, "")
+			} else {
+				s.APIURL = u
+			}
 		}
-	default:
-		warn("subscribe_requires_admin", reasonWrongType)
+	}
+	s.SubscribeRequiresAdmin = r.Bool("subscribe_requires_admin", false, settings.Bools{})
+	var warns []Warning
+	for _, w := range r.Warnings() {
+		warns = append(warns, Warning{Field: w.Field, Reason: string(w.Reason)})
 	}
 	return s, warns
-}
-
-var decimalRE = regexp.MustCompile(`^[+-]?[0-9]+$`)
-
-// normInt parses an integer setting: a JSON integer, an integral JSON number
-// or a decimal string. Missing, null or "" gives def silently; out of range
-// is clamped with a warning; anything else gives def with a warning.
-func normInt(m map[string]any, key string, def, lo, hi int) (int, string) {
-	v, ok := m[key]
-	if !ok || v == nil {
-		return def, ""
-	}
-	var num string
-	switch x := v.(type) {
-	case json.Number:
-		num = x.String()
-	case string:
-		num = strings.TrimSpace(x)
-		if num == "" {
-			return def, ""
-		}
-		if !decimalRE.MatchString(num) {
-			return def, reasonInvalid
-		}
-	default:
-		return def, reasonWrongType
-	}
-	r, ok := new(big.Rat).SetString(num)
-	if !ok || !r.IsInt() {
-		return def, reasonInvalid
-	}
-	n := r.Num()
-	switch {
-	case n.Cmp(big.NewInt(int64(lo))) < 0:
-		return lo, reasonClampedLow
-	case n.Cmp(big.NewInt(int64(hi))) > 0:
-		return hi, reasonClampedHigh
-	}
-	if !n.IsInt64() || n.Int64() > math.MaxInt32 {
-		return hi, reasonClampedHigh
-	}
-	return int(n.Int64()), ""
 }
 
 // ParseAPIURL validates and normalises a github_api_url (spec §2): an

@@ -3,10 +3,7 @@ package githubkit
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
@@ -19,7 +16,17 @@ type storedRecord struct {
 	Rec *RepoRecord
 }
 
+// repos is the store of repo records in kv (<scope>.repo.<repo-key>).
+func repos(kv *bus.KV) *bus.Records[RepoRecord] {
+	return bus.NewRecords(kv, KindRepo, bus.RecordsConfig[RepoRecord]{Encode: encodeRecord, Decode: decodeRecord})
+}
+
+// decodeRecord parses a stored repo record; an empty value is no record,
+// which an update then writes afresh.
 func decodeRecord(b []byte) (*RepoRecord, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
 	var r RepoRecord
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("githubkit: repo record: %w", err)
@@ -35,33 +42,28 @@ func encodeRecord(r *RepoRecord) ([]byte, error) {
 
 // getRecord reads one record; (nil, nil) when absent.
 func getRecord(ctx context.Context, kv *bus.KV, sc binding.Scope, key string) (*storedRecord, error) {
-	e, err := kv.Get(ctx, sc, KindRepo, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	r, rev, err := repos(kv).Get(ctx, sc, key)
+	if err != nil || r == nil {
 		return nil, err
 	}
-	r, err := decodeRecord(e.Value())
-	if err != nil {
-		return nil, err
-	}
-	return &storedRecord{Key: key, Rev: e.Revision(), Rec: r}, nil
+	return &storedRecord{Key: key, Rev: rev, Rec: r}, nil
 }
 
-// listRecords reads every repo record of a scope in one request.
+// listRecords reads every repo record of a scope in one request; an
+// undecodable one fails the listing.
 func listRecords(ctx context.Context, kv *bus.KV, sc binding.Scope) ([]*storedRecord, error) {
-	stored, err := kv.List(ctx, sc, KindRepo)
+	stored, err := repos(kv).List(ctx, sc)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*storedRecord, 0, len(stored))
 	for _, l := range stored {
-		r, err := decodeRecord(l.Value)
-		if err != nil {
-			return nil, err
+		if l.Err != nil {
+			return nil, l.Err
 		}
-		out = append(out, &storedRecord{Key: l.ID, Rev: l.Revision, Rec: r})
+		if l.Value != nil {
+			out = append(out, &storedRecord{Key: l.ID, Rev: l.Rev, Rec: l.Value})
+		}
 	}
 	return out, nil
 }
@@ -71,30 +73,11 @@ type errAbort struct{ text string }
 
 func (e *errAbort) Error() string { return "githubkit: update aborted" }
 
-// updateRecord is a CAS read-modify-write of one record, retried on
-// conflict: fn gets a fresh copy (nil when absent) and returns the new
-// record, bus.ErrNoChange to write nothing, or an error that aborts. It
-// returns the record fn produced (or saw, without a write) and the revision.
+// updateRecord is a CAS read-modify-write of one record (bus.Records.Update:
+// retried on conflict, an ambiguous write re-read): fn gets a fresh copy
+// (nil when absent) and returns the new record, bus.ErrNoChange to write
+// nothing, or an error that aborts. It returns the record fn produced (or
+// saw, without a write) and the revision.
 func updateRecord(ctx context.Context, kv *bus.KV, sc binding.Scope, key string, fn func(r *RepoRecord) (*RepoRecord, error)) (*RepoRecord, uint64, error) {
-	var out *RepoRecord
-	rev, _, err := kv.Update(ctx, sc, KindRepo, func(cur []byte, exists bool) ([]byte, error) {
-		var r *RepoRecord
-		if exists && len(cur) > 0 {
-			var err error
-			if r, err = decodeRecord(cur); err != nil {
-				return nil, err
-			}
-		}
-		n, err := fn(r)
-		if err != nil {
-			out = r
-			return nil, err
-		}
-		out = n
-		return encodeRecord(n)
-	}, key)
-	if errors.Is(err, bus.ErrNoChange) {
-		return out, rev, nil
-	}
-	return out, rev, err
+	return repos(kv).Update(ctx, sc, fn, key)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -35,14 +36,14 @@ func TestN8RetryBackoffDeadLetter(t *testing.T) {
 			t.Errorf("try %d at %v, want about %v", i+1, calls[i].At.Sub(T), due.Sub(T))
 		}
 	}
-	eventually(t, 3*time.Second, "failed", func() bool {
+	bustest.EventuallyWithin(t, 3*time.Second, "failed", func() bool {
 		r := e.record(t, scopeOf(a), id)
 		return r != nil && r.State == schenotify.StateFailed
 	})
 	if text := e.cmd(t, a, cfgEN, s, "!sche"); !strings.Contains(text, "(failed: host_error)") {
 		t.Fatalf("list: %q", text)
 	}
-	eventually(t, 2*time.Second, "failed counted", func() bool {
+	bustest.EventuallyWithin(t, 2*time.Second, "failed counted", func() bool {
 		return in.counter(t, "schenotify_deliveries_total", "outcome", "failed") == 1
 	})
 	time.Sleep(1500 * time.Millisecond)
@@ -61,7 +62,7 @@ func TestN8RetryBackoffDeadLetter(t *testing.T) {
 	e.host.respond(func(hostCall) hostAction { return hostAction{Err: bus.ErrBindingRefused} })
 	T = nextSecond()
 	idB := e.schedule(t, b, cfgEN, s, map[string]any{"message": "refused", "time_str": rfc(T.Add(time.Second))})
-	eventually(t, 5*time.Second, "paused", func() bool {
+	bustest.EventuallyWithin(t, 5*time.Second, "paused", func() bool {
 		r := e.record(t, scopeOf(b), idB)
 		return r != nil && r.State == schenotify.StatePaused && r.Attempt == 0
 	})
@@ -79,7 +80,7 @@ func TestN8RetryBackoffDeadLetter(t *testing.T) {
 		return hostAction{}
 	})
 	idC := e.schedule(t, c, `{"language":"en_US"}`, s, map[string]any{"message": "tick", "recurrence": "@every 2s"})
-	eventually(t, 30*time.Second, "recurring failed", func() bool {
+	bustest.EventuallyWithin(t, 30*time.Second, "recurring failed", func() bool {
 		r := e.record(t, scopeOf(c), idC)
 		return r != nil && r.State == schenotify.StateFailed && r.ConsecutiveFailures == 3
 	})
@@ -115,9 +116,9 @@ func TestN9Limits(t *testing.T) {
 	}
 
 	c := bind("installation-c", 1)
-	clock := newFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 500e6, time.UTC))
+	clock := bustest.FixedClock(time.Date(2030, 1, 1, 0, 0, 0, 500e6, time.UTC))
 	e2 := newEnv(t)
-	e2.start(t, testConfig(), nil, clock.now, nil)
+	e2.start(t, testConfig(), nil, clock.Now, nil)
 	for _, tc := range []struct {
 		at, code string
 	}{
@@ -280,8 +281,8 @@ func TestN11LegacyDsche(t *testing.T) {
 func TestN12ScheAdd(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	clock := newFakeClock(time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC))
-	e.start(t, testConfig(), nil, clock.now, nil)
+	clock := bustest.FixedClock(time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC))
+	e.start(t, testConfig(), nil, clock.Now, nil)
 	b := bind("installation-a", 1)
 	s := sess("bot", "person", "1")
 	for _, tc := range []struct{ in, want string }{
@@ -323,7 +324,7 @@ func TestN13Lifecycle(t *testing.T) {
 	if _, err := bus.PublishRevoke(t.Context(), e.js, bus.Subjects{}, schenotify.Plugin, bus.Revoke{Binding: a, Reason: bus.ReasonDisable}, ""); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*time.Second, "disabled", func() bool {
+	bustest.EventuallyWithin(t, 3*time.Second, "disabled", func() bool {
 		_, err := e.cmdErr(t, "", a, cfgEN, s, "!sche")
 		return isCode(err, 403)
 	})
@@ -357,7 +358,7 @@ func TestN13Lifecycle(t *testing.T) {
 	if _, err := bus.PublishRevoke(t.Context(), e.js, bus.Subjects{}, schenotify.Plugin, bus.Revoke{Binding: a2, Reason: bus.ReasonUninstall}, ""); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*time.Second, "tombstone only", func() bool {
+	bustest.EventuallyWithin(t, 3*time.Second, "tombstone only", func() bool {
 		k := e.keys(t, "langbot_schenotify", scopeOf(a))
 		return len(k) == 1 && strings.HasSuffix(k[0], ".authority") && len(e.keys(t, "langbot_schenotify_dedupe", scopeOf(a))) == 0
 	})

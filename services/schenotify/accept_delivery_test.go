@@ -12,6 +12,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -37,7 +38,7 @@ func TestO12FailedDeliveryIsRetried(t *testing.T) {
 	T := nextSecond()
 	id := e.schedule(t, b, cfgEN, s, map[string]any{"message": "A reminder", "time_str": rfc(T.Add(time.Second))})
 	e.host.wait(t, 1, 5*time.Second)
-	eventually(t, 3*time.Second, "retrying record", func() bool {
+	bustest.EventuallyWithin(t, 3*time.Second, "retrying record", func() bool {
 		r := e.record(t, scopeOf(b), id)
 		return r != nil && r.State == schenotify.StateRetrying
 	})
@@ -52,7 +53,7 @@ func TestO12FailedDeliveryIsRetried(t *testing.T) {
 	if d := calls[1].At.Sub(calls[0].At); d < 500*time.Millisecond || d > 2500*time.Millisecond {
 		t.Errorf("retry after %v, want about 1 s", d)
 	}
-	eventually(t, 3*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
+	bustest.EventuallyWithin(t, 3*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
 	if texts := e.host.texts(); len(texts) != 2 || texts[1] != "[Notify] A reminder" {
 		t.Fatalf("sends %q", texts)
 	}
@@ -82,7 +83,7 @@ func TestO13DeleteDuringSend(t *testing.T) {
 		t.Fatalf("delete reply %q", text)
 	}
 	close(release)
-	eventually(t, 5*time.Second, "no records", func() bool { return len(e.reminderKeys(t, scopeOf(b))) == 0 })
+	bustest.EventuallyWithin(t, 5*time.Second, "no records", func() bool { return len(e.reminderKeys(t, scopeOf(b))) == 0 })
 	time.Sleep(5 * time.Second) // nothing more may arrive in this window
 	texts := e.host.texts()
 	if len(texts) != 2 {
@@ -121,7 +122,7 @@ func TestN7DeleteBeforeClaim(t *testing.T) {
 		t.Fatalf("delete reply %q", text)
 	}
 	close(release)
-	eventually(t, 5*time.Second, "subjects purged", func() bool { return e.streamMsgs(t, scopeOf(b)) == 0 })
+	bustest.EventuallyWithin(t, 5*time.Second, "subjects purged", func() bool { return e.streamMsgs(t, scopeOf(b)) == 0 })
 	time.Sleep(500 * time.Millisecond)
 	if n := len(e.host.sends()); n != 0 {
 		t.Fatalf("%d sends after a delete before the claim", n)
@@ -210,7 +211,7 @@ func TestO14QueueIsBoundedAndTextNotLogged(t *testing.T) {
 	T := nextSecond()
 	id := e.schedule(t, b, cfgEN, s3, map[string]any{"message": secret, "time_str": rfc(T.Add(time.Second))})
 	e.host.wait(t, 1, 5*time.Second)
-	eventually(t, 3*time.Second, "delivered", func() bool { return e.record(t, scopeOf(b), id) == nil })
+	bustest.EventuallyWithin(t, 3*time.Second, "delivered", func() bool { return e.record(t, scopeOf(b), id) == nil })
 	logs := in.logs.String()
 	if strings.Contains(logs, secret) {
 		t.Fatalf("reminder text in logs")

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -23,7 +25,7 @@ func TestHeldDeliveryCrashInsideLead(t *testing.T) {
 	b := bind("installation-a", 1)
 	due := nextSecond().Add(3 * time.Second)
 	id := e.schedule(t, b, cfgEN, sess("bot", "person", "1"), map[string]any{"message": "held", "time_str": rfc(due)})
-	eventually(t, 5*time.Second, "a replica holding the delivery", func() bool { return r1.svc.Held()+r2.svc.Held() == 1 })
+	bustest.EventuallyWithin(t, 5*time.Second, "a replica holding the delivery", func() bool { return r1.svc.Held()+r2.svc.Held() == 1 })
 	if time.Now().After(due) {
 		t.Skip("the machine was too slow to crash inside the lead window")
 	}
@@ -40,7 +42,7 @@ func TestHeldDeliveryCrashInsideLead(t *testing.T) {
 	if calls[0].At.Before(due) {
 		t.Errorf("sent %v before the due second", due.Sub(calls[0].At))
 	}
-	eventually(t, 5*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
+	bustest.EventuallyWithin(t, 5*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
 	time.Sleep(2 * time.Second)
 	if n := len(e.host.sends()); n != 1 {
 		t.Fatalf("%d sends, want 1", n)
@@ -75,7 +77,7 @@ func TestHeldCapFallsBack(t *testing.T) {
 // Issue 22: a lead beyond the bound is refused.
 func TestLeadBound(t *testing.T) {
 	e := newEnv(t)
-	if _, err := schenotify.New(schenotify.Config{Lead: schenotify.MaxLead + time.Second}, schenotify.Deps{Conn: e.nc}); err == nil {
+	if _, err := schenotify.New(schenotify.Config{Lead: schenotify.MaxLead + time.Second}, bus.Deps{Conn: e.nc}); err == nil {
 		t.Fatal("a lead over MaxLead was accepted")
 	}
 }

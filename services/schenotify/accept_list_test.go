@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -143,7 +144,7 @@ func TestN16ListAndCancel(t *testing.T) {
 	})
 	T := nextSecond()
 	id := e.schedule(t, c, cfgEN, s, map[string]any{"message": "flaky", "time_str": rfc(T.Add(time.Second))})
-	eventually(t, 5*time.Second, "retrying marker", func() bool {
+	bustest.EventuallyWithin(t, 5*time.Second, "retrying marker", func() bool {
 		return strings.Contains(e.cmd(t, c, cfgEN, s, "!sche"), "(retrying, attempt 1 of unlimited)")
 	})
 	lr = e.tool(t, c, cfgEN, s, schenotify.ToolList, nil)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -58,7 +59,7 @@ func TestRefusedChatGetsRemindersOnNextMessage(t *testing.T) {
 			due := nextSecond().Add(2 * time.Second)
 			id := e.schedule(t, b, cfgEN, s, map[string]any{"message": "first", "time_str": rfc(due)})
 			first := e.host.wait(t, 1, 10*time.Second)[0]
-			eventually(t, 5*time.Second, "waiting state", func() bool {
+			bustest.EventuallyWithin(t, 5*time.Second, "waiting state", func() bool {
 				r := e.record(t, scopeOf(b), id)
 				return r != nil && r.State == schenotify.StateWaiting && r.LastError != nil && r.LastError.Detail == reason
 			})
@@ -72,7 +73,7 @@ func TestRefusedChatGetsRemindersOnNextMessage(t *testing.T) {
 			refuse.Store(false)
 			e.schedule(t, b, cfgEN, other, map[string]any{"message": "elsewhere", "time_str": rfc(due2)})
 			e.host.wait(t, 2, 10*time.Second)
-			eventually(t, 5*time.Second, "second waits", func() bool {
+			bustest.EventuallyWithin(t, 5*time.Second, "second waits", func() bool {
 				r := e.record(t, scopeOf(b), id2)
 				return r != nil && r.State == schenotify.StateWaiting
 			})
@@ -92,10 +93,10 @@ func TestRefusedChatGetsRemindersOnNextMessage(t *testing.T) {
 			if got["[Notify] first"] != first.Key || got["[Notify] second"] == "" {
 				t.Fatalf("next-message sends %v (first key %q)", got, first.Key)
 			}
-			eventually(t, 5*time.Second, "records gone", func() bool {
+			bustest.EventuallyWithin(t, 5*time.Second, "records gone", func() bool {
 				return e.record(t, scopeOf(b), id) == nil && e.record(t, scopeOf(b), id2) == nil
 			})
-			eventually(t, 5*time.Second, "chat mark removed after a send succeeded", func() bool {
+			bustest.EventuallyWithin(t, 5*time.Second, "chat mark removed after a send succeeded", func() bool {
 				for _, k := range e.keys(t, bus.Bucket(schenotify.Plugin), scopeOf(b)) {
 					if strings.Contains(k, ".waiting.") {
 						return false
@@ -142,7 +143,7 @@ func TestTransientFailureStillRetries(t *testing.T) {
 			t.Fatalf("retry with another key: %q vs %q", c.Key, calls[0].Key)
 		}
 	}
-	eventually(t, 5*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
+	bustest.EventuallyWithin(t, 5*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
 	for _, k := range e.keys(t, bus.Bucket(schenotify.Plugin), scopeOf(b)) {
 		if strings.Contains(k, ".waiting.") {
 			t.Errorf("a transient failure marked the chat: %s", k)

@@ -59,7 +59,7 @@ func TestN4LateNoteAfterRestart(t *testing.T) {
 	T := nextSecond()
 	e.schedule(t, b, cfgEN, s, map[string]any{"message": "late", "time_str": rfc(T.Add(2 * time.Second))})
 	first.stop()
-	second := e.start(t, testConfig(), nil, offsetClock(90*time.Second), nil)
+	second := e.start(t, testConfig(), nil, bustest.OffsetClock(90*time.Second).Now, nil)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(second.logs.String())
@@ -79,7 +79,7 @@ func TestN4LateNoteAfterRestart(t *testing.T) {
 func TestN4ClockBehind(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.start(t, testConfig(), nil, offsetClock(-5*time.Second), nil)
+	e.start(t, testConfig(), nil, bustest.OffsetClock(-5*time.Second).Now, nil)
 	b := bind("installation-a", 1)
 	T := nextSecond()
 	e.schedule(t, b, cfgEN, sess("bot", "person", "1"), map[string]any{"message": "behind", "time_str": rfc(T.Add(2 * time.Second))})
@@ -155,7 +155,7 @@ func TestN6ReplicaCrash(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	cfg := testConfig()
-	cfg.Claim, cfg.AckWait, cfg.SendTimeout = 2*time.Second, 2*time.Second, 20*time.Second
+	cfg.Claim, cfg.AckWait, cfg.HostTimeout = 2*time.Second, 2*time.Second, 20*time.Second
 	cfg1, cfg2 := cfg, cfg
 	cfg1.Replica, cfg2.Replica = "r1", "r2"
 	nc1, nc2 := e.srv.Conn(t), e.srv.Conn(t)
@@ -187,7 +187,7 @@ func TestN6ReplicaCrash(t *testing.T) {
 	if got[0].Key != got[1].Key {
 		t.Fatalf("keys %q and %q", got[0].Key, got[1].Key)
 	}
-	eventually(t, 5*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
+	bustest.EventuallyWithin(t, 5*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
 }
 
 // N6 on a 3-node cluster with R3 stream and buckets.

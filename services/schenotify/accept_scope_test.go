@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -66,12 +67,12 @@ func TestO1ScheduleIsPerInstallation(t *testing.T) {
 		if bb.name == "b" {
 			sc = scopeOf(b)
 		}
-		eventually(t, 5*time.Second, "scope "+bb.name+" empty", func() bool {
+		bustest.EventuallyWithin(t, 5*time.Second, "scope "+bb.name+" empty", func() bool {
 			return len(e.reminderKeys(t, sc)) == 0 && e.streamMsgs(t, sc) == 0
 		})
 	}
 	// O7: the handling span links to the scheduling trace.
-	eventually(t, 5*time.Second, "a linked consumer span", func() bool {
+	bustest.EventuallyWithin(t, 5*time.Second, "a linked consumer span", func() bool {
 		for _, s := range rec.Ended() {
 			if s.SpanKind().String() == "consumer" && len(s.Links()) > 0 && s.Links()[0].SpanContext.IsValid() {
 				return true
@@ -97,7 +98,7 @@ func TestO2UninstallStopsScope(t *testing.T) {
 	if _, err := bus.PublishRevoke(t.Context(), e.js, bus.Subjects{}, schenotify.Plugin, bus.Revoke{Binding: a, Reason: bus.ReasonUninstall}, ""); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "A purged", func() bool {
+	bustest.EventuallyWithin(t, 5*time.Second, "A purged", func() bool {
 		k := e.keys(t, "langbot_schenotify", scopeOf(a))
 		return len(k) == 1 && k[0] == scopeOf(a).String()+".authority" && len(e.keys(t, "langbot_schenotify_dedupe", scopeOf(a))) == 0 &&
 			e.streamMsgs(t, scopeOf(a)) == 0
@@ -127,7 +128,7 @@ func TestO2NoGoroutinePerScope(t *testing.T) {
 	for i := range 200 {
 		e.schedule(t, bind("many-"+itoa(i), 1), cfgEN, s, map[string]any{"message": "x", "time_str": far})
 	}
-	eventually(t, 5*time.Second, "goroutines settle", func() bool { return runtime.NumGoroutine() <= base+5 })
+	bustest.EventuallyWithin(t, 5*time.Second, "goroutines settle", func() bool { return runtime.NumGoroutine() <= base+5 })
 }
 
 func isCode(err error, code int) bool {

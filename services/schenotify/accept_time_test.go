@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,22 +12,9 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
-
-// fakeClock is a settable clock.
-type fakeClock struct{ ns atomic.Int64 }
-
-func newFakeClock(t time.Time) *fakeClock {
-	c := &fakeClock{}
-	c.set(t)
-	return c
-}
-func (c *fakeClock) set(t time.Time) { c.ns.Store(t.UnixNano()) }
-func (c *fakeClock) now() time.Time  { return time.Unix(0, c.ns.Load()).UTC() }
-func offsetClock(d time.Duration) func() time.Time {
-	return func() time.Time { return time.Now().Add(d) }
-}
 
 // schedule reads the armed schedule of a reminder: its Nats-Schedule
 // header and whether a zone header is present.
@@ -66,8 +52,8 @@ func (e *env) fire(t testing.TB, sc binding.Scope, id string) {
 func TestN1TimeZones(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	clock := newFakeClock(time.Date(2030, 1, 1, 1, 0, 5, 0, time.UTC))
-	e.start(t, testConfig(), nil, clock.now, nil)
+	clock := bustest.FixedClock(time.Date(2030, 1, 1, 1, 0, 5, 0, time.UTC))
+	e.start(t, testConfig(), nil, clock.Now, nil)
 	b := bind("installation-a", 1)
 	s := sess("bot", "person", "1")
 	sh := `{"language":"en_US","timezone":"Asia/Shanghai"}`
@@ -110,8 +96,8 @@ func TestN1TimeZones(t *testing.T) {
 func TestN2DST(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	clock := newFakeClock(time.Date(2030, 3, 1, 0, 0, 0, 0, time.UTC))
-	e.start(t, testConfig(), nil, clock.now, nil)
+	clock := bustest.FixedClock(time.Date(2030, 3, 1, 0, 0, 0, 0, time.UTC))
+	e.start(t, testConfig(), nil, clock.Now, nil)
 	b := bind("installation-a", 1)
 	sc := scopeOf(b)
 	s := sess("bot", "person", "1")
@@ -135,26 +121,26 @@ func TestN2DST(t *testing.T) {
 		{"2030-03-10T07:30:00Z", armedFor("2030-03-11T06:30:00Z")},
 	}
 	for i, st := range steps {
-		clock.set(utc(st.at))
+		clock.Set(utc(st.at))
 		e.fire(t, sc, id)
 		e.host.wait(t, i+1, 5*time.Second)
-		eventually(t, 5*time.Second, "armed "+st.want, func() bool {
+		bustest.EventuallyWithin(t, 5*time.Second, "armed "+st.want, func() bool {
 			got, zone := e.armed(t, sc, id)
 			return got == st.want && !zone
 		})
 	}
 	r = e.tool(t, b, ny, s, schenotify.ToolSchedule, map[string]any{"message": "once a day", "recurrence": "30 1 * * *", "time_str": "2030-11-03 00:00:00"})
 	id2 := r["id"].(string)
-	clock.set(utc("2030-11-03T05:30:00Z"))
+	clock.Set(utc("2030-11-03T05:30:00Z"))
 	e.fire(t, sc, id2)
 	e.host.wait(t, 3, 5*time.Second)
-	eventually(t, 5*time.Second, "armed for 11-04", func() bool {
+	bustest.EventuallyWithin(t, 5*time.Second, "armed for 11-04", func() bool {
 		got, _ := e.armed(t, sc, id2)
 		return got == armedFor("2030-11-04T06:30:00Z")
 	})
-	clock.set(utc("2030-11-03T06:30:00Z"))
+	clock.Set(utc("2030-11-03T06:30:00Z"))
 	e.fire(t, sc, id2) // stale: not due
-	eventually(t, 5*time.Second, "stale fire handled", func() bool {
+	bustest.EventuallyWithin(t, 5*time.Second, "stale fire handled", func() bool {
 		return counter(t, e, "not_due") >= 1
 	})
 	if got, zone := e.armed(t, sc, id2); got != armedFor("2030-11-04T06:30:00Z") || zone {
@@ -205,7 +191,7 @@ func TestN3Recurrence(t *testing.T) {
 	idA := e.schedule(t, a, cfgEN, s, params)
 	idB := e.schedule(t, b, cfgEN, s, params)
 	e.host.wait(t, 7, 10*time.Second)
-	eventually(t, 5*time.Second, "records gone", func() bool {
+	bustest.EventuallyWithin(t, 5*time.Second, "records gone", func() bool {
 		return e.record(t, scopeOf(a), idA) == nil && e.record(t, scopeOf(b), idB) == nil
 	})
 	time.Sleep(500 * time.Millisecond)
@@ -266,7 +252,7 @@ func TestN3EveryMinuteLong(t *testing.T) {
 	due := time.Now().Truncate(time.Minute).Add(time.Minute)
 	calls := e.host.wait(t, 1, 65*time.Second)
 	checkOnTime(t, calls[0], due)
-	eventually(t, 5*time.Second, "next minute armed", func() bool {
+	bustest.EventuallyWithin(t, 5*time.Second, "next minute armed", func() bool {
 		got, zone := e.armed(t, scopeOf(b), id)
 		return got == armedFor(rfc(due.Add(time.Minute))) && !zone
 	})

@@ -59,7 +59,7 @@ func BenchmarkScheNotifyDelivery(b *testing.B) {
 			b.Fatal(err)
 		}
 		svc, err := schenotify.New(schenotify.Config{DefaultZone: "UTC", SweepDelay: -1},
-			schenotify.Deps{Conn: srv.Conn(b), Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			bus.Deps{Conn: srv.Conn(b), Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -70,12 +70,7 @@ func BenchmarkScheNotifyDelivery(b *testing.B) {
 			published, fetched = append(published, p), append(fetched, f)
 			fmu.Unlock()
 		})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- svc.Run(ctx) }()
-		for !svc.Ready() {
-			time.Sleep(10 * time.Millisecond)
-		}
+		svcRun := bustest.Start(b, svc)
 		inv := bus.NewInvoker(srv.Conn(b), bus.Subjects{}, nil)
 		add := func(i int, due time.Time) error {
 			bd := bind(fmt.Sprintf("bench-%04d", i%installations), 1)
@@ -174,8 +169,7 @@ func BenchmarkScheNotifyDelivery(b *testing.B) {
 		b.Logf("created %d reminders in %v (%d installations); 1000 due at %s; lateness min %v p50 %v p99 %v max %v; lost %d, duplicated %d; %d service writes for %d deliveries; floor: %s",
 			installations*perInstall, tFar+tDue, installations, due.Format(time.TimeOnly), late[0], bustest.Percentile(late, 50),
 			bustest.Percentile(late, 99), late[len(late)-1], lost, dups, writes, len(arrivals), floor)
-		cancel()
-		<-done
+		svcRun.Stop()
 		_ = sub.Unsubscribe()
 	}
 }

@@ -10,14 +10,11 @@ import (
 // and lbctl dev both run.
 func Build(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
 	return New(Config{
-		Prefix:    env.Subjects.Prefix,
 		Replicas:  env.Options.Replicas,
 		Workers:   env.Options.Workers,
 		Retention: env.Options.Retention, // LANGBOT_RETENTION
-	}, Deps{
-		Conn:           env.Conn,
-		Logger:         env.Logger,
-		TracerProvider: env.TracerProvider,
-		Registerer:     env.Registry,
-	})
+	}, env.Deps())
 }
+
+// Binary describes the schenotify binary (no flags of its own).
+func Binary() svcmain.Binary { return svcmain.Binary{Name: Plugin, Build: Build} }

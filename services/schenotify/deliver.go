@@ -3,6 +3,7 @@ package schenotify
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -28,8 +29,8 @@ func IdempotencyKey(sc binding.Scope, id string, occurrence time.Time) string {
 
 // handleFired handles one fired message (spec 7.4) and acks or naks it.
 func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
-	s.active.Add(1)
-	defer s.active.Add(-1)
+	s.active.begin()
+	defer s.active.end()
 	if h := s.hooks.onFired; h != nil {
 		h(f, time.Now())
 	}
@@ -81,8 +82,8 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 	if auth != nil && auth.State == bus.StateRemoved {
 		// An add that raced the removal may have left a record or index.
 		_ = s.purge(ctx, sc, id, true)
-		_ = s.runner.KV().Purge(ctx, sc, keyReminder, id)
-		_ = s.runner.KV().Purge(ctx, sc, keyIndex)
+		_ = s.reminders().Purge(ctx, sc, id)
+		_ = s.indexes().Purge(ctx, sc)
 		s.ack(ctx, f)
 		return OutcomeDeleted, nil
 	}
@@ -256,7 +257,7 @@ func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Auth
 	msg, rule, loc := out.msg, out.rule, out.loc
 	now := s.now()
 	s.metrics.lateness.Observe(now.Sub(target).Seconds())
-	sctx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
 	err := s.runner.Host().SendMessage(sctx, auth.Binding, msg, IdempotencyKey(sc, rec.ID, occ))
 	cancel()
 	if h := s.hooks.afterSend; h != nil {
@@ -360,56 +361,6 @@ type finished struct{ both bool }
 
 func (*finished) Error() string { return "schenotify: reminder finished" }
 
-// janitorItem is a finished delivery whose due subject is still to be
-// purged and whose fired message is still to be acked.
-type janitorItem struct {
-	f    *bus.Fired
-	both bool
-	at   time.Time
-}
-
-// janitorYield is how long the janitor lets handlers go first: while any
-// fired message is being handled, an item waits up to this long, so that
-// during a burst the claims and sends get the storage first.
-const janitorYield = 5 * time.Second
-
-// finish queues the purge and ack of a finished reminder for the janitor,
-// or does them at once when the queue is full or stopped. Deferring them
-// keeps the handler's slot, and the schedule stream the server fires into,
-// free for the next claims during a burst of due reminders.
-func (s *Service) finish(ctx context.Context, f *bus.Fired, both bool) {
-	s.mu.Lock()
-	q := s.janitor
-	s.mu.Unlock()
-	if q != nil {
-		select {
-		case q <- janitorItem{f: f, both: both, at: time.Now()}:
-			return
-		default:
-		}
-	}
-	s.cleanUp(ctx, janitorItem{f: f, both: both})
-}
-
-func (s *Service) cleanUp(ctx context.Context, it janitorItem) {
-	if err := s.purge(ctx, it.f.Scope, it.f.IDs[0], it.both); err != nil {
-		s.log.WarnContext(ctx, "purge after delivery failed", "scope", it.f.Scope.String(), "id", it.f.IDs[0], "err", err)
-	}
-	s.ack(ctx, it.f)
-}
-
-// runJanitor purges and acks finished deliveries until q is closed.
-func (s *Service) runJanitor(q <-chan janitorItem) {
-	for it := range q {
-		for s.active.Load() > 0 && time.Since(it.at) < janitorYield {
-			time.Sleep(10 * time.Millisecond)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		s.cleanUp(ctx, it)
-		cancel()
-	}
-}
-
 // writeOutcome stores c at the claimed revision; a deleted record has its
 // subjects purged and gives errGone.
 func (s *Service) writeOutcome(ctx context.Context, sc binding.Scope, c *Record, rev uint64) error {
@@ -483,7 +434,7 @@ func errorDetail(err error) string {
 	var e *bus.Error
 	switch {
 	case errors.As(err, &e):
-		d := itoa(e.Code) + " " + e.Word
+		d := strconv.Itoa(e.Code) + " " + e.Word
 		if e.Reason != "" {
 			d += " (" + e.Reason + ")"
 		}

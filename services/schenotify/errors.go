@@ -2,9 +2,6 @@ package schenotify
 
 import "errors"
 
-// ErrConfig wraps an invalid service Config; New returns it.
-var ErrConfig = errors.New("schenotify: invalid configuration")
-
 // Errors of the store. Validation results carry a *when.Failure with a
 // result code instead; these never reach the wire.
 var (

@@ -1,14 +1,12 @@
 package schenotify_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +21,8 @@ import (
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
-// hostCall is one send_message the fake host received.
+// hostCall is one send_message the fake host (bustest.Host) received, in
+// the terms of these tests.
 type hostCall struct {
 	Binding binding.Binding
 	Scope   binding.Scope
@@ -33,6 +32,10 @@ type hostCall struct {
 	At      time.Time
 }
 
+func toHostCall(c bustest.HostCall) hostCall {
+	return hostCall{Binding: c.Request.Binding, Scope: c.Scope, Data: c.SendMessage(), Key: c.IdempotencyKey, Header: c.Header, At: c.At}
+}
+
 func (c hostCall) Text() string {
 	if len(c.Data.MessageChain) == 0 {
 		return ""
@@ -40,78 +43,37 @@ func (c hostCall) Text() string {
 	return c.Data.MessageChain[0].Text
 }
 
-// hostAction says how the fake host answers one call.
+// hostAction says how the fake host answers one send_message.
 type hostAction struct {
 	Err  *bus.Error    // error reply
 	Hang chan struct{} // answer (success) only once closed
 	Drop bool          // never answer
 }
 
-// fakeHost serves send_message on <prefix>.host.send_message.>, one
-// goroutine per call so that a hanging call does not hold the others.
-type fakeHost struct {
-	mu      sync.Mutex
-	calls   []hostCall
-	decide  func(hostCall) hostAction
-	changed chan struct{}
-	wg      sync.WaitGroup
-}
+// fakeHost is bustest.Host seen through hostCall and hostAction.
+type fakeHost struct{ *bustest.Host }
 
 func newFakeHost(t testing.TB, nc *nats.Conn) *fakeHost {
 	t.Helper()
-	h := &fakeHost{changed: make(chan struct{})}
-	subj := bus.Subjects{}
-	sub, err := nc.Subscribe(subj.HostActionAll(bus.ActionSendMessage), func(m *nats.Msg) {
-		var req bus.HostRequest
-		_ = json.Unmarshal(m.Data, &req)
-		c := hostCall{Binding: req.Binding, Key: m.Header.Get(bus.HeaderIdempotencyKey), Header: m.Header, At: time.Now()}
-		c.Scope, _ = req.Binding.Scope()
-		_ = json.Unmarshal(req.Data, &c.Data)
-		h.mu.Lock()
-		h.calls = append(h.calls, c)
-		decide := h.decide
-		close(h.changed)
-		h.changed = make(chan struct{})
-		h.wg.Add(1)
-		h.mu.Unlock()
-		go func() {
-			defer h.wg.Done()
-			var a hostAction
-			if decide != nil {
-				a = decide(c)
-			}
-			switch {
-			case a.Drop:
-				return
-			case a.Err != nil:
-				_ = m.RespondMsg(bustest.ErrorMsg(a.Err))
-				return
-			case a.Hang != nil:
-				<-a.Hang
-			}
-			_ = m.Respond([]byte(`{}`))
-		}()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe(); h.wg.Wait() })
-	return h
+	return &fakeHost{bustest.NewHost(t, nc, bus.Subjects{})}
 }
 
 func (h *fakeHost) respond(f func(hostCall) hostAction) {
-	h.mu.Lock()
-	h.decide = f
-	h.mu.Unlock()
+	h.Respond(func(c bustest.HostCall) bustest.HostReply {
+		a := f(toHostCall(c))
+		if a.Hang != nil && !a.Drop && a.Err == nil {
+			<-a.Hang // bustest.Host answers each call on its own goroutine
+		}
+		return bustest.HostReply{Err: a.Err, Drop: a.Drop}
+	})
 }
 
 func (h *fakeHost) sends() []hostCall {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]hostCall(nil), h.calls...)
+	var out []hostCall
+	for _, c := range h.Sends() {
+		out = append(out, toHostCall(c))
+	}
+	return out
 }
 
 func (h *fakeHost) texts() []string {
@@ -125,20 +87,8 @@ func (h *fakeHost) texts() []string {
 // wait waits until at least n calls arrived, up to timeout.
 func (h *fakeHost) wait(t testing.TB, n int, timeout time.Duration) []hostCall {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		h.mu.Lock()
-		ch, got := h.changed, len(h.calls)
-		h.mu.Unlock()
-		if got >= n {
-			return h.sends()
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("want %d sends within %v, got %d: %q", n, timeout, got, h.texts())
-		}
-	}
+	h.WaitSends(t, n, timeout)
+	return h.sends()
 }
 
 // env is one embedded server with a fake host and an invoker.
@@ -164,28 +114,10 @@ func newEnv(t testing.TB) *env {
 	return e
 }
 
-// logBuffer collects JSON log lines from several goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // instance is one running service.
 type instance struct {
 	svc  *schenotify.Service
-	logs *logBuffer
+	logs *bustest.LogBuffer
 	reg  *prometheus.Registry
 	stop func()
 }
@@ -202,46 +134,16 @@ func (e *env) start(t testing.TB, cfg schenotify.Config, nc *nats.Conn, clock fu
 	if nc == nil {
 		nc = e.srv.Conn(t)
 	}
-	logs := &logBuffer{}
+	logs := &bustest.LogBuffer{}
 	reg := prometheus.NewRegistry()
-	svc, err := schenotify.New(cfg, schenotify.Deps{Conn: nc, Clock: clock, TracerProvider: tp, Registerer: reg,
+	svc, err := schenotify.New(cfg, bus.Deps{Conn: nc, Clock: clock, TracerProvider: tp, Registerer: reg,
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	deadline := time.Now().Add(20 * time.Second)
-	for !svc.Ready() {
-		select {
-		case err := <-done:
-			cancel()
-			t.Fatalf("Run: %v", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatal("service not ready")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	var once sync.Once
-	in := &instance{svc: svc, logs: logs, reg: reg}
-	in.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run returned %v", err)
-				}
-			case <-time.After(60 * time.Second):
-				t.Errorf("Run did not return")
-			}
-		})
-	}
-	t.Cleanup(in.stop)
+	run := bustest.Start(t, svc)
+	in := &instance{svc: svc, logs: logs, reg: reg, stop: func() { run.Stop() }}
+
 	e.last = in
 	return in
 }
@@ -412,18 +314,6 @@ func (e *env) streamMsgs(t testing.TB, sc binding.Scope) uint64 {
 		}
 	}
 	return n
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // checkOnTime checks that a send arrived in [due, due+2s].

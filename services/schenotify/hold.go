@@ -31,6 +31,19 @@ const (
 	DefaultMaxHeld = 4096
 )
 
+// holdPart runs the held deliveries and the next-message sends
+// (nextmessage.go): both stop with the service, after its intake drained.
+func (s *Service) holdPart() bus.Part {
+	return bus.PartFuncs{
+		StartFunc: func(ctx context.Context) error { s.flusher.open(ctx); return nil },
+		StopFunc: func(context.Context) error {
+			s.stopHolds()
+			s.flusher.close()
+			return nil
+		},
+	}
+}
+
 // held is one claimed delivery waiting in memory for its instant.
 type held struct {
 	f      *bus.Fired
@@ -126,15 +139,15 @@ func (s *Service) release(it *held) {
 		_ = it.f.Nak(0)
 		return
 	}
-	s.active.Add(1)
-	defer s.active.Add(-1)
+	s.active.begin()
+	defer s.active.end()
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
 	if it.f.Origin.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: it.f.Origin}))
 	}
 	ctx, span := s.tracer.Start(context.Background(), "release held reminder", opts...)
 	defer span.End()
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout+10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout+10*time.Second)
 	defer cancel()
 	outcome, err := s.sendPrepared(ctx, it.f, it.auth, it.rec, it.rev, it.occ, it.target, it.out)
 	s.settle(ctx, it.f, outcome, err)

@@ -177,7 +177,7 @@ func (s *Service) sendWaiting(ctx context.Context, sc binding.Scope, auth *bus.A
 			return flushFailed
 		}
 		out := s.prepare(sc, auth, &c, occ, now)
-		sctx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
+		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
 		// The key is the refused attempt's: one logical delivery.
 		err = s.runner.Host().SendMessage(sctx, auth.Binding, out.msg, IdempotencyKey(sc, id, occ))
 		cancel()

@@ -3,6 +3,7 @@ package schenotify
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -70,7 +71,7 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 	if errors.As(err, &ce) {
 		// Finished reminders must not hold a cap: drop entries whose record
 		// is gone, then check again.
-		keys, kerr := s.runner.KV().Keys(ctx, sc, keyReminder)
+		keys, kerr := s.reminders().IDs(ctx, sc)
 		if kerr != nil && !errors.Is(kerr, jetstream.ErrNoKeysFound) {
 			return "", storeErr("list reminders", kerr)
 		}
@@ -85,7 +86,7 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 		if ce.code == "too_many_in_session" {
 			limit = req.settings.MaxPerSession
 		}
-		return "", fail(ce.code, "", map[string]string{"limit": itoa(limit)})
+		return "", fail(ce.code, "", map[string]string{"limit": strconv.Itoa(limit)})
 	}
 	if err != nil {
 		return "", err
@@ -176,26 +177,4 @@ func (s *Service) remove(ctx context.Context, sc binding.Scope, sess Session, id
 		return r, inFlight, true, nil
 	}
 	return nil, false, false, storeErr("delete reminder", bus.ErrCASExhausted)
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
 }

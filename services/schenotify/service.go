@@ -13,9 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
@@ -35,7 +33,6 @@ const (
 
 // Config holds the service settings. The zero value means the defaults.
 type Config struct {
-	Prefix            string        // subject prefix; default "langbot"
 	Replicas          int           // replicas of the stream and buckets; default 1
 	Workers           int           // invocation workers; default 64
 	DueWorkers        int           // fired-message handlers at once; default 64
@@ -49,8 +46,8 @@ type Config struct {
 	Claim time.Duration
 	// AckWait of the due consumer; default 30 s.
 	AckWait time.Duration
-	// SendTimeout bounds send_message; default 15 s.
-	SendTimeout time.Duration
+	// HostTimeout bounds send_message; default 15 s.
+	HostTimeout time.Duration
 	// SweepInterval is the period of the recovery sweep; default 30 min.
 	SweepInterval time.Duration
 	// SweepDelay is the upper bound of the random delay before the first
@@ -71,17 +68,6 @@ type Config struct {
 	MaxHeld int
 }
 
-// Deps are the live parts the service uses. Conn is required; Clock
-// defaults to time.Now, Logger to slog.Default(), TracerProvider to no
-// tracing and Registerer to a private registry.
-type Deps struct {
-	Conn           *nats.Conn
-	Clock          func() time.Time
-	Logger         *slog.Logger
-	TracerProvider trace.TracerProvider
-	Registerer     prometheus.Registerer
-}
-
 // Service is the reminder service. Create it with New and serve with Run.
 type Service struct {
 	cfg     Config
@@ -99,11 +85,9 @@ type Service struct {
 	// schedule publishes, purges), for the benchmark's writes per delivery.
 	writes atomic.Int64
 	// active counts fired messages being handled (the janitor yields to them).
-	active atomic.Int64
+	active activity
 
 	mu      sync.Mutex
-	stream  jetstream.Stream
-	ready   bool
 	janitor chan janitorItem // finished deliveries to purge and ack
 
 	lead  time.Duration // the effective lead (Config.Lead)
@@ -122,9 +106,10 @@ type hooks struct {
 }
 
 // New checks cfg, fills defaults and returns the service; it does no I/O.
-func New(cfg Config, deps Deps) (*Service, error) {
-	if deps.Conn == nil {
-		return nil, fmt.Errorf("%w: no NATS connection", ErrConfig)
+func New(cfg Config, deps bus.Deps) (*Service, error) {
+	deps, err := deps.WithDefaults()
+	if err != nil {
+		return nil, err
 	}
 	if cfg.MinEvery <= 0 {
 		cfg.MinEvery = when.DefaultMinEvery
@@ -135,8 +120,8 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if cfg.AckWait <= 0 {
 		cfg.AckWait = 30 * time.Second
 	}
-	if cfg.SendTimeout <= 0 {
-		cfg.SendTimeout = bus.DefaultHostTimeout
+	if cfg.HostTimeout <= 0 {
+		cfg.HostTimeout = bus.DefaultHostTimeout
 	}
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = 30 * time.Minute
@@ -151,7 +136,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	case cfg.Lead == 0:
 		cfg.Lead = DefaultLead
 	case cfg.Lead > MaxLead:
-		return nil, fmt.Errorf("%w: lead %v is over %v", ErrConfig, cfg.Lead, MaxLead)
+		return nil, fmt.Errorf("%w: lead %v is over %v", bus.ErrInvalidConfig, cfg.Lead, MaxLead)
 	case cfg.Lead < 0:
 		cfg.Lead = 0
 	}
@@ -168,41 +153,21 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	}
 	zone, ok := when.LoadZone(cfg.DefaultZone)
 	if !ok {
-		return nil, fmt.Errorf("%w: default zone %q is not an IANA zone", ErrConfig, cfg.DefaultZone)
+		return nil, fmt.Errorf("%w: default zone %q is not an IANA zone", bus.ErrInvalidConfig, cfg.DefaultZone)
 	}
 	cat, err := LoadCatalog()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", bus.ErrInvalidConfig, err)
 	}
-	subj, err := bus.NewSubjects(cfg.Prefix)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	s := &Service{cfg: cfg, zone: zone, nc: deps.Conn, now: deps.Clock, log: deps.Logger, subj: subj, rd: Renderer{Cat: cat},
+	s := &Service{cfg: cfg, zone: zone, nc: deps.Conn, now: deps.Clock, log: deps.Logger, subj: deps.Subjects,
+		rd: Renderer{Cat: cat}, tracer: deps.TracerProvider.Tracer(tracerName),
 		lead: min(cfg.Lead, cfg.AckWait/3), holds: newHolder(cfg.MaxHeld), flusher: newFlusher()}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if s.log == nil {
-		s.log = slog.Default()
-	}
-	s.log = s.log.With("service", Plugin)
-	tp := deps.TracerProvider
-	if tp == nil {
-		tp = noop.NewTracerProvider()
-	}
-	s.tracer = tp.Tracer(tracerName)
-	reg := deps.Registerer
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	if s.metrics, err = newMetrics(reg); err != nil {
-		return nil, fmt.Errorf("%w: metrics: %w", ErrConfig, err)
+	if s.metrics, err = newMetrics(deps.Registerer); err != nil {
+		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
 	s.runner, err = bus.NewRunner(bus.RunnerConfig{
 		Plugin:            Plugin,
 		Description:       "Reminders delivered into the chat at the due second",
-		Prefix:            cfg.Prefix,
 		Workers:           cfg.Workers,
 		InvocationTimeout: cfg.InvocationTimeout,
 		Retention:         cfg.Retention,
@@ -215,9 +180,31 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		},
 		Purge:        s.purgeScope,
 		OnTransition: s.onTransition,
-	}, bus.RunnerDeps{Conn: deps.Conn, Clock: s.now, Logger: deps.Logger, TracerProvider: tp, Registerer: reg})
+		Streams: []bus.StreamSpec{{
+			Name:      StreamName,
+			Subjects:  []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindDue)},
+			Replicas:  cfg.Replicas,
+			Schedules: true,
+		}},
+		Consumers: []bus.Consumer{{FiredConfig: bus.FiredConfig{
+			Stream:  StreamName,
+			Durable: DueConsumer,
+			Filter:  s.subj.InternalAll(Plugin, KindDue),
+			Workers: cfg.DueWorkers,
+			AckWait: cfg.AckWait,
+			// held deliveries stay unacked until their instant (hold.go)
+			MaxAckPending: cfg.MaxHeld + max(1000, cfg.DueWorkers*4),
+			Timeout:       cfg.HostTimeout + 10*time.Second,
+		}, Handler: s.handleFired}},
+		// the janitor outlives the due consumer's handlers, which queue
+		// work for it; the sweep runs beside them
+		// held deliveries and next-message sends stop before the janitor
+		Parts:           []bus.Part{s.janitorPart(), s.holdPart(), bus.Loop(s.sweepLoop)},
+		HostTimeout:     cfg.HostTimeout,
+		ShutdownTimeout: cfg.HostTimeout + 15*time.Second,
+	}, deps)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, err
 	}
 	return s, nil
 }
@@ -225,103 +212,17 @@ func New(cfg Config, deps Deps) (*Service, error) {
 // Zone returns the default zone resolved at New.
 func (s *Service) Zone() *time.Location { return s.zone }
 
-// Ready reports whether the service serves: the runner is ready and the
-// due consumer runs.
-func (s *Service) Ready() bool {
-	s.mu.Lock()
-	ok := s.ready
-	s.mu.Unlock()
-	return ok && s.runner.Ready()
-}
+// Run serves until ctx is done (bus.Runner.Run: the stream, the buckets,
+// the endpoints, the janitor, the recovery sweep and the due consumer;
+// then intake drains, every handler returns, the sweep and the janitor
+// stop). It returns nil for a ctx-requested stop and never closes the
+// connection.
+func (s *Service) Run(ctx context.Context) error { return s.runner.Run(ctx) }
 
-// Run creates the stream, starts the runner (endpoints, lifecycle
-// consumer), the due consumer and the recovery sweep, and serves until ctx
-// is done. It returns nil for a ctx-requested stop, after stopping intake
-// and waiting for every handler; it never closes the connection.
-func (s *Service) Run(ctx context.Context) error {
-	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	st, err := bus.EnsureStream(setup, s.runner.JetStream(), bus.StreamSpec{
-		Name:      StreamName,
-		Subjects:  []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindDue)},
-		Replicas:  s.cfg.Replicas,
-		Schedules: true,
-	})
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.stream = st
-	s.mu.Unlock()
-	if err := s.runner.Start(setup); err != nil {
-		s.shutdown()
-		return err
-	}
-	janitor := make(chan janitorItem, 4096)
-	janitorDone := make(chan struct{})
-	go func() {
-		defer close(janitorDone)
-		s.runJanitor(janitor)
-	}()
-	stopJanitor := func() {
-		s.mu.Lock()
-		s.janitor = nil
-		s.mu.Unlock()
-		close(janitor)
-		<-janitorDone
-	}
-	s.mu.Lock()
-	s.janitor = janitor
-	s.mu.Unlock()
-	if err := s.runner.ConsumeFired(setup, bus.FiredConfig{
-		Stream:  StreamName,
-		Durable: DueConsumer,
-		Filter:  s.subj.InternalAll(Plugin, KindDue),
-		Workers: s.cfg.DueWorkers,
-		AckWait: s.cfg.AckWait,
-		// held deliveries stay unacked until their instant
-		MaxAckPending: s.cfg.MaxHeld + max(1000, s.cfg.DueWorkers*4),
-		Timeout:       s.cfg.SendTimeout + 10*time.Second,
-	}, s.handleFired); err != nil {
-		s.shutdown()
-		stopJanitor()
-		return err
-	}
-	s.mu.Lock()
-	s.ready = true
-	s.mu.Unlock()
+// Ready reports whether the service serves (bus.Runner.Ready).
+func (s *Service) Ready() bool { return s.runner.Ready() }
 
-	s.flusher.open(ctx)
-	sweepDone := make(chan struct{})
-	sweepCtx, stopSweep := context.WithCancel(ctx)
-	go func() {
-		defer close(sweepDone)
-		s.sweepLoop(sweepCtx)
-	}()
-	<-ctx.Done()
-	stopSweep()
-	<-sweepDone
-	s.mu.Lock()
-	s.ready = false
-	s.mu.Unlock()
-	err = s.shutdown() // waits for the fired-message handlers
-	s.stopHolds()
-	s.flusher.close()
-	stopJanitor()
-	return err
-}
-
-func (s *Service) shutdown() error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.SendTimeout+15*time.Second)
-	defer cancel()
-	return s.runner.Shutdown(ctx)
-}
-
-func (s *Service) streamHandle() jetstream.Stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stream
-}
+func (s *Service) streamHandle() jetstream.Stream { return s.runner.Stream(StreamName) }
 
 // sweepLoop runs the recovery sweep after a random delay and then every
 // SweepInterval, until ctx is done.

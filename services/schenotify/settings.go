@@ -3,7 +3,6 @@ package schenotify
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -47,68 +47,30 @@ type Settings struct {
 // give their default and, except for language, a warning. defaultZone is
 // the process zone.
 func NormalizeConfig(raw json.RawMessage, defaultZone *time.Location) Settings {
-	var m map[string]json.RawMessage
-	if len(raw) > 0 {
-		if json.Unmarshal(raw, &m) != nil {
-			m = nil
-		}
+	r := settings.Read(raw)
+	s := Settings{
+		Language: r.String("language", DefaultLanguage, settings.Strings{Quiet: true, Valid: func(l string) bool { return l == i18n.EnUS || l == i18n.ZhHans }}),
+		Zone:     defaultZone,
 	}
-	get := func(k string) (json.RawMessage, bool) {
-		v, ok := m[k]
-		if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-			return nil, false
-		}
-		return v, true
-	}
-	s := Settings{Language: DefaultLanguage, Zone: defaultZone, Prefix: DefaultPrefix,
-		MaxReminders: DefaultMaxReminders, MaxPerSession: DefaultMaxPerSession}
-	warn := func(field string, v json.RawMessage, used string) {
-		s.Warnings = append(s.Warnings, ConfigWarning{Field: field, Value: shownValue(v), Used: used})
-	}
-	if v, ok := get("language"); ok {
-		var lang string
-		if json.Unmarshal(v, &lang) == nil && (lang == i18n.EnUS || lang == i18n.ZhHans) {
-			s.Language = lang
-		}
-	}
-	if v, ok := get("timezone"); ok {
+	if v, ok := r.Raw("timezone"); ok {
 		var name string
 		if json.Unmarshal(v, &name) != nil {
-			warn("timezone", v, defaultZone.String())
+			r.Warn("timezone", settings.WrongType, defaultZone.String())
 		} else if name != "" {
 			if loc, ok := when.LoadZone(name); ok {
 				s.Zone = loc
 			} else {
-				warn("timezone", v, defaultZone.String())
+				r.Warn("timezone", settings.Invalid, defaultZone.String())
 			}
 		}
 	}
-	if v, ok := get("notify_prefix"); ok {
-		var p string
-		if json.Unmarshal(v, &p) == nil && validPrefix(p) {
-			s.Prefix = p
-		} else {
-			warn("notify_prefix", v, DefaultPrefix)
-		}
+	s.Prefix = r.String("notify_prefix", DefaultPrefix, settings.Strings{Valid: validPrefix})
+	caps := settings.Ints{Min: 1, Max: maxCap, LowIsDefault: true}
+	s.MaxReminders = r.Int("max_reminders", DefaultMaxReminders, caps)
+	s.MaxPerSession = min(r.Int("max_per_session", DefaultMaxPerSession, caps), s.MaxReminders)
+	for _, w := range r.Warnings() {
+		s.Warnings = append(s.Warnings, ConfigWarning{Field: w.Field, Value: shownValue(w.Raw), Used: w.Used})
 	}
-	capField := func(field string, def int) int {
-		v, ok := get(field)
-		if !ok {
-			return def
-		}
-		n, ok := jsonInt(v)
-		switch {
-		case !ok || n < 1:
-			warn(field, v, strconv.Itoa(def))
-			return def
-		case n > maxCap:
-			warn(field, v, strconv.Itoa(maxCap))
-			return maxCap
-		}
-		return int(n)
-	}
-	s.MaxReminders = capField("max_reminders", DefaultMaxReminders)
-	s.MaxPerSession = min(capField("max_per_session", DefaultMaxPerSession), s.MaxReminders)
 	return s
 }
 
@@ -124,34 +86,6 @@ func validPrefix(p string) bool {
 		}
 	}
 	return true
-}
-
-// jsonInt decodes a JSON number with an integral value.
-func jsonInt(v json.RawMessage) (int64, bool) {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 || (v[0] != '-' && !isDigit(v[0])) {
-		return 0, false
-	}
-	var n json.Number
-	d := json.NewDecoder(bytes.NewReader(v))
-	d.UseNumber()
-	if d.Decode(&n) != nil {
-		return 0, false
-	}
-	if i, err := n.Int64(); err == nil {
-		return i, true
-	}
-	f, err := n.Float64()
-	if err != nil || f != math.Trunc(f) || math.IsInf(f, 0) {
-		return 0, false
-	}
-	if f > math.MaxInt32 {
-		return math.MaxInt32, true
-	}
-	if f < math.MinInt32 {
-		return math.MinInt32, true
-	}
-	return int64(f), true
 }
 
 // shownValue is the offending value as shown in a warning: a string

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 )
@@ -29,57 +27,65 @@ func storeErr(op string, err error) error {
 	return fmt.Errorf("%w: %s: %w", errStore, op, err)
 }
 
+// reminders is the store of reminder records, <scope>.reminder.<id>.
+func (s *Service) reminders() *bus.Records[Record] {
+	return bus.NewRecords(s.runner.KV(), keyReminder, bus.RecordsConfig[Record]{})
+}
+
+// indexes is the store of the scope indexes, <scope>.index.
+func (s *Service) indexes() *bus.Records[Index] {
+	return bus.NewRecords(s.runner.KV(), keyIndex, bus.RecordsConfig[Index]{Decode: decodeIndex})
+}
+
 // loadRecord reads a reminder; nil with revision 0 when absent.
 func (s *Service) loadRecord(ctx context.Context, sc binding.Scope, id string) (*Record, uint64, error) {
-	e, err := s.runner.KV().Get(ctx, sc, keyReminder, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, nil
+	r, rev, err := s.reminders().Get(ctx, sc, id)
+	if errors.Is(err, bus.ErrCorruptRecord) {
+		return nil, 0, fmt.Errorf("schenotify: decode reminder: %w", err)
 	}
 	if err != nil {
 		return nil, 0, storeErr("read reminder", err)
 	}
-	var r Record
-	if err := json.Unmarshal(e.Value(), &r); err != nil {
-		return nil, 0, fmt.Errorf("schenotify: decode reminder: %w", err)
-	}
-	return &r, e.Revision(), nil
+	return r, rev, nil
 }
 
 // casRecord writes rec if the key is still at rev.
 func (s *Service) casRecord(ctx context.Context, sc binding.Scope, rec *Record, rev uint64) (uint64, error) {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return 0, err
-	}
 	s.writes.Add(1)
-	return s.runner.KV().UpdateAt(ctx, sc, keyReminder, b, rev, rec.ID)
+	return s.reminders().UpdateAt(ctx, sc, rec, rev, rec.ID)
 }
 
 // deleteRecord places a delete marker on the record if it is still at rev.
 func (s *Service) deleteRecord(ctx context.Context, sc binding.Scope, id string, rev uint64) error {
 	s.writes.Add(1)
-	return s.runner.KV().Delete(ctx, sc, keyReminder, rev, id)
+	return s.reminders().Delete(ctx, sc, rev, id)
 }
 
 // loadIndex reads the scope index (empty when absent).
 func (s *Service) loadIndex(ctx context.Context, sc binding.Scope) (*Index, error) {
-	e, err := s.runner.KV().Get(ctx, sc, keyIndex)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return &Index{V: 1, Entries: map[string]IndexEntry{}}, nil
+	ix, _, err := s.indexes().Get(ctx, sc)
+	if errors.Is(err, bus.ErrCorruptRecord) {
+		return nil, fmt.Errorf("schenotify: decode index: %w", err)
 	}
 	if err != nil {
 		return nil, storeErr("read index", err)
 	}
-	return decodeIndex(e.Value())
+	if ix == nil {
+		ix = newIndex()
+	}
+	return ix, nil
 }
 
+func newIndex() *Index { return &Index{V: 1, Entries: map[string]IndexEntry{}} }
+
+// decodeIndex parses a stored index; an empty value is an empty index.
 func decodeIndex(b []byte) (*Index, error) {
-	ix := &Index{V: 1, Entries: map[string]IndexEntry{}}
+	ix := newIndex()
 	if len(b) == 0 {
 		return ix, nil
 	}
 	if err := json.Unmarshal(b, ix); err != nil {
-		return nil, fmt.Errorf("schenotify: decode index: %w", err)
+		return nil, err
 	}
 	if ix.Entries == nil {
 		ix.Entries = map[string]IndexEntry{}
@@ -87,21 +93,22 @@ func decodeIndex(b []byte) (*Index, error) {
 	return ix, nil
 }
 
-// updateIndex applies fn to the index by compare-and-set, retrying on
-// contention. fn returns bus.ErrNoChange to skip the write.
+// updateIndex applies fn to the index by compare-and-set (bus.Records:
+// retried on contention, an ambiguous write re-read), and again up to five
+// times when the retries run out. fn returns bus.ErrNoChange to skip the
+// write.
 func (s *Service) updateIndex(ctx context.Context, sc binding.Scope, fn func(ix *Index) error) error {
 	var err error
 	for range 5 {
-		_, _, err = s.runner.KV().Update(ctx, sc, keyIndex, func(cur []byte, _ bool) ([]byte, error) {
-			ix, err := decodeIndex(cur)
-			if err != nil {
-				return nil, err
+		_, _, err = s.indexes().Update(ctx, sc, func(ix *Index) (*Index, error) {
+			if ix == nil {
+				ix = newIndex()
 			}
 			if err := fn(ix); err != nil {
 				return nil, err
 			}
 			s.writes.Add(1)
-			return json.Marshal(ix)
+			return ix, nil
 		})
 		if !errors.Is(err, bus.ErrCASExhausted) {
 			break

@@ -19,6 +19,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/console"
 	"github.com/langbot-nats/plugins/services/takeover/model"
@@ -233,7 +234,7 @@ func TestAbandonedRequestLeavesConsistentState(t *testing.T) {
 		chain, _ := json.Marshal(parts)
 		h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", lid, lid, string(chain)))
 		sid := sidOf("bot-a", "person", lid)
-		waitFor(h.t, "the message counted", func() bool { r := h.record(b, sid); return r != nil && r.HistoryCount == 1 })
+		bustest.Eventually(h.t, "the message counted", func() bool { r := h.record(b, sid); return r != nil && r.HistoryCount == 1 })
 		return sid
 	}
 	takeOver := func(sid string) {
@@ -398,7 +399,7 @@ func (h *harness) consoleEqualsStorage(c *abandonConsole, b binding.Binding, sid
 	}
 	sc, _ := b.Scope()
 	wantTaken := st.rec != nil && st.rec.Takeover.TakenOver(now)
-	waitFor(h.t, "the view to match storage", func() bool {
+	bustest.Eventually(h.t, "the view to match storage", func() bool {
 		taken, known := takeover.ViewTakenOver(h.svc, sc, sid)
 		// a deleted record leaves an inactive marker in the view
 		return taken == wantTaken && (known || st.rec == nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -69,7 +70,7 @@ func TestLargeAggregateDoesNotTouchSmallRecord(t *testing.T) {
 	k1, _ := kvs.Info(ctx)
 	h1, _, _ := historyState(t, h.js)
 	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("small again")))
-	waitFor(t, "metadata", func() bool { return h.record(b, sid).HistoryCount == 2 })
+	bustest.Eventually(t, "metadata", func() bool { return h.record(b, sid).HistoryCount == 2 })
 	k2, _ := kvs.Info(ctx)
 	h2, _, _ := historyState(t, h.js)
 	if d := k2.State.LastSeq - k1.State.LastSeq; d != 1 {

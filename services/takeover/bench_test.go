@@ -108,7 +108,7 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	waitFor(b, "warm-up takeovers", func() bool { return h.metric("takeover_sessions_active", nil) >= sessions/10 })
+	bustest.Eventually(b, "warm-up takeovers", func() bool { return h.metric("takeover_sessions_active", nil) >= sessions/10 })
 	// The floor's messages are as large as the history entries the
 	// warm-up stored.
 	_, msgs, bytes := historyState(b, h.js)
@@ -187,7 +187,7 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 // sessions (person 100000 + i) and counts them in its record, as if each
 // session had received n more messages.
 func prefillHistory(b *testing.B, h *harness, bnd binding.Binding, sessions, n int) {
-	waitFor(b, "warm-up metadata", func() bool { return h.metric("takeover_meta_pending", nil) == 0 })
+	bustest.Eventually(b, "warm-up metadata", func() bool { return h.metric("takeover_meta_pending", nil) == 0 })
 	sc, _ := bnd.Scope()
 	var acks []jetstream.PubAckFuture
 	for i := range sessions {

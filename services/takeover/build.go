@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 )
 
@@ -15,7 +16,6 @@ const MetaWriteRateEnv = "LANGBOT_TAKEOVER_META_WRITE_RATE"
 // takeover binary and lbctl dev both use it.
 func Build(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
 	cfg := Config{
-		Prefix:    env.Subjects.Prefix,
 		Replicas:  env.Options.Replicas,
 		Workers:   env.Options.Workers,
 		Retention: env.Options.Retention, // LANGBOT_RETENTION
@@ -24,18 +24,12 @@ func Build(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
 		if v := env.Getenv(MetaWriteRateEnv); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
-				return nil, fmt.Errorf("%w: %s must be a positive number of writes per second", ErrInvalidConfig, MetaWriteRateEnv)
+				return nil, fmt.Errorf("%w: %s must be a positive number of writes per second", bus.ErrInvalidConfig, MetaWriteRateEnv)
 			}
 			cfg.MetaWriteRate = n
 		}
 	}
-	s, err := New(cfg, Deps{
-		Conn:           env.Conn,
-		Keyring:        env.Keyring,
-		Logger:         env.Logger,
-		TracerProvider: env.TracerProvider,
-		Registerer:     env.Registry,
-	})
+	s, err := New(cfg, env.Deps())
 	if err != nil {
 		return nil, err
 	}
@@ -44,3 +38,6 @@ func Build(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
 	}
 	return s, nil
 }
+
+// Binary describes the takeover binary (no flags of its own).
+func Binary() svcmain.Binary { return svcmain.Binary{Name: Plugin, Build: Build} }

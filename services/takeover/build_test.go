@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
@@ -19,7 +20,7 @@ func TestBuildRefusesABadMetaWriteRate(t *testing.T) {
 			return ""
 		}}
 		_, err := takeover.Build(context.Background(), env)
-		if !errors.Is(err, takeover.ErrInvalidConfig) || !strings.Contains(err.Error(), takeover.MetaWriteRateEnv) {
+		if !errors.Is(err, bus.ErrInvalidConfig) || !strings.Contains(err.Error(), takeover.MetaWriteRateEnv) {
 			t.Errorf("%s=%q: %v", takeover.MetaWriteRateEnv, v, err)
 		}
 	}

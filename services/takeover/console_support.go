@@ -39,7 +39,7 @@ func mountConsole(env *svcmain.Env, s *Service) error {
 	}
 	h, err := console.New(console.Config{Key: key, Logger: env.Logger}, s)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return fmt.Errorf("%w: %w", bus.ErrInvalidConfig, err)
 	}
 	env.Mux.Handle("/console/", h)
 	return nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -105,7 +106,7 @@ func TestRevokeAffectsOnlyItsInstallation(t *testing.T) {
 	aKeys := snapshotScope(h, a)
 	h.revoke(b, bus.ReasonUninstall, bus.StateRemoved)
 	scB, _ := b.Scope()
-	waitFor(t, "B purged", func() bool {
+	bustest.Eventually(t, "B purged", func() bool {
 		for _, k := range h.keys(bus.Bucket(takeover.Plugin)) {
 			if strings.HasPrefix(k, scB.String()+".") && k != bus.AuthorityKey(scB) {
 				return false
@@ -358,9 +359,9 @@ func TestTakeoverOnReplyAndAudit(t *testing.T) {
 	}
 	h.mustPage(b, off, "POST", "/takeover", map[string]string{"sid": sid}, nil)
 	exp := h.record(b, sid).Takeover.ExpiresAt
-	h.offset.Store(5000e6)
+	h.clock.Advance(5 * time.Second)
 	h.mustPage(b, off, "POST", "/reply", map[string]string{"sid": sid, "idempotency_key": "key-00003", "text": "y"}, nil)
-	h.offset.Store(0)
+	h.clock.Advance(-5 * time.Second)
 	if h.record(b, sid).Takeover.ExpiresAt <= exp {
 		t.Fatal("reply did not extend the takeover")
 	}

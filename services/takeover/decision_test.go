@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
@@ -54,7 +55,7 @@ func TestDecisionBeforeRecording(t *testing.T) {
 		t.Fatalf("entry appended during the stall: %d", n)
 	}
 	release()
-	waitFor(t, "stalled entry", func() bool { return h.historyCount(b, sid) == 3 })
+	bustest.Eventually(t, "stalled entry", func() bool { return h.historyCount(b, sid) == 3 })
 	takeover.SetFault(h.svc, nil)
 
 	// a session that is not taken over passes
@@ -108,7 +109,7 @@ func TestRecordQueueOverflowDropsRecordingNotDecision(t *testing.T) {
 	release()
 	takeover.SetFault(h.svc, nil)
 	// the hi entry, then the four recordings that were taken
-	waitFor(t, "queued recordings stored", func() bool { return h.historyCount(b, sid) == 5 })
+	bustest.Eventually(t, "queued recordings stored", func() bool { return h.historyCount(b, sid) == 5 })
 	time.Sleep(100 * time.Millisecond)
 	if n := h.historyCount(b, sid); n != 5 {
 		t.Fatalf("%d entries stored, want 5", n)
@@ -122,7 +123,7 @@ func TestLiveViewDecidesWithoutStorage(t *testing.T) {
 	taken := h.takeOver(b, `{}`, "bot-a", 1)
 	_ = taken
 	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 2, 2, plain("free")))
-	waitFor(t, "live view", func() bool { return takeover.ViewLive(h.svc) })
+	bustest.Eventually(t, "live view", func() bool { return takeover.ViewLive(h.svc) })
 
 	takeover.SetFault(h.svc, func(string, binding.Scope) error { return errors.New("storage down") })
 	defer takeover.SetFault(h.svc, nil)
@@ -160,7 +161,7 @@ func TestStaleViewUsesDirectRead(t *testing.T) {
 	if h.metric("takeover_decisions_total", map[string]string{"path": "direct", "blocked": "true"}) != 1 {
 		t.Fatal("decision not by the direct path")
 	}
-	waitFor(t, "the recording's own write in the view", func() bool { return h.metric("takeover_sessions_active", nil) == 1 })
+	bustest.Eventually(t, "the recording's own write in the view", func() bool { return h.metric("takeover_sessions_active", nil) == 1 })
 	// the direct read fails: the view's last known entry decides
 	takeover.SetFault(h.svc, func(op string, _ binding.Scope) error {
 		if op == "kv.get" {
@@ -192,12 +193,12 @@ func TestViewFollowsConnection(t *testing.T) {
 		t.Fatal("the view does not count a connected service as connected")
 	}
 	h.srv.Stop()
-	waitFor(t, "the view to see the connection down", func() bool { return !takeover.ViewConnected(h.svc) })
+	bustest.Eventually(t, "the view to see the connection down", func() bool { return !takeover.ViewConnected(h.svc) })
 	if takeover.ViewLive(h.svc) || h.metric("takeover_view_stale", nil) != 1 {
 		t.Fatal("the view is live while its connection is down")
 	}
 	h.srv.Restart(t)
-	waitFor(t, "the view to see the connection up", func() bool { return takeover.ViewConnected(h.svc) })
+	bustest.Eventually(t, "the view to see the connection up", func() bool { return takeover.ViewConnected(h.svc) })
 }
 
 func TestQuietViewStaysLive(t *testing.T) {
@@ -208,7 +209,7 @@ func TestQuietViewStaysLive(t *testing.T) {
 	_ = sid
 	// three pull heartbeats with no writes: the view must not call itself stale
 	quietUntil := time.Now().Add(6 * time.Second)
-	waitFor(t, "a quiet period", func() bool { return time.Now().After(quietUntil) })
+	bustest.Eventually(t, "a quiet period", func() bool { return time.Now().After(quietUntil) })
 	if !takeover.ViewLive(h.svc) {
 		t.Fatal("a quiet bucket made the view stale")
 	}

@@ -1,10 +1,5 @@
 package takeover
 
-import "errors"
-
-// ErrInvalidConfig is returned by New for an invalid service Config.
-var ErrInvalidConfig = errors.New("takeover: invalid config")
-
 // Request failures are *bus.Error values (pkg/bus/errors.go, DESIGN §3.1):
 // handlers return bus.Errorf or bus.WithReason of a bus sentinel with a
 // message safe to show the caller (never chat text or config values), and

@@ -9,6 +9,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/admin"
 	"github.com/langbot-nats/plugins/services/takeover/model"
@@ -62,7 +63,7 @@ func TestAttachmentsInObjectStore(t *testing.T) {
 	for i := range 12 {
 		h.mustEvent(a, cfg, takeover.EventPersonMessage, "bot-1", msgData("person", 1, 1, plain(string(rune('a'+i)))))
 	}
-	waitFor(t, "trim", func() bool { _, err := obs.GetInfo(context.Background(), img.Blob); return err != nil })
+	bustest.Eventually(t, "trim", func() bool { _, err := obs.GetInfo(context.Background(), img.Blob); return err != nil })
 	// gc: the orphan goes, a removed scope's blobs go, named blobs stay
 	c := newBinding("his3c")
 	h.attach(c, cfg, true)

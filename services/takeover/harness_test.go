@@ -28,17 +28,17 @@ import (
 // harness is one takeover replica on an embedded server, a fake host and an
 // invoker.
 type harness struct {
-	t      testing.TB
-	srv    *bustest.Server
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	host   *bustest.Host
-	inv    *bus.Invoker
-	svc    *takeover.Service
-	offset atomic.Int64 // clock offset, ns
-	regs   []*prometheus.Registry
-	stop   func()
-	opts   []func(*takeover.Config)
+	t     testing.TB
+	srv   *bustest.Server
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	host  *bustest.Host
+	inv   *bus.Invoker
+	svc   *takeover.Service
+	clock bustest.Clock // the replicas' clock
+	regs  []*prometheus.Registry
+	stop  func()
+	opts  []func(*takeover.Config)
 }
 
 // newHarness starts a server and one replica; opts adjust the replicas'
@@ -73,39 +73,19 @@ func (h *harness) startReplica(nc *nats.Conn) *takeover.Service {
 	for _, o := range h.opts {
 		o(&cfg)
 	}
-	svc, err := takeover.New(cfg, takeover.Deps{Conn: nc, Clock: h.now, Registerer: reg, Logger: testLogger()})
+	svc, err := takeover.New(cfg, bus.Deps{Conn: nc, Clock: h.now, Registerer: reg, Logger: testLogger()})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	select {
-	case <-svc.Started():
-	case err := <-done:
-		cancel()
-		h.t.Fatalf("service did not start: %v", err)
-	case <-time.After(20 * time.Second):
-		cancel()
-		h.t.Fatal("service did not start in time")
-	}
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				h.t.Errorf("Run: %v", err)
-			}
-		})
-	}
-	h.t.Cleanup(stop)
+	run := bustest.Start(h.t, svc)
+	stop := func() { run.Stop() }
 	if h.stop == nil {
 		h.stop = stop
 	}
 	return svc
 }
 
-func (h *harness) now() time.Time { return time.Now().Add(time.Duration(h.offset.Load())) }
+func (h *harness) now() time.Time { return h.clock.Now() }
 
 var genCounter atomic.Int64
 
@@ -129,9 +109,8 @@ func (h *harness) attach(b binding.Binding, config string, enabled bool) {
 	if !enabled {
 		want = bus.StateDisabled
 	}
-	waitFor(h.t, "attach applied", func() bool {
-		a, ok := h.svc.Runner().View().Lookup(sc)
-		return ok && a.State == want && a.Binding.Compare(b) == 0
+	bustest.WaitAuthority(h.t, h.svc.Runner(), sc, func(a bus.Authority) bool {
+		return a.State == want && a.Binding.Compare(b) == 0
 	})
 }
 
@@ -143,10 +122,7 @@ func (h *harness) revoke(b binding.Binding, reason string, want bus.State) {
 		h.t.Fatal(err)
 	}
 	sc, _ := b.Scope()
-	waitFor(h.t, "revoke applied", func() bool {
-		a, ok := h.svc.Runner().View().Lookup(sc)
-		return ok && a.State == want
-	})
+	bustest.WaitAuthority(h.t, h.svc.Runner(), sc, func(a bus.Authority) bool { return a.State == want })
 }
 
 // msgData is the data of a MessageReceived event.
@@ -370,18 +346,6 @@ func sidOf(bot, ltype string, lid any) string {
 	return model.SID(model.SessionKey(bot, ltype, fmt.Sprint(lid)))
 }
 
-// waitFor polls cond until it holds or 15 s pass.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func isCode(err error, code int, reason string) bool {
 	var e *bus.Error
 	return errors.As(err, &e) && e.Code == code && (reason == "" || e.Reason == reason)
@@ -432,7 +396,7 @@ func (h *harness) putRecord(b binding.Binding, sid string, r *model.Record) {
 	}
 	// as another replica's write would be, it is seen by a live view
 	// before the next event (the recording reads the record from there)
-	waitFor(h.t, "the view to see the record", func() bool {
+	bustest.Eventually(h.t, "the view to see the record", func() bool {
 		seen, live := takeover.ViewRevision(h.svc, sc, sid)
 		return !live || seen >= rev
 	})

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -27,7 +28,7 @@ func TestMetadataWritesKeepTheirBudget(t *testing.T) {
 	sc, _ := b.Scope()
 	for i := range sessions {
 		sid := sidOf("bot-a", "person", 7000+i)
-		waitFor(t, "the first message's metadata", func() bool {
+		bustest.Eventually(t, "the first message's metadata", func() bool {
 			r := h.record(b, sid)
 			return r != nil && r.HistoryCount == 1
 		})
@@ -60,10 +61,10 @@ func TestMetadataWritesKeepTheirBudget(t *testing.T) {
 	}
 	for i := range sessions {
 		sid := sidOf("bot-a", "person", 7000+i)
-		waitFor(t, "the second message's metadata", func() bool { return h.record(b, sid).HistoryCount == 2 })
+		bustest.Eventually(t, "the second message's metadata", func() bool { return h.record(b, sid).HistoryCount == 2 })
 	}
 	// the watch may deliver the last write after the read that saw it
-	waitFor(t, "every metadata write seen by the watch", func() bool {
+	bustest.Eventually(t, "every metadata write seen by the watch", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(writes) >= sessions

@@ -13,6 +13,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/admin"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -106,13 +107,13 @@ func TestMigrateHistoryFromSingleStream(t *testing.T) {
 			h.mustEvent(s.b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", s.lid, s.lid, plain(fmt.Sprintf("m%d", i))))
 		}
 		sid := sidOf("bot-a", "person", s.lid)
-		waitFor(t, "recorded", func() bool { return h.historyCount(s.b, sid) == s.n })
+		bustest.Eventually(t, "recorded", func() bool { return h.historyCount(s.b, sid) == s.n })
 		before[s.b.InstallationUUID+sid] = entryIDs(h.messages(s.b, `{}`, sid))
 	}
 	total := toLegacyLayout(t, h)
 
 	// The service refuses to start beside the old stream, saying what to do.
-	svc, err := takeover.New(takeover.Config{}, takeover.Deps{Conn: h.srv.Conn(t), Logger: testLogger()})
+	svc, err := takeover.New(takeover.Config{}, bus.Deps{Conn: h.srv.Conn(t), Logger: testLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestMigrateHistoryFromSingleStream(t *testing.T) {
 	// Recording goes on into the shards.
 	h.mustEvent(b1, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("after")))
 	sid := sidOf("bot-a", "person", 1)
-	waitFor(t, "recorded after migration", func() bool { return h.historyCount(b1, sid) == 6 })
+	bustest.Eventually(t, "recorded after migration", func() bool { return h.historyCount(b1, sid) == 6 })
 
 	// A second run finds nothing to do.
 	if sum, err := admin.MigrateHistory(ctx, h.js, admin.MigrateOptions{}); err != nil || sum.Entries != 0 || sum.Removed {
@@ -169,7 +170,7 @@ func TestMigrateHistoryRerun(t *testing.T) {
 		h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprint("m", i))))
 	}
 	sid := sidOf("bot-a", "person", 1)
-	waitFor(t, "recorded", func() bool { return h.historyCount(b, sid) == 4 })
+	bustest.Eventually(t, "recorded", func() bool { return h.historyCount(b, sid) == 4 })
 	want := entryIDs(h.messages(b, `{}`, sid))
 	toLegacyLayout(t, h)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

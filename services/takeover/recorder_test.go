@@ -3,6 +3,7 @@ package takeover_test
 import (
 	"testing"
 
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -23,7 +24,7 @@ func TestSlowRecordingHoldsOnlyItsSession(t *testing.T) {
 		h.mustEvent(other, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 10+i, 10+i, plain("hi")))
 	}
 	held := sidOf("bot-a", "person", 1)
-	waitFor(t, "first entries", func() bool { return h.historyCount(slow, held) == 1 })
+	bustest.Eventually(t, "first entries", func() bool { return h.historyCount(slow, held) == 1 })
 
 	stalled, release := h.holdOp("history.append", slowScope)
 	h.mustEvent(slow, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("first")))
@@ -32,7 +33,7 @@ func TestSlowRecordingHoldsOnlyItsSession(t *testing.T) {
 	for i := range 8 {
 		h.mustEvent(other, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 10+i, 10+i, plain("more")))
 	}
-	waitFor(t, "the other sessions recorded while one append is held", func() bool {
+	bustest.Eventually(t, "the other sessions recorded while one append is held", func() bool {
 		for i := range 8 {
 			if h.historyCount(other, sidOf("bot-a", "person", 10+i)) != 2 {
 				return false
@@ -45,7 +46,7 @@ func TestSlowRecordingHoldsOnlyItsSession(t *testing.T) {
 	}
 
 	release()
-	waitFor(t, "the held session's two recordings", func() bool { return h.historyCount(slow, held) == 3 })
+	bustest.Eventually(t, "the held session's two recordings", func() bool { return h.historyCount(slow, held) == 3 })
 	var got []string // newest first
 	for _, e := range h.messages(slow, `{}`, held).Messages {
 		got = append(got, e.Parts[0].Text)

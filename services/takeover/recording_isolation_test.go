@@ -41,7 +41,7 @@ func TestGroupRecordingPolicy(t *testing.T) {
 			want := h.metric("takeover_sessions_active", nil) + 1
 			h.putRecord(b, sid, &model.Record{V: 1, Gen: "00000000000000b1", SessionKey: "bot-a:group_g", Type: "group", TargetID: "g", BotUUID: "bot-a",
 				Members: []model.Member{}, Takeover: model.TakeoverState{Active: true, ExpiresAt: h.now().UnixMilli() + 600_000}})
-			waitFor(h.t, "the view to see the takeover", func() bool { return h.metric("takeover_sessions_active", nil) == want })
+			bustest.Eventually(h.t, "the view to see the takeover", func() bool { return h.metric("takeover_sessions_active", nil) == want })
 		}, map[string]bool{"all": true, "addressed": true, "active_only": true}},
 		{"unread", plain("x"), func(h *harness, b binding.Binding, cfg, sid string) {
 			h.putRecord(b, sid, &model.Record{V: 1, Gen: "00000000000000b2", SessionKey: "bot-a:group_g", Type: "group", TargetID: "g", BotUUID: "bot-a",
@@ -56,7 +56,7 @@ func TestGroupRecordingPolicy(t *testing.T) {
 			sid := sidOf("bot-a", "group", "g")
 			// warm the bot cache so the account id is known
 			h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "warm", "warm", plain("w")))
-			waitFor(t, "bot info", func() bool { return len(h.host.Calls()) > 0 })
+			bustest.Eventually(t, "bot info", func() bool { return len(h.host.Calls()) > 0 })
 			if tc.setup != nil {
 				tc.setup(h, b, cfg, sid)
 			}
@@ -90,14 +90,14 @@ func TestForeignIdentityCannotWrite(t *testing.T) {
 		Members: []model.Member{}, Takeover: model.TakeoverState{Active: true, ExpiresAt: h.now().UnixMilli() + 600_000}})
 	// the first event fetches the adapter in the background; wait for it
 	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", "other", "other", plain("w")))
-	waitFor(t, "bot info", func() bool { return len(h.host.Calls()) > 0 })
+	bustest.Eventually(t, "bot info", func() bool { return len(h.host.Calls()) > 0 })
 	before := snapshotScope(h, b)
 	refused := h.metric("takeover_identity_refused_total", nil)
 	r := h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 42, 42, plain("from tg")))
 	if !r.PreventDefault {
 		t.Fatal("identity refusal unblocked the AI")
 	}
-	waitFor(t, "refusal counted", func() bool { return h.metric("takeover_identity_refused_total", nil) > refused })
+	bustest.Eventually(t, "refusal counted", func() bool { return h.metric("takeover_identity_refused_total", nil) > refused })
 	if h.historyCount(b, sid) != 0 || h.record(b, sid).Adapter != "qq" {
 		t.Fatal("a foreign adapter wrote into the session")
 	}
@@ -332,8 +332,8 @@ func TestConcurrentWritesNotLostOrReordered(t *testing.T) {
 	}
 	wg.Wait()
 	sid := sidOf("bot-a", "group", "g")
-	waitFor(t, "all entries", func() bool { return h.historyCount(b, sid) == senders*per })
-	waitFor(t, "all members", func() bool { return len(h.record(b, sid).Members) == senders })
+	bustest.Eventually(t, "all entries", func() bool { return h.historyCount(b, sid) == senders*per })
+	bustest.Eventually(t, "all members", func() bool { return len(h.record(b, sid).Members) == senders })
 	p := h.messages(b, `{}`, sid)
 	next := map[string]int{}
 	for i := len(p.Messages) - 1; i >= 0; i-- {
@@ -345,5 +345,5 @@ func TestConcurrentWritesNotLostOrReordered(t *testing.T) {
 		}
 		next[key]++
 	}
-	waitFor(t, "history count", func() bool { return h.record(b, sid).HistoryCount == senders*per })
+	bustest.Eventually(t, "history count", func() bool { return h.record(b, sid).HistoryCount == senders*per })
 }

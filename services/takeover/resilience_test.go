@@ -7,6 +7,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -18,7 +19,7 @@ func TestRestartReadsEachInstallationBack(t *testing.T) {
 	sidA := h.takeOver(a, `{}`, "bot-1", 1)
 	h.mustEvent(b, `{}`, takeover.EventGroupMessage, "bot-1", msgData("group", "g", 3, plain("in B")))
 	sidB := sidOf("bot-1", "group", "g")
-	waitFor(t, "metadata", func() bool { return h.record(b, sidB).HistoryCount == 1 })
+	bustest.Eventually(t, "metadata", func() bool { return h.record(b, sidB).HistoryCount == 1 })
 	var la, lb takeover.SessionList
 	h.mustPage(a, `{}`, "GET", "/sessions", nil, &la)
 	h.mustPage(b, `{}`, "GET", "/sessions", nil, &lb)

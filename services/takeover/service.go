@@ -13,9 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
@@ -26,8 +24,6 @@ import (
 // Config is the service's configuration. The zero value is valid: every
 // field has a default.
 type Config struct {
-	// Prefix is the subject prefix; "langbot" when empty.
-	Prefix string
 	// Replicas of the service's buckets and streams: 1 in dev, 3 in production.
 	Replicas int
 	// Retention removes installations not attached for this long
@@ -71,19 +67,6 @@ type Config struct {
 	NoticeRetry []time.Duration
 }
 
-// Deps are the live parts of the service. Conn is required; the rest
-// default to: a JetStream context on Conn, time.Now, slog.Default(), no
-// tracing, a private metrics registry, no state keyring.
-type Deps struct {
-	Conn           *nats.Conn
-	JetStream      jetstream.JetStream
-	Keyring        *bus.Keyring
-	Clock          func() time.Time
-	Logger         *slog.Logger
-	TracerProvider trace.TracerProvider
-	Registerer     prometheus.Registerer
-}
-
 // Service is the takeover service: the event path, the recording, the
 // takeover timing and the console operations of one replica.
 type Service struct {
@@ -115,20 +98,19 @@ type Service struct {
 	unknownAccount sync.Map
 	settingsN      atomic.Int64
 
+	// runCtx is the context of background work (recordings, trims,
+	// notices): set when the background part starts, cancelled when it
+	// stops, after intake drained.
 	runCtx    context.Context
 	cancelRun context.CancelFunc
 	wg        sync.WaitGroup // notices and other background work
-	ready     chan struct{}
 }
 
 // New checks cfg and returns a Service; it does no I/O.
-func New(cfg Config, deps Deps) (*Service, error) {
-	if deps.Conn == nil {
-		return nil, fmt.Errorf("%w: no NATS connection", ErrInvalidConfig)
-	}
-	subj, err := bus.NewSubjects(cfg.Prefix)
+func New(cfg Config, deps bus.Deps) (*Service, error) {
+	deps, err := deps.WithDefaults()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, err
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 1024
@@ -149,7 +131,7 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		cfg.MaxBody = 32 << 20
 	}
 	if cfg.MinTakeoverTimeout < 0 || cfg.MinTakeoverTimeout > model.MinTakeoverTimeout*time.Second {
-		return nil, fmt.Errorf("%w: MinTakeoverTimeout must be within [0, 30s]", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: MinTakeoverTimeout must be within [0, 30s]", bus.ErrInvalidConfig)
 	}
 	if cfg.HostTimeout <= 0 {
 		cfg.HostTimeout = bus.DefaultHostTimeout
@@ -157,41 +139,17 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	if cfg.NoticeRetry == nil {
 		cfg.NoticeRetry = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second}
 	}
-	js := deps.JetStream
-	if js == nil {
-		if js, err = jetstream.New(deps.Conn); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-		}
-	}
-	now := deps.Clock
-	if now == nil {
-		now = time.Now
-	}
-	log := deps.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	tp := deps.TracerProvider
-	if tp == nil {
-		tp = noop.NewTracerProvider()
-	}
-	reg := deps.Registerer
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
 	s := &Service{
-		cfg: cfg, nc: deps.Conn, js: js, now: now, log: log.With("plugin", Plugin),
-		tracer: tp.Tracer("github.com/langbot-nats/plugins/services/takeover"), subj: subj,
-		ready: make(chan struct{}),
+		cfg: cfg, nc: deps.Conn, js: deps.JetStream, now: deps.Clock, log: deps.Logger,
+		tracer: deps.TracerProvider.Tracer("github.com/langbot-nats/plugins/services/takeover"), subj: deps.Subjects,
 	}
 	s.view = store.NewView(deps.Conn, bus.Bucket(Plugin))
-	if s.metrics, err = newMetrics(reg, s.view, s.nowMS); err != nil {
-		return nil, fmt.Errorf("%w: metrics: %w", ErrInvalidConfig, err)
+	if s.metrics, err = newMetrics(deps.Registerer, s.view, s.nowMS); err != nil {
+		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
 	s.runner, err = bus.NewRunner(bus.RunnerConfig{
 		Plugin:      Plugin,
 		Description: "human takeover of chats",
-		Prefix:      cfg.Prefix,
 		Workers:     cfg.Workers,
 		MaxBody:     cfg.MaxBody,
 		Replicas:    cfg.Replicas,
@@ -205,14 +163,27 @@ func New(cfg Config, deps Deps) (*Service, error) {
 		Purge:        s.purgeScope,
 		OnTransition: s.onTransition,
 		OnAuthority:  s.onAuthority,
-	}, bus.RunnerDeps{
-		Conn: deps.Conn, JetStream: js, Keyring: deps.Keyring, Clock: now,
-		Logger: log, TracerProvider: tp, Registerer: reg,
-	})
+		Consumers: []bus.Consumer{{FiredConfig: bus.FiredConfig{
+			Stream:  store.TimerStream,
+			Durable: store.ExpireDurable,
+			Filter:  s.subj.InternalAll(Plugin, store.KindExpire),
+			AckWait: 30 * time.Second,
+		}, Handler: s.handleFired}},
+		// started in this order before intake, stopped in reverse after
+		// it drained: the recordings finish before the background context
+		// ends, the session view and the store outlive them
+		Parts: []bus.Part{
+			bus.PartFuncs{StartFunc: s.startStore, StopFunc: s.stopStore},
+			bus.PartFuncs{StartFunc: s.startView, StopFunc: s.stopView},
+			bus.PartFuncs{StartFunc: s.startBackground, StopFunc: s.stopBackground},
+			bus.PartFuncs{StartFunc: s.startWriters, StopFunc: s.stopWriters},
+		},
+		HostTimeout: cfg.HostTimeout,
+	}, deps)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, err
 	}
-	s.st = store.New(js, subj, s.checkFault)
+	s.st = store.New(s.js, s.subj, s.checkFault)
 	s.bots = newBotCache(s.runner.Host(), s.goBackground)
 	s.rec = newRecorder(s.record, s.dropRecording, cfg.RecordWorkers, cfg.RecordQueue)
 	s.locks = store.NewLocks()
@@ -221,44 +192,32 @@ func New(cfg Config, deps Deps) (*Service, error) {
 	return s, nil
 }
 
-// Run sets up the streams, the session view, the expiry consumer and the
-// endpoints, and serves until ctx is done; then it stops intake, waits for
-// its workers and returns nil. It never closes the connection it was given.
-func (s *Service) Run(ctx context.Context) error {
-	if err := s.start(ctx); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	return s.shutdown()
-}
+// Run serves until ctx is done (bus.Runner.Run: the streams and buckets,
+// the parts below, the endpoints and the expiry consumer; then intake
+// drains and the parts stop in reverse). It returns nil for a
+// ctx-requested stop and never closes the connection it was given.
+func (s *Service) Run(ctx context.Context) error { return s.runner.Run(ctx) }
 
-// Ready reports whether the service serves: set up, the runner ready
-// (connection up, authority view loaded).
-func (s *Service) Ready() bool {
-	select {
-	case <-s.ready:
-		return s.runner.Ready()
-	default:
-		return false
-	}
-}
-
-// Started is closed once Run has set everything up.
-func (s *Service) Started() <-chan struct{} { return s.ready }
+// Ready reports whether the service serves (bus.Runner.Ready).
+func (s *Service) Ready() bool { return s.runner.Ready() }
 
 // Runner returns the bus runner (its View, Host and KV).
 func (s *Service) Runner() *bus.Runner { return s.runner }
 
-func (s *Service) start(parent context.Context) (err error) {
-	s.runCtx, s.cancelRun = context.WithCancel(context.WithoutCancel(parent))
+// setupTimeout bounds the setup a part does when it starts.
+const setupTimeout = time.Minute
+
+// startStore creates the streams, the blob store and the main bucket the
+// store uses (after the runner made its buckets, before the expiry
+// consumer opens); the store is closed last.
+func (s *Service) startStore(parent context.Context) (err error) {
+	ctx, cancel := context.WithTimeout(parent, setupTimeout)
+	defer cancel()
 	defer func() {
 		if err != nil {
 			s.st.Close()
 		}
 	}()
-	// setup is bounded; what it starts lives until shutdown
-	ctx, cancel := context.WithTimeout(parent, time.Minute)
-	defer cancel()
 	if err := s.st.Ensure(ctx, s.cfg.Replicas); err != nil {
 		return err
 	}
@@ -267,54 +226,55 @@ func (s *Service) start(parent context.Context) (err error) {
 		return err
 	}
 	s.st.UseKV(bus.NewKV(s.nc, mainKV))
-	if err := s.view.Start(ctx, s.js, bus.Bucket(Plugin)); err != nil {
-		return err
-	}
-	s.rec.start()
-	s.meta.Start(s.runCtx)
-	if err := s.runner.Start(ctx); err != nil {
-		s.view.Stop()
-		s.rec.stop()
-		s.meta.Stop()
-		return err
-	}
 	// reply idempotency records live in the runner's dedupe bucket (24 h TTL)
 	s.st.UseDedupe(s.runner.Dedupe())
-	if err := s.runner.ConsumeFired(ctx, bus.FiredConfig{
-		Stream:  store.TimerStream,
-		Durable: store.ExpireDurable,
-		Filter:  s.subj.InternalAll(Plugin, store.KindExpire),
-		AckWait: 30 * time.Second,
-	}, s.handleFired); err != nil {
-		_ = s.runner.Shutdown(context.Background())
-		s.view.Stop()
-		s.rec.stop()
-		s.meta.Stop()
-		return err
-	}
-	// last: the trim workers end with the run context, which a start that
-	// failed above would never end
-	s.trims.Start(s.runCtx)
-	close(s.ready)
 	return nil
 }
 
-func (s *Service) shutdown() error {
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (s *Service) stopStore(context.Context) error { s.st.Close(); return nil }
+
+// startView loads the session view (the list metadata of every session).
+func (s *Service) startView(parent context.Context) error {
+	ctx, cancel := context.WithTimeout(parent, setupTimeout)
 	defer cancel()
-	err := s.runner.Shutdown(sctx)
-	// queued recordings get a few seconds to finish; then their storage
-	// calls are cancelled, so a stop never waits out a dead JetStream
-	grace := time.AfterFunc(2*time.Second, s.cancelRun)
-	s.rec.stop()
-	s.meta.Stop()
-	grace.Stop()
-	s.view.Stop()
+	return s.view.Start(ctx, s.js, bus.Bucket(Plugin))
+}
+
+func (s *Service) stopView(context.Context) error { s.view.Stop(); return nil }
+
+// startBackground opens the context of background work and starts the
+// trim workers on it.
+func (s *Service) startBackground(ctx context.Context) error {
+	s.runCtx, s.cancelRun = context.WithCancel(ctx)
+	s.trims.Start(s.runCtx)
+	return nil
+}
+
+// stopBackground ends the background context and waits for the trims and
+// the notices.
+func (s *Service) stopBackground(context.Context) error {
 	s.cancelRun()
 	s.trims.Wait()
 	s.wg.Wait()
-	s.st.Close()
-	return err
+	return nil
+}
+
+// startWriters starts the recorder and the metadata writer.
+func (s *Service) startWriters(context.Context) error {
+	s.rec.start()
+	s.meta.Start(s.runCtx)
+	return nil
+}
+
+// stopWriters lets the queued recordings and metadata writes finish once
+// no event can queue more; after a few seconds their storage calls are
+// cancelled, so a stop never waits out a dead JetStream.
+func (s *Service) stopWriters(context.Context) error {
+	grace := time.AfterFunc(2*time.Second, s.cancelRun)
+	defer grace.Stop()
+	s.rec.stop()
+	s.meta.Stop()
+	return nil
 }
 
 // settingsFor parses an installation's config once per (scope, config

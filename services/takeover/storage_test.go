@@ -13,6 +13,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -47,7 +48,7 @@ func TestHistoryLimit(t *testing.T) {
 	// a lower limit applies at the next trim
 	low := `{"history_limit":50}`
 	h.mustEvent(b, low, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("#302")))
-	waitFor(t, "the trim to 50", func() bool { return h.historyCount(b, sid) == 50 })
+	bustest.Eventually(t, "the trim to 50", func() bool { return h.historyCount(b, sid) == 50 })
 	p := h.messages(b, low, sid)
 	if len(p.Messages) != 50 || p.Messages[0].Parts[0].Text != "#302" {
 		t.Fatalf("%d entries after trim", len(p.Messages))
@@ -93,7 +94,7 @@ func TestLargeImageDoesNotLockSession(t *testing.T) {
 	chain, _ := json.Marshal([]map[string]string{{"type": "Image", "base64": "data:image/png;base64," + base64.StdEncoding.EncodeToString(img)}})
 	h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, string(chain)))
 	sid := sidOf("bot-a", "person", 1)
-	waitFor(t, "image entry", func() bool { return h.historyCount(b, sid) == 1 })
+	bustest.Eventually(t, "image entry", func() bool { return h.historyCount(b, sid) == 1 })
 	p := h.messages(b, `{}`, sid)
 	e := p.Messages[0]
 	raw, _ := json.Marshal(e)
@@ -107,7 +108,7 @@ func TestLargeImageDoesNotLockSession(t *testing.T) {
 	for i := range 100 {
 		h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprint(i))))
 	}
-	waitFor(t, "100 more entries", func() bool { return h.historyCount(b, sid) == 101 })
+	bustest.Eventually(t, "100 more entries", func() bool { return h.historyCount(b, sid) == 101 })
 	obs, _ := h.js.ObjectStore(context.Background(), store.BlobBucket)
 	info, err := obs.GetInfo(context.Background(), e.Parts[0].Blob)
 	if err != nil || info.Size != 8<<20 {

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -42,7 +43,7 @@ func TestExpiryBySchedule(t *testing.T) {
 		t.Fatal("trigger did not take over")
 	}
 	// between the deadline and the fire, reads say released and nothing is written
-	h.offset.Store(int64(5 * time.Second))
+	h.clock.Advance(5 * time.Second)
 	var tv takeover.TakeoverView
 	h.mustPage(b, short, "GET", "/takeover_status", map[string]string{"sid": sid}, &tv)
 	if tv.Active || tv.Remaining != 0 {
@@ -51,15 +52,15 @@ func TestExpiryBySchedule(t *testing.T) {
 	if r := h.mustEvent(b, short, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("hi"))); r.PreventDefault {
 		t.Fatal("blocked past the deadline")
 	}
-	h.offset.Store(0)
-	waitFor(t, "metadata of the second message", func() bool { return h.record(b, sid).HistoryCount == 2 })
+	h.clock.Advance(-5 * time.Second)
+	bustest.Eventually(t, "metadata of the second message", func() bool { return h.record(b, sid).HistoryCount == 2 })
 	kvs, _ := h.js.Stream(context.Background(), "KV_"+bus.Bucket(takeover.Plugin))
 	before, _ := kvs.Info(context.Background())
 	if !h.record(b, sid).Takeover.Active {
 		t.Fatal("a read or an event after the deadline wrote the release")
 	}
 
-	waitFor(t, "expiry", func() bool { r := h.record(b, sid); return r != nil && !r.Takeover.Active })
+	bustest.Eventually(t, "expiry", func() bool { r := h.record(b, sid); return r != nil && !r.Takeover.Active })
 	after, _ := kvs.Info(context.Background())
 	if d := after.State.LastSeq - before.State.LastSeq; d != 1 {
 		t.Fatalf("%d KV writes for one expiry", d)
@@ -68,7 +69,7 @@ func TestExpiryBySchedule(t *testing.T) {
 	if rec.Takeover.ReleaseReason != "timeout" || rec.Takeover.ReleasedBy != "" {
 		t.Fatalf("release %+v", rec.Takeover)
 	}
-	waitFor(t, "release notice", func() bool {
+	bustest.Eventually(t, "release notice", func() bool {
 		for _, c := range h.host.Sends() {
 			if c.SendMessage().MessageChain[0].Text == "bye" {
 				return true
@@ -106,17 +107,17 @@ func TestExtensionOutlivesOldSchedule(t *testing.T) {
 	h.attach(b, cfg, true)
 	sid := h.takeOver(b, cfg, "bot-a", 1)
 	first := h.record(b, sid).Takeover.ExpiresAt
-	waitFor(t, "a second to pass", func() bool { return time.Now().UnixMilli() >= first-1000 })
+	bustest.Eventually(t, "a second to pass", func() bool { return time.Now().UnixMilli() >= first-1000 })
 	h.mustPage(b, cfg, "POST", "/takeover", map[string]string{"sid": sid}, nil)
 	second := h.record(b, sid).Takeover.ExpiresAt
 	if second <= first {
 		t.Fatal("extension did not move the deadline")
 	}
-	waitFor(t, "the first deadline to pass", func() bool { return time.Now().UnixMilli() > model.ScheduleAt(first)+300 })
+	bustest.Eventually(t, "the first deadline to pass", func() bool { return time.Now().UnixMilli() > model.ScheduleAt(first)+300 })
 	if r := h.record(b, sid); !r.Takeover.Active {
 		t.Fatal("the old schedule released the extended takeover")
 	}
-	waitFor(t, "release at the new deadline", func() bool { return !h.record(b, sid).Takeover.Active })
+	bustest.Eventually(t, "release at the new deadline", func() bool { return !h.record(b, sid).Takeover.Active })
 	if r := h.record(b, sid); r.Takeover.ReleasedAt < second {
 		t.Fatalf("released at %d before the new deadline %d", r.Takeover.ReleasedAt, second)
 	}
@@ -148,12 +149,12 @@ func TestPausedInstallationExpiresOnResume(t *testing.T) {
 	sid := h.takeOver(b, cfg, "bot-a", 1)
 	h.revoke(b, bus.ReasonDisable, bus.StateDisabled)
 	exp := h.record(b, sid).Takeover.ExpiresAt
-	waitFor(t, "the deadline and its fire", func() bool { return time.Now().UnixMilli() > model.ScheduleAt(exp)+1500 })
+	bustest.Eventually(t, "the deadline and its fire", func() bool { return time.Now().UnixMilli() > model.ScheduleAt(exp)+1500 })
 	if !h.record(b, sid).Takeover.Active {
 		t.Fatal("a fire while disabled wrote the release")
 	}
 	h.attach(b, cfg, true)
-	waitFor(t, "resume sweep release", func() bool { return !h.record(b, sid).Takeover.Active })
+	bustest.Eventually(t, "resume sweep release", func() bool { return !h.record(b, sid).Takeover.Active })
 	if r := h.record(b, sid); r.Takeover.ReleaseReason != "timeout" {
 		t.Fatalf("reason %q", r.Takeover.ReleaseReason)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -41,7 +42,7 @@ func TestHistoryLimitTrimRacingAppends(t *testing.T) {
 	for n := 1; n <= 15; n++ {
 		say(roomy, n)
 	}
-	waitFor(t, "15 counted", func() bool { r := h.record(b, sid); return r != nil && r.HistoryCount == 15 })
+	bustest.Eventually(t, "15 counted", func() bool { r := h.record(b, sid); return r != nil && r.HistoryCount == 15 })
 
 	// the first trim's purge waits for release; any later trim's purge
 	// fails, so only the trim under test removes anything
@@ -92,7 +93,7 @@ func TestHistoryLimitTrimRacingAppends(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "10 racing appends stored", func() bool { return h.historyCount(b, sid) >= 26 })
+	bustest.Eventually(t, "10 racing appends stored", func() bool { return h.historyCount(b, sid) >= 26 })
 	released = true
 	close(release)
 	wg.Wait()
@@ -100,7 +101,7 @@ func TestHistoryLimitTrimRacingAppends(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("racing event: %v", err)
 	}
-	waitFor(t, "the trim to remove the noted entries", func() bool { return h.historyCount(b, sid) == 30 })
+	bustest.Eventually(t, "the trim to remove the noted entries", func() bool { return h.historyCount(b, sid) == 30 })
 
 	after := subjectEntries(t, h, sc, sid)
 	got := map[string]model.Entry{}
@@ -129,7 +130,7 @@ func TestHistoryLimitTrimRacingAppends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the noted blobs deleted", func() bool {
+	bustest.Eventually(t, "the noted blobs deleted", func() bool {
 		for _, e := range noted {
 			for _, name := range e.Blobs() {
 				if _, err := obs.GetInfo(context.Background(), name); !errors.Is(err, jetstream.ErrObjectNotFound) {
@@ -161,7 +162,7 @@ func TestHistoryLimitTrimRacingAppends(t *testing.T) {
 	// they keep their blobs
 	takeover.SetFault(h.svc, nil)
 	say(tight, 37)
-	waitFor(t, "the trim to 10", func() bool { return h.historyCount(b, sid) == 10 })
+	bustest.Eventually(t, "the trim to 10", func() bool { return h.historyCount(b, sid) == 10 })
 	last := subjectEntries(t, h, sc, sid)
 	// the racing appends landed in any order: the newest 10 in stream order
 	var want, have []string

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -23,7 +24,7 @@ func TestTrimDoesNotHoldRecordings(t *testing.T) {
 	for n := 1; n <= 11; n++ {
 		h.mustEvent(b, tight, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprint("#", n))))
 	}
-	waitFor(t, "11 counted", func() bool { r := h.record(b, a); return r != nil && r.HistoryCount == 11 })
+	bustest.Eventually(t, "11 counted", func() bool { r := h.record(b, a); return r != nil && r.HistoryCount == 11 })
 	<-held // a trim of session 1 is under way and cannot finish
 
 	// one more for session 1, with the trigger word: its recording writes
@@ -32,7 +33,7 @@ func TestTrimDoesNotHoldRecordings(t *testing.T) {
 	// on the same, only worker
 	h.mustEvent(b, tight, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain("a human please")))
 	h.mustEvent(b, tight, takeover.EventPersonMessage, "bot-a", msgData("person", 2, 2, plain("other")))
-	waitFor(t, "both recorded while the trim is held", func() bool {
+	bustest.Eventually(t, "both recorded while the trim is held", func() bool {
 		return h.historyCount(b, a) == 12 && h.historyCount(b, other) == 1
 	})
 	if n := h.metric("takeover_history_trims_total", map[string]string{"result": "ok"}); n != 0 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -29,7 +30,7 @@ func TestPartlyBrokenRecordStillBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the view to see the record", func() bool {
+	bustest.Eventually(t, "the view to see the record", func() bool {
 		seen, _ := takeover.ViewRevision(h.svc, sc, sid)
 		return seen >= rev
 	})
@@ -37,7 +38,7 @@ func TestPartlyBrokenRecordStillBlocks(t *testing.T) {
 	if !r.PreventDefault {
 		t.Fatal("a taken-over session with a broken field was not blocked")
 	}
-	waitFor(t, "the recording to fail", func() bool {
+	bustest.Eventually(t, "the recording to fail", func() bool {
 		return h.metric("takeover_record_dropped_total", map[string]string{"reason": "storage"}) >= 1
 	})
 	if e, err := kv.Get(context.Background(), key); err != nil || e.Revision() != rev {

@@ -4,10 +4,16 @@
 // and fsync on every write, the lifecycle stream created by the
 // deployment's own function, and teardown registered with t.Cleanup.
 //
-// It also has a fake host that answers host actions and records them, a
-// wait for a plugin's lifecycle consumer to catch up, an open-loop load
-// generator, and the bus floor (pkg/busbench, wrapped for testing.TB)
-// that benchmarks report their figures against.
+// It is also the one test harness every service's tests share: Start runs
+// a service until cleanup and waits until it is ready, Eventually polls a
+// condition, Clock is a clock tests move forward, Attach and Revoke publish
+// lifecycle messages and wait until the plugin acknowledged them,
+// WaitAuthority waits for a replica's authority view, LogBuffer collects
+// logs, and Host is the one fake LangBot host (answers host actions and
+// records them). Beside those: an open-loop load generator, and the bus
+// floor (pkg/busbench, wrapped for testing.TB) that benchmarks report
+// their figures against. A service's own harness keeps only what is about
+// that service.
 //
 // Only tests and benchmarks import it. It may import pkg/bus,
 // pkg/busbench, pkg/natsembed, nats-server and the NATS client.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/console"
 	"github.com/langbot-nats/plugins/services/takeover/model"
@@ -394,7 +395,7 @@ func TestDisabledInstallationReadsOnly(t *testing.T) {
 	if _, err := bus.PublishRevoke(ctx, h.js, bus.Subjects{}, takeover.Plugin, bus.Revoke{Binding: a, Reason: "disable"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "disabled", func() bool { x, ok := h.svc.Runner().View().Lookup(sc); return ok && x.State == bus.StateDisabled })
+	bustest.Eventually(t, "disabled", func() bool { x, ok := h.svc.Runner().View().Lookup(sc); return ok && x.State == bus.StateDisabled })
 	tok := h.token(sc, "alice", time.Hour)
 	if status, body := h.do(tok, "GET", "/sessions", nil); status != 200 || !strings.Contains(string(body), `"42"`) {
 		t.Fatalf("read while disabled: %d %s", status, body)
@@ -419,7 +420,7 @@ func TestLiveEventsAcrossReplicas(t *testing.T) {
 	mux.Handle("/console/", c2)
 	srv2 := httptest.NewServer(mux)
 	t.Cleanup(func() { c2.Close(); srv2.Close() })
-	waitFor(t, "replica 2 knows the installation", func() bool { return svc2.ConsoleCheck(sc) == nil })
+	bustest.Eventually(t, "replica 2 knows the installation", func() bool { return svc2.ConsoleCheck(sc) == nil })
 
 	req, _ := http.NewRequest("GET", srv2.URL+"/console/api/events", nil)
 	req.Header.Set("Authorization", "Bearer "+h.token(sc, "bob", time.Hour))

@@ -43,7 +43,7 @@ type harness struct {
 	keyStr string
 	gate   *gate
 	http   *httptest.Server
-	offset atomic.Int64 // service clock offset, ns
+	clock  bustest.Clock // the services' clock
 	// groupNames are the group names events carry, by launcher id
 	// (default "Group <id>").
 	groupNames map[string]string
@@ -80,32 +80,13 @@ func (h *harness) replica(nc *nats.Conn) *takeover.Service {
 	t := h.t
 	t.Helper()
 	svc, err := takeover.New(takeover.Config{MinTakeoverTimeout: time.Second, NoticeRetry: []time.Duration{50 * time.Millisecond}, HostTimeout: 2 * time.Second},
-		takeover.Deps{Conn: nc, Clock: h.now, Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		bus.Deps{Conn: nc, Clock: h.clock.Now, Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	select {
-	case <-svc.Started():
-	case err := <-done:
-		cancel()
-		t.Fatalf("service did not start: %v", err)
-	case <-time.After(20 * time.Second):
-		cancel()
-		t.Fatal("service did not start in time")
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	bustest.Start(t, svc)
 	return svc
 }
-
-func (h *harness) now() time.Time { return time.Now().Add(time.Duration(h.offset.Load())) }
 
 var installs atomic.Int64
 
@@ -121,10 +102,7 @@ func (h *harness) install(name, config string) (binding.Binding, binding.Scope) 
 		h.t.Fatal(err)
 	}
 	sc, _ := b.Scope()
-	waitFor(h.t, "attach applied", func() bool {
-		a, ok := h.svc.Runner().View().Lookup(sc)
-		return ok && a.State == bus.StateActive
-	})
+	bustest.WaitAuthority(h.t, h.svc.Runner(), sc, func(a bus.Authority) bool { return a.State == bus.StateActive })
 	return b, sc
 }
 
@@ -137,10 +115,7 @@ func (h *harness) uninstall(b binding.Binding) {
 		h.t.Fatal(err)
 	}
 	sc, _ := b.Scope()
-	waitFor(h.t, "uninstall applied", func() bool {
-		a, ok := h.svc.Runner().View().Lookup(sc)
-		return ok && a.State == bus.StateRemoved
-	})
+	bustest.WaitAuthority(h.t, h.svc.Runner(), sc, func(a bus.Authority) bool { return a.State == bus.StateRemoved })
 }
 
 // token mints a token for sc valid for ttl (negative: already expired).
@@ -256,18 +231,6 @@ func (h *harness) do(tok, method, endpoint string, params map[string]any) (int, 
 
 func sidOf(ltype, lid string) string {
 	return model.SID(model.SessionKey("bot-1", ltype, lid))
-}
-
-// waitFor polls cond until it holds or 20 s pass.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // gate sits in front of the console and holds matching API requests

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
@@ -142,10 +143,10 @@ func TestConsoleC17DeliveredNotSaved(t *testing.T) {
 func TestConsoleC18Dates(t *testing.T) {
 	w := newWorld(t, cfgReply)
 	b := w.b
-	w.h.offset.Store(int64(-26 * time.Hour))
+	w.h.clock.Advance(-26 * time.Hour)
 	w.h.say(w.bind, w.cfg, "person", "1005", "1005", "Yusuf", "yesterday's question")
-	w.h.offset.Store(0)
-	waitFor(t, "yesterday's entry stored", func() bool {
+	w.h.clock.Advance(26 * time.Hour)
+	bustest.Eventually(t, "yesterday's entry stored", func() bool {
 		var p takeover.MessagePage
 		err := w.h.tryPage(w.bind, w.cfg, "GET", "/messages", map[string]any{"sid": sidOf("person", "1005")}, &p)
 		return err == nil && len(p.Messages) == 1

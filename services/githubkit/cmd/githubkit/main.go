@@ -15,9 +15,8 @@ package main
 import (
 	"os"
 
+	"github.com/langbot-nats/plugins/pkg/svcmain"
 	"github.com/langbot-nats/plugins/services/githubkit"
 )
 
-func main() {
-	os.Exit(githubkit.Main(os.Args[1:], os.Getenv, os.Stderr))
-}
+func main() { os.Exit(svcmain.Main(githubkit.Binary(), os.Args[1:], os.Getenv, os.Stderr)) }

@@ -14,6 +14,4 @@ import (
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
-func main() {
-	os.Exit(svcmain.Main(schenotify.Plugin, os.Args[1:], os.Getenv, os.Stderr, nil, schenotify.Build))
-}
+func main() { os.Exit(svcmain.Main(schenotify.Binary(), os.Args[1:], os.Getenv, os.Stderr)) }

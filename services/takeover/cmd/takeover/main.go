@@ -17,6 +17,4 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
-func main() {
-	os.Exit(svcmain.Main(takeover.Plugin, os.Args[1:], os.Getenv, os.Stderr, nil, takeover.Build))
-}
+func main() { os.Exit(svcmain.Main(takeover.Binary(), os.Args[1:], os.Getenv, os.Stderr)) }
