@@ -14,7 +14,7 @@ PKGS      := ./...
 NATS_PY_WHEEL ?= ../shared/vendor/wheels/nats_py-2.15.0-py3-none-any.whl
 DIST      := dist
 
-.PHONY: help build build-arm64 packages test test-root test-deploy run bench bench-process e2e lint fuzz images images-multiarch clean
+.PHONY: help build build-arm64 packages try-packages test test-root test-deploy run bench bench-process e2e lint fuzz images images-multiarch clean
 
 help:
 	@echo "make build   build the service binaries, langbot-plugins and lbctl into $(BIN)/"
@@ -29,9 +29,31 @@ help:
 	@echo "make packages  build the three LangBot packages (.lbpkg) into $(DIST)/ (NATS_PY_WHEEL=...)"
 	@echo "make images-multiarch  build and push linux/amd64+arm64 images (docker buildx)"
 	@echo "make build-arm64  cross-compile every binary for linux/arm64 (what CI checks)"
+	@echo "make try-packages  the packages in LangBot's real runtime against lbctl dev (TRY_ARGS=\"-e '!sche' -wait 3s\" for a script)"
 
 packages:
 	$(GO) run ./cmd/lbctl package --plugin all --out $(DIST) --nats-py-wheel $(NATS_PY_WHEEL)
+
+# Tried as a new user would, on one machine: the built packages installed in
+# LangBot's real plugin runtime (cmd/fakelangbot plays LangBot's side; the
+# runtime's Python comes as pkg/lbpkg/runtimetest describes), forwarding to
+# lbctl dev's services (fake GitHub). Chat lines are read from the terminal,
+# or given as TRY_ARGS="-e '!sche add in 3s hi' -e '!sche' -wait 5s".
+TRY_LISTEN ?= 127.0.0.1:14222
+TRY_HTTP   ?= 127.0.0.1:18080
+TRY_DATA   ?= .data/try
+TRY_ARGS   ?=
+try-packages: packages
+	@mkdir -p $(BIN) $(TRY_DATA)
+	$(GO) build -o $(BIN)/lbctl ./cmd/lbctl
+	$(GO) build -o $(BIN)/fakelangbot ./cmd/fakelangbot
+	@set -e; \
+	$(BIN)/lbctl dev --no-prompt --fake-github --listen $(TRY_LISTEN) --http $(TRY_HTTP) --data $(TRY_DATA) >$(TRY_DATA)/lbctl-dev.log 2>&1 & dev=$$!; \
+	trap 'kill $$dev 2>/dev/null; wait $$dev 2>/dev/null' EXIT INT TERM; \
+	for i in $$(seq 1 300); do grep -q 'LangBot plugin dev stack' $(TRY_DATA)/lbctl-dev.log && break; \
+	  kill -0 $$dev 2>/dev/null || { cat $(TRY_DATA)/lbctl-dev.log; exit 1; }; sleep 0.1; done; \
+	echo "lbctl dev is up (log: $(TRY_DATA)/lbctl-dev.log)"; \
+	$(BIN)/fakelangbot --nats nats://$(TRY_LISTEN) $(TRY_ARGS) $(DIST)/*.lbpkg
 
 build:
 	@mkdir -p $(BIN)

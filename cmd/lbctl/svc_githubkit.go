@@ -20,6 +20,7 @@ import (
 // import githubkit adopts the original plugin's stored subscriptions.
 func githubkitService() *devService {
 	var fake bool
+	var apiURL string
 	return &devService{
 		Plugin:       githubkit.Plugin,
 		Config:       json.RawMessage(`{"language":"en_US","poll_interval":60,"max_events_per_push":5}`),
@@ -27,9 +28,20 @@ func githubkitService() *devService {
 		CommandWords: githubkit.Declaration().CommandNames(),
 		DevFlags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&fake, "fake-github", false, "githubkit: serve GitHub from an in-process fake (no network needed)")
+			fs.StringVar(&apiURL, "github-api-url", "", "githubkit: GitHub API root for installations that set none, e.g. https://ghe.example.com/api/v3 (default https://api.github.com)")
 		},
 		Build: func(ctx context.Context, env *svcmain.Env) (svcmain.Service, error) {
 			f := githubkit.Flags{AllowPrivateNetworks: true, AllowHTTP: true}
+			if apiURL != "" {
+				if fake {
+					return nil, fmt.Errorf("--github-api-url and --fake-github exclude each other")
+				}
+				u, err := githubkit.ParseAPIURL(apiURL, true)
+				if err != nil {
+					return nil, fmt.Errorf("--github-api-url: %w", err)
+				}
+				f.APIURL = u
+			}
 			if !fake {
 				return githubkit.Build(env, f)
 			}
@@ -45,6 +57,9 @@ func githubkitService() *devService {
 		Banner: func(env *DevEnv) []string {
 			if fake {
 				return []string{"githubkit: fake GitHub (try !gh repo octocat/Hello-World, then !gh sub octocat/Hello-World)"}
+			}
+			if apiURL != "" {
+				return []string{"githubkit: GitHub API " + apiURL}
 			}
 			return nil
 		},

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/lbpkg"
 	"github.com/langbot-nats/plugins/pkg/lbpkg/builtin"
+	"github.com/langbot-nats/plugins/pkg/lbpkg/runtimetest"
 	"github.com/langbot-nats/plugins/pkg/plugin"
 )
 
@@ -23,7 +25,7 @@ func wheelPath(t testing.TB) string {
 	}
 	p := filepath.Join(vendorDir(t), "wheels", lbpkg.NatsPyWheelFile)
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("no nats-py wheel at %s (set NATS_PY_WHEEL or LANGBOT_VENDOR): %v", p, err)
+		runtimetest.Unavailable(t, fmt.Sprintf("no nats-py wheel at %s (set NATS_PY_WHEEL or LANGBOT_VENDOR): %v", p, err))
 	}
 	return p
 }

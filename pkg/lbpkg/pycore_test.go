@@ -2,6 +2,7 @@ package lbpkg_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/lbpkg"
+	"github.com/langbot-nats/plugins/pkg/lbpkg/runtimetest"
 )
 
 // pythonEnv finds python3 and the Python path under which the SDK
@@ -24,7 +26,7 @@ func pythonEnv(t *testing.T) (python string, path []string) {
 	t.Helper()
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("PK-8 skipped: no python3 on PATH")
+		runtimetest.Unavailable(t, "PK-8 skipped: no python3 on PATH")
 	}
 	probe := func(path []string) error {
 		code := "import sys; sys.path[:0] = sys.argv[1:]; import langbot_plugin.api.definition.plugin, langbot_plugin.api.definition.components.page"
@@ -48,8 +50,8 @@ func pythonEnv(t *testing.T) (python string, path []string) {
 		}
 	}
 	if err := probe(path); err != nil {
-		t.Skipf("PK-8 skipped: the LangBot plugin SDK does not import (pip install langbot-plugin, or set LANGBOT_VENDOR to a folder with langbot-plugin-sdk-0.5.5/src and LANGBOT_PY_EXTRA_PATH to where httpx and pydantic live): %s",
-			strings.TrimSpace(string(err.(*exec.ExitError).Stderr)))
+		runtimetest.Unavailable(t, fmt.Sprintf("PK-8 skipped: the LangBot plugin SDK does not import (pip install langbot-plugin, or set LANGBOT_VENDOR to a folder with langbot-plugin-sdk-0.5.5/src and LANGBOT_PY_EXTRA_PATH to where httpx and pydantic live): %s",
+			strings.TrimSpace(string(err.(*exec.ExitError).Stderr))))
 	}
 	return python, path
 }

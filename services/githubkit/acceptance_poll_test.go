@@ -141,11 +141,11 @@ func TestAT30FilterThenCap(t *testing.T) {
 		text := m.MessageChain[0].Text
 		switch m.TargetID {
 		case "releases-chat":
-			if strings.Count(text, "published release") != 2 || strings.Contains(text, "more") {
+			if strings.Count(text, "published the release") != 2 || strings.Contains(text, "more") {
 				t.Errorf("release subscriber: %q", text)
 			}
 		default:
-			if strings.Count(text, "\n") != 6 || !strings.Contains(text, "7 more") {
+			if strings.Count(text, "\n") != 11 || !strings.Contains(text, "7 more") {
 				t.Errorf("all-events subscriber: %q", text)
 			}
 		}
@@ -354,7 +354,7 @@ func TestAT36PayloadGaps(t *testing.T) {
 	if n := len(h.requestsTo("/repos/" + hw + "/compare/")); n != 1 {
 		t.Fatalf("%d compare calls", n)
 	}
-	if text := h.sends()[0].SendMessage().MessageChain[0].Text; !strings.Contains(text, "pushed 3 commit(s) to master: Fix all the bugs") {
+	if text := h.sends()[0].SendMessage().MessageChain[0].Text; !strings.Contains(text, "pushed 3 new commits to master: Fix all the bugs") {
 		t.Fatalf("enriched push %q", text)
 	}
 	// seven trimmed pushes with distinct heads: five calls, two without a count
@@ -369,7 +369,7 @@ func TestAT36PayloadGaps(t *testing.T) {
 		t.Fatalf("%d compare calls, want 5", n)
 	}
 	text := h.sends()[1].SendMessage().MessageChain[0].Text
-	if strings.Count(text, "pushed 3 commit(s)") != 5 || strings.Count(text, "octocat pushed to main") != 2 {
+	if strings.Count(text, "pushed 3 new commits") != 5 || strings.Count(text, "octocat pushed to main") != 2 {
 		t.Fatalf("digest %q", text)
 	}
 	// a zero before: no compare

@@ -83,7 +83,7 @@ func TestAT02PushOnlyToOwner(t *testing.T) {
 	if s.Scope != a.sc || m.TargetID != "session-a" || m.TargetType != "group" || m.BotUUID != "bot-a" || s.Request.Binding != a.b {
 		t.Fatalf("send %+v %+v", s, m)
 	}
-	if !strings.Contains(m.MessageChain[0].Text, "owner/repo-a") || !strings.Contains(m.MessageChain[0].Text, "pushed 2 commit(s)") {
+	if !strings.Contains(m.MessageChain[0].Text, "owner/repo-a") || !strings.Contains(m.MessageChain[0].Text, "pushed 2 new commits") {
 		t.Fatalf("text %q", m.MessageChain[0].Text)
 	}
 	if !strings.HasPrefix(s.IdempotencyKey, "githubkit:"+a.sc.String()+":") {

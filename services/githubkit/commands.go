@@ -141,7 +141,7 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 	if len(p.Args) > 1 {
 		words = p.Args[1:]
 	}
-	kinds, unknown := ParseFilters(words)
+	kinds, ref, unknown := ParseSubscription(words)
 	if len(unknown) > 0 {
 		return x.t("sub.bad_events", "tokens", x.join(unknown), "valid", x.join(FilterWords())), nil
 	}
@@ -202,7 +202,7 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 		rid := repoID
 		r.RepoID = &rid
 		if sub := r.Find(id); sub != nil {
-			sub.Kinds, sub.Prefix = kinds, prefix
+			sub.Kinds, sub.Refine, sub.Prefix = kinds, ref, prefix
 		} else {
 			if len(r.Subscribers) >= MaxSubscribersRepo {
 				return nil, &errAbort{x.t("sub.cap_subscribers", "repo", fullName, "max", strconv.Itoa(MaxSubscribersRepo))}
@@ -212,7 +212,7 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 				c := *r.Head
 				cursor = &c
 			}
-			r.Subscribers = append(r.Subscribers, &Subscriber{Identity: id, Kinds: kinds, Prefix: prefix, Cursor: cursor, AddedAt: now})
+			r.Subscribers = append(r.Subscribers, &Subscriber{Identity: id, Kinds: kinds, Refine: ref, Prefix: prefix, Cursor: cursor, AddedAt: now})
 		}
 		if r.Poll.Broken != nil {
 			r.Poll.Broken = nil
@@ -235,7 +235,7 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 	if err := s.arm(ctx, sc, key, interval); err != nil {
 		return "", errStore(err)
 	}
-	return x.t("sub.ok", "repo", rec.FullName, "events", x.kindsText(kinds, "sub.all_events"),
+	return x.t("sub.ok", "repo", rec.FullName, "events", x.filterText(kinds, ref, "sub.all_events"),
 		"interval", strconv.Itoa(interval), "prefix", prefix), nil
 }
 
@@ -258,13 +258,29 @@ func (s *Service) unsubscribe(ctx context.Context, inv *bus.Invocation, st Setti
 	kv := s.runner.KV()
 	sc := inv.Scope
 	notSubbed := x.t("unsub.not_subbed", "repo", repo.String())
+	key, name := repo.Key(), repo.String()
+	var repoID *int64
+	resolved := false
 	for range 10 {
-		found, _, _, err := findRecord(ctx, kv, sc, repo.Key(), nil, repo.String())
+		found, _, _, err := findRecord(ctx, kv, sc, key, repoID, name)
 		if err != nil {
 			return "", errStore(err)
 		}
 		if found == nil || found.Rec.Find(id) == nil {
-			return notSubbed, nil
+			// GitHub redirects a renamed (or transferred) repository's old
+			// name to its id: a subscription stored under the new name is
+			// found by that id. One lookup, only when the name found nothing.
+			if resolved || st.APIErr != nil {
+				return notSubbed, nil
+			}
+			resolved = true
+			rp, err := s.gh.Repo(ctx, Target{BaseURL: st.APIURL, Token: st.Token}, repo)
+			if err != nil || rp.GetID() == 0 || rp.GetFullName() == "" {
+				return notSubbed, nil
+			}
+			rid := rp.GetID()
+			key, name, repoID = RepoKey(rp.GetFullName()), rp.GetFullName(), &rid
+			continue
 		}
 		r := found.Rec
 		r.Remove(id)
@@ -304,7 +320,7 @@ func (s *Service) listSubs(ctx context.Context, inv *bus.Invocation, x texts, pr
 		if sub == nil {
 			continue
 		}
-		it := SubItem{FullName: r.Rec.FullName, Kinds: sub.Kinds}
+		it := SubItem{FullName: r.Rec.FullName, Kinds: sub.Kinds, Refine: sub.Refine}
 		if r.Rec.Poll.Broken != nil {
 			it.BrokenStatus = r.Rec.Poll.Broken.Status
 		}

@@ -1,70 +1,18 @@
 package githubkit
 
 import (
-	"encoding/json"
+	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 )
-
-// payload is the union of the payload fields the formatters read, in both
-// the full and the trimmed (October 2025) forms. Unknown fields are ignored
-// and a field of an unexpected type leaves the payload empty.
-type payload struct {
-	Action  string  `json:"action"`
-	Ref     *string `json:"ref"`
-	RefType string  `json:"ref_type"`
-	Size    *int    `json:"size"`
-	Before  string  `json:"before"`
-	Head    string  `json:"head"`
-	Commits []struct {
-		SHA     string `json:"sha"`
-		Message string `json:"message"`
-	} `json:"commits"`
-	Number      int `json:"number"`
-	PullRequest *struct {
-		Number   int     `json:"number"`
-		Title    *string `json:"title"`
-		Merged   *bool   `json:"merged"`
-		MergedAt *string `json:"merged_at"`
-	} `json:"pull_request"`
-	Issue *struct {
-		Number int    `json:"number"`
-		Title  string `json:"title"`
-	} `json:"issue"`
-	Release *struct {
-		TagName string `json:"tag_name"`
-		Name    string `json:"name"`
-	} `json:"release"`
-	Review *struct {
-		State string `json:"state"`
-	} `json:"review"`
-}
-
-func (e Event) payload() payload {
-	var p payload
-	if len(e.Payload) > 0 {
-		if err := json.Unmarshal(e.Payload, &p); err != nil {
-			return payload{}
-		}
-	}
-	return p
-}
-
-// RefType returns payload.ref_type (Create and Delete events).
-func (e Event) RefType() string { return e.payload().RefType }
-
-func (e Event) actor() string {
-	if e.Actor == nil {
-		return ""
-	}
-	return e.Actor.Login
-}
 
 // formatted reports whether the event type has a formatter.
 func formatted(typ string) bool {
 	switch typ {
 	case "PushEvent", "PullRequestEvent", "IssuesEvent", "IssueCommentEvent", "ReleaseEvent", "WatchEvent",
-		"ForkEvent", "CreateEvent", "DeleteEvent", "PullRequestReviewEvent", "PullRequestReviewCommentEvent":
+		"ForkEvent", "CreateEvent", "DeleteEvent", "PullRequestReviewEvent", "PullRequestReviewCommentEvent",
+		"CommitCommentEvent", "MemberEvent", "PublicEvent", "GollumEvent", "DiscussionEvent":
 		return true
 	}
 	return false
@@ -76,33 +24,34 @@ type Enrichment struct {
 	Commits int
 	// HeadMessage is the head commit's message from compare.
 	HeadMessage string
-	// Title and Merged come from GET pulls/{n}; HasPR says they are set.
+	// Forced says compare found the new head not ahead of the old one
+	// (diverged or behind): the push rewrote history.
+	Forced bool
+	// Title, Merged and Labels come from GET pulls/{n}; HasPR says they are set.
 	Title  string
 	Merged bool
+	Labels []string
 	HasPR  bool
 }
 
 func isZeroSHA(s string) bool { return s == "" || strings.Trim(s, "0") == "" }
 
-// pushCount returns payload size, else the length of a non-empty commits
-// list, else 0 (unknown).
-func (p payload) pushCount() int {
-	if p.Size != nil && *p.Size > 0 {
-		return *p.Size
-	}
-	return len(p.Commits)
-}
-
-// needsCompare reports whether a PushEvent needs compare (§7.6 rule 2).
+// needsCompare reports whether a PushEvent needs compare (§7.6 rule 2):
+// the payload gives no count (trimmed form), or the push has more commits
+// than the payload lists and its head is not among them.
 func (e Event) needsCompare() (base, head string, ok bool) {
 	if e.Type != "PushEvent" {
 		return "", "", false
 	}
 	p := e.payload()
-	if p.pushCount() > 0 || isZeroSHA(p.Before) || isZeroSHA(p.Head) {
+	h := p.head()
+	if isZeroSHA(p.Before) || isZeroSHA(h) {
 		return "", "", false
 	}
-	return p.Before, p.Head, true
+	if p.countKnown() && (p.pushCount() == 0 || p.headMessage() != "") {
+		return "", "", false
+	}
+	return p.Before, h, true
 }
 
 // needsPull reports whether a PullRequestEvent needs GET pulls/{n} (§7.6 rule 3).
@@ -133,20 +82,235 @@ func stripRef(ref string) string {
 	return ref
 }
 
-// eventLine formats one event (spec §7.5); ok is false for types without a
-// formatter. en may be nil.
-func (x texts) eventLine(e Event, en *Enrichment) (string, bool) {
+// clean makes a value from GitHub safe for one chat line: every control
+// character (\r, \n, \t, ESC, ...) and every bidirectional override becomes
+// a space, runs of spaces collapse, the ends are trimmed.
+func clean(s string) string {
+	if s == "" {
+		return ""
+	}
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || unicode.IsSpace(r) {
+			space = true
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// chatSafe keeps a multi-line reply's line breaks ("\r\n" and a lone "\r"
+// become "\n") and turns every other control character into a space and
+// drops bidirectional overrides.
+func chatSafe(s string) string {
+	clean := true
+	for _, r := range s {
+		if (r != '\n' && unicode.IsControl(r)) || unicode.Is(unicode.Bidi_Control, r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r':
+			b.WriteByte('\n')
+		case unicode.Is(unicode.Bidi_Control, r):
+		case unicode.IsControl(r):
+			b.WriteByte(' ')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// WebBase returns the web address that belongs to a GitHub API base URL:
+// https://api.github.com gives https://github.com, a GitHub Enterprise
+// Server's https://host/api/v3 gives https://host, anything else itself.
+func WebBase(apiURL string) string {
+	u := strings.TrimRight(apiURL, "/")
+	switch {
+	case u == "" || u == "https://api.github.com":
+		return "https://github.com"
+	case strings.HasSuffix(u, "/api/v3"):
+		return strings.TrimSuffix(u, "/api/v3")
+	}
+	return u
+}
+
+// links builds the web addresses of one repository's events.
+type links struct {
+	web  string // e.g. https://github.com
+	repo string // owner/name
+}
+
+func (l links) repoURL() string { return l.web + "/" + l.repo }
+
+func (l links) path(parts ...string) string {
+	out := l.repoURL()
+	for _, p := range parts {
+		out += "/" + p
+	}
+	return out
+}
+
+// refPath escapes a ref name for a URL path, keeping its slashes.
+func refPath(ref string) string {
+	segs := strings.Split(ref, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func (l links) issueOrPR(a Activity) string {
+	if a.Number <= 0 {
+		return l.repoURL()
+	}
+	if a.OnPR {
+		return l.path("pull", strconv.Itoa(a.Number))
+	}
+	return l.path("issues", strconv.Itoa(a.Number))
+}
+
+// link returns the address a line about a points at.
+func (l links) link(a Activity) string {
+	switch a.Type {
+	case "PushEvent":
+		ref := stripRef(a.Ref)
+		switch {
+		case strings.HasPrefix(a.Ref, "refs/tags/"):
+			return l.path("releases", "tag", refPath(ref))
+		case isZeroSHA(a.Head):
+			return l.path("branches")
+		case isZeroSHA(a.Before):
+			return l.path("commits", refPath(ref))
+		case a.Commits == 1 && !a.Forced:
+			return l.path("commit", a.Head)
+		}
+		return l.path("compare", short(a.Before)+"..."+short(a.Head))
+	case "PullRequestEvent", "IssuesEvent":
+		return l.issueOrPR(a)
+	case "IssueCommentEvent":
+		u := l.issueOrPR(a)
+		if a.CommentID > 0 {
+			u += "#issuecomment-" + strconv.FormatInt(a.CommentID, 10)
+		}
+		return u
+	case "PullRequestReviewEvent":
+		u := l.issueOrPR(a)
+		if a.ReviewID > 0 {
+			u += "#pullrequestreview-" + strconv.FormatInt(a.ReviewID, 10)
+		}
+		return u
+	case "PullRequestReviewCommentEvent":
+		u := l.issueOrPR(a)
+		if a.CommentID > 0 {
+			u += "#discussion_r" + strconv.FormatInt(a.CommentID, 10)
+		}
+		return u
+	case "ReleaseEvent":
+		if a.Tag != "" {
+			return l.path("releases", "tag", refPath(a.Tag))
+		}
+		return l.path("releases")
+	case "ForkEvent":
+		if a.Forkee != "" {
+			return l.web + "/" + a.Forkee
+		}
+		return l.path("forks")
+	case "WatchEvent":
+		return l.path("stargazers")
+	case "CreateEvent":
+		if a.RefType == "branch" || a.RefType == "tag" {
+			return l.path("tree", refPath(a.Ref))
+		}
+	case "DeleteEvent":
+		if a.RefType == "tag" {
+			return l.path("tags")
+		}
+		return l.path("branches")
+	case "CommitCommentEvent":
+		if a.CommitID != "" {
+			u := l.path("commit", a.CommitID)
+			if a.CommentID > 0 {
+				u += "#commitcomment-" + strconv.FormatInt(a.CommentID, 10)
+			}
+			return u
+		}
+	case "MemberEvent":
+		if a.Member != "" {
+			return l.web + "/" + url.PathEscape(a.Member)
+		}
+	case "GollumEvent":
+		if len(a.Pages) == 1 && a.Pages[0].Name != "" {
+			return l.path("wiki", url.PathEscape(strings.ReplaceAll(a.Pages[0].Name, " ", "-")))
+		}
+		return l.path("wiki")
+	case "DiscussionEvent":
+		if a.Number > 0 {
+			return l.path("discussions", strconv.Itoa(a.Number))
+		}
+		return l.path("discussions")
+	}
+	return l.repoURL()
+}
+
+// eventLine formats one Events API item (spec §7.5); ok is false for types
+// without a formatter. en may be nil.
+func (x texts) eventLine(e Event, en *Enrichment, l links) (string, bool) {
 	if !formatted(e.Type) {
 		return "", false
 	}
-	p := e.payload()
-	actor := e.actor()
+	return x.activityLine(fromEvent(e, en), l), true
+}
+
+// plural picks key+"_one" for n == 1 and key+"_many" otherwise; zh_Hans
+// writes both the same, en_US does not.
+func plural(key string, n int) string {
+	if n == 1 {
+		return key + "_one"
+	}
+	return key + "_many"
+}
+
+// activityLine renders one normalized event and, on the next line, the
+// address it is about.
+func (x texts) activityLine(a Activity, l links) string {
+	return x.activityText(a) + "\n" + x.t("ev.link", "url", l.link(a))
+}
+
+func (x texts) activityText(a Activity) string {
+	actor := clean(a.Actor)
 	if actor == "" {
 		actor = x.dash()
 	}
+	or := func(s string) string {
+		if s = clean(s); s == "" {
+			return x.dash()
+		}
+		return s
+	}
 	title := func(t string) string {
-		t = strings.TrimSpace(t)
-		if t == "" {
+		if t = clean(t); t == "" {
 			return ""
 		}
 		return x.t("ev.title", "title", truncate(t, pushTitleRunes))
@@ -157,113 +321,120 @@ func (x texts) eventLine(e Event, en *Enrichment) (string, bool) {
 		}
 		return strconv.Itoa(n)
 	}
-	switch e.Type {
+	what := x.t("ev.what_issue")
+	if a.OnPR {
+		what = x.t("ev.what_pr")
+	}
+	labels := ""
+	if len(a.Labels) > 0 {
+		ls := make([]string, 0, len(a.Labels))
+		for _, n := range a.Labels {
+			ls = append(ls, clean(n))
+		}
+		labels = x.t("ev.labels", "labels", x.join(ls))
+	}
+	// the common arguments of the issue and PR templates
+	ip := func(key string, kv ...string) string {
+		return x.t(key, append([]string{"actor", actor, "what", what, "num", num(a.Number), "title", title(a.Title), "labels", labels}, kv...)...)
+	}
+	switch a.Type {
 	case "PushEvent":
-		ref := ""
-		if p.Ref != nil {
-			ref = stripRef(*p.Ref)
-		}
-		if ref == "" {
-			ref = x.dash()
-		}
-		n := p.pushCount()
-		msg := ""
-		if len(p.Commits) > 0 {
-			msg = p.Commits[len(p.Commits)-1].Message
-		}
-		if en != nil {
-			if n == 0 {
-				n = en.Commits
-			}
-			if msg == "" {
-				msg = en.HeadMessage
-			}
-		}
+		ref := or(stripRef(a.Ref))
 		head := ""
-		if l := firstLine(msg); l != "" {
-			head = x.t("ev.push_head", "msg", truncate(l, commitLineRunes))
+		if m := clean(firstLine(a.HeadMessage)); m != "" {
+			head = x.t("ev.push_head", "msg", truncate(m, commitLineRunes))
 		}
-		if n <= 0 {
-			return x.t("ev.push_nocount", "actor", actor, "ref", ref, "head", head), true
+		n := strconv.Itoa(a.Commits)
+		switch {
+		case strings.HasPrefix(a.Ref, "refs/tags/"):
+			if isZeroSHA(a.Head) {
+				return x.t("ev.push_tag_deleted", "actor", actor, "ref", ref)
+			}
+			return x.t("ev.push_tag", "actor", actor, "ref", ref)
+		case isZeroSHA(a.Head) && !isZeroSHA(a.Before):
+			return x.t("ev.push_deleted", "actor", actor, "ref", ref)
+		case a.Forced:
+			return x.t("ev.push_forced", "actor", actor, "ref", ref, "head", head)
+		case isZeroSHA(a.Before) && a.Commits > 0:
+			return x.t(plural("ev.push_new_branch", a.Commits), "actor", actor, "n", n, "ref", ref, "head", head)
+		case isZeroSHA(a.Before):
+			return x.t("ev.push_new_branch_nocount", "actor", actor, "ref", ref, "head", head)
+		case a.Commits > 0:
+			return x.t(plural("ev.push", a.Commits), "actor", actor, "n", n, "ref", ref, "head", head)
 		}
-		return x.t("ev.push", "actor", actor, "n", strconv.Itoa(n), "ref", ref, "head", head), true
-	case "PullRequestEvent":
-		n := p.Number
-		t := ""
-		merged := false
-		if p.PullRequest != nil {
-			if n == 0 {
-				n = p.PullRequest.Number
-			}
-			if p.PullRequest.Title != nil {
-				t = *p.PullRequest.Title
-			}
-			merged = (p.PullRequest.Merged != nil && *p.PullRequest.Merged) ||
-				(p.PullRequest.MergedAt != nil && *p.PullRequest.MergedAt != "")
+		return x.t("ev.push_nocount", "actor", actor, "ref", ref, "head", head)
+	case "PullRequestEvent", "IssuesEvent":
+		switch a.Action {
+		case "labeled", "unlabeled":
+			return ip("ev."+a.Action, "label", or(a.Label))
+		case "assigned", "unassigned":
+			return ip("ev."+a.Action, "assignee", or(a.Assignee))
 		}
-		if en != nil && en.HasPR {
-			if strings.TrimSpace(t) == "" {
-				t = en.Title
+		if a.Type == "IssuesEvent" {
+			action := "ev.issue_other"
+			switch a.Action {
+			case "opened", "closed", "reopened", "edited", "deleted", "transferred", "pinned", "unpinned", "locked", "unlocked":
+				action = "ev.issue_" + a.Action
 			}
-			merged = merged || en.Merged
+			return ip("ev.issue", "action", x.t(action))
+		}
+		switch a.Action {
+		case "review_requested", "review_request_removed":
+			return ip("ev.pr_"+a.Action, "reviewer", or(a.Reviewer))
+		case "ready_for_review", "converted_to_draft", "synchronize":
+			return ip("ev.pr_" + a.Action)
+		}
+		if a.Action == "opened" && a.Draft {
+			return ip("ev.pr_draft")
 		}
 		action := "ev.pr_other"
-		switch p.Action {
-		case "opened":
-			action = "ev.pr_opened"
-		case "reopened":
-			action = "ev.pr_reopened"
+		switch a.Action {
+		case "opened", "reopened", "edited":
+			action = "ev.pr_" + a.Action
 		case "closed":
 			action = "ev.pr_closed"
-			if merged {
+			if a.Merged {
 				action = "ev.pr_merged"
 			}
 		}
-		return x.t("ev.pr", "actor", actor, "action", x.t(action), "num", num(n), "title", title(t)), true
-	case "IssuesEvent":
-		action := "ev.issue_other"
-		switch p.Action {
-		case "opened", "closed", "reopened":
-			action = "ev.issue_" + p.Action
-		}
-		n, t := 0, ""
-		if p.Issue != nil {
-			n, t = p.Issue.Number, p.Issue.Title
-		}
-		return x.t("ev.issue", "actor", actor, "action", x.t(action), "num", num(n), "title", title(t)), true
+		return ip("ev.pr", "action", x.t(action))
 	case "IssueCommentEvent":
-		n, t := 0, ""
-		if p.Issue != nil {
-			n, t = p.Issue.Number, p.Issue.Title
-		}
-		return x.t("ev.comment", "actor", actor, "num", num(n), "title", title(t)), true
+		return ip("ev.comment")
 	case "ReleaseEvent":
-		tag := ""
-		if p.Release != nil {
-			tag = strings.TrimSpace(p.Release.TagName)
-			if tag == "" {
-				tag = strings.TrimSpace(p.Release.Name)
-			}
+		tag, name := clean(a.Tag), clean(a.ReleaseName)
+		pre := ""
+		if a.Prerelease {
+			pre = x.t("ev.prerelease")
 		}
-		if tag == "" {
-			tag = x.dash()
+		key := "ev.release"
+		switch a.Action {
+		case "edited", "deleted":
+			key = "ev.release_" + a.Action
 		}
-		return x.t("ev.release", "actor", actor, "tag", tag), true
+		switch {
+		case tag == "" && name == "":
+			return x.t(key, "actor", actor, "release", x.dash(), "pre", pre)
+		case tag == "" || name == "" || name == tag:
+			return x.t(key, "actor", actor, "release", tag+name, "pre", pre)
+		}
+		return x.t(key, "actor", actor, "release", x.t("ev.release_named", "name", truncate(name, pushTitleRunes), "tag", tag), "pre", pre)
 	case "WatchEvent":
-		return x.t("ev.star", "actor", actor), true
+		return x.t("ev.star", "actor", actor)
 	case "ForkEvent":
-		return x.t("ev.fork", "actor", actor), true
+		if f := clean(a.Forkee); f != "" {
+			return x.t("ev.fork_to", "actor", actor, "fork", f)
+		}
+		return x.t("ev.fork", "actor", actor)
 	case "CreateEvent", "DeleteEvent":
 		key := "ev.create"
-		if e.Type == "DeleteEvent" {
+		if a.Type == "DeleteEvent" {
 			key = "ev.delete"
 		}
-		rt := strings.ToLower(p.RefType)
-		if rt == "repository" && e.Type == "CreateEvent" {
-			return x.t("ev.create_repo", "actor", actor), true
+		if a.RefType == "repository" && a.Type == "CreateEvent" {
+			return x.t("ev.create_repo", "actor", actor)
 		}
-		word := rt
-		switch rt {
+		word := clean(a.RefType)
+		switch a.RefType {
 		case "branch":
 			word = x.t("ev.ref_branch")
 		case "tag":
@@ -271,46 +442,69 @@ func (x texts) eventLine(e Event, en *Enrichment) (string, bool) {
 		case "":
 			word = x.dash()
 		}
-		ref := ""
-		if p.Ref != nil {
-			ref = *p.Ref
-		}
-		if ref == "" {
-			ref = x.dash()
-		}
-		return x.t(key, "actor", actor, "ref_type", word, "ref", ref), true
+		return x.t(key, "actor", actor, "ref_type", word, "ref", or(a.Ref))
 	case "PullRequestReviewEvent":
-		n := 0
-		if p.PullRequest != nil {
-			n = p.PullRequest.Number
+		if a.Action == "dismissed" || a.ReviewState == "dismissed" {
+			return ip("ev.review_dismissed")
 		}
-		verdict := "ev.verdict_other"
-		if p.Review != nil {
-			switch strings.ToLower(p.Review.State) {
-			case "approved":
-				verdict = "ev.verdict_approved"
-			case "changes_requested":
-				verdict = "ev.verdict_changes_requested"
-			case "commented":
-				verdict = "ev.verdict_commented"
-			}
+		switch a.ReviewState {
+		case "approved", "changes_requested", "commented":
+			return ip("ev.review_" + a.ReviewState)
 		}
-		return x.t("ev.review", "actor", actor, "num", num(n), "verdict", x.t(verdict)), true
+		return ip("ev.review_other")
 	case "PullRequestReviewCommentEvent":
-		n := 0
-		if p.PullRequest != nil {
-			n = p.PullRequest.Number
+		return ip("ev.review_comment")
+	case "CommitCommentEvent":
+		return x.t("ev.commit_comment", "actor", actor, "sha", or(a.CommitID[:min(7, len(a.CommitID))]))
+	case "MemberEvent":
+		key := "ev.member_added"
+		switch a.Action {
+		case "removed", "edited":
+			key = "ev.member_" + a.Action
 		}
-		return x.t("ev.review_comment", "actor", actor, "num", num(n)), true
+		return x.t(key, "actor", actor, "member", or(a.Member))
+	case "PublicEvent":
+		if a.Action == "privatized" {
+			return x.t("ev.private", "actor", actor)
+		}
+		return x.t("ev.public", "actor", actor)
+	case "GollumEvent":
+		if len(a.Pages) == 1 {
+			key := "ev.wiki_edited"
+			if a.Pages[0].Action == "created" {
+				key = "ev.wiki_created"
+			}
+			return x.t(key, "actor", actor, "page", or(a.Pages[0].Name))
+		}
+		names := make([]string, 0, len(a.Pages))
+		for _, pg := range a.Pages {
+			names = append(names, or(pg.Name))
+		}
+		return x.t(plural("ev.wiki_pages", len(a.Pages)), "actor", actor, "n", strconv.Itoa(len(a.Pages)), "pages", x.join(names))
+	case "DiscussionEvent":
+		action := "ev.discussion_other"
+		switch a.Action {
+		case "created", "closed", "reopened", "answered", "unanswered", "edited", "deleted", "locked", "unlocked", "pinned", "unpinned", "transferred":
+			action = "ev.discussion_" + a.Action
+		}
+		cat := ""
+		if c := clean(a.Category); c != "" {
+			cat = x.t("ev.category", "category", c)
+		}
+		return x.t("ev.discussion", "actor", actor, "action", x.t(action), "num", num(a.Number), "title", title(a.Title), "category", cat)
 	}
-	return "", false
+	return x.dash()
 }
 
 // pushMessage assembles one push digest (spec §7.4 rule 1).
 func (x texts) pushMessage(repo string, lines []string, more int) string {
-	out := x.t("push.header", "repo", repo) + "\n" + strings.Join(lines, "\n")
+	out := x.t("push.header", "repo", chatSafe(repo)) + "\n" + strings.Join(lines, "\n")
 	if more > 0 {
-		out += "\n" + x.t("push.more", "n", strconv.Itoa(more))
+		key := "push.more"
+		if more == 1 {
+			key = "push.more_one"
+		}
+		out += "\n" + x.t(key, "n", strconv.Itoa(more))
 	}
 	return out
 }

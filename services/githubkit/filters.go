@@ -19,6 +19,20 @@ const (
 	KindBranch       = "branch"
 	KindTag          = "tag"
 	KindReview       = "review"
+	// Kinds of the events the formatter has handled since issue 21.
+	KindCommitComment = "commit_comment"
+	KindMember        = "member"
+	KindPublic        = "public"
+	KindWiki          = "wiki"
+	KindDiscussion    = "discussion"
+	// KindAll matches every event kind; it exists so that "all ci" can ask
+	// for every event and CI alerts together.
+	KindAll = "all"
+	// KindCI turns on alerts for failed workflow runs, KindCIAll for every
+	// completed run. Neither is an event kind: no kinds (all events) does not
+	// include them, since each costs an extra Actions API request per poll.
+	KindCI    = "ci"
+	KindCIAll = "ci_all"
 )
 
 // filterWords maps each accepted filter word to its canonical filter.
@@ -32,14 +46,24 @@ var filterWords = map[string]string{
 	"fork": KindFork, "forks": KindFork,
 	"create": KindCreate, "delete": KindDelete,
 	"branch": KindBranch, "tag": KindTag,
-	"review": KindReview,
+	"review":         KindReview,
+	"commit_comment": KindCommitComment, "commit_comments": KindCommitComment,
+	"member": KindMember, "members": KindMember,
+	"public": KindPublic, "visibility": KindPublic,
+	"wiki": KindWiki, "gollum": KindWiki,
+	"discussion": KindDiscussion, "discussions": KindDiscussion,
+	"all": KindAll,
+	"ci":  KindCI, "actions": KindCI, "workflow": KindCI, "workflows": KindCI,
+	"ci_all": KindCIAll, "ci-all": KindCIAll,
 }
 
 // FilterWords returns every accepted filter word in a fixed order (help and
 // sub.bad_events).
 func FilterWords() []string {
 	return []string{"push", "commit", "commits", "pr", "prs", "pull_request", "issue", "issues", "comment",
-		"release", "releases", "star", "stars", "fork", "forks", "create", "delete", "branch", "tag", "review"}
+		"release", "releases", "star", "stars", "fork", "forks", "create", "delete", "branch", "tag", "review",
+		"commit_comment", "commit_comments", "member", "members", "public", "visibility", "wiki", "gollum",
+		"discussion", "discussions", "all", "ci", "actions", "workflow", "workflows", "ci_all", "ci-all"}
 }
 
 // ParseFilters maps filter words to canonical filters, de-duplicated in
@@ -73,6 +97,28 @@ func Matches(kinds []string, typ, refType string) bool {
 	}
 	for _, k := range kinds {
 		switch k {
+		case KindAll:
+			return true
+		case KindCommitComment:
+			if typ == "CommitCommentEvent" {
+				return true
+			}
+		case KindMember:
+			if typ == "MemberEvent" {
+				return true
+			}
+		case KindPublic:
+			if typ == "PublicEvent" {
+				return true
+			}
+		case KindWiki:
+			if typ == "GollumEvent" {
+				return true
+			}
+		case KindDiscussion:
+			if typ == "DiscussionEvent" {
+				return true
+			}
 		case KindPush:
 			if typ == "PushEvent" {
 				return true
@@ -117,6 +163,26 @@ func Matches(kinds []string, typ, refType string) bool {
 			if typ == "PullRequestReviewEvent" || typ == "PullRequestReviewCommentEvent" {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// WantsCI reports whether kinds ask for workflow run alerts, and whether
+// for every completed run (all) or only the failed ones.
+func WantsCI(kinds []string) (on, all bool) {
+	return slices.Contains(kinds, KindCI) || slices.Contains(kinds, KindCIAll), slices.Contains(kinds, KindCIAll)
+}
+
+// eventKinds reports whether kinds select any event at all (nil does;
+// ["ci"] alone does not).
+func eventKinds(kinds []string) bool {
+	if kinds == nil {
+		return true
+	}
+	for _, k := range kinds {
+		if k != KindCI && k != KindCIAll {
+			return true
 		}
 	}
 	return false

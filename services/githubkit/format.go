@@ -48,12 +48,15 @@ func (x texts) t(key string, kv ...string) string {
 
 func (x texts) dash() string { return x.t("misc.dash") }
 
-// str returns *p, or the dash when nil or empty.
+// str returns *p on one line (see clean), or the dash when nil or empty.
 func (x texts) str(p *string) string {
-	if p == nil || strings.TrimSpace(*p) == "" {
+	if p == nil {
 		return x.dash()
 	}
-	return *p
+	if s := clean(*p); s != "" {
+		return s
+	}
+	return x.dash()
 }
 
 // num returns *p in decimal, or the dash when nil.
@@ -75,6 +78,9 @@ func (x texts) apiErrorText(e *APIError) string {
 	case CodeNotFound:
 		return x.t("err.404")
 	case CodeRateLimited:
+		if e.Secondary {
+			return x.t("err.rate_secondary", "minutes", strconv.Itoa(e.Minutes()))
+		}
 		return x.t("err.rate", "minutes", strconv.Itoa(e.Minutes()))
 	case CodeUnauthorized, CodeForbidden:
 		return x.t("err.perm", "status", st, "msg", e.Message)
@@ -82,8 +88,7 @@ func (x texts) apiErrorText(e *APIError) string {
 		return x.t("err.config", "field", "github_api_url")
 	}
 	if e.offHost && e.Status == 0 {
-		st = x.dash()
-		return x.t("err.generic", "status", st, "msg", "redirect to another host refused")
+		return x.t("err.redirect")
 	}
 	return x.t("err.generic", "status", st, "msg", e.Message)
 }
@@ -96,6 +101,10 @@ func (x texts) repoCard(r *github.Repository) string {
 	lic := x.dash()
 	if r.License != nil {
 		lic = x.str(r.License.SPDXID)
+		// GitHub's NOASSERTION: a licence file it could not identify
+		if r.License.GetSPDXID() == "NOASSERTION" {
+			lic = x.t("repo.license_other")
+		}
 	}
 	out := x.t("repo.body",
 		"full_name", x.str(r.FullName), "desc", desc,
@@ -133,9 +142,18 @@ func (x texts) issuesList(repo, state string, list []*github.Issue) string {
 		lines = append(lines, x.t("issues.item", "number", x.num(is.Number), "title", x.str(is.Title), "labels", labels))
 	}
 	if len(lines) == 0 {
-		return x.t("issues.none", "repo", repo, "state", state)
+		return x.t("issues.none", "repo", repo, "state", x.stateWord(state))
 	}
-	return x.t("issues.header", "repo", repo, "state", state) + "\n" + strings.Join(lines, "\n")
+	return x.t("issues.header", "repo", repo, "state", x.stateWord(state)) + "\n" + strings.Join(lines, "\n")
+}
+
+// stateWord translates a list state (open, closed, all).
+func (x texts) stateWord(state string) string {
+	switch state {
+	case "open", "closed", "all":
+		return x.t("state." + state)
+	}
+	return state
 }
 
 func (x texts) pullsList(repo, state string, list []*github.PullRequest) string {
@@ -148,7 +166,12 @@ func (x texts) pullsList(repo, state string, list []*github.PullRequest) string 
 			break
 		}
 		draft := ""
-		if pr.GetDraft() {
+		switch {
+		case pr.MergedAt != nil && !pr.MergedAt.IsZero():
+			draft = x.t("prs.merged")
+		case pr.GetState() == "closed":
+			draft = x.t("prs.closed")
+		case pr.GetDraft():
 			draft = x.t("prs.draft")
 		}
 		user := x.dash()
@@ -158,9 +181,9 @@ func (x texts) pullsList(repo, state string, list []*github.PullRequest) string 
 		lines = append(lines, x.t("prs.item", "number", x.num(pr.Number), "title", x.str(pr.Title), "draft", draft, "user", user))
 	}
 	if len(lines) == 0 {
-		return x.t("prs.none", "repo", repo, "state", state)
+		return x.t("prs.none", "repo", repo, "state", x.stateWord(state))
 	}
-	return x.t("prs.header", "repo", repo, "state", state) + "\n" + strings.Join(lines, "\n")
+	return x.t("prs.header", "repo", repo, "state", x.stateWord(state)) + "\n" + strings.Join(lines, "\n")
 }
 
 // issueState is "merged" for a merged PR, else the raw state.
@@ -195,8 +218,11 @@ func (x texts) issueCard(repo string, is *github.Issue) string {
 		author = x.str(is.User.Login)
 	}
 	state := issueState(is)
-	if state == "" {
+	switch state {
+	case "":
 		state = x.dash()
+	case "open", "closed", "merged":
+		state = x.t("state." + state)
 	}
 	return x.t("issue.body", "emoji", emoji, "repo", repo, "kind", kind, "number", x.num(is.Number),
 		"state", state, "title", x.str(is.Title), "author", author, "comments", x.num(is.Comments),
@@ -294,6 +320,7 @@ func (x texts) help(prefix string, admin bool) string {
 type SubItem struct {
 	FullName     string
 	Kinds        []string
+	Refine       *Refine
 	BrokenStatus int // 0 = not broken
 }
 
@@ -303,7 +330,7 @@ func (x texts) subsList(items []SubItem, prefix string) string {
 	}
 	lines := []string{x.t("subs.header")}
 	for _, it := range items {
-		ev := x.kindsText(it.Kinds, "subs.all")
+		ev := x.filterText(it.Kinds, it.Refine, "subs.all")
 		if it.BrokenStatus != 0 {
 			lines = append(lines, x.t("subs.item_broken", "repo", it.FullName, "events", ev,
 				"status", strconv.Itoa(it.BrokenStatus), "prefix", prefix))

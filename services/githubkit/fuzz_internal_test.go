@@ -30,7 +30,7 @@ func FuzzEventLine(f *testing.F) {
 		if !json.Valid(e.Payload) {
 			e.Payload = nil
 		}
-		line, ok := x.eventLine(e, nil)
+		line, ok := x.eventLine(e, nil, links{web: "https://github.com", repo: "o/r"})
 		if ok != formatted(typ) {
 			t.Fatalf("type %q formatted=%v", typ, ok)
 		}

@@ -43,6 +43,9 @@ type APIError struct {
 	Message string
 	// Wait is how long to wait, for rate_limited.
 	Wait time.Duration
+	// Secondary marks GitHub's secondary rate limit (too many requests in a
+	// short time, or too much concurrency): a token does not lift it.
+	Secondary bool
 	// offHost marks a refused redirect.
 	offHost bool
 	err     error
@@ -150,6 +153,21 @@ func (g *GitHub) classify(resp *github.Response, err error) error {
 	switch {
 	case errors.As(err, &er):
 		msg = er.Message
+		// a 422 says why in errors[]: GitHub's own message, else code and field
+		var why []string
+		for _, e := range er.Errors {
+			switch {
+			case strings.TrimSpace(e.Message) != "":
+				why = append(why, strings.TrimSpace(e.Message))
+			case e.Code != "" && e.Field != "":
+				why = append(why, e.Field+" "+e.Code)
+			case e.Code != "":
+				why = append(why, e.Code)
+			}
+		}
+		if len(why) > 0 {
+			msg = strings.TrimSuffix(strings.TrimSpace(msg), ".") + ": " + strings.Join(why, "; ")
+		}
 	case errors.As(err, &rl):
 		msg = rl.Message
 	case errors.As(err, &ab):
@@ -176,6 +194,7 @@ func (g *GitHub) classify(resp *github.Response, err error) error {
 		strings.Contains(strings.ToLower(msg), "rate limit") || ab != nil):
 		out.Code = CodeRateLimited
 		out.Wait = rateWait(h, g.now())
+		out.Secondary = ab != nil || strings.Contains(strings.ToLower(msg), "secondary rate limit")
 	case st == 404 || st == 410:
 		out.Code = CodeNotFound
 	case st == 401:

@@ -111,6 +111,25 @@ var commandCases = []struct {
 		f.Inject(fakegithub.Fault{Path: "/repos/", Status: 502, Body: `<html><body>Bad gateway</body></html>`})
 	}},
 	{"err_network", "repo octocat/Hello-World", func(f *fakegithub.Server) { f.Inject(fakegithub.Fault{Reset: true}) }},
+	{"repo_noassertion", "repo octocat/Hello-World", func(f *fakegithub.Server) {
+		f.SetResponse("/repos/octocat/Hello-World", 200, `{"id":1,"full_name":"octocat/Hello-World","description":"My first repository","language":"Go","license":{"key":"other","name":"Other","spdx_id":"NOASSERTION","url":null},"stargazers_count":80,"forks_count":9,"subscribers_count":3,"open_issues_count":2,"default_branch":"main","html_url":"https://github.com/octocat/Hello-World"}`)
+	}},
+	{"err_422", "search user:ghost", func(f *fakegithub.Server) {
+		f.Inject(fakegithub.Fault{Path: "/search/", Status: 422, Body: `{"message":"Validation Failed","errors":[{"message":"The listed users and repositories cannot be searched either because the resources do not exist or you do not have permission to view them.","resource":"Search","field":"q","code":"invalid"}],"documentation_url":"https://docs.github.com/v3/search/","status":"422"}`})
+	}},
+	{"err_422_codes", "issues octocat/Hello-World", func(f *fakegithub.Server) {
+		f.Inject(fakegithub.Fault{Path: "/repos/", Status: 422, Body: `{"message":"Validation Failed","errors":[{"resource":"Issue","field":"state","code":"invalid"}]}`})
+	}},
+	{"err_secondary", "repo octocat/Hello-World", func(f *fakegithub.Server) {
+		f.Inject(fakegithub.Fault{Path: "/repos/", Status: 403, Header: mkHeader("Retry-After", "60"),
+			Body: `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 1234.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits","status":"403"}`})
+	}},
+	{"err_redirect", "repo octocat/Hello-World", func(f *fakegithub.Server) {
+		f.Inject(fakegithub.Fault{Path: "/repos/", Status: 301, RedirectTo: "https://elsewhere.example/repos/octocat/Hello-World"})
+	}},
+	{"issue_control_chars", "issue octocat/Hello-World 8", func(f *fakegithub.Server) {
+		f.SetResponse("/repos/octocat/Hello-World/issues/8", 200, `{"number":8,"state":"closed","title":"Crash\ron start\u001b[2J","user":{"login":"octocat"},"comments":1,"labels":[],"html_url":"https://github.com/octocat/Hello-World/issues/8","body":"Steps:\r\n1. start\r\n2. crash\u0007\u202e"}`)
+	}},
 }
 
 func TestGoldenCommands(t *testing.T) {
@@ -152,7 +171,12 @@ func TestGoldenCommands(t *testing.T) {
 				{FullName: "langbot-app/LangBot", Kinds: nil},
 				{FullName: "octocat/Hello-World", Kinds: []string{"push", "pull_request"}},
 				{FullName: "octocat/gone", Kinds: []string{"release"}, BrokenStatus: 404},
+				{FullName: "octocat/linguist", Kinds: []string{"push", "issues", "release", "ci"}, Refine: &Refine{
+					Branches: []string{"main", "release/*"}, Labels: []string{"bug"}, NotLabels: []string{"wontfix"}, Tags: []string{"v*"}}},
+				{FullName: "octocat/spoon-knife", Refine: &Refine{Tags: []string{"v2.*"}}},
 			}, "!"))
+			kinds, ref, _ := ParseSubscription([]string{"push", "branch:main,release/*", "-label:wip"})
+			checkGolden(t, lang, "sub_ok_refined", x.t("sub.ok", "repo", "octocat/Hello-World", "events", x.filterText(kinds, ref, "sub.all_events"), "interval", "300", "prefix", "!"))
 			checkGolden(t, lang, "push_broken", x.t("push.broken", "repo", "octocat/gone", "status", "404", "prefix", "!"))
 		})
 	}
@@ -199,7 +223,29 @@ var eventCases = []struct {
 	{"review_dismissed", "review_dismissed", nil},
 	{"review_comment", "review_comment", nil},
 	{"no_actor", "no_actor", nil},
+	{"push_many_full", "push_many_full", nil},
+	{"push_many_full_enriched", "push_many_full", &Enrichment{HeadMessage: "Step 25 of the migration: done"}},
+	{"push_distinct_full", "push_distinct_full", nil},
+	{"push_control_chars", "push_control_chars", nil},
+	{"push_forced_trimmed", "push_trimmed", &Enrichment{Forced: true, HeadMessage: "Rewrite history"}},
+	{"pr_opened_draft_full", "pr_opened_draft_full", nil},
+	{"pr_review_requested_full", "pr_review_requested_full", nil},
+	{"pr_ready_for_review_full", "pr_ready_for_review_full", nil},
+	{"pr_labeled_full", "pr_labeled_full", nil},
+	{"pr_assigned_full", "pr_assigned_full", nil},
+	{"issue_assigned", "issue_assigned", nil},
+	{"comment_pr", "comment_pr", nil},
+	{"release_prerelease", "release_prerelease", nil},
+	{"commit_comment", "commit_comment", nil},
+	{"member", "member", nil},
+	{"public", "public", nil},
+	{"gollum", "gollum", nil},
+	{"gollum_many", "gollum_many", nil},
+	{"discussion", "discussion", nil},
 }
+
+// goldenLinks are the addresses of the fixtures' repository.
+var goldenLinks = links{web: "https://github.com", repo: "octocat/Hello-World"}
 
 func fixtureEvent(t testing.TB, name string, id int64) Event {
 	t.Helper()
@@ -215,22 +261,37 @@ func TestGoldenEvents(t *testing.T) {
 		x := testTexts(t, lang)
 		for _, c := range eventCases {
 			t.Run(lang+"/"+c.name, func(t *testing.T) {
-				line, ok := x.eventLine(fixtureEvent(t, c.fixture, 1), c.en)
+				line, ok := x.eventLine(fixtureEvent(t, c.fixture, 1), c.en, goldenLinks)
 				if !ok {
 					t.Fatalf("%s has no formatter", c.fixture)
 				}
 				checkGolden(t, lang, "ev_"+c.name, line)
 			})
 		}
-		for _, unformatted := range []string{"gollum", "member"} {
-			if line, ok := x.eventLine(fixtureEvent(t, unformatted, 1), nil); ok {
-				t.Errorf("%s formatted as %q, want none", unformatted, line)
-			}
+		if line, ok := x.eventLine(Event{ID: "1", Type: "SponsorshipEvent"}, nil, goldenLinks); ok {
+			t.Errorf("SponsorshipEvent formatted as %q, want none", line)
 		}
+		t.Run(lang+"/ci", func(t *testing.T) {
+			run := func(concl string) WorkflowRun {
+				r := WorkflowRun{ID: 9002, Name: "CI", HeadBranch: "main", HeadSHA: "aa218f56b14c9653891f9e74264a383fa43fefbd",
+					Status: "completed", Conclusion: concl, RunNumber: 42, RunAttempt: 1, DisplayTitle: "Speed up the build\r\nmore",
+					HTMLURL: "https://github.com/octocat/Hello-World/actions/runs/9002"}
+				r.TriggeringActor = &struct {
+					Login string `json:"login"`
+				}{Login: "hubot"}
+				return r
+			}
+			var lines []string
+			for _, c := range []string{"failure", "timed_out", "startup_failure", "success", "cancelled", "action_required", "skipped", "neutral", "stale", ""} {
+				lines = append(lines, x.ciLine(run(c)))
+			}
+			checkGolden(t, lang, "ci_runs", x.pushMessage("octocat/Hello-World", lines, 0))
+		})
 		t.Run(lang+"/push_message", func(t *testing.T) {
-			a, _ := x.eventLine(fixtureEvent(t, "push_full", 1), nil)
-			b, _ := x.eventLine(fixtureEvent(t, "release_full", 2), nil)
+			a, _ := x.eventLine(fixtureEvent(t, "push_full", 1), nil, goldenLinks)
+			b, _ := x.eventLine(fixtureEvent(t, "release_full", 2), nil, goldenLinks)
 			checkGolden(t, lang, "push_message", x.pushMessage("octocat/Hello-World", []string{a, b}, 7))
+			checkGolden(t, lang, "push_message_one_more", x.pushMessage("octocat/Hello-World", []string{a}, 1))
 		})
 	}
 }
@@ -242,9 +303,6 @@ func TestEveryFixtureCovered(t *testing.T) {
 		covered = append(covered, c.fixture)
 	}
 	for _, f := range fakegithub.EventFixtures() {
-		if f == "gollum" || f == "member" {
-			continue
-		}
 		if !slices.Contains(covered, f) {
 			t.Errorf("fixture %s has no golden case", f)
 		}
@@ -282,7 +340,7 @@ func TestCatalogueParity(t *testing.T) {
 	}
 	// Every key the code may render exists.
 	keys := cat.Keys()
-	for _, k := range []string{"misc.sep", "misc.dash", "err.config", "push.more", "ev.verdict_other", "help.admin"} {
+	for _, k := range []string{"misc.sep", "misc.dash", "err.config", "push.more", "ev.review_other", "push.more_one", "help.admin"} {
 		if !slices.Contains(keys, k) {
 			t.Errorf("missing key %s", k)
 		}

@@ -25,7 +25,7 @@ const originalDoc = `{
   "o/r": {
     "subscribers": {
       "group:777": {"bot_uuid": "bot-2", "target_type": "group", "target_id": 777,
-        "events": ["pr_review", "gollum"], "lang": "en_US", "added_at": "2025-01-01T00:00:00+00:00"}
+        "events": ["pr_review", "gollum", "sponsorship"], "lang": "en_US", "added_at": "2025-01-01T00:00:00+00:00"}
     },
     "last_event_id": "99999999999"
   },
@@ -60,7 +60,7 @@ func TestParseImport(t *testing.T) {
 	if len(subs) != 2 || subs[0].BotUUID != "bot-2" || subs[1].BotUUID != "bot-1" {
 		t.Fatalf("subscribers %+v", subs)
 	}
-	if subs[0].TargetID != "777" || len(subs[0].Kinds) != 1 || subs[0].Kinds[0] != "review" || *subs[0].Cursor != "99999999999" || subs[0].Prefix != "!" {
+	if subs[0].TargetID != "777" || strings.Join(subs[0].Kinds, ",") != "review,wiki" || *subs[0].Cursor != "99999999999" || subs[0].Prefix != "!" {
 		t.Fatalf("bot-2 %+v", subs[0])
 	}
 	if strings.Join(subs[1].Kinds, ",") != "push,pull_request,release" || subs[1].AddedAt.Format(time.RFC3339Nano) != "2025-01-02T03:04:05.678901Z" {
@@ -71,7 +71,7 @@ func TestParseImport(t *testing.T) {
 		t.Fatalf("hello-world %+v", hw)
 	}
 	notes := strings.Join(plan.Notes, "\n")
-	for _, want := range []string{`"person:10001" skipped`, `"gollum" dropped`, `"group:2" skipped`, `repo "bad repo/x" skipped`} {
+	for _, want := range []string{`"person:10001" skipped`, `"sponsorship" dropped`, `"group:2" skipped`, `repo "bad repo/x" skipped`} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}

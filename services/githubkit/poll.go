@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -119,7 +120,16 @@ func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key 
 	run := &pollRun{s: s, sc: sc, key: key, auth: a, st: st, fp: s.keyring.Fingerprint([]byte(st.Token)),
 		target: Target{BaseURL: st.APIURL, Token: st.Token}, now: s.now(), rev: cur.Rev, rec: cur.Rec,
 		progress: func() { _ = f.InProgress() }}
-	return run.run(ctx), false
+	outcome = run.run(ctx)
+	switch outcome {
+	case outNotModified, outNoNew, outDelivered:
+		// ciWanted reads the record of the start: polls of repositories
+		// without CI subscribers pay nothing for it
+		if ciWanted(run.rec) {
+			run.pollCI(ctx)
+		}
+	}
+	return outcome, false
 }
 
 func (p *pollRun) run(ctx context.Context) string {
@@ -241,7 +251,7 @@ func (p *pollRun) run(ctx context.Context) string {
 		if sub.Cursor != nil {
 			c = *sub.Cursor
 		}
-		sel := Select(asc, c, sub.Kinds, p.st.MaxEventsPerPush)
+		sel := SelectRefined(asc, c, sub.Kinds, sub.Refine, p.st.MaxEventsPerPush)
 		if len(sel.Events) > 0 {
 			plans = append(plans, plan{sub: sub, sel: sel, cur: c})
 		}
@@ -270,6 +280,7 @@ func (p *pollRun) run(ctx context.Context) string {
 	// 13. Send.
 	x := p.s.texts(p.st.Language)
 	en := newEnricher(p)
+	ln := links{web: WebBase(p.st.APIURL), repo: r.FullName}
 	type result struct {
 		sent, failed bool
 	}
@@ -282,7 +293,7 @@ func (p *pollRun) run(ctx context.Context) string {
 		p.progress()
 		var lines []string
 		for _, e := range pl.sel.Events {
-			if line, ok := x.eventLine(e, en.enrich(ctx, e)); ok {
+			if line, ok := x.eventLine(e, en.enrich(ctx, e), ln); ok {
 				lines = append(lines, line)
 			}
 		}
@@ -527,8 +538,11 @@ func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
 			return nil
 		}
 		r := &Enrichment{}
-		if cmp.GetStatus() == "ahead" {
+		switch cmp.GetStatus() {
+		case "ahead":
 			r.Commits = cmp.GetTotalCommits()
+		case "diverged", "behind":
+			r.Forced = true
 		}
 		if n := len(cmp.Commits); n > 0 && cmp.Commits[n-1].GetSHA() == head && cmp.Commits[n-1].Commit != nil {
 			r.HeadMessage = cmp.Commits[n-1].Commit.GetMessage()
@@ -547,7 +561,13 @@ func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
 		if en.failed("pull", err) {
 			return nil
 		}
-		r := &Enrichment{HasPR: true, Title: pr.GetTitle(), Merged: pr.GetMerged() || (pr.MergedAt != nil && !pr.MergedAt.IsZero())}
+		r := &Enrichment{HasPR: true, Title: pr.GetTitle(), Merged: pr.GetMerged() || (pr.MergedAt != nil && !pr.MergedAt.IsZero()),
+			Labels: []string{}}
+		for _, l := range pr.Labels {
+			if n := strings.TrimSpace(l.GetName()); n != "" {
+				r.Labels = append(r.Labels, n)
+			}
+		}
 		en.pulls[n] = r
 		return r
 	}

@@ -46,7 +46,10 @@ func (x texts) failText(err error) string {
 // queryCommand runs the read-only subcommands (repo, issues, prs, issue,
 // releases, user, search, help) and returns the reply text. GitHub failures
 // become texts per spec §3.4; it never returns a protocol error.
-func (x texts) queryCommand(ctx context.Context, gh *GitHub, s Settings, p Parsed, prefix string) string {
+func (x texts) queryCommand(ctx context.Context, gh *GitHub, s Settings, p Parsed, prefix string) (out string) {
+	// values from GitHub (titles, bodies, descriptions) may carry raw
+	// control characters; none reaches the chat
+	defer func() { out = chatSafe(out) }()
 	arg := func(i int) string {
 		if i < len(p.Args) {
 			return p.Args[i]

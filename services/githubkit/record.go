@@ -24,11 +24,14 @@ const (
 // RepoRecord is the stored state of one subscribed repository,
 // <scope>.repo.<repo-key> (spec §6.2).
 type RepoRecord struct {
-	V           int           `json:"v"`
-	FullName    string        `json:"full_name"`
-	RepoID      *int64        `json:"repo_id"`
-	Head        *string       `json:"head"`
-	ETag        string        `json:"etag,omitempty"`
+	V        int     `json:"v"`
+	FullName string  `json:"full_name"`
+	RepoID   *int64  `json:"repo_id"`
+	Head     *string `json:"head"`
+	ETag     string  `json:"etag,omitempty"`
+	// CI is the workflow-run state, absent until a subscriber asks for CI
+	// alerts (records written before it decode unchanged).
+	CI          *CIState      `json:"ci,omitempty"`
 	Poll        PollState     `json:"poll"`
 	Subscribers []*Subscriber `json:"subscribers"`
 }
@@ -67,7 +70,10 @@ func (id Identity) SID() string {
 // Subscriber is one chat subscribed to a repository.
 type Subscriber struct {
 	Identity
-	Kinds        []string  `json:"kinds"`
+	Kinds []string `json:"kinds"`
+	// Refine narrows Kinds (branches, labels, tags); absent in records
+	// written before it existed, which then narrow nothing.
+	Refine       *Refine   `json:"refine,omitempty"`
 	Prefix       string    `json:"prefix"`
 	Cursor       *string   `json:"cursor"`
 	SendFailures int       `json:"send_failures"`
@@ -155,6 +161,13 @@ type Selection struct {
 // first) newer than cursor that match kinds and have a formatter, then the
 // newest max of them.
 func Select(events []Event, cursor string, kinds []string, max int) Selection {
+	return SelectRefined(events, cursor, kinds, nil, max)
+}
+
+// SelectRefined is Select with a subscription's refinements applied after
+// its kinds. A payload is decoded for refinement only when ref looks at the
+// event's type, so subscriptions without refinements cost what they did.
+func SelectRefined(events []Event, cursor string, kinds []string, ref *Refine, max int) Selection {
 	var keep []Event
 	for _, e := range events {
 		if CompareIDs(e.ID, cursor) <= 0 || !formatted(e.Type) {
@@ -165,6 +178,9 @@ func Select(events []Event, cursor string, kinds []string, max int) Selection {
 			rt = e.RefType()
 		}
 		if !Matches(kinds, e.Type, rt) {
+			continue
+		}
+		if ref.refined(e.Type) && !ref.Allows(fromEvent(e, nil)) {
 			continue
 		}
 		keep = append(keep, e)

@@ -61,7 +61,8 @@ func TestSelectFilterThenCap(t *testing.T) {
 	}
 	// Cursor "99" against "100"-style ids compares numerically; events at or
 	// before the cursor are dropped, unformatted types never count.
-	mixed := events(t, "gollum", "push_full", "member")
+	mixed := events(t, "watch", "push_full", "watch")
+	mixed[0].Type, mixed[2].Type = "SponsorshipEvent", "PullRequestReviewThreadEvent"
 	sel := githubkit.Select(mixed, "99", nil, 5)
 	if len(sel.Events) != 1 || sel.Events[0].ID != "102" {
 		t.Fatalf("mixed: %+v", sel)

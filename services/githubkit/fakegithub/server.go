@@ -93,6 +93,7 @@ type repo struct {
 	events       []map[string]any // oldest first
 	pollInterval int
 	lastAuto     time.Time
+	runs         []WorkflowRun
 }
 
 type override struct {
@@ -577,6 +578,8 @@ func (s *Server) repoRoute(w http.ResponseWriter, r *http.Request, rel string, r
 		s.writeJSON(w, rel, capList(list, q, 30))
 	case rest == "/events":
 		s.events(w, r, rel, rp)
+	case rest == "/actions/runs":
+		s.runs(w, r, rel, rp)
 	case numRE.MatchString(rest):
 		m := numRE.FindStringSubmatch(rest)
 		for _, it := range loadFixture(m[1]).([]any) {

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestDevGitHubAPIURL: lbctl dev --github-api-url is checked before the
+// service is built: an unparsable or non-http(s) root and the combination
+// with --fake-github are refused with a clear error.
+func TestDevGitHubAPIURL(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--github-api-url", "ftp://ghe.example.com/api/v3"}, "--github-api-url"},
+		{[]string{"--github-api-url", "https://ghe.example.com/api/v3", "--fake-github"}, "exclude each other"},
+	} {
+		svc := githubkitService()
+		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		svc.DevFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		_, err := svc.Build(context.Background(), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	if fs := flag.NewFlagSet("dev", flag.ContinueOnError); true {
+		githubkitService().DevFlags(fs)
+		if fs.Lookup("github-api-url") == nil {
+			t.Fatal("no --github-api-url flag")
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package acceptance_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/lbpkg/runtimetest"
+	"github.com/langbot-nats/plugins/services/schenotify"
+)
+
+// BenchmarkPackageScheList is the benchmark of spec/langbot-packages.md
+// section 9: `!sche` (the list) through LangBot's real runtime, the
+// ScheNotify package, NATS and the service, next to the same invocation
+// sent directly on NATS and a command answered inside a package without
+// NATS (the runtimetest fixture), measured interleaved in the same run. The
+// package's own cost is through - (direct + in-package); the spec's goal is
+// <= 1 ms at p50.
+//
+//	go test -run '^$' -bench BenchmarkPackageScheList -benchtime 1x ./pkg/lbpkg/acceptance/
+func BenchmarkPackageScheList(b *testing.B) {
+	const rounds, warmup = 400, 30
+	for range b.N {
+		e := newEnv(b, schenotify.Plugin)
+		ctx := ctxT(b, 10*time.Minute)
+		sn := e.ins[schenotify.Plugin]
+		probe, err := runtimetest.ZipDir("../runtimetest/testdata/probe")
+		if err != nil {
+			b.Fatal(err)
+		}
+		pr, err := e.rt.Install(ctx, probe, "runtimetest", "Probe", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rets, err := e.rt.Command(ctx, sn, "!sche add in 2h stand up", group, 1); err != nil || len(rets) != 1 {
+			b.Fatalf("add: %q %v", runtimetest.Texts(rets), err)
+		}
+		e.waitWorker(ctx, schenotify.Plugin, sn)
+		attach, _ := e.lastAttach(ctx, schenotify.Plugin, sn)
+		inv := bus.NewInvoker(e.stack.nc, bus.Subjects{}, nil)
+		direct := &bus.Request{Binding: sn.Binding, Config: attach.Config, Command: &bus.Command{Name: schenotify.CommandSche,
+			Params: []string{}, FullText: "!sche", Prefix: "!", Privilege: 1,
+			Session: bus.Session{LauncherType: "group", LauncherID: "123456", SenderID: "42", BotUUID: "bot-1"}}}
+
+		ops := []func() error{
+			func() error { // through the runtime, the package and NATS
+				rets, err := e.rt.Command(ctx, sn, "!sche", group, 1)
+				if err == nil && (len(rets) != 1 || !strings.Contains(runtimetest.Texts(rets)[0], "stand up")) {
+					err = fmt.Errorf("list = %q", runtimetest.Texts(rets))
+				}
+				return err
+			},
+			func() error { // the same invocation on NATS
+				raw, err := inv.Invoke(ctx, schenotify.Plugin, bus.EndpointCommand, bus.NewInvocationID(), direct)
+				var rep bus.CommandReply
+				if err == nil && (json.Unmarshal(raw, &rep) != nil || len(rep.Returns) != 1 || !strings.Contains(rep.Returns[0].Text, "stand up")) {
+					err = fmt.Errorf("direct list = %s", raw)
+				}
+				return err
+			},
+			func() error { // answered inside a package, no NATS
+				rets, err := e.rt.Command(ctx, pr, "!probe pong", group, 1)
+				if err == nil && (len(rets) != 1 || runtimetest.Texts(rets)[0] != "pong") {
+					err = fmt.Errorf("probe = %q", runtimetest.Texts(rets))
+				}
+				return err
+			},
+		}
+		lat := make([][]time.Duration, len(ops))
+		for i := range warmup + rounds {
+			for j, op := range ops {
+				start := time.Now()
+				if err := op(); err != nil {
+					b.Fatalf("op %d: %v", j, err)
+				}
+				if i >= warmup {
+					lat[j] = append(lat[j], time.Since(start))
+				}
+			}
+		}
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
+		names := []string{"package", "direct", "inpkg"}
+		p50 := make([]time.Duration, len(ops))
+		for j, name := range names {
+			p50[j] = bustest.Percentile(lat[j], 50)
+			p99 := bustest.Percentile(lat[j], 99)
+			b.ReportMetric(ms(p50[j]), name+"-p50-ms")
+			b.ReportMetric(ms(p99), name+"-p99-ms")
+			b.Logf("%-8s p50 %v p99 %v (%d rounds)", name, p50[j], p99, rounds)
+		}
+		added := p50[0] - p50[1] - p50[2]
+		b.ReportMetric(ms(added), "added-p50-ms")
+		b.Logf("the package adds %v at p50 over direct + in-package (goal <= 1ms)", added)
+	}
+}

@@ -1,0 +1,124 @@
+package githubkit_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
+)
+
+func runsReqs(h *harness) []fakegithub.Request {
+	return h.requestsTo("/repos/" + hw + "/actions/runs")
+}
+
+func failedRun(id int64, branch, concl string) fakegithub.WorkflowRun {
+	return fakegithub.WorkflowRun{ID: id, Workflow: "CI", Branch: branch, SHA: "aa218f56b14c9653891f9e74264a383fa43fefbd",
+		Conclusion: concl, Actor: "hubot", Title: "Speed up the build", Number: int(id - 9000), Updated: time.Now().Add(time.Hour)}
+}
+
+// TestCIAlerts: failed workflow runs of a subscribed repository are pushed
+// once, with workflow, branch, commit, actor and link; a poll where nothing
+// changed costs one conditional request to each feed (events, runs) and
+// writes nothing; a subscription without a CI word never reads the runs.
+func TestCIAlerts(t *testing.T) {
+	h, a := oneInstall(t, "en_US")
+	b := newInst(t, "b", h.baseConfig("en_US", "token-b", 120))
+	h.attach(b, true)
+	h.addEvents(hw, 100, "watch")
+	h.fake.SetRuns(hw, failedRun(9001, "main", "failure"))
+
+	// a plain subscription: no Actions request at all
+	h.cmd(b, "sub "+hw)
+	h.fake.ResetRequests()
+	h.fire(b, hw)
+	h.fire(b, hw)
+	if n := len(runsReqs(h)); n != 0 {
+		t.Fatalf("%d runs requests without a ci word", n)
+	}
+
+	// ci only, on main: the first poll primes (the old failure is not alerted)
+	if got := h.cmd(a, "sub "+hw+" ci branch:main"); !strings.Contains(got, "ci; branches main") {
+		t.Fatalf("sub reply %q", got)
+	}
+	h.fake.ResetRequests()
+	h.fire(a, hw)
+	if r := runsReqs(h); len(r) != 1 || r[0].IfNoneMatch != "" || r[0].Query.Get("status") != "completed" {
+		t.Fatalf("priming poll %+v", r)
+	}
+	if len(h.sends()) != 0 {
+		t.Fatalf("priming sent %d", len(h.sends()))
+	}
+	rec := h.record(a, hw)
+	if rec.CI == nil || rec.CI.ETag == "" || len(rec.CI.Seen) != 1 {
+		t.Fatalf("ci state %+v", rec.CI)
+	}
+
+	// nothing changed: one conditional request per feed, no write, no send
+	rev := h.recordRev(a, hw)
+	h.fake.ResetRequests()
+	h.fire(a, hw)
+	if r := runsReqs(h); len(r) != 1 || r[0].IfNoneMatch != rec.CI.ETag {
+		t.Fatalf("unchanged poll runs requests %+v", r)
+	}
+	if n := len(eventsReqs(h)); n != 1 {
+		t.Fatalf("unchanged poll: %d events requests", n)
+	}
+	if n := len(h.fake.Requests()); n != 2 {
+		t.Fatalf("unchanged poll: %d requests in all, want 2", n)
+	}
+	if h.recordRev(a, hw) != rev || len(h.sends()) != 0 {
+		t.Fatal("an unchanged poll wrote or sent")
+	}
+
+	// a new failure on main, a success on main and a failure on another branch
+	runs := []fakegithub.WorkflowRun{failedRun(9001, "main", "failure"), failedRun(9002, "main", "failure"),
+		failedRun(9003, "main", "success"), failedRun(9004, "feature/x", "timed_out")}
+	h.fake.SetRuns(hw, runs...)
+	h.fire(a, hw)
+	sends := h.sends()
+	if len(sends) != 1 {
+		t.Fatalf("%d sends", len(sends))
+	}
+	text := sends[0].SendMessage().MessageChain[0].Text
+	want := "❌ CI #2 failed on main (aa218f5) by hubot: Speed up the build\n   " + h.fake.URL + "/" + hw + "/actions/runs/9002"
+	if !strings.Contains(text, want) || strings.Contains(text, "9003") || strings.Contains(text, "9004") {
+		t.Fatalf("alert %q, want %q", text, want)
+	}
+	// the same runs again: a 304, no second alert
+	h.fire(a, hw)
+	if len(h.sends()) != 1 {
+		t.Fatalf("%d sends after a repeat poll", len(h.sends()))
+	}
+
+	// ci_all for every branch gets every finished run, a re-run attempt included
+	h.cmd(a, "sub "+hw+" ci_all")
+	rerun := failedRun(9002, "main", "success")
+	rerun.Attempt = 2
+	h.fake.SetRuns(hw, append(runs, rerun, failedRun(9005, "feature/x", "cancelled"))...)
+	h.fire(a, hw)
+	sends = h.sends()
+	if len(sends) != 2 {
+		t.Fatalf("%d sends", len(sends))
+	}
+	text = sends[1].SendMessage().MessageChain[0].Text
+	if !strings.Contains(text, "CI #2 passed on main") || !strings.Contains(text, "CI #5 was cancelled on feature/x") || strings.Contains(text, "#3") {
+		t.Fatalf("ci_all alert %q", text)
+	}
+	if got := h.cmd(a, "subs"); !strings.Contains(got, "(ci_all)") {
+		t.Fatalf("subs %q", got)
+	}
+}
+
+// TestCIAlertTexts: both languages, every conclusion word present.
+func TestCIAlertTexts(t *testing.T) {
+	h, a := oneInstall(t, "zh_Hans")
+	h.addEvents(hw, 100, "watch")
+	h.cmd(a, "sub "+hw+" actions")
+	h.fire(a, hw)
+	h.fake.SetRuns(hw, failedRun(9001, "main", "startup_failure"))
+	h.fire(a, hw)
+	if s := h.sends(); len(s) != 1 || !strings.Contains(s[0].SendMessage().MessageChain[0].Text, "CI #1 在 main（aa218f5）上启动失败，触发者 hubot：Speed up the build") {
+		t.Fatalf("sends %+v", s)
+	}
+}
