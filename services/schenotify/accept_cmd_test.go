@@ -293,7 +293,7 @@ func TestN12ScheAdd(t *testing.T) {
 		{"!sche add 11:00 later today", "2030-01-01 11:00:00"},
 		{"!sche add 9:00 past means tomorrow", "2030-01-02 09:00:00"},
 		{"!sche add in 90m", "Usage: !sche add"},
-		{"!sche add soon x", "Usage: !sche add"},
+		{"!sche add soon x", "I could not tell when"},
 	} {
 		if got := e.cmd(t, b, cfgEN, s, tc.in); !strings.Contains(got, tc.want) {
 			t.Errorf("%q: %q", tc.in, got)

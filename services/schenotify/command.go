@@ -27,7 +27,25 @@ const (
 	CmdDelAll     = "delete_all"
 	CmdDelIndex   = "delete_index"
 	CmdDelID      = "delete_id"
+	// Changes of a reminder (issue 22); Verb is the canonical verb, Rest
+	// the text after it as typed.
+	CmdSnooze      = "snooze"
+	CmdEdit        = "edit"
+	CmdPause       = "pause"
+	CmdResume      = "resume"
+	CmdChangeUsage = "change_usage"
 )
+
+// changeVerbs maps the words of the change commands to their verb.
+var changeVerbs = map[string]string{
+	"snooze": CmdSnooze, "稍后": CmdSnooze, "延后": CmdSnooze,
+	"edit": CmdEdit, "修改": CmdEdit, "改": CmdEdit,
+	"pause": CmdPause, "暂停": CmdPause,
+	"resume": CmdResume, "恢复": CmdResume, "继续": CmdResume,
+}
+
+// textWords introduce a new text in "!sche edit <id> text <new text>".
+var textWords = map[string]bool{"text": true, "message": true, "内容": true, "文本": true}
 
 // Command is a parsed !sche or !dsche.
 type Command struct {
@@ -37,6 +55,9 @@ type Command struct {
 	Index int          // CmdDelIndex
 	ID    string       // CmdDelID
 	Token string       // CmdDelInvalid
+	Verb  string       // CmdChangeUsage: the verb whose usage to show
+	Rest  string       // CmdSnooze (its argument), CmdEdit (the when)
+	Text  string       // CmdEdit: the new text, when Rest is empty
 }
 
 // FoldWidth maps full-width digits and the full-width colon to ASCII;
@@ -81,6 +102,9 @@ func ParseSche(in CommandIn) Command {
 		}
 		return Command{Kind: CmdAdd, Add: spec}
 	}
+	if verb, ok := changeVerbs[strings.ToLower(first)]; ok {
+		return parseChange(verb, restAfter(in, toks, toks[0]))
+	}
 	if len(toks) == 1 {
 		if n, ok := atoiStrict(first); ok && n > 0 && first[0] != '-' {
 			return Command{Kind: CmdList, Page: n}
@@ -89,9 +113,51 @@ func ParseSche(in CommandIn) Command {
 	return Command{Kind: CmdHelp}
 }
 
+// parseChange parses the argument of snooze, edit, pause and resume.
+func parseChange(verb, rest string) Command {
+	usage := Command{Kind: CmdChangeUsage, Verb: verb}
+	arg := strings.TrimSpace(rest)
+	if verb == CmdSnooze {
+		return Command{Kind: CmdSnooze, Rest: arg}
+	}
+	idWord, after := cutWord(arg)
+	id, ok := NormalizeID(FoldWidth(idWord))
+	if !ok {
+		return usage
+	}
+	switch verb {
+	case CmdPause, CmdResume:
+		return Command{Kind: verb, ID: id}
+	}
+	after = strings.TrimLeftFunc(after, unicode.IsSpace)
+	w, afterWord := cutWord(after)
+	if textWords[strings.ToLower(strings.TrimRight(w, ":："))] {
+		text, ok := naturalText(afterWord)
+		if !ok {
+			return usage
+		}
+		return Command{Kind: CmdEdit, ID: id, Text: text}
+	}
+	if strings.TrimSpace(after) == "" {
+		return usage
+	}
+	return Command{Kind: CmdEdit, ID: id, Rest: strings.TrimSpace(after)}
+}
+
+// naturalText is a new text after its separator, kept as typed.
+func naturalText(rest string) (string, bool) {
+	msg := strings.TrimLeftFunc(rest, unicode.IsSpace)
+	msg = strings.TrimLeftFunc(strings.TrimPrefix(strings.TrimPrefix(msg, ":"), "："), unicode.IsSpace)
+	return msg, strings.TrimSpace(msg) != ""
+}
+
 // addRest is the text after the "add" token, from full_text when it holds
 // it (so the message keeps its spacing and line breaks), else the params.
-func addRest(in CommandIn, toks []string) string {
+func addRest(in CommandIn, toks []string) string { return restAfter(in, toks, "add") }
+
+// restAfter is the text after the sub-command word, from full_text when it
+// holds it, else the params.
+func restAfter(in CommandIn, toks []string, sub string) string {
 	ft := in.FullText
 	// Find "add" among the first three whitespace-separated words: the
 	// command word may come as "!sche" or as "!" "sche".
@@ -101,7 +167,7 @@ func addRest(in CommandIn, toks []string) string {
 		if start < 0 {
 			break
 		}
-		if strings.EqualFold(ft[start:end], "add") && word > 0 {
+		if strings.EqualFold(ft[start:end], sub) && word > 0 {
 			return ft[end:]
 		}
 		pos = end
@@ -170,12 +236,19 @@ func parseAdd(rest string) (when.AddSpec, bool) {
 	case strings.EqualFold(w1, "in"):
 		a := strings.TrimLeftFunc(after1, unicode.IsSpace)
 		w2, after2 := cutWord(a)
+		if w2 != "" && !startsWithDigit(FoldWidth(w2)) {
+			return naturalAdd(s)
+		}
 		msg, ok := message(after2)
 		if w2 == "" || !ok {
 			return when.AddSpec{}, false
 		}
 		raw := FoldWidth(w2)
 		d, err := when.ParseDuration(raw)
+		if err != nil {
+			// "in 10 minutes", "in the morning": a natural expression.
+			return naturalAdd(s)
+		}
 		return when.AddSpec{Form: when.WhenIn, Raw: raw, Delay: d, DelayOK: err == nil && d >= when.MinDelay, Message: msg}, true
 	case strings.EqualFold(w1, "cron"):
 		a := strings.TrimLeftFunc(after1, unicode.IsSpace)
@@ -212,8 +285,12 @@ func parseAdd(rest string) (when.AddSpec, bool) {
 		}
 		w2, after2 := cutWord(a)
 		f2 := FoldWidth(w2)
+		if w2 != "" && !looksLikeClock(f2) {
+			// "2030-01-31 dentist", "2030-01-31 3pm": a natural date.
+			return naturalAdd(s)
+		}
 		msg, ok := message(after2)
-		if w2 == "" || !ok || !looksLikeClock(f2) {
+		if w2 == "" || !ok {
 			return when.AddSpec{}, false
 		}
 		raw := f1 + " " + f2
@@ -228,8 +305,20 @@ func parseAdd(rest string) (when.AddSpec, bool) {
 		w, ok := when.ParseClock(f1)
 		return when.AddSpec{Form: when.WhenClock, Raw: f1, Wall: w, WallOK: ok, Message: msg}, true
 	}
-	return when.AddSpec{}, false
+	return naturalAdd(s)
 }
+
+// naturalAdd is the add of a natural expression ("明天下午3点 开会",
+// "tomorrow 3pm call mom"): the when and the message are split by
+// when.ReadNatural once the clock and zone are known (when.PlanAdd).
+func naturalAdd(s string) (when.AddSpec, bool) {
+	if strings.TrimSpace(s) == "" {
+		return when.AddSpec{}, false
+	}
+	return when.AddSpec{Form: when.WhenNatural, Raw: s}, true
+}
+
+func startsWithDigit(s string) bool { return s != "" && isDigit(s[0]) }
 
 // looksLikeDate reports whether s has the shape digits-digits-digits.
 func looksLikeDate(s string) bool {

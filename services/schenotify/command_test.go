@@ -77,11 +77,15 @@ func TestParseSche(t *testing.T) {
 		{in: "!sche add", kind: schenotify.CmdAddUsage},
 		{in: "!sche add in 90m", kind: schenotify.CmdAddUsage},
 		{in: "!sche add in 90m    ", kind: schenotify.CmdAddUsage},
-		{in: "!sche add tomorrow hello", kind: schenotify.CmdAddUsage},
+		// Beyond the fixed forms, the rest goes to the natural reader
+		// (when.ReadNatural), which splits time and message with the clock.
+		{in: "!sche add tomorrow hello", kind: schenotify.CmdAdd, form: "natural", raw: "tomorrow hello"},
+		{in: "!sche add 明天下午3点 开会", kind: schenotify.CmdAdd, form: "natural", raw: "明天下午3点 开会"},
+		{in: "!sche add in 10 minutes tea", kind: schenotify.CmdAdd, form: "natural", raw: "in 10 minutes tea"},
 		{in: "!sche add in 1m stretch", kind: schenotify.CmdAdd, form: "in", raw: "1m", msg: "stretch"},
 		{in: "!sche ADD IN 90m stand  up\nnow", kind: schenotify.CmdAdd, form: "in", raw: "90m", msg: "stand  up\nnow"},
 		{in: "!sche add in ９０m tea", kind: schenotify.CmdAdd, form: "in", raw: "90m", msg: "tea"},
-		{in: "!sche add in soon tea", kind: schenotify.CmdAdd, form: "in", raw: "soon", msg: "tea"},
+		{in: "!sche add in soon tea", kind: schenotify.CmdAdd, form: "natural", raw: "in soon tea"},
 		{in: `!sche add cron "0 9 * * 1-5" stand-up`, kind: schenotify.CmdAdd, form: "cron", raw: "0 9 * * 1-5", msg: "stand-up"},
 		{in: "!sche add cron “0 9 * * 1-5” 站会", kind: schenotify.CmdAdd, form: "cron", raw: "0 9 * * 1-5", msg: "站会"},
 		{in: `!sche add cron "0 9 * * 1-5"`, kind: schenotify.CmdAddUsage},
@@ -91,7 +95,7 @@ func TestParseSche(t *testing.T) {
 		{in: "!sche add 2030-01-02 09:00:30 dentist", kind: schenotify.CmdAdd, form: "date", raw: "2030-01-02 09:00:30", msg: "dentist"},
 		{in: "!sche add ２０３０-01-02 ０９：００ x", kind: schenotify.CmdAdd, form: "date", raw: "2030-01-02 09:00", msg: "x"},
 		{in: "!sche add 2030-02-30 09:00 x", kind: schenotify.CmdAdd, form: "date", raw: "2030-02-30 09:00", msg: "x"},
-		{in: "!sche add 2030-01-02 dentist", kind: schenotify.CmdAddUsage},
+		{in: "!sche add 2030-01-02 dentist", kind: schenotify.CmdAdd, form: "natural", raw: "2030-01-02 dentist"},
 		{in: "!sche add 18:30 call home", kind: schenotify.CmdAdd, form: "clock", raw: "18:30", msg: "call home"},
 		{in: "!sche add 7:5:9 x", kind: schenotify.CmdAdd, form: "clock", raw: "7:5:9", msg: "x"},
 		{in: "!sche add 18：30 x", kind: schenotify.CmdAdd, form: "clock", raw: "18:30", msg: "x"},
@@ -141,7 +145,7 @@ func TestPlanAddClock(t *testing.T) {
 	for _, tt := range []struct{ in, code string }{
 		{"!sche add 25:00 x", "invalid_time"},
 		{"!sche add 2030-02-30 09:00 x", "invalid_time"},
-		{"!sche add in soon x", "invalid_delay"},
+		{"!sche add in soon x", "natural_unreadable"},
 		{"!sche add in 0s x", "invalid_delay"},
 		{`!sche add cron "bad" x`, "invalid_recurrence"},
 		{`!sche add cron "@every 30s" x`, "interval_too_short"},
@@ -175,8 +179,12 @@ func FuzzParseSche(f *testing.F) {
 		case schenotify.CmdAdd:
 			// Verbatim from full_text, or rebuilt from the params when
 			// full_text lacks the command word.
-			mw, sw := strings.Fields(c.Add.Message), strings.Fields(s)
-			if strings.TrimSpace(c.Add.Message) == "" || len(mw) > len(sw) ||
+			kept := c.Add.Message
+			if c.Add.Form == when.WhenNatural {
+				kept = c.Add.Raw // time and message, split once the clock is known
+			}
+			mw, sw := strings.Fields(kept), strings.Fields(s)
+			if strings.TrimSpace(kept) == "" || len(mw) > len(sw) ||
 				strings.Join(mw, " ") != strings.Join(sw[len(sw)-len(mw):], " ") {
 				t.Fatalf("%q: message %q", s, c.Add.Message)
 			}

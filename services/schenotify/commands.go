@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
@@ -54,15 +55,41 @@ func (s *Service) sche(ctx context.Context, inv *bus.Invocation, set Settings, c
 		if f != nil {
 			return s.rd.FailureText(set, f)
 		}
+		msg, mentions, f := takeMentions(plan.Message)
+		if f != nil {
+			return s.rd.FailureText(set, f)
+		}
+		if strings.TrimSpace(msg) == "" {
+			return s.text(set, "cmd.add_usage", nil)
+		}
+		plan.Message = msg
 		sess, sender, ok := sessionOf(inv.Command.Session).Resolve()
 		if !ok {
 			return s.text(set, "err.no_session", nil)
 		}
-		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaCommand})
+		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaCommand, mentions: mentions})
 		if err != nil {
 			return s.failText(ctx, inv, set, err)
 		}
 		return s.rd.Scheduled(set, id, plan, now)
+	case CmdChangeUsage:
+		if c.Verb == CmdEdit {
+			return s.text(set, "cmd.edit_usage", nil)
+		}
+		return s.text(set, "cmd.id_usage", map[string]string{"verb": c.Verb})
+	case CmdSnooze, CmdEdit, CmdPause, CmdResume:
+		sess, sender, ok := sessionOf(inv.Command.Session).Resolve()
+		if !ok {
+			return s.text(set, "err.no_session", nil)
+		}
+		out, err := s.change(ctx, inv, set, sess, sender, c, ViaCommand)
+		switch {
+		case errors.Is(err, errNotFound):
+			return s.text(set, "cmd.delete_not_found", map[string]string{"id": c.ID})
+		case err != nil:
+			return s.failText(ctx, inv, set, err)
+		}
+		return s.rd.Changed(set, out, now)
 	case CmdList:
 		sess, _, ok := sessionOf(inv.Command.Session).Resolve()
 		if !ok {
@@ -133,4 +160,45 @@ func (s *Service) dsche(ctx context.Context, inv *bus.Invocation, set Settings, 
 		return s.rd.Deleted(set, rec, inFlight)
 	}
 	return s.text(set, "cmd.delete_usage", nil)
+}
+
+// change runs a snooze, edit, pause or resume of the command or tool c.
+func (s *Service) change(ctx context.Context, inv *bus.Invocation, set Settings, sess Session, sender string, c Command, via string) (changeOutcome, error) {
+	sc := inv.Scope
+	switch c.Kind {
+	case CmdSnooze:
+		id, expr := c.ID, c.Rest
+		if id == "" {
+			// "!sche snooze <id> [<when>]": an id-shaped first word is an id
+			// only if this chat has that reminder ("sunday 9am" is a time).
+			w, after := cutWord(expr)
+			if cand, ok := NormalizeID(FoldWidth(w)); ok {
+				if r, _, err := s.loadRecord(ctx, sc, cand); err == nil && r != nil && r.Session == sess {
+					id, expr = cand, strings.TrimSpace(after)
+				}
+			}
+		}
+		return s.snooze(ctx, snoozeRequest{scope: sc, invID: inv.ID, settings: set, session: sess, sender: sender, id: id, expr: expr, via: via})
+	case CmdEdit:
+		if c.Rest == "" {
+			return s.editText(ctx, sc, sess, c.ID, c.Text)
+		}
+		rec, _, err := s.loadRecord(ctx, sc, c.ID)
+		if err != nil {
+			return changeOutcome{}, err
+		}
+		if rec == nil || rec.Session != sess {
+			return changeOutcome{}, errNotFound
+		}
+		p, f := when.PlanWhen(c.Rest, rec.Message, true, when.ScheduleInput{Now: s.now(), Zone: set.Zone, MinEvery: s.cfg.MinEvery})
+		if f != nil {
+			return changeOutcome{}, f
+		}
+		return s.editTime(ctx, sc, sess, c.ID, p)
+	case CmdPause:
+		return s.pause(ctx, sc, sess, c.ID)
+	case CmdResume:
+		return s.resumeHeld(ctx, sc, sess, c.ID)
+	}
+	return changeOutcome{}, fail("internal", "", nil)
 }

@@ -111,6 +111,12 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			s.ack(ctx, f) // a waiting one is sent on the chat's next message (waiting.go)
 			return "", nil
 		}
+		if rec.Held {
+			// Paused by a user: a schedule armed before the pause (or by a
+			// send that raced it) wakes nothing.
+			s.ack(ctx, f)
+			return OutcomePaused, nil
+		}
 		now := s.now()
 		target := rec.Target()
 		wait := target.Sub(now)
@@ -247,7 +253,7 @@ func (s *Service) prepare(sc binding.Scope, auth *bus.Authority, rec *Record, oc
 	}
 	text := s.rd.DeliveryText(set, rec, occ, now, skipped)
 	msg := bus.SendMessage{BotUUID: rec.Session.BotUUID, TargetType: rec.Session.TargetType, TargetID: rec.Session.TargetID,
-		MessageChain: bus.Plain(text)}
+		MessageChain: deliveryChain(set, rec, text)}
 	return outgoing{msg: msg, rule: rule, loc: loc}
 }
 
@@ -273,6 +279,10 @@ func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Auth
 	switch {
 	case err == nil:
 		outcome = OutcomeDelivered
+		if lerr := s.rememberLast(ctx, sc, rec, occ, now); lerr != nil {
+			// Only snooze-without-id depends on it; the delivery stands.
+			s.log.WarnContext(ctx, "last delivery not recorded", "scope", sc.String(), "id", rec.ID, "err", lerr)
+		}
 		c.Delivered++
 		o := occ
 		c.LastOccurrence = &o

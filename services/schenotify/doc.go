@@ -33,7 +33,17 @@
 // (RetryPolicy) and end in the failed state; a 403 pauses the reminder.
 // Lifecycle transitions resume paused reminders; removal purges the scope's
 // subjects (the runner purges its keys). A recovery sweep re-arms reminders
-// left unarmed by a crash.
+// left unarmed by a crash. In a group the chain starts with At components
+// for the creator (setting mention_creator) and the members the reminder
+// names (mention.go); each successful send records the chat's last
+// delivery (<scope>.last.<session token>) for snooze.
+//
+// # Changes
+//
+// Snooze, edit, pause and resume (change.go) are compare-and-set updates of
+// the record that re-arm its @at or purge its subjects as add and delete
+// do. A user's pause (state paused, Held) outlasts the installation's: an
+// attach resumes only the latter.
 //
 // # Pure parts
 //

@@ -36,11 +36,18 @@ func toHostCall(c bustest.HostCall) hostCall {
 	return hostCall{Binding: c.Request.Binding, Scope: c.Scope, Data: c.SendMessage(), Key: c.IdempotencyKey, Header: c.Header, At: c.At}
 }
 
+// Text is the text of the delivery: its Plain component, after the At
+// mentions of a group delivery and the space that follows them.
 func (c hostCall) Text() string {
-	if len(c.Data.MessageChain) == 0 {
-		return ""
+	for _, p := range c.Data.MessageChain {
+		if p.Type == "Plain" {
+			if c.Data.MessageChain[0].Type == "At" {
+				return strings.TrimPrefix(p.Text, " ")
+			}
+			return p.Text
+		}
 	}
-	return c.Data.MessageChain[0].Text
+	return ""
 }
 
 // hostAction says how the fake host answers one send_message.

@@ -16,3 +16,7 @@ const (
 	// keyIndex is the key of a scope's reminder index: <scope>.index.
 	keyIndex = "index"
 )
+
+// keyLast is the key kind of the reminder delivered last in a chat:
+// <scope>.last.<session token>, read by "!sche snooze" without an id.
+const keyLast = "last"

@@ -33,8 +33,8 @@ func (s *Service) resume(ctx context.Context, sc binding.Scope) error {
 			if err != nil {
 				return err
 			}
-			if rec == nil || rec.State != StatePaused {
-				break
+			if rec == nil || rec.State != StatePaused || rec.Held {
+				break // a user's pause outlasts the installation's
 			}
 			c := *rec
 			c.State = StateScheduled

@@ -62,6 +62,25 @@ type Record struct {
 	Delivered           int              `json:"delivered"`
 	LastOccurrence      *time.Time       `json:"last_occurrence"`
 	ConsecutiveFailures int              `json:"consecutive_failures"`
+	// Mentions are the member ids named at creation ("@id" words, the
+	// tool's mentions), at most MaxMentions of at most MaxMentionRunes each;
+	// a group delivery mentions them after the creator.
+	Mentions []string `json:"mentions,omitempty"`
+	// Held marks a reminder paused by a user (!sche pause): its state is
+	// paused, and only !sche resume brings it back, not an attach.
+	Held bool `json:"held,omitempty"`
+}
+
+// LastDelivered is <scope>.last.<session token>: what a chat was sent
+// last, enough to snooze it after a one-shot's record is gone. Its
+// strings are a record's, within the same caps.
+type LastDelivered struct {
+	V          int       `json:"v"`
+	ID         string    `json:"id"`
+	Message    string    `json:"message"`
+	Mentions   []string  `json:"mentions,omitempty"`
+	Occurrence time.Time `json:"occurrence"`
+	At         time.Time `json:"at"`
 }
 
 // Created via.

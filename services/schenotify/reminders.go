@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -22,6 +23,7 @@ type addRequest struct {
 	sender   string
 	plan     when.Plan
 	via      string
+	mentions []string // member ids to mention, within the caps
 }
 
 // add creates and arms a reminder (spec 3.3 success, 6.1): the index entry
@@ -91,10 +93,15 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	sender := req.sender
+	if utf8.RuneCountInString(sender) > MaxMentionRunes {
+		sender = "" // a stored name has a cap; an id that long is not mentioned
+	}
 	rec := &Record{
-		V: 1, ID: id, Session: req.session, CreatorSenderID: req.sender, CreatedAt: now, CreatedVia: req.via,
+		V: 1, ID: id, Session: req.session, CreatorSenderID: sender, CreatedAt: now, CreatedVia: req.via,
 		InvocationID: req.invID, Message: req.plan.Message, OriginalLength: req.plan.OriginalLength,
 		Zone: req.settings.Zone.String(), NextDue: req.plan.First.UTC(), State: StateScheduled,
+		Mentions: req.mentions,
 	}
 	if req.plan.Rule != nil {
 		r := req.plan.Rule.Recurrence

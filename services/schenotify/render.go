@@ -55,6 +55,9 @@ type ListItem struct {
 	LastError  *string          `json:"last_error"`
 	Message    string           `json:"message"`
 	MessageCut bool             `json:"message_cut"`
+	// Held: paused by a user (resume_notification), not by the installation.
+	Held     bool     `json:"held"`
+	Mentions []string `json:"mentions"`
 }
 
 // ListResult is the result of list_notifications.
@@ -171,6 +174,18 @@ func (rd Renderer) Scheduled(s Settings, id string, p when.Plan, now time.Time) 
 		}
 		parts = append(parts, rd.text(s, "ok.scheduled_recurring", args))
 	}
+	if p.Understood != "" {
+		// What the natural expression was read as, in the chat's zone, with
+		// the weekday: the answer to any ambiguity ("next friday", "3点").
+		u := map[string]string{"expr": p.Understood, "time": when.Local(p.First, s.Zone), "zone": zone,
+			"weekday": Weekday(rd.Cat, s.Language, p.First.In(s.Zone).Weekday())}
+		if p.Rule != nil {
+			u["recurrence"] = p.Rule.Display()
+			parts = append(parts, rd.text(s, "note.understood_rule", u))
+		} else {
+			parts = append(parts, rd.text(s, "note.understood", u))
+		}
+	}
 	if p.Truncated {
 		parts = append(parts, rd.text(s, "note.truncated", map[string]string{"max": strconv.Itoa(when.MaxMessageRunes), "length": strconv.Itoa(p.OriginalLength)}))
 	}
@@ -223,7 +238,7 @@ func (rd Renderer) List(s Settings, recs []*Record, now time.Time) ListResult {
 	r := ListResult{Status: "ok", Zone: s.Zone.String(), Count: len(recs), Reminders: []ListItem{}, Warnings: rd.Warnings(s)}
 	for _, rec := range recs {
 		it := ListItem{ID: rec.ID, Due: when.RFC3339In(rec.NextDue, s.Zone), Recurrence: rec.Recurrence,
-			State: shownState(rec.State), Attempt: rec.Attempt}
+			State: shownState(rec.State), Attempt: rec.Attempt, Held: rec.Held, Mentions: append([]string{}, rec.Mentions...)}
 		if rec.LastError != nil {
 			c := rec.LastError.Code
 			it.LastError = &c
@@ -302,6 +317,9 @@ func (rd Renderer) listLine(s Settings, n int, rec *Record, maxAttempts int) str
 		state = rd.text(s, "cmd.state_retrying", map[string]string{"attempt": strconv.Itoa(rec.Attempt), "max": mx})
 	case StatePaused:
 		state = rd.text(s, "cmd.state_paused", nil)
+		if rec.Held {
+			state = rd.text(s, "cmd.state_held", map[string]string{"id": rec.ID})
+		}
 	case StateWaiting:
 		state = rd.text(s, "cmd.state_waiting", nil)
 	case StateFailed:
@@ -347,3 +365,56 @@ func (rd Renderer) DeliveryText(s Settings, rec *Record, occurrence, now time.Ti
 // LateThreshold is the lateness above which a delivery carries the late
 // note.
 const LateThreshold = 60 * time.Second
+
+// ChangeResult is the success result of the change tools (snooze, edit,
+// pause, resume).
+type ChangeResult struct {
+	Status     string           `json:"status"`
+	ID         string           `json:"id"`
+	Due        string           `json:"due"`
+	DueUTC     string           `json:"due_utc"`
+	State      string           `json:"state"`
+	Held       bool             `json:"held"`
+	Recurrence *when.Recurrence `json:"recurrence"`
+	Message    string           `json:"message"`
+	Warnings   []Warning        `json:"warnings"`
+	Text       string           `json:"text"`
+}
+
+// Changed is the text of a change (without prefix), shared by the
+// commands and the tools.
+func (rd Renderer) Changed(s Settings, c changeOutcome, now time.Time) string {
+	r := c.rec
+	zone := when.ZoneLabel(s.Zone, now)
+	args := map[string]string{"id": r.ID, "time": when.Local(r.NextDue, s.Zone), "zone": zone, "message": Preview(r.Message, listPreviewRunes)}
+	if r.Recurrence != nil {
+		args["recurrence"] = r.Recurrence.Display()
+	}
+	key := map[string]string{changedTime: "ok.edited_time", changedRule: "ok.edited_rule", changedText: "ok.edited_text",
+		changedPaused: "ok.paused", changedResume: "ok.resumed", changedSnooze: "ok.snoozed"}[c.kind]
+	parts := []string{rd.text(s, key, args)}
+	if c.plan.Understood != "" {
+		u := map[string]string{"expr": c.plan.Understood, "time": when.Local(r.NextDue, s.Zone), "zone": zone,
+			"weekday": Weekday(rd.Cat, s.Language, r.NextDue.In(s.Zone).Weekday()), "recurrence": args["recurrence"]}
+		k := "note.understood"
+		if c.kind == changedRule {
+			k = "note.understood_rule"
+		}
+		parts = append(parts, rd.text(s, k, u))
+	}
+	if c.plan.Adjusted != nil && c.plan.Adjusted.Reason == when.AdjustGap {
+		parts = append(parts, rd.text(s, "note.dst_gap", map[string]string{"requested": c.plan.Adjusted.Requested, "time": when.Local(r.NextDue, s.Zone)}))
+	}
+	if c.plan.Adjusted != nil && c.plan.Adjusted.Reason == when.AdjustOverlap {
+		parts = append(parts, rd.text(s, "note.dst_overlap", map[string]string{"time": c.plan.Adjusted.Requested, "zone": zone}))
+	}
+	return strings.Join(parts, "\n")
+}
+
+// ChangeResult is the tool result of a change.
+func (rd Renderer) ChangeResult(s Settings, c changeOutcome, now time.Time) ChangeResult {
+	r := c.rec
+	return ChangeResult{Status: "ok", ID: r.ID, Due: when.RFC3339In(r.NextDue, s.Zone), DueUTC: when.UTCString(r.NextDue),
+		State: shownState(r.State), Held: r.Held, Recurrence: r.Recurrence, Message: cutRunes(r.Message, toolPreviewRunes),
+		Warnings: rd.Warnings(s), Text: rd.Changed(s, c, now)}
+}

@@ -81,7 +81,7 @@ func TestErrorTexts(t *testing.T) {
 	rd := renderer(t)
 	codes := []string{"missing_params", "invalid_param", "conflicting_params", "invalid_time", "invalid_delay",
 		"invalid_recurrence", "interval_too_short", "invalid_until", "time_passed", "too_far", "until_before_start",
-		"no_session", "too_many", "too_many_in_session", "not_found", "unavailable", "internal"}
+		"no_session", "too_many", "too_many_in_session", "not_found", "unavailable", "internal", "natural_unreadable", "no_message"}
 	var out strings.Builder
 	for _, lang := range []string{"en_US", "zh_Hans"} {
 		s := settings(t, lang, "Asia/Shanghai", "")
@@ -234,7 +234,7 @@ func TestManifest(t *testing.T) {
 	// An empty config normalises to the declared defaults.
 	s := schenotify.NormalizeConfig(nil, time.UTC)
 	defaults := map[string]any{"language": s.Language, "timezone": "", "notify_prefix": s.Prefix,
-		"max_reminders": s.MaxReminders, "max_per_session": s.MaxPerSession}
+		"max_reminders": s.MaxReminders, "max_per_session": s.MaxPerSession, "mention_creator": s.MentionCreator}
 	for _, c := range m.Config {
 		if w, ok := defaults[c.Name]; !ok || w != c.Default {
 			t.Errorf("config %s: default %#v, settings use %#v", c.Name, c.Default, w)

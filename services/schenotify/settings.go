@@ -39,7 +39,10 @@ type Settings struct {
 	Prefix        string
 	MaxReminders  int
 	MaxPerSession int // effective: at most MaxReminders
-	Warnings      []ConfigWarning
+	// MentionCreator: a reminder delivered in a group mentions its creator
+	// (setting mention_creator, default on).
+	MentionCreator bool
+	Warnings       []ConfigWarning
 }
 
 // NormalizeConfig reads the installation config of spec 2 from raw (a JSON
@@ -68,6 +71,7 @@ func NormalizeConfig(raw json.RawMessage, defaultZone *time.Location) Settings {
 	caps := settings.Ints{Min: 1, Max: maxCap, LowIsDefault: true}
 	s.MaxReminders = r.Int("max_reminders", DefaultMaxReminders, caps)
 	s.MaxPerSession = min(r.Int("max_per_session", DefaultMaxPerSession, caps), s.MaxReminders)
+	s.MentionCreator = r.Bool("mention_creator", true, settings.Bools{})
 	for _, w := range r.Warnings() {
 		s.Warnings = append(s.Warnings, ConfigWarning{Field: w.Field, Value: shownValue(w.Raw), Used: w.Used})
 	}

@@ -17,21 +17,33 @@ const (
 	ToolSchedule = "schedule_notify"
 	ToolList     = "list_notifications"
 	ToolCancel   = "cancel_notification"
+	ToolSnooze   = "snooze_notification"
+	ToolEdit     = "edit_notification"
+	ToolPause    = "pause_notification"
+	ToolResume   = "resume_notification"
 )
+
+// changeTools maps the change tools to their command kind.
+var changeTools = map[string]string{ToolSnooze: CmdSnooze, ToolEdit: CmdEdit, ToolPause: CmdPause, ToolResume: CmdResume}
 
 // dedupes reports whether an invocation changes state (DESIGN 3.1): adds
 // and deletes do, lists and the clock do not.
 func dedupes(inv *bus.Invocation) bool {
 	switch {
 	case inv.Tool != nil:
-		return inv.Tool.Name == ToolSchedule || inv.Tool.Name == ToolCancel
+		_, change := changeTools[inv.Tool.Name]
+		return inv.Tool.Name == ToolSchedule || inv.Tool.Name == ToolCancel || change
 	case inv.Command != nil:
 		switch inv.Command.Name {
 		case "dsche":
 			return true
 		case "sche":
 			toks := tokens(inv.Command.Params)
-			return len(toks) > 0 && strings.EqualFold(FoldWidth(toks[0]), "add")
+			if len(toks) == 0 {
+				return false
+			}
+			_, change := changeVerbs[strings.ToLower(FoldWidth(toks[0]))]
+			return strings.EqualFold(FoldWidth(toks[0]), "add") || change
 		}
 	}
 	return false
@@ -82,11 +94,22 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		if f != nil {
 			return failed(f)
 		}
+		var mentions []string
+		if raw := bytes.TrimSpace(params["mentions"]); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+			var ids []string
+			if json.Unmarshal(raw, &ids) != nil {
+				return failed(fail("invalid_param", "mentions", map[string]string{"field": "mentions"}))
+			}
+			var ok bool
+			if mentions, ok = validMentions(ids); !ok {
+				return failed(mentionsFailure("mentions"))
+			}
+		}
 		sess, sender, ok := sessionOf(inv.Tool.Session).Resolve()
 		if !ok {
 			return failed(fail("no_session", "", nil))
 		}
-		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaTool})
+		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaTool, mentions: mentions})
 		var vf *when.Failure
 		if errors.As(err, &vf) {
 			return failed(vf)
@@ -134,7 +157,83 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		}
 		return result(s.rd.Cancelled(set, rec, inFlight))
 	}
+	if kind, ok := changeTools[inv.Tool.Name]; ok {
+		c, f := changeParams(kind, inv.Tool.Parameters)
+		if f != nil {
+			return failed(f)
+		}
+		sess, sender, ok := sessionOf(inv.Tool.Session).Resolve()
+		if !ok {
+			return failed(fail("no_session", "", nil))
+		}
+		out, err := s.change(ctx, inv, set, sess, sender, c, ViaTool)
+		var vf *when.Failure
+		switch {
+		case errors.Is(err, errNotFound):
+			return failed(fail("not_found", "id", map[string]string{"id": c.ID}))
+		case errors.As(err, &vf):
+			return failed(vf)
+		case err != nil:
+			return failed(s.internalFailure(ctx, inv, err))
+		}
+		return result(s.rd.ChangeResult(set, out, now))
+	}
 	return nil, bus.Errorf(bus.ErrNotFound, "schenotify has no tool %q", safeName(inv.Tool.Name))
+}
+
+// changeParams reads the parameters of a change tool: id (required except
+// for a snooze, which defaults to the chat's last delivery); a snooze's
+// delay or time_str; an edit's time_str (a time or a repeat rule) or
+// message. Strings only, as schedule_notify.
+func changeParams(kind string, raw json.RawMessage) (Command, *when.Failure) {
+	var params map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &params)
+	str := map[string]string{}
+	for _, k := range []string{"id", "delay", "time_str", "message"} {
+		v := bytes.TrimSpace(params[k])
+		if len(v) == 0 || bytes.Equal(v, []byte("null")) {
+			continue
+		}
+		var sv string
+		if v[0] != '"' || json.Unmarshal(v, &sv) != nil {
+			return Command{}, fail("invalid_param", k, map[string]string{"field": k})
+		}
+		if strings.TrimSpace(sv) != "" {
+			str[k] = sv
+		}
+	}
+	c := Command{Kind: kind}
+	if idText, ok := str["id"]; ok {
+		id, ok := NormalizeID(strings.TrimSpace(idText))
+		if !ok {
+			return Command{}, fail("not_found", "id", map[string]string{"id": Preview(idText, 32)})
+		}
+		c.ID = id
+	} else if kind != CmdSnooze {
+		return Command{}, fail("missing_params", "", nil)
+	}
+	_, hasDelay := str["delay"]
+	_, hasTime := str["time_str"]
+	switch kind {
+	case CmdSnooze:
+		if hasDelay && hasTime {
+			return Command{}, fail("conflicting_params", "delay", nil)
+		}
+		c.Rest = str["delay"] + str["time_str"]
+	case CmdEdit:
+		msg, hasMsg := str["message"]
+		switch {
+		case hasTime && hasMsg:
+			return Command{}, fail("conflicting_params", "message", nil)
+		case hasTime:
+			c.Rest = str["time_str"]
+		case hasMsg:
+			c.Text = msg
+		default:
+			return Command{}, fail("missing_params", "", nil)
+		}
+	}
+	return c, nil
 }
 
 // safeName shortens a caller-given name for an error message.

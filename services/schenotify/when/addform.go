@@ -1,6 +1,12 @@
 package when
 
-import "time"
+import (
+	"errors"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
 
 // When forms of !sche add (spec 4.2).
 const (
@@ -8,6 +14,9 @@ const (
 	WhenCron  = "cron"
 	WhenDate  = "date"
 	WhenClock = "clock"
+	// WhenNatural is a natural expression at the start of Raw, read with
+	// ReadNatural when the clock and zone are known; the message follows it.
+	WhenNatural = "natural"
 )
 
 // AddSpec is the syntax of "!sche add <when> <message>".
@@ -58,10 +67,88 @@ func PlanAdd(spec AddSpec, in ScheduleInput) (Plan, *Failure) {
 		}
 		ts := nextClock(spec.Wall, in.Now.Truncate(time.Second), in.Zone)
 		w.Time, w.TimeRaw = &ts, spec.Raw
+	case WhenNatural:
+		n, f := readNaturalFailure(spec.Raw, in, false)
+		if f != nil {
+			return Plan{}, f
+		}
+		msg, ok := naturalMessage(n.Rest)
+		if !ok {
+			return Plan{}, fail("no_message", "", map[string]string{"value": cutExpr(n.Expr)})
+		}
+		w = n.start()
+		p, f := finishPlan(msg, w, in)
+		if f != nil {
+			return Plan{}, f
+		}
+		p.Understood = n.Expr
+		return p, nil
 	default:
 		return Plan{}, fail("invalid_time", "time_str", map[string]string{"value": spec.Raw})
 	}
 	return finishPlan(spec.Message, w, in)
+}
+
+// readNaturalFailure reads a natural expression (the whole of s when
+// whole) and maps what it cannot read to the result codes: an @every under
+// the minimum is interval_too_short, anything else natural_unreadable,
+// whose text gives examples.
+func readNaturalFailure(s string, in ScheduleInput, whole bool) (Natural, *Failure) {
+	read := ReadNatural
+	if whole {
+		read = ParseNatural
+	}
+	n, err := read(s, in)
+	switch {
+	case errors.Is(err, errIntervalShort):
+		minEvery := in.MinEvery
+		if minEvery <= 0 {
+			minEvery = DefaultMinEvery
+		}
+		return Natural{}, fail("interval_too_short", "recurrence", map[string]string{"value": cutExpr(s), "min": FormatDuration(minEvery)})
+	case err != nil:
+		return Natural{}, fail("natural_unreadable", "time_str", map[string]string{"value": cutExpr(s)})
+	}
+	return n, nil
+}
+
+// start is the schedule start of a natural reading.
+func (n Natural) start() Start {
+	var w Start
+	switch {
+	case n.Time != nil:
+		w.Time, w.TimeRaw = n.Time, n.Expr
+	case n.Delay > 0:
+		w.Delay, w.DelayRaw = n.Delay, n.Expr
+	case n.Rule != nil:
+		w.Rule = n.Rule
+	}
+	return w
+}
+
+// naturalMessage is the message after a natural expression: separators
+// (spaces, one comma or colon) dropped, the rest kept as typed.
+func naturalMessage(rest string) (string, bool) {
+	msg := strings.TrimLeftFunc(rest, unicode.IsSpace)
+	for _, sep := range []string{",", "，", ":", "：", "、", "-"} {
+		if m, ok := strings.CutPrefix(msg, sep); ok {
+			msg = strings.TrimLeftFunc(m, unicode.IsSpace)
+			break
+		}
+	}
+	if strings.TrimSpace(msg) == "" {
+		return "", false
+	}
+	return msg, true
+}
+
+// cutExpr shortens an expression shown back in a reply.
+func cutExpr(s string) string {
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) <= 60 {
+		return s
+	}
+	return string([]rune(s)[:60]) + "…"
 }
 
 // nextClock is the next occurrence of a wall clock time in loc: today if

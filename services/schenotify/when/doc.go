@@ -4,7 +4,10 @@
 // policy of spec 7.3 (LoadZone, Resolve), recurrence rules (ParseRecurrence,
 // Rule.Next), the when forms of "!sche add" (AddSpec, PlanAdd) and the
 // validation of a schedule into a Plan with its result codes (PlanTool,
-// Failure).
+// Failure). Natural expressions in Chinese and English ("明天下午3点半",
+// "every weekday 9am") are read by fixed rules in ReadNatural, beside
+// them; PlanAdd, PlanTool and PlanWhen (snooze, edit) use the same reader.
+// docs/reminders.md lists the grammar and the rules of its readings.
 //
 // Everything here is a pure function of its inputs and the clock value it is
 // given (ProcessZoneName alone reads the process's TZ and /etc/localtime):
@@ -13,7 +16,7 @@
 // package schenotify (which imports it).
 //
 // New ways of writing a time belong here, beside the forms they extend: a
-// parser (such as natural-language times) returns a TimeSpec, a Rule or an
-// AddSpec, and PlanTool and PlanAdd keep the checks and result codes in one
-// place.
+// parser returns a TimeSpec, a Rule or an AddSpec (as ReadNatural returns a
+// Natural), and PlanTool, PlanAdd and PlanWhen keep the checks and result
+// codes in one place.
 package when

@@ -49,6 +49,9 @@ type Plan struct {
 	Until          time.Time // zero when none
 	Next           []time.Time
 	Adjusted       *Adjusted
+	// Understood is the natural expression the time was read from ("" for
+	// the fixed forms); replies say what it was read as.
+	Understood string
 }
 
 // Start is the start of a reminder as given: at most one of Time and Delay.
@@ -107,12 +110,26 @@ func PlanTool(params map[string]json.RawMessage, in ScheduleInput) (Plan, *Failu
 	}
 	var w Start
 	// 4. the start.
+	var understood string
 	if hasTime {
 		ts, err := ParseTime(str["time_str"], in.Zone)
-		if err != nil {
-			return Plan{}, fail("invalid_time", "time_str", map[string]string{"value": str["time_str"]})
+		switch {
+		case err == nil:
+			w.Time, w.TimeRaw = &ts, str["time_str"]
+		default:
+			// Not form L or R: a natural expression ("明天下午3点",
+			// "every weekday 9am"), read by the same rules as !sche add.
+			n, f := readNaturalFailure(str["time_str"], in, true)
+			if f != nil {
+				f.Code, f.Field = "invalid_time", "time_str"
+				return Plan{}, f
+			}
+			if n.Rule != nil && given("recurrence") {
+				return Plan{}, fail("invalid_time", "time_str", map[string]string{"value": cutExpr(str["time_str"])})
+			}
+			w = n.start()
+			understood = n.Expr
 		}
-		w.Time, w.TimeRaw = &ts, str["time_str"]
 	}
 	if hasDelay {
 		d, err := ParseDuration(str["delay"])
@@ -124,6 +141,14 @@ func PlanTool(params map[string]json.RawMessage, in ScheduleInput) (Plan, *Failu
 	// 5. recurrence and until.
 	if rec, ok := str["recurrence"]; ok {
 		rule, f := parseRule(rec, in.MinEvery, "recurrence")
+		if f != nil && f.Code == "invalid_recurrence" {
+			// A natural recurrence ("每周一三五 9:00", "every 2 hours").
+			if n, nf := readNaturalFailure(rec, in, true); nf == nil && n.Rule != nil {
+				rule, f, understood = *n.Rule, nil, n.Expr
+			} else if nf != nil && nf.Code == "interval_too_short" {
+				f = nf
+			}
+		}
 		if f != nil {
 			return Plan{}, f
 		}
@@ -136,7 +161,12 @@ func PlanTool(params map[string]json.RawMessage, in ScheduleInput) (Plan, *Failu
 		}
 		w.Until = &ts
 	}
-	return finishPlan(msg, w, in)
+	p, f := finishPlan(msg, w, in)
+	if f != nil {
+		return Plan{}, f
+	}
+	p.Understood = understood
+	return p, nil
 }
 
 // parseRule maps recurrence errors to their result codes.

@@ -3,6 +3,7 @@ package when
 import (
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/robfig/cron/v3"
 )
@@ -37,7 +38,7 @@ const maxCronSteps = 4096
 // at least minEvery. TZ= and CRON_TZ= prefixes are refused.
 func ParseRecurrence(expr string, minEvery time.Duration) (Rule, error) {
 	s := strings.TrimSpace(expr)
-	if s == "" || strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ=") {
+	if s == "" || utf8.RuneCountInString(s) > MaxExprRunes || strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ=") {
 		return Rule{}, errRecurrence
 	}
 	if rest, ok := strings.CutPrefix(s, "@every"); ok {
