@@ -144,6 +144,10 @@ type FiredConfig struct {
 	AckWait    time.Duration // default 30 s
 	MaxDeliver int           // 0: unlimited
 	Timeout    time.Duration // per-message deadline; default AckWait
+	// MaxAckPending bounds the unacked messages; default max(1000, 4*Workers).
+	// A handler that keeps messages unacked beyond its return (schenotify's
+	// held deliveries) raises it.
+	MaxAckPending int
 }
 
 // Fired is one fired schedule message. The handler must Ack, Nak or Term
@@ -203,8 +207,11 @@ func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandl
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       cfg.AckWait,
 		MaxDeliver:    cfg.MaxDeliver,
-		MaxAckPending: max(1000, cfg.Workers*4),
+		MaxAckPending: cfg.MaxAckPending,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	if cc.MaxAckPending <= 0 {
+		cc.MaxAckPending = max(1000, cfg.Workers*4)
 	}
 	if cc.MaxDeliver == 0 {
 		cc.MaxDeliver = -1

@@ -56,7 +56,7 @@ func TestSnoozeLastDelivered(t *testing.T) {
 	if n := len(e.reminderKeys(t, scopeOf(a))); n != 1 {
 		t.Fatalf("%d reminders after snoozing by id, want 1", n)
 	}
-	if at, _ := e.armed(t, scopeOf(a), id); at != "@at "+rfc(r.NextDue) {
+	if at, _ := e.armed(t, scopeOf(a), id); at != armedFor(rfc(r.NextDue)) {
 		t.Fatalf("armed %q after the snooze, record due %s", at, rfc(r.NextDue))
 	}
 }
@@ -80,7 +80,7 @@ func TestEditPauseResume(t *testing.T) {
 	if r == nil || r.NextDue.UTC().Hour() != 9 || !strings.Contains(got, "Understood \"tomorrow 9am\"") {
 		t.Fatalf("edit time: %q, record %+v", got, r)
 	}
-	if at, _ := e.armed(t, sc, id); at != "@at "+rfc(r.NextDue) {
+	if at, _ := e.armed(t, sc, id); at != armedFor(rfc(r.NextDue)) {
 		t.Fatalf("armed %q, record due %s", at, rfc(r.NextDue))
 	}
 	if got := e.cmd(t, a, cfgEN, s, "!sche edit "+id+" text see  the dentist"); !strings.Contains(got, "now says") {

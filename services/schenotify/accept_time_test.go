@@ -33,6 +33,12 @@ func (e *env) armed(t testing.TB, sc binding.Scope, id string) (string, bool) {
 	return m.Header.Get("Nats-Schedule"), hasZone
 }
 
+// armedFor is the Nats-Schedule header of a reminder due at due (RFC 3339):
+// the schedule fires the default lead ahead of it.
+func armedFor(due string) string {
+	return "@at " + rfc(utc(due).Add(-schenotify.DefaultLead))
+}
+
 // fire injects a fired message for a reminder, as the server would.
 func (e *env) fire(t testing.TB, sc binding.Scope, id string) {
 	t.Helper()
@@ -111,8 +117,8 @@ func TestN2DST(t *testing.T) {
 	}
 	id := r["id"].(string)
 	steps := []struct{ at, want string }{
-		{"2030-03-09T07:30:00Z", "@at 2030-03-10T07:30:00Z"},
-		{"2030-03-10T07:30:00Z", "@at 2030-03-11T06:30:00Z"},
+		{"2030-03-09T07:30:00Z", armedFor("2030-03-10T07:30:00Z")},
+		{"2030-03-10T07:30:00Z", armedFor("2030-03-11T06:30:00Z")},
 	}
 	for i, st := range steps {
 		clock.Set(utc(st.at))
@@ -130,14 +136,14 @@ func TestN2DST(t *testing.T) {
 	e.host.wait(t, 3, 5*time.Second)
 	bustest.EventuallyWithin(t, 5*time.Second, "armed for 11-04", func() bool {
 		got, _ := e.armed(t, sc, id2)
-		return got == "@at 2030-11-04T06:30:00Z"
+		return got == armedFor("2030-11-04T06:30:00Z")
 	})
 	clock.Set(utc("2030-11-03T06:30:00Z"))
 	e.fire(t, sc, id2) // stale: not due
 	bustest.EventuallyWithin(t, 5*time.Second, "stale fire handled", func() bool {
 		return counter(t, e, "not_due") >= 1
 	})
-	if got, zone := e.armed(t, sc, id2); got != "@at 2030-11-04T06:30:00Z" || zone {
+	if got, zone := e.armed(t, sc, id2); got != armedFor("2030-11-04T06:30:00Z") || zone {
 		t.Fatalf("after stale fire: %q zone %v", got, zone)
 	}
 	if n := len(e.host.sends()); n != 3 {
@@ -248,7 +254,7 @@ func TestN3EveryMinuteLong(t *testing.T) {
 	checkOnTime(t, calls[0], due)
 	bustest.EventuallyWithin(t, 5*time.Second, "next minute armed", func() bool {
 		got, zone := e.armed(t, scopeOf(b), id)
-		return got == "@at "+rfc(due.Add(time.Minute)) && !zone
+		return got == armedFor(rfc(due.Add(time.Minute))) && !zone
 	})
 }
 

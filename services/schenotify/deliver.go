@@ -34,9 +34,14 @@ func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
 	if h := s.hooks.onFired; h != nil {
 		h(f, time.Now())
 	}
-	span := trace.SpanFromContext(ctx)
 	outcome, err := s.deliver(ctx, f)
-	span.SetAttributes(attribute.String("schenotify.outcome", outcome))
+	s.settle(ctx, f, outcome, err)
+}
+
+// settle counts a handled fire's outcome and naks it after a temporary
+// failure.
+func (s *Service) settle(ctx context.Context, f *bus.Fired, outcome string, err error) {
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("schenotify.outcome", outcome))
 	if outcome != "" {
 		s.metrics.deliveries.WithLabelValues(outcome).Inc()
 	}
@@ -82,6 +87,14 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 		s.ack(ctx, f)
 		return OutcomeDeleted, nil
 	}
+	// reserved is a slot of the holder (hold.go), taken when the fire came
+	// inside the hold window and given back unless the delivery is held.
+	reserved := false
+	defer func() {
+		if reserved {
+			s.holds.unreserve()
+		}
+	}()
 	for range 10 {
 		rec, rev, err := s.loadRecord(ctx, sc, id)
 		if err != nil {
@@ -94,8 +107,8 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			s.ack(ctx, f)
 			return OutcomeDeleted, nil
 		}
-		if rec.State == StateFailed {
-			s.ack(ctx, f)
+		if rec.State == StateFailed || rec.State == StateWaiting {
+			s.ack(ctx, f) // a waiting one is sent on the chat's next message (waiting.go)
 			return "", nil
 		}
 		if rec.Held {
@@ -106,7 +119,17 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 		}
 		now := s.now()
 		target := rec.Target()
-		if target.After(now.Add(time.Second)) {
+		wait := target.Sub(now)
+		if early := wait > 0 && wait <= s.holdWindow(); early && !reserved {
+			reserved = s.holds.reserve()
+		} else if !early && reserved {
+			s.holds.unreserve()
+			reserved = false
+		}
+		// Without a held slot an early fire waits on the server until the
+		// target: the lead makes every fire early, so the second of
+		// tolerance for clock differences would deliver early.
+		if !reserved && target.After(now) {
 			return OutcomeNotDue, s.notDue(ctx, f, sc, id, target, now)
 		}
 		if rec.State == StateSending && rec.Claim != nil && now.Before(rec.Claim.Until) {
@@ -128,6 +151,17 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			s.ack(ctx, f)
 			return OutcomePaused, nil
 		}
+		if marked, _, err := s.chatWaiting(ctx, sc, rec.Session); err != nil {
+			return "", err
+		} else if marked {
+			if conflict, err := s.park(ctx, sc, rec, rev); err != nil {
+				return "", err
+			} else if conflict {
+				continue
+			}
+			s.ack(ctx, f)
+			return OutcomeWaiting, nil
+		}
 		if h := s.hooks.beforeClaim; h != nil {
 			h(ctx, sc, id)
 		}
@@ -139,6 +173,15 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			fa := nowSec
 			c.FirstAttemptAt = &fa
 		}
+		if reserved && target.After(nowSec) {
+			// A held claim covers the wait and the send (and a first
+			// attempt is counted from the instant, not from the claim).
+			nowSec = target.UTC().Truncate(time.Second)
+			if c.Attempt == 0 || c.FirstAttemptAt == nil {
+				fa := nowSec
+				c.FirstAttemptAt = &fa
+			}
+		}
 		c.State = StateSending
 		c.Claim = &Claim{Occurrence: occ, Replica: s.cfg.Replica, Until: nowSec.Add(s.cfg.Claim)}
 		c.Attempt++
@@ -149,7 +192,13 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 		if err != nil {
 			return "", storeErr("claim", err)
 		}
-		return s.send(ctx, f, auth, &c, crev, occ, target, now)
+		if reserved && target.After(s.now()) {
+			reserved = false // the holder owns the slot now
+			s.hold(&held{f: f, auth: auth, orig: *rec, rec: &c, rev: crev, occ: occ, target: target,
+				out: s.prepare(sc, auth, &c, occ, target)})
+			return "", nil
+		}
+		return s.send(ctx, f, auth, &c, crev, occ, target, s.now())
 	}
 	return "", storeErr("claim", bus.ErrCASExhausted)
 }
@@ -170,7 +219,19 @@ func (s *Service) notDue(ctx context.Context, f *bus.Fired, sc binding.Scope, id
 
 // send performs the claimed delivery and records its outcome.
 func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, rec *Record, rev uint64, occ, target, now time.Time) (string, error) {
-	sc := f.Scope
+	return s.sendPrepared(ctx, f, auth, rec, rev, occ, target, s.prepare(f.Scope, auth, rec, occ, now))
+}
+
+// outgoing is a delivery's message, built before the send (a held
+// delivery builds it while it waits, so the instant costs only the send).
+type outgoing struct {
+	msg  bus.SendMessage
+	rule *when.Rule
+	loc  *time.Location
+}
+
+// prepare builds the message of occurrence occ as sent at now.
+func (s *Service) prepare(sc binding.Scope, auth *bus.Authority, rec *Record, occ, now time.Time) outgoing {
 	cfg, err := s.runner.OpenConfig(sc, auth)
 	if err != nil {
 		cfg = nil
@@ -193,9 +254,17 @@ func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, r
 	text := s.rd.DeliveryText(set, rec, occ, now, skipped)
 	msg := bus.SendMessage{BotUUID: rec.Session.BotUUID, TargetType: rec.Session.TargetType, TargetID: rec.Session.TargetID,
 		MessageChain: deliveryChain(set, rec, text)}
+	return outgoing{msg: msg, rule: rule, loc: loc}
+}
+
+// sendPrepared performs the claimed delivery of out and records its outcome.
+func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Authority, rec *Record, rev uint64, occ, target time.Time, out outgoing) (string, error) {
+	sc := f.Scope
+	msg, rule, loc := out.msg, out.rule, out.loc
+	now := s.now()
 	s.metrics.lateness.Observe(now.Sub(target).Seconds())
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
-	err = s.runner.Host().SendMessage(sctx, auth.Binding, msg, IdempotencyKey(sc, rec.ID, occ))
+	err := s.runner.Host().SendMessage(sctx, auth.Binding, msg, IdempotencyKey(sc, rec.ID, occ))
 	cancel()
 	if h := s.hooks.afterSend; h != nil {
 		h(ctx, sc, rec.ID)
@@ -221,6 +290,11 @@ func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, r
 			s.log.InfoContext(ctx, "reminder handled", "scope", sc.String(), "id", rec.ID, "outcome", outcome,
 				"attempt", rec.Attempt, "occurrence", occ.UTC().Format(time.RFC3339))
 			return s.finishOutcome(ctx, f, outcome, err)
+		}
+	case Refusal(err) != "":
+		outcome = OutcomeWaiting
+		if werr := s.refused(ctx, sc, &c, rev, Refusal(err), now); werr != nil {
+			return s.finishOutcome(ctx, f, outcome, werr)
 		}
 	case errors.As(err, &hostErr) && hostErr.Code == 403:
 		outcome = OutcomePaused

@@ -81,6 +81,8 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 			cfg("mention_creator", "boolean", true),
 		},
 		Commands: []plugin.Command{command(CommandSche), command(CommandDsche)},
+		// a chat that refused a proactive reminder gets it on its next message
+		Events: []string{EventPersonMessage, EventGroupMessage},
 		Tools: []plugin.Tool{
 			tool(ToolNow, schemaEmpty, promptNow),
 			tool(ToolSchedule, schemaSchedule, promptSchedule),

@@ -44,7 +44,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
-	for _, o := range []string{OutcomeDelivered, OutcomeRetry, OutcomeFailed, OutcomePaused, OutcomeNotDue, OutcomeDeleted} {
+	for _, o := range []string{OutcomeDelivered, OutcomeRetry, OutcomeFailed, OutcomePaused, OutcomeNotDue, OutcomeDeleted, OutcomeWaiting} {
 		m.deliveries.WithLabelValues(o)
 	}
 	return m, nil

@@ -320,6 +320,8 @@ func (rd Renderer) listLine(s Settings, n int, rec *Record, maxAttempts int) str
 		if rec.Held {
 			state = rd.text(s, "cmd.state_held", map[string]string{"id": rec.ID})
 		}
+	case StateWaiting:
+		state = rd.text(s, "cmd.state_waiting", nil)
 	case StateFailed:
 		code := ErrCodeHost
 		if rec.LastError != nil {

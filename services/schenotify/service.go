@@ -58,6 +58,14 @@ type Config struct {
 	// DefaultZone is the zone used when an installation sets none; default
 	// the process zone (spec 2 rule 2).
 	DefaultZone string
+	// Lead is how far ahead of its due instant a schedule fires, so that the
+	// claimed delivery waits in memory and is sent at the instant (hold.go);
+	// default DefaultLead, at most MaxLead, negative for none. It is used up
+	// to a third of AckWait.
+	Lead time.Duration
+	// MaxHeld bounds the deliveries waiting in memory; default
+	// DefaultMaxHeld. Fires beyond it wait on the server as without a lead.
+	MaxHeld int
 }
 
 // Service is the reminder service. Create it with New and serve with Run.
@@ -81,6 +89,11 @@ type Service struct {
 
 	mu      sync.Mutex
 	janitor chan janitorItem // finished deliveries to purge and ack
+
+	lead  time.Duration // the effective lead (Config.Lead)
+	holds *holder       // deliveries waiting for their instant
+	// flusher sends a refusing chat's reminders on its next message
+	flusher *flusher
 
 	hooks hooks // tests only (export_test.go)
 }
@@ -119,6 +132,17 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	if cfg.DueWorkers <= 0 {
 		cfg.DueWorkers = 64
 	}
+	switch {
+	case cfg.Lead == 0:
+		cfg.Lead = DefaultLead
+	case cfg.Lead > MaxLead:
+		return nil, fmt.Errorf("%w: lead %v is over %v", bus.ErrInvalidConfig, cfg.Lead, MaxLead)
+	case cfg.Lead < 0:
+		cfg.Lead = 0
+	}
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = DefaultMaxHeld
+	}
 	if cfg.Replica == "" {
 		var b [6]byte
 		_, _ = crand.Read(b[:])
@@ -136,7 +160,8 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		return nil, fmt.Errorf("%w: %w", bus.ErrInvalidConfig, err)
 	}
 	s := &Service{cfg: cfg, zone: zone, nc: deps.Conn, now: deps.Clock, log: deps.Logger, subj: deps.Subjects,
-		rd: Renderer{Cat: cat}, tracer: deps.TracerProvider.Tracer(tracerName)}
+		rd: Renderer{Cat: cat}, tracer: deps.TracerProvider.Tracer(tracerName),
+		lead: min(cfg.Lead, cfg.AckWait/3), holds: newHolder(cfg.MaxHeld), flusher: newFlusher()}
 	if s.metrics, err = newMetrics(deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
@@ -150,6 +175,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		Handlers: bus.Handlers{
 			Command: s.handleCommand,
 			Tool:    s.handleTool,
+			Event:   s.handleEvent,
 			Dedupe:  dedupes,
 		},
 		Purge:        s.purgeScope,
@@ -166,11 +192,14 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			Filter:  s.subj.InternalAll(Plugin, KindDue),
 			Workers: cfg.DueWorkers,
 			AckWait: cfg.AckWait,
-			Timeout: cfg.HostTimeout + 10*time.Second,
+			// held deliveries stay unacked until their instant (hold.go)
+			MaxAckPending: cfg.MaxHeld + max(1000, cfg.DueWorkers*4),
+			Timeout:       cfg.HostTimeout + 10*time.Second,
 		}, Handler: s.handleFired}},
 		// the janitor outlives the due consumer's handlers, which queue
 		// work for it; the sweep runs beside them
-		Parts:           []bus.Part{s.janitorPart(), bus.Loop(s.sweepLoop)},
+		// held deliveries and next-message sends stop before the janitor
+		Parts:           []bus.Part{s.janitorPart(), s.holdPart(), bus.Loop(s.sweepLoop)},
 		HostTimeout:     cfg.HostTimeout,
 		ShutdownTimeout: cfg.HostTimeout + 15*time.Second,
 	}, deps)

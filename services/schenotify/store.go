@@ -169,8 +169,10 @@ type scheduleBody struct {
 }
 
 // arm publishes the reminder's @at schedule for at (spec 7.2), replacing
-// any schedule on its subject.
+// any schedule on its subject. The schedule fires the lead ahead of at, and
+// the handler holds the claimed delivery until at (hold.go).
 func (s *Service) arm(ctx context.Context, sc binding.Scope, id string, at time.Time) error {
+	at = at.Add(-s.lead)
 	sched, due, err := s.subjects(sc, id)
 	if err != nil {
 		return err

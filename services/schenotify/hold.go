@@ -1,0 +1,223 @@
+package schenotify
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// The exact second (issue 22). The server fires a large batch of @at
+// schedules up to a second late (its fire floor), so each schedule is armed
+// Lead ahead of its due instant. A fire that arrives inside the lead window
+// is claimed at once (the record decides, as on every fire), and the claimed
+// delivery is released by an in-process timer at the instant: only the
+// send remains on the critical path. The fired message stays unacked while
+// it is held, so a crash before the instant leads to its redelivery once
+// AckWait and the claim have expired; a stop puts the record back as it was
+// before the claim and re-arms the schedule, so another replica (or the
+// restarted one) sends it at the instant.
+// The number of held deliveries is bounded (MaxHeld); beyond it, and for a
+// fire earlier than the hold window, the fire takes today's path (a nak
+// with a delay until the target, or a re-arm).
+
+// Defaults and bounds of the lead (Config.Lead, Config.MaxHeld).
+const (
+	DefaultLead    = 5 * time.Second
+	MaxLead        = 10 * time.Second
+	DefaultMaxHeld = 4096
+)
+
+// holdPart runs the held deliveries and the next-message sends
+// (nextmessage.go): both stop with the service, after its intake drained.
+func (s *Service) holdPart() bus.Part {
+	return bus.PartFuncs{
+		StartFunc: func(ctx context.Context) error { s.flusher.open(ctx); return nil },
+		StopFunc: func(context.Context) error {
+			s.stopHolds()
+			s.flusher.close()
+			return nil
+		},
+	}
+}
+
+// held is one claimed delivery waiting in memory for its instant.
+type held struct {
+	f      *bus.Fired
+	auth   *bus.Authority
+	orig   Record  // the record as it was before the claim
+	rec    *Record // the claimed record
+	rev    uint64  // its revision
+	occ    time.Time
+	target time.Time
+	out    outgoing // the message, built while it waits
+	timer  *time.Timer
+}
+
+// holder owns the held deliveries: membership of the map is ownership, so
+// a timer that fires while stop runs finds its entry gone and does nothing.
+type holder struct {
+	mu       sync.Mutex
+	held     map[*held]struct{}
+	reserved int
+	max      int
+	stopped  bool
+	running  sync.WaitGroup
+}
+
+func newHolder(max int) *holder { return &holder{held: map[*held]struct{}{}, max: max} }
+
+// reserve takes a slot for one held delivery; false when the cap is reached
+// or the holder has stopped.
+func (h *holder) reserve() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped || h.reserved >= h.max {
+		return false
+	}
+	h.reserved++
+	return true
+}
+
+func (h *holder) unreserve() {
+	h.mu.Lock()
+	h.reserved--
+	h.mu.Unlock()
+}
+
+// Held is the number of deliveries waiting for their instant.
+func (s *Service) Held() int {
+	s.holds.mu.Lock()
+	defer s.holds.mu.Unlock()
+	return len(s.holds.held)
+}
+
+// holdWindow is how far ahead of its target a fire is held in memory: the
+// lead plus a second of clock difference, and never more than half the
+// ack wait, so a held message is not redelivered while it waits.
+func (s *Service) holdWindow() time.Duration {
+	return min(s.lead+time.Second, s.cfg.AckWait/2)
+}
+
+// hold hands a claimed delivery (a reserved slot) to a timer at its
+// target. The handler's slot is free once it returns.
+func (s *Service) hold(it *held) {
+	h := s.holds
+	h.mu.Lock()
+	if h.stopped {
+		h.reserved--
+		h.mu.Unlock()
+		s.putBack(it)
+		return
+	}
+	h.held[it] = struct{}{}
+	wait := it.target.Sub(s.now())
+	it.timer = time.AfterFunc(max(0, wait), func() { s.release(it) })
+	h.mu.Unlock()
+}
+
+// release sends a held delivery at its instant.
+func (s *Service) release(it *held) {
+	h := s.holds
+	h.mu.Lock()
+	if _, ok := h.held[it]; !ok || h.stopped {
+		h.mu.Unlock()
+		return // stop took it over
+	}
+	delete(h.held, it)
+	h.reserved--
+	h.running.Add(1)
+	h.mu.Unlock()
+	defer h.running.Done()
+	if a, ok := s.runner.View().Lookup(it.f.Scope); ok && !a.Active() {
+		// Disabled, superseded or removed while it waited: the record
+		// decides again, on the fire's own path (which pauses or purges).
+		s.putBackClaim(it)
+		_ = it.f.Nak(0)
+		return
+	}
+	s.active.begin()
+	defer s.active.end()
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
+	if it.f.Origin.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: it.f.Origin}))
+	}
+	ctx, span := s.tracer.Start(context.Background(), "release held reminder", opts...)
+	defer span.End()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout+10*time.Second)
+	defer cancel()
+	outcome, err := s.sendPrepared(ctx, it.f, it.auth, it.rec, it.rev, it.occ, it.target, it.out)
+	s.settle(ctx, it.f, outcome, err)
+}
+
+// stopHolds stops every timer, puts their records back and naks their
+// messages with a delay until their targets, then waits for the releases
+// already running. Nothing is held afterwards.
+func (s *Service) stopHolds() {
+	h := s.holds
+	h.mu.Lock()
+	h.stopped = true
+	var back []*held
+	for it := range h.held {
+		it.timer.Stop()
+		back = append(back, it)
+	}
+	clear(h.held)
+	h.reserved = 0
+	h.mu.Unlock()
+	work := make(chan *held)
+	var wg sync.WaitGroup
+	for range min(16, len(back)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range work {
+				s.putBack(it)
+			}
+		}()
+	}
+	for _, it := range back {
+		work <- it
+	}
+	close(work)
+	wg.Wait()
+	h.running.Wait()
+}
+
+// putBack undoes the claim of a delivery that will not be sent here (the
+// record decides: if it changed meanwhile, that write wins) and re-arms its
+// schedule for the target, whose fired message replaces the held one (the
+// due subject keeps the last fired message only), so the next replica sends
+// it at the instant. A nak with a delay was tried first: its redelivery
+// could wait for AckWait after a restart.
+func (s *Service) putBack(it *held) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	sc, id := it.f.Scope, it.rec.ID
+	if !s.putBackClaim(it) {
+		return
+	}
+	if err := s.arm(ctx, sc, id, it.target); err != nil {
+		s.log.WarnContext(ctx, "held reminder: not re-armed", "scope", sc.String(), "id", id, "err", err)
+		_ = it.f.Nak(max(0, it.target.Sub(s.now())))
+		return
+	}
+	s.ack(ctx, it.f)
+}
+
+// putBackClaim writes the record as it was before the claim, unless it
+// changed meanwhile (that write wins); false when the store failed, and the
+// claim then stays until it expires.
+func (s *Service) putBackClaim(it *held) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	orig := it.orig
+	if _, err := s.casRecord(ctx, it.f.Scope, &orig, it.rev); err != nil && !bus.IsCASConflict(err) {
+		s.log.WarnContext(ctx, "held reminder: claim not released", "scope", it.f.Scope.String(), "id", it.rec.ID, "err", err)
+		return false
+	}
+	return true
+}
