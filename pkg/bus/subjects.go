@@ -39,6 +39,22 @@ const (
 	ActionGetBots     = "get_bots"
 )
 
+// Reasons of a send_message the chat platform refused for good (a 4xx
+// host error other than 403 and 429, docs/protocol.md "Host actions"): a
+// retry would be refused again, so a sender waits for the chat's next
+// incoming message instead.
+const (
+	// RefusalNotPermitted: the bot may not message this target (blocked,
+	// not a friend or member, muted, no permission on the platform).
+	RefusalNotPermitted = "not_permitted"
+	// RefusalOutsideReplyWindow: the platform lets a bot answer only
+	// within a window after the user's last message.
+	RefusalOutsideReplyWindow = "outside_reply_window"
+	// RefusalUnsupportedTarget: the adapter cannot send proactively to
+	// this kind of target at all.
+	RefusalUnsupportedTarget = "unsupported_target"
+)
+
 // KV key kinds: the token after "<scope>." of a key (DESIGN 4; the
 // service specs). The ones every plugin has are here; a service declares
 // its own subject and key kinds (githubkit and schenotify in their

@@ -72,6 +72,9 @@ type protocol struct {
 	ConfigKeys    []string          `json:"package_config_keys"`
 	Timeouts      map[string]int    `json:"timeouts_ms"`
 	IdemKeys      int               `json:"idempotency_keys"`
+	// Refusals: reason -> phrases of a platform's permanent refusal in
+	// LangBot's exception text (refusals.go).
+	Refusals map[string][]string `json:"refusals"`
 }
 
 // template turns a subject built from placeholders into a Python format
@@ -135,6 +138,7 @@ func buildProtocol(configKeys []string) (protocol, error) {
 			"attach_backoff_max": int(AttachBackoffMax.Milliseconds()), "connect_grace": int(ConnectGrace.Milliseconds()),
 		},
 		IdemKeys: IdempotencyKeys,
+		Refusals: refusalPhrases(),
 	}
 	return p, nil
 }

@@ -23,18 +23,12 @@ import (
 // first send that succeeds removes the mark, so the chat's later
 // reminders go out proactively again.
 
-// Reasons of a permanent refusal of send_message (the host's error reason).
+// Reasons of a permanent refusal of send_message (the host's error
+// reason), as pkg/bus names them.
 const (
-	// ReasonNotPermitted: the bot may not message this target (blocked,
-	// not a friend or member, muted, no permission on the platform).
-	ReasonNotPermitted = "not_permitted"
-	// ReasonOutsideReplyWindow: the platform only lets the bot answer
-	// within a window after the user's last message (WeChat's 48 h
-	// customer-service window, WeCom customer service, QQ official bots).
-	ReasonOutsideReplyWindow = "outside_reply_window"
-	// ReasonUnsupportedTarget: the adapter cannot send proactively to this
-	// kind of target at all.
-	ReasonUnsupportedTarget = "unsupported_target"
+	ReasonNotPermitted       = bus.RefusalNotPermitted
+	ReasonOutsideReplyWindow = bus.RefusalOutsideReplyWindow
+	ReasonUnsupportedTarget  = bus.RefusalUnsupportedTarget
 )
 
 // StateWaiting is a reminder whose chat refused a proactive message: it is

@@ -37,6 +37,26 @@ class Runtime(typing.Protocol):
     async def call(self, action: str, data: dict[str, typing.Any], timeout: float) -> dict[str, typing.Any]: ...
 
 
+# CLOSE_DRAIN_TIMEOUT bounds how long close waits for the connection to
+# drain; the runtime stops a plugin within seconds.
+CLOSE_DRAIN_TIMEOUT = 5.0
+
+
+async def _stop(task: asyncio.Task[typing.Any]) -> None:
+    """Cancel task until it ends.
+
+    One cancel is not enough: before Python 3.12, asyncio.wait_for returns
+    the result and drops a cancel that arrives as its future completes (an
+    attach acknowledged at the moment of shutdown), and the task then sleeps
+    for the attach refresh period. Repeating the cancel ends it.
+    """
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=0.5)
+    if not task.cancelled():
+        task.exception()  # retrieved; _run logs its own failures
+
+
 class ConfigError(ValueError):
     """The package config cannot be used (bad URL or prefix); never echoes values."""
 
@@ -106,6 +126,7 @@ class Forwarder:
         self._host_slots = asyncio.Semaphore(64)
         self._idem: collections.OrderedDict[str, asyncio.Future[typing.Any]] = collections.OrderedDict()
         self.attach_acks = 0
+        self._closing = False
 
     # ----- lifecycle
 
@@ -115,20 +136,22 @@ class Forwarder:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def close(self) -> None:
-        """Stop the background work and drain the connection."""
+        """Stop the background work and drain the connection, in bounded time."""
+        self._closing = True
         if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+            await _stop(self._task)
         for t in list(self._host_tasks):
             t.cancel()
         if self._nc is not None:
             try:
-                await self._nc.drain()
-            except Exception:
+                await asyncio.wait_for(self._nc.drain(), CLOSE_DRAIN_TIMEOUT)
+            except (asyncio.TimeoutError, Exception):
                 pass
+            if not self._nc.is_closed:
+                try:
+                    await self._nc.close()
+                except Exception:
+                    pass
 
     @property
     def connected(self) -> bool:
@@ -193,6 +216,8 @@ class Forwarder:
                     backoff = min(backoff * 2, self.gen.timeout("attach_backoff_max"))
             self.attach_acks += 1
             log.info("attach of %s acknowledged", self.scope)
+            if self._closing:
+                return
             await asyncio.sleep(self.gen.timeout("attach_refresh"))
 
     # ----- invocations
@@ -329,10 +354,14 @@ class Forwarder:
             if "timed out" in text:
                 # The runtime's own call to LangBot timed out: as ambiguous as ours.
                 raise err(503, "the runtime did not answer in time; outcome unknown", "timeout") from None
-            if "not found" in text:
-                raise err(404, "bot or query not found") from None
             if "stale" in text or "not registered" in text or "binding" in text or "does not match" in text:
                 raise err(403, "the runtime refused this installation's binding") from None
+            for reason, phrases in self.gen.protocol["refusals"].items():
+                if any(ph in text for ph in phrases):
+                    # The platform refused for good: a retry is refused again.
+                    raise err(400, "the platform refused the message", reason) from None
+            if "not found" in text:
+                raise err(404, "bot or query not found") from None
             if "busy" in text:
                 raise err(429, "the runtime is busy") from None
             log.error("host action %s for %s failed in the runtime: %s", action, self.scope, exc)

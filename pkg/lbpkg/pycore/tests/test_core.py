@@ -206,6 +206,32 @@ class InitializeTest(unittest.IsolatedAsyncioTestCase):
         await fw.close()
 
 
+    async def test_close_ends_a_task_that_dropped_its_cancel(self) -> None:
+        # Python 3.11's wait_for can drop a cancel that arrives as the
+        # attach is acknowledged; the worker then sleeps for the refresh
+        # period. close must still end it.
+        swallowed = asyncio.Event()
+
+        async def stubborn() -> None:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                swallowed.set()
+            await asyncio.sleep(3600)
+
+        fw = Forwarder(GEN, new_binding(), config(nats_url="nats://127.0.0.1:1"), Recorder())
+        fw._task = asyncio.get_running_loop().create_task(stubborn())
+        await asyncio.sleep(0)
+        closing = asyncio.get_running_loop().create_task(fw.close())
+        done, _ = await asyncio.wait({closing}, timeout=10)
+        if not done:
+            closing.cancel()
+            fw._task.cancel()
+            self.fail("close waits for a task that dropped its cancel")
+        self.assertTrue(swallowed.is_set())
+        self.assertTrue(fw._task.done())
+
+
 class CommandTest(Base):
     async def test_every_return_streamed_in_order(self) -> None:
         seen = await self.serve("command", lambda m: _async(ok({"returns": [{"text": "one"}, {"text": "two\nlines"}, {"text": "three"}]})))
@@ -425,11 +451,14 @@ class HostActionTest(Base):
             (HostTimeout("Action send_message call timed out"), "503", "timeout"),
             (HostCallFailed("Action send_message call timed out"), "503", "timeout"),
             (HostCallFailed("adapter exploded: secret detail"), "500", ""),
+            (HostCallFailed("WeCom customer service only supports sending messages to person targets"), "400", "unsupported_target"),
+            (HostCallFailed("Forbidden: bot was blocked by the user"), "400", "not_permitted"),
+            (HostCallFailed("{'errcode': 45015, 'errmsg': 'response out of time limit or subscription is canceled'}"), "400", "outside_reply_window"),
         ]
         for exc, want, reason in cases:
-            with self.subTest(want):
+            with self.subTest(want + reason):
                 self.runtime.fail = exc
-                h, out = await self.call("send_message", self.body(), key="k-" + want + str(exc.__class__.__name__))
+                h, out = await self.call("send_message", self.body(), key="k-" + want + reason + str(exc.__class__.__name__))
                 self.assertEqual(self.code(h), want)
                 self.assertEqual(out["error"].get("reason", ""), reason)
                 self.assertNotIn("secret detail", json.dumps(out))
