@@ -141,7 +141,10 @@ func (s *Service) release(it *held) {
 	}
 	s.active.begin()
 	defer s.active.end()
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
+	opts := []trace.SpanStartOption{
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(bus.MessagingAttrs(it.f.Subject, s.subj.InternalAll(Plugin, KindDue), "process", DueConsumer)...),
+	}
 	if it.f.Origin.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: it.f.Origin}))
 	}
