@@ -36,7 +36,7 @@ import (
 // from a blob: URL, answers langbot:api by POSTing to /api (LangBot's
 // /page-api), and sends langbot:context. frameEval runs a test expression
 // inside the frame through the test instrumentation (see instrument).
-const parentPage = `<!doctype html><html><head><meta charset="utf-8"><style>html,body{margin:0;height:100%}iframe{border:0;width:100%;height:100%;display:block}</style></head><body><script>
+const parentPage = `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><style>html,body{margin:0;height:100%}iframe{border:0;width:100%;height:100%;display:block}</style></head><body><script>
 window.calls = []; window.violations = []; window.results = new Map();
 let frame = null, seq = 0;
 window.loadPage = async (theme, language) => {
@@ -51,7 +51,8 @@ window.loadPage = async (theme, language) => {
   return true;
 };
 window.sendContext = (theme, language) => { frame.contentWindow.postMessage({ type: 'langbot:context', theme, language }, '*'); return true; };
-window.frameEval = (js) => new Promise((resolve) => { const id = ++seq; window.results.set(id, resolve); frame.contentWindow.postMessage({ type: 'test:eval', id, js }, '*'); });
+window.frameEval = (js) => new Promise((resolve) => { const id = ++seq; window.results.set(id, resolve);
+  setTimeout(() => { if (window.results.delete(id)) resolve({ error: 'the frame did not answer' }); }, 5000); frame.contentWindow.postMessage({ type: 'test:eval', id, js }, '*'); });
 window.addEventListener('message', async (ev) => {
   if (!frame || ev.source !== frame.contentWindow) return;
   const m = ev.data || {};
@@ -260,6 +261,10 @@ func TestConsolePageInLangBot(t *testing.T) {
 		}
 	}
 	var mainFrame string
+	// the first call gets bctx itself: the tab lives as long as that context
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
 	{
 		c, cancel := context.WithTimeout(bctx, 60*time.Second)
 		if _, err := chromedp.Call(c, network.Enable, network.EnableParams{}); err != nil {
@@ -304,15 +309,17 @@ func TestConsolePageInLangBot(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(90 * time.Second)
 		for {
-			var ok bool
+			var ok any
 			in("!!("+js+")", &ok)
-			if ok {
+			if ok == true {
 				return
 			}
 			if time.Now().After(deadline) {
 				var calls []string
 				parentEval(`window.calls`, &calls)
-				t.Fatalf("timed out waiting for %s (%s); calls %v", what, js, calls)
+				var vio []string
+				parentEval(`window.violations`, &vio)
+				t.Fatalf("timed out waiting for %s (%s): last %v; calls %v; violations %v", what, js, ok, calls, vio)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
