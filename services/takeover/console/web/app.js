@@ -801,7 +801,10 @@
       updateSummaryTakeover(sid, res.takeover);
       scheduleListReload();
     } catch (e) {
-      if (e.reason === 'outcome_unknown') {
+      // in the page a lost answer, or a 503 from an older package that
+      // passes no reason, also keeps the key: reusing it after a definite
+      // failure is safe too (spec §7.4 rule 2)
+      if (e.reason === 'outcome_unknown' || (PAGE && (e.status === 503 || e.status === 0))) {
         S.retry.set(sid, { key, text, image, file });
         toast(t('toast.sendUnknown'), 'warn');
       } else if (!S.dead) {
