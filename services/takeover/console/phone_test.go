@@ -17,9 +17,10 @@ func TestConsolePhoneWidth(t *testing.T) {
 	h := newHarness(t)
 	config := `{"takeover_timeout":900,"trigger_words":["human"]}`
 	bnd, sc := h.install("phone", config)
-	h.say(bnd, config, "person", "1001", "1001", "Alice Chen", "Hi, my order #5120 still has not arrived. Can I talk to a human, please?")
+	h.say(bnd, config, "person", "1001", "1001", "Alice Chen", "Hi, my order #5120 still has not arrived.")
 	h.ai(bnd, config, "person", "1001", "Sorry about that! The tracking shows it left the warehouse nine days ago.")
-	h.say(bnd, config, "person", "7788", "7788", "王小明", "你好，请帮我转人工")
+	h.say(bnd, config, "person", "1001", "1001", "Alice Chen", "That is too long. Can I talk to a human, please?")
+	h.say(bnd, config, "person", "7788", "7788", "Wang Xiaoming", "Where can I change my delivery address?")
 	alice := sidOf("person", "1001")
 	tok := h.token(sc, "dana", time.Hour)
 	dir := t.TempDir()
