@@ -23,7 +23,7 @@
 //	components/event_listener/default.yaml, default.py
 //	                                   only when events are declared: DefaultEventListener
 //	components/pages/<id>.yaml, <id>.py, <id>.html
-//	                                   one Page per declared page (the HTML is a placeholder)
+//	                                   one Page per declared page (its HTML from the declaration)
 //	langbot_nats/*.py                  the forwarding core (pycore/langbot_nats, embedded)
 //	langbot_nats/generated.json        protocol constants and the plugin's names and texts
 //	nats/..., nats_py-<v>.dist-info/   nats-py, from the pinned wheel

@@ -32,9 +32,12 @@ func icon(d plugin.Declaration) []byte {
 `, hue, html.EscapeString(string(initials))))
 }
 
-// pageHTML is the placeholder a declared page serves until its own page
-// exists (the takeover console for LangBot is its own issue).
+// pageHTML is the declared page's own HTML, or a placeholder for a page
+// that brings none.
 func pageHTML(p plugin.Page) []byte {
+	if len(p.HTML) > 0 {
+		return p.HTML
+	}
 	return []byte(fmt.Sprintf(`<!doctype html>
 <html><head><meta charset="utf-8"><title>%s</title></head>
 <body style="font-family:sans-serif;margin:2em">

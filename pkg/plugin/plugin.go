@@ -79,10 +79,13 @@ type Tool struct {
 }
 
 // Page is a page the plugin serves in the host's UI. ID is the page id
-// page calls carry; the page's HTML is not part of the declaration.
+// page calls carry. HTML is the page itself, one self-contained document
+// (the host loads it from a blob: URL, so nothing relative resolves); nil
+// gives a placeholder. It is not part of the JSON form of the declaration.
 type Page struct {
 	ID    string `json:"id"`
 	Label Text   `json:"label"`
+	HTML  []byte `json:"-"`
 }
 
 // Option is one choice of a select config item.

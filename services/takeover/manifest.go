@@ -5,6 +5,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/services/takeover/console"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -18,7 +19,18 @@ func Declaration() (plugin.Declaration, error) {
 	if err != nil {
 		return plugin.Declaration{}, err
 	}
-	return declaration(cat), nil
+	d := declaration(cat)
+	// the console page is built from the standalone console's sources
+	html, err := console.PageHTML()
+	if err != nil {
+		return plugin.Declaration{}, err
+	}
+	for i := range d.Pages {
+		if d.Pages[i].ID == ConsolePageID {
+			d.Pages[i].HTML = html
+		}
+	}
+	return d, nil
 }
 
 func declaration(cat *i18n.Catalog) plugin.Declaration {

@@ -16,6 +16,12 @@
 //	                              POST and DELETE: a JSON body; /reply also multipart)
 //	GET  /console/api/events      the live feed (text/event-stream)
 //
+// The same web/ sources are also the console inside LangBot: PageHTML
+// inlines them into one self-contained HTML file for HumanTakeover's page,
+// and app.js, seeing data-transport="langbot", talks through LangBot's
+// langbot:api postMessage protocol and polls instead of HTTP and SSE, keeps
+// no storage and shows exports and files in-page (docs/langbot.md).
+//
 // The package does not import the takeover service (only its pure core,
 // services/takeover/model, for the sid form and the raster image check):
 // the service implements Operations (services/takeover/console_support.go)

@@ -203,7 +203,11 @@ class ForwardingEventListener(EventListener):
 
 
 async def forward_page(fw: Forwarder | None, gen: p.Generated, page_id: str, request: PageRequest) -> PageResponse:
-    """The page answer: the service's data, or ``"<code>: <message>"``."""
+    """The page answer: the service's data, or ``"<code>[ <reason>]: <message>"``.
+
+    The reason (e.g. ``outcome_unknown``) is what the console needs to
+    decide whether a reply may be retried with the same key.
+    """
     lang = fw.language if fw is not None else gen.plugin["default_language"]
     if fw is None:
         return PageResponse.fail(f"503: {gen.text('unavailable', lang)}")
@@ -215,7 +219,8 @@ async def forward_page(fw: Forwarder | None, gen: p.Generated, page_id: str, req
     except p.Unavailable:
         return PageResponse.fail(f"503: {gen.text('unavailable', lang)}")
     except p.ServiceError as err:
-        return PageResponse.fail(f"{err.code}: {err.message or err.word}")
+        head = f"{err.code} {err.reason}" if err.reason else str(err.code)
+        return PageResponse.fail(f"{head}: {err.message or err.word}")
     except Exception as exc:
         log.error("page %s failed: %s", page_id, type(exc).__name__)
         return PageResponse.fail(f"503: {gen.text('unavailable', lang)}")

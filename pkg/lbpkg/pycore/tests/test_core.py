@@ -367,6 +367,8 @@ class PageTest(Base):
             page = json.loads(m.data)["page"]
             if page["endpoint"] == "/info":
                 return ok({"data": {"echo": page["body"], "method": page["method"], "id": page["page_id"]}})
+            if page["endpoint"] == "/reply":
+                return fail(503, "the send's outcome is unknown", "outcome_unknown")
             return fail(404, "no such endpoint")
 
         await self.serve("page", reply)
@@ -375,6 +377,8 @@ class PageTest(Base):
         self.assertEqual(got.data, {"echo": {"x": 1}, "method": "GET", "id": "console"})
         got = await c.forward_page(self.fw, GEN, "console", PageRequest(endpoint="/nope", method="GET"))
         self.assertEqual(got.error, "404: no such endpoint")
+        got = await c.forward_page(self.fw, GEN, "console", PageRequest(endpoint="/reply", method="POST"))
+        self.assertEqual(got.error, "503 outcome_unknown: the send's outcome is unknown")
 
     async def test_unavailable(self) -> None:
         got = await c.forward_page(self.fw, GEN, "console", PageRequest(endpoint="/info", method="GET"))

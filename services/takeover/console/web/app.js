@@ -6,6 +6,16 @@
   const $ = (id) => document.getElementById(id);
   const API = 'api';
   const TOKEN_KEY = 'takeover.console.token';
+  // PAGE: inside LangBot's sandboxed iframe (the generated page): calls go
+  // through the parent's langbot:api postMessage protocol, updates come by
+  // polling, and nothing touches storage, the network, pop-ups or downloads
+  const PAGE = document.documentElement.dataset.transport === 'langbot';
+  const POLL_MS = 4000;
+  // store is localStorage in the standalone console and nothing in the page
+  const store = {
+    get(k) { if (PAGE) return null; try { return localStorage.getItem(k); } catch (e) { return null; } },
+    set(k, v) { if (PAGE) return; try { localStorage.setItem(k, v); } catch (e) { /* private mode */ } },
+  };
   const PALETTE = ['#2563eb', '#0e7490', '#be185d', '#c2410c', '#15803d', '#6d28d9', '#0f766e', '#b45309'];
 
   const S = {
@@ -26,6 +36,8 @@
     composing: false,
     settled: {},
     stick: true, // the history is scrolled to its newest entry
+    page: { seq: 0, pending: new Map(), poll: null, polling: false },
+    notify: { on: false, audio: null },
   };
 
   // ---- i18n -------------------------------------------------------------
@@ -43,6 +55,12 @@
     document.querySelectorAll('[data-i18n-aria]').forEach((el) => { el.setAttribute('aria-label', t(el.dataset.i18nAria)); });
   }
   async function loadCatalogs() {
+    if (PAGE) {
+      const c = JSON.parse($('catalogs').textContent);
+      S.cat.en_US = c.en_US || {};
+      S.cat.zh_Hans = c.zh_Hans || {};
+      return;
+    }
     for (const lang of ['en_US', 'zh_Hans']) {
       try {
         const r = await fetch('i18n/' + lang + '.json', { cache: 'no-cache' });
@@ -50,7 +68,7 @@
       } catch (e) { /* falls back to en_US, then to the key */ }
     }
     // tests only: a pseudo-locale that shows each key as ⟦key⟧ (spec §12 C19)
-    if (document.documentElement.dataset.hooks === 'on' && localStorage.getItem('takeover.console.pseudo') === '1') {
+    if (document.documentElement.dataset.hooks === 'on' && store.get('takeover.console.pseudo') === '1') {
       S.cat[S.lang] = Object.fromEntries(Object.keys(S.cat.en_US).map((k) => [k, '⟦' + k + '⟧']));
     }
   }
@@ -67,8 +85,51 @@
   class ApiError extends Error {
     constructor(status, code, reason, message) { super(message || code || String(status)); this.status = status; this.code = code; this.reason = reason; }
   }
+  // pageCall is one langbot:api request to the parent; its answer
+  // {data} or {error: "<code>[ <reason>]: <message>"} arrives as a
+  // langbot:api:response message
+  function pageCall(method, path, params) {
+    return new Promise((resolve, reject) => {
+      const requestId = 'tk-' + (++S.page.seq);
+      const timer = setTimeout(() => { S.page.pending.delete(requestId); reject(new ApiError(0, 'network', '', 'timeout')); }, 45000);
+      S.page.pending.set(requestId, { resolve, reject, timer });
+      window.parent.postMessage({ type: 'langbot:api', requestId, endpoint: path, method, body: params || {} }, '*');
+    });
+  }
+  function onParentMessage(ev) {
+    if (ev.source !== window.parent || !ev.data || typeof ev.data !== 'object') return;
+    const m = ev.data;
+    if (m.type === 'langbot:api:response') {
+      const p = S.page.pending.get(m.requestId);
+      if (!p) return;
+      S.page.pending.delete(m.requestId);
+      clearTimeout(p.timer);
+      if (m.error) {
+        const em = /^(\d{3})(?: ([a-z_]+))?: ?([\s\S]*)$/.exec(String(m.error));
+        if (em) p.reject(new ApiError(Number(em[1]), '', em[2] || '', em[3]));
+        else p.reject(new ApiError(0, 'error', '', String(m.error)));
+      } else p.resolve(m.data === undefined ? null : m.data);
+    } else if (m.type === 'langbot:context') {
+      applyContext(m);
+    }
+  }
+  // applyContext follows LangBot's theme and language
+  function applyContext(m) {
+    if (m.theme === 'dark' || m.theme === 'light') { S.themePref = m.theme; applyTheme(); }
+    const lang = String(m.language || '');
+    const next = lang.toLowerCase().startsWith('zh') ? 'zh_Hans' : (lang ? 'en_US' : S.lang);
+    if (next !== S.lang) { S.lang = next; relabel(); }
+    document.documentElement.dataset.context = 'set';
+  }
   async function api(method, path, params) {
     if (S.dead) throw new ApiError(401, 'unauthorized', '', '');
+    if (PAGE) {
+      try {
+        const out = await pageCall(method, path, params);
+        settle(method, path);
+        return out;
+      } catch (e) { settle(method, path); throw e; }
+    }
     let url = API + path;
     const opt = { method, headers: { Authorization: 'Bearer ' + S.token }, cache: 'no-store' };
     if (method === 'GET') {
@@ -97,6 +158,11 @@
   // settle counts finished calls, so tests know when a response was handled
   function settle(method, path) { const k = method + ' ' + path; S.settled[k] = (S.settled[k] || 0) + 1; }
   async function fetchBlob(sid, name) {
+    if (PAGE) {
+      // the page gets {mime, size, data_url}; a data URL loads nothing
+      const b = await api('GET', '/blob', { sid, name });
+      return { type: b.mime, size: b.size, dataURL: b.data_url, page: true };
+    }
     const res = await fetch(API + '/blob?' + new URLSearchParams({ sid, name }), { headers: { Authorization: 'Bearer ' + S.token } });
     if (res.status === 401) { authFailed(); throw new ApiError(401, 'unauthorized', '', ''); }
     if (!res.ok) throw new ApiError(res.status, '', '', '');
@@ -187,7 +253,22 @@
   // safeURL admits only http(s) links and images from chat data
   function safeURL(u) { return /^https?:\/\//i.test(String(u || '')) ? String(u) : null; }
   function sessionName(s) { return (s && (s.name || s.target_id)) || ''; }
+  // textDialog shows text in-page (the page cannot download): the export,
+  // or a file, selectable for copying
+  function textDialog(title, text, extra) {
+    const ta = el('textarea', { class: 'dialog-text', readonly: true, 'data-testid': 'dialog-text', spellcheck: 'false' });
+    ta.value = text;
+    const card = $('card');
+    card.replaceChildren(el('h3', { text: title }), extra || null, ta,
+      el('div', { class: 'card-actions' },
+        el('button', { class: 'btn', text: t('dialog.selectAll'), onclick: () => { ta.focus(); ta.select(); } }),
+        el('button', { class: 'btn', 'data-testid': 'dialog-close', text: t('card.close'), onclick: closeCard })));
+    card.dataset.testid = 'text-dialog';
+    card.classList.add('wide');
+    $('cardOverlay').hidden = false;
+  }
   function downloadJSON(obj, filename) {
+    if (PAGE) { textDialog(filename, JSON.stringify(obj, null, 2)); return; }
     const url = URL.createObjectURL(new Blob([JSON.stringify(obj, null, 2)], { type: 'application/json' }));
     const a = el('a', { href: url, download: filename });
     document.body.append(a);
@@ -354,6 +435,7 @@
     $('chatHeader').hidden = $('messages').hidden = $('composer').hidden = true;
     $('infoPanel').hidden = true;
     $('chatEmpty').hidden = false;
+    $('app').classList.remove('in-chat');
     updateComposer();
     renderList();
   }
@@ -369,6 +451,7 @@
     if (prev !== sid) restoreDraft(sid);
     blankConversation();
     $('chatEmpty').hidden = true;
+    $('app').classList.add('in-chat'); // narrow screens show the conversation instead of the list
     $('chatHeader').hidden = $('messages').hidden = $('composer').hidden = false;
     updateComposer();
     renderList();
@@ -444,6 +527,8 @@
       if (p.url) {
         const src = safeURL(p.url);
         if (!src) return el('div', { class: 'missing', text: t('msg.attachmentMissing') });
+        // the page makes no request of its own: a remote image is its address
+        if (PAGE) return el('div', { class: 'other', text: t('msg.remoteImage', { url: src }) });
         // a remote image loads only on the operator's click: fetching it
         // tells its server who reads the chat and when
         const btn = el('button', { type: 'button', class: 'remote-image', 'data-testid': 'remote-image', text: t('msg.loadRemoteImage') });
@@ -462,6 +547,11 @@
           // URL is of the console's origin, so a document opened from one
           // (new tab) would run with the operator's token at hand
           if (!INLINE_IMAGES.has(b.type)) throw new Error('not an inline image');
+          if (b.page) {
+            img.addEventListener('load', () => { img.dataset.loaded = 'true'; keepAtEnd(); }, { once: true });
+            img.src = b.dataURL;
+            return;
+          }
           const u = URL.createObjectURL(new Blob([b], { type: b.type }));
           S.objectURLs.push(u);
           img.addEventListener('load', () => { img.dataset.loaded = 'true'; keepAtEnd(); }, { once: true });
@@ -474,12 +564,24 @@
       const name = p.name || t('msg.previewFile');
       if (p.url) {
         const href = safeURL(p.url);
+        if (PAGE) return el('div', { class: 'other', text: name + ' · ' + (href || '') });
         return href ? el('div', {}, el('a', { class: 'file', href, target: '_blank', rel: 'noopener noreferrer', text: name })) : el('div', { class: 'missing', text: name });
       }
       const a = el('a', { class: 'file', href: '#', 'data-testid': 'msg-file', text: name });
       a.addEventListener('click', (ev) => {
         ev.preventDefault();
         fetchBlob(sid, p.blob).then((b) => {
+          if (b.page) {
+            const info = el('p', { class: 'muted', text: t('dialog.fileInfo', { name, size: fmtBytes(b.size || 0), mime: b.type || '' }) });
+            const comma = b.dataURL.indexOf(',');
+            let text = b.dataURL;
+            // text files are shown as text, anything else as its data URL
+            if (/^text\/|json|xml/.test(b.type || '') && comma > 0) {
+              try { text = new TextDecoder().decode(Uint8Array.from(atob(b.dataURL.slice(comma + 1)), (c) => c.charCodeAt(0))); } catch (e) { /* keep the data URL */ }
+            }
+            textDialog(name, text, info);
+            return;
+          }
           // a neutral type: opened rather than saved, it still downloads
           const u = URL.createObjectURL(new Blob([b], { type: 'application/octet-stream' }));
           const dl = el('a', { href: u, download: name });
@@ -699,7 +801,10 @@
       updateSummaryTakeover(sid, res.takeover);
       scheduleListReload();
     } catch (e) {
-      if (e.reason === 'outcome_unknown') {
+      // in the page a lost answer, or a 503 from an older package that
+      // passes no reason, also keeps the key: reusing it after a definite
+      // failure is safe too (spec §7.4 rule 2)
+      if (e.reason === 'outcome_unknown' || (PAGE && (e.status === 503 || e.status === 0))) {
         S.retry.set(sid, { key, text, image, file });
         toast(t('toast.sendUnknown'), 'warn');
       } else if (!S.dead) {
@@ -734,9 +839,10 @@
       el('div', { class: 'info-rows' }, ...rows),
       el('div', { class: 'card-actions' }, el('button', { class: 'btn', text: t('card.close'), onclick: closeCard })));
     card.dataset.testid = 'card';
+    card.classList.remove('wide');
     $('cardOverlay').hidden = false;
   }
-  function closeCard() { $('cardOverlay').hidden = true; }
+  function closeCard() { $('cardOverlay').hidden = true; $('card').classList.remove('wide'); }
   function confirmDialog(message) {
     return new Promise((resolve) => {
       $('confirmMsg').textContent = message;
@@ -885,6 +991,7 @@
         if (data) {
           S.alerts.unshift({ sid: data.sid || sid, name: data.name || '', word: data.word || '', at: data.at || Date.now() });
           toast(t('toast.trigger', { name: data.name || '', word: data.word || '' }), 'warn');
+          notifyTrigger(data.name || '', data.word || '');
           renderAlerts();
         }
         scheduleListReload();
@@ -961,18 +1068,100 @@
     lang.value = S.lang;
     lang.addEventListener('change', () => {
       S.lang = lang.value;
-      localStorage.setItem('takeover.console.lang', S.lang);
-      applyI18n();
+      store.set('takeover.console.lang', S.lang);
+      relabel();
+    });
+    const theme = $('themeSelect');
+    theme.value = S.themePref;
+    theme.addEventListener('change', () => { S.themePref = theme.value; store.set('takeover.console.theme', S.themePref); applyTheme(); });
+    $('backBtn').addEventListener('click', () => { saveDraft(S.current); closeConversation(); });
+    if (PAGE) $('notifyBtn').hidden = true;
+    else $('notifyBtn').addEventListener('click', toggleNotify);
+    if (darkMQ && darkMQ.addEventListener) darkMQ.addEventListener('change', applyTheme);
+  }
+  function relabel() {
+    applyI18n();
+    if (!$('app').hidden) {
       renderList();
       renderAlerts();
       if (S.displayed && S.displayed.sid === S.current) renderConversation();
       else renderTakeover();
-    });
-    const theme = $('themeSelect');
-    theme.value = S.themePref;
-    theme.addEventListener('change', () => { S.themePref = theme.value; localStorage.setItem('takeover.console.theme', S.themePref); applyTheme(); });
-    if (darkMQ && darkMQ.addEventListener) darkMQ.addEventListener('change', applyTheme);
+    }
+    renderNotify();
   }
+
+  // ---- notifications (standalone, opt-in) ------------------------------
+  // Off by default; the permission is asked only on the operator's click,
+  // and the AudioContext is made there too (browsers allow sound only
+  // after a gesture). The choice is kept in localStorage.
+  function renderNotify() {
+    const b = $('notifyBtn');
+    b.setAttribute('aria-pressed', String(S.notify.on));
+    b.classList.toggle('on', S.notify.on);
+    b.title = t(S.notify.on ? 'notify.on' : 'notify.off');
+    b.setAttribute('aria-label', b.title);
+  }
+  async function toggleNotify() {
+    S.notify.on = !S.notify.on;
+    store.set('takeover.console.notify', S.notify.on ? '1' : '0');
+    if (S.notify.on) {
+      try { S.notify.audio = S.notify.audio || new (window.AudioContext || window.webkitAudioContext)(); } catch (e) { S.notify.audio = null; }
+      if (window.Notification && Notification.permission === 'default') {
+        try { await Notification.requestPermission(); } catch (e) { /* sound only */ }
+      }
+      beep();
+    }
+    renderNotify();
+  }
+  function beep() {
+    const ac = S.notify.audio;
+    if (!ac) return;
+    try {
+      if (ac.state === 'suspended') ac.resume();
+      const o = ac.createOscillator(), g = ac.createGain();
+      o.frequency.value = 880;
+      g.gain.setValueAtTime(0.15, ac.currentTime);
+      g.gain.exponentialRampToValueAtTime(0.001, ac.currentTime + 0.25);
+      o.connect(g);
+      g.connect(ac.destination);
+      o.start();
+      o.stop(ac.currentTime + 0.25);
+      S.notify.beeps = (S.notify.beeps || 0) + 1;
+    } catch (e) { /* no sound */ }
+  }
+  function notifyTrigger(name, word) {
+    if (PAGE || !S.notify.on) return;
+    beep();
+    if (window.Notification && Notification.permission === 'granted' && document.hidden) {
+      try { new Notification(t('app.title'), { body: t('toast.trigger', { name, word }), tag: 'takeover-trigger' }); } catch (e) { /* not shown */ }
+    }
+  }
+
+  // ---- polling (page) ----------------------------------------------------
+  // The page has no live feed: it reloads the list and the open session's
+  // newest entries and takeover state every POLL_MS, and turns sessions
+  // that became unhandled into alerts, as the trigger event does.
+  function startPolling() {
+    clearTimeout(S.page.poll);
+    S.page.poll = setTimeout(pollOnce, POLL_MS);
+  }
+  async function pollOnce() {
+    if (S.dead) return;
+    const before = new Map(Array.from(S.sessions.values(), (s) => [s.sid, !!s.unread]));
+    try {
+      await resync();
+      for (const s of S.sessions.values()) {
+        if (s.unread && before.has(s.sid) && !before.get(s.sid)) {
+          S.alerts.unshift({ sid: s.sid, name: sessionName(s), word: s.triggered_word || '', at: s.last_msg_at || Date.now() });
+          toast(t('toast.trigger', { name: sessionName(s), word: s.triggered_word || '' }), 'warn');
+        }
+      }
+      renderAlerts();
+    } catch (e) { /* the next poll retries */ }
+    S.page.polls = (S.page.polls || 0) + 1;
+    startPolling();
+  }
+
   function exposeHooks() {
     if (document.documentElement.dataset.hooks !== 'on') return;
     const name = (a) => (a ? a.name : null);
@@ -986,6 +1175,7 @@
           staged: { image: name(S.staged.image), file: name(S.staged.file) },
           owners: { image: S.staged.image ? S.staged.image.owner : null, file: S.staged.file ? S.staged.file.owner : null },
           text: $('msgInput').value, live: !S.live.down && S.live.everUp, dead: S.dead, settled: Object.assign({}, S.settled),
+          notify: S.notify.on, beeps: S.notify.beeps || 0,
         };
       },
       hooks,
@@ -1000,14 +1190,22 @@
   }
 
   async function boot() {
-    S.lang = localStorage.getItem('takeover.console.lang') || ((navigator.language || '').toLowerCase().startsWith('zh') ? 'zh_Hans' : 'en_US');
-    S.themePref = localStorage.getItem('takeover.console.theme') || 'system';
+    S.lang = store.get('takeover.console.lang') || ((navigator.language || '').toLowerCase().startsWith('zh') ? 'zh_Hans' : 'en_US');
+    S.themePref = store.get('takeover.console.theme') || 'system';
+    S.notify.on = !PAGE && store.get('takeover.console.notify') === '1';
+    if (PAGE) {
+      document.documentElement.classList.add('in-page');
+      window.addEventListener('message', onParentMessage);
+    }
     applyTheme();
     await loadCatalogs();
     applyI18n();
+    renderNotify();
     exposeHooks();
-    S.token = readToken();
-    if (!S.token) { authFailed(); return; }
+    if (!PAGE) {
+      S.token = readToken();
+      if (!S.token) { authFailed(); return; }
+    }
     for (let wait = 1000; ; wait = Math.min(wait * 2, 30000)) {
       try {
         S.info = await api('GET', '/info');
@@ -1023,7 +1221,8 @@
     bind();
     renderTakeover();
     await loadList();
-    connectLive();
+    if (PAGE) startPolling();
+    else connectLive();
   }
   boot();
 })();
