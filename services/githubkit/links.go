@@ -90,11 +90,10 @@ func ParseLinks(text, apiHost string) []Link {
 	seen := map[string]bool{}
 	for _, loc := range linkRE.FindAllStringIndex(text, -1) {
 		// "notgithub.com/o/r" must not match from "github.com": a match
-		// starts at a word boundary
-		if loc[0] > 0 {
-			if r, _ := utf8.DecodeLastRuneInString(text[:loc[0]]); r == '.' || r == '-' || r == '/' || r == '@' || unicode.IsLetter(r) || unicode.IsDigit(r) {
-				continue
-			}
+		// starts after no host character (Chinese text glued to an
+		// address is fine: no host is spelled in it)
+		if loc[0] > 0 && strings.IndexByte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-/@_:", text[loc[0]-1]) >= 0 {
+			continue
 		}
 		l, ok := parseLink(text[loc[0]:loc[1]], apiHost)
 		if !ok || seen[l.Key()] {
