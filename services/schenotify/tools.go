@@ -235,4 +235,3 @@ func changeParams(kind string, raw json.RawMessage) (Command, *when.Failure) {
 	}
 	return c, nil
 }
-
