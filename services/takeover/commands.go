@@ -145,6 +145,9 @@ func (s *Service) sayError(set model.Settings, err error) (any, error) {
 	if be.Reason != "" && s.catalog.Text(set.Language, "error."+be.Reason, nil) != "error."+be.Reason {
 		key = "error." + be.Reason
 	}
+	if errors.Is(err, bus.ErrNoHost) {
+		key = "error.no_host"
+	}
 	return bus.CommandReply{Returns: []bus.Return{{Text: s.catalog.Text(set.Language, key, nil)}}}, nil
 }
 
