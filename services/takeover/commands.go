@@ -84,6 +84,10 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		return nil, wireError(err)
 	}
 	if sid == "" {
+		// only a well-formed number is repeated back, never arbitrary text
+		if n, err := strconv.Atoi(strings.TrimPrefix(cmd.Params[1], "#")); err != nil || n < 1 || n > maxNumbers {
+			return say("cmd.bad_number", map[string]string{"command": commandWord})
+		}
 		return say("cmd.unknown_number", map[string]string{"n": cmd.Params[1], "command": commandWord})
 	}
 	args := map[string]string{"n": cmd.Params[1]}

@@ -35,3 +35,19 @@ func TestReplyCommandWithoutHostSaysSo(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandNumberNotEchoed: "!ho take <word>" with a word that is not a
+// chat number answers without repeating the word (it was put into "No chat
+// has number … here").
+func TestCommandNumberNotEchoed(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("number-echo")
+	cfg := `{"trigger_words":["help"],"operator_chats":["op-bot:group:900"]}`
+	h.attach(b, cfg, true)
+	const secret = "secretword7"
+	got := h.command(b, cfg, 1, opSession, "!ho take "+secret)
+	bustest.CheckErrorText(t, "!ho take", got, secret)
+	if got := h.command(b, cfg, 1, opSession, "!ho take 7"); !strings.Contains(got, "7") {
+		t.Errorf("a well-formed number is not named: %q", got)
+	}
+}
