@@ -135,7 +135,17 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 	})
 	runCtx, stopServices := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	defer func() { stopServices(); wg.Wait() }()
+	// The services stop before their connections drain: a connection
+	// drained under a running service fails its subscriptions, which it
+	// reports as an error on a normal shutdown.
+	var conns []*nats.Conn
+	defer func() {
+		stopServices()
+		wg.Wait()
+		for _, c := range conns {
+			_ = c.Drain()
+		}
+	}()
 	for _, s := range services {
 		// each service logs as itself: the one logger constructor sets the
 		// service attribute, as a service binary's does
@@ -144,7 +154,7 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 		if err != nil {
 			return err
 		}
-		defer snc.Drain()
+		conns = append(conns, snc)
 		if s.Upgrade != nil {
 			report, err := s.Upgrade(ctx, js, subj)
 			if err != nil {

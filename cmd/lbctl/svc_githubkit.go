@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
@@ -31,16 +34,9 @@ func githubkitService() *devService {
 			fs.StringVar(&apiURL, "github-api-url", "", "githubkit: GitHub API root for installations that set none, e.g. https://ghe.example.com/api/v3 (default https://api.github.com)")
 		},
 		Build: func(ctx context.Context, env *svcmain.Env) (svcmain.Service, error) {
-			f := githubkit.Flags{AllowPrivateNetworks: true, AllowHTTP: true}
-			if apiURL != "" {
-				if fake {
-					return nil, fmt.Errorf("--github-api-url and --fake-github exclude each other")
-				}
-				u, err := githubkit.ParseAPIURL(apiURL, true)
-				if err != nil {
-					return nil, fmt.Errorf("--github-api-url: %w", err)
-				}
-				f.APIURL = u
+			f, err := devGitHubFlags(fake, apiURL)
+			if err != nil {
+				return nil, err
 			}
 			if !fake {
 				return githubkit.Build(env, f)
@@ -65,6 +61,48 @@ func githubkitService() *devService {
 		},
 		Commands: []command{{Name: "import githubkit", Summary: "adopt the original GitHubKit plugin's stored subscriptions", Run: runImportGithubkit}},
 	}
+}
+
+// devGitHubFlags returns githubkit's flags for lbctl dev. The SSRF guard
+// stays on unless GitHub is the in-process fake on loopback: a dev run
+// against real GitHub must not reach the machine's private network either.
+func devGitHubFlags(fake bool, apiURL string) (githubkit.Flags, error) {
+	f := githubkit.Flags{AllowPrivateNetworks: fake, AllowHTTP: fake}
+	if apiURL == "" {
+		return f, nil
+	}
+	if fake {
+		return f, fmt.Errorf("--github-api-url and --fake-github exclude each other")
+	}
+	u, err := githubkit.ParseAPIURL(apiURL, false)
+	if err != nil {
+		return f, fmt.Errorf("--github-api-url: %w", err)
+	}
+	if privateHost(u) {
+		return f, fmt.Errorf("--github-api-url: a private, loopback or link-local address is refused (the SSRF guard is on; use --fake-github for a local GitHub)")
+	}
+	f.APIURL = u
+	return f, nil
+}
+
+// privateHost reports whether the API root's host is localhost or a literal
+// private, loopback, link-local or unspecified address, so lbctl dev refuses
+// it up front; names that resolve there are refused by the guard at dial.
+func privateHost(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return true
+	}
+	h := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(h)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified()
 }
 
 // fakeGitHubService runs the service and stops the fake GitHub after it.

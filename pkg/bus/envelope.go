@@ -134,6 +134,9 @@ func DecodeRequest(ep Endpoint, body []byte) (*Request, error) {
 	// json.Unmarshal rejects data after the object, and decodes in place
 	// where a Decoder would first copy the body into a buffer of its own:
 	// this runs for every invocation.
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		return nil, fmt.Errorf("%w: body is a JSON array, expected an object", ErrEnvelope)
+	}
 	var r Request
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEnvelope, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -709,17 +710,37 @@ func (r *Runner) call(ctx context.Context, h Handler, inv *Invocation) (reply an
 	return h(ctx, inv)
 }
 
+// safeEnvelopeError is the caller's text for a DecodeRequest error: field
+// names and JSON positions, never a value of the body nor a Go error chain
+// ("json: cannot unmarshal ...", "binding: invalid scope: ...").
 func safeEnvelopeError(err error) string {
-	// The envelope errors name fields and JSON positions, never values.
 	var syn *json.SyntaxError
 	if errors.As(err, &syn) {
 		return fmt.Sprintf("malformed JSON at byte %d", syn.Offset)
 	}
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) {
+		if typ.Field == "" {
+			return "the body must be a JSON object"
+		}
 		return fmt.Sprintf("field %q has the wrong type", typ.Field)
 	}
-	return err.Error()
+	switch {
+	case errors.Is(err, binding.ErrInvalidScope):
+		return "the binding's instance, workspace or installation id is not a valid token"
+	case errors.Is(err, binding.ErrInvalidBinding):
+		return "the binding is invalid (generation and revision must be >= 1, the digest printable)"
+	}
+	// DecodeRequest's own refusals are fixed texts after the sentinel's.
+	// DecodeRequest's own refusals and ID's are fixed texts after the
+	// sentinel's; anything else may quote the body.
+	if msg, ok := strings.CutPrefix(err.Error(), ErrEnvelope.Error()+": "); ok {
+		msg = strings.TrimPrefix(msg, "bus: ")
+		if !strings.Contains(msg, ": ") && !strings.Contains(msg, "\"") {
+			return msg
+		}
+	}
+	return "malformed request body"
 }
 
 // admit decides from the in-process view whether inv is served (DESIGN

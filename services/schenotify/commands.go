@@ -26,7 +26,7 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	case CommandDsche:
 		body = s.dsche(ctx, inv, set, ParseDsche(in))
 	default:
-		return nil, bus.Errorf(bus.ErrNotFound, "schenotify has no command %q", safeName(inv.Command.Name))
+		return nil, bus.Errorf(bus.ErrNotFound, "schenotify has no such command")
 	}
 	return bus.CommandReply{Returns: []bus.Return{{Text: s.rd.Reply(set, body)}}}, nil
 }

@@ -178,7 +178,7 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		}
 		return result(s.rd.ChangeResult(set, out, now))
 	}
-	return nil, bus.Errorf(bus.ErrNotFound, "schenotify has no tool %q", safeName(inv.Tool.Name))
+	return nil, bus.Errorf(bus.ErrNotFound, "schenotify has no such tool")
 }
 
 // changeParams reads the parameters of a change tool: id (required except
@@ -235,6 +235,3 @@ func changeParams(kind string, raw json.RawMessage) (Command, *when.Failure) {
 	}
 	return c, nil
 }
-
-// safeName shortens a caller-given name for an error message.
-func safeName(s string) string { return cutRunes(Preview(s, 64), 64) }

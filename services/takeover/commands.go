@@ -84,6 +84,10 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		return nil, wireError(err)
 	}
 	if sid == "" {
+		// only a well-formed number is repeated back, never arbitrary text
+		if n, err := strconv.Atoi(strings.TrimPrefix(cmd.Params[1], "#")); err != nil || n < 1 || n > maxNumbers {
+			return say("cmd.bad_number", map[string]string{"command": commandWord})
+		}
 		return say("cmd.unknown_number", map[string]string{"n": cmd.Params[1], "command": commandWord})
 	}
 	args := map[string]string{"n": cmd.Params[1]}
@@ -144,6 +148,9 @@ func (s *Service) sayError(set model.Settings, err error) (any, error) {
 	key := "error." + be.Word
 	if be.Reason != "" && s.catalog.Text(set.Language, "error."+be.Reason, nil) != "error."+be.Reason {
 		key = "error." + be.Reason
+	}
+	if errors.Is(err, bus.ErrNoHost) {
+		key = "error.no_host"
 	}
 	return bus.CommandReply{Returns: []bus.Return{{Text: s.catalog.Text(set.Language, key, nil)}}}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
@@ -154,7 +155,9 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 			return ReplyResult{}, bus.WithReason(bus.ErrUnavailable, ReasonOutcomeUnknown, "the host did not answer; retrying with the same key is safe")
 		}
 		if errors.Is(err, bus.ErrNoHost) {
-			return ReplyResult{}, bus.WithReason(bus.ErrUnavailable, ReasonSendFailed, "no host is connected to deliver the message; nothing was sent")
+			// ErrNoHost stays in the chain so the chat command can say no
+			// host answered; the wire carries only the fixed message.
+			return ReplyResult{}, fmt.Errorf("%w: %w", bus.WithReason(bus.ErrUnavailable, ReasonSendFailed, "no host is connected to deliver the message; nothing was sent"), err)
 		}
 		return ReplyResult{}, bus.WithReason(bus.ErrUnavailable, ReasonSendFailed, "the host refused the message")
 	}
