@@ -327,7 +327,7 @@ func (r *Reader) Words(field string, rule Words) []string {
 	seen := make(map[string]bool)
 	dropped := false
 	for _, it := range items {
-		w, ok := scalarText(it)
+		w, ok := ScalarText(it)
 		if !ok {
 			dropped = true
 			continue
@@ -353,8 +353,9 @@ func (r *Reader) Words(field string, rule Words) []string {
 	return words
 }
 
-// scalarText is the text of a JSON string, number or boolean.
-func scalarText(v json.RawMessage) (string, bool) {
+// ScalarText is the text of a JSON string, number or boolean; null, objects
+// and arrays give false. It is the one scalar reading every service shares.
+func ScalarText(v json.RawMessage) (string, bool) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 {
 		return "", false

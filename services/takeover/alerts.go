@@ -146,8 +146,8 @@ func alertKey(sc binding.Scope, sid string, n int, o model.OperatorChat) string 
 // handleAlert delivers a queued alert to every operator chat of the
 // installation's current config (spec §3.7's retry rules: the first try,
 // then one more after each Config.NoticeRetry delay, then it is dropped,
-// logged and counted). An alert answered before it was delivered is not
-// sent.
+// logged and counted). An alert answered before it was delivered, or of a
+// session deleted meanwhile, is not sent.
 func (s *Service) handleAlert(ctx context.Context, f *bus.Fired) {
 	var job alertJob
 	if json.Unmarshal(f.Data, &job) != nil || !model.ValidSID(job.SID) || len(f.IDs) != 1 || f.IDs[0] != job.SID {
@@ -171,6 +171,11 @@ func (s *Service) handleAlert(ctx context.Context, f *bus.Fired) {
 			_ = f.Ack(ctx) // answered already, or superseded by a newer alert
 			return
 		}
+	}
+	// a session deleted while its alert waited is not alerted later
+	if rec, _, err := s.st.GetRecord(ctx, sc, job.SID); err == nil && rec == nil {
+		_ = f.Ack(ctx)
+		return
 	}
 	cfg, err := s.runner.OpenConfig(sc, a)
 	if err != nil {

@@ -8,20 +8,30 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
-func (s *Service) consoleTakeover(ctx context.Context, c PageCall, sid string) (TakeoverView, error) {
+// consoleUpdate is the one load-check-CAS of the console actions: the session
+// must exist and be current-format before anything is tried, and the CAS
+// re-checks existence on every attempt before it hands the record to change.
+// change returns store.ErrNoChange when there is nothing to write.
+func (s *Service) consoleUpdate(ctx context.Context, c PageCall, sid string, change func(cur *model.Record) (*model.Record, error)) (*model.Record, uint64, error) {
 	rec, err := s.mustRecord(ctx, c.Scope, sid)
 	if err != nil {
-		return TakeoverView{}, err
+		return nil, 0, err
 	}
 	if model.IsLegacy(rec) {
-		return TakeoverView{}, legacyErr()
+		return nil, 0, legacyErr()
 	}
-	now := s.nowMS()
-	var tr model.Transition
-	rec, rev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
+	return s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil {
 			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 		}
+		return change(cur)
+	})
+}
+
+func (s *Service) consoleTakeover(ctx context.Context, c PageCall, sid string) (TakeoverView, error) {
+	now := s.nowMS()
+	var tr model.Transition
+	rec, rev, err := s.consoleUpdate(ctx, c, sid, func(cur *model.Record) (*model.Record, error) {
 		if model.IsLegacy(cur) {
 			return nil, legacyErr()
 		}
@@ -39,20 +49,10 @@ func (s *Service) consoleTakeover(ctx context.Context, c PageCall, sid string) (
 }
 
 func (s *Service) consoleRelease(ctx context.Context, c PageCall, sid string) (TakeoverView, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, sid)
-	if err != nil {
-		return TakeoverView{}, err
-	}
-	if model.IsLegacy(rec) {
-		return TakeoverView{}, legacyErr()
-	}
 	now := s.nowMS()
 	released := false
-	rec, rev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
+	rec, rev, err := s.consoleUpdate(ctx, c, sid, func(cur *model.Record) (*model.Record, error) {
 		released = false
-		if cur == nil {
-			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
-		}
 		r := cur.Clone()
 		if r.Takeover.Release(now, c.Operator, model.ReasonManual) == model.Unchanged {
 			return nil, store.ErrNoChange
@@ -72,17 +72,7 @@ func (s *Service) consoleRelease(ctx context.Context, c PageCall, sid string) (T
 }
 
 func (s *Service) markHandled(ctx context.Context, c PageCall, sid string) (Summary, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, sid)
-	if err != nil {
-		return Summary{}, err
-	}
-	if model.IsLegacy(rec) {
-		return Summary{}, legacyErr()
-	}
-	rec, rev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
-		if cur == nil {
-			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
-		}
+	rec, rev, err := s.consoleUpdate(ctx, c, sid, func(cur *model.Record) (*model.Record, error) {
 		if !cur.Unread && cur.TriggeredWord == "" {
 			return nil, store.ErrNoChange
 		}

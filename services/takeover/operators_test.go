@@ -9,11 +9,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 const opConfig = `{"trigger_words":["help"],"operator_chats":["op-bot:group:900","op-bot:person:77"]}`
@@ -270,4 +273,42 @@ func TestAlertRateLimitAndAnswer(t *testing.T) {
 	h.clock.Advance(time.Minute + time.Second)
 	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "80", "80", plain("help")))
 	bustest.Eventually(t, "an alert after the interval", func() bool { return count() == 3 })
+}
+
+// TestAlertOfDeletedSessionNotSent: a session deleted while its alert waits
+// for a retry is not alerted later; the consumer re-reads the session
+// before each delivery and drops the job.
+func TestAlertOfDeletedSessionNotSent(t *testing.T) {
+	h := newHarness(t, func(c *takeover.Config) { c.NoticeRetry = []time.Duration{2 * time.Second, 2 * time.Second} })
+	b := newBinding("alert-deleted")
+	cfg := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900"]}`
+	h.attach(b, cfg, true)
+	h.host.Respond(func(c bustest.HostCall) bustest.HostReply {
+		if c.Action == bus.ActionSendMessage && c.SendMessage().BotUUID == "op-bot" {
+			return bustest.HostReply{Err: bus.Errorf(bus.ErrUnavailable, "down")}
+		}
+		return bustest.HostReply{}
+	})
+	sid := sidOf("bot-a", "person", "72")
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "72", "72", plain("help")))
+	bustest.Eventually(t, "a failed alert try", func() bool { return len(alertsTo(h, b)["group:900"]) >= 1 })
+	h.mustPage(b, cfg, "DELETE", "/session", map[string]string{"sid": sid}, nil)
+	tries := len(alertsTo(h, b)["group:900"])
+	js, err := jetstream.New(h.srv.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, "the alert job settled", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c, err := js.Consumer(ctx, store.TimerStream, store.AlertDurable)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	})
+	if got := len(alertsTo(h, b)["group:900"]); got != tries {
+		t.Fatalf("%d alert tries after the session was deleted, want %d", got, tries)
+	}
 }

@@ -193,22 +193,16 @@ func (s *Service) dropRecording(j *recordJob, reason string) {
 // adapter, or into a legacy session.
 var errIdentity = errors.New("takeover: session identity mismatch")
 
-// record does the recording of one event (spec §3.3 steps 1-4).
+// record does the recording of one event (spec §3.3 steps 1-4): it reads
+// the head, decides whether the event is kept, and then either appends
+// before a coalesced metadata update (an existing session, no trigger) or
+// writes the record by CAS first (a new session or a trigger).
 func (s *Service) record(j *recordJob) {
 	ctx, cancel := context.WithTimeout(trace.ContextWithRemoteSpanContext(s.runCtx, j.span), 30*time.Second)
 	defer cancel()
 	defer s.view.SettlePending(j.key)
 
-	var parts []model.Part
-	truncated := false
-	var atTargets []string
-	if j.ai {
-		text, cut := model.CutText(j.aiText, model.MaxTextBytes)
-		parts, truncated = []model.Part{{Type: model.PartText, Text: text}}, cut
-	} else {
-		c := j.chain.Extract()
-		parts, truncated, atTargets = c.Parts, c.Truncated, c.AtTargets
-	}
+	parts, truncated, atTargets := j.parts()
 	bi := s.bots.lookup(j.sc, j.b, j.bot)
 	cur, err := s.recordHead(ctx, j)
 	if err != nil {
@@ -219,6 +213,35 @@ func (s *Service) record(j *recordJob) {
 		s.refuseIdentity(ctx, j)
 		return
 	}
+	keep := len(parts) > 0 && s.recordKept(ctx, j, cur, bi, atTargets)
+	if !keep && !j.hit {
+		return
+	}
+	e := j.entry(truncated)
+	// An existing session without a trigger appends first, so the reply
+	// waits for one durable write; its metadata CAS follows. A new session
+	// writes its record first (spec §5.5 rule 5), and a trigger's CAS
+	// decides the takeover, so both CAS before appending.
+	if keep && cur != nil && !j.hit {
+		s.recordAppendFirst(ctx, j, cur, bi, e, parts)
+		return
+	}
+	s.recordWriteFirst(ctx, j, bi, e, parts, keep)
+}
+
+// parts is the content the job records: the AI's text cut to the entry
+// cap, or the user's message chain extracted (with the accounts it @s).
+func (j *recordJob) parts() (parts []model.Part, truncated bool, atTargets []string) {
+	if j.ai {
+		text, cut := model.CutText(j.aiText, model.MaxTextBytes)
+		return []model.Part{{Type: model.PartText, Text: text}}, cut, nil
+	}
+	c := j.chain.Extract()
+	return c.Parts, c.Truncated, c.AtTargets
+}
+
+// recordKept applies the recording policy (record_groups) to the event.
+func (s *Service) recordKept(ctx context.Context, j *recordJob, cur *model.Record, bi botInfo, atTargets []string) bool {
 	if j.set.RecordGroups == model.RecordAddressed && j.ltype == model.LauncherGroup && bi.accountID == "" {
 		if _, seen := s.unknownAccount.LoadOrStore(j.sc.String()+"|"+j.bot, true); !seen {
 			s.log.WarnContext(ctx, "record_groups=addressed: the bot's account id is unknown, so mentions cannot be matched", "scope", j.sc.String())
@@ -231,15 +254,15 @@ func (s *Service) record(j *recordJob) {
 		TakenOver: j.takenOver || (cur != nil && cur.Takeover.TakenOver(j.now)),
 		Unread:    cur != nil && cur.Unread,
 	}
-	keep := len(parts) > 0
 	if j.ai {
-		keep = keep && model.ShouldRecordAI(j.set.RecordGroups, facts)
-	} else {
-		keep = keep && model.ShouldRecordUser(j.set.RecordGroups, facts)
+		return model.ShouldRecordAI(j.set.RecordGroups, facts)
 	}
-	if !keep && !j.hit {
-		return
-	}
+	return model.ShouldRecordUser(j.set.RecordGroups, facts)
+}
+
+// entry is the history entry of the job; its generation is set when the
+// record it joins is known.
+func (j *recordJob) entry(truncated bool) *model.Entry {
 	role := model.RoleUser
 	if j.ai {
 		role = model.RoleAI
@@ -248,20 +271,11 @@ func (s *Service) record(j *recordJob) {
 	if !j.ai {
 		e.SenderID, e.SenderName = j.senderID, j.senderName
 	}
-	// An existing session without a trigger appends first, so the reply
-	// waits for one durable write; its metadata CAS follows. A new session
-	// writes its record first (spec §5.5 rule 5), and a trigger's CAS
-	// decides the takeover, so both CAS before appending.
-	appendFirst := keep && cur != nil && !j.hit
-	if appendFirst {
-		e.Gen = cur.Gen
-		if err := s.storeEntry(ctx, j.sc, j.sid, e, parts); err != nil {
-			s.recordFailed(ctx, j, "append", err)
-			return
-		}
-		j.release()
-		s.publishLive(j.sc, model.Live{Type: model.LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": e.Gen, "entry": e}})
-	}
+	return e
+}
+
+// metaDelta is the record metadata the job changes.
+func (j *recordJob) metaDelta(bi botInfo, keep bool, parts []model.Part) store.MetaDelta {
 	delta := store.MetaDelta{Adapter: bi.adapter, UpdatedAt: j.now}
 	if !j.ai && j.sessionName != "" {
 		delta.Name = j.sessionName
@@ -272,14 +286,30 @@ func (s *Service) record(j *recordJob) {
 		}
 		delta.LastMsgAt, delta.Preview, delta.HistoryInc = j.now, model.PreviewOf(parts), 1
 	}
-	if appendFirst {
-		// plain metadata is coalesced (spec §3.3 step 3)
-		s.meta.Add(j.sc, j.sid, j.bot, j.set, delta)
+	return delta
+}
+
+// recordAppendFirst appends to an existing session, releases the reply, and
+// hands the metadata to the coalescer (spec §3.3 step 3).
+func (s *Service) recordAppendFirst(ctx context.Context, j *recordJob, cur *model.Record, bi botInfo, e *model.Entry, parts []model.Part) {
+	e.Gen = cur.Gen
+	if err := s.storeEntry(ctx, j.sc, j.sid, e, parts); err != nil {
+		s.recordFailed(ctx, j, "append", err)
 		return
 	}
+	j.release()
+	s.publishLive(j.sc, model.Live{Type: model.LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": e.Gen, "entry": e}})
+	s.meta.Add(j.sc, j.sid, j.bot, j.set, j.metaDelta(bi, true, parts))
+}
+
+// recordCAS writes the job's record change by CAS under the session lock:
+// a new record, or the metadata, trigger mark and (auto_takeover_on_trigger)
+// takeover on the current one. It returns the takeover transition.
+func (s *Service) recordCAS(ctx context.Context, j *recordJob, bi botInfo, delta store.MetaDelta) (*model.Record, uint64, model.Transition, error) {
 	auto := j.hit && j.set.AutoTakeoverOnTrigger
 	var tr model.Transition
 	unlock := s.locks.Lock(j.sc, j.sid)
+	defer unlock()
 	rec, rev, err := s.st.UpdateRecord(ctx, j.sc, j.sid, func(cur *model.Record) (*model.Record, error) {
 		tr = model.Unchanged
 		var r *model.Record
@@ -300,7 +330,13 @@ func (s *Service) record(j *recordJob) {
 		}
 		return r, nil
 	})
-	unlock()
+	return rec, rev, tr, err
+}
+
+// recordWriteFirst writes the record by CAS, then the entry and the reply,
+// then the trigger's alert and takeover, the live events and the trim.
+func (s *Service) recordWriteFirst(ctx context.Context, j *recordJob, bi botInfo, e *model.Entry, parts []model.Part, keep bool) {
+	rec, rev, tr, err := s.recordCAS(ctx, j, bi, j.metaDelta(bi, keep, parts))
 	if errors.Is(err, errIdentity) {
 		s.refuseIdentity(ctx, j)
 		return

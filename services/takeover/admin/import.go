@@ -19,6 +19,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -257,7 +258,7 @@ func planImport(sc binding.Scope, sid string, raw []byte, now int64) (*importPla
 		if !ok {
 			return "", false
 		}
-		s, ok := model.ScalarText(v)
+		s, ok := settings.ScalarText(v)
 		return s, ok
 	}
 	if v, ok := str("type"); ok && v != "" {
@@ -323,7 +324,7 @@ func planImport(sc binding.Scope, sid string, raw []byte, now int64) (*importPla
 	plan := &importPlan{rec: rec}
 	for i, m := range msgs {
 		get := func(k string) string {
-			s, _ := model.ScalarText(m[k])
+			s, _ := settings.ScalarText(m[k])
 			return s
 		}
 		role := get("role")
@@ -390,7 +391,7 @@ func orderedMembers(v json.RawMessage) [][2]string {
 		if err := dec.Decode(&val); err != nil {
 			return out
 		}
-		name, _ := model.ScalarText(val)
+		name, _ := settings.ScalarText(val)
 		if id != "" {
 			out = append(out, [2]string{id, name})
 		}

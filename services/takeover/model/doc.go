@@ -8,6 +8,7 @@
 // and the installation settings (ParseSettings, Settings).
 //
 // Every function here is decided by its arguments and the time it is given.
-// It may import the standard library only: no pkg/bus, no NATS, no logging,
+// It may import the standard library and pkg/settings (the shared, pure
+// settings reader) only: no pkg/bus, no NATS, no logging,
 // and never package takeover or its store, which import it.
 package model

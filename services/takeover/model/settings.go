@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/langbot-nats/plugins/pkg/settings"
 )
 
 // Bounds and defaults of the installation settings (spec §2, §11).
@@ -309,7 +311,7 @@ func parseWords(v json.RawMessage) (words []string, clean bool) {
 	}
 	seen := make(map[string]bool)
 	for _, it := range items {
-		w, ok := ScalarText(it)
+		w, ok := settings.ScalarText(it)
 		if !ok {
 			clean = false
 			continue
@@ -333,36 +335,6 @@ func parseWords(v json.RawMessage) (words []string, clean bool) {
 		words = append(words, w)
 	}
 	return words, clean
-}
-
-// ScalarText is the text of a JSON string, number or bool; null, objects and
-// arrays give false.
-func ScalarText(v json.RawMessage) (string, bool) {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
-		return "", false
-	}
-	switch v[0] {
-	case '"':
-		var s string
-		if json.Unmarshal(v, &s) != nil {
-			return "", false
-		}
-		return s, true
-	case 't', 'f':
-		var b bool
-		if json.Unmarshal(v, &b) != nil {
-			return "", false
-		}
-		return strconv.FormatBool(b), true
-	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		var n json.Number
-		if json.Unmarshal(v, &n) != nil {
-			return "", false
-		}
-		return n.String(), true
-	}
-	return "", false
 }
 
 // CutRunes returns the first n runes of s.
