@@ -56,7 +56,7 @@ func TestBodyRefusedByDeclaredLength(t *testing.T) {
 	_, sc := h.install("declared", `{}`)
 	tok := h.token(sc, "alice", time.Hour)
 	srv := httptest.NewServer(h.con)
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the raw connections close (cleanups run last first)
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	for _, c := range []struct {
 		endpoint string
@@ -84,7 +84,7 @@ func TestBodyBudgetRefusesWhenHeld(t *testing.T) {
 	}
 	defer con.Close()
 	srv := httptest.NewServer(con)
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the raw connections close (cleanups run last first)
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	held1 := openBody(t, addr, tok, "/takeover", 1<<20)
 	_ = openBody(t, addr, tok, "/takeover", 1<<20)
