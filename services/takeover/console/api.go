@@ -42,6 +42,11 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 		writeError(w, http.StatusMethodNotAllowed, "bad_request", "", "use GET, POST or DELETE")
 		return
 	}
+	release, ok := h.admitBody(w, r, endpoint)
+	if !ok {
+		return
+	}
+	defer release()
 	params, status, msg := readParams(w, r, endpoint)
 	if status != 0 {
 		code := "bad_request"
@@ -111,10 +116,7 @@ func serveBlob(w http.ResponseWriter, b Blob) {
 // or a multipart reply whose files become data URLs. It returns an HTTP
 // status and message on failure.
 func readParams(w http.ResponseWriter, r *http.Request, endpoint string) (json.RawMessage, int, string) {
-	limit := int64(maxOtherBody)
-	if endpoint == "/reply" {
-		limit = maxReplyBody
-	}
+	limit := bodyLimit(endpoint)
 	query := func() (json.RawMessage, int, string) {
 		m := map[string]string{}
 		for k, v := range r.URL.Query() {

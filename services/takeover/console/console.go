@@ -68,6 +68,9 @@ type Config struct {
 	// CheckEvery is how often an open live stream re-checks its scope
 	// (to end with "revoked" after an uninstall); default 2 s.
 	CheckEvery time.Duration
+	// BodyBudget bounds the request body bytes read at once over all
+	// requests (see admitBody); default four full replies (120 MiB).
+	BodyBudget int64
 }
 
 // Limits of spec §9 and §11.
@@ -98,6 +101,7 @@ type Handler struct {
 	tokens  *limiter
 	replies *limiter
 	hub     *hub
+	budget  *byteBudget
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -130,6 +134,9 @@ func New(cfg Config, ops Operations) (*Handler, error) {
 	if cfg.CheckEvery <= 0 {
 		cfg.CheckEvery = 2 * time.Second
 	}
+	if cfg.BodyBudget <= 0 {
+		cfg.BodyBudget = defaultBodyBudget
+	}
 	cat, err := Catalog()
 	if err != nil {
 		return nil, err
@@ -139,6 +146,7 @@ func New(cfg Config, ops Operations) (*Handler, error) {
 		tokens:  newLimiter(tokenRate, tokenBurst, cfg.Clock),
 		replies: newLimiter(replyRate, replyBurst, cfg.Clock),
 		closed:  make(chan struct{}),
+		budget:  &byteBudget{cap: cfg.BodyBudget},
 	}
 	h.hub = newHub(ops)
 	return h, nil
