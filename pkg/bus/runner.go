@@ -742,7 +742,11 @@ func (r *Runner) admit(ctx context.Context, inv *Invocation) (<-chan error, erro
 			inv.Authority = a
 			return nil, nil
 		}
-		return nil, WithReason(ErrBindingRefused, refuseReason(cur, inv.Binding), "the binding is not the installation's active one")
+		reason := refuseReason(cur, inv.Binding)
+		if reason == reasonTooFarAhead {
+			return nil, WithReason(ErrBindingRefused, reason, "the binding is too far ahead of the installation's; its attach must be applied first")
+		}
+		return nil, WithReason(ErrBindingRefused, reason, "the binding is not the installation's active one")
 	case Write:
 		// Serve at once under the new binding; the view sees it now so the
 		// next invocation with the same binding is served without a write
@@ -777,14 +781,22 @@ func (r *Runner) admit(ctx context.Context, inv *Invocation) (<-chan error, erro
 	return nil, WithReason(ErrBindingRefused, "ignored", "the binding is not the installation's active one")
 }
 
+// reasonTooFarAhead refuses an invocation whose binding is more than
+// MaxInvocationLead ahead of the stored authority.
+const reasonTooFarAhead = "binding_too_far_ahead"
+
 func refuseReason(cur *Authority, b binding.Binding) string {
 	switch {
-	case cur == nil:
+	case cur == nil && b.PlacementGeneration <= MaxInvocationLead && b.RuntimeRevision <= MaxInvocationLead:
 		return "unknown"
+	case cur == nil:
+		return reasonTooFarAhead
 	case cur.State == StateRemoved:
 		return "removed"
 	case b.Compare(cur.Binding) < 0:
 		return "stale_binding"
+	case b.Compare(cur.Binding) > 0:
+		return reasonTooFarAhead
 	}
 	return "installation_inactive"
 }
