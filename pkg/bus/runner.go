@@ -125,7 +125,8 @@ type RunnerConfig struct {
 	// default 1 min.
 	SetupTimeout time.Duration
 	// ShutdownTimeout bounds Run's shutdown (intake drain, workers, parts);
-	// default 30 s.
+	// default DefaultShutdownTimeout. Handlers still running when it ends
+	// have their context cancelled and are no longer waited for.
 	ShutdownTimeout time.Duration
 
 	Workers           int           // concurrent handlers; default 64
@@ -278,7 +279,7 @@ func NewRunner(cfg RunnerConfig, deps Deps) (*Runner, error) {
 		cfg.SetupTimeout = time.Minute
 	}
 	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = 30 * time.Second
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	m, err := newRunnerMetrics(deps.Registerer, cfg.Plugin)
 	if err != nil {
@@ -293,6 +294,11 @@ func NewRunner(cfg RunnerConfig, deps Deps) (*Runner, error) {
 	r.host = &Host{nc: deps.Conn, subjects: deps.Subjects, plugin: cfg.Plugin, tracer: r.tracer, timeout: cfg.HostTimeout, onRefused: r.markStale}
 	return r, nil
 }
+
+// DefaultShutdownTimeout is the runner's default drain bound: well under
+// the 30 s terminationGracePeriodSeconds of deploy/k8s, leaving the process
+// time to close its HTTP server and connections after it.
+const DefaultShutdownTimeout = 15 * time.Second
 
 // Stream returns the handle of one of the declared Streams (valid after
 // Start; nil for a name not declared).
@@ -523,6 +529,11 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		// a stuck handler must not hold the process past the pod's grace
+		// period: cancel what still runs and go on
+		if r.cancel != nil {
+			r.cancel()
+		}
 		errs = append(errs, fmt.Errorf("bus: shutdown: %w", ctx.Err()))
 	}
 	// intake drained and every handler returned: the parts may stop
