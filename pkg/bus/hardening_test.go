@@ -1,11 +1,18 @@
 package bus_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
@@ -75,4 +82,39 @@ func TestInvocationCannotLockAuthority(t *testing.T) {
 		}
 		h.waitAuthority(bus.ScopeOf(b1), func(a *bus.Authority) bool { return a.Binding == near })
 	})
+}
+
+// TestLifecycleKeepsOnlyTheNewestAttach is issue 19's lifecycle item: the
+// stream kept every attach body (with its GitHub token) for 7 days. Now it
+// keeps one message per subject, for at most 72 h, and the service still
+// applies the newest attach.
+func TestLifecycleKeepsOnlyTheNewestAttach(t *testing.T) {
+	var calls atomic.Int64
+	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
+	ctx := context.Background()
+	var b binding.Binding
+	for rev := int64(1); rev <= 5; rev++ {
+		b = bindingFor("i", "w", "kept", 1, rev)
+		h.attach(b, true, fmt.Sprintf(`{"token":"secret-%d"}`, rev))
+	}
+	h.waitAuthority(bus.ScopeOf(b), func(a *bus.Authority) bool { return a != nil && a.Binding == b })
+	s, err := h.js.Stream(ctx, bus.LifecycleStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := bus.Subjects{}.Lifecycle(plugin, bus.LifecycleAttach, bus.ScopeOf(b))
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.State.Subjects[subject]; n != 1 {
+		t.Fatalf("attaches kept for one installation: %d, want 1", n)
+	}
+	if info.Config.MaxAge > 72*time.Hour || info.Config.MaxMsgsPerSubject != 1 {
+		t.Fatalf("lifecycle stream keeps %v and %d per subject, want <= 72h and 1", info.Config.MaxAge, info.Config.MaxMsgsPerSubject)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, subject)
+	if err != nil || !strings.Contains(string(m.Data), "secret-5") {
+		t.Fatalf("the kept attach is not the newest: %v", err)
+	}
 }
