@@ -460,8 +460,6 @@ func exerciseService(t *testing.T, host, svc *client, p pluginSpec) {
 	}
 
 	// Its lifecycle consumer: the host's attach arrives and is acked.
-	_, err = svc.js.Stream(ctx, "LANGBOT_LIFECYCLE")
-	must("lifecycle stream info", err)
 	lc, err := svc.js.CreateOrUpdateConsumer(ctx, "LANGBOT_LIFECYCLE", jetstream.ConsumerConfig{
 		Durable:       p.name + "-lifecycle",
 		FilterSubject: "langbot.lifecycle." + p.name + ".>",
@@ -549,6 +547,16 @@ func denyService(t *testing.T, svc *client, p pluginSpec) {
 	})
 	svc.deniedRequest(t, "$JS.API.STREAM.DELETE.LANGBOT_LIFECYCLE", func(ctx context.Context) error {
 		return svc.js.DeleteStream(ctx, "LANGBOT_LIFECYCLE")
+	})
+	// Its info: with a subjects filter it would list every installation of
+	// every plugin (issue 19).
+	svc.deniedRequest(t, "$JS.API.STREAM.INFO.LANGBOT_LIFECYCLE", func(ctx context.Context) error {
+		_, err := svc.nc.RequestWithContext(ctx, "$JS.API.STREAM.INFO.LANGBOT_LIFECYCLE", []byte(`{"subjects_filter":"langbot.lifecycle.>"}`))
+		return err
+	})
+	svc.deniedRequest(t, "$JS.API.STREAM.INFO.LANGBOT_LIFECYCLE", func(ctx context.Context) error {
+		_, err := svc.js.Stream(ctx, "LANGBOT_LIFECYCLE")
+		return err
 	})
 	svc.deniedRequest(t, "$JS.API.STREAM.MSG.GET.LANGBOT_LIFECYCLE", func(ctx context.Context) error {
 		_, err := svc.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.LANGBOT_LIFECYCLE", []byte(`{"seq":1}`))

@@ -92,6 +92,28 @@ type Decision struct {
 	Revision uint64
 }
 
+// MaxInvocationLead bounds how far an invocation may move an authority
+// ahead: its binding's placement_generation and runtime_revision may each
+// exceed the stored ones (or 0 without a record) by at most this much.
+// Attaches are not bounded: the lifecycle stream is the host's word. An
+// invocation is a shortcut for the moment before its attach is applied,
+// and real revisions step by one per config save or upgrade; without the
+// bound one invocation carrying revision 2^63-1 would leave no newer
+// binding, locking the installation until a reinstall.
+const MaxInvocationLead = 1024
+
+// withinLead reports whether b is at most MaxInvocationLead ahead of cur
+// in each component of the order.
+func withinLead(b binding.Binding, cur *Authority) bool {
+	var gen, rev int64
+	if cur != nil {
+		gen, rev = cur.Binding.PlacementGeneration, cur.Binding.RuntimeRevision
+	}
+	// both sides are >= 0 (a valid binding's components are >= 1), so the
+	// differences cannot overflow
+	return b.PlacementGeneration-gen <= MaxInvocationLead && b.RuntimeRevision-rev <= MaxInvocationLead
+}
+
 func isRemoval(reason string) bool {
 	return reason == ReasonUninstall || reason == ReasonWorkspaceRemoved
 }
@@ -136,7 +158,7 @@ func Transition(cur *Authority, in Input, now time.Time) Decision {
 
 	case InputInvocation:
 		switch {
-		case removed || cmp < 0:
+		case removed || cmp < 0 || cmp > 0 && !withinLead(in.Binding, cur):
 			return Decision{Outcome: Refuse}
 		case cmp > 0:
 			return next(StateActive, in.Binding, in.Config, true)

@@ -18,18 +18,28 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 )
 
+// LifecycleMaxAge is how long LANGBOT_LIFECYCLE keeps a message: long
+// enough for a service that was down over a weekend to read the revokes it
+// missed (an attach is republished every hour anyway), and no longer,
+// because an attach carries the installation's plaintext config (the
+// LangBot packages cannot seal it: they have no crypto library).
+const LifecycleMaxAge = 72 * time.Hour
+
 // LifecycleStreamConfig returns the configuration of LANGBOT_LIFECYCLE
-// (DESIGN 3.2): file storage, limits retention, 7 days, 2 min duplicate
-// window.
+// (DESIGN 3.2, docs/protocol.md): file storage, limits retention, one
+// message per subject (the newest attach, the newest revoke of each
+// installation: the authority needs no older one), LifecycleMaxAge, 2 min
+// duplicate window.
 func LifecycleStreamConfig(subjects Subjects, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:       LifecycleStream,
-		Subjects:   []string{subjects.LifecycleAll()},
-		Storage:    jetstream.FileStorage,
-		Retention:  jetstream.LimitsPolicy,
-		MaxAge:     7 * 24 * time.Hour,
-		Duplicates: 2 * time.Minute,
-		Replicas:   max(replicas, 1),
+		Name:              LifecycleStream,
+		Subjects:          []string{subjects.LifecycleAll()},
+		Storage:           jetstream.FileStorage,
+		Retention:         jetstream.LimitsPolicy,
+		MaxAge:            LifecycleMaxAge,
+		MaxMsgsPerSubject: 1,
+		Duplicates:        2 * time.Minute,
+		Replicas:          max(replicas, 1),
 	}
 }
 

@@ -126,7 +126,8 @@ type RunnerConfig struct {
 	// default 1 min.
 	SetupTimeout time.Duration
 	// ShutdownTimeout bounds Run's shutdown (intake drain, workers, parts);
-	// default 30 s.
+	// default DefaultShutdownTimeout. Handlers still running when it ends
+	// have their context cancelled and are no longer waited for.
 	ShutdownTimeout time.Duration
 
 	Workers           int           // concurrent handlers; default 64
@@ -279,7 +280,7 @@ func NewRunner(cfg RunnerConfig, deps Deps) (*Runner, error) {
 		cfg.SetupTimeout = time.Minute
 	}
 	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = 30 * time.Second
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	m, err := newRunnerMetrics(deps.Registerer, cfg.Plugin)
 	if err != nil {
@@ -294,6 +295,11 @@ func NewRunner(cfg RunnerConfig, deps Deps) (*Runner, error) {
 	r.host = &Host{nc: deps.Conn, subjects: deps.Subjects, plugin: cfg.Plugin, tracer: r.tracer, timeout: cfg.HostTimeout, onRefused: r.markStale}
 	return r, nil
 }
+
+// DefaultShutdownTimeout is the runner's default drain bound: well under
+// the 30 s terminationGracePeriodSeconds of deploy/k8s, leaving the process
+// time to close its HTTP server and connections after it.
+const DefaultShutdownTimeout = 15 * time.Second
 
 // Stream returns the handle of one of the declared Streams (valid after
 // Start; nil for a name not declared).
@@ -524,6 +530,11 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		// a stuck handler must not hold the process past the pod's grace
+		// period: cancel what still runs and go on
+		if r.cancel != nil {
+			r.cancel()
+		}
 		errs = append(errs, fmt.Errorf("bus: shutdown: %w", ctx.Err()))
 	}
 	// intake drained and every handler returned: the parts may stop
@@ -763,7 +774,11 @@ func (r *Runner) admit(ctx context.Context, inv *Invocation) (<-chan error, erro
 			inv.Authority = a
 			return nil, nil
 		}
-		return nil, WithReason(ErrBindingRefused, refuseReason(cur, inv.Binding), "the binding is not the installation's active one")
+		reason := refuseReason(cur, inv.Binding)
+		if reason == reasonTooFarAhead {
+			return nil, WithReason(ErrBindingRefused, reason, "the binding is too far ahead of the installation's; its attach must be applied first")
+		}
+		return nil, WithReason(ErrBindingRefused, reason, "the binding is not the installation's active one")
 	case Write:
 		// Serve at once under the new binding; the view sees it now so the
 		// next invocation with the same binding is served without a write
@@ -798,14 +813,22 @@ func (r *Runner) admit(ctx context.Context, inv *Invocation) (<-chan error, erro
 	return nil, WithReason(ErrBindingRefused, "ignored", "the binding is not the installation's active one")
 }
 
+// reasonTooFarAhead refuses an invocation whose binding is more than
+// MaxInvocationLead ahead of the stored authority.
+const reasonTooFarAhead = "binding_too_far_ahead"
+
 func refuseReason(cur *Authority, b binding.Binding) string {
 	switch {
-	case cur == nil:
+	case cur == nil && b.PlacementGeneration <= MaxInvocationLead && b.RuntimeRevision <= MaxInvocationLead:
 		return "unknown"
+	case cur == nil:
+		return reasonTooFarAhead
 	case cur.State == StateRemoved:
 		return "removed"
 	case b.Compare(cur.Binding) < 0:
 		return "stale_binding"
+	case b.Compare(cur.Binding) > 0:
+		return reasonTooFarAhead
 	}
 	return "installation_inactive"
 }

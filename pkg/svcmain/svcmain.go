@@ -54,6 +54,11 @@ type Options struct {
 	StateKey string // LANGBOT_STATE_KEY
 	Workers  int    // LANGBOT_WORKERS (0: the service's default)
 	LogLevel string // LANGBOT_LOG_LEVEL
+	// DrainTimeout is LANGBOT_DRAIN_TIMEOUT: how long a stop waits for the
+	// services to finish their work (default bus.DefaultShutdownTimeout);
+	// the HTTP server and the connections get stopGrace more, so the whole
+	// stop ends inside the pod's grace period (deploy/k8s: 30 s).
+	DrainTimeout time.Duration
 	// Retention is LANGBOT_RETENTION: remove installations whose attach
 	// was not refreshed for this long (bus.RunnerConfig.Retention); 0 is
 	// off, the default.
@@ -280,6 +285,12 @@ func registerCommon(fs *flag.FlagSet, getenv func(string) string) *Options {
 		}
 		return def
 	}
+	envDuration := func(k string, def time.Duration) time.Duration {
+		if d, err := time.ParseDuration(getenv(k)); err == nil && d > 0 {
+			return d
+		}
+		return def
+	}
 	fs.StringVar(&o.Prefix, "prefix", env("LANGBOT_SUBJECT_PREFIX", bus.DefaultPrefix), "subject prefix (LANGBOT_SUBJECT_PREFIX)")
 	fs.StringVar(&o.HTTPAddr, "http", env("LANGBOT_HTTP_ADDR", ":8080"), "HTTP address for health, metrics and console (LANGBOT_HTTP_ADDR)")
 	fs.IntVar(&o.Replicas, "replicas", envInt("LANGBOT_JS_REPLICAS", 1), "replicas of the service's streams and buckets (LANGBOT_JS_REPLICAS)")
@@ -287,12 +298,15 @@ func registerCommon(fs *flag.FlagSet, getenv func(string) string) *Options {
 	fs.IntVar(&o.Workers, "workers", envInt("LANGBOT_WORKERS", 0), "concurrent invocation handlers (LANGBOT_WORKERS)")
 	fs.StringVar(&o.retention, "retention", getenv("LANGBOT_RETENTION"),
 		"remove installations not attached for this long, at least 24h, e.g. 720h or 30d; empty or 0: never (LANGBOT_RETENTION)")
+	fs.DurationVar(&o.DrainTimeout, "drain-timeout", envDuration("LANGBOT_DRAIN_TIMEOUT", bus.DefaultShutdownTimeout),
+		"how long a stop waits for in-flight work before exiting anyway (LANGBOT_DRAIN_TIMEOUT)")
 	fs.StringVar(&o.LogLevel, "log-level", env("LANGBOT_LOG_LEVEL", "info"), "debug, info, warn or error (LANGBOT_LOG_LEVEL)")
 	return o
 }
 
-// drainWait bounds how long shutdown waits for a connection to drain.
-const drainWait = 15 * time.Second
+// stopGrace bounds what a stop does after the services' drain: the HTTP
+// server's shutdown and the connections' drain share it.
+const stopGrace = 5 * time.Second
 
 func run(ctx context.Context, name string, o Options, getenv func(string) string, stderr io.Writer,
 	parts []Binary, emb *Embedding) (err error) {
@@ -416,11 +430,27 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 	if len(svcs) == 0 {
 		<-ctx.Done()
 	}
-	wg.Wait()
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	allDone, stuck := make(chan struct{}), false
+	go func() { wg.Wait(); close(allDone) }()
+	select {
+	case <-allDone:
+	case <-ctx.Done():
+		// asked to stop: the services get the drain bound, no more
+		select {
+		case <-allDone:
+		case <-time.After(o.DrainTimeout):
+			log.Error("services did not stop within the drain timeout; exiting anyway", "drain_timeout", o.DrainTimeout.String())
+			stuck = true
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
 	herr := hs.Shutdown(sctx)
 	log.Info("stopped")
+	if stuck {
+		// errs is still written by the services that did not return
+		return errors.Join(fmt.Errorf("svcmain: services still running after the drain timeout %v", o.DrainTimeout), herr)
+	}
 	return errors.Join(append(errs, herr)...)
 }
 
@@ -431,7 +461,7 @@ func drainAll(ncs []*nats.Conn) {
 	for _, nc := range ncs {
 		_ = nc.Drain()
 	}
-	deadline := time.Now().Add(drainWait)
+	deadline := time.Now().Add(stopGrace)
 	for _, nc := range ncs {
 		for !nc.IsClosed() && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)

@@ -236,3 +236,53 @@ func TestRetentionSetting(t *testing.T) {
 		t.Fatalf("service got retention %v, want 720h", d)
 	}
 }
+
+// stuckService ignores its context: a handler that never returns.
+type stuckService struct {
+	entered, release chan struct{}
+}
+
+func (s *stuckService) Run(ctx context.Context) error {
+	<-ctx.Done()
+	close(s.entered)
+	<-s.release
+	return nil
+}
+
+func (s *stuckService) Ready() bool { return true }
+
+// TestStopBoundedWhileServiceStuck is issue 19's drain item: a stopping
+// service must exit within a bound shorter than the pod's grace period
+// even when its work does not end. Before, Run waited for every service
+// without bound. Measured as an ordering: Run returns while the service
+// still blocks.
+func TestStopBoundedWhileServiceStuck(t *testing.T) {
+	srv := bustest.NewServer(t)
+	env := map[string]string{"NATS_URL": srv.URL(), "LANGBOT_HTTP_ADDR": "127.0.0.1:0", "LANGBOT_DRAIN_TIMEOUT": "1s"}
+	var logs bustest.LogBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	svc := &stuckService{entered: make(chan struct{}), release: make(chan struct{})}
+	defer close(svc.release)
+	done := make(chan error, 1)
+	go func() {
+		done <- svcmain.Run(ctx, svcmain.Binary{Name: "stuck",
+			Build: func(context.Context, *svcmain.Env) (svcmain.Service, error) { return svc, nil }},
+			nil, func(k string) string { return env[k] }, &logs)
+	}()
+	startedAddr(t, &logs)
+	cancel()
+	<-svc.entered
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "drain timeout") {
+			t.Fatalf("Run = %v, want the drain timeout named", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("Run did not return while the service was stuck")
+	}
+	select {
+	case <-svc.release:
+		t.Fatal("released before Run returned")
+	default: // the service still blocks: Run returned first
+	}
+}
