@@ -32,6 +32,7 @@ const (
 
 // handlePoll handles one fired poll message (spec §7.2).
 func (s *Service) handlePoll(ctx context.Context, f *bus.Fired) {
+	ctx = withInstallation(ctx, f.Scope.String())
 	opts := []trace.SpanStartOption{trace.WithAttributes(bus.AttrScope.String(f.Scope.String()))}
 	if f.Origin.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: f.Origin}))
