@@ -186,7 +186,7 @@ func TestRunnerConcurrentSafe(t *testing.T) {
 
 func TestFullPoolAnswers503(t *testing.T) {
 	e := &effects{release: make(chan struct{})}
-	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 1, Queue: 1}, bus.Deps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 1, Queue: 1, PerScope: 3}, bus.Deps{})
 	b := bindingFor("i", "w", "n", 1, 1)
 	results := make(chan error, 3)
 	for i := range 3 {
