@@ -160,7 +160,8 @@ func TestRetryRacingFirstAttemptGetsInProgress(t *testing.T) {
 func TestRunnerConcurrentSafe(t *testing.T) {
 	e := &effects{release: make(chan struct{})}
 	close(e.release)
-	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 8}, bus.Deps{})
+	// 16 concurrent callers of one installation: its share must hold them
+	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 8, PerScope: 16}, bus.Deps{})
 	b := bindingFor("i", "w", "n", 1, 1)
 	var wg sync.WaitGroup
 	var failures atomic.Int64
