@@ -130,8 +130,13 @@ type RunnerConfig struct {
 	// have their context cancelled and are no longer waited for.
 	ShutdownTimeout time.Duration
 
-	Workers           int           // concurrent handlers; default 64
-	Queue             int           // requests waiting for a worker; default 4*Workers
+	Workers int // concurrent handlers; default 64
+	Queue   int // requests waiting for a worker; default 4*Workers
+	// PerScope caps the requests of one installation queued or running at
+	// once; default Workers/2 (at least 1), so one flooding installation
+	// always leaves workers to the others. Beyond it the installation's
+	// own requests are answered 503 at once.
+	PerScope          int
 	MaxBody           int           // request body limit in bytes; default 1 MiB
 	InvocationTimeout time.Duration // per-request deadline; default 30 s
 	DedupeTTL         time.Duration // dedupe bucket TTL; default 24 h
@@ -194,7 +199,8 @@ type Runner struct {
 	store    *AuthorityStore
 	host     *Host
 
-	jobs chan job
+	jobs  chan job
+	share *scopeShare // per-scope cap of queued and running jobs
 	// intake guards jobs: micro drains subscriptions asynchronously, so the
 	// dispatcher may still run after Stop returns and must not send on a
 	// closed channel.
@@ -224,6 +230,7 @@ type job struct {
 	header  nats.Header
 	data    []byte
 	start   time.Time
+	share   [32]byte // scopeShare key
 }
 
 // NewRunner checks cfg, fills deps' defaults and returns a Runner; it does
@@ -258,6 +265,9 @@ func NewRunner(cfg RunnerConfig, deps Deps) (*Runner, error) {
 	if cfg.Queue <= 0 {
 		cfg.Queue = 4 * cfg.Workers
 	}
+	if cfg.PerScope <= 0 {
+		cfg.PerScope = max(1, cfg.Workers/2)
+	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20
 	}
@@ -289,7 +299,7 @@ func NewRunner(cfg RunnerConfig, deps Deps) (*Runner, error) {
 	r := &Runner{
 		cfg: cfg, nc: deps.Conn, js: deps.JetStream, keyring: deps.Keyring, now: deps.Clock, log: deps.Logger,
 		tracer: tracerOrNoop(deps.TracerProvider), subjects: deps.Subjects, metrics: m,
-		jobs: make(chan job, cfg.Queue), streams: map[string]jetstream.Stream{},
+		jobs: make(chan job, cfg.Queue), share: newScopeShare(cfg.PerScope), streams: map[string]jetstream.Stream{},
 	}
 	r.view = newAuthorityView(cfg.OnAuthority)
 	r.host = &Host{nc: deps.Conn, subjects: deps.Subjects, plugin: cfg.Plugin, tracer: r.tracer, timeout: cfg.HostTimeout, onRefused: r.markStale}
@@ -567,6 +577,13 @@ func (r *Runner) dispatcher(ep Endpoint) func(micro.Request) {
 			r.metrics.outcome(ep, "no_reply")
 			return
 		}
+		j.share = r.shareKey(j.subject)
+		if !r.share.take(j.share) {
+			r.metrics.rejected.Inc()
+			r.metrics.outcome(ep, "rejected")
+			r.answerError(j.reply, Errorf(ErrUnavailable, "this installation has %d requests in progress at %s, retry later", r.cfg.PerScope, r.cfg.Plugin))
+			return
+		}
 		r.intake.RLock()
 		queued := false
 		if !r.intakeClosed {
@@ -578,6 +595,7 @@ func (r *Runner) dispatcher(ep Endpoint) func(micro.Request) {
 		}
 		r.intake.RUnlock()
 		if !queued {
+			r.share.give(j.share)
 			r.metrics.rejected.Inc()
 			r.metrics.outcome(ep, "rejected")
 			r.answerError(j.reply, Errorf(ErrUnavailable, "%s is at capacity or stopping, retry later", r.cfg.Plugin))
@@ -589,6 +607,7 @@ func (r *Runner) worker() {
 	defer r.wg.Done()
 	for j := range r.jobs {
 		r.serve(j)
+		r.share.give(j.share)
 	}
 }
 

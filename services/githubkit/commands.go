@@ -40,6 +40,7 @@ func errStore(err error) error {
 }
 
 func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, error) {
+	ctx = withInstallation(ctx, inv.Scope.String())
 	cmd := inv.Command
 	if !strings.EqualFold(cmd.Name, CommandWord) {
 		return nil, bus.Errorf(bus.ErrNotFound, "githubkit serves only the gh command")
@@ -72,6 +73,7 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 }
 
 func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, error) {
+	ctx = withInstallation(ctx, inv.Scope.String())
 	st, _ := s.settings(inv.Config)
 	ctx, span := s.tracer.Start(ctx, "githubkit.tool", trace.WithAttributes(
 		attribute.String("githubkit.tool", inv.Tool.Name), bus.AttrScope.String(inv.Scope.String())))

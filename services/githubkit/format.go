@@ -75,6 +75,10 @@ func (x texts) apiErrorText(e *APIError) string {
 	switch e.Code {
 	case CodeNetwork:
 		return x.t("err.network")
+	case CodeBusy:
+		return x.t("err.busy")
+	case CodeUnavailable:
+		return x.t("err.breaker")
 	case CodeNotFound:
 		return x.t("err.404")
 	case CodeRateLimited:

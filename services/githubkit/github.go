@@ -87,6 +87,7 @@ type GitHub struct {
 	hc      *http.Client
 	timeout time.Duration
 	now     func() time.Time
+	lim     *limiter // per-installation and per-host caps, breakers (limits.go)
 }
 
 // NewGitHub wraps the shared HTTP client (see NewHTTPClient). timeout
@@ -98,7 +99,13 @@ func NewGitHub(hc *http.Client, timeout time.Duration, now func() time.Time) *Gi
 	if timeout <= 0 {
 		timeout = GitHubTimeout
 	}
-	return &GitHub{hc: hc, timeout: timeout, now: now}
+	return &GitHub{hc: hc, timeout: timeout, now: now, lim: newLimiter(Limits{}, DefaultAPIURL, now)}
+}
+
+// SetLimits replaces the caps and breakers (before any call); defaultAPIURL
+// names the host that keeps the full timeout.
+func (g *GitHub) SetLimits(l Limits, defaultAPIURL string) {
+	g.lim = newLimiter(l, defaultAPIURL, g.now)
 }
 
 // Target says where and as whom a call goes.
@@ -223,13 +230,15 @@ func (g *GitHub) do(ctx context.Context, t Target, route string, call func(conte
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	resp, err := call(withEndpoint(ctx, route), c)
-	if err != nil && ctx.Err() != nil {
-		return &APIError{Code: CodeNetwork, err: err}
-	}
-	return g.classify(resp, err)
+	return g.lim.guard(ctx, t.BaseURL, func(timeout time.Duration) error {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		resp, err := call(withEndpoint(ctx, route), c)
+		if err != nil && ctx.Err() != nil {
+			return &APIError{Code: CodeNetwork, err: err}
+		}
+		return g.classify(resp, err)
+	}, g.timeout)
 }
 
 // Repo gets a repository.

@@ -28,10 +28,12 @@ const (
 	outBackoff     = "backoff"
 	outConflict    = "conflict"
 	outConfigError = "config_error"
+	outBusy        = "busy" // the installation's or host's cap was taken (limits.go)
 )
 
 // handlePoll handles one fired poll message (spec §7.2).
 func (s *Service) handlePoll(ctx context.Context, f *bus.Fired) {
+	ctx = withInstallation(ctx, f.Scope.String())
 	opts := []trace.SpanStartOption{trace.WithAttributes(bus.AttrScope.String(f.Scope.String()))}
 	if f.Origin.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: f.Origin}))
@@ -453,6 +455,10 @@ func (p *pollRun) failure(ctx context.Context, err error) string {
 	switch {
 	case ae.Code == CodeConfig:
 		return outConfigError
+	case ae.Code == CodeBusy:
+		// not the repository's fault: this fire is skipped, the next one
+		// polls again with nothing counted against the record
+		return outBusy
 	case ae.Code == CodeRateLimited:
 		until := p.now.Add(ae.Wait + RateJitter(p.s.rand))
 		r.Poll.NotBefore = &until

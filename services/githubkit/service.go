@@ -58,6 +58,9 @@ type Config struct {
 	HostTimeout time.Duration
 	// GitHubTimeout bounds one GitHub request; default 20 s.
 	GitHubTimeout time.Duration
+	// Limits caps GitHub calls per installation and per host and breaks
+	// the circuit to a failing host (limits.go); zero = defaults.
+	Limits Limits
 }
 
 // Service is the githubkit service. Create it with New and serve with Run.
@@ -132,6 +135,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	}
 	s.hc = NewHTTPClient(HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: s.tracer, Metrics: s.metrics, Timeout: cfg.GitHubTimeout})
 	s.gh = NewGitHub(s.hc, cfg.GitHubTimeout, s.now)
+	s.gh.SetLimits(cfg.Limits, cfg.DefaultAPIURL)
 	s.rates.m = make(map[string]time.Time)
 	s.runner, err = bus.NewRunner(bus.RunnerConfig{
 		Plugin:            Plugin,

@@ -26,16 +26,6 @@ const (
 	tlsHandshakeTime = 10 * time.Second
 )
 
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
-
-// blockedAddr reports whether the SSRF guard refuses ip (spec §2 rule 2).
-func blockedAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	return !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || cgnat.Contains(ip) ||
-		ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast()
-}
-
 // guardControl refuses, after DNS resolution, connections to addresses the
 // guard blocks.
 func guardControl(_, address string, _ syscall.RawConn) error {
