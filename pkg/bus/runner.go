@@ -133,9 +133,11 @@ type RunnerConfig struct {
 	Workers int // concurrent handlers; default 64
 	Queue   int // requests waiting for a worker; default 4*Workers
 	// PerScope caps the requests of one installation queued or running at
-	// once; default Workers/2 (at least 1), so one flooding installation
-	// always leaves workers to the others. Beyond it the installation's
-	// own requests are answered 503 at once.
+	// once, so that one flooding installation leaves workers to the
+	// others; beyond it the installation's own requests are answered 503
+	// at once. 0 (the default) is no cap: refusing is too blunt for a busy
+	// installation's bursts (a group chat sends many events at once), and
+	// a fair queue across installations is not built yet.
 	PerScope          int
 	MaxBody           int           // request body limit in bytes; default 1 MiB
 	InvocationTimeout time.Duration // per-request deadline; default 30 s
@@ -264,9 +266,6 @@ func NewRunner(cfg RunnerConfig, deps Deps) (*Runner, error) {
 	}
 	if cfg.Queue <= 0 {
 		cfg.Queue = 4 * cfg.Workers
-	}
-	if cfg.PerScope <= 0 {
-		cfg.PerScope = max(1, cfg.Workers/2)
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20

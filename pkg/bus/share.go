@@ -20,8 +20,12 @@ type scopeShare struct {
 
 func newScopeShare(n int) *scopeShare { return &scopeShare{cap: n, m: make(map[[32]byte]int)} }
 
-// take counts one job of key; false when key holds its cap already.
+// take counts one job of key; false when key holds its cap already. A
+// cap of 0 or less is no cap, and nothing is counted.
 func (s *scopeShare) take(key [32]byte) bool {
+	if s.cap <= 0 {
+		return true
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m[key] >= s.cap {
@@ -33,6 +37,9 @@ func (s *scopeShare) take(key [32]byte) bool {
 
 // give uncounts one job of key.
 func (s *scopeShare) give(key [32]byte) {
+	if s.cap <= 0 {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m[key] <= 1 {

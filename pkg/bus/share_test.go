@@ -25,7 +25,7 @@ func TestFloodingScopeLeavesWorkersToOthers(t *testing.T) {
 	var held atomic.Int64
 	a, b := bindingFor("i", "w", "a", 1, 1), bindingFor("i", "w", "b", 1, 1)
 	scA, _ := a.Scope()
-	h := newHarness(t, bus.RunnerConfig{Workers: workers, Queue: queue, InvocationTimeout: 2 * time.Minute, Handlers: bus.Handlers{
+	h := newHarness(t, bus.RunnerConfig{Workers: workers, Queue: queue, PerScope: workers / 2, InvocationTimeout: 2 * time.Minute, Handlers: bus.Handlers{
 		Command: func(ctx context.Context, inv *bus.Invocation) (any, error) {
 			if inv.Scope == scA {
 				held.Add(1)
