@@ -231,18 +231,51 @@ func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandl
 	sem := make(chan struct{}, cfg.Workers)
 	var inflight sync.WaitGroup
 	loopDone := make(chan struct{})
+	// The iterator can end without a stop of ours: the server answers a
+	// pending pull with a terminal status (consumer deleted) when a node
+	// holding the consumer restarts, and nats.go then closes the iterator.
+	// Ending the loop there would stop every fired message of the service
+	// until the process restarts, so the loop opens a new iterator.
+	var (
+		itMu     sync.Mutex
+		stopping bool
+	)
+	current := it
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
 		defer close(loopDone)
 		for {
 			sem <- struct{}{}
-			m, err := it.Next()
+			itMu.Lock()
+			cur := current
+			itMu.Unlock()
+			m, err := cur.Next()
 			if err != nil {
 				<-sem
-				if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					continue
+				}
+				itMu.Lock()
+				done := stopping
+				itMu.Unlock()
+				if done || r.nc.IsClosed() {
 					return
 				}
+				r.log.Warn("fired-message iterator closed by the server; reopening", "consumer", cfg.Durable)
+				time.Sleep(time.Second)
+				nit, err := cons.Messages(jetstream.PullMaxMessages(cfg.Workers))
+				if err != nil {
+					continue
+				}
+				itMu.Lock()
+				if stopping {
+					itMu.Unlock()
+					nit.Stop()
+					return
+				}
+				current = nit
+				itMu.Unlock()
 				continue
 			}
 			inflight.Add(1)
@@ -254,7 +287,11 @@ func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandl
 		}
 	}()
 	r.addStop(func() {
-		it.Drain()
+		itMu.Lock()
+		stopping = true
+		cur := current
+		itMu.Unlock()
+		cur.Drain()
 		<-loopDone
 		inflight.Wait()
 	})
