@@ -576,7 +576,11 @@ func (r *Runner) dispatcher(ep Endpoint) func(micro.Request) {
 			r.metrics.outcome(ep, "no_reply")
 			return
 		}
-		j.share = r.shareKey(j.subject)
+		if r.cfg.PerScope > 0 {
+			// Only a cap needs the scope's key: off, the hot path does
+			// no parse and no hash.
+			j.share = r.shareKey(j.subject)
+		}
 		if !r.share.take(j.share) {
 			r.metrics.rejected.Inc()
 			r.metrics.outcome(ep, "rejected")
