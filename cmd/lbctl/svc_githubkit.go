@@ -79,15 +79,16 @@ func devGitHubFlags(fake bool, apiURL string) (githubkit.Flags, error) {
 		return f, fmt.Errorf("--github-api-url: %w", err)
 	}
 	if privateHost(u) {
-		return f, fmt.Errorf("--github-api-url: a private, loopback or link-local address is refused (the SSRF guard is on; use --fake-github for a local GitHub)")
+		return f, fmt.Errorf("--github-api-url: a private, loopback, link-local or other non-public address is refused (the SSRF guard is on; use --fake-github for a local GitHub)")
 	}
 	f.APIURL = u
 	return f, nil
 }
 
 // privateHost reports whether the API root's host is localhost or a literal
-// private, loopback, link-local or unspecified address, so lbctl dev refuses
-// it up front; names that resolve there are refused by the guard at dial.
+// address the SSRF guard refuses (githubkit.RefusedAddr: anything not global
+// unicast), so lbctl dev refuses it up front; names that resolve there are
+// refused by the guard at dial.
 func privateHost(raw string) bool {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -101,8 +102,7 @@ func privateHost(raw string) bool {
 	if err != nil {
 		return false
 	}
-	a = a.Unmap()
-	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsUnspecified()
+	return githubkit.RefusedAddr(a)
 }
 
 // fakeGitHubService runs the service and stops the fake GitHub after it.

@@ -19,13 +19,7 @@ func TestDevGitHubAPIURL(t *testing.T) {
 		{[]string{"--github-api-url", "ftp://ghe.example.com/api/v3"}, "--github-api-url"},
 		{[]string{"--github-api-url", "https://ghe.example.com/api/v3", "--fake-github"}, "exclude each other"},
 	} {
-		svc := githubkitService()
-		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		svc.DevFlags(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatalf("%q: %v", tc.args, err)
-		}
+		svc, _ := devGitHubService(t, tc.args)
 		_, err := svc.Build(context.Background(), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err %v, want %q", tc.args, err, tc.want)
@@ -37,4 +31,18 @@ func TestDevGitHubAPIURL(t *testing.T) {
 			t.Fatal("no --github-api-url flag")
 		}
 	}
+}
+
+// devGitHubService is the githubkit service of lbctl dev with args parsed
+// into its dev flags.
+func devGitHubService(t *testing.T, args []string) (*devService, *flag.FlagSet) {
+	t.Helper()
+	svc := githubkitService()
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	svc.DevFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("%q: %v", args, err)
+	}
+	return svc, fs
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
-	"io"
 	"strings"
 	"testing"
 )
@@ -28,18 +26,8 @@ func TestDevKeepsSSRFGuard(t *testing.T) {
 		{[]string{"--github-api-url", "https://localhost/api/v3"}, false, "private"},
 		{[]string{"--github-api-url", "http://ghe.example.com/api/v3"}, false, "--github-api-url"},
 	} {
-		var fake bool
-		var apiURL string
-		svc := githubkitService()
-		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		svc.DevFlags(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatalf("%q: %v", tc.args, err)
-		}
-		fake = fs.Lookup("fake-github").Value.String() == "true"
-		apiURL = fs.Lookup("github-api-url").Value.String()
-		f, err := devGitHubFlags(fake, apiURL)
+		svc, fs := devGitHubService(t, tc.args)
+		f, err := devGitHubFlags(fs.Lookup("fake-github").Value.String() == "true", fs.Lookup("github-api-url").Value.String())
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%q: err %v, want one naming %q", tc.args, err, tc.wantErr)

@@ -61,6 +61,11 @@ func prefixes(ss ...string) []netip.Prefix {
 	return out
 }
 
+// RefusedAddr reports whether the SSRF guard refuses ip: every address
+// that is not global unicast. lbctl dev checks a literal API root with it
+// before it builds the service.
+func RefusedAddr(ip netip.Addr) bool { return blockedAddr(ip) }
+
 // blockedAddr reports whether the SSRF guard refuses ip (spec §2 rule 2):
 // true for every address that is not global unicast.
 func blockedAddr(ip netip.Addr) bool {
