@@ -429,3 +429,64 @@ func TestTakenNoteToOtherOperatorChats(t *testing.T) {
 		t.Fatalf("%d messages in the only operator chat, want the one alert", got)
 	}
 }
+
+// TestAlertIsEventDriven: the alert is a consequence of the trigger, not
+// of a scan. The service's clock stands still from before the trigger
+// until the alerts arrive, so no timer or poll on it can have sent them;
+// the trigger's handling publishes exactly one job on the chat's alert
+// subject, and the consumer delivers that message once, to each operator
+// chat once. A repeated trigger while the alert is pending publishes no
+// second job and sends nothing.
+func TestAlertIsEventDriven(t *testing.T) {
+	h := newHarness(t)
+	fixed := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	h.clock.Set(fixed)
+	b := newBinding("event-driven")
+	h.attach(b, opConfig, true)
+	sc, _ := b.Scope()
+	sid := sidOf("bot-a", "person", "42")
+	h.mustEvent(b, opConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("help")))
+	bustest.Eventually(t, "one alert per operator chat", func() bool { return len(alertsTo(h, b)) == 2 })
+	if !h.clock.Now().Equal(fixed) {
+		t.Fatal("the service clock moved")
+	}
+	subject, err := bus.Subjects{}.Internal(takeover.Plugin, store.KindAlert, sc, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := func() uint64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := h.js.Stream(ctx, store.TimerStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(subject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Subjects[subject]
+	}
+	alertsSettled(t, h)
+	if n := jobs(); n != 1 {
+		t.Fatalf("%d alert jobs on %s, want the trigger's one", n, subject)
+	}
+	for chat, calls := range alertsTo(h, b) {
+		if len(calls) != 1 || !strings.Contains(calls[0].SendMessage().MessageChain[0].Text, "waiting 0s") {
+			t.Fatalf("%s: %d alerts (%v), want one sent at the trigger's instant", chat, len(calls), calls)
+		}
+	}
+	h.mustEvent(b, opConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("help, anyone?")))
+	bustest.Eventually(t, "the repeated trigger recorded", func() bool {
+		return len(h.messages(b, opConfig, sid).Messages) == 2
+	})
+	alertsSettled(t, h)
+	if n := jobs(); n != 1 {
+		t.Fatalf("a repeated trigger while pending queued %d jobs", n)
+	}
+	for chat, calls := range alertsTo(h, b) {
+		if len(calls) != 1 {
+			t.Fatalf("%s: %d alerts after a repeated trigger", chat, len(calls))
+		}
+	}
+}
