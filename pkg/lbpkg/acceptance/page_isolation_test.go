@@ -25,8 +25,9 @@ import (
 // TestConsolePageInLangBot relies on do not reach it (docs/langbot.md, "The
 // console inside LangBot"). What this test checks instead, through the
 // frame's own target: the postMessage protocol works both ways across the
-// processes, the list renders from page_api, and opening a chat loads its
-// messages.
+// processes, the list renders from page_api, opening a chat loads its
+// messages, taking it over works, and theme and language follow
+// langbot:context.
 func TestConsolePageWithSiteIsolation(t *testing.T) {
 	path := chromium(t)
 	e := newEnv(t, takeover.Plugin)
@@ -130,6 +131,11 @@ func TestConsolePageWithSiteIsolation(t *testing.T) {
 	}
 	fctx, fcancel := chromedp.NewContext(bctx, chromedp.WithTargetID(frameID))
 	t.Cleanup(fcancel)
+	// the first call gets fctx itself: the session lives as long as that
+	// context, not as long as one call's timeout
+	if err := chromedp.Do(fctx); err != nil {
+		t.Fatalf("attach to the frame: %v", err)
+	}
 	until := func(what, js string) {
 		t.Helper()
 		deadline := time.Now().Add(90 * time.Second)
@@ -150,9 +156,13 @@ func TestConsolePageWithSiteIsolation(t *testing.T) {
 	until("the list from page_api", `document.querySelectorAll('[data-testid=session-item]').length === 1 && document.documentElement.dataset.context === 'set'`)
 	do(fctx, `(document.querySelector('[data-testid=session-item]').click(), true)`, nil)
 	until("the conversation", `document.querySelectorAll('[data-testid=message]').length === 1`)
+	do(fctx, `(document.querySelector('[data-testid=takeover-btn]').click(), true)`, nil)
+	until("taken over", `document.querySelector('[data-testid=takeover-btn]').dataset.state === 'on'`)
+	do(bctx, `sendContext('dark', 'zh_Hans')`, nil)
+	until("the host's theme and language", `document.documentElement.dataset.theme === 'dark' && document.documentElement.lang === 'zh-Hans'`)
 	var calls []string
 	do(bctx, `window.calls`, &calls)
-	if !strings.Contains(strings.Join(calls, "\n"), "GET /messages") {
-		t.Fatalf("no GET /messages through langbot:api: %v", calls)
+	if !strings.Contains(strings.Join(calls, "\n"), "GET /messages") || !strings.Contains(strings.Join(calls, "\n"), "POST /takeover") {
+		t.Fatalf("no GET /messages or POST /takeover through langbot:api: %v", calls)
 	}
 }
