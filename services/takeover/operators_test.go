@@ -163,7 +163,8 @@ func TestCommandsWriteWhatTheConsoleWrites(t *testing.T) {
 }
 
 func TestPauseResumeAndTool(t *testing.T) {
-	h := newHarness(t)
+	var logs bustest.LogBuffer
+	h := newLoggedHarness(t, &logs)
 	b := newBinding("pause")
 	h.attach(b, opConfig, true)
 	user := bus.Session{LauncherType: "person", LauncherID: "60", SenderID: "60", BotUUID: "bot-a"}
@@ -188,6 +189,18 @@ func TestPauseResumeAndTool(t *testing.T) {
 	h.command(b, opConfig, 2, user, "!ho resume")
 	if r := h.record(b, sid); r.Takeover.Active || r.Takeover.ReleaseReason != model.ReasonManual {
 		t.Fatalf("after resume: %+v", r.Takeover)
+	}
+	// pause and resume write the console's audit lines (the refused pause
+	// none), with the admin as operator
+	var audit []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var l struct{ Msg, Action, SID, Operator, Outcome string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "console action" && l.SID == sid {
+			audit = append(audit, l.Action+" "+l.Operator+" "+l.Outcome)
+		}
+	}
+	if want := []string{"POST /takeover 60 ok", "DELETE /takeover 60 ok"}; !reflect.DeepEqual(audit, want) {
+		t.Errorf("pause/resume audit %q, want %q", audit, want)
 	}
 
 	// the handoff tool: waiting state, an alert, and what to say
