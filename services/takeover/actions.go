@@ -23,11 +23,6 @@ func (s *Service) afterTakeover(ctx context.Context, sc binding.Scope, b binding
 	s.publishLive(sc, model.Live{Type: model.LiveTakeover, SID: sid, Data: s.takeoverView(rec, set)})
 	if tr == model.Started {
 		s.notify(ctx, sc, b, sid, rec, set.NoticeOnTakeover, true, false)
-		if rec.Takeover.Via != model.ViaTrigger {
-			// a trigger raised its own alert; a takeover started elsewhere
-			// tells the operator chats too
-			s.raiseAlert(ctx, sc, set, sid, rec, causeTakeover, rec.Takeover.Operator, rec.LastPreview.Text)
-		}
 	}
 }
 

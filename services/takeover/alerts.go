@@ -18,11 +18,12 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
-// Why a chat asks for a human: the cause an alert names.
+// Why a chat asks for a human: the cause an alert names. A takeover that
+// an operator starts raises no alert: a human has the chat already, so the
+// operator chats get the "taken by" note (noteTaken) instead.
 const (
-	causeTrigger  = "trigger"  // a trigger word
-	causeTool     = "tool"     // the model called request_human
-	causeTakeover = "takeover" // a takeover started elsewhere (console, command, reply)
+	causeTrigger = "trigger" // a trigger word
+	causeTool    = "tool"    // the model called request_human
 )
 
 // alertPendingMax is how long an unanswered alert keeps repeated triggers
@@ -39,17 +40,38 @@ type alertState struct {
 	ResolvedAt int64 `json:"resolved_at,omitempty"`
 }
 
-// alertJob is the durable delivery job of one alert on the timer stream
-// (subject alert.<scope>.<sid>): what every operator chat is told.
+// claimState is a chat's "taken by" record (<scope>.claim.<sid> in the
+// dedupe bucket): the number of the last note, the takeover and the
+// claimer (operator and origin) it named, and when it was raised.
+type claimState struct {
+	N         int    `json:"n"`
+	StartedAt int64  `json:"started_at"`
+	Claimer   string `json:"claimer"`
+	RaisedAt  int64  `json:"raised_at"`
+}
+
+// alertJob is the durable delivery job of one alert, or of one "taken by"
+// note (Taken), on the timer stream (subject alert.<scope>.<sid>): what the
+// operator chats are told.
 type alertJob struct {
 	SID      string `json:"sid"`
 	N        int    `json:"n"`
 	RaisedAt int64  `json:"raised_at"`
-	Cause    string `json:"cause"`
+	Cause    string `json:"cause,omitempty"`
 	Who      string `json:"who"`
 	Chat     string `json:"chat"`
 	Type     string `json:"type"`
-	Preview  string `json:"preview"`
+	Preview  string `json:"preview,omitempty"`
+	// Taken is a note that Who took the chat over from Origin; the chat it
+	// came from (Origin.Chat of an OriginChat) is not told. StartedAt is
+	// the takeover's start: a note whose takeover ended before delivery is
+	// dropped.
+	Taken     bool   `json:"taken,omitempty"`
+	Origin    string `json:"origin,omitempty"`
+	From      string `json:"from,omitempty"`
+	FromType  string `json:"from_type,omitempty"`
+	FromID    string `json:"from_id,omitempty"`
+	StartedAt int64  `json:"started_at,omitempty"`
 }
 
 // raiseAlert starts one alert for a chat that asks for a human, unless the
@@ -95,14 +117,90 @@ func (s *Service) raiseAlert(ctx context.Context, sc binding.Scope, set model.Se
 	}
 	job := alertJob{SID: sid, N: st.N, RaisedAt: now, Cause: cause, Who: model.CutRunes(who, 64), Chat: model.CutRunes(chat, 64),
 		Type: rec.Type, Preview: capPreview(preview)}
+	s.queueAlert(ctx, sc, job, "alert")
+}
+
+// queueAlert publishes an alert or note job to the timer stream, where the
+// alert consumer delivers it even after a restart. The message id makes a
+// second publish of the same job (a retried action) a no-op.
+func (s *Service) queueAlert(ctx context.Context, sc binding.Scope, job alertJob, kind string) {
 	body, _ := json.Marshal(job)
-	subject, err := s.subj.Internal(Plugin, store.KindAlert, sc, sid)
+	subject, err := s.subj.Internal(Plugin, store.KindAlert, sc, job.SID)
 	if err == nil {
-		_, err = s.js.Publish(ctx, subject, body, jetstream.WithMsgID("alert|"+sc.String()+"|"+sid+"|"+strconv.Itoa(st.N)))
+		_, err = s.js.Publish(ctx, subject, body, jetstream.WithMsgID(kind+"|"+sc.String()+"|"+job.SID+"|"+strconv.Itoa(job.N)))
 	}
 	if err != nil {
-		s.log.WarnContext(ctx, "queueing an operator alert failed", "scope", sc.String(), "sid", sid, "err", err)
+		s.log.WarnContext(ctx, "queueing an operator "+kind+" failed", "scope", sc.String(), "sid", job.SID, "err", err)
 	}
+}
+
+// noteTaken tells the operator chats, except the one the takeover came
+// from, that an operator took a chat over, so that two operators do not
+// answer the same chat. rec is the committed record. Like an alert it is
+// one CAS on the chat's claim record: no note when the takeover and the
+// claimer (operator and origin) are those of the last note (a repeated
+// take, a reply's extension), or the last note is younger than
+// Config.AlertInterval (the per-chat rate limit).
+func (s *Service) noteTaken(ctx context.Context, c PageCall, sid string, rec *model.Record) {
+	kind, from := c.Origin.Kind, ""
+	if kind == "" {
+		kind = OriginConsole
+	}
+	if kind == OriginChat {
+		from = c.Origin.Chat.Key()
+	}
+	if rec == nil || !rec.Takeover.Active || len(noteRecipients(c.Settings, from)) == 0 {
+		return
+	}
+	claimer := c.Operator + "|" + kind + "|" + from
+	now := s.nowMS()
+	var st claimState
+	_, _, err := s.runner.Dedupe().Update(ctx, c.Scope, store.KeyClaim, func(cur []byte, exists bool) ([]byte, error) {
+		st = claimState{}
+		if exists && json.Unmarshal(cur, &st) == nil {
+			if st.StartedAt == rec.Takeover.StartedAt && st.Claimer == claimer {
+				return nil, bus.ErrNoChange
+			}
+			if now-st.RaisedAt < s.cfg.AlertInterval.Milliseconds() {
+				return nil, bus.ErrNoChange
+			}
+		}
+		st = claimState{N: st.N + 1, StartedAt: rec.Takeover.StartedAt, Claimer: claimer, RaisedAt: now}
+		return json.Marshal(st)
+	}, sid)
+	if errors.Is(err, bus.ErrNoChange) {
+		return
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "raising a taken-by note failed", "scope", c.Scope.String(), "sid", sid, "err", err)
+		return
+	}
+	chat := rec.Name
+	if chat == "" {
+		chat = rec.TargetID
+	}
+	job := alertJob{SID: sid, N: st.N, RaisedAt: now, Who: model.CutRunes(c.Operator, 64), Chat: model.CutRunes(chat, 64), Type: rec.Type,
+		Taken: true, Origin: kind, StartedAt: rec.Takeover.StartedAt}
+	if kind == OriginChat {
+		job.From, job.FromType, job.FromID = from, c.Origin.Chat.Type, model.CutRunes(c.Origin.Chat.ID, 64)
+		if from == model.SessionKey(rec.BotUUID, rec.Type, rec.TargetID) {
+			job.Origin = originItself
+		}
+	}
+	s.queueAlert(ctx, c.Scope, job, "taken")
+}
+
+// noteRecipients is the operator chats a "taken by" note goes to: all of
+// them but the chat of session key from ("" when the takeover came from
+// no chat).
+func noteRecipients(set model.Settings, from string) []model.OperatorChat {
+	var out []model.OperatorChat
+	for _, oc := range set.OperatorChats {
+		if from == "" || oc.Key() != from {
+			out = append(out, oc)
+		}
+	}
+	return out
 }
 
 // capPreview makes the one-line quote an alert shows: at most
@@ -136,17 +234,20 @@ func (s *Service) resolveAlert(ctx context.Context, sc binding.Scope, set model.
 	}
 }
 
-// alertKey is the idempotency key of one alert to one operator chat:
-// stable over retries and replicas, scoped, never reused by another alert.
-func alertKey(sc binding.Scope, sid string, n int, o model.OperatorChat) string {
+// alertKey is the idempotency key of one alert (kind "alert") or note
+// ("taken") to one operator chat: stable over retries and replicas,
+// scoped, never reused by another alert or note.
+func alertKey(sc binding.Scope, kind, sid string, n int, o model.OperatorChat) string {
 	h := sha256.Sum256([]byte(o.Key()))
-	return "takeover:" + sc.String() + ":alert:" + sid + ":" + strconv.Itoa(n) + ":" + hex.EncodeToString(h[:8])
+	return "takeover:" + sc.String() + ":" + kind + ":" + sid + ":" + strconv.Itoa(n) + ":" + hex.EncodeToString(h[:8])
 }
 
 // handleAlert delivers a queued alert to every operator chat of the
-// installation's current config (spec §3.7's retry rules: the first try,
-// then one more after each Config.NoticeRetry delay, then it is dropped,
-// logged and counted). An alert answered before it was delivered, or of a
+// installation's current config, and a "taken by" note to every one but
+// the chat it came from (spec §3.7's retry rules: the first try, then one
+// more after each Config.NoticeRetry delay, then it is dropped, logged and
+// counted). An alert answered before it was delivered, a note whose
+// takeover ended meanwhile, either superseded by a newer one, or of a
 // session deleted meanwhile, is not sent.
 func (s *Service) handleAlert(ctx context.Context, f *bus.Fired) {
 	var job alertJob
@@ -165,15 +266,25 @@ func (s *Service) handleAlert(ctx context.Context, f *bus.Fired) {
 		_ = f.Ack(ctx)
 		return
 	}
-	if e, err := s.runner.Dedupe().Get(ctx, sc, store.KeyAlert, job.SID); err == nil {
+	if job.Taken {
+		if e, err := s.runner.Dedupe().Get(ctx, sc, store.KeyClaim, job.SID); err == nil {
+			var st claimState
+			if json.Unmarshal(e.Value(), &st) == nil && st.N != job.N {
+				_ = f.Ack(ctx) // superseded by a newer note
+				return
+			}
+		}
+	} else if e, err := s.runner.Dedupe().Get(ctx, sc, store.KeyAlert, job.SID); err == nil {
 		var st alertState
 		if json.Unmarshal(e.Value(), &st) == nil && (st.N != job.N || !st.Pending) {
 			_ = f.Ack(ctx) // answered already, or superseded by a newer alert
 			return
 		}
 	}
-	// a session deleted while its alert waited is not alerted later
-	if rec, _, err := s.st.GetRecord(ctx, sc, job.SID); err == nil && rec == nil {
+	// a session deleted while its alert waited is not alerted later; a
+	// note of a takeover that ended meanwhile would mislead
+	if rec, _, err := s.st.GetRecord(ctx, sc, job.SID); err == nil &&
+		(rec == nil || job.Taken && (!rec.Takeover.TakenOver(s.nowMS()) || rec.Takeover.StartedAt != job.StartedAt)) {
 		_ = f.Ack(ctx)
 		return
 	}
@@ -182,12 +293,16 @@ func (s *Service) handleAlert(ctx context.Context, f *bus.Fired) {
 		cfg = nil
 	}
 	set := s.settingsFor(sc, a.Binding, cfg)
-	text := s.alertText(set, job)
+	text, kind, to := s.alertText(set, job), "alert", set.OperatorChats
+	if job.Taken {
+		text, kind = s.noteText(set, job), "taken"
+		to = noteRecipients(set, job.From)
+	}
 	failed := 0
-	for _, o := range set.OperatorChats {
+	for _, o := range to {
 		tctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
 		err := s.runner.Host().SendMessage(tctx, a.Binding, bus.SendMessage{BotUUID: o.BotUUID, TargetType: o.Type, TargetID: o.ID,
-			MessageChain: bus.Plain(text)}, alertKey(sc, job.SID, job.N, o))
+			MessageChain: bus.Plain(text)}, alertKey(sc, kind, job.SID, job.N, o))
 		cancel()
 		if err != nil {
 			// a retry resends to every chat: the key lets the host drop the
@@ -229,6 +344,26 @@ func (s *Service) alertText(set model.Settings, job alertJob) string {
 	b.WriteString("\n")
 	b.WriteString(cat.Text(lang, "alert.howto", args))
 	return b.String()
+}
+
+// originItself is a note's origin when the command came from the taken
+// chat itself (an admin's pause).
+const originItself = "itself"
+
+// noteText is the "taken by" note in the installation's language: which
+// chat, by whom, from where.
+func (s *Service) noteText(set model.Settings, job alertJob) string {
+	cat, lang := s.catalog, set.Language
+	who := job.Who
+	if who == "" || who == HostOperator {
+		who = cat.Text(lang, "note.who.host", nil)
+	}
+	where := cat.Text(lang, "note.where."+job.Origin, map[string]string{
+		"kind": cat.Text(lang, "chat.type."+job.FromType, nil), "id": job.FromID,
+	})
+	return cat.Text(lang, "note.taken", map[string]string{
+		"who": who, "where": where, "chat": job.Chat, "kind": cat.Text(lang, "chat.type."+job.Type, nil), "command": commandWord,
+	})
 }
 
 // formatWait renders a wait as "45s", "12m" or "2h5m" (秒, 分钟, 小时 in

@@ -56,7 +56,8 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	admin := cmd.Privilege >= adminPrivilege
 	operatorChat := set.IsOperatorChat(ses.BotUUID, ses.LauncherType, string(ses.LauncherID))
 	c := PageCall{Scope: inv.Scope, Binding: inv.Binding, Settings: set, Operator: OperatorOf(string(ses.SenderID)),
-		Inactive: inv.Authority.State != bus.StateActive}
+		Inactive: inv.Authority.State != bus.StateActive,
+		Origin:   Origin{Kind: OriginChat, Chat: model.OperatorChat{BotUUID: ses.BotUUID, Type: ses.LauncherType, ID: string(ses.LauncherID)}}}
 	switch sub {
 	case "", "help":
 		return say("cmd.help", map[string]string{"command": commandWord})

@@ -45,6 +45,7 @@ func (s *Service) consoleTakeover(ctx context.Context, c PageCall, sid string) (
 	}
 	s.view.ApplyRecord(c.Scope, sid, rec, rev)
 	s.afterTakeover(ctx, c.Scope, c.Binding, c.Settings, sid, rec, tr)
+	s.noteTaken(ctx, c, sid, rec)
 	return s.takeoverView(rec, c.Settings), nil
 }
 

@@ -69,7 +69,7 @@ func (s *Service) consoleCall(ctx context.Context, sc binding.Scope, operator st
 	}
 	return PageCall{
 		Scope: sc, Binding: a.Binding, Settings: s.settingsFor(sc, a.Binding, cfg),
-		Operator: operator, Inactive: a.State != bus.StateActive,
+		Operator: operator, Inactive: a.State != bus.StateActive, Origin: Origin{Kind: OriginConsole},
 	}, nil
 }
 

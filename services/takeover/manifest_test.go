@@ -3,6 +3,7 @@ package takeover_test
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/langbot-nats/plugins/services/takeover"
@@ -21,6 +22,10 @@ func TestDeclaration(t *testing.T) {
 	}
 	if len(d.Commands) != 1 || d.Commands[0].Name != "ho" || len(d.Tools) != 1 || d.Tools[0].Name != "request_human" || len(d.Events) != 3 || len(d.Pages) != 1 || d.Pages[0].ID != takeover.ConsolePageID {
 		t.Errorf("components: %d commands, %d tools, events %v, pages %v", len(d.Commands), len(d.Tools), d.Events, d.Pages)
+	}
+	// the handoff tool's prompt is honest about what it does and does not do
+	if p := strings.ToLower(d.Tools[0].LLMPrompt); !strings.Contains(p, "waiting") || !strings.Contains(p, "alerts the operators") || !strings.Contains(p, "does not stop you") || !strings.Contains(p, "say_to_user") {
+		t.Errorf("request_human's llm_prompt: %q", d.Tools[0].LLMPrompt)
 	}
 	defaults := map[string]any{}
 	for _, c := range d.Config {

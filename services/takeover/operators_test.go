@@ -163,7 +163,8 @@ func TestCommandsWriteWhatTheConsoleWrites(t *testing.T) {
 }
 
 func TestPauseResumeAndTool(t *testing.T) {
-	h := newHarness(t)
+	var logs bustest.LogBuffer
+	h := newLoggedHarness(t, &logs)
 	b := newBinding("pause")
 	h.attach(b, opConfig, true)
 	user := bus.Session{LauncherType: "person", LauncherID: "60", SenderID: "60", BotUUID: "bot-a"}
@@ -188,6 +189,18 @@ func TestPauseResumeAndTool(t *testing.T) {
 	h.command(b, opConfig, 2, user, "!ho resume")
 	if r := h.record(b, sid); r.Takeover.Active || r.Takeover.ReleaseReason != model.ReasonManual {
 		t.Fatalf("after resume: %+v", r.Takeover)
+	}
+	// pause and resume write the console's audit lines (the refused pause
+	// none), with the admin as operator
+	var audit []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var l struct{ Msg, Action, SID, Operator, Outcome string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "console action" && l.SID == sid {
+			audit = append(audit, l.Action+" "+l.Operator+" "+l.Outcome)
+		}
+	}
+	if want := []string{"POST /takeover 60 ok", "DELETE /takeover 60 ok"}; !reflect.DeepEqual(audit, want) {
+		t.Errorf("pause/resume audit %q, want %q", audit, want)
 	}
 
 	// the handoff tool: waiting state, an alert, and what to say
@@ -310,5 +323,183 @@ func TestAlertOfDeletedSessionNotSent(t *testing.T) {
 	})
 	if got := len(alertsTo(h, b)["group:900"]); got != tries {
 		t.Fatalf("%d alert tries after the session was deleted, want %d", got, tries)
+	}
+}
+
+// notesTo counts the "taken by" notes sent into operator chats.
+func notesTo(h *harness, b binding.Binding) map[string][]bustest.HostCall {
+	out := map[string][]bustest.HostCall{}
+	for chat, calls := range alertsTo(h, b) {
+		for _, c := range calls {
+			if strings.Contains(c.IdempotencyKey, ":taken:") {
+				out[chat] = append(out[chat], c)
+			}
+		}
+	}
+	return out
+}
+
+// alertsSettled waits until the alert consumer has handled every queued
+// alert and note: an action queues its note before it answers, so after
+// this every note it caused has been sent or dropped.
+func alertsSettled(t *testing.T, h *harness) {
+	t.Helper()
+	bustest.Eventually(t, "the alert consumer idle", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c, err := h.js.Consumer(ctx, store.TimerStream, store.AlertDurable)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	})
+}
+
+// TestTakenNoteToOtherOperatorChats: a take from one operator chat tells
+// the other operator chats once who took which chat from where, never the
+// taker's own chat; a repeated take by the same operator tells nobody
+// again, another claimer within AlertInterval is rate-limited, and a
+// console take tells every operator chat. With one operator chat, a take
+// from it sends no note.
+func TestTakenNoteToOtherOperatorChats(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("taken")
+	cfg := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900","op-bot:person:77"]}`
+	h.attach(b, cfg, true)
+	sc, _ := b.Scope()
+	group := bus.Session{LauncherType: "group", LauncherID: "900", SenderID: "31", BotUUID: "op-bot"}
+	person := bus.Session{LauncherType: "person", LauncherID: "77", SenderID: "77", BotUUID: "op-bot"}
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "50", "Ann", plain("help please")))
+	bustest.Eventually(t, "the trigger's alerts", func() bool { return len(alertsTo(h, b)) == 2 })
+	h.command(b, cfg, 1, group, "!ho list")
+	if got := h.command(b, cfg, 1, group, "!ho take 1"); !strings.Contains(got, "taken over") {
+		t.Fatalf("take: %q", got)
+	}
+	alertsSettled(t, h)
+	notes := notesTo(h, b)
+	if len(notes["group:900"]) != 0 || len(notes["person:77"]) != 1 {
+		t.Fatalf("notes after a take from group 900: %d there, %d in person 77; want 0 and 1", len(notes["group:900"]), len(notes["person:77"]))
+	}
+	n := notes["person:77"][0]
+	text := n.SendMessage().MessageChain[0].Text
+	for _, want := range []string{"private chat Nick", "by 31", "from group 900", "!ho list"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("note %q lacks %q", text, want)
+		}
+	}
+	if !strings.HasPrefix(n.IdempotencyKey, "takeover:"+sc.String()+":taken:") {
+		t.Errorf("note key %q", n.IdempotencyKey)
+	}
+
+	// the same operator takes again (an extension): nobody is told again;
+	// another operator within the interval: rate-limited
+	h.command(b, cfg, 1, group, "!ho take 1")
+	h.command(b, cfg, 1, person, "!ho list")
+	h.command(b, cfg, 1, person, "!ho take 1")
+	alertsSettled(t, h)
+	if notes := notesTo(h, b); len(notes["group:900"]) != 0 || len(notes["person:77"]) != 1 {
+		t.Fatalf("a repeated or rate-limited take sent notes: %d in group 900, %d in person 77", len(notes["group:900"]), len(notes["person:77"]))
+	}
+	// after the interval, the other claimer is noted to the first chat
+	h.clock.Advance(time.Minute + time.Second)
+	h.command(b, cfg, 1, person, "!ho take 1")
+	alertsSettled(t, h)
+	if notes := notesTo(h, b); len(notes["group:900"]) != 1 || len(notes["person:77"]) != 1 {
+		t.Fatalf("after the interval: %d in group 900, %d in person 77; want 1 and 1", len(notes["group:900"]), len(notes["person:77"]))
+	}
+
+	// a take in LangBot's console page tells every operator chat, in the
+	// installation's language
+	zh := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"language":"zh_Hans","operator_chats":["op-bot:group:900","op-bot:person:77"]}`
+	h.attach(b, zh, true)
+	h.mustEvent(b, zh, takeover.EventPersonMessage, "bot-a", msgData("person", "51", "Bo", plain("hi")))
+	sid := sidOf("bot-a", "person", "51")
+	bustest.Eventually(t, "recorded", func() bool { return h.record(b, sid) != nil })
+	h.mustPage(b, zh, "POST", "/takeover", map[string]any{"sid": sid}, nil)
+	alertsSettled(t, h)
+	notes = notesTo(h, b)
+	if len(notes["group:900"]) != 2 || len(notes["person:77"]) != 2 {
+		t.Fatalf("after a page take: %d in group 900, %d in person 77; want 2 and 2", len(notes["group:900"]), len(notes["person:77"]))
+	}
+	if zt := notes["group:900"][1].SendMessage().MessageChain[0].Text; !strings.Contains(zt, "已接管") || !strings.Contains(zt, "私聊「Nick」") || !strings.Contains(zt, "LangBot 中的控制台") {
+		t.Errorf("zh_Hans note %q", zt)
+	}
+
+	// one operator chat, and the take comes from it: no note at all
+	one := newBinding("taken-one")
+	cfgOne := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900"]}`
+	h.attach(one, cfgOne, true)
+	h.mustEvent(one, cfgOne, takeover.EventPersonMessage, "bot-a", msgData("person", "52", "52", plain("help")))
+	bustest.Eventually(t, "the alert", func() bool { return len(alertsTo(h, one)["group:900"]) == 1 })
+	h.command(one, cfgOne, 1, group, "!ho list")
+	h.command(one, cfgOne, 1, group, "!ho take 1")
+	alertsSettled(t, h)
+	if notes := notesTo(h, one); len(notes) != 0 {
+		t.Fatalf("a note with a single operator chat: %v", notes)
+	}
+	if got := len(alertsTo(h, one)["group:900"]); got != 1 {
+		t.Fatalf("%d messages in the only operator chat, want the one alert", got)
+	}
+}
+
+// TestAlertIsEventDriven: the alert is a consequence of the trigger, not
+// of a scan. The service's clock stands still from before the trigger
+// until the alerts arrive, so no timer or poll on it can have sent them;
+// the trigger's handling publishes exactly one job on the chat's alert
+// subject, and the consumer delivers that message once, to each operator
+// chat once. A repeated trigger while the alert is pending publishes no
+// second job and sends nothing.
+func TestAlertIsEventDriven(t *testing.T) {
+	h := newHarness(t)
+	fixed := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	h.clock.Set(fixed)
+	b := newBinding("event-driven")
+	h.attach(b, opConfig, true)
+	sc, _ := b.Scope()
+	sid := sidOf("bot-a", "person", "42")
+	h.mustEvent(b, opConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("help")))
+	bustest.Eventually(t, "one alert per operator chat", func() bool { return len(alertsTo(h, b)) == 2 })
+	if !h.clock.Now().Equal(fixed) {
+		t.Fatal("the service clock moved")
+	}
+	subject, err := bus.Subjects{}.Internal(takeover.Plugin, store.KindAlert, sc, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := func() uint64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err := h.js.Stream(ctx, store.TimerStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(subject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Subjects[subject]
+	}
+	alertsSettled(t, h)
+	if n := jobs(); n != 1 {
+		t.Fatalf("%d alert jobs on %s, want the trigger's one", n, subject)
+	}
+	for chat, calls := range alertsTo(h, b) {
+		if len(calls) != 1 || !strings.Contains(calls[0].SendMessage().MessageChain[0].Text, "waiting 0s") {
+			t.Fatalf("%s: %d alerts (%v), want one sent at the trigger's instant", chat, len(calls), calls)
+		}
+	}
+	h.mustEvent(b, opConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("help, anyone?")))
+	bustest.Eventually(t, "the repeated trigger recorded", func() bool {
+		return len(h.messages(b, opConfig, sid).Messages) == 2
+	})
+	alertsSettled(t, h)
+	if n := jobs(); n != 1 {
+		t.Fatalf("a repeated trigger while pending queued %d jobs", n)
+	}
+	for chat, calls := range alertsTo(h, b) {
+		if len(calls) != 1 {
+			t.Fatalf("%s: %d alerts after a repeated trigger", chat, len(calls))
+		}
 	}
 }

@@ -21,15 +21,34 @@ const actionTimeout = 30 * time.Second
 
 // PageCall is who and what a console operation runs for: the scope, the
 // binding host actions use, the installation's settings, the operator, and
-// whether the authority is inactive (reads only). The NATS page endpoint
-// fills it from the invocation; an HTTP console fills it from its token
-// and the scope's authority.
+// whether the authority is inactive (reads only), and where the call came
+// from. The NATS page endpoint fills it from the invocation; an HTTP
+// console fills it from its token and the scope's authority.
 type PageCall struct {
 	Scope    binding.Scope
 	Binding  binding.Binding
 	Settings model.Settings
 	Operator string
 	Inactive bool
+	Origin   Origin
+}
+
+// Where a console operation came from.
+const (
+	OriginConsole = "console" // the standalone HTTP console
+	OriginPage    = "page"    // the console page inside LangBot
+	OriginChat    = "chat"    // a !ho command in a chat
+)
+
+// Origin is where a console operation came from. The "taken by" note
+// (noteTaken) names it, and skips the operator chat it came from, whose
+// operator knows already.
+type Origin struct {
+	// Kind is OriginConsole, OriginPage or OriginChat; "" counts as
+	// OriginConsole.
+	Kind string
+	// Chat is the chat a command was sent in (OriginChat).
+	Chat model.OperatorChat
 }
 
 // Do runs one console operation (spec §7.2) and returns its result. The
@@ -125,6 +144,7 @@ func (s *Service) handlePage(ctx context.Context, inv *bus.Invocation) (any, err
 		Settings: s.settingsFor(inv.Scope, inv.Binding, inv.Config),
 		Operator: OperatorOf(caller.Operator),
 		Inactive: inv.Authority.State != bus.StateActive,
+		Origin:   Origin{Kind: OriginPage},
 	}
 	data, err := s.Do(ctx, c, req)
 	if err != nil {

@@ -97,9 +97,10 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 
 	// 2. the takeover first, so the AI is blocked when the reply lands
 	var tr model.Transition
+	var claimed bool  // the reply started the takeover or changed its operator
 	var refused error // the update's own refusal, answered as it is
 	rec, krev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
-		tr = model.Unchanged
+		tr, claimed = model.Unchanged, false
 		if cur == nil {
 			refused = bus.Errorf(bus.ErrNotFound, "no such session")
 			return nil, refused
@@ -117,6 +118,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		if tr == model.Unchanged {
 			return nil, store.ErrNoChange
 		}
+		claimed = tr == model.Started || cur.Takeover.Operator != c.Operator
 		r.UpdatedAt = now
 		return r, nil
 	})
@@ -130,6 +132,9 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 	if tr != model.Unchanged {
 		s.view.ApplyRecord(c.Scope, sid, rec, krev)
 		s.afterTakeoverSync(ctx, c, sid, rec, tr)
+		if claimed {
+			s.noteTaken(ctx, c, sid, rec)
+		}
 	}
 
 	// 3. the send

@@ -36,4 +36,5 @@ const (
 	KeyReply   = "reply"   // dedupe bucket: <scope>.reply.<hash>
 	KeyAlert   = "alert"   // dedupe bucket: <scope>.alert.<sid>, a chat's alert state
 	KeyNumbers = "numbers" // dedupe bucket: <scope>.numbers.<hash>, an operator chat's short numbers
+	KeyClaim   = "claim"   // dedupe bucket: <scope>.claim.<sid>, a chat's last "taken by" note
 )
