@@ -105,11 +105,14 @@ func eventIdentity(e Event) string {
 	case "MemberEvent":
 		parts = []string{a.Member, a.Action}
 	case "GollumEvent":
+		parts = []string{a.Actor}
 		for _, p := range a.Pages {
 			parts = append(parts, p.Name, p.Action)
 		}
+	default: // watch, public: the actor is all there is
+		parts = []string{a.Actor}
 	}
-	sum := sha256.Sum256([]byte(a.Type + "\x00" + a.Actor + "\x00" + strings.Join(parts, "\x00")))
+	sum := sha256.Sum256([]byte(a.Type + "\x00" + strings.Join(parts, "\x00")))
 	return hex.EncodeToString(sum[:12])
 }
 
