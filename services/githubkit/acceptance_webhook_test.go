@@ -455,3 +455,33 @@ func (e *hookEnv) watchRecordings() {
 	}
 	e.t.Cleanup(func() { _ = sub.Unsubscribe() })
 }
+
+func TestWebhookRetriesFailedSend(t *testing.T) {
+	e := newHookEnv(t, githubkit.Config{})
+	e.cmd(e.a, "sub "+hw)
+	id, secret := e.hook(hw)
+	var mu sync.Mutex
+	failed := false
+	e.host.Respond(func(c bustest.HostCall) bustest.HostReply {
+		mu.Lock()
+		defer mu.Unlock()
+		if !failed {
+			failed = true
+			return bustest.HostReply{Err: bus.Errorf(bus.ErrInternal, "down")}
+		}
+		return bustest.HostReply{}
+	})
+	if code, why := e.post(delivery{id: id, event: "push", guid: "r-1", body: pushBody(pushFullHead), secret: secret}); code != http.StatusAccepted {
+		t.Fatalf("delivery: %d %s", code, why)
+	}
+	// the first send fails; the redelivery (the consumer's own retry)
+	// pushes, with the same idempotency key
+	sends := e.host.WaitSends(t, 2, 20*time.Second)
+	if sends[0].IdempotencyKey != sends[1].IdempotencyKey {
+		t.Fatalf("retry keys %q, %q", sends[0].IdempotencyKey, sends[1].IdempotencyKey)
+	}
+	e.idle()
+	if n := len(e.sends()); n != 2 {
+		t.Fatalf("%d sends, want the failed one and its retry", n)
+	}
+}
