@@ -24,6 +24,7 @@ import (
 func githubkitService() *devService {
 	var fake bool
 	var apiURL string
+	var hook githubkit.Flags
 	return &devService{
 		Plugin:       githubkit.Plugin,
 		Config:       json.RawMessage(`{"language":"en_US","poll_interval":60,"max_events_per_push":5}`),
@@ -32,12 +33,14 @@ func githubkitService() *devService {
 		DevFlags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&fake, "fake-github", false, "githubkit: serve GitHub from an in-process fake (no network needed)")
 			fs.StringVar(&apiURL, "github-api-url", "", "githubkit: GitHub API root for installations that set none, e.g. https://ghe.example.com/api/v3 (default https://api.github.com)")
+			hook.RegisterWebhook(fs, os.Getenv, "github-")
 		},
 		Build: func(ctx context.Context, env *svcmain.Env) (svcmain.Service, error) {
 			f, err := devGitHubFlags(fake, apiURL)
 			if err != nil {
 				return nil, err
 			}
+			f.WebhookURL, f.WebhookAddr = hook.WebhookURL, hook.WebhookAddr
 			if !fake {
 				return githubkit.Build(env, f)
 			}
@@ -51,16 +54,25 @@ func githubkitService() *devService {
 			return &fakeGitHubService{Service: svc, fake: fg}, nil
 		},
 		Banner: func(env *DevEnv) []string {
-			if fake {
-				return []string{"githubkit: fake GitHub (try !gh repo octocat/Hello-World, then !gh sub octocat/Hello-World)"}
+			var lines []string
+			if hook.WebhookURL != "" {
+				lines = append(lines, "githubkit: webhook receiver at "+strings.TrimRight(hook.WebhookURL, "/")+githubkit.WebhookPath+"<hook-id> (!gh hook <owner/repo> as an admin)")
 			}
-			if apiURL != "" {
-				return []string{"githubkit: GitHub API " + apiURL}
-			}
-			return nil
+			return append(lines, githubkitBanner(fake, apiURL)...)
 		},
 		Commands: []command{{Name: "import githubkit", Summary: "adopt the original GitHubKit plugin's stored subscriptions", Run: runImportGithubkit}},
 	}
+}
+
+// githubkitBanner is the dev banner's line on where GitHub is.
+func githubkitBanner(fake bool, apiURL string) []string {
+	if fake {
+		return []string{"githubkit: fake GitHub (try !gh repo octocat/Hello-World, then !gh sub octocat/Hello-World)"}
+	}
+	if apiURL != "" {
+		return []string{"githubkit: GitHub API " + apiURL}
+	}
+	return nil
 }
 
 // devGitHubFlags returns githubkit's flags for lbctl dev. The SSRF guard

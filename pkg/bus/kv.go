@@ -290,6 +290,55 @@ func (k *KV) listDirect(ctx context.Context, prefix string) ([]Listed, error) {
 	return out, nil
 }
 
+// ErrNoScope is returned by Locate when no scope holds the key.
+var ErrNoScope = errors.New("bus: no scope holds the key")
+
+// Locate returns the scope that holds <scope>.<kind>.<ids> and the key's
+// value and revision, reading every scope's key of that name in one
+// batched direct get. It is for entry points that carry an opaque,
+// unguessable id and no scope (githubkit's webhook URL): the id is the
+// only thing that names the installation, so the caller must have made it
+// random and unique. A deleted key, or none, gives ErrNoScope.
+func (k *KV) Locate(ctx context.Context, kind string, ids ...string) (binding.Scope, []byte, uint64, error) {
+	if err := CheckID(kind); err != nil {
+		return binding.Scope{}, nil, 0, err
+	}
+	for _, id := range ids {
+		if err := CheckID(id); err != nil {
+			return binding.Scope{}, nil, 0, err
+		}
+	}
+	ctx, cancel := withDefault(ctx)
+	defer cancel()
+	suffix := "." + join(append([]string{kind}, ids...)...)
+	prefix := KVSubject(k.kv.Bucket(), "")
+	msgs, err := k.direct.LastPerSubject(ctx, prefix+"*.*.*"+suffix)
+	if err != nil {
+		return binding.Scope{}, nil, 0, fmt.Errorf("bus: kv locate: %w", err)
+	}
+	var found []StoredMsg
+	for _, m := range msgs {
+		switch m.Header.Get("KV-Operation") {
+		case "DEL", "PURGE":
+			continue
+		}
+		found = append(found, m)
+	}
+	switch len(found) {
+	case 0:
+		return binding.Scope{}, nil, 0, ErrNoScope
+	case 1:
+	default:
+		return binding.Scope{}, nil, 0, fmt.Errorf("bus: kv locate: %d scopes hold one id", len(found))
+	}
+	m := found[0]
+	sc, kk, _, err := ParseKey(strings.TrimPrefix(m.Subject, prefix))
+	if err != nil || kk != kind {
+		return binding.Scope{}, nil, 0, fmt.Errorf("bus: kv locate: unexpected message on %q", m.Subject)
+	}
+	return sc, m.Data, m.Sequence, nil
+}
+
 // listEach is List key by key; prefix is <scope>.<kind>.
 func (k *KV) listEach(ctx context.Context, sc binding.Scope, kind, prefix string) ([]Listed, error) {
 	ids, err := k.Keys(ctx, sc, kind)

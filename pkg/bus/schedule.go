@@ -28,10 +28,14 @@ type StreamSpec struct {
 	AllowRollup       bool
 	AtomicPublish     bool // AllowAtomicPublish: the stream takes atomic batches (see Batcher)
 	Memory            bool
+	// WorkQueue gives the stream work-queue retention: a message is
+	// removed once its one consumer acknowledged it (githubkit's webhook
+	// deliveries), so the stream holds only what is still to be done.
+	WorkQueue bool
 }
 
 // EnsureStream creates or updates a stream with file storage, limits
-// retention and discard old.
+// retention (work-queue when spec says so) and discard old.
 func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec) (jetstream.Stream, error) {
 	cfg := jetstream.StreamConfig{
 		Name:               spec.Name,
@@ -50,6 +54,9 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec) 
 	}
 	if spec.Memory {
 		cfg.Storage = jetstream.MemoryStorage
+	}
+	if spec.WorkQueue {
+		cfg.Retention = jetstream.WorkQueuePolicy
 	}
 	if cfg.MaxMsgsPerSubject == 0 {
 		cfg.MaxMsgsPerSubject = -1

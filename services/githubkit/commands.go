@@ -62,8 +62,13 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		text, err = s.unsubscribe(ctx, inv, st, x, p, prefix)
 	case SubSubs:
 		text, err = s.listSubs(ctx, inv, x, prefix)
+	case SubHook:
+		text, err = s.hookCommand(ctx, inv, st, x, p, prefix)
 	default:
 		text = x.queryCommand(ctx, s.gh, st, p, prefix)
+		if p.Sub == SubHelp && s.cfg.WebhookURL != "" {
+			text += "\n" + x.t("help.hook", "prefix", prefix)
+		}
 	}
 	if err != nil {
 		span.SetStatus(codes.Error, "command failed")
@@ -289,6 +294,7 @@ func (s *Service) unsubscribe(ctx context.Context, inv *bus.Invocation, st Setti
 		if len(r.Subscribers) == 0 {
 			err = repos(kv).Delete(ctx, sc, found.Rev, found.Key)
 			if err == nil {
+				s.dropHook(ctx, sc, r.HookID)
 				if err := s.disarm(ctx, sc, found.Key); err != nil {
 					return "", errStore(err)
 				}
@@ -325,6 +331,9 @@ func (s *Service) listSubs(ctx context.Context, inv *bus.Invocation, x texts, pr
 		it := SubItem{FullName: r.Rec.FullName, Kinds: sub.Kinds, Refine: sub.Refine}
 		if r.Rec.Poll.Broken != nil {
 			it.BrokenStatus = r.Rec.Poll.Broken.Status
+		}
+		if h := s.hookStatus(ctx, inv.Scope, r.Rec); h != nil {
+			it.Hook = &HookItem{Last: h.LastDelivery(), Live: h.Live(s.now(), s.hookLiveFor())}
 		}
 		items = append(items, it)
 	}

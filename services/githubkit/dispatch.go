@@ -19,6 +19,7 @@ const (
 	SubUnsub    = "unsub"
 	SubSubs     = "subs"
 	SubHelp     = "help"
+	SubHook     = "hook" // admins: the repository's webhook (hook.go)
 )
 
 // aliases maps every accepted word to its canonical subcommand.
@@ -34,6 +35,7 @@ var aliases = map[string]string{
 	"unsub": SubUnsub, "unsubscribe": SubUnsub, "unwatch": SubUnsub,
 	"subs": SubSubs, "subscriptions": SubSubs, "list": SubSubs,
 	"help": SubHelp, "h": SubHelp,
+	"hook": SubHook, "webhook": SubHook,
 }
 
 // subcommandOrder is the order of the help text.

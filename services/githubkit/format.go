@@ -325,7 +325,8 @@ type SubItem struct {
 	FullName     string
 	Kinds        []string
 	Refine       *Refine
-	BrokenStatus int // 0 = not broken
+	BrokenStatus int       // 0 = not broken
+	Hook         *HookItem // nil: no webhook (hook.go)
 }
 
 func (x texts) subsList(items []SubItem, prefix string) string {
@@ -341,6 +342,9 @@ func (x texts) subsList(items []SubItem, prefix string) string {
 			continue
 		}
 		lines = append(lines, x.t("subs.item", "repo", it.FullName, "events", ev))
+		if it.Hook != nil {
+			lines = append(lines, x.hookLine(*it.Hook))
+		}
 	}
 	return strings.Join(lines, "\n")
 }

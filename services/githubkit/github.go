@@ -370,6 +370,9 @@ type Event struct {
 		Name string `json:"name"`
 	} `json:"repo"`
 	Payload json.RawMessage `json:"payload"`
+	// CreatedAt is GitHub's RFC 3339 time of the event; kept as text so
+	// that an odd value never fails a page (seen.go reads it).
+	CreatedAt string `json:"created_at,omitempty"`
 }
 
 // EventsPage is one page of the events feed.

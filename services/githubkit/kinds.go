@@ -14,3 +14,18 @@ const (
 	// KindRepo is the key kind of repo records: <scope>.repo.<repo-key>.
 	KindRepo = "repo"
 )
+
+// Webhook kinds (hook.go, webhook_http.go, hook_consumer.go).
+const (
+	// KindHook is both the key kind of a webhook, <scope>.hook.<hook-id>
+	// (its sealed secret and liveness), and the subject kind of its
+	// recorded deliveries, <prefix>.githubkit.hook.<scope>.<hook-id>.
+	KindHook = "hook"
+	// KindHookBody is the dedupe-bucket marker of one delivery body,
+	// <scope>.hookbody.<hash>: GitHub signs only the body, so a replayed
+	// body under a new delivery id is refused by it.
+	KindHookBody = "hookbody"
+	// KindSeen is the recent event identities of one repo record, read by
+	// the poller and the webhook consumer: <scope>.seen.<repo-key>.
+	KindSeen = "seen"
+)

@@ -18,7 +18,10 @@ func (s *Service) purgeScope(ctx context.Context, sc binding.Scope) error {
 	if st == nil {
 		return errors.New("githubkit: stream not ready")
 	}
-	return bus.PurgeSubjects(ctx, st, s.subj.InternalScope(Plugin, KindSched, sc), s.subj.InternalScope(Plugin, KindPoll, sc))
+	if err := bus.PurgeSubjects(ctx, st, s.subj.InternalScope(Plugin, KindSched, sc), s.subj.InternalScope(Plugin, KindPoll, sc)); err != nil {
+		return err
+	}
+	return s.purgeHooks(ctx, sc)
 }
 
 // onTransition runs on the replica that changed a scope's authority (spec

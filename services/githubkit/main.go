@@ -15,7 +15,18 @@ type Flags struct {
 	AllowPrivateNetworks bool
 	AllowHTTP            bool
 	PollWorkers          int
+	// WebhookURL and WebhookAddr: the webhook receiver's public base URL
+	// (empty: webhooks off) and its own listen address (empty: the
+	// binary's HTTP server serves it).
+	WebhookURL  string
+	WebhookAddr string
 }
+
+// Webhook environment variables.
+const (
+	WebhookURLEnv  = "LANGBOT_GITHUBKIT_WEBHOOK_URL"
+	WebhookAddrEnv = "LANGBOT_GITHUBKIT_WEBHOOK_ADDR"
+)
 
 // Register adds the flags to fs, defaulting to the environment.
 func (f *Flags) Register(fs *flag.FlagSet, getenv func(string) string) {
@@ -25,12 +36,20 @@ func (f *Flags) Register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.BoolVar(&f.AllowPrivateNetworks, "github-allow-private-networks", envBool("GITHUB_ALLOW_PRIVATE_NETWORKS"), "allow GitHub API URLs that resolve to private, loopback or link-local addresses")
 	fs.BoolVar(&f.AllowHTTP, "github-allow-http", envBool("GITHUB_ALLOW_HTTP"), "allow http (not https) GitHub API URLs")
 	fs.IntVar(&f.PollWorkers, "poll-workers", n, "polls running at once per replica (GITHUBKIT_POLL_WORKERS; default 16)")
+	f.RegisterWebhook(fs, getenv, "")
+}
+
+// RegisterWebhook adds the webhook flags to fs under prefix (lbctl dev
+// uses "github-"), defaulting to the environment.
+func (f *Flags) RegisterWebhook(fs *flag.FlagSet, getenv func(string) string, prefix string) {
+	fs.StringVar(&f.WebhookURL, prefix+"webhook-url", getenv(WebhookURLEnv), "public base URL of the GitHub webhook receiver, e.g. https://bot.example.com; empty: webhooks off ("+WebhookURLEnv+")")
+	fs.StringVar(&f.WebhookAddr, prefix+"webhook-addr", getenv(WebhookAddrEnv), "listen address of the webhook receiver; empty: served on the HTTP address ("+WebhookAddrEnv+")")
 }
 
 // Build creates the service on a svcmain environment, as the binary and
 // lbctl dev do.
 func Build(env *svcmain.Env, f Flags) (*Service, error) {
-	return New(Config{
+	s, err := New(Config{
 		Replicas:             env.Options.Replicas,
 		Workers:              env.Options.Workers,
 		Retention:            env.Options.Retention,
@@ -38,7 +57,18 @@ func Build(env *svcmain.Env, f Flags) (*Service, error) {
 		DefaultAPIURL:        f.APIURL,
 		AllowPrivateNetworks: f.AllowPrivateNetworks,
 		AllowHTTP:            f.AllowHTTP,
+		WebhookURL:           f.WebhookURL,
+		WebhookAddr:          f.WebhookAddr,
 	}, env.Deps())
+	if err != nil {
+		return nil, err
+	}
+	// the receiver is on the binary's HTTP server unless it has its own
+	// listener (Config.WebhookAddr), as takeover's console is
+	if f.WebhookURL != "" && f.WebhookAddr == "" && env.Mux != nil {
+		env.Mux.Handle(WebhookPath, s.WebhookHandler())
+	}
+	return s, nil
 }
 
 // Binary describes the githubkit binary: its name, its flags (Flags) and

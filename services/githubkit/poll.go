@@ -71,6 +71,10 @@ type pollRun struct {
 	rev      uint64
 	rec      *RepoRecord
 	progress func()
+	// hooked: the repository has a webhook, so new events are checked
+	// against the recent set (seen.go); hookLive: it delivers, so polling
+	// is only the health check.
+	hooked, hookLive bool
 }
 
 // poll runs the steps of spec §7.2; retry asks for redelivery (the state
@@ -122,6 +126,9 @@ func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key 
 	run := &pollRun{s: s, sc: sc, key: key, auth: a, st: st, fp: s.keyring.Fingerprint([]byte(st.Token)),
 		target: Target{BaseURL: st.APIURL, Token: st.Token}, now: s.now(), rev: cur.Rev, rec: cur.Rec,
 		progress: func() { _ = f.InProgress() }}
+	if h := s.hookStatus(ctx, sc, cur.Rec); h != nil {
+		run.hooked, run.hookLive = true, h.Live(run.now, s.hookLiveFor())
+	}
 	outcome = run.run(ctx)
 	switch outcome {
 	case outNotModified, outNoNew, outDelivered:
@@ -241,6 +248,9 @@ func (p *pollRun) run(ctx context.Context) string {
 		if isDecimal(events[i].ID) {
 			asc = append(asc, events[i])
 		}
+	}
+	if p.hooked {
+		asc = p.s.claimPolled(ctx, p.sc, p.key, newerThan(asc, target), p.now)
 	}
 	type plan struct {
 		sub *Subscriber
@@ -402,10 +412,31 @@ func (p *pollRun) success(xpoll int) bool {
 		r.Poll.XPollIntervalS = xpoll
 		changed = true
 	}
-	if EffectiveInterval(p.st.PollInterval, r.Poll.XPollIntervalS) != r.Poll.IntervalS {
+	if p.interval() != r.Poll.IntervalS {
 		changed = true
 	}
 	return changed
+}
+
+// interval is the poll interval the record should be armed with: the
+// configured one (or GitHub's X-Poll-Interval), and while the webhook
+// delivers at least the health interval.
+func (p *pollRun) interval() int {
+	eff := EffectiveInterval(p.st.PollInterval, p.rec.Poll.XPollIntervalS)
+	if p.hookLive {
+		eff = max(eff, p.s.healthIntervalS())
+	}
+	return eff
+}
+
+// newerThan returns the events (oldest first) with ids above cursor.
+func newerThan(asc []Event, cursor string) []Event {
+	for i, e := range asc {
+		if CompareIDs(e.ID, cursor) > 0 {
+			return asc[i:]
+		}
+	}
+	return nil
 }
 
 // writeAt writes the in-memory record by a single CAS on the revision read
@@ -425,7 +456,7 @@ func (p *pollRun) writeAt(ctx context.Context) bool {
 // rearmIfNeeded republishes the schedule when the effective interval
 // differs from the one it was published with, and records the new one.
 func (p *pollRun) rearmIfNeeded(ctx context.Context) {
-	eff := EffectiveInterval(p.st.PollInterval, p.rec.Poll.XPollIntervalS)
+	eff := p.interval()
 	if eff == p.rec.Poll.IntervalS {
 		return
 	}

@@ -34,6 +34,9 @@ type RepoRecord struct {
 	CI          *CIState      `json:"ci,omitempty"`
 	Poll        PollState     `json:"poll"`
 	Subscribers []*Subscriber `json:"subscribers"`
+	// HookID names the repository's webhook (<scope>.hook.<id>, hook.go);
+	// empty when it has none.
+	HookID string `json:"hook_id,omitempty"`
 }
 
 // PollState is the poll bookkeeping of a record.

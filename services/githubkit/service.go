@@ -61,6 +61,19 @@ type Config struct {
 	// Limits caps GitHub calls per installation and per host and breaks
 	// the circuit to a failing host (limits.go); zero = defaults.
 	Limits Limits
+	// WebhookURL is the public base URL of the webhook receiver
+	// (LANGBOT_GITHUBKIT_WEBHOOK_URL): "!gh hook" gives
+	// <WebhookURL>/github/webhook/<hook-id>. Empty: webhooks are off.
+	WebhookURL string
+	// WebhookAddr, when set, serves the receiver on a listener of its own
+	// (LANGBOT_GITHUBKIT_WEBHOOK_ADDR) instead of the binary's HTTP mux,
+	// so that only the receiver faces the internet.
+	WebhookAddr string
+	// WebhookMaxBody caps a delivery's body; default WebhookMaxBody.
+	WebhookMaxBody int64
+	// HookHealthInterval is the poll interval of a repository whose
+	// webhook delivers; default DefaultHookHealthInterval.
+	HookHealthInterval time.Duration
 }
 
 // Service is the githubkit service. Create it with New and serve with Run.
@@ -79,6 +92,7 @@ type Service struct {
 	runner  *bus.Runner
 	subj    bus.Subjects
 	rates   rateMemory
+	hm      *hookMetrics
 
 	hooks hooks // tests only (export_test.go)
 }
@@ -124,6 +138,20 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		return nil, fmt.Errorf("%w: DefaultAPIURL: %w", bus.ErrInvalidConfig, err)
 	}
 	cfg.DefaultAPIURL = u
+	if cfg.WebhookURL != "" {
+		if cfg.WebhookURL, err = checkWebhookURL(cfg.WebhookURL); err != nil {
+			return nil, fmt.Errorf("%w: WebhookURL: %w", bus.ErrInvalidConfig, err)
+		}
+	}
+	if cfg.WebhookMaxBody <= 0 {
+		cfg.WebhookMaxBody = WebhookMaxBody
+	}
+	if cfg.HookHealthInterval <= 0 {
+		cfg.HookHealthInterval = DefaultHookHealthInterval
+	}
+	if cfg.HookHealthInterval < time.Second {
+		return nil, fmt.Errorf("%w: HookHealthInterval below 1 s", bus.ErrInvalidConfig)
+	}
 	cat, err := LoadCatalog()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", bus.ErrInvalidConfig, err)
@@ -131,6 +159,9 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	s := &Service{cfg: cfg, nc: deps.Conn, keyring: deps.Keyring, now: deps.Clock, rand: rand.Float64, log: deps.Logger,
 		cat: cat, subj: deps.Subjects, tracer: deps.TracerProvider.Tracer(tracerName)}
 	if s.metrics, err = NewMetrics(deps.Registerer); err != nil {
+		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
+	}
+	if s.hm, err = newHookMetrics(deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
 	s.hc = NewHTTPClient(HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: s.tracer, Metrics: s.metrics, Timeout: cfg.GitHubTimeout})
@@ -159,13 +190,14 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			Replicas:          cfg.Replicas,
 			Schedules:         true,
 			MaxMsgsPerSubject: 1,
-		}},
+		}, s.hookStream()},
 		Consumers: []bus.Consumer{{FiredConfig: bus.FiredConfig{
 			Stream: StreamName, Durable: PollConsumer, Filter: s.subj.InternalAll(Plugin, KindPoll),
 			Workers: cfg.PollWorkers, AckWait: cfg.AckWait, MaxDeliver: 3, Timeout: cfg.PollDeadline,
-		}, Handler: s.handlePoll}},
+		}, Handler: s.handlePoll}, s.hookConsumer()},
 		// the GitHub client's idle connections close once no poll runs
-		Parts:           []bus.Part{bus.PartFuncs{StopFunc: func(context.Context) error { s.hc.CloseIdleConnections(); return nil }}},
+		Parts: []bus.Part{bus.PartFuncs{StopFunc: func(context.Context) error { s.hc.CloseIdleConnections(); return nil }},
+			s.hookListener()},
 		HostTimeout:     cfg.HostTimeout,
 		ShutdownTimeout: cfg.PollDeadline + 5*time.Second,
 	}, deps)

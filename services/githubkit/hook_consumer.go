@@ -1,0 +1,246 @@
+package githubkit
+
+// The webhook consumer: a durable consumer shared by the replicas takes
+// each recorded delivery, maps it with WebhookEvent, applies every
+// subscriber's filters and pushes through the poller's formatter, then
+// acks once the host accepted (or the retries of spec §7 ran out).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// Hook stream and consumer (issue 21).
+const (
+	// HookStreamName is the work-queue stream of recorded deliveries.
+	HookStreamName = "LANGBOT_GITHUBKIT_HOOKS"
+	// HookConsumer is its durable consumer.
+	HookConsumer = "githubkit-hook"
+	// hookDuplicates is the stream's duplicate window for Nats-Msg-Id,
+	// shorter than the body markers' life (the dedupe bucket's TTL).
+	hookDuplicates = 2 * time.Minute
+	// hookMaxAge drops a delivery that could not be handled for a day.
+	hookMaxAge = 24 * time.Hour
+)
+
+// hookRetry is the delay before the n-th redelivery of a delivery whose
+// push failed: 5 s doubling, at most 5 min.
+func hookRetry(n uint64) time.Duration {
+	d := 5 * time.Second
+	for i := uint64(1); i < n && d < 5*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 5*time.Minute)
+}
+
+// handleHook handles one recorded delivery.
+func (s *Service) handleHook(ctx context.Context, f *bus.Fired) {
+	ctx = withInstallation(ctx, f.Scope.String())
+	opts := []trace.SpanStartOption{trace.WithAttributes(bus.AttrScope.String(f.Scope.String()))}
+	if f.Origin.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: f.Origin}))
+	}
+	ctx, span := s.tracer.Start(ctx, "githubkit.webhook.push", opts...)
+	defer span.End()
+	outcome, retry := s.pushDelivery(ctx, f)
+	span.SetAttributes(attribute.String("githubkit.webhook.outcome", outcome))
+	s.hm.pushed.WithLabelValues(outcome).Inc()
+	if retry {
+		span.SetStatus(codes.Error, outcome)
+		_ = f.Nak(hookRetry(f.Delivered))
+		return
+	}
+	_ = f.Ack(ctx)
+}
+
+// pushDelivery does the work of one delivery; retry asks for redelivery.
+func (s *Service) pushDelivery(ctx context.Context, f *bus.Fired) (outcome string, retry bool) {
+	if f.Kind != KindHook || len(f.IDs) != 1 {
+		_ = f.Term()
+		return "malformed", false
+	}
+	var m hookMessage
+	if err := json.Unmarshal(f.Data, &m); err != nil || m.V != 1 {
+		s.log.ErrorContext(ctx, "webhook: undecodable recorded delivery")
+		return "malformed", false
+	}
+	sc, id := f.Scope, f.IDs[0]
+	a, err := s.runner.Authority(ctx, sc)
+	if err != nil {
+		return "store", true
+	}
+	if a == nil || !a.Active() {
+		// a paused installation's poller catches up from its cursors
+		return "inactive", false
+	}
+	kv := s.runner.KV()
+	hook, _, err := hookStore(kv).Get(ctx, sc, id)
+	if err != nil {
+		return "store", true
+	}
+	if hook == nil {
+		return "no_hook", false
+	}
+	cur, err := getRecord(ctx, kv, sc, hook.RepoKey)
+	if err != nil {
+		return "store", true
+	}
+	if cur == nil || cur.Rec.HookID != id || len(cur.Rec.Subscribers) == 0 {
+		return "no_subscription", false
+	}
+	if f.Delivered == 1 {
+		if _, err := s.touchHook(ctx, sc, id, false); err != nil {
+			s.log.WarnContext(ctx, "webhook: liveness not recorded", "scope", sc.String(), "err", err)
+		}
+	}
+	ev, ok := WebhookEvent(m.Event, m.Body)
+	if !ok {
+		return "ignored", false
+	}
+	raw, err := s.runner.OpenConfig(sc, a)
+	if err != nil {
+		return "config_error", false
+	}
+	st, _ := s.settings(raw)
+	// one event, selected per subscriber by the poller's own rule (ids
+	// only order a feed: any id above the cursor passes)
+	ev.ID = "1"
+	type send struct {
+		sub  *Subscriber
+		line string
+	}
+	x := s.texts(st.Language)
+	ln := links{web: WebBase(st.APIURL), repo: cur.Rec.FullName}
+	var sends []send
+	for _, sub := range cur.Rec.Subscribers {
+		if len(SelectRefined([]Event{ev}, "0", sub.Kinds, sub.Refine, 0).Events) == 0 {
+			continue
+		}
+		if line, ok := x.eventLine(ev, nil, ln); ok {
+			sends = append(sends, send{sub: sub, line: line})
+		}
+	}
+	if len(sends) == 0 {
+		return "filtered", false
+	}
+	mine, err := s.claimDelivery(ctx, sc, hook.RepoKey, ev, m)
+	if err != nil {
+		return "store", true
+	}
+	if !mine {
+		return "seen", false
+	}
+	failed := false
+	for _, sd := range sends {
+		text := x.pushMessage(cur.Rec.FullName, []string{sd.line}, 0)
+		idem := "githubkit:" + sc.String() + ":" + hook.RepoKey + ":" + sd.sub.SID() + ":hook:" + m.Delivery
+		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
+		err := s.runner.Host().SendMessage(sctx, a.Binding, bus.SendMessage{
+			BotUUID: sd.sub.BotUUID, TargetType: sd.sub.TargetType, TargetID: sd.sub.TargetID, MessageChain: bus.Plain(text),
+		}, idem)
+		cancel()
+		switch {
+		case err == nil:
+			s.metrics.push.WithLabelValues("sent").Inc()
+		case errors.Is(err, bus.ErrBindingRefused):
+			// the runner's host client marked the authority superseded
+			s.metrics.push.WithLabelValues("failed").Inc()
+			return "stale", false
+		default:
+			s.metrics.push.WithLabelValues("failed").Inc()
+			failed = true
+		}
+	}
+	if failed {
+		if f.Delivered >= SendFailuresToDrop {
+			s.metrics.push.WithLabelValues("dropped").Inc()
+			s.log.WarnContext(ctx, "webhook: event dropped after repeated send failures", "scope", sc.String())
+			return "dropped", false
+		}
+		return "retry", true
+	}
+	return "pushed", false
+}
+
+// hookStream declares the stream of recorded deliveries.
+func (s *Service) hookStream() bus.StreamSpec {
+	return bus.StreamSpec{
+		Name:       HookStreamName,
+		Subjects:   []string{s.subj.InternalAll(Plugin, KindHook)},
+		Replicas:   s.cfg.Replicas,
+		WorkQueue:  true,
+		MaxAge:     hookMaxAge,
+		Duplicates: hookDuplicates,
+	}
+}
+
+// hookConsumer declares the consumer of recorded deliveries, shared by the
+// replicas. Its redeliveries are the send retries: SendFailuresToDrop of
+// them, as the poller allows a subscriber.
+func (s *Service) hookConsumer() bus.Consumer {
+	return bus.Consumer{FiredConfig: bus.FiredConfig{
+		Stream: HookStreamName, Durable: HookConsumer, Filter: s.subj.InternalAll(Plugin, KindHook),
+		Workers: s.cfg.PollWorkers, AckWait: s.cfg.AckWait, MaxDeliver: SendFailuresToDrop + 1,
+		Timeout: s.cfg.HostTimeout*time.Duration(MaxSubscribersRepo) + 10*time.Second,
+	}, Handler: s.handleHook}
+}
+
+// purgeHooks drops a removed scope's recorded deliveries.
+func (s *Service) purgeHooks(ctx context.Context, sc binding.Scope) error {
+	st := s.runner.Stream(HookStreamName)
+	if st == nil {
+		return errors.New("githubkit: hook stream not ready")
+	}
+	return bus.PurgeSubjects(ctx, st, s.subj.InternalScope(Plugin, KindHook, sc))
+}
+
+// hookListener serves the receiver on Config.WebhookAddr, when set, as a
+// part of the runner: it listens before intake opens and shuts down after
+// intake drained.
+func (s *Service) hookListener() bus.Part {
+	var srv *http.Server
+	done := make(chan struct{})
+	return bus.PartFuncs{
+		StartFunc: func(context.Context) error {
+			if s.cfg.WebhookAddr == "" {
+				return nil
+			}
+			ln, err := net.Listen("tcp", s.cfg.WebhookAddr)
+			if err != nil {
+				return fmt.Errorf("githubkit: webhook listener: %w", err)
+			}
+			mux := http.NewServeMux()
+			mux.Handle(WebhookPath, s.WebhookHandler())
+			srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+				WriteTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10}
+			go func() {
+				defer close(done)
+				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					s.log.Error("webhook listener stopped", "err", err)
+				}
+			}()
+			s.log.Info("webhook receiver listening", "addr", ln.Addr().String())
+			return nil
+		},
+		StopFunc: func(ctx context.Context) error {
+			if srv == nil {
+				return nil
+			}
+			err := srv.Shutdown(ctx)
+			<-done
+			return err
+		},
+	}
+}

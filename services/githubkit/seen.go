@@ -1,0 +1,201 @@
+package githubkit
+
+// Events seen by both paths. A repository with a webhook gets each event
+// twice: from the delivery and, later, from the Events API. Both paths
+// claim an event's identity in the repo record's recent set,
+// <scope>.seen.<repo-key>, by compare-and-set before they push it, and
+// skip what the other path claimed. Repositories without a webhook never
+// read or write the set, so their polls cost what they did.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// Recent-set bounds.
+const (
+	// seenMax bounds the entries of one repo record's set.
+	seenMax = 256
+	// seenKeep is how long an entry is kept: GitHub documents that an
+	// event can take up to 6 h to appear in the Events API.
+	seenKeep = 7 * time.Hour
+	// seenMatch is how far apart the two paths' times of one event may be:
+	// the poller knows the event's created_at, the receiver its receipt.
+	// The same identity further apart is a new event (a PR closed again).
+	seenMatch = 10 * time.Minute
+	// byPoll marks the poller's claims.
+	byPoll = "poll"
+)
+
+// SeenEntry is one claimed event.
+type SeenEntry struct {
+	ID string    `json:"id"` // eventIdentity
+	At time.Time `json:"at"`
+	// By is byPoll or the delivery id that claimed it; Msg the nonce of
+	// that delivery's recording, Body its body hash.
+	By   string `json:"by"`
+	Msg  string `json:"msg,omitempty"`
+	Body string `json:"body,omitempty"`
+}
+
+// SeenSet is the recent set of one repo record.
+type SeenSet struct {
+	V       int         `json:"v"`
+	Entries []SeenEntry `json:"entries"`
+}
+
+func seenStore(kv *bus.KV) *bus.Records[SeenSet] {
+	return bus.NewRecords[SeenSet](kv, KindSeen, bus.RecordsConfig[SeenSet]{})
+}
+
+// prune drops entries older than seenKeep and then the oldest beyond
+// room free slots under seenMax.
+func (s *SeenSet) prune(now time.Time, room int) {
+	keep := s.Entries[:0]
+	for _, e := range s.Entries {
+		if now.Sub(e.At) < seenKeep {
+			keep = append(keep, e)
+		}
+	}
+	if n := len(keep) + room - seenMax; n > 0 {
+		keep = keep[min(n, len(keep)):]
+	}
+	s.Entries = keep
+}
+
+// match returns the entry claiming identity id at time at, or nil.
+func (s *SeenSet) match(id string, at time.Time) *SeenEntry {
+	for i := range s.Entries {
+		e := &s.Entries[i]
+		if e.ID == id && e.At.Sub(at).Abs() <= seenMatch {
+			return e
+		}
+	}
+	return nil
+}
+
+// eventIdentity names an event by its kind and natural ids, the same for
+// its Events API item and its webhook delivery.
+func eventIdentity(e Event) string {
+	a := fromEvent(e, nil)
+	n := strconv.Itoa(a.Number)
+	var parts []string
+	switch a.Type {
+	case "PushEvent":
+		parts = []string{a.Ref, a.Head}
+	case "PullRequestEvent", "IssuesEvent", "DiscussionEvent":
+		parts = []string{n, a.Action, a.Label, a.Assignee, a.Reviewer}
+	case "IssueCommentEvent", "PullRequestReviewCommentEvent", "CommitCommentEvent":
+		parts = []string{strconv.FormatInt(a.CommentID, 10)}
+	case "PullRequestReviewEvent":
+		parts = []string{strconv.FormatInt(a.ReviewID, 10), a.ReviewState}
+	case "ReleaseEvent":
+		parts = []string{a.Tag, a.Action}
+	case "CreateEvent", "DeleteEvent":
+		parts = []string{a.RefType, a.Ref}
+	case "ForkEvent":
+		parts = []string{a.Forkee}
+	case "MemberEvent":
+		parts = []string{a.Member, a.Action}
+	case "GollumEvent":
+		parts = []string{a.Actor}
+		for _, p := range a.Pages {
+			parts = append(parts, p.Name, p.Action)
+		}
+	default: // watch, public: the actor is all there is
+		parts = []string{a.Actor}
+	}
+	sum := sha256.Sum256([]byte(a.Type + "\x00" + strings.Join(parts, "\x00")))
+	return hex.EncodeToString(sum[:12])
+}
+
+// eventTime is when GitHub created an Events API item (zero if unknown).
+func eventTime(e Event) time.Time {
+	t, _ := time.Parse(time.RFC3339, e.CreatedAt)
+	return t
+}
+
+// claimPolled claims the poller's new events and returns those the
+// webhook has not claimed, in order. When the set cannot be read or
+// written it returns events unchanged: a second push is better than a
+// lost one.
+func (s *Service) claimPolled(ctx context.Context, sc binding.Scope, key string, events []Event, now time.Time) []Event {
+	if len(events) == 0 {
+		return events
+	}
+	var keep []Event
+	_, _, err := seenStore(s.runner.KV()).Update(ctx, sc, func(cur *SeenSet) (*SeenSet, error) {
+		if cur == nil {
+			cur = &SeenSet{}
+		}
+		cur.prune(now, len(events))
+		keep = keep[:0]
+		changed := false
+		for _, e := range events {
+			id, at := eventIdentity(e), eventTime(e)
+			if at.IsZero() {
+				at = now
+			}
+			m := cur.match(id, at)
+			switch {
+			case m == nil:
+				cur.Entries = append(cur.Entries, SeenEntry{ID: id, At: at, By: byPoll})
+				changed = true
+				keep = append(keep, e)
+			case m.By == byPoll:
+				keep = append(keep, e) // an earlier poll's send that failed: its cursor retries
+			}
+		}
+		if !changed {
+			return nil, bus.ErrNoChange
+		}
+		cur.V = 1
+		return cur, nil
+	}, key)
+	if err != nil {
+		s.log.WarnContext(ctx, "poll: recent events not checked", "scope", sc.String(), "err", err)
+		return events
+	}
+	return keep
+}
+
+// claimDelivery claims a recorded delivery's event; it reports whether
+// this recording may push it (false: the poller or another delivery of
+// the same event or body did).
+func (s *Service) claimDelivery(ctx context.Context, sc binding.Scope, key string, e Event, m hookMessage) (bool, error) {
+	id := eventIdentity(e)
+	mine := false
+	_, _, err := seenStore(s.runner.KV()).Update(ctx, sc, func(cur *SeenSet) (*SeenSet, error) {
+		if cur == nil {
+			cur = &SeenSet{}
+		}
+		mine = false
+		for _, x := range cur.Entries {
+			if x.By != byPoll && x.Msg == m.Nonce {
+				mine = true // our own redelivery
+				return nil, bus.ErrNoChange
+			}
+		}
+		for _, x := range cur.Entries {
+			if x.Body == m.BodyHash && m.BodyHash != "" {
+				return nil, bus.ErrNoChange // the same body recorded again
+			}
+		}
+		if cur.match(id, m.At) != nil {
+			return nil, bus.ErrNoChange
+		}
+		cur.prune(s.now(), 1)
+		cur.Entries = append(cur.Entries, SeenEntry{ID: id, At: m.At, By: m.Delivery, Msg: m.Nonce, Body: m.BodyHash})
+		cur.V = 1
+		mine = true
+		return cur, nil
+	}, key)
+	return mine, err
+}
