@@ -62,6 +62,8 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		text, err = s.unsubscribe(ctx, inv, st, x, p, prefix)
 	case SubSubs:
 		text, err = s.listSubs(ctx, inv, x, prefix)
+	case SubCards:
+		text, err = s.cardsCommand(ctx, inv, st, x, p, prefix)
 	default:
 		text = x.queryCommand(ctx, s.gh, st, p, prefix)
 	}

@@ -19,6 +19,7 @@ const (
 	SubUnsub    = "unsub"
 	SubSubs     = "subs"
 	SubHelp     = "help"
+	SubCards    = "cards"
 )
 
 // aliases maps every accepted word to its canonical subcommand.
@@ -34,10 +35,11 @@ var aliases = map[string]string{
 	"unsub": SubUnsub, "unsubscribe": SubUnsub, "unwatch": SubUnsub,
 	"subs": SubSubs, "subscriptions": SubSubs, "list": SubSubs,
 	"help": SubHelp, "h": SubHelp,
+	"cards": SubCards,
 }
 
 // subcommandOrder is the order of the help text.
-var subcommandOrder = []string{SubRepo, SubIssues, SubPRs, SubIssue, SubReleases, SubUser, SubSearch, SubSub, SubUnsub, SubSubs, SubHelp}
+var subcommandOrder = []string{SubRepo, SubIssues, SubPRs, SubIssue, SubReleases, SubUser, SubSearch, SubSub, SubUnsub, SubSubs, SubCards, SubHelp}
 
 // Aliases returns the aliases of a canonical subcommand, in a fixed order.
 func Aliases(canonical string) []string {

@@ -13,4 +13,7 @@ const (
 	KindPoll = "poll"
 	// KindRepo is the key kind of repo records: <scope>.repo.<repo-key>.
 	KindRepo = "repo"
+	// KindCards is the key kind of a chat's link-card choice:
+	// <scope>.cards.<chat sid> (cards_cmd.go).
+	KindCards = "cards"
 )

@@ -61,6 +61,9 @@ type Config struct {
 	// Limits caps GitHub calls per installation and per host and breaks
 	// the circuit to a failing host (limits.go); zero = defaults.
 	Limits Limits
+	// Cards bounds link cards: workers, per-chat rate, cache (cards_state.go);
+	// zero = defaults.
+	Cards CardLimits
 }
 
 // Service is the githubkit service. Create it with New and serve with Run.
@@ -79,6 +82,7 @@ type Service struct {
 	runner  *bus.Runner
 	subj    bus.Subjects
 	rates   rateMemory
+	cards   *cards
 
 	hooks hooks // tests only (export_test.go)
 }
@@ -137,6 +141,9 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	s.gh = NewGitHub(s.hc, cfg.GitHubTimeout, s.now)
 	s.gh.SetLimits(cfg.Limits, cfg.DefaultAPIURL)
 	s.rates.m = make(map[string]time.Time)
+	if s.cards, err = newCards(s, cfg.Cards, deps.Registerer); err != nil {
+		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
+	}
 	s.runner, err = bus.NewRunner(bus.RunnerConfig{
 		Plugin:            Plugin,
 		Description:       "GitHub lookups and repository event push",
@@ -149,6 +156,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		Handlers: bus.Handlers{
 			Command: s.handleCommand,
 			Tool:    s.handleTool,
+			Event:   s.handleEvent,
 			Dedupe:  dedupes,
 		},
 		Purge:        s.purgeScope,
@@ -165,7 +173,8 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			Workers: cfg.PollWorkers, AckWait: cfg.AckWait, MaxDeliver: 3, Timeout: cfg.PollDeadline,
 		}, Handler: s.handlePoll}},
 		// the GitHub client's idle connections close once no poll runs
-		Parts:           []bus.Part{bus.PartFuncs{StopFunc: func(context.Context) error { s.hc.CloseIdleConnections(); return nil }}},
+		Parts: []bus.Part{bus.PartFuncs{StopFunc: func(context.Context) error { s.hc.CloseIdleConnections(); return nil }},
+			s.cards},
 		HostTimeout:     cfg.HostTimeout,
 		ShutdownTimeout: cfg.PollDeadline + 5*time.Second,
 	}, deps)
