@@ -322,6 +322,7 @@ func (c *cards) run(parent context.Context, j *cardJob) {
 	out := c.card(ctx, j)
 	span.SetAttributes(attribute.String("githubkit.cards.outcome", out))
 	c.outcome.WithLabelValues(out).Inc()
+	s.log.DebugContext(ctx, "link cards", "scope", j.sc.String(), "outcome", out)
 }
 
 func (c *cards) card(ctx context.Context, j *cardJob) string {
