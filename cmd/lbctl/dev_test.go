@@ -121,3 +121,13 @@ func TestUnknownCommandExits2(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 }
+
+// TestDevStackLinkCard: a GitHub link typed in the dev chat gets
+// githubkit's card from the fake GitHub, next to the simulated AI's answer.
+func TestDevStackLinkCard(t *testing.T) {
+	d := startDev(t, "--fake-github")
+	d.say("look at https://github.com/octocat/Hello-World/issues/1347")
+	d.waitFor("[AI] (simulated AI) you said: look at", 10*time.Second)
+	d.waitFor("[githubkit → person", 10*time.Second)
+	d.waitFor("📝 octocat/Hello-World#1347 [open] Found a bug", 5*time.Second)
+}

@@ -19,7 +19,8 @@ import (
 
 // githubkitService registers the githubkit service with lbctl: lbctl dev
 // runs it in process (with --fake-github, against an in-process fake GitHub
-// whose feeds grow by one event every 30 s) and routes "!gh" to it; lbctl
+// whose feeds grow by one event every 30 s), routes "!gh" to it and sends
+// it every chat message as an event (link cards); lbctl
 // import githubkit adopts the original plugin's stored subscriptions.
 func githubkitService() *devService {
 	var fake bool
@@ -30,6 +31,8 @@ func githubkitService() *devService {
 		Config:       json.RawMessage(`{"language":"en_US","poll_interval":60,"max_events_per_push":5}`),
 		SecretFields: githubkit.Declaration().SecretFields(),
 		CommandWords: githubkit.Declaration().CommandNames(),
+		// chat messages reach githubkit's link cards
+		Events: len(githubkit.Declaration().Events) > 0,
 		DevFlags: func(fs *flag.FlagSet) {
 			fs.BoolVar(&fake, "fake-github", false, "githubkit: serve GitHub from an in-process fake (no network needed)")
 			fs.StringVar(&apiURL, "github-api-url", "", "githubkit: GitHub API root for installations that set none, e.g. https://ghe.example.com/api/v3 (default https://api.github.com)")

@@ -64,6 +64,8 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		text, err = s.listSubs(ctx, inv, x, prefix)
 	case SubHook:
 		text, err = s.hookCommand(ctx, inv, st, x, p, prefix)
+	case SubCards:
+		text, err = s.cardsCommand(ctx, inv, st, x, p, prefix)
 	default:
 		text = x.queryCommand(ctx, s.gh, st, p, prefix)
 		if p.Sub == SubHelp && s.cfg.WebhookURL != "" {

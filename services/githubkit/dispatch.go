@@ -20,6 +20,7 @@ const (
 	SubSubs     = "subs"
 	SubHelp     = "help"
 	SubHook     = "hook" // admins: the repository's webhook (hook.go)
+	SubCards    = "cards"
 )
 
 // aliases maps every accepted word to its canonical subcommand.
@@ -36,10 +37,11 @@ var aliases = map[string]string{
 	"subs": SubSubs, "subscriptions": SubSubs, "list": SubSubs,
 	"help": SubHelp, "h": SubHelp,
 	"hook": SubHook, "webhook": SubHook,
+	"cards": SubCards,
 }
 
 // subcommandOrder is the order of the help text.
-var subcommandOrder = []string{SubRepo, SubIssues, SubPRs, SubIssue, SubReleases, SubUser, SubSearch, SubSub, SubUnsub, SubSubs, SubHelp}
+var subcommandOrder = []string{SubRepo, SubIssues, SubPRs, SubIssue, SubReleases, SubUser, SubSearch, SubSub, SubUnsub, SubSubs, SubCards, SubHelp}
 
 // Aliases returns the aliases of a canonical subcommand, in a fixed order.
 func Aliases(canonical string) []string {

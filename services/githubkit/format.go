@@ -313,7 +313,7 @@ func (x texts) kindsText(kinds []string, allKey string) string {
 }
 
 func (x texts) help(prefix string, admin bool) string {
-	out := x.t("help", "prefix", prefix)
+	out := x.t("help", "prefix", prefix) + "\n" + x.t("help.cards", "prefix", prefix)
 	if admin {
 		out += "\n" + x.t("help.admin")
 	}

@@ -234,6 +234,9 @@ func (g *GitHub) do(ctx context.Context, t Target, route string, call func(conte
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		resp, err := call(withEndpoint(ctx, route), c)
+		if cond := conditionalOf(ctx); cond != nil && cond.notModified {
+			return nil // the caller keeps the value it revalidated (conditional.go)
+		}
 		if err != nil && ctx.Err() != nil {
 			return &APIError{Code: CodeNetwork, err: err}
 		}

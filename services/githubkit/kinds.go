@@ -13,6 +13,9 @@ const (
 	KindPoll = "poll"
 	// KindRepo is the key kind of repo records: <scope>.repo.<repo-key>.
 	KindRepo = "repo"
+	// KindCards is the key kind of a chat's link-card choice:
+	// <scope>.cards.<chat sid> (cards_cmd.go).
+	KindCards = "cards"
 )
 
 // Webhook kinds (hook.go, webhook_http.go, hook_consumer.go).

@@ -22,6 +22,7 @@ func Declaration() plugin.Declaration {
 			Original:    plugin.Identity{Author: "RockChinQ", Name: "GitHubKit"},
 			Repository:  "https://github.com/langbot-nats/plugins",
 		},
+		Events: []string{EventPersonMessage, EventGroupMessage},
 		Commands: []plugin.Command{{
 			Name:        CommandWord,
 			Label:       t("GitHub", "GitHub"),
@@ -93,6 +94,11 @@ func Declaration() plugin.Declaration {
 				Name: "subscribe_requires_admin", Type: "boolean", Default: false,
 				Label:       t("Only admins change subscriptions", "仅管理员可修改订阅"),
 				Description: t("When on, only bot admins may use sub and unsub.", "开启后，只有机器人管理员可以使用 sub 和 unsub。"),
+			},
+			{
+				Name: "link_cards", Type: "boolean", Default: true,
+				Label:       t("Link cards", "链接卡片"),
+				Description: t("When on, a GitHub repository, issue, pull request, release or commit link posted in a chat gets a short card. Admins can turn it off in one chat with !gh cards off.", "开启后，聊天中出现的 GitHub 仓库、议题、拉取请求、发布或提交链接会收到一张简短卡片。管理员可以用 !gh cards off 在单个会话中关闭。"),
 			},
 		},
 		Texts: plugin.Texts{

@@ -74,6 +74,9 @@ type Config struct {
 	// HookHealthInterval is the poll interval of a repository whose
 	// webhook delivers; default DefaultHookHealthInterval.
 	HookHealthInterval time.Duration
+	// Cards bounds link cards: workers, per-chat rate, cache (cards_state.go);
+	// zero = defaults.
+	Cards CardLimits
 }
 
 // Service is the githubkit service. Create it with New and serve with Run.
@@ -93,6 +96,7 @@ type Service struct {
 	subj    bus.Subjects
 	rates   rateMemory
 	hm      *hookMetrics
+	cards   *cards
 
 	hooks hooks // tests only (export_test.go)
 }
@@ -168,6 +172,9 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	s.gh = NewGitHub(s.hc, cfg.GitHubTimeout, s.now)
 	s.gh.SetLimits(cfg.Limits, cfg.DefaultAPIURL)
 	s.rates.m = make(map[string]time.Time)
+	if s.cards, err = newCards(s, cfg.Cards, deps.Registerer); err != nil {
+		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
+	}
 	s.runner, err = bus.NewRunner(bus.RunnerConfig{
 		Plugin:            Plugin,
 		Description:       "GitHub lookups and repository event push",
@@ -180,6 +187,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		Handlers: bus.Handlers{
 			Command: s.handleCommand,
 			Tool:    s.handleTool,
+			Event:   s.handleEvent,
 			Dedupe:  dedupes,
 		},
 		Purge:        s.purgeScope,
@@ -197,7 +205,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		}, Handler: s.handlePoll}, s.hookConsumer()},
 		// the GitHub client's idle connections close once no poll runs
 		Parts: []bus.Part{bus.PartFuncs{StopFunc: func(context.Context) error { s.hc.CloseIdleConnections(); return nil }},
-			s.hookListener()},
+			s.hookListener(), s.cards},
 		HostTimeout:     cfg.HostTimeout,
 		ShutdownTimeout: cfg.PollDeadline + 5*time.Second,
 	}, deps)

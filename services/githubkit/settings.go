@@ -32,6 +32,8 @@ type Settings struct {
 	MaxEventsPerPush       int
 	APIURL                 string // normalised, no trailing slash; may be invalid (see APIErr)
 	SubscribeRequiresAdmin bool
+	// LinkCards turns link cards on for the installation (cards.go).
+	LinkCards bool
 	// APIErr is the reason APIURL is refused (nil when valid).
 	APIErr error
 }
@@ -45,6 +47,7 @@ func (s Settings) LogValue() slog.Value {
 		slog.Int("max_events_per_push", s.MaxEventsPerPush),
 		slog.Bool("api_url_valid", s.APIErr == nil),
 		slog.Bool("subscribe_requires_admin", s.SubscribeRequiresAdmin),
+		slog.Bool("link_cards", s.LinkCards),
 	)
 }
 
@@ -102,6 +105,7 @@ func normalizeSettings(raw json.RawMessage, o normOptions) (Settings, []Warning)
 		}
 	}
 	s.SubscribeRequiresAdmin = r.Bool("subscribe_requires_admin", false, settings.Bools{})
+	s.LinkCards = r.Bool("link_cards", true, settings.Bools{})
 	var warns []Warning
 	for _, w := range r.Warnings() {
 		warns = append(warns, Warning{Field: w.Field, Reason: string(w.Reason)})

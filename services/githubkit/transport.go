@@ -140,8 +140,16 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			))
 		req = req.WithContext(ctx)
 	}
+	cond := conditionalOf(ctx)
+	if cond != nil && cond.ifNoneMatch != "" {
+		req = req.Clone(ctx) // a RoundTripper must not change the caller's request
+		req.Header.Set("If-None-Match", cond.ifNoneMatch)
+	}
 	start := time.Now()
 	resp, err := t.next.RoundTrip(req)
+	if cond != nil && err == nil {
+		cond.etag, cond.notModified = resp.Header.Get("ETag"), resp.StatusCode == http.StatusNotModified
+	}
 	if err == nil && resp.ContentLength > MaxBodyBytes {
 		_ = resp.Body.Close()
 		resp, err = nil, ErrBodyTooLarge

@@ -9,13 +9,17 @@
 //	GET /repos/{o}/{r}/issues, /issues/{n}      issues (PRs included, as GitHub does)
 //	GET /repos/{o}/{r}/pulls, /pulls/{n}        pull requests
 //	GET /repos/{o}/{r}/releases                 releases
+//	GET /repos/{o}/{r}/releases/tags/{tag}      one release
+//	GET /repos/{o}/{r}/commits/{sha}            one commit
 //	GET /repos/{o}/{r}/events                   events, newest first, ETag/304, X-Poll-Interval, Link pagination
 //	GET /repos/{o}/{r}/compare/{base}...{head}  compare
 //	GET /users/{u}                              user
 //	GET /search/repositories                    repository search
 //	GET /repositories/{id}/...                  the same, by repository id (target of rename redirects)
 //
-// Every response carries rate-limit headers. A renamed repository answers
+// The single-item answers (a repository, an issue or pull request, a
+// release, a commit) carry an ETag and answer a matching If-None-Match
+// with 304. Every response carries rate-limit headers. A renamed repository answers
 // its old path with a 301 to /repositories/{id}/..., as GitHub does. The
 // whole API can live under a base path such as /api/v3 (GitHub Enterprise
 // Server). Faults (statuses with headers and bodies, delays, connection

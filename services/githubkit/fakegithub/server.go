@@ -562,13 +562,16 @@ func (s *Server) repoJSON(rp *repo) map[string]any {
 }
 
 func (s *Server) repoRoute(w http.ResponseWriter, r *http.Request, rel string, rp *repo, rest string) {
+	if s.cardRoute(w, r, rel, rp, rest) {
+		return
+	}
 	q := r.URL.Query()
 	switch {
 	case rest == "" || rest == "/":
 		s.mu.Lock()
 		m := s.repoJSON(rp)
 		s.mu.Unlock()
-		s.writeJSON(w, rel, m)
+		s.writeJSONCond(w, r, rel, m)
 	case rest == "/issues":
 		s.writeJSON(w, rel, filterState(loadFixture("issues").([]any), q))
 	case rest == "/pulls":
@@ -584,7 +587,7 @@ func (s *Server) repoRoute(w http.ResponseWriter, r *http.Request, rel string, r
 		m := numRE.FindStringSubmatch(rest)
 		for _, it := range loadFixture(m[1]).([]any) {
 			if fmt.Sprint(it.(map[string]any)["number"]) == m[2] {
-				s.writeJSON(w, rel, it)
+				s.writeJSONCond(w, r, rel, it)
 				return
 			}
 		}

@@ -1,0 +1,81 @@
+package githubkit
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+)
+
+// ChatCards is the stored link-card choice of one chat,
+// <scope>.cards.<chat sid>. Only "off" is stored: a chat without a record
+// gets cards (when the installation's link_cards setting is on).
+type ChatCards struct {
+	V         int       `json:"v"`
+	Off       bool      `json:"off"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func chatCards(kv *bus.KV) *bus.Records[ChatCards] {
+	return bus.NewRecords(kv, KindCards, bus.RecordsConfig[ChatCards]{})
+}
+
+// chatCardsOff reports whether a chat turned link cards off.
+func chatCardsOff(ctx context.Context, kv *bus.KV, sc binding.Scope, chat Identity) (bool, error) {
+	r, _, err := chatCards(kv).Get(ctx, sc, chat.SID())
+	if err != nil {
+		return false, err
+	}
+	return r != nil && r.Off, nil
+}
+
+// cardsCommand is "gh cards [on|off]": the state of this chat, or (admins
+// only) a change of it. Turning cards on deletes the record; off writes
+// it. Both are idempotent, so a retried invocation needs no dedupe.
+func (s *Service) cardsCommand(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p Parsed, prefix string) (string, error) {
+	id, ok := identity(inv.Command)
+	if !ok {
+		return x.t("err.no_bot"), nil
+	}
+	word := ""
+	if len(p.Args) > 0 {
+		word = strings.ToLower(p.Args[0])
+	}
+	if word != "" && word != "on" && word != "off" {
+		return x.usage(SubCards, prefix), nil
+	}
+	if word != "" && inv.Command.Privilege < adminPrivilege {
+		return x.t("cards.admin_only", "prefix", prefix), nil
+	}
+	kv := s.runner.KV()
+	switch word {
+	case "on":
+		if err := chatCards(kv).Delete(ctx, inv.Scope, 0, id.SID()); err != nil {
+			return "", errStore(err)
+		}
+	case "off":
+		now := s.now().UTC()
+		if _, _, err := chatCards(kv).Update(ctx, inv.Scope, func(*ChatCards) (*ChatCards, error) {
+			return &ChatCards{V: 1, Off: true, UpdatedAt: now}, nil
+		}, id.SID()); err != nil {
+			return "", errStore(err)
+		}
+	}
+	off := word == "off"
+	if word == "" {
+		var err error
+		if off, err = chatCardsOff(ctx, kv, inv.Scope, id); err != nil {
+			return "", errStore(err)
+		}
+	}
+	out := x.t("cards.on", "prefix", prefix)
+	if off {
+		out = x.t("cards.off", "prefix", prefix)
+	}
+	if !st.LinkCards {
+		out += "\n" + x.t("cards.installation_off")
+	}
+	return out, nil
+}

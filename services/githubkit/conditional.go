@@ -1,0 +1,26 @@
+package githubkit
+
+import "context"
+
+// Conditional requests through the typed go-github calls: go-github's
+// methods take no request headers, so a caller that holds an ETag puts a
+// *conditional on the context; the transport sends it as If-None-Match
+// and notes the answer's ETag and a 304, and GitHub.do reports a 304 as
+// success with no value (the caller keeps what it had). GitHub does not
+// count a 304 against the rate limit of an authenticated caller.
+type conditional struct {
+	ifNoneMatch string // sent when non-empty
+	etag        string // the ETag of the (last hop's) answer
+	notModified bool   // the answer was 304
+}
+
+type conditionalKey struct{}
+
+func withConditional(ctx context.Context, c *conditional) context.Context {
+	return context.WithValue(ctx, conditionalKey{}, c)
+}
+
+func conditionalOf(ctx context.Context) *conditional {
+	c, _ := ctx.Value(conditionalKey{}).(*conditional)
+	return c
+}
