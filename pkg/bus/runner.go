@@ -132,7 +132,8 @@ type RunnerConfig struct {
 
 	Workers int // concurrent handlers; default 64
 	// Queue bounds the requests waiting for a worker, all installations
-	// together; default 4*Workers. Waiting requests are served round
+	// together (Workers+Queue held at once, running or waiting); default
+	// 4*Workers. Waiting requests are served round
 	// robin across installations (docs/reliability.md "Shared pools"):
 	// one installation's backlog never sits in front of another's
 	// request.
@@ -329,7 +330,8 @@ func NewRunner(cfg RunnerConfig, deps Deps) (*Runner, error) {
 	r := &Runner{
 		cfg: cfg, nc: deps.Conn, js: deps.JetStream, keyring: deps.Keyring, now: deps.Clock, log: deps.Logger,
 		tracer: tracerOrNoop(deps.TracerProvider), subjects: deps.Subjects, metrics: m,
-		queue: newFairQueue(cfg.Queue, cfg.Workers+cfg.ScopeQueue, cfg.ScopeBytes, cfg.BodyBudget), ready: make(chan struct{}, cfg.Queue),
+		queue:   newFairQueue(cfg.Workers+cfg.Queue, cfg.Workers+cfg.ScopeQueue, cfg.ScopeBytes, cfg.BodyBudget),
+		ready:   make(chan struct{}, cfg.Workers+cfg.Queue),
 		streams: map[string]jetstream.Stream{},
 	}
 	r.view = newAuthorityView(cfg.OnAuthority)
@@ -620,7 +622,7 @@ func (r *Runner) dispatcher(ep Endpoint) func(micro.Request) {
 		if !r.intakeClosed {
 			if res = r.queue.push(scopeKey(j.subject, prefix), j); res == accepted {
 				// never blocks: ready holds at most one token per waiting
-				// job, and at most Queue wait
+				// job, and at most Workers+Queue are held
 				r.ready <- struct{}{}
 			}
 		}

@@ -17,13 +17,13 @@ import (
 // installation with nothing waiting is taken by the next free worker,
 // whatever another installation has queued.
 //
-// Bounds, each checked before anything changes: jobs waiting (all
-// scopes), jobs held per scope (waiting or running: counting the running
-// ones makes a burst's admission independent of how fast the workers wake),
-// body bytes held per scope and in all. Every operation is O(1): a map
+// Bounds, each checked before anything changes: jobs held (waiting or
+// running: counting the running ones makes a burst's admission independent
+// of how fast the workers wake) in all and per scope, body bytes held in
+// all and per scope. Every operation is O(1): a map
 // lookup and list links, never a walk over the scopes. A scope leaves the
 // map when its last job is done, so the map never holds more entries than
-// jobs held (at most Queue+Workers); drained entries are kept on a short
+// jobs held (at most Workers+Queue); drained entries are kept on a short
 // free list so a steady stream of one installation allocates nothing.
 type fairQueue struct {
 	mu       sync.Mutex
@@ -32,9 +32,10 @@ type fairQueue struct {
 	free     *scopeQueue // drained entries for reuse, linked by next
 	nfree    int
 	waiting  int // jobs waiting, all scopes
+	held     int // jobs waiting or running, all scopes
 	bytes    int // body bytes held, all scopes
 
-	maxWaiting, scopeHeld, scopeBytes, maxBytes int
+	maxHeld, scopeHeld, scopeBytes, maxBytes int
 }
 
 // scopeQueue is one scope's jobs: those waiting, a FIFO in a slice, and the
@@ -83,8 +84,8 @@ const (
 	maxFreeJobs = 16
 )
 
-func newFairQueue(waiting, scopeHeld, scopeBytes, bytes int) *fairQueue {
-	return &fairQueue{scopes: make(map[string]*scopeQueue), maxWaiting: waiting, scopeHeld: scopeHeld, scopeBytes: scopeBytes, maxBytes: bytes}
+func newFairQueue(held, scopeHeld, scopeBytes, bytes int) *fairQueue {
+	return &fairQueue{scopes: make(map[string]*scopeQueue), maxHeld: held, scopeHeld: scopeHeld, scopeBytes: scopeBytes, maxBytes: bytes}
 }
 
 // refusal says which bound refused a job.
@@ -102,7 +103,7 @@ func (f *fairQueue) push(key string, j job) refusal {
 	n := len(j.data)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.waiting >= f.maxWaiting || f.bytes+n > f.maxBytes {
+	if f.held >= f.maxHeld || f.bytes+n > f.maxBytes {
 		return fullQueue
 	}
 	q := f.scopes[key]
@@ -135,6 +136,7 @@ func (f *fairQueue) push(key string, j job) refusal {
 	q.held++
 	q.bytes += n
 	f.waiting++
+	f.held++
 	f.bytes += n
 	return accepted
 }
@@ -171,6 +173,7 @@ func (f *fairQueue) done(j job) {
 	defer f.mu.Unlock()
 	q.held--
 	q.bytes -= n
+	f.held--
 	f.bytes -= n
 	if q.held > 0 {
 		return
