@@ -160,8 +160,8 @@ func TestRetryRacingFirstAttemptGetsInProgress(t *testing.T) {
 func TestRunnerConcurrentSafe(t *testing.T) {
 	e := &effects{release: make(chan struct{})}
 	close(e.release)
-	// 16 concurrent callers of one installation: its share must hold them
-	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 8, PerScope: 16}, bus.Deps{})
+	// 16 concurrent callers of one installation: 8 run, 8 wait
+	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 8}, bus.Deps{})
 	b := bindingFor("i", "w", "n", 1, 1)
 	var wg sync.WaitGroup
 	var failures atomic.Int64
@@ -187,7 +187,7 @@ func TestRunnerConcurrentSafe(t *testing.T) {
 
 func TestFullPoolAnswers503(t *testing.T) {
 	e := &effects{release: make(chan struct{})}
-	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 1, Queue: 1, PerScope: 3}, bus.Deps{})
+	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 1, Queue: 1}, bus.Deps{})
 	b := bindingFor("i", "w", "n", 1, 1)
 	results := make(chan error, 3)
 	for i := range 3 {

@@ -131,15 +131,30 @@ type RunnerConfig struct {
 	ShutdownTimeout time.Duration
 
 	Workers int // concurrent handlers; default 64
-	Queue   int // requests waiting for a worker; default 4*Workers
-	// PerScope caps the requests of one installation queued or running at
-	// once, so that one flooding installation leaves workers to the
-	// others; beyond it the installation's own requests are answered 503
-	// at once. 0 (the default) is no cap: refusing is too blunt for a busy
-	// installation's bursts (a group chat sends many events at once), and
-	// a fair queue across installations is not built yet.
-	PerScope          int
-	MaxBody           int           // request body limit in bytes; default 1 MiB
+	// Queue bounds the requests waiting for a worker, all installations
+	// together (Workers+Queue held at once, running or waiting); default
+	// 4*Workers. Waiting requests are served round
+	// robin across installations (docs/reliability.md "Shared pools"):
+	// one installation's backlog never sits in front of another's
+	// request.
+	Queue int
+	// ScopeQueue bounds the requests of one installation waiting beyond
+	// the workers: an installation holds at most Workers+ScopeQueue
+	// requests at once, running or waiting. Default Queue/2, so that one
+	// flooding installation leaves the other half of the queue to the
+	// rest, while an installation alone may use every worker.
+	ScopeQueue int
+	// BodyBudget bounds the bytes of request bodies held at once, waiting
+	// or running, all installations together; default the larger of
+	// 64 MiB and 4*MaxBody. At least MaxBody.
+	BodyBudget int
+	// ScopeBytes bounds the body bytes of one installation's requests
+	// held at once, waiting or running; default BodyBudget/2. At least
+	// MaxBody.
+	ScopeBytes int
+	// A request beyond Queue, ScopeQueue, BodyBudget or ScopeBytes is
+	// answered 503 unavailable at once and changes nothing.
+	MaxBody           int           // request body limit in bytes (413 at once beyond it); default 1 MiB
 	InvocationTimeout time.Duration // per-request deadline; default 30 s
 	DedupeTTL         time.Duration // dedupe bucket TTL; default 24 h
 	Replicas          int           // replicas of the plugin's buckets; default 1
@@ -201,11 +216,14 @@ type Runner struct {
 	store    *AuthorityStore
 	host     *Host
 
-	jobs  chan job
-	share *scopeShare // per-scope cap of queued and running jobs
-	// intake guards jobs: micro drains subscriptions asynchronously, so the
-	// dispatcher may still run after Stop returns and must not send on a
-	// closed channel.
+	// queue holds the waiting jobs, fair across scopes; ready carries one
+	// token per job pushed, so a worker that receives one finds a job,
+	// and closing it lets the workers drain the queue and stop.
+	queue *fairQueue
+	ready chan struct{}
+	// intake guards ready: micro drains subscriptions asynchronously, so
+	// the dispatcher may still run after Stop returns and must not send on
+	// a closed channel.
 	intake       sync.RWMutex
 	intakeClosed bool
 	baseCtx      context.Context
@@ -232,7 +250,7 @@ type job struct {
 	header  nats.Header
 	data    []byte
 	start   time.Time
-	share   [32]byte // scopeShare key
+	scope   *scopeQueue // set by fairQueue.push
 }
 
 // NewRunner checks cfg, fills deps' defaults and returns a Runner; it does
@@ -270,6 +288,20 @@ func NewRunner(cfg RunnerConfig, deps Deps) (*Runner, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20
 	}
+	if cfg.ScopeQueue <= 0 {
+		cfg.ScopeQueue = max(cfg.Queue/2, 1)
+	}
+	cfg.ScopeQueue = min(cfg.ScopeQueue, cfg.Queue)
+	if cfg.BodyBudget <= 0 {
+		cfg.BodyBudget = max(64<<20, 4*cfg.MaxBody)
+	}
+	if cfg.ScopeBytes <= 0 {
+		cfg.ScopeBytes = cfg.BodyBudget / 2
+	}
+	if cfg.BodyBudget < cfg.MaxBody || cfg.ScopeBytes < cfg.MaxBody {
+		return nil, fmt.Errorf("%w: body budget %d and scope bytes %d must each be at least max body %d",
+			ErrInvalidConfig, cfg.BodyBudget, cfg.ScopeBytes, cfg.MaxBody)
+	}
 	if cfg.InvocationTimeout <= 0 {
 		cfg.InvocationTimeout = 30 * time.Second
 	}
@@ -298,7 +330,9 @@ func NewRunner(cfg RunnerConfig, deps Deps) (*Runner, error) {
 	r := &Runner{
 		cfg: cfg, nc: deps.Conn, js: deps.JetStream, keyring: deps.Keyring, now: deps.Clock, log: deps.Logger,
 		tracer: tracerOrNoop(deps.TracerProvider), subjects: deps.Subjects, metrics: m,
-		jobs: make(chan job, cfg.Queue), share: newScopeShare(cfg.PerScope), streams: map[string]jetstream.Stream{},
+		queue:   newFairQueue(cfg.Workers+cfg.Queue, cfg.Workers+cfg.ScopeQueue, cfg.ScopeBytes, cfg.BodyBudget),
+		ready:   make(chan struct{}, cfg.Workers+cfg.Queue),
+		streams: map[string]jetstream.Stream{},
 	}
 	r.view = newAuthorityView(cfg.OnAuthority)
 	r.host = &Host{nc: deps.Conn, subjects: deps.Subjects, plugin: cfg.Plugin, tracer: r.tracer, timeout: cfg.HostTimeout, onRefused: r.markStale}
@@ -532,7 +566,7 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 	}
 	r.intake.Lock()
 	r.intakeClosed = true
-	close(r.jobs)
+	close(r.ready)
 	r.intake.Unlock()
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); r.bg.Wait(); close(done) }()
@@ -567,52 +601,61 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 }
 
 // dispatcher is the micro handler: it runs serially per subscription, so
-// it only captures what the worker needs and queues it; a full queue is
-// answered 503 at once. It never keeps the micro request.
+// it only captures what the worker needs and queues it under its scope
+// (fairQueue); a body over MaxBody is answered 413 and a request over a
+// bound 503, at once. It never keeps the micro request.
 func (r *Runner) dispatcher(ep Endpoint) func(micro.Request) {
+	prefix := strings.TrimSuffix(r.subjects.InvocationAll(r.cfg.Plugin, ep), "*.*.*")
 	return func(req micro.Request) {
 		j := job{ep: ep, subject: req.Subject(), reply: req.Reply(), header: nats.Header(req.Headers()), data: req.Data(), start: time.Now()}
 		if j.reply == "" {
 			r.metrics.outcome(ep, "no_reply")
 			return
 		}
-		if r.cfg.PerScope > 0 {
-			// Only a cap needs the scope's key: off, the hot path does
-			// no parse and no hash.
-			j.share = r.shareKey(j.subject)
-		}
-		if !r.share.take(j.share) {
-			r.metrics.rejected.Inc()
-			r.metrics.outcome(ep, "rejected")
-			r.answerError(j.reply, Errorf(ErrUnavailable, "this installation has %d requests in progress at %s, retry later", r.cfg.PerScope, r.cfg.Plugin))
+		if len(j.data) > r.cfg.MaxBody {
+			r.metrics.outcome(ep, "too_large")
+			r.answerError(j.reply, Errorf(ErrTooLarge, "request body of %d bytes exceeds %d", len(j.data), r.cfg.MaxBody))
 			return
 		}
+		res := fullQueue
 		r.intake.RLock()
-		queued := false
 		if !r.intakeClosed {
-			select {
-			case r.jobs <- j:
-				queued = true
-			default:
+			if res = r.queue.push(scopeKey(j.subject, prefix), j); res == accepted {
+				// never blocks: ready holds at most one token per waiting
+				// job, and at most Workers+Queue are held
+				r.ready <- struct{}{}
 			}
 		}
 		r.intake.RUnlock()
-		if !queued {
-			r.share.give(j.share)
-			r.metrics.rejected.Inc()
-			r.metrics.outcome(ep, "rejected")
-			r.answerError(j.reply, Errorf(ErrUnavailable, "%s is at capacity or stopping, retry later", r.cfg.Plugin))
+		if res == accepted {
+			return
 		}
+		r.metrics.rejected.Inc()
+		r.metrics.outcome(ep, "rejected")
+		if res == fullScope {
+			r.answerError(j.reply, Errorf(ErrUnavailable, "this installation has %d requests in progress at %s, retry later", r.cfg.Workers+r.cfg.ScopeQueue, r.cfg.Plugin))
+			return
+		}
+		r.answerError(j.reply, Errorf(ErrUnavailable, "%s is at capacity or stopping, retry later", r.cfg.Plugin))
 	}
 }
 
 func (r *Runner) worker() {
 	defer r.wg.Done()
-	for j := range r.jobs {
+	for range r.ready {
+		j, ok := r.queue.pop()
+		if !ok {
+			continue // cannot happen: one token per job
+		}
 		r.serve(j)
-		r.share.give(j.share)
+		r.queue.done(j)
 	}
 }
+
+// Queued returns the invocations waiting for a worker and the number of
+// installations with invocations waiting or running: a figure for dashboards and for tests that
+// must know a request is queued before they go on.
+func (r *Runner) Queued() (invocations, installations int) { return r.queue.queued() }
 
 // serve runs one invocation end to end and answers it.
 func (r *Runner) serve(j job) {
@@ -642,9 +685,6 @@ func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Heade
 		span.SetAttributes(attrErrorType.String(e.Word))
 		h, b := e.encode()
 		return h, b, e.Word
-	}
-	if len(j.data) > r.cfg.MaxBody {
-		return fail(Errorf(ErrTooLarge, "request body of %d bytes exceeds %d", len(j.data), r.cfg.MaxBody))
 	}
 	_, ep, subjScope, err := r.subjects.ParseInvocation(j.subject)
 	if err != nil || ep != j.ep {

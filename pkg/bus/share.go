@@ -1,59 +1,215 @@
 package bus
 
 import (
-	"crypto/sha256"
+	"strings"
 	"sync"
 )
 
-// scopeShare caps the invocations one scope has queued or running in a
-// runner (RunnerConfig.PerScope), so that one installation flooding a
-// service cannot take the whole worker pool and queue from the others
-// (issue 19, docs/reliability.md "Shared pools"). Counts are keyed by a
-// SHA-256 of the subject's scope part, so a long subject costs no more
-// memory than a short one, and an entry leaves the map with its last job:
-// the map never holds more entries than jobs in the runner.
-type scopeShare struct {
-	cap int
-	mu  sync.Mutex
-	m   map[[32]byte]int
+// fairQueue holds the invocations waiting for a worker, one FIFO per
+// installation scope, and hands them out round robin across the scopes
+// that have work waiting (issue 19, docs/reliability.md "Shared pools"): a
+// flooding installation's backlog never sits in front of another
+// installation's request, yet an installation alone may use every worker.
+// The schedule is that of fq_codel's two lists: a scope that had nothing
+// waiting joins the "new" list and is served before the scopes of the
+// "old" list, which hold a backlog; after one job a scope with more
+// waiting goes to the tail of the old list. So a request of an
+// installation with nothing waiting is taken by the next free worker,
+// whatever another installation has queued.
+//
+// Bounds, each checked before anything changes: jobs held (waiting or
+// running: counting the running ones makes a burst's admission independent
+// of how fast the workers wake) in all and per scope, body bytes held in
+// all and per scope. Every operation is O(1): a map
+// lookup and list links, never a walk over the scopes. A scope leaves the
+// map when its last job is done, so the map never holds more entries than
+// jobs held (at most Workers+Queue); drained entries are kept on a short
+// free list so a steady stream of one installation allocates nothing.
+type fairQueue struct {
+	mu       sync.Mutex
+	scopes   map[string]*scopeQueue
+	new, old scopeList
+	free     *scopeQueue // drained entries for reuse, linked by next
+	nfree    int
+	waiting  int // jobs waiting, all scopes
+	held     int // jobs waiting or running, all scopes
+	bytes    int // body bytes held, all scopes
+
+	maxHeld, scopeHeld, scopeBytes, maxBytes int
 }
 
-func newScopeShare(n int) *scopeShare { return &scopeShare{cap: n, m: make(map[[32]byte]int)} }
-
-// take counts one job of key; false when key holds its cap already. A
-// cap of 0 or less is no cap, and nothing is counted.
-func (s *scopeShare) take(key [32]byte) bool {
-	if s.cap <= 0 {
-		return true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m[key] >= s.cap {
-		return false
-	}
-	s.m[key]++
-	return true
+// scopeQueue is one scope's jobs: those waiting, a FIFO in a slice, and the
+// count and bytes of all it holds.
+type scopeQueue struct {
+	key    string
+	jobs   []job
+	head   int // jobs[head:] wait
+	held   int // jobs waiting or running
+	bytes  int // body bytes of the jobs held
+	listed bool
+	next   *scopeQueue
 }
 
-// give uncounts one job of key.
-func (s *scopeShare) give(key [32]byte) {
-	if s.cap <= 0 {
+func (q *scopeQueue) len() int { return len(q.jobs) - q.head }
+
+// scopeList is a singly linked FIFO of scopes.
+type scopeList struct{ head, tail *scopeQueue }
+
+func (l *scopeList) push(q *scopeQueue) {
+	q.next = nil
+	if l.tail == nil {
+		l.head = q
+	} else {
+		l.tail.next = q
+	}
+	l.tail = q
+}
+
+func (l *scopeList) pop() *scopeQueue {
+	q := l.head
+	if q != nil {
+		l.head = q.next
+		if l.head == nil {
+			l.tail = nil
+		}
+		q.next = nil
+	}
+	return q
+}
+
+// maxFree bounds the drained scope entries kept for reuse, maxFreeJobs
+// the job slots such an entry keeps.
+const (
+	maxFree     = 64
+	maxFreeJobs = 16
+)
+
+func newFairQueue(held, scopeHeld, scopeBytes, bytes int) *fairQueue {
+	return &fairQueue{scopes: make(map[string]*scopeQueue), maxHeld: held, scopeHeld: scopeHeld, scopeBytes: scopeBytes, maxBytes: bytes}
+}
+
+// refusal says which bound refused a job.
+type refusal int
+
+const (
+	accepted refusal = iota
+	fullQueue
+	fullScope
+)
+
+// push queues j under key unless a bound refuses it; nothing changes on
+// refusal. An accepted job must be handed to done once served.
+func (f *fairQueue) push(key string, j job) refusal {
+	n := len(j.data)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held >= f.maxHeld || f.bytes+n > f.maxBytes {
+		return fullQueue
+	}
+	q := f.scopes[key]
+	if q != nil && (q.held >= f.scopeHeld || q.bytes+n > f.scopeBytes) {
+		return fullScope
+	}
+	if q == nil {
+		if q = f.free; q != nil {
+			f.free, f.nfree = q.next, f.nfree-1
+			q.next = nil
+		} else {
+			q = &scopeQueue{}
+		}
+		q.key = key
+		f.scopes[key] = q
+	}
+	if !q.listed {
+		q.listed = true
+		f.new.push(q)
+	}
+	if q.head > 0 && len(q.jobs) == cap(q.jobs) && q.head >= len(q.jobs)/2 {
+		// a scope with a standing backlog: reuse the taken half instead of
+		// growing the slice for good (amortized O(1))
+		q.jobs = q.jobs[:copy(q.jobs, q.jobs[q.head:])]
+		clear(q.jobs[len(q.jobs):cap(q.jobs)])
+		q.head = 0
+	}
+	j.scope = q
+	q.jobs = append(q.jobs, j)
+	q.held++
+	q.bytes += n
+	f.waiting++
+	f.held++
+	f.bytes += n
+	return accepted
+}
+
+// pop takes the next job round robin; ok is false when nothing waits.
+func (f *fairQueue) pop() (j job, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := f.new.pop()
+	if q == nil {
+		q = f.old.pop()
+	}
+	if q == nil {
+		return job{}, false
+	}
+	j = q.jobs[q.head]
+	q.jobs[q.head] = job{} // the worker owns it now; let it be collected
+	q.head++
+	f.waiting--
+	if q.len() > 0 {
+		f.old.push(q)
+	} else {
+		q.listed = false
+		q.jobs, q.head = q.jobs[:0], 0
+	}
+	return j, true
+}
+
+// done releases what a popped job held; its scope leaves the map with its
+// last job.
+func (f *fairQueue) done(j job) {
+	q, n := j.scope, len(j.data)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q.held--
+	q.bytes -= n
+	f.held--
+	f.bytes -= n
+	if q.held > 0 {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m[key] <= 1 {
-		delete(s.m, key)
-		return
+	delete(f.scopes, q.key)
+	if f.nfree < maxFree {
+		jobs := q.jobs[:0]
+		if cap(jobs) > maxFreeJobs {
+			jobs = nil // a flood's slice is not kept for good
+		}
+		*q = scopeQueue{jobs: jobs, next: f.free}
+		f.free = q
+		f.nfree++
 	}
-	s.m[key]--
 }
 
-// shareKey is the fairness key of an invocation subject: its scope, or the
-// whole subject when it does not parse (the handler refuses it anyway).
-func (r *Runner) shareKey(subject string) [32]byte {
-	if _, _, sc, err := r.subjects.ParseInvocation(subject); err == nil {
-		return sha256.Sum256([]byte(sc.String()))
+// queued returns the jobs waiting and the scopes holding jobs.
+func (f *fairQueue) queued() (jobs, scopes int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.waiting, len(f.scopes)
+}
+
+// maxScopeKey is the longest scope part of a valid invocation subject:
+// three tokens of at most 64 characters and their two dots.
+const maxScopeKey = 3*64 + 2
+
+// scopeKey is the fairness key of an invocation subject: its scope part,
+// a substring of the subject (no parse, no copy). A subject whose scope
+// part is longer than any valid scope shares the key "" with the others
+// like it: the handler refuses them all, and each costs the map no more
+// than a valid one.
+func scopeKey(subject, prefix string) string {
+	k, ok := strings.CutPrefix(subject, prefix)
+	if !ok || len(k) > maxScopeKey {
+		return ""
 	}
-	return sha256.Sum256([]byte(subject))
+	return k
 }
