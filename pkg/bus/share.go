@@ -10,8 +10,8 @@ import (
 // that have work waiting (issue 19, docs/reliability.md "Shared pools"): a
 // flooding installation's backlog never sits in front of another
 // installation's request, yet an installation alone may use every worker.
-// The schedule is that of fq_codel's two lists: a scope that had nothing
-// waiting joins the "new" list and is served before the scopes of the
+// The schedule is that of fq_codel's two lists: a scope that held nothing
+// (no job waiting or running) joins the "new" list and is served before the scopes of the
 // "old" list, which hold a backlog; after one job a scope with more
 // waiting goes to the tail of the old list. So a request of an
 // installation with nothing waiting is taken by the next free worker,
@@ -121,8 +121,17 @@ func (f *fairQueue) push(key string, j job) refusal {
 		f.scopes[key] = q
 	}
 	if !q.listed {
+		// new only when it holds nothing at all: a scope whose jobs are all
+		// running would otherwise rejoin the new list with each request it
+		// sends as a worker takes the last, and keep its flood in front of
+		// the others (fq_codel moves an emptied new flow to the old list for
+		// the same reason)
 		q.listed = true
-		f.new.push(q)
+		if q.held == 0 {
+			f.new.push(q)
+		} else {
+			f.old.push(q)
+		}
 	}
 	if q.head > 0 && len(q.jobs) == cap(q.jobs) && q.head >= len(q.jobs)/2 {
 		// a scope with a standing backlog: reuse the taken half instead of

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -82,6 +83,26 @@ type Batcher struct {
 
 	mu     sync.RWMutex // held for reading while enqueueing
 	closed bool
+
+	batches, fallbacks atomic.Uint64
+	lastErr            atomic.Pointer[error]
+}
+
+// Stats counts a batcher's atomic batches since New: those stored and
+// those that failed and went again one by one, with the last failure's
+// error (nil if none), for metrics and for tests.
+type Stats struct {
+	Batches, Fallbacks uint64
+	LastError          error
+}
+
+// Stats returns the batcher's counts so far.
+func (b *Batcher) Stats() Stats {
+	s := Stats{Batches: b.batches.Load(), Fallbacks: b.fallbacks.Load()}
+	if e := b.lastErr.Load(); e != nil {
+		s.LastError = *e
+	}
+	return s
 }
 
 type batchItem struct {
@@ -217,11 +238,14 @@ func (b *Batcher) write(items []*batchItem) {
 	if b.cfg.Atomic && len(items) >= b.cfg.Min {
 		first, err := b.atomic(items)
 		if err == nil {
+			b.batches.Add(1)
 			for i, it := range items {
 				it.finish(first+uint64(i), nil)
 			}
 			return
 		}
+		b.fallbacks.Add(1)
+		b.lastErr.Store(&err)
 	}
 	b.singles(items)
 }
