@@ -223,6 +223,54 @@ func TestWebhookPushedOnce(t *testing.T) {
 	}
 }
 
+// TestWebhookRedeliveredDaysLaterPushedOnce: a repository admin may
+// redeliver a delivery of the past 3 days (github.com; 7 on Enterprise
+// Server) by hand; it comes with the same body, long after the stream's
+// duplicate window and the poller's 7 h, and is not pushed again.
+func TestWebhookRedeliveredDaysLaterPushedOnce(t *testing.T) {
+	e := newHookEnv(t, githubkit.Config{})
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	e.clock.Set(t0)
+	e.cmd(e.a, "sub "+hw+" push")
+	id, secret := e.hook(hw)
+	d := delivery{id: id, event: "push", guid: "0b8f1c6e-0c3a-11f1-9a7e-1f2d3c4b5a69", body: pushBody(pushFullHead), secret: secret}
+	if code, why := e.post(d); code != http.StatusAccepted {
+		t.Fatalf("delivery: %d %s", code, why)
+	}
+	e.host.WaitSends(t, 1, 10*time.Second)
+	e.idle()
+	subject, err := e.subj.Internal(githubkit.Plugin, githubkit.KindHook, e.a.sc, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(e.firstRecording(subject), &rec); err != nil {
+		t.Fatal(err)
+	}
+	// each time, another push arrives first (its claim prunes the recent
+	// set), then the first delivery is recorded again as the receiver
+	// records a redelivery: a new nonce and receipt time, the same body
+	for i, later := range []time.Duration{8 * time.Hour, 71 * time.Hour} {
+		e.clock.Set(t0.Add(later))
+		other := delivery{id: id, event: "push", guid: fmt.Sprintf("other-%d", i), body: pushBody(fmt.Sprintf("%040d", i+1)), secret: secret}
+		if code, why := e.post(other); code != http.StatusAccepted {
+			t.Fatalf("other delivery: %d %s", code, why)
+		}
+		e.host.WaitSends(t, 2+i, 10*time.Second)
+		e.idle()
+		rec["nonce"] = fmt.Sprintf("redelivered-%d", i)
+		rec["at"] = t0.Add(later).Format(time.RFC3339Nano)
+		again, _ := json.Marshal(rec)
+		if _, err := e.js.Publish(context.Background(), subject, again); err != nil {
+			t.Fatal(err)
+		}
+		e.idle()
+		if n := len(e.sends()); n != 2+i {
+			t.Fatalf("redelivered %v later: %d sends, want %d", later, n, 2+i)
+		}
+	}
+}
+
 // firstRecording returns the first recorded delivery on subject (the
 // work-queue stream drops a message once it is acked).
 func (e *hookEnv) firstRecording(subject string) []byte {

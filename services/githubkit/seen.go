@@ -23,9 +23,16 @@ import (
 const (
 	// seenMax bounds the entries of one repo record's set.
 	seenMax = 256
-	// seenKeep is how long an entry is kept: GitHub documents that an
-	// event can take up to 6 h to appear in the Events API.
+	// seenKeep is how long a poll's entry is kept: GitHub documents that
+	// an event can take up to 6 h to appear in the Events API.
 	seenKeep = 7 * time.Hour
+	// deliveryKeep is how long a delivery's entry is kept: a repository
+	// admin can redeliver a delivery of the past 3 days on github.com (7
+	// on GitHub Enterprise Server), with the same body, so its body hash
+	// must still be known then. seenMax still bounds the set: in a
+	// repository with more than seenMax events in that time, a redelivery
+	// older than the newest seenMax is pushed again.
+	deliveryKeep = 7 * 24 * time.Hour
 	// seenMatch is how far apart the two paths' times of one event may be:
 	// the poller knows the event's created_at, the receiver its receipt.
 	// The same identity further apart is a new event (a PR closed again).
@@ -55,12 +62,17 @@ func seenStore(kv *bus.KV) *bus.Records[SeenSet] {
 	return bus.NewRecords[SeenSet](kv, KindSeen, bus.RecordsConfig[SeenSet]{})
 }
 
-// prune drops entries older than seenKeep and then the oldest beyond
+// prune drops entries older than they are kept (seenKeep for the
+// poller's, deliveryKeep for a delivery's) and then the oldest beyond
 // room free slots under seenMax.
 func (s *SeenSet) prune(now time.Time, room int) {
 	keep := s.Entries[:0]
 	for _, e := range s.Entries {
-		if now.Sub(e.At) < seenKeep {
+		ttl := deliveryKeep
+		if e.By == byPoll {
+			ttl = seenKeep
+		}
+		if now.Sub(e.At) < ttl {
 			keep = append(keep, e)
 		}
 	}
