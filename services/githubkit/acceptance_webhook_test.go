@@ -204,19 +204,7 @@ func TestWebhookPushedOnce(t *testing.T) {
 	}
 	// the same delivery recorded again after the stream's duplicate window
 	// (another nonce) is recognised by the consumer
-	subject, err := e.subj.Internal(githubkit.Plugin, githubkit.KindHook, e.a.sc, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var first map[string]any
-	if err := json.Unmarshal(e.firstRecording(subject), &first); err != nil {
-		t.Fatal(err)
-	}
-	first["nonce"] = "another-recording"
-	again, _ := json.Marshal(first)
-	if _, err := e.js.Publish(context.Background(), subject, again); err != nil {
-		t.Fatal(err)
-	}
+	e.recordAgain(id, func(rec map[string]any) { rec["nonce"] = "another-recording" })
 	e.idle()
 	if n := len(e.sends()); n != 1 {
 		t.Fatalf("a second recording of one delivery pushed again: %d sends", n)
@@ -239,14 +227,6 @@ func TestWebhookRedeliveredDaysLaterPushedOnce(t *testing.T) {
 	}
 	e.host.WaitSends(t, 1, 10*time.Second)
 	e.idle()
-	subject, err := e.subj.Internal(githubkit.Plugin, githubkit.KindHook, e.a.sc, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec map[string]any
-	if err := json.Unmarshal(e.firstRecording(subject), &rec); err != nil {
-		t.Fatal(err)
-	}
 	// each time, another push arrives first (its claim prunes the recent
 	// set), then the first delivery is recorded again as the receiver
 	// records a redelivery: a new nonce and receipt time, the same body
@@ -258,16 +238,36 @@ func TestWebhookRedeliveredDaysLaterPushedOnce(t *testing.T) {
 		}
 		e.host.WaitSends(t, 2+i, 10*time.Second)
 		e.idle()
-		rec["nonce"] = fmt.Sprintf("redelivered-%d", i)
-		rec["at"] = t0.Add(later).Format(time.RFC3339Nano)
-		again, _ := json.Marshal(rec)
-		if _, err := e.js.Publish(context.Background(), subject, again); err != nil {
-			t.Fatal(err)
-		}
+		e.recordAgain(id, func(rec map[string]any) {
+			rec["nonce"] = fmt.Sprintf("redelivered-%d", i)
+			rec["at"] = t0.Add(later).Format(time.RFC3339Nano)
+		})
 		e.idle()
 		if n := len(e.sends()); n != 2+i {
 			t.Fatalf("redelivered %v later: %d sends, want %d", later, n, 2+i)
 		}
+	}
+}
+
+// recordAgain publishes hook id's first recorded delivery again, as edit
+// changes it, as the receiver records a delivery it takes for new.
+func (e *hookEnv) recordAgain(id string, edit func(rec map[string]any)) {
+	e.t.Helper()
+	subject, err := e.subj.Internal(githubkit.Plugin, githubkit.KindHook, e.a.sc, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(e.firstRecording(subject), &rec); err != nil {
+		e.t.Fatal(err)
+	}
+	edit(rec)
+	again, err := json.Marshal(rec)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.js.Publish(context.Background(), subject, again); err != nil {
+		e.t.Fatal(err)
 	}
 }
 
