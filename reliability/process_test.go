@@ -26,6 +26,7 @@ import (
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // proc is one service replica running as its own process.
@@ -442,10 +443,54 @@ func (s *stack) countEffects(t *testing.T, plugin string, ins []*install, keys [
 			switch n := seen[strings.ToLower(k)]; {
 			case n == 0:
 				lost++
+				if plugin == takeover.Plugin {
+					t.Logf("lost reply %s: %s", k, s.replyTrace(ctx, in, k))
+				}
 			case n > 1:
 				dup += n - 1
 			}
 		}
 	}
 	return lost, dup, hostDup
+}
+
+// replyTrace describes where an operator reply's traces are: its entries in
+// the history stream (any gen), the session's gen and the host sends under
+// its key, so a lost reply in a failure can be told from a hidden one.
+func (s *stack) replyTrace(ctx context.Context, in *install, key string) string {
+	sc := in.scope(takeover.Plugin)
+	sid := in.sid("u1")
+	_, stream, subject := store.HistoryOf(bus.Subjects{}, sc, sid)
+	var b strings.Builder
+	st, err := s.js.Stream(ctx, stream)
+	if err != nil {
+		return err.Error()
+	}
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if err != nil {
+		return err.Error()
+	}
+	n := int(cons.CachedInfo().NumPending)
+	fmt.Fprintf(&b, "%d entries in %s;", n, stream)
+	if n > 0 {
+		batch, err := cons.Fetch(n, jetstream.FetchMaxWait(5*time.Second))
+		if err == nil {
+			for m := range batch.Messages() {
+				if strings.Contains(string(m.Data()), key) {
+					md, _ := m.Metadata()
+					fmt.Fprintf(&b, " stored at seq %d: %.200s;", md.Sequence.Stream, m.Data())
+				}
+			}
+		}
+	}
+	var page takeover.MessagePage
+	if err := s.page(in, s.newID(), "GET", "/messages", map[string]any{"sid": sid, "limit": 1}, &page); err == nil {
+		fmt.Fprintf(&b, " session gen %s;", page.Session.Gen)
+	}
+	for _, c := range s.host.Sends() {
+		if c.Scope == sc && strings.HasSuffix(c.IdempotencyKey, ":"+key) {
+			b.WriteString(" sent once;")
+		}
+	}
+	return b.String()
 }

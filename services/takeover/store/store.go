@@ -403,6 +403,17 @@ func (st *Store) readSubject(ctx context.Context, sc binding.Scope, h *historySh
 			return nil, 0, fmt.Errorf("takeover: read history: %w", err)
 		}
 		if n == 0 {
+			// A fetch that times out empty is not an error to nats.go. It
+			// is the end when the rest was purged meanwhile (a trim); while
+			// a stream leader moves it is a short read, and a history cut
+			// at its newest entries must not be shown as whole.
+			info, err := cons.Info(ctx)
+			if err != nil {
+				return nil, 0, fmt.Errorf("takeover: read history: %w", err)
+			}
+			if info.NumPending > 0 {
+				return nil, 0, fmt.Errorf("takeover: read history: %d of %d entries read, %d pending", len(out), pending, info.NumPending)
+			}
 			break
 		}
 	}
