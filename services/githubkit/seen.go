@@ -211,3 +211,20 @@ func (s *Service) claimDelivery(ctx context.Context, sc binding.Scope, key strin
 	}, key)
 	return mine, err
 }
+
+// bodyRecorded returns the delivery id whose entry in the recent set of
+// repo record key holds the body hash bodyHash and is younger than
+// deliveryKeep by the service clock, or "" when there is none.
+func (s *Service) bodyRecorded(ctx context.Context, sc binding.Scope, key, bodyHash string) (string, error) {
+	set, _, err := seenStore(s.runner.KV()).Get(ctx, sc, key)
+	if err != nil || set == nil {
+		return "", err
+	}
+	now := s.now()
+	for _, e := range set.Entries {
+		if e.By != byPoll && e.Body == bodyHash && now.Sub(e.At) < deliveryKeep {
+			return e.By, nil
+		}
+	}
+	return "", nil
+}
