@@ -197,7 +197,8 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, r *http.Re
 		}
 		return http.StatusOK, "pong"
 	}
-	if _, ok := WebhookEvent(hh.Event, body); !ok {
+	_, isEvent := WebhookEvent(hh.Event, body)
+	if _, isRun := WebhookRun(hh.Event, body); !isEvent && !isRun {
 		// nothing to push, but the webhook delivers
 		if _, err := s.touchHook(ctx, sc, id, false); err != nil {
 			return http.StatusServiceUnavailable, "unavailable"
