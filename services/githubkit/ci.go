@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 
+	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
@@ -234,7 +235,7 @@ func (p *pollRun) sendCI(ctx context.Context, r *RepoRecord, runs []WorkflowRun)
 		}
 		var lines, keys []string
 		for _, run := range runs {
-			if (all || run.failed()) && sub.Refine.AllowsBranch(run.HeadBranch) {
+			if ciAllows(all, sub, run) {
 				lines = append(lines, x.ciLine(run))
 				keys = append(keys, run.key())
 			}
@@ -245,7 +246,7 @@ func (p *pollRun) sendCI(ctx context.Context, r *RepoRecord, runs []WorkflowRun)
 		if n := p.st.MaxEventsPerPush; n > 0 && len(lines) > n {
 			lines, keys = lines[len(lines)-n:], keys[len(keys)-n:]
 		}
-		idem := "githubkit:" + p.sc.String() + ":" + p.key + ":" + sub.SID() + ":ci:" + keys[0] + "-" + keys[len(keys)-1] + ":" + strconv.Itoa(len(keys))
+		idem := ciIdem(p.sc, p.key, sub, keys)
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
 		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
 			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID,
@@ -261,4 +262,51 @@ func (p *pollRun) sendCI(ctx context.Context, r *RepoRecord, runs []WorkflowRun)
 		}
 		p.s.metrics.push.WithLabelValues("sent").Inc()
 	}
+}
+
+// ciAllows reports whether a subscriber with CI alerts on (all: ci_all)
+// wants an alert for run: a failure, or any run with ci_all, on a branch
+// its refinements allow. The poller and the webhook consumer share it.
+func ciAllows(all bool, sub *Subscriber, run WorkflowRun) bool {
+	return (all || run.failed()) && sub.Refine.AllowsBranch(run.HeadBranch)
+}
+
+// ciIdem is the idempotency key of one CI alert message carrying the run
+// attempts keys (oldest first); a webhook's alert of one run has the key
+// a poll's alert of that run alone has.
+func ciIdem(sc binding.Scope, repoKey string, sub *Subscriber, keys []string) string {
+	return "githubkit:" + sc.String() + ":" + repoKey + ":" + sub.SID() + ":ci:" + keys[0] + "-" + keys[len(keys)-1] + ":" + strconv.Itoa(len(keys))
+}
+
+// claimRun claims a delivered run attempt in the record's CI state, the
+// bookkeeping the poller reads, so that the poll does not alert it again.
+// It reports false when the poller or another delivery has it (own: this
+// recording claimed it on an earlier attempt, which is ours to retry), or
+// when it finished before CI alerts were turned on. A record without CI
+// state gets it, since when at.
+func (s *Service) claimRun(ctx context.Context, sc binding.Scope, key string, run WorkflowRun, at time.Time, own bool) (bool, error) {
+	k := run.key()
+	mine := false
+	_, _, err := updateRecord(ctx, s.runner.KV(), sc, key, func(c *RepoRecord) (*RepoRecord, error) {
+		mine = false
+		switch {
+		case c == nil:
+			return nil, bus.ErrNoChange
+		case c.CI != nil && slices.Contains(c.CI.Seen, k):
+			mine = own
+			return nil, bus.ErrNoChange
+		case c.CI != nil && !run.UpdatedAt.IsZero() && run.UpdatedAt.Before(c.CI.Since):
+			return nil, bus.ErrNoChange
+		}
+		if c.CI == nil {
+			c.CI = &CIState{Since: at.UTC().Truncate(time.Second)}
+		}
+		c.CI.Seen = append(c.CI.Seen, k)
+		if n := len(c.CI.Seen); n > ciSeenKept {
+			c.CI.Seen = slices.Clone(c.CI.Seen[n-ciSeenKept:])
+		}
+		mine = true
+		return c, nil
+	})
+	return mine, err
 }

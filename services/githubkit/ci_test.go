@@ -1,10 +1,14 @@
 package githubkit_test
 
 import (
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
 
@@ -35,6 +39,9 @@ func TestCIAlerts(t *testing.T) {
 	h.fire(b, hw)
 	if n := len(runsReqs(h)); n != 0 {
 		t.Fatalf("%d runs requests without a ci word", n)
+	}
+	if n := len(h.fake.Requests()); n != 2 {
+		t.Fatalf("two polls without a ci word made %d requests, want one each", n)
 	}
 
 	// ci only, on main: the first poll primes (the old failure is not alerted)
@@ -120,5 +127,73 @@ func TestCIAlertTexts(t *testing.T) {
 	h.fire(a, hw)
 	if s := h.sends(); len(s) != 1 || !strings.Contains(s[0].SendMessage().MessageChain[0].Text, "CI #1 在 main（aa218f5）上启动失败，触发者 hubot：Speed up the build") {
 		t.Fatalf("sends %+v", s)
+	}
+}
+
+// TestCIAlertsFromWebhook: a completed workflow_run delivery is alerted
+// at once, as a poll would alert the run (the same line, the chats' CI
+// words and branch refinements, the same idempotency key), and the run is
+// alerted once whichever of the delivery and the poll sees it first.
+func TestCIAlertsFromWebhook(t *testing.T) {
+	e := newHookEnv(t, githubkit.Config{})
+	other := bus.Session{LauncherType: "group", LauncherID: bus.ID("session-a2"), SenderID: "u1", BotUUID: e.a.session.BotUUID}
+	e.addEvents(hw, 100, "watch")
+	e.fake.SetRuns(hw, failedRun(9001, "main", "failure"))
+	e.cmd(e.a, "sub "+hw+" ci branch:main")
+	e.cmd(e.a, "sub "+hw+" push", withSession(other)) // no CI word: never alerted
+	e.fire(e.a, hw)                                   // primes: 9001 is old
+	id, secret := e.hook(hw)
+	post := func(guid string, run fakegithub.WorkflowRun) (int, string) {
+		return e.post(delivery{id: id, event: "workflow_run", guid: guid, body: e.fake.WorkflowRunDelivery(hw, run), secret: secret})
+	}
+	// a new failure on main: alerted by the delivery, to the ci chat only
+	if code, why := post("ci-1", failedRun(9002, "main", "failure")); code != http.StatusAccepted {
+		t.Fatalf("delivery: %d %s", code, why)
+	}
+	sends := e.host.WaitSends(t, 1, 10*time.Second)
+	e.idle()
+	want := "❌ CI #2 failed on main (aa218f5) by hubot: Speed up the build\n   " + e.fake.URL + "/" + hw + "/actions/runs/9002"
+	if text := sends[0].SendMessage().MessageChain[0].Text; !strings.Contains(text, want) || sends[0].SendMessage().TargetID != string(e.a.session.LauncherID) {
+		t.Fatalf("alert %q to %s, want %q", text, sends[0].SendMessage().TargetID, want)
+	}
+	if k := sends[0].IdempotencyKey; !strings.HasSuffix(k, ":ci:9002.1-9002.1:1") {
+		t.Fatalf("idempotency key %q, want the poll's key of the run", k)
+	}
+	// filtered as a poll filters: a success (ci, not ci_all), another
+	// branch; a run still in progress is not recorded at all
+	for i, run := range []fakegithub.WorkflowRun{failedRun(9003, "main", "success"), failedRun(9004, "feature/x", "failure")} {
+		if code, why := post(fmt.Sprintf("ci-f%d", i), run); code != http.StatusAccepted {
+			t.Fatalf("delivery %d: %d %s", run.ID, code, why)
+		}
+	}
+	running := failedRun(9006, "main", "")
+	running.Status = "in_progress"
+	if code, why := post("ci-r", running); code != http.StatusAccepted || why != "ignored" {
+		t.Fatalf("in-progress run: %d %s", code, why)
+	}
+	e.idle()
+	if n := len(e.sends()); n != 1 {
+		t.Fatalf("%d sends after filtered deliveries, want 1", n)
+	}
+	// the poll then lists the runs: nothing alerted twice
+	e.fake.SetRuns(hw, failedRun(9001, "main", "failure"), failedRun(9002, "main", "failure"),
+		failedRun(9003, "main", "success"), failedRun(9004, "feature/x", "failure"))
+	e.fire(e.a, hw)
+	if n := len(e.sends()); n != 1 {
+		t.Fatalf("the poll alerted the delivered run again: %d sends", n)
+	}
+	// the poll first, then the delivery of the same run: alerted once
+	e.fake.SetRuns(hw, failedRun(9001, "main", "failure"), failedRun(9002, "main", "failure"),
+		failedRun(9003, "main", "success"), failedRun(9004, "feature/x", "failure"), failedRun(9005, "main", "timed_out"))
+	e.fire(e.a, hw)
+	if n := len(e.sends()); n != 2 {
+		t.Fatalf("the poll did not alert the new run: %d sends", n)
+	}
+	if code, why := post("ci-5", failedRun(9005, "main", "timed_out")); code != http.StatusAccepted {
+		t.Fatalf("delivery: %d %s", code, why)
+	}
+	e.idle()
+	if n := len(e.sends()); n != 2 {
+		t.Fatalf("the delivery alerted the polled run again: %d sends", n)
 	}
 }

@@ -228,7 +228,8 @@ func (l links) link(a Activity) string {
 		}
 		return u
 	case "ReleaseEvent":
-		if a.Tag != "" {
+		// a deleted release's tag page is gone: the list instead
+		if a.Tag != "" && a.Action != "deleted" {
 			return l.path("releases", "tag", refPath(a.Tag))
 		}
 		return l.path("releases")

@@ -242,6 +242,13 @@ var eventCases = []struct {
 	{"gollum", "gollum", nil},
 	{"gollum_many", "gollum_many", nil},
 	{"discussion", "discussion", nil},
+	{"pr_unlabeled_full", "pr_unlabeled_full", nil},
+	{"pr_unassigned_full", "pr_unassigned_full", nil},
+	{"pr_review_request_removed_full", "pr_review_request_removed_full", nil},
+	{"pr_converted_to_draft_full", "pr_converted_to_draft_full", nil},
+	{"gollum_created", "gollum_created", nil},
+	{"push_new_branch_one", "push_new_branch_one", nil},
+	{"push_new_branch_many", "push_new_branch_many", nil},
 }
 
 // goldenLinks are the addresses of the fixtures' repository.
@@ -266,6 +273,34 @@ func TestGoldenEvents(t *testing.T) {
 					t.Fatalf("%s has no formatter", c.fixture)
 				}
 				checkGolden(t, lang, "ev_"+c.name, line)
+			})
+		}
+		// webhook deliveries take the path the consumer takes: WebhookEvent,
+		// then the poller's formatter (golden ev_hook_<fixture>)
+		for _, name := range fakegithub.WebhookFixtures() {
+			t.Run(lang+"/hook_"+name, func(t *testing.T) {
+				event, body := fakegithub.Webhook(name)
+				ev, ok := WebhookEvent(event, body)
+				if !ok {
+					t.Fatalf("%s (%s) not mapped", name, event)
+				}
+				if ev.Repo.Name != "octocat/Hello-World" || ev.actor() == "" {
+					t.Fatalf("%s: repo %q, actor %q", name, ev.Repo.Name, ev.actor())
+				}
+				// the consumer formats without enrichment: the delivery must
+				// carry what the line needs
+				if _, _, need := ev.needsCompare(); need {
+					t.Errorf("%s needs compare", name)
+				}
+				if _, need := ev.needsPull(); need {
+					t.Errorf("%s needs GET pulls", name)
+				}
+				ev.ID = "1"
+				line, ok := x.eventLine(ev, nil, goldenLinks)
+				if !ok {
+					t.Fatalf("%s (%s) has no formatter", name, ev.Type)
+				}
+				checkGolden(t, lang, "ev_hook_"+name, line)
 			})
 		}
 		if line, ok := x.eventLine(Event{ID: "1", Type: "SponsorshipEvent"}, nil, goldenLinks); ok {

@@ -105,51 +105,92 @@ func (s *Service) pushDelivery(ctx context.Context, f *bus.Fired) (outcome strin
 			s.log.WarnContext(ctx, "webhook: liveness not recorded", "scope", sc.String(), "err", err)
 		}
 	}
-	ev, ok := WebhookEvent(m.Event, m.Body)
-	if !ok {
-		return "ignored", false
-	}
 	raw, err := s.runner.OpenConfig(sc, a)
 	if err != nil {
 		return "config_error", false
 	}
 	st, _ := s.settings(raw)
+	x := s.texts(st.Language)
+	if run, ok := WebhookRun(m.Event, m.Body); ok {
+		return s.pushRun(ctx, f, a, hook.RepoKey, cur.Rec, x, run, m)
+	}
+	ev, ok := WebhookEvent(m.Event, m.Body)
+	if !ok {
+		return "ignored", false
+	}
 	// one event, selected per subscriber by the poller's own rule (ids
 	// only order a feed: any id above the cursor passes)
 	ev.ID = "1"
-	type send struct {
-		sub  *Subscriber
-		line string
-	}
-	x := s.texts(st.Language)
 	ln := links{web: WebBase(st.APIURL), repo: cur.Rec.FullName}
-	var sends []send
+	var sends []hookSend
 	for _, sub := range cur.Rec.Subscribers {
 		if len(SelectRefined([]Event{ev}, "0", sub.Kinds, sub.Refine, 0).Events) == 0 {
 			continue
 		}
 		if line, ok := x.eventLine(ev, nil, ln); ok {
-			sends = append(sends, send{sub: sub, line: line})
+			sends = append(sends, hookSend{sub: sub, text: x.pushMessage(cur.Rec.FullName, []string{line}, 0),
+				idem: "githubkit:" + sc.String() + ":" + hook.RepoKey + ":" + sub.SID() + ":hook:" + m.Delivery})
 		}
 	}
 	if len(sends) == 0 {
 		return "filtered", false
 	}
-	mine, err := s.claimDelivery(ctx, sc, hook.RepoKey, ev, m)
+	mine, _, err := s.claimDelivery(ctx, sc, hook.RepoKey, eventIdentity(ev), m)
 	if err != nil {
 		return "store", true
 	}
 	if !mine {
 		return "seen", false
 	}
+	return s.sendHook(ctx, f, a, sends)
+}
+
+// pushRun alerts a delivered workflow run as a poll alerts it (ci.go):
+// the subscribers' CI words and branch refinements, the same line and
+// idempotency key, and the record's CI state as the dedupe shared with
+// the poller.
+func (s *Service) pushRun(ctx context.Context, f *bus.Fired, a *bus.Authority, repoKey string, r *RepoRecord, x texts, run WorkflowRun, m hookMessage) (string, bool) {
+	sc := f.Scope
+	var sends []hookSend
+	for _, sub := range r.Subscribers {
+		if on, all := WantsCI(sub.Kinds); on && ciAllows(all, sub, run) {
+			sends = append(sends, hookSend{sub: sub, text: x.pushMessage(r.FullName, []string{x.ciLine(run)}, 0),
+				idem: ciIdem(sc, repoKey, sub, []string{run.key()})})
+		}
+	}
+	if len(sends) == 0 {
+		return "filtered", false
+	}
+	mine, own, err := s.claimDelivery(ctx, sc, repoKey, runIdentity(run), m)
+	if err != nil {
+		return "store", true
+	}
+	if !mine {
+		return "seen", false
+	}
+	if mine, err = s.claimRun(ctx, sc, repoKey, run, m.At, own); err != nil {
+		return "store", true
+	} else if !mine {
+		return "seen", false
+	}
+	return s.sendHook(ctx, f, a, sends)
+}
+
+// hookSend is one message a delivery sends to one subscriber.
+type hookSend struct {
+	sub        *Subscriber
+	text, idem string
+}
+
+// sendHook sends a claimed delivery's messages; a failed send asks for
+// redelivery until SendFailuresToDrop.
+func (s *Service) sendHook(ctx context.Context, f *bus.Fired, a *bus.Authority, sends []hookSend) (string, bool) {
 	failed := false
 	for _, sd := range sends {
-		text := x.pushMessage(cur.Rec.FullName, []string{sd.line}, 0)
-		idem := "githubkit:" + sc.String() + ":" + hook.RepoKey + ":" + sd.sub.SID() + ":hook:" + m.Delivery
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
 		err := s.runner.Host().SendMessage(sctx, a.Binding, bus.SendMessage{
-			BotUUID: sd.sub.BotUUID, TargetType: sd.sub.TargetType, TargetID: sd.sub.TargetID, MessageChain: bus.Plain(text),
-		}, idem)
+			BotUUID: sd.sub.BotUUID, TargetType: sd.sub.TargetType, TargetID: sd.sub.TargetID, MessageChain: bus.Plain(sd.text),
+		}, sd.idem)
 		cancel()
 		switch {
 		case err == nil:
@@ -166,7 +207,7 @@ func (s *Service) pushDelivery(ctx context.Context, f *bus.Fired) (outcome strin
 	if failed {
 		if f.Delivered >= SendFailuresToDrop {
 			s.metrics.push.WithLabelValues("dropped").Inc()
-			s.log.WarnContext(ctx, "webhook: event dropped after repeated send failures", "scope", sc.String())
+			s.log.WarnContext(ctx, "webhook: event dropped after repeated send failures", "scope", f.Scope.String())
 			return "dropped", false
 		}
 		return "retry", true

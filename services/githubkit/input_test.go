@@ -190,6 +190,9 @@ func TestParseFilters(t *testing.T) {
 		{[]string{"PUSH", "commits", "pr", "Release"}, []string{"push", "pull_request", "release"}, nil},
 		{[]string{"branch", "tag", "create", "delete", "review", "comment"}, []string{"branch", "tag", "create", "delete", "review", "issue_comment"}, nil},
 		{[]string{"push", "bogus", "Bogus", "x"}, nil, []string{"bogus", "x"}},
+		{[]string{"commit_comment", "Commit_Comments", "member", "MEMBERS"}, []string{"commit_comment", "member"}, nil},
+		{[]string{"public", "visibility", "wiki", "Gollum", "discussion", "discussions"}, []string{"public", "wiki", "discussion"}, nil},
+		{[]string{"visibility", "all", "ci"}, []string{"public", "all", "ci"}, nil},
 	}
 	for _, tc := range tests {
 		k, u := githubkit.ParseFilters(tc.words)
@@ -217,6 +220,20 @@ func TestMatches(t *testing.T) {
 		{[]string{"review"}, "PullRequestReviewEvent", "", true},
 		{[]string{"star"}, "WatchEvent", "", true},
 		{[]string{"issue_comment"}, "IssueCommentEvent", "", true},
+		{[]string{"commit_comment"}, "CommitCommentEvent", "", true},
+		{[]string{"commit_comment"}, "IssueCommentEvent", "", false},
+		{[]string{"issue_comment"}, "CommitCommentEvent", "", false},
+		{[]string{"member"}, "MemberEvent", "", true},
+		{[]string{"member"}, "PublicEvent", "", false},
+		{[]string{"public"}, "PublicEvent", "", true},
+		{[]string{"public"}, "MemberEvent", "", false},
+		{[]string{"wiki"}, "GollumEvent", "", true},
+		{[]string{"wiki"}, "DiscussionEvent", "", false},
+		{[]string{"discussion"}, "DiscussionEvent", "", true},
+		{[]string{"discussion"}, "IssuesEvent", "", false},
+		{[]string{"push", "wiki"}, "GollumEvent", "", true},
+		{[]string{"ci"}, "GollumEvent", "", false},
+		{[]string{"all"}, "DiscussionEvent", "", true},
 	}
 	for _, tc := range tests {
 		if got := githubkit.Matches(tc.kinds, tc.typ, tc.refType); got != tc.want {

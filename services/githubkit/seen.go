@@ -178,20 +178,25 @@ func (s *Service) claimPolled(ctx context.Context, sc binding.Scope, key string,
 	return keep
 }
 
-// claimDelivery claims a recorded delivery's event; it reports whether
-// this recording may push it (false: the poller or another delivery of
-// the same event or body did).
-func (s *Service) claimDelivery(ctx context.Context, sc binding.Scope, key string, e Event, m hookMessage) (bool, error) {
-	id := eventIdentity(e)
-	mine := false
-	_, _, err := seenStore(s.runner.KV()).Update(ctx, sc, func(cur *SeenSet) (*SeenSet, error) {
+// runIdentity names a workflow run attempt in the recent set.
+func runIdentity(r WorkflowRun) string {
+	sum := sha256.Sum256([]byte("WorkflowRun\x00" + r.key()))
+	return hex.EncodeToString(sum[:12])
+}
+
+// claimDelivery claims a recorded delivery's event (its identity id); it
+// reports whether this recording may push it (false: the poller or
+// another delivery of the same event or body did), and own when this
+// recording claimed it on an earlier attempt.
+func (s *Service) claimDelivery(ctx context.Context, sc binding.Scope, key, id string, m hookMessage) (mine, own bool, err error) {
+	_, _, err = seenStore(s.runner.KV()).Update(ctx, sc, func(cur *SeenSet) (*SeenSet, error) {
 		if cur == nil {
 			cur = &SeenSet{}
 		}
-		mine = false
+		mine, own = false, false
 		for _, x := range cur.Entries {
 			if x.By != byPoll && x.Msg == m.Nonce {
-				mine = true // our own redelivery
+				mine, own = true, true // our own redelivery
 				return nil, bus.ErrNoChange
 			}
 		}
@@ -209,5 +214,22 @@ func (s *Service) claimDelivery(ctx context.Context, sc binding.Scope, key strin
 		mine = true
 		return cur, nil
 	}, key)
-	return mine, err
+	return mine, own, err
+}
+
+// bodyRecorded returns the delivery id whose entry in the recent set of
+// repo record key holds the body hash bodyHash and is younger than
+// deliveryKeep by the service clock, or "" when there is none.
+func (s *Service) bodyRecorded(ctx context.Context, sc binding.Scope, key, bodyHash string) (string, error) {
+	set, _, err := seenStore(s.runner.KV()).Get(ctx, sc, key)
+	if err != nil || set == nil {
+		return "", err
+	}
+	now := s.now()
+	for _, e := range set.Entries {
+		if e.By != byPoll && e.Body == bodyHash && now.Sub(e.At) < deliveryKeep {
+			return e.By, nil
+		}
+	}
+	return "", nil
 }

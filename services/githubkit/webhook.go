@@ -145,6 +145,24 @@ func WebhookEvent(name string, body []byte) (Event, bool) {
 	return ev, true
 }
 
+// WebhookRun maps a verified workflow_run delivery to the run the CI
+// alerts read (ci.go), the same fields GET actions/runs lists. ok is true
+// only for a completed run: the alerts are about finished runs, as the
+// poller's status=completed.
+func WebhookRun(name string, body []byte) (WorkflowRun, bool) {
+	if name != "workflow_run" {
+		return WorkflowRun{}, false
+	}
+	var d struct {
+		Action string       `json:"action"`
+		Run    *WorkflowRun `json:"workflow_run"`
+	}
+	if err := json.Unmarshal(body, &d); err != nil || d.Action != "completed" || d.Run == nil || d.Run.ID <= 0 || d.Run.Status != "completed" {
+		return WorkflowRun{}, false
+	}
+	return *d.Run, true
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

@@ -197,7 +197,8 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, r *http.Re
 		}
 		return http.StatusOK, "pong"
 	}
-	if _, ok := WebhookEvent(hh.Event, body); !ok {
+	_, isEvent := WebhookEvent(hh.Event, body)
+	if _, isRun := WebhookRun(hh.Event, body); !isEvent && !isRun {
 		// nothing to push, but the webhook delivers
 		if _, err := s.touchHook(ctx, sc, id, false); err != nil {
 			return http.StatusServiceUnavailable, "unavailable"
@@ -222,10 +223,25 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if err != nil {
 		return http.StatusInternalServerError, "internal"
 	}
-	// The body marker: GitHub signs the body only, so a captured body sent
-	// again under a new delivery id must not be pushed again. The same
-	// delivery id passes (GitHub's redelivery, or our own answer lost) and
-	// is recorded again, which the stream drops as a duplicate.
+	// GitHub signs the body only, so a captured body sent again under a
+	// new delivery id must not be pushed again. A body the recent set
+	// holds (a delivery's entry lives deliveryKeep) was recorded before:
+	// refused under another delivery id, answered as a duplicate under
+	// its own (an admin's redelivery days later), either way before
+	// anything is written.
+	switch by, err := s.bodyRecorded(ctx, sc, hook.RepoKey, bodyHash); {
+	case err != nil:
+		s.log.ErrorContext(ctx, "webhook: recent set unreadable", "scope", sc.String(), "err", err)
+		return http.StatusServiceUnavailable, "unavailable"
+	case by == hh.Delivery:
+		return http.StatusOK, "duplicate"
+	case by != "":
+		return http.StatusConflict, "replay"
+	}
+	// The body marker covers the minutes before the consumer claimed the
+	// delivery in the recent set. The same delivery id passes (GitHub's
+	// redelivery, or our own answer lost) and is recorded again, which
+	// the stream drops as a duplicate.
 	dd := s.runner.Dedupe()
 	if _, err := dd.Create(ctx, sc, KindHookBody, []byte(hh.Delivery), bodyHash); err != nil {
 		if !bus.IsCASConflict(err) {

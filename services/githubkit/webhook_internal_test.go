@@ -79,3 +79,26 @@ func TestWebhookEventFormats(t *testing.T) {
 		t.Fatal("bad JSON kept")
 	}
 }
+
+func TestWebhookRun(t *testing.T) {
+	done := `{"action":"completed","workflow_run":{"id":9002,"name":"CI","head_branch":"main","head_sha":"aa218f5","status":"completed","conclusion":"failure","run_number":2,"run_attempt":1}}`
+	run, ok := WebhookRun("workflow_run", []byte(done))
+	if !ok || run.ID != 9002 || run.key() != "9002.1" || !run.failed() || run.HeadBranch != "main" {
+		t.Fatalf("completed run: %+v %v", run, ok)
+	}
+	for name, c := range map[string]struct{ event, body string }{
+		"other event":  {"workflow_job", done},
+		"requested":    {"workflow_run", strings.Replace(done, `"completed","workflow_run"`, `"requested","workflow_run"`, 1)},
+		"not finished": {"workflow_run", strings.Replace(done, `"status":"completed"`, `"status":"in_progress"`, 1)},
+		"no run":       {"workflow_run", `{"action":"completed"}`},
+		"no id":        {"workflow_run", `{"action":"completed","workflow_run":{"status":"completed"}}`},
+		"bad JSON":     {"workflow_run", `{"action":`},
+	} {
+		if _, ok := WebhookRun(c.event, []byte(c.body)); ok {
+			t.Errorf("%s mapped", name)
+		}
+	}
+	if _, ok := WebhookEvent("workflow_run", []byte(done)); ok {
+		t.Error("a workflow_run is an event line too")
+	}
+}

@@ -123,3 +123,22 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request, rel string, rp *re
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 }
+
+// WorkflowRunDelivery returns the body of the workflow_run webhook
+// delivery GitHub posts when run completes (action "completed"), its
+// workflow_run the object GET actions/runs serves for it.
+func (s *Server) WorkflowRunDelivery(fullName string, run WorkflowRun) []byte {
+	s.mu.Lock()
+	rp := s.addRepoLocked(fullName, 0)
+	w := s.runJSON(rp, run)
+	repo := map[string]any{"id": rp.id, "full_name": rp.fullName}
+	s.mu.Unlock()
+	action := "completed"
+	if st, _ := w["status"].(string); st != "completed" {
+		action = "in_progress"
+	}
+	b, _ := json.Marshal(map[string]any{"action": action, "workflow_run": w,
+		"workflow":   map[string]any{"id": 161335, "name": run.Workflow, "path": ".github/workflows/ci.yml"},
+		"repository": repo, "sender": map[string]any{"login": run.Actor, "id": 583231, "type": "User"}})
+	return b
+}
