@@ -8,6 +8,7 @@ type runnerMetrics struct {
 	rejected    prometheus.Counter
 	lifecycle   *prometheus.CounterVec
 	fired       *prometheus.CounterVec
+	deferred    *prometheus.CounterVec
 }
 
 func newRunnerMetrics(reg prometheus.Registerer, plugin string) (*runnerMetrics, error) {
@@ -29,8 +30,11 @@ func newRunnerMetrics(reg prometheus.Registerer, plugin string) (*runnerMetrics,
 		fired: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "langbot_fired_messages_total", Help: "Fired schedule messages handled, by consumer.", ConstLabels: labels,
 		}, []string{"consumer"}),
+		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "langbot_fired_deferred_total", Help: "Fired messages nak'd with a delay because their installation held its share of the pool, by consumer.", ConstLabels: labels,
+		}, []string{"consumer"}),
 	}
-	for _, c := range []prometheus.Collector{m.invocations, m.latency, m.rejected, m.lifecycle, m.fired} {
+	for _, c := range []prometheus.Collector{m.invocations, m.latency, m.rejected, m.lifecycle, m.fired, m.deferred} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -251,6 +251,9 @@ type job struct {
 	data    []byte
 	start   time.Time
 	scope   *scopeQueue // set by fairQueue.push
+	// fired is the message of a fired-message pool's job (ConsumeFired),
+	// which uses subject and start only; nil for an invocation.
+	fired jetstream.Msg
 }
 
 // NewRunner checks cfg, fills deps' defaults and returns a Runner; it does

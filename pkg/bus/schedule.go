@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -143,6 +146,17 @@ func PurgeSubjects(ctx context.Context, stream jetstream.Stream, subjects ...str
 
 // FiredConfig configures a shared durable pull consumer of fired schedule
 // messages (DESIGN 5).
+//
+// The pool is fair across installations (docs/reliability.md "Shared
+// pools"): fetched messages wait in one FIFO per installation scope,
+// served round robin (the invocation intake's fairQueue); one installation
+// runs at most max(1, Workers/2) handlers at once, and holds at most
+// Workers+2*Workers messages fetched (running or waiting) of the
+// 5*Workers a replica holds. A message of an installation at that bound is
+// deferred: nak'd with a delay (1 s doubling per delivery, at most a
+// minute), which counts as a delivery, except on the last delivery
+// MaxDeliver allows, which is admitted. Waiting messages have their ack
+// deadline extended every AckWait/3.
 type FiredConfig struct {
 	Stream     string
 	Durable    string
@@ -168,7 +182,8 @@ type Fired struct {
 	Scope binding.Scope
 	IDs   []string
 	Data  []byte
-	// Delivered counts deliveries of this message, 1 the first time.
+	// Delivered counts deliveries of this message, 1 the first time;
+	// deferrals of a flooding installation (FiredConfig) count too.
 	Delivered uint64
 	// Published is when the server published the fired message.
 	Published time.Time
@@ -194,10 +209,141 @@ func (f *Fired) InProgress() error { return f.msg.InProgress() }
 // FiredHandler handles one fired message.
 type FiredHandler func(ctx context.Context, f *Fired)
 
+// firedPool is the bounded pool of one fired-message consumer: a fair
+// queue of the fetched messages and the handlers running, at most
+// cfg.Workers.
+type firedPool struct {
+	r        *Runner
+	cfg      FiredConfig
+	h        FiredHandler
+	queue    *fairQueue
+	held     chan struct{} // one token per message fetched and not yet done
+	inflight sync.WaitGroup
+	closing  atomic.Bool // stopping: messages not yet started are nak'd
+
+	mu      sync.Mutex
+	running int
+}
+
+// deferral is the delay of a message deferred on its n-th delivery.
+func deferral(n uint64) time.Duration {
+	d := time.Second
+	for i := uint64(1); i < n && d < time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, time.Minute)
+}
+
+// admit queues a fetched message under its installation, or defers it
+// when the installation holds its bound.
+func (p *firedPool) admit(m jetstream.Msg) {
+	j := job{subject: m.Subject(), start: time.Now(), fired: m}
+	var n uint64
+	if meta, err := m.Metadata(); err == nil {
+		n = meta.NumDelivered
+	}
+	bound := p.queue.scopeHeld
+	if p.cfg.MaxDeliver > 0 && n >= uint64(p.cfg.MaxDeliver) {
+		bound = p.queue.maxHeld // the last delivery allowed: deferring it would drop it
+	}
+	res := p.queue.pushWithin(firedKey(j.subject), j, bound)
+	if res != accepted {
+		<-p.held
+		p.r.metrics.deferred.WithLabelValues(p.cfg.Durable).Inc()
+		_ = m.NakWithDelay(deferral(n))
+		return
+	}
+	p.pump()
+}
+
+// pump starts handlers for the jobs the queue hands out while fewer than
+// Workers run. Every change that may let a job start (a push, a job done)
+// calls it; the mutex makes the check and the start one step.
+func (p *firedPool) pump() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.running < p.cfg.Workers {
+		j, ok := p.queue.pop()
+		if !ok {
+			return
+		}
+		p.running++
+		p.inflight.Add(1) // the caller is counted (loop or handler), so no Wait has returned
+		go p.run(j)
+	}
+}
+
+func (p *firedPool) run(j job) {
+	defer p.inflight.Done()
+	if p.closing.Load() {
+		// a stop does not wait for a backlog: the server redelivers it
+		_ = j.fired.Nak()
+	} else {
+		p.r.handleFired(p.cfg, j.fired, p.h)
+	}
+	p.queue.done(j)
+	<-p.held
+	p.mu.Lock()
+	p.running--
+	p.mu.Unlock()
+	p.pump()
+}
+
+// keepWaiting extends the ack deadline of the waiting messages every
+// AckWait/3 until stop is closed.
+func (p *firedPool) keepWaiting(stop <-chan struct{}) {
+	t := time.NewTicker(max(p.cfg.AckWait/3, 10*time.Millisecond))
+	defer t.Stop()
+	var buf []job
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		buf = p.queue.appendWaiting(buf[:0])
+		for _, j := range buf {
+			_ = j.fired.InProgress()
+		}
+		clear(buf)
+	}
+}
+
+// firedKey is the fairness key of a fired subject
+// "<prefix>.<plugin>.<kind>.<scope>.<ids...>": its three scope tokens, a
+// substring (no parse, no copy). A subject without them, or with a longer
+// scope part than any valid one, has the key "": the handler terms those.
+func firedKey(subject string) string {
+	i := 0
+	for range 3 {
+		k := strings.IndexByte(subject[i:], '.')
+		if k < 0 {
+			return ""
+		}
+		i += k + 1
+	}
+	end := i
+	for range 3 {
+		k := strings.IndexByte(subject[end:], '.')
+		if k < 0 {
+			end = len(subject)
+			break
+		}
+		end += k + 1
+	}
+	k := strings.TrimSuffix(subject[i:end], ".")
+	if strings.Count(k, ".") != 2 || len(k) > maxScopeKey {
+		return ""
+	}
+	return k
+}
+
 // ConsumeFired creates (or updates) the durable consumer and hands each
-// fired message to h on a bounded pool: a message is fetched only when a
-// slot is free. The handler's span is a CONSUMER span linked to the trace
-// that armed the schedule. Consumption stops at Shutdown.
+// fired message to h on a bounded pool, fair across installations (see
+// FiredConfig): a message is fetched only while fewer than 5*Workers are
+// held. The handler's span is a CONSUMER span linked to the trace that
+// armed the schedule. Consumption stops at Shutdown: fetching stops, the
+// handlers running finish, messages not yet started are nak'd.
 func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandler) error {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 16
@@ -235,9 +381,21 @@ func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandl
 	if err != nil {
 		return fmt.Errorf("bus: consume %s: %w", cfg.Durable, err)
 	}
-	sem := make(chan struct{}, cfg.Workers)
-	var inflight sync.WaitGroup
+	// held in all: the workers and 4 per worker waiting; per installation:
+	// the workers and half the waiting ones (the runner's intake ratios)
+	queue := 4 * cfg.Workers
+	p := &firedPool{r: r, cfg: cfg, h: h,
+		queue: newFairQueue(cfg.Workers+queue, cfg.Workers+queue/2, math.MaxInt, math.MaxInt),
+		held:  make(chan struct{}, cfg.Workers+queue)}
+	p.queue.scopeRun = max(1, cfg.Workers/2)
 	loopDone := make(chan struct{})
+	keepStop, keepDone := make(chan struct{}), make(chan struct{})
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		defer close(keepDone)
+		p.keepWaiting(keepStop)
+	}()
 	// The iterator can end without a stop of ours: the server answers a
 	// pending pull with a terminal status (consumer deleted) when a node
 	// holding the consumer restarts, and nats.go then closes the iterator.
@@ -253,13 +411,13 @@ func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandl
 		defer r.bg.Done()
 		defer close(loopDone)
 		for {
-			sem <- struct{}{}
+			p.held <- struct{}{}
 			itMu.Lock()
 			cur := current
 			itMu.Unlock()
 			m, err := cur.Next()
 			if err != nil {
-				<-sem
+				<-p.held
 				if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 					continue
 				}
@@ -285,22 +443,20 @@ func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandl
 				itMu.Unlock()
 				continue
 			}
-			inflight.Add(1)
-			go func() {
-				defer inflight.Done()
-				defer func() { <-sem }()
-				r.handleFired(cfg, m, h)
-			}()
+			p.admit(m)
 		}
 	}()
 	r.addStop(func() {
+		p.closing.Store(true)
 		itMu.Lock()
 		stopping = true
 		cur := current
 		itMu.Unlock()
 		cur.Drain()
 		<-loopDone
-		inflight.Wait()
+		p.inflight.Wait()
+		close(keepStop)
+		<-keepDone
 	})
 	return nil
 }

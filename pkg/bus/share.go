@@ -25,6 +25,12 @@ import (
 // map when its last job is done, so the map never holds more entries than
 // jobs held (at most Workers+Queue); drained entries are kept on a short
 // free list so a steady stream of one installation allocates nothing.
+//
+// The fired-message pools (ConsumeFired) also cap the jobs of one scope
+// running at once (scopeRun): a scope at its cap leaves the lists while
+// its jobs run and rejoins the old list when one is done, so its waiting
+// jobs never take a worker another scope could use. The invocation intake
+// sets no such cap (0).
 type fairQueue struct {
 	mu       sync.Mutex
 	scopes   map[string]*scopeQueue
@@ -36,18 +42,20 @@ type fairQueue struct {
 	bytes    int // body bytes held, all scopes
 
 	maxHeld, scopeHeld, scopeBytes, maxBytes int
+	scopeRun                                 int // jobs of one scope running at once; 0: no cap
 }
 
 // scopeQueue is one scope's jobs: those waiting, a FIFO in a slice, and the
 // count and bytes of all it holds.
 type scopeQueue struct {
-	key    string
-	jobs   []job
-	head   int // jobs[head:] wait
-	held   int // jobs waiting or running
-	bytes  int // body bytes of the jobs held
-	listed bool
-	next   *scopeQueue
+	key     string
+	jobs    []job
+	head    int // jobs[head:] wait
+	held    int // jobs waiting or running
+	running int // jobs popped and not yet done
+	bytes   int // body bytes of the jobs held
+	listed  bool
+	next    *scopeQueue
 }
 
 func (q *scopeQueue) len() int { return len(q.jobs) - q.head }
@@ -88,6 +96,9 @@ func newFairQueue(held, scopeHeld, scopeBytes, bytes int) *fairQueue {
 	return &fairQueue{scopes: make(map[string]*scopeQueue), maxHeld: held, scopeHeld: scopeHeld, scopeBytes: scopeBytes, maxBytes: bytes}
 }
 
+// capped reports whether q runs as many jobs as a scope may.
+func (f *fairQueue) capped(q *scopeQueue) bool { return f.scopeRun > 0 && q.running >= f.scopeRun }
+
 // refusal says which bound refused a job.
 type refusal int
 
@@ -99,7 +110,12 @@ const (
 
 // push queues j under key unless a bound refuses it; nothing changes on
 // refusal. An accepted job must be handed to done once served.
-func (f *fairQueue) push(key string, j job) refusal {
+func (f *fairQueue) push(key string, j job) refusal { return f.pushWithin(key, j, f.scopeHeld) }
+
+// pushWithin is push with scopeHeld jobs held per scope instead of the
+// queue's bound: the fired-message pools admit a message on its last
+// delivery whatever its scope holds.
+func (f *fairQueue) pushWithin(key string, j job, scopeHeld int) refusal {
 	n := len(j.data)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -107,7 +123,7 @@ func (f *fairQueue) push(key string, j job) refusal {
 		return fullQueue
 	}
 	q := f.scopes[key]
-	if q != nil && (q.held >= f.scopeHeld || q.bytes+n > f.scopeBytes) {
+	if q != nil && (q.held >= scopeHeld || q.bytes+n > f.scopeBytes) {
 		return fullScope
 	}
 	if q == nil {
@@ -120,7 +136,7 @@ func (f *fairQueue) push(key string, j job) refusal {
 		q.key = key
 		f.scopes[key] = q
 	}
-	if !q.listed {
+	if !q.listed && !f.capped(q) {
 		// new only when it holds nothing at all: a scope whose jobs are all
 		// running would otherwise rejoin the new list with each request it
 		// sends as a worker takes the last, and keep its flood in front of
@@ -150,7 +166,8 @@ func (f *fairQueue) push(key string, j job) refusal {
 	return accepted
 }
 
-// pop takes the next job round robin; ok is false when nothing waits.
+// pop takes the next job round robin; ok is false when nothing waits, or
+// only jobs of scopes running at their cap.
 func (f *fairQueue) pop() (j job, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -164,12 +181,16 @@ func (f *fairQueue) pop() (j job, ok bool) {
 	j = q.jobs[q.head]
 	q.jobs[q.head] = job{} // the worker owns it now; let it be collected
 	q.head++
+	q.running++
 	f.waiting--
-	if q.len() > 0 {
-		f.old.push(q)
-	} else {
+	switch {
+	case q.len() == 0:
 		q.listed = false
 		q.jobs, q.head = q.jobs[:0], 0
+	case f.capped(q):
+		q.listed = false // rejoins the old list when a job is done
+	default:
+		f.old.push(q)
 	}
 	return j, true
 }
@@ -181,10 +202,15 @@ func (f *fairQueue) done(j job) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q.held--
+	q.running--
 	q.bytes -= n
 	f.held--
 	f.bytes -= n
 	if q.held > 0 {
+		if !q.listed && q.len() > 0 && !f.capped(q) {
+			q.listed = true
+			f.old.push(q)
+		}
 		return
 	}
 	delete(f.scopes, q.key)
@@ -197,6 +223,18 @@ func (f *fairQueue) done(j job) {
 		f.free = q
 		f.nfree++
 	}
+}
+
+// appendWaiting appends the jobs waiting to dst: the fired-message pools
+// extend their ack deadlines. It walks every scope held, so it is for a
+// periodic sweep, never for a job's path.
+func (f *fairQueue) appendWaiting(dst []job) []job {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, q := range f.scopes {
+		dst = append(dst, q.jobs[q.head:]...)
+	}
+	return dst
 }
 
 // queued returns the jobs waiting and the scopes holding jobs.

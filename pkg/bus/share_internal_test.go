@@ -1,6 +1,9 @@
 package bus
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestFairQueueBusyScopeIsNotNew: a scope whose jobs are all running when
 // it sends another is not "new": a scope that held nothing, sending after
@@ -53,3 +56,48 @@ func TestFairQueueBusyScopeIsNotNew(t *testing.T) {
 	take("c1")
 	f.done(j)
 }
+
+// TestFairQueueScopeRunCap: with a running cap per scope (the fired-message
+// pools), a scope at its cap hands out nothing more until one of its jobs
+// is done, and another scope's job is popped in front of its backlog.
+func TestFairQueueScopeRunCap(t *testing.T) {
+	f := newFairQueue(16, 16, 1<<20, 1<<20)
+	f.scopeRun = 1
+	for _, id := range []string{"a1", "a2", "a3"} {
+		if r := f.push("a", job{subject: id}); r != accepted {
+			t.Fatalf("push %s refused: %v", id, r)
+		}
+	}
+	a1, _ := f.pop()
+	if _, ok := f.pop(); ok {
+		t.Fatal("a second job of a scope at its cap was popped")
+	}
+	f.push("b", job{subject: "b1"})
+	if j, ok := f.pop(); !ok || j.subject != "b1" {
+		t.Fatalf("pop = %q (%v), want b1 while a is at its cap", j.subject, ok)
+	}
+	f.done(a1)
+	if j, ok := f.pop(); !ok || j.subject != "a2" {
+		t.Fatalf("pop = %q (%v), want a2 once a1 is done", j.subject, ok)
+	}
+	if got := len(f.appendWaiting(nil)); got != 1 {
+		t.Fatalf("%d jobs waiting, want 1 (a3)", got)
+	}
+}
+
+func TestFiredKey(t *testing.T) {
+	for subject, want := range map[string]string{
+		"langbot.p.due.w.i.n.r1":     "w.i.n",
+		"langbot.p.due.w.i.n":        "w.i.n",
+		"langbot.p.due.w.i.n.r1.r2":  "w.i.n",
+		"langbot.p.due.w.i":          "",
+		"langbot.p":                  "",
+		"langbot.p.due." + long(200): "",
+	} {
+		if got := firedKey(subject); got != want {
+			t.Errorf("firedKey(%q) = %q, want %q", subject, got, want)
+		}
+	}
+}
+
+func long(n int) string { return strings.Repeat("x", n) + ".i.n" }

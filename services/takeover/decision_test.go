@@ -72,10 +72,10 @@ func TestDecisionBeforeRecording(t *testing.T) {
 // queue while appends are stalled: every event is still answered with its
 // decision, the recordings past the bound are dropped and counted, and the
 // ones that were queued are stored once the stall ends. The bound is the
-// pool's, not a worker's share of it: with two workers, one session can
-// have all three places.
+// installation's half of the pool, not a worker's share of it: with two
+// workers, one session can have three of the six places.
 func TestRecordQueueOverflowDropsRecordingNotDecision(t *testing.T) {
-	h := newHarness(t, func(c *takeover.Config) { c.RecordWorkers, c.RecordQueue = 2, 3 })
+	h := newHarness(t, func(c *takeover.Config) { c.RecordWorkers, c.RecordQueue = 2, 6 })
 	b := newBinding("dec-overflow")
 	h.attach(b, `{}`, true)
 	sid := h.takeOver(b, `{}`, "bot-a", 1)
@@ -107,7 +107,7 @@ func TestRecordQueueOverflowDropsRecordingNotDecision(t *testing.T) {
 		go func() { defer wg.Done(); event(i) }()
 	}
 	wg.Wait()
-	if n := h.metric("takeover_record_dropped_total", map[string]string{"reason": "queue_full"}); n != 4 {
+	if n := h.metric("takeover_record_dropped_total", map[string]string{"reason": "installation_full"}); n != 4 {
 		t.Fatalf("%v recordings dropped, want 4", n)
 	}
 	release()
@@ -223,4 +223,60 @@ func TestQuietViewStaysLive(t *testing.T) {
 	if h.metric("takeover_decisions_total", map[string]string{"path": "view", "blocked": "true"}) < 1 {
 		t.Fatal("decision not by the view")
 	}
+}
+
+// TestFloodingInstallationLeavesRecordingRoom (issue 19, docs/reliability.md
+// "Shared pools"): installation A's appends stall and A sends eight events;
+// one is being written, three wait (A's half of the six places) and four
+// are dropped as installation_full. Installation B's event, sent while A's
+// are still stalled, is recorded. Before, A's recordings took all six
+// places and B's was dropped as queue_full.
+func TestFloodingInstallationLeavesRecordingRoom(t *testing.T) {
+	h := newHarness(t, func(c *takeover.Config) { c.RecordWorkers, c.RecordQueue = 2, 6 })
+	a, b := newBinding("flood-a"), newBinding("flood-b")
+	h.attach(a, `{}`, true)
+	h.attach(b, `{}`, true)
+	h.takeOver(a, `{}`, "bot-a", 1)
+	sidB := h.takeOver(b, `{}`, "bot-a", 1)
+	scA, _ := a.Scope()
+
+	stall, stalled := make(chan struct{}), make(chan struct{}, 16)
+	var once sync.Once
+	release := func() { once.Do(func() { close(stall) }) }
+	defer release()
+	takeover.SetFault(h.svc, func(op string, sc binding.Scope) error {
+		if op == "history.append" && sc == scA {
+			stalled <- struct{}{}
+			<-stall
+		}
+		return nil
+	})
+	event := func(bi binding.Binding, i int) {
+		if _, err := h.event(bi, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 1, 1, plain(fmt.Sprintf("m%d", i)))); err != nil {
+			t.Errorf("event %d: %v", i, err)
+		}
+	}
+	event(a, 0)
+	<-stalled
+	var wg sync.WaitGroup
+	for i := 1; i < 8; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); event(a, i) }()
+	}
+	wg.Wait()
+	if n := h.metric("takeover_record_dropped_total", map[string]string{"reason": "installation_full"}); n != 4 {
+		t.Fatalf("%v of A's recordings dropped as installation_full, want 4", n)
+	}
+	event(b, 0)
+	bustest.Eventually(t, "B's recording stored while A's stall", func() bool { return h.historyCount(b, sidB) == 2 })
+	if n := h.metric("takeover_record_dropped_total", map[string]string{"reason": "queue_full"}); n != 0 {
+		t.Fatalf("%v recordings dropped as queue_full, want 0", n)
+	}
+	select {
+	case <-stall:
+		t.Fatal("A's stall ended before B's recording was checked")
+	default:
+	}
+	release()
+	takeover.SetFault(h.svc, nil)
 }

@@ -53,15 +53,18 @@ func (j *recordJob) release() { j.once.Do(func() { close(j.done) }) }
 // earlier ones and for a free worker, never behind another session's slow
 // write (with a queue per worker, a trigger's CAS and append held up every
 // session hashed to the same worker). The bound holds over all sessions
-// together.
+// together, and one installation may have at most half of it waiting, so
+// its flood cannot refuse another installation's recordings (issue 19).
 type recorder struct {
 	write   func(*recordJob)         // writes one recording
 	drop    func(*recordJob, string) // accounts a recording not queued, with the reason
 	workers int
 	limit   int64        // recordings waiting at most, over all sessions
 	queued  atomic.Int64 // recordings waiting now
-	wg      sync.WaitGroup
-	pending sync.WaitGroup // recordings accepted and not yet written
+	// scopeLimit bounds the recordings one installation has waiting
+	scopeLimit int
+	wg         sync.WaitGroup
+	pending    sync.WaitGroup // recordings accepted and not yet written
 
 	// line holds each session with waiting recordings once; it has room
 	// for limit sessions, so a send never blocks
@@ -69,6 +72,7 @@ type recorder struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionQueue // by session key, while it has recordings
+	scopes   map[string]int           // recordings waiting by installation scope, while it has some
 	started  bool
 	stopped  bool
 }
@@ -88,8 +92,8 @@ const maxSessionQueue = 256
 // it cannot queue to drop.
 func newRecorder(write func(*recordJob), drop func(*recordJob, string), workers, queue int) *recorder {
 	workers, queue = max(workers, 1), max(queue, 1)
-	return &recorder{write: write, drop: drop, workers: workers, limit: int64(queue),
-		line: make(chan *sessionQueue, queue), sessions: map[string]*sessionQueue{}}
+	return &recorder{write: write, drop: drop, workers: workers, limit: int64(queue), scopeLimit: max(queue/2, 1),
+		line: make(chan *sessionQueue, queue), sessions: map[string]*sessionQueue{}, scopes: map[string]int{}}
 }
 
 func (r *recorder) start() {
@@ -115,6 +119,12 @@ func (r *recorder) start() {
 func (r *recorder) next(q *sessionQueue) {
 	r.mu.Lock()
 	j := q.jobs[0]
+	sk := j.sc.String()
+	if r.scopes[sk] <= 1 {
+		delete(r.scopes, sk)
+	} else {
+		r.scopes[sk]--
+	}
 	r.mu.Unlock()
 	r.queued.Add(-1)
 	r.write(j)
@@ -172,6 +182,11 @@ func (r *recorder) submit(j *recordJob) (reason string) {
 	if r.queued.Load() >= r.limit || (q != nil && len(q.jobs) >= maxSessionQueue) {
 		return "queue_full"
 	}
+	sk := j.sc.String()
+	if r.scopes[sk] >= r.scopeLimit {
+		return "installation_full"
+	}
+	r.scopes[sk]++
 	r.queued.Add(1)
 	r.pending.Add(1)
 	if q != nil {

@@ -40,7 +40,8 @@ type Config struct {
 	// groups the rest.
 	RecordWorkers int
 	// RecordQueue bounds the recordings waiting for a worker, over all
-	// sessions; default 10 000, of which one session can hold 256.
+	// sessions; default 10 000, of which one installation can hold half
+	// and one session 256.
 	RecordQueue int
 	// RecordBudget is how long an event reply waits for its recording;
 	// default 200 ms.
