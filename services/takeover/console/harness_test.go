@@ -52,7 +52,12 @@ type harness struct {
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
-	srv := bustest.NewServer(t)
+	return newHarnessOn(t, bustest.NewServer(t))
+}
+
+// newHarnessOn is newHarness on a server of the caller's.
+func newHarnessOn(t testing.TB, srv *bustest.Server) *harness {
+	t.Helper()
 	h := &harness{t: t, srv: srv, nc: srv.Conn(t), js: srv.JetStream(t)}
 	h.host = bustest.NewHost(t, srv.Conn(t), bus.Subjects{})
 	h.inv = bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)
