@@ -229,7 +229,37 @@ func DecodeDataURL(s string, limit int) ([]byte, error) {
 	// one buffer of the largest decoded size, reused by each alphabet
 	dst := make([]byte, base64.RawStdEncoding.DecodedLen(len(s)))
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if n, ok := decodeInto(dst, enc, s); ok {
+		if n, ok := decodeInto(dst, enc, strings.NewReader(s)); ok {
+			return dst[:n:n], nil
+		}
+	}
+	return nil, errBadData
+}
+
+// DecodeDataURLBytes is DecodeDataURL of b, read in place: a transport
+// that holds a request's bytes decodes an attachment from them without a
+// string copy.
+func DecodeDataURLBytes(b []byte, limit int) ([]byte, error) {
+	b = bytes.TrimSpace(b)
+	if bytes.HasPrefix(b, []byte("data:")) {
+		i := bytes.IndexByte(b, ',')
+		if i < 0 || !bytes.HasSuffix(b[:i], []byte(";base64")) {
+			return nil, errBadData
+		}
+		b = b[i+1:]
+	}
+	if bytes.ContainsAny(b, " \r\n\t") {
+		return DecodeDataURL(string(b), limit)
+	}
+	if len(b) == 0 {
+		return nil, errBadData
+	}
+	if base64.RawStdEncoding.DecodedLen(len(bytes.TrimRight(b, "="))) > limit {
+		return nil, ErrTooLarge
+	}
+	dst := make([]byte, base64.RawStdEncoding.DecodedLen(len(b)))
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if n, ok := decodeInto(dst, enc, bytes.NewReader(b)); ok {
 			return dst[:n:n], nil
 		}
 	}
@@ -239,8 +269,8 @@ func DecodeDataURL(s string, limit int) ([]byte, error) {
 // decodeInto decodes s with enc into dst, which has room for all of it,
 // reading s through a streaming decoder so that it is never copied. It
 // reports whether s is valid in enc, as enc.DecodeString would.
-func decodeInto(dst []byte, enc *base64.Encoding, s string) (int, bool) {
-	d := base64.NewDecoder(enc, strings.NewReader(s))
+func decodeInto(dst []byte, enc *base64.Encoding, s io.Reader) (int, bool) {
+	d := base64.NewDecoder(enc, s)
 	n := 0
 	for {
 		if n == len(dst) {

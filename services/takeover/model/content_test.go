@@ -313,6 +313,9 @@ func FuzzDecodeDataURL(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got, err := model.DecodeDataURL(s, 1<<20)
+		if gb, eb := model.DecodeDataURLBytes([]byte(s), 1<<20); !bytes.Equal(gb, got) || (eb == nil) != (err == nil) {
+			t.Fatalf("%q: from bytes %q, %v; from the string %q, %v", s, gb, eb, got, err)
+		}
 		b := strings.TrimSpace(s)
 		if strings.HasPrefix(b, "data:") {
 			i := strings.IndexByte(b, ',')
