@@ -10,6 +10,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/model"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // UserCard and GroupCard are the console's cards (spec §7.3).
@@ -75,24 +76,36 @@ type BlobData struct {
 }
 
 func (s *Service) blob(ctx context.Context, c PageCall, req PageRequest) (BlobData, error) {
-	if !strings.HasPrefix(req.Name, c.Scope.String()+"."+req.SID+".") {
-		return BlobData{}, bus.Errorf(bus.ErrNotFound, "no such attachment")
-	}
-	if _, err := s.mustRecord(ctx, c.Scope, req.SID); err != nil {
-		return BlobData{}, err
-	}
-	data, mime, err := s.st.GetBlob(ctx, c.Scope, req.Name)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return BlobData{}, bus.Errorf(bus.ErrNotFound, "no such attachment")
-	}
+	data, mime, err := s.blobBytes(ctx, c, req)
 	if err != nil {
 		return BlobData{}, err
 	}
 	if (len(data)+2)/3*4 > s.cfg.MaxBody-(64<<10) {
 		return BlobData{}, bus.Errorf(bus.ErrTooLarge, "the attachment does not fit a page reply")
 	}
+	return BlobData{Mime: mime, Size: len(data), DataURL: model.DataURL(mime, data)}, nil
+}
+
+// blobBytes reads one of the session's blobs and its mime type.
+func (s *Service) blobBytes(ctx context.Context, c PageCall, req PageRequest) ([]byte, string, error) {
+	if !strings.HasPrefix(req.Name, c.Scope.String()+"."+req.SID+".") {
+		return nil, "", bus.Errorf(bus.ErrNotFound, "no such attachment")
+	}
+	if _, err := s.mustRecord(ctx, c.Scope, req.SID); err != nil {
+		return nil, "", err
+	}
+	data, mime, err := s.st.GetBlob(ctx, c.Scope, req.Name, s.cfg.MaxBody)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, "", bus.Errorf(bus.ErrNotFound, "no such attachment")
+	}
+	if errors.Is(err, store.ErrBlobTooLarge) {
+		return nil, "", bus.Errorf(bus.ErrTooLarge, "the attachment does not fit a page reply")
+	}
+	if err != nil {
+		return nil, "", err
+	}
 	if mime == "" {
 		mime = model.SniffMime(data)
 	}
-	return BlobData{Mime: mime, Size: len(data), DataURL: model.DataURL(mime, data)}, nil
+	return data, mime, nil
 }

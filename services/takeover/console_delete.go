@@ -40,12 +40,13 @@ func (s *Service) export(ctx context.Context, c PageCall, req PageRequest) (Expo
 			}
 			bd := BlobData{Mime: p.Mime, Size: int(p.Size)}
 			if req.InlineBlobs {
-				data, mime, err := s.st.GetBlob(ctx, c.Scope, p.Blob)
+				// a blob past what is left of the inline limit is not read
+				data, mime, err := s.st.GetBlob(ctx, c.Scope, p.Blob, maxExportInline-total)
+				if errors.Is(err, store.ErrBlobTooLarge) {
+					return Export{}, bus.Errorf(bus.ErrTooLarge, "inline attachments exceed 64 MiB")
+				}
 				if err == nil {
 					total += len(data)
-					if total > maxExportInline {
-						return Export{}, bus.Errorf(bus.ErrTooLarge, "inline attachments exceed 64 MiB")
-					}
 					bd.Size, bd.DataURL = len(data), model.DataURL(cmp.Or(mime, p.Mime, model.SniffMime(data)), data)
 				}
 			}

@@ -16,7 +16,6 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 	"github.com/langbot-nats/plugins/services/takeover/console"
-	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
@@ -76,13 +75,21 @@ func (s *Service) consoleCall(ctx context.Context, sc binding.Scope, operator st
 // ConsoleDo runs one HTTP console operation for a verified token's scope
 // and operator; errors are *bus.Error. Actions write the audit line.
 func (s *Service) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
-	req, err := ParsePageRequest(c.Method, c.Endpoint, c.Params)
+	req, err := parsePageRequest(c.Method, c.Endpoint, c.Params, c.Image, c.File)
 	if err != nil {
 		return nil, wireError(err)
 	}
 	pc, err := s.consoleCall(ctx, c.Scope, c.Operator)
 	if err != nil {
 		return nil, err
+	}
+	if req.Op == OpBlob {
+		// the bytes as they are, with no data URL between
+		data, mime, err := s.blobBytes(ctx, pc, req)
+		if err != nil {
+			return nil, wireError(err)
+		}
+		return console.Blob{Mime: mime, Data: data}, nil
 	}
 	data, err := s.Do(ctx, pc, req)
 	if req.Op.IsAction() {
@@ -94,13 +101,6 @@ func (s *Service) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 	}
 	if err != nil {
 		return nil, wireError(err)
-	}
-	if bd, ok := data.(BlobData); ok {
-		raw, err := model.DecodeDataURL(bd.DataURL, s.cfg.MaxBody)
-		if err != nil {
-			return nil, bus.Errorf(bus.ErrInternal, "the attachment could not be read")
-		}
-		return console.Blob{Mime: bd.Mime, Data: raw}, nil
 	}
 	return data, nil
 }

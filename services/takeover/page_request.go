@@ -136,6 +136,13 @@ func ParseOp(method, endpoint string) (Op, error) {
 // Strings given as numbers and numbers given as strings are accepted, since
 // HTTP query parameters are text.
 func ParsePageRequest(method, endpoint string, body []byte) (PageRequest, error) {
+	return parsePageRequest(method, endpoint, body, nil, nil)
+}
+
+// parsePageRequest is ParsePageRequest with a reply's attachments already
+// decoded by the transport (the HTTP console); a base64 field in body
+// still wins.
+func parsePageRequest(method, endpoint string, body []byte, image, file []byte) (PageRequest, error) {
 	op, err := ParseOp(method, endpoint)
 	if err != nil {
 		return PageRequest{}, err
@@ -232,7 +239,7 @@ func ParsePageRequest(method, endpoint string, body []byte) (PageRequest, error)
 		if req.SID, err = p.sid(); err != nil {
 			return req, err
 		}
-		r := &ReplyRequest{}
+		r := &ReplyRequest{Image: image, File: file}
 		if r.IdempotencyKey, _, err = p.str("idempotency_key"); err != nil {
 			return req, err
 		}

@@ -60,6 +60,15 @@ func NewServer(t testing.TB) *Server {
 	return s
 }
 
+// NewServerMaxPayload is NewServer with a message size limit of maxPayload
+// bytes, as a deployment sets it (32 MiB for takeover attachments).
+func NewServerMaxPayload(t testing.TB, maxPayload int32) *Server {
+	t.Helper()
+	s := startServer(t, natsembed.Config{Dir: t.TempDir(), Port: freePort(t), ServerName: "test", MaxPayload: maxPayload})
+	s.ensureLifecycle(t)
+	return s
+}
+
 // ensureLifecycle creates LANGBOT_LIFECYCLE, as the deployment does.
 func (s *Server) ensureLifecycle(t testing.TB) {
 	t.Helper()

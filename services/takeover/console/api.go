@@ -2,7 +2,6 @@ package console
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -47,7 +46,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 		return
 	}
 	defer release()
-	params, status, msg := readParams(w, r, endpoint)
+	params, att, status, msg := readParams(w, r, endpoint)
 	if status != 0 {
 		code := "bad_request"
 		if status == http.StatusRequestEntityTooLarge {
@@ -71,7 +70,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 			return
 		}
 	}
-	res, err := h.ops.ConsoleDo(r.Context(), Call{Scope: sc, Operator: claims.Operator, Method: r.Method, Endpoint: endpoint, Params: params})
+	res, err := h.ops.ConsoleDo(r.Context(), Call{Scope: sc, Operator: claims.Operator, Method: r.Method, Endpoint: endpoint, Params: params, Image: att.image, File: att.file})
 	if err != nil {
 		writeOpError(w, err)
 		return
@@ -111,13 +110,20 @@ func serveBlob(w http.ResponseWriter, b Blob) {
 	_, _ = w.Write(b.Data)
 }
 
+// attachments are a reply's image and file bytes, decoded.
+type attachments struct {
+	image, file []byte
+}
+
 // readParams turns a request into the operation's JSON parameter object:
 // the query of a GET (and of a POST or DELETE without a body), a JSON body,
-// or a multipart reply whose files become data URLs. It returns an HTTP
-// status and message on failure.
-func readParams(w http.ResponseWriter, r *http.Request, endpoint string) (json.RawMessage, int, string) {
+// or a multipart reply. A reply's attachments are decoded into their own
+// buffers (never a data URL round trip), so a reply holds its body once
+// and each attachment once. It returns an HTTP status and message on
+// failure.
+func readParams(w http.ResponseWriter, r *http.Request, endpoint string) (json.RawMessage, attachments, int, string) {
 	limit := bodyLimit(endpoint)
-	query := func() (json.RawMessage, int, string) {
+	query := func() (json.RawMessage, attachments, int, string) {
 		m := map[string]string{}
 		for k, v := range r.URL.Query() {
 			if len(v) > 0 {
@@ -125,7 +131,7 @@ func readParams(w http.ResponseWriter, r *http.Request, endpoint string) (json.R
 			}
 		}
 		b, _ := json.Marshal(m)
-		return b, 0, ""
+		return b, attachments{}, 0, ""
 	}
 	if r.Method == http.MethodGet {
 		return query()
@@ -134,77 +140,306 @@ func readParams(w http.ResponseWriter, r *http.Request, endpoint string) (json.R
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if ct == "multipart/form-data" {
 		if endpoint != "/reply" {
-			return nil, http.StatusBadRequest, "multipart is accepted only by /reply"
+			return nil, attachments{}, http.StatusBadRequest, "multipart is accepted only by /reply"
 		}
-		return readMultipart(r, limit)
+		return readMultipart(r)
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r.Body, r.ContentLength)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, http.StatusRequestEntityTooLarge, "the request body is too large"
+			return nil, attachments{}, http.StatusRequestEntityTooLarge, "the request body is too large"
 		}
-		return nil, http.StatusBadRequest, "the request body could not be read"
+		return nil, attachments{}, http.StatusBadRequest, "the request body could not be read"
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		return query()
 	}
 	if !json.Valid(body) {
-		return nil, http.StatusBadRequest, "the body is not valid JSON"
+		return nil, attachments{}, http.StatusBadRequest, "the body is not valid JSON"
 	}
 	if body[0] == '[' {
-		return nil, http.StatusBadRequest, "the body is a JSON array; it must be a JSON object"
+		return nil, attachments{}, http.StatusBadRequest, "the body is a JSON array; it must be a JSON object"
 	}
 	if body[0] != '{' {
-		return nil, http.StatusBadRequest, "the body must be a JSON object"
+		return nil, attachments{}, http.StatusBadRequest, "the body must be a JSON object"
 	}
 	// encoding/json would store invalid UTF-8 as U+FFFD, silently
 	if !utf8.Valid(body) {
-		return nil, http.StatusBadRequest, "the body is not valid UTF-8"
+		return nil, attachments{}, http.StatusBadRequest, "the body is not valid UTF-8"
 	}
-	return body, 0, ""
+	if endpoint == "/reply" && r.Method == http.MethodPost {
+		return replyMembers(body)
+	}
+	return body, attachments{}, 0, ""
 }
 
-// readMultipart reads a multipart reply: fields sid, idempotency_key, text,
-// file_name, image_base64, file_base64, and file parts image and file.
-func readMultipart(r *http.Request, limit int64) (json.RawMessage, int, string) {
-	if err := r.ParseMultipartForm(limit); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, http.StatusRequestEntityTooLarge, "the request body is too large"
-		}
-		return nil, http.StatusBadRequest, "the multipart body is malformed"
+// readBody reads a body into one buffer of its declared length (the
+// admitted size), growing it only for a body of unknown length.
+func readBody(body io.Reader, declared int64) ([]byte, error) {
+	if declared <= 0 {
+		return io.ReadAll(body)
 	}
-	defer func() { _ = r.MultipartForm.RemoveAll() }()
-	m := map[string]string{}
-	for _, k := range []string{"sid", "idempotency_key", "text", "file_name", "image_base64", "file_base64"} {
-		if v := r.MultipartForm.Value[k]; len(v) > 0 {
-			if !utf8.ValidString(v[0]) {
-				return nil, http.StatusBadRequest, "a form field is not valid UTF-8"
-			}
-			m[k] = v[0]
+	buf := make([]byte, 0, declared+1)
+	for {
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
 		}
 	}
-	for _, field := range []string{"image", "file"} {
-		fhs := r.MultipartForm.File[field]
-		if len(fhs) == 0 {
+}
+
+// replyMembers takes a reply's attachments out of its JSON object body: a
+// non-empty string image_base64 or file_base64 is decoded from the body's
+// bytes into a buffer of its own; every other member stays in the
+// parameters as it was written. body is a valid JSON object.
+func replyMembers(body []byte) (json.RawMessage, attachments, int, string) {
+	var att attachments
+	var rest [][2][]byte
+	found := map[string][]byte{}
+	i := skipSpace(body, 1)
+	for i < len(body) && body[i] == '"' {
+		kEnd := endOfString(body, i)
+		key := body[i:kEnd]
+		vStart := skipSpace(body, skipSpace(body, kEnd)+1) // past the colon
+		vEnd := endOfValue(body, vStart)
+		val := body[vStart:vEnd]
+		var name string
+		_ = json.Unmarshal(key, &name)
+		if (name == "image_base64" || name == "file_base64") && val[0] == '"' {
+			found[name] = val // the last one counts, as in a JSON object
+		} else {
+			rest = append(rest, [2][]byte{key, val})
+		}
+		i = skipSpace(body, vEnd)
+		if i < len(body) && body[i] == ',' {
+			i = skipSpace(body, i+1)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *[]byte
+	}{{"image_base64", &att.image}, {"file_base64", &att.file}} {
+		val, ok := found[f.name]
+		if !ok || len(val) == 2 { // absent or ""
 			continue
 		}
-		f, err := fhs[0].Open()
-		if err != nil {
-			return nil, http.StatusBadRequest, "an attachment could not be read"
+		var data []byte
+		var err error
+		if s := val[1 : len(val)-1]; bytes.IndexByte(s, '\\') < 0 {
+			data, err = model.DecodeDataURLBytes(s, model.MaxAttachmentBytes)
+		} else {
+			var str string
+			_ = json.Unmarshal(val, &str)
+			data, err = model.DecodeDataURL(str, model.MaxAttachmentBytes)
 		}
-		data, err := io.ReadAll(f)
-		_ = f.Close()
-		if err != nil {
-			return nil, http.StatusBadRequest, "an attachment could not be read"
+		if status, msg := attachmentError(f.name, err); status != 0 {
+			return nil, attachments{}, status, msg
 		}
-		m[field+"_base64"] = "data:application/octet-stream;base64," + base64.StdEncoding.EncodeToString(data)
-		if field == "file" && m["file_name"] == "" {
-			m["file_name"] = path.Base(strings.ReplaceAll(fhs[0].Filename, "\\", "/"))
+		*f.dst = data
+	}
+	if len(found) == 0 {
+		return body, att, 0, ""
+	}
+	params := []byte{'{'}
+	for k, m := range rest {
+		if k > 0 {
+			params = append(params, ',')
+		}
+		params = append(append(append(params, m[0]...), ':'), m[1]...)
+	}
+	return append(params, '}'), att, 0, ""
+}
+
+// attachmentError is the answer to an attachment that does not decode.
+func attachmentError(field string, err error) (int, string) {
+	switch {
+	case err == nil:
+		return 0, ""
+	case errors.Is(err, model.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, field + " is over the attachment limit"
+	}
+	return http.StatusBadRequest, field + " is not valid base64"
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// endOfString is the index past the JSON string that starts at b[i].
+func endOfString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
 		}
 	}
+	return len(b)
+}
+
+// endOfValue is the index past the JSON value that starts at b[i], in a
+// document known to be valid.
+func endOfValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return endOfString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = endOfString(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for j < len(b) && !bytes.ContainsRune([]byte(",}] \t\r\n"), rune(b[j])) {
+		j++
+	}
+	return j
+}
+
+// readMultipart reads a multipart reply part by part: fields sid,
+// idempotency_key, text, file_name, image_base64, file_base64 (the first
+// of each counts), and file parts image and file, read straight into
+// their buffers up to the attachment limit. A file part wins over its
+// base64 field.
+func readMultipart(r *http.Request) (json.RawMessage, attachments, int, string) {
+	malformed := func(err error) (json.RawMessage, attachments, int, string) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, attachments{}, http.StatusRequestEntityTooLarge, "the request body is too large"
+		}
+		return nil, attachments{}, http.StatusBadRequest, "the multipart body is malformed"
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return malformed(err)
+	}
+	m := map[string]string{}
+	fields := map[string][]byte{}
+	var att attachments
+	var fileName string
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return malformed(err)
+		}
+		name := part.FormName()
+		if part.FileName() != "" {
+			if (name != "image" && name != "file") || (name == "image" && att.image != nil) || (name == "file" && att.file != nil) {
+				continue
+			}
+			data, err := readPart(part, model.MaxAttachmentBytes, r.ContentLength)
+			if err != nil {
+				var mbe *http.MaxBytesError
+				if errors.Is(err, model.ErrTooLarge) {
+					return nil, attachments{}, http.StatusRequestEntityTooLarge, name + "_base64 is over the attachment limit"
+				} else if errors.As(err, &mbe) {
+					return malformed(err)
+				}
+				return nil, attachments{}, http.StatusBadRequest, "an attachment could not be read"
+			}
+			if name == "image" {
+				att.image = data
+			} else {
+				att.file = data
+				fileName = path.Base(strings.ReplaceAll(part.FileName(), "\\", "/"))
+			}
+			continue
+		}
+		switch name {
+		case "sid", "idempotency_key", "text", "file_name", "image_base64", "file_base64":
+		default:
+			continue
+		}
+		if _, seen := fields[name]; seen {
+			continue
+		}
+		v, err := readPart(part, maxReplyBody, r.ContentLength)
+		if err != nil {
+			return malformed(err)
+		}
+		if !utf8.Valid(v) {
+			return nil, attachments{}, http.StatusBadRequest, "a form field is not valid UTF-8"
+		}
+		fields[name] = v
+	}
+	for k, v := range fields {
+		if k == "image_base64" || k == "file_base64" {
+			continue
+		}
+		m[k] = string(v)
+	}
+	if m["file_name"] == "" && fileName != "" {
+		m["file_name"] = fileName
+	}
+	for _, f := range []struct {
+		name string
+		dst  *[]byte
+	}{{"image_base64", &att.image}, {"file_base64", &att.file}} {
+		v := fields[f.name]
+		if *f.dst != nil || len(v) == 0 {
+			continue
+		}
+		data, err := model.DecodeDataURLBytes(v, model.MaxAttachmentBytes)
+		if status, msg := attachmentError(f.name, err); status != 0 {
+			return nil, attachments{}, status, msg
+		}
+		*f.dst = data
+	}
 	b, _ := json.Marshal(m)
-	return b, 0, ""
+	return b, att, 0, ""
+}
+
+// readPart reads a part of at most limit bytes (model.ErrTooLarge beyond
+// it) into one buffer, sized by the request's declared length when known.
+func readPart(part io.Reader, limit int, declared int64) ([]byte, error) {
+	size := int64(limit) + 1
+	if declared > 0 {
+		size = min(size, declared)
+	}
+	buf := make([]byte, 0, size)
+	lr := io.LimitReader(part, int64(limit)+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(buf) > limit {
+		return nil, model.ErrTooLarge
+	}
+	return buf, nil
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,11 @@ type Call struct {
 	Method   string          // GET, POST, DELETE
 	Endpoint string          // "/sessions", "/reply", ...
 	Params   json.RawMessage // a JSON object; GET query parameters arrive as strings
+	// Image and File are a reply's attachments, decoded by this package
+	// straight from the request body (base64 fields, multipart files);
+	// Params then carries neither image_base64 nor file_base64. nil when
+	// absent.
+	Image, File []byte
 }
 
 // Blob is what the blob operation returns to this package: the bytes and
@@ -201,15 +207,19 @@ func writeError(w http.ResponseWriter, status int, code, reason, msg string) {
 	_ = json.NewEncoder(w).Encode(b)
 }
 
+// writeJSON writes v from the encoder's own buffer: a large result (an
+// export with inline attachments) is not copied once more before it is
+// written. The encoder writes nothing when v does not encode.
 func writeJSON(w http.ResponseWriter, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	if err := enc.Encode(v); err != nil {
 		writeError(w, http.StatusInternalServerError, "internal", "", "the result could not be encoded")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(b)
+	_, _ = buf.WriteTo(w)
 }
 
 func unauthorized(w http.ResponseWriter) {

@@ -48,12 +48,19 @@ type harness struct {
 	// groupNames are the group names events carry, by launcher id
 	// (default "Group <id>").
 	groupNames map[string]string
+	opts       []func(*takeover.Config)
 }
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
-	srv := bustest.NewServer(t)
-	h := &harness{t: t, srv: srv, nc: srv.Conn(t), js: srv.JetStream(t)}
+	return newHarnessOn(t, bustest.NewServer(t))
+}
+
+// newHarnessOn is newHarness on a server of the caller's, with opts
+// applied to the replicas' config.
+func newHarnessOn(t testing.TB, srv *bustest.Server, opts ...func(*takeover.Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, srv: srv, nc: srv.Conn(t), js: srv.JetStream(t), opts: opts}
 	h.host = bustest.NewHost(t, srv.Conn(t), bus.Subjects{})
 	h.inv = bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)
 	h.svc = h.replica(h.nc)
@@ -80,7 +87,11 @@ func newHarness(t testing.TB) *harness {
 func (h *harness) replica(nc *nats.Conn) *takeover.Service {
 	t := h.t
 	t.Helper()
-	svc, err := takeover.New(takeover.Config{MinTakeoverTimeout: time.Second, NoticeRetry: []time.Duration{50 * time.Millisecond}, HostTimeout: 2 * time.Second},
+	cfg := takeover.Config{MinTakeoverTimeout: time.Second, NoticeRetry: []time.Duration{50 * time.Millisecond}, HostTimeout: 2 * time.Second}
+	for _, o := range h.opts {
+		o(&cfg)
+	}
+	svc, err := takeover.New(cfg,
 		bus.Deps{Conn: nc, Clock: h.clock.Now, Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"path"
 	"strings"
@@ -200,7 +201,8 @@ const (
 
 // DecodeDataURL decodes a data URL ("data:<mime>;base64,<data>") or bare
 // base64 (standard or URL alphabet, padded or not). Data over limit decoded
-// bytes gives ErrTooLarge without decoding it.
+// bytes gives ErrTooLarge without decoding it. The decoded bytes are the
+// only allocation of their size: s is read in place.
 func DecodeDataURL(s string, limit int) ([]byte, error) {
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, "data:") {
@@ -224,12 +226,68 @@ func DecodeDataURL(s string, limit int) ([]byte, error) {
 	if base64.RawStdEncoding.DecodedLen(len(strings.TrimRight(s, "="))) > limit {
 		return nil, ErrTooLarge
 	}
+	// one buffer of the largest decoded size, reused by each alphabet
+	dst := make([]byte, base64.RawStdEncoding.DecodedLen(len(s)))
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil {
-			return b, nil
+		if n, ok := decodeInto(dst, enc, strings.NewReader(s)); ok {
+			return dst[:n:n], nil
 		}
 	}
 	return nil, errBadData
+}
+
+// DecodeDataURLBytes is DecodeDataURL of b, read in place: a transport
+// that holds a request's bytes decodes an attachment from them without a
+// string copy.
+func DecodeDataURLBytes(b []byte, limit int) ([]byte, error) {
+	b = bytes.TrimSpace(b)
+	if bytes.HasPrefix(b, []byte("data:")) {
+		i := bytes.IndexByte(b, ',')
+		if i < 0 || !bytes.HasSuffix(b[:i], []byte(";base64")) {
+			return nil, errBadData
+		}
+		b = b[i+1:]
+	}
+	if bytes.ContainsAny(b, " \r\n\t") {
+		return DecodeDataURL(string(b), limit)
+	}
+	if len(b) == 0 {
+		return nil, errBadData
+	}
+	if base64.RawStdEncoding.DecodedLen(len(bytes.TrimRight(b, "="))) > limit {
+		return nil, ErrTooLarge
+	}
+	dst := make([]byte, base64.RawStdEncoding.DecodedLen(len(b)))
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if n, ok := decodeInto(dst, enc, bytes.NewReader(b)); ok {
+			return dst[:n:n], nil
+		}
+	}
+	return nil, errBadData
+}
+
+// decodeInto decodes s with enc into dst, which has room for all of it,
+// reading s through a streaming decoder so that it is never copied. It
+// reports whether s is valid in enc, as enc.DecodeString would.
+func decodeInto(dst []byte, enc *base64.Encoding, s io.Reader) (int, bool) {
+	d := base64.NewDecoder(enc, s)
+	n := 0
+	for {
+		if n == len(dst) {
+			// all of it decoded: only the end may follow
+			var one [1]byte
+			m, err := d.Read(one[:])
+			return n, m == 0 && err == io.EOF
+		}
+		m, err := d.Read(dst[n:])
+		n += m
+		if err == io.EOF {
+			return n, true
+		}
+		if err != nil {
+			return 0, false
+		}
+	}
 }
 
 // SniffMime is the content type of data, sniffed from its bytes.
@@ -252,9 +310,16 @@ var rasterImages = map[string]bool{"image/png": true, "image/jpeg": true, "image
 // arrives as an image is refused (reply) or kept as a file (recording).
 func RasterImage(mime string) bool { return rasterImages[mime] }
 
-// DataURL encodes bytes as a data URL of the given mime type.
+// DataURL encodes bytes as a data URL of the given mime type, in one
+// allocation of the URL's size.
 func DataURL(mime string, data []byte) string {
-	return "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(data)
+	var b strings.Builder
+	b.Grow(len("data:;base64,") + len(mime) + base64.StdEncoding.EncodedLen(len(data)))
+	b.WriteString("data:" + mime + ";base64,")
+	w := base64.NewEncoder(base64.StdEncoding, &b)
+	_, _ = w.Write(data)
+	_ = w.Close()
+	return b.String()
 }
 
 // invisible reports whether r is a bidi control or a zero-width character:

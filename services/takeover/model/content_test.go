@@ -303,3 +303,41 @@ func TestNamesLoseBidiAndZeroWidth(t *testing.T) {
 		t.Errorf("a group name of only controls: %q, want the launcher id g1", name)
 	}
 }
+
+// FuzzDecodeDataURL checks the decoder, which reads its input through a
+// streaming decoder into one buffer, against the four DecodeString
+// attempts it replaced.
+func FuzzDecodeDataURL(f *testing.F) {
+	for _, s := range []string{"aGk=", "aGk", "aG-_", "AA==AA==", "a", "data:x;base64,aGk=", "////", "aGk=\n", "YQ==YQ"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := model.DecodeDataURL(s, 1<<20)
+		if gb, eb := model.DecodeDataURLBytes([]byte(s), 1<<20); !bytes.Equal(gb, got) || (eb == nil) != (err == nil) {
+			t.Fatalf("%q: from bytes %q, %v; from the string %q, %v", s, gb, eb, got, err)
+		}
+		b := strings.TrimSpace(s)
+		if strings.HasPrefix(b, "data:") {
+			i := strings.IndexByte(b, ',')
+			if i < 0 || !strings.HasSuffix(b[:i], ";base64") {
+				if err == nil {
+					t.Fatalf("%q: decoded a data URL that is not base64", s)
+				}
+				return
+			}
+			b = b[i+1:]
+		}
+		b = strings.NewReplacer(" ", "", "\r", "", "\n", "", "\t", "").Replace(b)
+		var want []byte
+		ok := false
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			if d, e := enc.DecodeString(b); e == nil && b != "" {
+				want, ok = d, true
+				break
+			}
+		}
+		if ok != (err == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("%q: got %q, %v; DecodeString gives %q, %v", s, got, err, want, ok)
+		}
+	})
+}

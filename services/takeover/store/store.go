@@ -67,6 +67,10 @@ type historyShard struct {
 // ErrCorrupt marks a stored record that does not decode.
 var ErrCorrupt = errors.New("takeover: stored record is unreadable")
 
+// ErrBlobTooLarge is a blob over the size its reader accepts; none of its
+// bytes were read.
+var ErrBlobTooLarge = errors.New("takeover: blob over the size limit")
+
 // Store is the service's state: the session bucket, the dedupe bucket, the
 // history and timer streams and the blob store. Every name it touches is
 // built from a Scope.
@@ -528,8 +532,10 @@ func (st *Store) PutBlob(ctx context.Context, sc binding.Scope, name string, dat
 }
 
 // GetBlob returns a blob's bytes and stored mime type; a missing blob wraps
-// jetstream.ErrObjectNotFound.
-func (st *Store) GetBlob(ctx context.Context, sc binding.Scope, name string) ([]byte, string, error) {
+// jetstream.ErrObjectNotFound. A blob of more than limit bytes is
+// ErrBlobTooLarge, known from its stored size before any chunk is read;
+// the bytes are read into one buffer of that size.
+func (st *Store) GetBlob(ctx context.Context, sc binding.Scope, name string, limit int) ([]byte, string, error) {
 	if err := st.Check("blob.get", sc); err != nil {
 		return nil, "", err
 	}
@@ -542,9 +548,12 @@ func (st *Store) GetBlob(ctx context.Context, sc binding.Scope, name string) ([]
 	if err != nil {
 		return nil, "", err
 	}
-	data, err := io.ReadAll(res)
-	if err != nil {
-		return nil, "", err
+	if info.Size > uint64(max(limit, 0)) {
+		return nil, "", ErrBlobTooLarge
+	}
+	data := make([]byte, info.Size)
+	if _, err := io.ReadFull(res, data); err != nil {
+		return nil, "", fmt.Errorf("takeover: blob get: %w", err)
 	}
 	return data, info.Headers.Get("Content-Type"), nil
 }
