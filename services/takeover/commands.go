@@ -105,7 +105,7 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		if err != nil {
 			return s.sayError(set, err)
 		}
-		args["remaining"] = formatWait(set.Language, v.(TakeoverView).Remaining*1000)
+		args["remaining"] = remainingWait(set.Language, v.(TakeoverView).ExpiresAt, s.nowMS())
 		return say("cmd.taken", args)
 	case "release":
 		if _, err := s.operate(ctx, c, PageRequest{Op: OpRelease, SID: sid}); err != nil {
@@ -196,7 +196,7 @@ func (s *Service) pauseCommand(ctx context.Context, c PageCall, inv *bus.Invocat
 	if err != nil {
 		return s.sayError(c.Settings, err)
 	}
-	return say("cmd.paused", map[string]string{"remaining": formatWait(c.Settings.Language, v.(TakeoverView).Remaining*1000)})
+	return say("cmd.paused", map[string]string{"remaining": remainingWait(c.Settings.Language, v.(TakeoverView).ExpiresAt, s.nowMS())})
 }
 
 // listCommand lists the chats waiting for a human (unread) or taken over,
@@ -280,7 +280,7 @@ func (s *Service) listCommand(ctx context.Context, c PageCall, numKey string) (a
 		b.WriteString("\n")
 		b.WriteString(s.catalog.Text(lang, "cmd.list.item", map[string]string{
 			"n": strconv.Itoa(i + 1), "chat": model.CutRunes(name, 64), "kind": s.catalog.Text(lang, "chat.type."+r.Type, nil),
-			"state":   s.catalog.Text(lang, state, map[string]string{"remaining": formatWait(lang, r.Takeover.Remaining(now)*1000), "operator": r.Takeover.Operator}),
+			"state":   s.catalog.Text(lang, state, map[string]string{"remaining": remainingWait(lang, r.Takeover.ExpiresAt, now), "operator": r.Takeover.Operator}),
 			"preview": capPreview(r.LastPreview.Text),
 		}))
 	}
@@ -329,6 +329,13 @@ func parseDuration(w string) (int, bool) {
 		return 0, false
 	}
 	return int(min(max(d, model.MinTakeoverTimeout*time.Second), model.MaxTakeoverTimeout*time.Second) / time.Second), true
+}
+
+// remainingWait is a takeover's time left as an answer shows it: rounded
+// up to the whole second, so `!ho take 1 45m` answers "45m", not the
+// "44m" of 2699.98 s left a few milliseconds after the take.
+func remainingWait(lang string, expiresAt, now int64) string {
+	return formatWait(lang, (max(expiresAt-now, 0)+999)/1000*1000)
 }
 
 // restAfter is the text of full after the given words, in order, keeping

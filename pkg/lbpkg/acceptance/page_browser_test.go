@@ -157,7 +157,7 @@ func slipPNG() []byte {
 // answered through page_api of the real SDK runtime, the HumanTakeover
 // package and NATS to the takeover service. It covers list, open, take
 // over, reply with text and with an image, export shown in-page, release,
-// theme and language from langbot:context, and checks that the frame made
+// a new message shown by polling, theme and language from langbot:context, and checks that the frame made
 // no network request and touched no storage. At 360 px the list and the
 // conversation fit; TAKEOVER_SCREENSHOTS=1 writes them to docs/images.
 func TestConsolePageInLangBot(t *testing.T) {
@@ -376,7 +376,15 @@ func TestConsolePageInLangBot(t *testing.T) {
 
 	click(`[data-testid=takeover-btn]`)
 	until("released", `document.querySelector('[data-testid=takeover-btn]').dataset.state === 'off' && document.getElementById('countdown').hidden`)
-	until("a poll after the release", `true`)
+	// the page has no live feed: a message recorded after the page opened
+	// shows in the open conversation by polling, without a reload (the
+	// mark set in the frame's window survives only in the same document)
+	in(`(window.pollMark = 'same document', true)`, nil)
+	later := "Is the eastern pass open too?"
+	if _, err := e.rt.Emit(ctx, tk, runtimetest.Event{Name: "GroupMessageReceived", Session: group, Text: later}); err != nil {
+		t.Fatalf("emit: %v", err)
+	}
+	until("the new message by polling", `window.pollMark === 'same document' && Array.from(document.querySelectorAll('[data-testid=message]')).some((n) => n.textContent.includes(`+jsq(later)+`))`)
 
 	// phone width: the list and the conversation fit in 360 px
 	shots := t.TempDir()

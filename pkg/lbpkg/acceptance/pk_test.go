@@ -32,7 +32,7 @@ func TestPackages(t *testing.T) {
 	t.Run("PK-1 installed and listed with labels", func(t *testing.T) {
 		want := map[string][]string{
 			githubkit.Plugin:  {"Command/gh", "EventListener/", "Tool/github_issue", "Tool/github_repo", "Tool/github_search"},
-			takeover.Plugin:   {"EventListener/", "Page/console"},
+			takeover.Plugin:   {"Command/ho", "EventListener/", "Page/console", "Tool/request_human"},
 			schenotify.Plugin: {"Command/sche", "Tool/get_current_time_str"},
 		}
 		for plugin, in := range e.ins {
