@@ -81,12 +81,13 @@ func TestMetricsOnOwnAddr(t *testing.T) {
 	}
 }
 
-// startedField returns a field of Run's start log.
+// startedField returns a field of Run's start log (the one that names the
+// HTTP address; a service may log "started" too).
 func startedField(t *testing.T, logs *bustest.LogBuffer, field string) string {
 	t.Helper()
 	for _, line := range strings.Split(logs.String(), "\n") {
 		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "started" {
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "started" && rec["http"] != nil {
 			s, _ := rec[field].(string)
 			return s
 		}
