@@ -350,6 +350,7 @@ func checkServices(t *testing.T, m *manifest, w want) {
 			"NATS_URL":               "nats://nats:4222",
 			"LANGBOT_SUBJECT_PREFIX": "langbot",
 			"LANGBOT_HTTP_ADDR":      ":8080",
+			"LANGBOT_METRICS_ADDR":   ":9090",
 			"LANGBOT_JS_REPLICAS":    w.jsReplicas,
 			"OTEL_SERVICE_NAME":      s,
 		}
@@ -380,16 +381,23 @@ func checkServices(t *testing.T, m *manifest, w want) {
 			t.Errorf("%s: LANGBOT_WORKERS = %q, want a positive integer", id, env["LANGBOT_WORKERS"].Value)
 		}
 
-		// Probes on the HTTP port the service listens on.
+		// Probes on the metrics port (LANGBOT_METRICS_ADDR), apart from
+		// the console's and the webhook's; Prometheus scrapes it too.
 		if !hasPort(c, intstr.FromString("http")) || c.Ports[0].ContainerPort != 8080 {
 			t.Errorf("%s: container port http must be 8080 (LANGBOT_HTTP_ADDR)", id)
+		}
+		if !hasPort(c, intstr.FromString("metrics")) || c.Ports[1].ContainerPort != 9090 {
+			t.Errorf("%s: container port metrics must be 9090 (LANGBOT_METRICS_ADDR)", id)
+		}
+		if got := d.Spec.Template.Annotations["prometheus.io/port"]; got != "9090" {
+			t.Errorf("%s: prometheus.io/port = %q, want the metrics port 9090", id, got)
 		}
 		for name, p := range map[string]struct {
 			probe *corev1.Probe
 			path  string
 		}{"startup": {c.StartupProbe, "/healthz"}, "liveness": {c.LivenessProbe, "/healthz"}, "readiness": {c.ReadinessProbe, "/readyz"}} {
-			if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.String() != "http" {
-				t.Errorf("%s: %s probe must GET %s on port http", id, name, p.path)
+			if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.String() != "metrics" {
+				t.Errorf("%s: %s probe must GET %s on port metrics", id, name, p.path)
 			}
 		}
 

@@ -36,7 +36,8 @@
 //
 // ExampleRunner runs this against an embedded server.
 //
-// Imports: the standard library, pkg/binding, the NATS client (nats.go,
+// Imports: the standard library, pkg/binding, pkg/settings (its config
+// size cap, checked on every request's config), the NATS client (nats.go,
 // jetstream, micro), OpenTelemetry's API and Prometheus' client; nothing of
 // services/ or cmd/, and no NATS server (pkg/natsembed starts one for
 // lbctl and tests; pkg/bus/bustest is the test kit, pkg/busbench the bus

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/settings"
 )
 
 // ID is an identifier that LangBot sends as a JSON string or a JSON number
@@ -148,6 +149,8 @@ func DecodeRequest(ep Endpoint, body []byte) (*Request, error) {
 		r.Config = json.RawMessage("{}")
 	} else if r.Config[0] != '{' {
 		return nil, fmt.Errorf("%w: config must be an object", ErrEnvelope)
+	} else if err := settings.CheckSizes(r.Config); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEnvelope, err)
 	}
 	var name string
 	switch ep {

@@ -7,7 +7,7 @@ import (
 )
 
 // TestImportsAsDocumented keeps the package doc's import rule: the
-// standard library, pkg/binding, the NATS client, OpenTelemetry's API and
+// standard library, pkg/binding, pkg/settings, the NATS client, OpenTelemetry's API and
 // Prometheus' client, and nothing else (no NATS server, no service).
 func TestImportsAsDocumented(t *testing.T) {
 	gobin, err := exec.LookPath("go")
@@ -19,7 +19,7 @@ func TestImportsAsDocumented(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	allowed := []string{
-		"github.com/langbot-nats/plugins/pkg/binding",
+		"github.com/langbot-nats/plugins/pkg/binding", "github.com/langbot-nats/plugins/pkg/settings",
 		"github.com/nats-io/nats.go", "github.com/nats-io/nuid",
 		"go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes",
 		"go.opentelemetry.io/otel/propagation", "go.opentelemetry.io/otel/trace",

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/settings"
 )
 
 // LifecycleMaxAge is how long LANGBOT_LIFECYCLE keeps a message: long
@@ -168,6 +169,10 @@ func (r *Runner) handleLifecycle(m jetstream.Msg) {
 		}
 		if len(a.Config) == 0 || string(a.Config) == "null" {
 			a.Config = json.RawMessage("{}")
+		}
+		if settings.CheckSizes(a.Config) != nil {
+			term("config string over settings.MaxStringBytes")
+			return
 		}
 		in.Kind, in.Binding, in.Config, in.Enabled = InputAttach, a.Binding, a.Config, a.Enabled
 	case LifecycleRevoke:

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/settings"
 )
 
 // Invocation is one decoded, checked request handed to a Handler. It is
@@ -806,6 +807,10 @@ func safeEnvelopeError(err error) string {
 		return "the binding's instance, workspace or installation id is not a valid token"
 	case errors.Is(err, binding.ErrInvalidBinding):
 		return "the binding is invalid (generation and revision must be >= 1, the digest printable)"
+	case errors.Is(err, settings.ErrTooLong):
+		// names the field and the cap, never the value
+		_, msg, _ := strings.Cut(err.Error(), settings.ErrTooLong.Error()+": ")
+		return msg
 	}
 	// DecodeRequest's own refusals are fixed texts after the sentinel's.
 	// DecodeRequest's own refusals and ID's are fixed texts after the

@@ -3,7 +3,10 @@
 // attach. A service's settings are normalised, never refused (DESIGN 3.2;
 // each service's spec §2): a missing value takes its default, a bad one
 // its default or the nearest bound, and the reader keeps a Warning for
-// each value it replaced, naming the field and the reason.
+// each value it replaced, naming the field and the reason. The one refusal
+// is size: a config with a string over MaxStringBytes is refused whole
+// where it enters a service (CheckSizes, called by pkg/bus on every
+// invocation and attach), before anything reads or stores it.
 //
 // One Reader serves every service, so that integers, strings, booleans and
 // word lists are read the same way everywhere and the parsing is fuzzed

@@ -50,10 +50,15 @@ type Options struct {
 	NATS     bus.ConnConfig
 	Prefix   string // LANGBOT_SUBJECT_PREFIX
 	HTTPAddr string // LANGBOT_HTTP_ADDR
-	Replicas int    // LANGBOT_JS_REPLICAS
-	StateKey string // LANGBOT_STATE_KEY
-	Workers  int    // LANGBOT_WORKERS (0: the service's default)
-	LogLevel string // LANGBOT_LOG_LEVEL
+	// MetricsAddr is LANGBOT_METRICS_ADDR: when set, /metrics, /healthz
+	// and /readyz are served on a listener of their own there, and the
+	// HTTPAddr listener (console, webhook) no longer serves them (404).
+	// Empty, the default, serves them on HTTPAddr as before.
+	MetricsAddr string
+	Replicas    int    // LANGBOT_JS_REPLICAS
+	StateKey    string // LANGBOT_STATE_KEY
+	Workers     int    // LANGBOT_WORKERS (0: the service's default)
+	LogLevel    string // LANGBOT_LOG_LEVEL
 	// DrainTimeout is LANGBOT_DRAIN_TIMEOUT: how long a stop waits for the
 	// services to finish their work (default bus.DefaultShutdownTimeout);
 	// the HTTP server and the connections get stopGrace more, so the whole
@@ -76,7 +81,8 @@ type Env struct {
 	Logger         *slog.Logger
 	TracerProvider trace.TracerProvider
 	Registry       *prometheus.Registry
-	// Mux is served on HTTPAddr; add routes before Build returns.
+	// Mux is served on HTTPAddr; add routes before Build returns. It holds
+	// the health and metrics routes unless MetricsAddr is set.
 	Mux *http.ServeMux
 	// Getenv reads service-specific variables.
 	Getenv func(string) string
@@ -198,7 +204,7 @@ func RunParts(ctx context.Context, name string, args []string, getenv func(strin
 			emb.AddFlags(fs)
 		}
 	}
-	healthcheck := fs.Bool("healthcheck", false, "probe the running service's /readyz on LANGBOT_HTTP_ADDR and exit 0 if ready (container health check)")
+	healthcheck := fs.Bool("healthcheck", false, "probe the running service's /readyz on LANGBOT_METRICS_ADDR, or LANGBOT_HTTP_ADDR when that is empty, and exit 0 if ready (container health check)")
 	for _, b := range bins {
 		if b.Flags != nil {
 			b.Flags(fs, getenv)
@@ -211,6 +217,9 @@ func RunParts(ctx context.Context, name string, args []string, getenv func(strin
 		return fmt.Errorf("%w: unexpected argument %q", errFlags, fs.Arg(0))
 	}
 	if *healthcheck {
+		if opts.MetricsAddr != "" {
+			return Probe(ctx, opts.MetricsAddr)
+		}
 		return Probe(ctx, opts.HTTPAddr)
 	}
 	d, err := ParseRetention(opts.retention)
@@ -292,7 +301,8 @@ func registerCommon(fs *flag.FlagSet, getenv func(string) string) *Options {
 		return def
 	}
 	fs.StringVar(&o.Prefix, "prefix", env("LANGBOT_SUBJECT_PREFIX", bus.DefaultPrefix), "subject prefix (LANGBOT_SUBJECT_PREFIX)")
-	fs.StringVar(&o.HTTPAddr, "http", env("LANGBOT_HTTP_ADDR", ":8080"), "HTTP address for health, metrics and console (LANGBOT_HTTP_ADDR)")
+	fs.StringVar(&o.HTTPAddr, "http", env("LANGBOT_HTTP_ADDR", ":8080"), "HTTP address for the console and webhook, and for health and metrics unless -metrics-addr is set (LANGBOT_HTTP_ADDR)")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", getenv("LANGBOT_METRICS_ADDR"), "HTTP address of its own for /metrics, /healthz and /readyz; empty: served on -http (LANGBOT_METRICS_ADDR)")
 	fs.IntVar(&o.Replicas, "replicas", envInt("LANGBOT_JS_REPLICAS", 1), "replicas of the service's streams and buckets (LANGBOT_JS_REPLICAS)")
 	o.StateKey = getenv("LANGBOT_STATE_KEY") // secret: environment only
 	fs.IntVar(&o.Workers, "workers", envInt("LANGBOT_WORKERS", 0), "concurrent invocation handlers (LANGBOT_WORKERS)")
@@ -361,7 +371,12 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 		}
 		return nil
 	}
-	mux := telemetry.Mux(reg, ready)
+	// mux serves HTTPAddr; with MetricsAddr, health and metrics move to a
+	// mux of their own
+	mux, metricsMux := telemetry.Mux(reg, ready), (*http.ServeMux)(nil)
+	if o.MetricsAddr != "" {
+		mux, metricsMux = http.NewServeMux(), mux
+	}
 	var ncs []*nats.Conn
 	defer func() { drainAll(ncs) }()
 	for i, p := range parts {
@@ -405,6 +420,15 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 		return fmt.Errorf("http: %w", err)
 	}
 	attrs := []any{"http", hs.Addr()}
+	var ms *telemetry.Server
+	if metricsMux != nil {
+		if ms, err = telemetry.Listen(o.MetricsAddr, metricsMux); err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+			defer cancel()
+			return errors.Join(fmt.Errorf("metrics http: %w", err), hs.Shutdown(sctx))
+		}
+		attrs = append(attrs, "metrics", ms.Addr())
+	}
 	if len(ncs) == 1 {
 		attrs = append(attrs, "nats", ncs[0].ConnectedUrlRedacted())
 	}
@@ -446,6 +470,9 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 	sctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
 	herr := hs.Shutdown(sctx)
+	if ms != nil {
+		herr = errors.Join(herr, ms.Shutdown(sctx))
+	}
 	log.Info("stopped")
 	if stuck {
 		// errs is still written by the services that did not return

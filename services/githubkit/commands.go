@@ -150,9 +150,12 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 	if len(p.Args) > 1 {
 		words = p.Args[1:]
 	}
+	if FilterTooLong(words) {
+		return x.t("sub.filter_too_long", "max", strconv.Itoa(MaxFilterWordBytes)), nil
+	}
 	kinds, ref, unknown := ParseSubscription(words)
 	if len(unknown) > 0 {
-		return x.t("sub.bad_events", "tokens", x.join(unknown), "valid", x.join(FilterWords())), nil
+		return x.t("sub.bad_events", "tokens", x.join(shownBad(unknown)), "valid", x.join(FilterWords())), nil
 	}
 	if st.APIErr != nil {
 		return x.t("err.config", "field", "github_api_url"), nil

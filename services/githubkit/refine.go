@@ -11,7 +11,40 @@ import (
 const (
 	maxPatterns     = 10  // per refinement kind
 	maxPatternBytes = 100 // per pattern
+	// MaxFilterWordBytes caps one word of a subscription's filters: no
+	// valid word is longer (maxPatterns patterns of maxPatternBytes, their
+	// commas and the longest prefix). A subscription with a longer word is
+	// refused whole (FilterTooLong), and no part of the word is echoed.
+	MaxFilterWordBytes = len("-labels:") + maxPatterns*(maxPatternBytes+1)
+	// maxBadShown caps the unreadable words a refusal repeats, each cut by
+	// Echo.
+	maxBadShown = 5
 )
+
+// FilterTooLong reports whether a word of words is longer than
+// MaxFilterWordBytes.
+func FilterTooLong(words []string) bool {
+	for _, w := range words {
+		if len(w) > MaxFilterWordBytes {
+			return true
+		}
+	}
+	return false
+}
+
+// shownBad is what a refusal repeats of the unreadable words: at most
+// maxBadShown of them, each cut by Echo.
+func shownBad(bad []string) []string {
+	out := make([]string, 0, min(len(bad), maxBadShown))
+	for i, w := range bad {
+		if i == maxBadShown {
+			out = append(out, "…")
+			break
+		}
+		out = append(out, Echo(w))
+	}
+	return out
+}
 
 // Refine narrows a subscription inside the kinds it applies to; a kind it
 // does not name passes unchanged, so "push release branch:main" still gets

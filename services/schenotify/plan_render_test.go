@@ -28,7 +28,7 @@ func FuzzPlanTool(f *testing.F) {
 	set := schenotify.NormalizeConfig([]byte(`{"language":"en_US","timezone":"America/New_York"}`), time.UTC)
 	known := map[string]bool{"missing_params": true, "invalid_param": true, "conflicting_params": true, "invalid_time": true,
 		"invalid_delay": true, "invalid_recurrence": true, "interval_too_short": true, "invalid_until": true,
-		"time_passed": true, "too_far": true, "until_before_start": true}
+		"time_passed": true, "too_far": true, "until_before_start": true, "too_long": true}
 	now := utc("2030-03-01T12:00:00Z")
 	f.Fuzz(func(t *testing.T, js string) {
 		var m map[string]json.RawMessage

@@ -81,7 +81,7 @@ func TestErrorTexts(t *testing.T) {
 	rd := renderer(t)
 	codes := []string{"missing_params", "invalid_param", "conflicting_params", "invalid_time", "invalid_delay",
 		"invalid_recurrence", "interval_too_short", "invalid_until", "time_passed", "too_far", "until_before_start",
-		"no_session", "too_many", "too_many_in_session", "not_found", "unavailable", "internal", "natural_unreadable", "no_message"}
+		"no_session", "too_many", "too_many_in_session", "not_found", "unavailable", "internal", "natural_unreadable", "no_message", "too_long"}
 	var out strings.Builder
 	for _, lang := range []string{"en_US", "zh_Hans"} {
 		s := settings(t, lang, "Asia/Shanghai", "")

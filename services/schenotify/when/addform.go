@@ -42,6 +42,20 @@ func ParseClock(s string) (Wall, bool) { return parseClock(s, true) }
 // PlanAdd validates a parsed "!sche add" like the tool (spec 4.2): the
 // same codes, with the when forms mapped to a start or a rule.
 func PlanAdd(spec AddSpec, in ScheduleInput) (Plan, *Failure) {
+	switch spec.Form {
+	case WhenCron:
+		if f := TooLong("recurrence", spec.Expr); f != nil {
+			return Plan{}, f
+		}
+	case WhenIn:
+		if f := TooLong("delay", spec.Raw); f != nil {
+			return Plan{}, f
+		}
+	case WhenDate, WhenClock:
+		if f := TooLong("time_str", spec.Raw); f != nil {
+			return Plan{}, f
+		}
+	}
 	var w Start
 	switch spec.Form {
 	case WhenIn:

@@ -17,6 +17,9 @@ const DefaultSnooze = 10 * time.Minute
 // unreadable expression is natural_unreadable.
 func PlanWhen(expr, message string, allowRule bool, in ScheduleInput) (Plan, *Failure) {
 	e := strings.TrimSpace(expr)
+	if f := TooLong("time_str", e); f != nil {
+		return Plan{}, f
+	}
 	var w Start
 	understood := ""
 	switch {

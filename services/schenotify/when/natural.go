@@ -11,6 +11,10 @@ import (
 
 // MaxExprRunes caps a time expression: longer input is not read (natural
 // expressions, recurrence rules), so nothing unbounded is parsed or stored.
+// A time parameter longer than this (time_str, delay, recurrence, until of
+// schedule_notify; the <when> of !sche add cron/in/date/clock; the new time
+// of a snooze or edit) is refused with too_long, which names the field and
+// the cap and echoes none of the value (TooLong).
 const MaxExprRunes = 200
 
 // errNatural: a natural expression the rules do not cover; the caller

@@ -3,6 +3,7 @@ package when
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -31,6 +32,16 @@ func (f *Failure) Error() string { return "schenotify: " + f.Code }
 
 func fail(code, field string, args map[string]string) *Failure {
 	return &Failure{Code: code, Field: field, Args: args}
+}
+
+// TooLong is the too_long failure of a time parameter longer than
+// MaxExprRunes code points, or nil. It names the field and the cap only:
+// an over-long value is never echoed.
+func TooLong(field, value string) *Failure {
+	if utf8.RuneCountInString(value) <= MaxExprRunes {
+		return nil
+	}
+	return fail("too_long", field, map[string]string{"field": field, "max": strconv.Itoa(MaxExprRunes)})
 }
 
 // Adjusted reports a DST adjustment of the requested wall time.
@@ -99,6 +110,11 @@ func PlanTool(params map[string]json.RawMessage, in ScheduleInput) (Plan, *Failu
 		var s string
 		if v[0] != '"' || json.Unmarshal(v, &s) != nil {
 			return Plan{}, fail("invalid_param", k, map[string]string{"field": k})
+		}
+		if k != "message" {
+			if f := TooLong(k, s); f != nil {
+				return Plan{}, f
+			}
 		}
 		str[k] = s
 	}
