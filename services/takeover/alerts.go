@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -88,8 +87,9 @@ func (s *Service) raiseAlert(ctx context.Context, sc binding.Scope, set model.Se
 	}
 	now := s.nowMS()
 	var st alertState
+	raised := false // KV.Update answers a "no change" with no error
 	_, _, err := s.runner.Dedupe().Update(ctx, sc, store.KeyAlert, func(cur []byte, exists bool) ([]byte, error) {
-		st = alertState{}
+		st, raised = alertState{}, false
 		if exists && json.Unmarshal(cur, &st) == nil {
 			if st.Pending && now-st.RaisedAt < alertPendingMax.Milliseconds() {
 				return nil, bus.ErrNoChange
@@ -98,10 +98,10 @@ func (s *Service) raiseAlert(ctx context.Context, sc binding.Scope, set model.Se
 				return nil, bus.ErrNoChange
 			}
 		}
-		st = alertState{N: st.N + 1, Pending: true, RaisedAt: now}
+		st, raised = alertState{N: st.N + 1, Pending: true, RaisedAt: now}, true
 		return json.Marshal(st)
 	}, sid)
-	if errors.Is(err, bus.ErrNoChange) {
+	if err == nil && !raised {
 		return
 	}
 	if err != nil {
@@ -155,8 +155,9 @@ func (s *Service) noteTaken(ctx context.Context, c PageCall, sid string, rec *mo
 	claimer := c.Operator + "|" + kind + "|" + from
 	now := s.nowMS()
 	var st claimState
+	noted := false // KV.Update answers a "no change" with no error
 	_, _, err := s.runner.Dedupe().Update(ctx, c.Scope, store.KeyClaim, func(cur []byte, exists bool) ([]byte, error) {
-		st = claimState{}
+		st, noted = claimState{}, false
 		if exists && json.Unmarshal(cur, &st) == nil {
 			if st.StartedAt == rec.Takeover.StartedAt && st.Claimer == claimer {
 				return nil, bus.ErrNoChange
@@ -165,10 +166,10 @@ func (s *Service) noteTaken(ctx context.Context, c PageCall, sid string, rec *mo
 				return nil, bus.ErrNoChange
 			}
 		}
-		st = claimState{N: st.N + 1, StartedAt: rec.Takeover.StartedAt, Claimer: claimer, RaisedAt: now}
+		st, noted = claimState{N: st.N + 1, StartedAt: rec.Takeover.StartedAt, Claimer: claimer, RaisedAt: now}, true
 		return json.Marshal(st)
 	}, sid)
-	if errors.Is(err, bus.ErrNoChange) {
+	if err == nil && !noted {
 		return
 	}
 	if err != nil {
@@ -229,7 +230,7 @@ func (s *Service) resolveAlert(ctx context.Context, sc binding.Scope, set model.
 		st.Pending, st.ResolvedAt = false, now
 		return json.Marshal(st)
 	}, sid)
-	if err != nil && !errors.Is(err, bus.ErrNoChange) {
+	if err != nil {
 		s.log.WarnContext(ctx, "resolving an operator alert failed", "scope", sc.String(), "sid", sid, "err", err)
 	}
 }

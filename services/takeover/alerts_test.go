@@ -1,6 +1,7 @@
 package takeover_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // TestPendingAlertGate is the pending gate alone: the rate limit
@@ -62,6 +64,49 @@ func TestPendingAlertGate(t *testing.T) {
 	}
 	if text := got[1].SendMessage().MessageChain[0].Text; !strings.Contains(text, "help!") {
 		t.Errorf("the second alert does not quote its trigger: %q", text)
+	}
+}
+
+// TestPendingAlertNotQueuedAgain: a repeated trigger of a pending chat
+// queues no alert job at all. Before, the gate's "no change" was read as
+// a raised alert and the job was published again under the same message
+// id; only the timer stream's duplicate window (2 min) dropped it, so a
+// trigger later than that sent the operator chats the same alert again.
+// The test shortens the window to show it.
+func TestPendingAlertNotQueuedAgain(t *testing.T) {
+	h := newHarness(t, func(c *takeover.Config) { c.AlertInterval = time.Minute })
+	b := newBinding("pending-requeue")
+	cfg := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900"]}`
+	h.attach(b, cfg, true)
+	sid := sidOf("bot-a", "person", "91")
+	n := 0
+	say := func(text string) {
+		t.Helper()
+		n++
+		h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "91", "91", plain(text)))
+		bustest.Eventually(t, "recorded", func() bool { return len(h.messages(b, cfg, sid).Messages) == n })
+	}
+	say("help")
+	bustest.Eventually(t, "the first alert", func() bool { return len(alertsTo(h, b)["group:900"]) == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := h.js.Stream(ctx, store.TimerStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scfg := st.CachedInfo().Config
+	scfg.Duplicates = 100 * time.Millisecond
+	if _, err := h.js.UpdateStream(ctx, scfg); err != nil {
+		t.Fatal(err)
+	}
+	// the first job's message id leaves the server's duplicate window
+	time.Sleep(300 * time.Millisecond)
+	h.clock.Advance(2 * time.Minute) // past the rate limit, within the pending window
+	say("help, anyone?")
+	say("hello?") // recorded in order: the trigger's alert decision is made
+	alertsSettled(t, h)
+	if got := len(alertsTo(h, b)["group:900"]); got != 1 {
+		t.Fatalf("%d alerts: a repeated trigger of a pending chat queued its alert again", got)
 	}
 }
 
