@@ -42,4 +42,10 @@
 //
 // The fake GitHub used by the tests and by lbctl dev --fake-github lives in
 // the fakegithub subpackage.
+//
+// # Imports
+//
+// This package may import pkg/bus, pkg/binding, pkg/i18n, pkg/plugin,
+// pkg/settings, pkg/svcmain, go-github, the NATS client, OpenTelemetry's
+// API and Prometheus' client; no other service. fakegithub never imports it.
 package githubkit
