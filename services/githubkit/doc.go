@@ -11,7 +11,8 @@
 // consumer (fired polls on a bounded pool) and its parts; Run is the
 // runner's Run (endpoints, authority view, lifecycle consumer, dedupe,
 // then everything stopped in order when its context ends). Binary is what
-// the binary (cmd/githubkit) runs; Build is what it and lbctl dev build.
+// the binary (cmd/githubkit) runs; Flags.Build is what it and lbctl dev
+// build.
 //
 // # State
 //
