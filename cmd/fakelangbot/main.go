@@ -11,6 +11,7 @@
 //	> !gh repo octocat/Hello-World
 //
 // It is a developer tool built on the test kit, not part of a deployment.
+// It imports pkg/lbpkg/runtimetest and the standard library only.
 package main
 
 import (

@@ -37,6 +37,10 @@
 // with mode 0600 and printed only by the credentials command. A password
 // set in the environment (HOST_PASSWORD, ADMIN_PASSWORD, ...: the names
 // accounts.conf uses) wins over the stored one.
+//
+// It may import the services, pkg/svcmain, pkg/bus, pkg/natsembed,
+// nats-server and the NATS client: it is the one production binary that
+// links a NATS server.
 package main
 
 import (

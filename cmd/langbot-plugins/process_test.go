@@ -6,7 +6,6 @@ package main
 // bustest.Host) and the fake GitHub.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,18 +57,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -79,18 +65,6 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// waitFor polls f until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // install is where one binary runs: its data directory and addresses.
@@ -110,7 +84,7 @@ func newInstall(t *testing.T, gh *fakegithub.Server) *install {
 // proc is one run of the binary.
 type proc struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *bustest.LogBuffer
 	done chan error
 }
 
@@ -120,7 +94,7 @@ type proc struct {
 func (in *install) start(args ...string) (*proc, time.Duration) {
 	t := in.t
 	t.Helper()
-	p := &proc{out: &lockedBuffer{}, done: make(chan error, 1)}
+	p := &proc{out: &bustest.LogBuffer{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(filepath.Join(binDir, name), append([]string{"-data", in.dir, "-nats-listen", in.natsAddr, "-http", in.httpAddr}, args...)...)
 	p.cmd.Env = in.env
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
@@ -256,7 +230,7 @@ func (h *host) attachAll() {
 		if p == "takeover" {
 			ep = bus.EndpointPage
 		}
-		waitFor(h.t, 30*time.Second, p+" serves its installation", func() bool { _, err := h.invoke(p, ep, req); return err == nil })
+		bustest.EventuallyWithin(h.t, 30*time.Second, p+" serves its installation", func() bool { _, err := h.invoke(p, ep, req); return err == nil })
 	}
 }
 
@@ -336,7 +310,7 @@ func (h *host) verify(st state) {
 	t := h.t
 	t.Helper()
 	var blocked bool
-	waitFor(t, 30*time.Second, "takeover answers after the restart", func() bool {
+	bustest.EventuallyWithin(t, 30*time.Second, "takeover answers after the restart", func() bool {
 		var err error
 		blocked, err = h.message("still there?")
 		return err == nil
@@ -347,11 +321,11 @@ func (h *host) verify(st state) {
 	h.gh.AddEvents(st.repo, fakegithub.Event("release_full", st.eventID+1))
 	polls := h.gh.Count(func(r fakegithub.Request) bool { return strings.Contains(r.Path, st.repo) })
 	// the first poll is due a full interval (60 s, the floor) after the subscription
-	waitFor(t, 120*time.Second, "the release pushed by a poll after the restart", func() bool { return h.sends("githubkit", st.repo) > 0 })
+	bustest.EventuallyWithin(t, 120*time.Second, "the release pushed by a poll after the restart", func() bool { return h.sends("githubkit", st.repo) > 0 })
 	if after := h.gh.Count(func(r fakegithub.Request) bool { return strings.Contains(r.Path, st.repo) }); after <= polls {
 		t.Errorf("no poll of %s after the restart (%d requests before, %d after)", st.repo, polls, after)
 	}
-	waitFor(t, 60*time.Second, "the reminder delivered", func() bool { return h.sends("schenotify", st.reminder) > 0 })
+	bustest.EventuallyWithin(t, 60*time.Second, "the reminder delivered", func() bool { return h.sends("schenotify", st.reminder) > 0 })
 	// everything else has settled by now (the poll came well after the due time)
 	if n := h.sends("schenotify", st.reminder); n != 1 {
 		t.Errorf("the reminder was delivered %d times, want once", n)

@@ -4,6 +4,9 @@
 // attach, revoke, host), prepares a NATS deployment (setup), backs it up
 // and restores it (backup, restore), and carries
 // the services' operator commands (import, console-token, ...).
+//
+// As a command it may import every service and every pkg package,
+// pkg/natsembed included; nothing imports it.
 package main
 
 import (

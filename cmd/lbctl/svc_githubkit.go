@@ -45,11 +45,11 @@ func githubkitService() *devService {
 			}
 			f.WebhookURL, f.WebhookAddr = hook.WebhookURL, hook.WebhookAddr
 			if !fake {
-				return githubkit.Build(env, f)
+				return f.Build(ctx, env)
 			}
 			fg := fakegithub.New(fakegithub.Options{AutoRepos: true, AutoEvents: 30 * time.Second})
 			f.APIURL = fg.URL
-			svc, err := githubkit.Build(env, f)
+			svc, err := f.Build(ctx, env)
 			if err != nil {
 				fg.Close()
 				return nil, err
@@ -122,7 +122,7 @@ func privateHost(raw string) bool {
 
 // fakeGitHubService runs the service and stops the fake GitHub after it.
 type fakeGitHubService struct {
-	*githubkit.Service
+	svcmain.Service
 	fake *fakegithub.Server
 }
 

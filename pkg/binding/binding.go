@@ -8,6 +8,9 @@
 // A Scope can only be obtained through ParseScope, NewScope or
 // Binding.Scope, so a Scope value is valid by construction and can be used in
 // a subject or key without further checks.
+//
+// It imports only the standard library; every other package of the module
+// may import it.
 package binding
 
 import (

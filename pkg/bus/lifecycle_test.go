@@ -204,17 +204,6 @@ func TestUninstallPurgesOnlyThatScope(t *testing.T) {
 	}
 }
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct{ ns atomic.Int64 }
-
-func newFakeClock(t time.Time) *fakeClock {
-	c := &fakeClock{}
-	c.ns.Store(t.UnixNano())
-	return c
-}
-func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 // TestRetentionRemovesStaleInstallations: with a 30-day retention, an
 // installation whose attach was refreshed survives, one that was not is
 // removed as by a revoke uninstall (tombstone, purge of its keys, the
@@ -222,7 +211,7 @@ func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 // once it stops refreshing.
 func TestRetentionRemovesStaleInstallations(t *testing.T) {
 	const day = 24 * time.Hour
-	clock := newFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := bustest.FixedClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var calls atomic.Int64
 	var mu sync.Mutex
 	var purged, removed []string
@@ -326,7 +315,7 @@ func TestRetentionRemovesStaleInstallations(t *testing.T) {
 // TestRetentionOffByDefault: without a retention nothing is ever removed,
 // however old the records.
 func TestRetentionOffByDefault(t *testing.T) {
-	clock := newFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := bustest.FixedClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var calls atomic.Int64
 	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{Clock: clock.Now})
 	b := bindingFor("i", "w", "n", 1, 1)
@@ -347,7 +336,7 @@ func TestRetentionOffByDefault(t *testing.T) {
 // TestRetentionBackgroundSweep: the runner's own periodic sweep removes a
 // stale installation without being called.
 func TestRetentionBackgroundSweep(t *testing.T) {
-	clock := newFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := bustest.FixedClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var calls atomic.Int64
 	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls), Retention: bus.MinRetention, RetentionSweep: 20 * time.Millisecond},
 		bus.Deps{Clock: clock.Now})

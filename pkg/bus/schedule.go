@@ -29,7 +29,7 @@ type StreamSpec struct {
 	Duplicates        time.Duration // duplicate window for Nats-Msg-Id
 	AllowDirect       bool
 	AllowRollup       bool
-	AtomicPublish     bool // AllowAtomicPublish: the stream takes atomic batches (see Batcher)
+	AtomicPublish     bool // AllowAtomicPublish: the stream takes atomic batches (takeover's history: services/takeover/batch)
 	Memory            bool
 	// WorkQueue gives the stream work-queue retention: a message is
 	// removed once its one consumer acknowledged it (githubkit's webhook

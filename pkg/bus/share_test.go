@@ -12,6 +12,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 )
 
 // holdingHandlers serve commands of the installations in hold only when
@@ -81,7 +82,7 @@ func (hh *holdingHandlers) handlers() bus.Handlers {
 
 func waitQueued(t *testing.T, r *bus.Runner, jobs, scopes int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d queued of %d installations", jobs, scopes), func() bool {
+	bustest.EventuallyWithin(t, time.Minute, fmt.Sprintf("%d queued of %d installations", jobs, scopes), func() bool {
 		j, s := r.Queued()
 		return j == jobs && s == scopes
 	})
@@ -119,13 +120,13 @@ func TestFloodingInstallationDoesNotDelayAnother(t *testing.T) {
 	for i := range flood {
 		call(a, fmt.Sprintf("a%d", i))
 	}
-	waitFor(t, "A holds every worker", func() bool { return hh.held.Load() == workers })
+	bustest.EventuallyWithin(t, time.Minute, "A holds every worker", func() bool { return hh.held.Load() == workers })
 	waitQueued(t, h.runner, flood-workers, 1)
 	call(b, "b")
 	waitQueued(t, h.runner, flood-workers+1, 2)
 
 	hh.release <- struct{}{} // one of A's completes
-	waitFor(t, "a handler starts after it", func() bool { return len(hh.snapshot()) >= workers+2 })
+	bustest.EventuallyWithin(t, time.Minute, "a handler starts after it", func() bool { return len(hh.snapshot()) >= workers+2 })
 	ev := hh.snapshot()
 	if got := ev[workers+1]; got != "start b" {
 		t.Fatalf("after one of A's completed, %q started, want B; events %v", got, ev)
@@ -178,7 +179,7 @@ func TestBodyBudgetRefusesAndChangesNothing(t *testing.T) {
 		}()
 	}
 	call(a, "a1")
-	waitFor(t, "a1 runs", func() bool { return hh.held.Load() == 1 })
+	bustest.EventuallyWithin(t, time.Minute, "a1 runs", func() bool { return hh.held.Load() == 1 })
 	call(a, "a2")
 	waitQueued(t, h.runner, 1, 1)
 	if _, err := h.command(a, "a3", pad); !errors.Is(err, bus.ErrUnavailable) || !strings.Contains(err.Error(), "this installation") {
@@ -244,22 +245,11 @@ func TestBurstOfOneInstallationAllServed(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, "every worker held", func() bool { return hh.held.Load() == workers })
+	bustest.EventuallyWithin(t, time.Minute, "every worker held", func() bool { return hh.held.Load() == workers })
 	waitQueued(t, h.runner, burst-workers, 1)
 	close(hh.release)
 	wg.Wait()
 	if failed.Load() > 0 {
 		t.Fatalf("%d of a burst of %d refused", failed.Load(), burst)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

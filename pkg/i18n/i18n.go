@@ -5,6 +5,8 @@
 // Lookup falls back from the requested language to en_US and then to the key
 // itself, so a missing translation degrades to English and a missing key is
 // visible rather than empty.
+//
+// It imports only the standard library.
 package i18n
 
 import (

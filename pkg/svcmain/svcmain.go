@@ -18,6 +18,11 @@
 // uses RunParts: the same flags, one connection per service, one HTTP mux,
 // and an Embedding that starts what the services connect to before them and
 // stops it after them.
+//
+// It may import pkg/bus, pkg/telemetry, the NATS client, OpenTelemetry's
+// API and Prometheus' client; never a service (each service hands it a
+// Binary) and never pkg/natsembed (an Embedding is passed in), so a
+// service binary links no NATS server.
 package svcmain
 
 import (

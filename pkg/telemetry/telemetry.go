@@ -5,6 +5,9 @@
 //
 // Nothing here is global: the tracer provider, logger and registry are
 // returned to the caller, who passes them to the services it runs.
+//
+// It may import OpenTelemetry (API, SDK, OTLP exporters, semconv) and
+// Prometheus' client; nothing of this module.
 package telemetry
 
 import (

@@ -11,7 +11,8 @@
 // consumer (fired polls on a bounded pool) and its parts; Run is the
 // runner's Run (endpoints, authority view, lifecycle consumer, dedupe,
 // then everything stopped in order when its context ends). Binary is what
-// the binary (cmd/githubkit) runs; Build is what it and lbctl dev build.
+// the binary (cmd/githubkit) runs; Flags.Build is what it and lbctl dev
+// build.
 //
 // # State
 //
@@ -42,4 +43,10 @@
 //
 // The fake GitHub used by the tests and by lbctl dev --fake-github lives in
 // the fakegithub subpackage.
+//
+// # Imports
+//
+// This package may import pkg/bus, pkg/binding, pkg/i18n, pkg/plugin,
+// pkg/settings, pkg/svcmain, go-github, the NATS client, OpenTelemetry's
+// API and Prometheus' client; no other service. fakegithub never imports it.
 package githubkit

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/githubkit"
 )
 
@@ -36,17 +37,6 @@ func newBlockingGitHub(t *testing.T) *blockingGitHub {
 }
 
 func (b *blockingGitHub) open() { b.once.Do(func() { close(b.release) }) }
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // TestSlowInstallationDoesNotStarveOthers is issue 19's fairness item:
 // installation A's GitHub API URL points at a server that never answers and
@@ -82,8 +72,8 @@ func TestSlowInstallationDoesNotStarveOthers(t *testing.T) {
 		}()
 	}
 	// every command of A beyond its cap is answered busy, not queued
-	eventually(t, "A's excess commands answered busy", func() bool { return busy.Load() == flood-perInst })
-	eventually(t, "A's capped calls held by the slow server", func() bool { return slow.arrived.Load() == perInst })
+	bustest.EventuallyWithin(t, time.Minute, "A's excess commands answered busy", func() bool { return busy.Load() == flood-perInst })
+	bustest.EventuallyWithin(t, time.Minute, "A's capped calls held by the slow server", func() bool { return slow.arrived.Load() == perInst })
 	if got := h.cmd(b, "repo octocat/Hello-World"); !strings.Contains(got, "octocat/Hello-World") {
 		t.Fatalf("B: %q", got)
 	}

@@ -46,9 +46,10 @@ func (f *Flags) RegisterWebhook(fs *flag.FlagSet, getenv func(string) string, pr
 	fs.StringVar(&f.WebhookAddr, prefix+"webhook-addr", getenv(WebhookAddrEnv), "listen address of the webhook receiver; empty: served on the HTTP address ("+WebhookAddrEnv+")")
 }
 
-// Build creates the service on a svcmain environment, as the binary and
-// lbctl dev do.
-func Build(env *svcmain.Env, f Flags) (*Service, error) {
+// Build creates the service on a svcmain environment from the flags'
+// values, as the binary and lbctl dev do: the shape of the other services'
+// Build, with the flags as its receiver.
+func (f *Flags) Build(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
 	s, err := New(Config{
 		Replicas:             env.Options.Replicas,
 		Workers:              env.Options.Workers,
@@ -78,6 +79,6 @@ func Binary() svcmain.Binary {
 	return svcmain.Binary{
 		Name:  Plugin,
 		Flags: f.Register,
-		Build: func(_ context.Context, env *svcmain.Env) (svcmain.Service, error) { return Build(env, f) },
+		Build: f.Build,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,7 +106,7 @@ func TestN9Limits(t *testing.T) {
 	b := bind("installation-b", 1)
 	three := `{"language":"en_US","max_reminders":3}`
 	for i := range 3 {
-		e.schedule(t, b, three, sess("bot", "person", itoa(i)), map[string]any{"message": "x", "time_str": far})
+		e.schedule(t, b, three, sess("bot", "person", strconv.Itoa(i)), map[string]any{"message": "x", "time_str": far})
 	}
 	if r := e.tool(t, b, three, s1, schenotify.ToolSchedule, map[string]any{"message": "x", "time_str": far}); r["code"] != "too_many" {
 		t.Fatalf("4th: %v", r)
@@ -137,7 +138,7 @@ func TestN9Limits(t *testing.T) {
 	d := bind("installation-d", 1)
 	cap10 := `{"language":"en_US","max_reminders":10}`
 	for i := range 5 {
-		e.schedule(t, d, cap10, sess("bot", "person", "pre"+itoa(i)), map[string]any{"message": "x", "time_str": far})
+		e.schedule(t, d, cap10, sess("bot", "person", "pre"+strconv.Itoa(i)), map[string]any{"message": "x", "time_str": far})
 	}
 	var ok atomic.Int32
 	var wg sync.WaitGroup
@@ -145,7 +146,7 @@ func TestN9Limits(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := e.tool(t, d, cap10, sess("bot", "group", "c"+itoa(i)), schenotify.ToolSchedule, map[string]any{"message": "x", "time_str": far})
+			r := e.tool(t, d, cap10, sess("bot", "group", "c"+strconv.Itoa(i)), schenotify.ToolSchedule, map[string]any{"message": "x", "time_str": far})
 			switch r["status"] {
 			case "ok":
 				ok.Add(1)
@@ -248,7 +249,7 @@ func TestN11LegacyDsche(t *testing.T) {
 	far := time.Now().Add(time.Hour)
 	add := func(n int) {
 		for i := range n {
-			e.schedule(t, b, cfgEN, s, map[string]any{"message": "m" + itoa(i), "time_str": rfc(far.Add(time.Duration(i) * time.Minute))})
+			e.schedule(t, b, cfgEN, s, map[string]any{"message": "m" + strconv.Itoa(i), "time_str": rfc(far.Add(time.Duration(i) * time.Minute))})
 		}
 	}
 	add(3)

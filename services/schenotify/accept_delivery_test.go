@@ -2,6 +2,7 @@ package schenotify_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -148,12 +149,12 @@ func TestN7DeleteRaceConcurrentSafe(t *testing.T) {
 	e, T := dueAfterSetup(t, 3*time.Second, oneReplica, func(e *env, T time.Time) bool {
 		rs = rs[:0]
 		for i := range runs {
-			s := sess("bot", "person", "r"+itoa(i))
-			id, ok := e.scheduleDue(t, b, cfgEN, s, "race "+itoa(i), T)
+			s := sess("bot", "person", "r"+strconv.Itoa(i))
+			id, ok := e.scheduleDue(t, b, cfgEN, s, "race "+strconv.Itoa(i), T)
 			if !ok {
 				return false
 			}
-			rs = append(rs, run{id: id, session: "r" + itoa(i)})
+			rs = append(rs, run{id: id, session: "r" + strconv.Itoa(i)})
 		}
 		return true
 	})

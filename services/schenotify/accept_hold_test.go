@@ -1,6 +1,7 @@
 package schenotify_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -60,7 +61,7 @@ func TestHeldCapFallsBack(t *testing.T) {
 	b := bind("installation-a", 1)
 	due := nextSecond().Add(3 * time.Second)
 	for i := range 8 {
-		e.schedule(t, b, cfgEN, sess("bot", "group", itoa(i)), map[string]any{"message": "m" + itoa(i), "time_str": rfc(due)})
+		e.schedule(t, b, cfgEN, sess("bot", "group", strconv.Itoa(i)), map[string]any{"message": "m" + strconv.Itoa(i), "time_str": rfc(due)})
 	}
 	e.host.wait(t, 8, 15*time.Second)
 	time.Sleep(time.Second)

@@ -3,6 +3,7 @@ package schenotify_test
 import (
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func TestN14Lateness(t *testing.T) {
 	in := e.start(t, cfg, nil, nil, nil)
 	T := nextSecond().Add(4 * time.Second)
 	for i := range 100 {
-		e.schedule(t, bind("installation-"+itoa(i%10), 1), cfgEN, sess("bot", "group", itoa(i)), map[string]any{"message": "x", "time_str": rfc(T)})
+		e.schedule(t, bind("installation-"+strconv.Itoa(i%10), 1), cfgEN, sess("bot", "group", strconv.Itoa(i)), map[string]any{"message": "x", "time_str": rfc(T)})
 	}
 	calls := e.host.wait(t, 100, 15*time.Second)
 	var late []time.Duration
@@ -87,7 +88,7 @@ func TestN16ListAndCancel(t *testing.T) {
 	s, other := sess("bot", "person", "1"), sess("bot", "person", "2")
 	base := time.Now().Add(time.Hour).Truncate(time.Second)
 	for _, off := range []int{3, 1, 2} {
-		e.schedule(t, b, cfgEN, s, map[string]any{"message": "at " + itoa(off), "time_str": rfc(base.Add(time.Duration(off) * time.Minute))})
+		e.schedule(t, b, cfgEN, s, map[string]any{"message": "at " + strconv.Itoa(off), "time_str": rfc(base.Add(time.Duration(off) * time.Minute))})
 	}
 	e.schedule(t, b, cfgEN, s, map[string]any{"message": "daily", "recurrence": "0 9 * * *", "time_str": rfc(base.Add(48 * time.Hour))})
 	text := e.cmd(t, b, cfgEN, s, "!sche")
@@ -112,7 +113,7 @@ func TestN16ListAndCancel(t *testing.T) {
 		t.Fatalf("preview line %q", line)
 	}
 	for i := range 20 {
-		e.schedule(t, b, cfgEN, s, map[string]any{"message": "more " + itoa(i), "time_str": rfc(base.Add(time.Duration(10+i) * time.Minute))})
+		e.schedule(t, b, cfgEN, s, map[string]any{"message": "more " + strconv.Itoa(i), "time_str": rfc(base.Add(time.Duration(10+i) * time.Minute))})
 	}
 	if text := e.cmd(t, b, cfgEN, s, "!sche 2"); !strings.Contains(text, "Page 2 of 2") || !strings.Contains(text, "21. [") {
 		t.Fatalf("page 2:\n%s", text)

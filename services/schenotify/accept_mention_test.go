@@ -1,6 +1,7 @@
 package schenotify_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func TestMentionCaps(t *testing.T) {
 	g := sess("bot", "group", "g1")
 	many := ""
 	for i := 0; i < schenotify.MaxMentions+1; i++ {
-		many += " @m" + itoa(i)
+		many += " @m" + strconv.Itoa(i)
 	}
 	if got := e.cmd(t, a, cfgEN, g, "!sche add in 1h x"+many); !strings.Contains(got, "at most 10 members") {
 		t.Errorf("11 mentions: %q", got)

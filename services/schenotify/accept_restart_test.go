@@ -2,6 +2,7 @@ package schenotify_test
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -137,8 +138,8 @@ func TestN6TwoReplicas(t *testing.T) {
 	}
 	e, T := dueAfterSetup(t, 8*time.Second, twoReplicas, func(e *env, T time.Time) bool {
 		for i := range 50 {
-			b := bind("installation-"+itoa(i%5), 1)
-			if _, ok := e.scheduleDue(t, b, cfgEN, sess("bot", "group", itoa(i)), "m"+itoa(i), T); !ok {
+			b := bind("installation-"+strconv.Itoa(i%5), 1)
+			if _, ok := e.scheduleDue(t, b, cfgEN, sess("bot", "group", strconv.Itoa(i)), "m"+strconv.Itoa(i), T); !ok {
 				return false
 			}
 		}
@@ -220,7 +221,7 @@ func TestN6TwoReplicasR3Cluster(t *testing.T) {
 	start := time.Now()
 	far := rfc(time.Now().Add(time.Hour))
 	for i := range 5 {
-		e.schedule(t, bind("installation-"+itoa(i), 1), cfgEN, sess("bot", "group", "warm"), map[string]any{"message": "warm", "time_str": far})
+		e.schedule(t, bind("installation-"+strconv.Itoa(i), 1), cfgEN, sess("bot", "group", "warm"), map[string]any{"message": "warm", "time_str": far})
 	}
 	T := nextSecond().Add(2*time.Second + 3*time.Since(start)).Truncate(time.Second)
 	var wg sync.WaitGroup
@@ -229,8 +230,8 @@ func TestN6TwoReplicasR3Cluster(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < 50; i += 10 {
-				b := bind("installation-"+itoa(i%5), 1)
-				e.schedule(t, b, cfgEN, sess("bot", "group", itoa(i)), map[string]any{"message": "m" + itoa(i), "time_str": rfc(T)})
+				b := bind("installation-"+strconv.Itoa(i%5), 1)
+				e.schedule(t, b, cfgEN, sess("bot", "group", strconv.Itoa(i)), map[string]any{"message": "m" + strconv.Itoa(i), "time_str": rfc(T)})
 			}
 		}()
 	}

@@ -2,6 +2,7 @@ package schenotify_test
 
 import (
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,7 +127,7 @@ func TestO2NoGoroutinePerScope(t *testing.T) {
 	e.schedule(t, bind("many-first", 1), cfgEN, s, map[string]any{"message": "x", "time_str": far})
 	base := runtime.NumGoroutine()
 	for i := range 200 {
-		e.schedule(t, bind("many-"+itoa(i), 1), cfgEN, s, map[string]any{"message": "x", "time_str": far})
+		e.schedule(t, bind("many-"+strconv.Itoa(i), 1), cfgEN, s, map[string]any{"message": "x", "time_str": far})
 	}
 	bustest.EventuallyWithin(t, 5*time.Second, "goroutines settle", func() bool { return runtime.NumGoroutine() <= base+5 })
 }

@@ -56,6 +56,8 @@
 //
 // # Imports
 //
-// This package may import pkg/bus, pkg/binding, its own subpackages and the
-// standard library; no other service. Its subpackages never import it.
+// This package may import pkg/bus, pkg/binding, pkg/i18n, pkg/plugin,
+// pkg/settings, pkg/svcmain, its own subpackages, the NATS client,
+// OpenTelemetry's API and Prometheus' client; no other service. Its
+// subpackages never import it.
 package schenotify

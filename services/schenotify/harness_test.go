@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -330,8 +329,6 @@ func checkOnTime(t testing.TB, c hostCall, due time.Time) {
 		t.Errorf("%q arrived at %s, due %s", c.Text(), c.At.Format(time.StampMilli), due.Format(time.StampMilli))
 	}
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 func scopeOf(b binding.Binding) binding.Scope { return bus.ScopeOf(b) }
 

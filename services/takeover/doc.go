@@ -28,6 +28,7 @@
 //
 // # Imports
 //
-// This package may import pkg/bus, pkg/binding, pkg/i18n, pkg/svcmain and
-// its own subpackages; no other service. Its subpackages never import it.
+// This package may import pkg/bus, pkg/binding, pkg/i18n, pkg/plugin,
+// pkg/svcmain, its own subpackages, the NATS client, OpenTelemetry's API
+// and Prometheus' client; no other service. Its subpackages never import it.
 package takeover

@@ -120,11 +120,7 @@ func newBinding(name string) binding.Binding {
 // attach publishes an attach and waits until the service's view has it.
 func (h *harness) attach(b binding.Binding, config string, enabled bool) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := bus.PublishAttach(ctx, h.js, bus.Subjects{}, takeover.Plugin, bus.Attach{Binding: b, Config: json.RawMessage(config), Enabled: enabled}, ""); err != nil {
-		h.t.Fatal(err)
-	}
+	bustest.Attach(h.t, h.js, takeover.Plugin, b, json.RawMessage(config), enabled)
 	sc, _ := b.Scope()
 	want := bus.StateActive
 	if !enabled {
@@ -137,11 +133,7 @@ func (h *harness) attach(b binding.Binding, config string, enabled bool) {
 
 func (h *harness) revoke(b binding.Binding, reason string, want bus.State) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := bus.PublishRevoke(ctx, h.js, bus.Subjects{}, takeover.Plugin, bus.Revoke{Binding: b, Reason: reason}, ""); err != nil {
-		h.t.Fatal(err)
-	}
+	bustest.Revoke(h.t, h.js, takeover.Plugin, b, reason)
 	sc, _ := b.Scope()
 	bustest.WaitAuthority(h.t, h.svc.Runner(), sc, func(a bus.Authority) bool { return a.State == want })
 }

@@ -15,8 +15,9 @@
 // their figures against. A service's own harness keeps only what is about
 // that service.
 //
-// Only tests and benchmarks import it. It may import pkg/bus,
-// pkg/busbench, pkg/natsembed, nats-server and the NATS client.
+// Only tests and benchmarks import it. It may import pkg/binding,
+// pkg/bus, pkg/busbench, pkg/natsembed, nats-server, the NATS client and
+// Prometheus' client.
 package bustest
 
 import (

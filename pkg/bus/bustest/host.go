@@ -2,6 +2,7 @@ package bustest
 
 import (
 	"encoding/json"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -127,14 +128,9 @@ func defaultReply(c HostCall) HostReply {
 func ErrorMsg(e *bus.Error) *nats.Msg {
 	h := nats.Header{}
 	h.Set(bus.HeaderServiceError, e.Word)
-	h.Set(bus.HeaderServiceCode, itoa(e.Code))
+	h.Set(bus.HeaderServiceCode, strconv.Itoa(e.Code))
 	body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": e.Word, "message": e.Message, "reason": e.Reason}})
 	return &nats.Msg{Header: h, Data: body}
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }
 
 // Respond sets how later calls are answered (nil: the defaults).

@@ -6,5 +6,7 @@
 // services (githubkit against its fake GitHub).
 //
 // It has no code of its own besides this comment: everything is in its
-// _test files.
+// _test files. The package itself imports nothing; its tests may import
+// the services, pkg/lbpkg (with builtin and runtimetest), pkg/bus and
+// its test kit, and chromedp.
 package acceptance

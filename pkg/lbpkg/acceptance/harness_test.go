@@ -1,7 +1,6 @@
 package acceptance_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -31,7 +30,7 @@ type stack struct {
 	nc    *nats.Conn // a host-side connection for direct invocations
 	js    jetstream.JetStream
 	gh    *fakegithub.Server
-	logs  *lockedBuffer
+	logs  *bustest.LogBuffer
 	spans *tracetest.SpanRecorder
 	tp    *sdktrace.TracerProvider
 
@@ -44,24 +43,6 @@ type running struct {
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
-}
-
-// lockedBuffer is a log sink shared by concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func newStack(t testing.TB) *stack {
@@ -77,7 +58,7 @@ func newStack(t testing.TB) *stack {
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	gh := fakegithub.New(fakegithub.Options{AutoRepos: true})
 	t.Cleanup(gh.Close)
-	s := &stack{t: t, srv: srv, nc: nc, js: js, gh: gh, logs: &lockedBuffer{}, spans: rec, tp: tp, runs: map[string]*running{}}
+	s := &stack{t: t, srv: srv, nc: nc, js: js, gh: gh, logs: &bustest.LogBuffer{}, spans: rec, tp: tp, runs: map[string]*running{}}
 	sniff := srv.Conn(t)
 	if _, err := sniff.Subscribe(">", func(m *nats.Msg) {
 		s.mu.Lock()

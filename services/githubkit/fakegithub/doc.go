@@ -28,4 +28,7 @@
 // If-None-Match headers.
 //
 // A Server owns no goroutine besides the HTTP server's own; Close stops it.
+//
+// It imports only the standard library; tests and lbctl import it, the
+// service never does.
 package fakegithub

@@ -10,6 +10,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,18 +58,18 @@ func TestTokenRefusals(t *testing.T) {
 		{"no token", ""},
 		{"garbage", "not-a-token"},
 		{"wrong version", "v2." + parts[1] + "." + parts[2]},
-		{"forged MAC", forge(otherKey, `{"scope":"`+scA.String()+`","operator":"alice","exp":`+itoa(exp)+`}`)},
-		{"altered claims", "v1." + base64.RawURLEncoding.EncodeToString([]byte(`{"scope":"`+scB.String()+`","operator":"alice","exp":`+itoa(exp)+`}`)) + "." + parts[2]},
-		{"extra claim", forge(h.key, `{"scope":"`+scA.String()+`","operator":"alice","exp":`+itoa(exp)+`,"admin":true}`)},
-		{"missing claim", forge(h.key, `{"scope":"`+scA.String()+`","exp":`+itoa(exp)+`}`)},
+		{"forged MAC", forge(otherKey, `{"scope":"`+scA.String()+`","operator":"alice","exp":`+strconv.FormatInt(exp, 10)+`}`)},
+		{"altered claims", "v1." + base64.RawURLEncoding.EncodeToString([]byte(`{"scope":"`+scB.String()+`","operator":"alice","exp":`+strconv.FormatInt(exp, 10)+`}`)) + "." + parts[2]},
+		{"extra claim", forge(h.key, `{"scope":"`+scA.String()+`","operator":"alice","exp":`+strconv.FormatInt(exp, 10)+`,"admin":true}`)},
+		{"missing claim", forge(h.key, `{"scope":"`+scA.String()+`","exp":`+strconv.FormatInt(exp, 10)+`}`)},
 		{"expired", h.token(scA, "alice", -time.Minute)},
-		{"beyond 24h", forge(h.key, `{"scope":"`+scA.String()+`","operator":"alice","exp":`+itoa(time.Now().Add(25*time.Hour).Unix())+`}`)},
-		{"float exp", forge(h.key, `{"scope":"`+scA.String()+`","operator":"alice","exp":`+itoa(exp)+`.5}`)},
-		{"bad scope", forge(h.key, `{"scope":"inst.ws.a*b","operator":"alice","exp":`+itoa(exp)+`}`)},
-		{"bad operator", forge(h.key, `{"scope":"`+scA.String()+`","operator":"al ice","exp":`+itoa(exp)+`}`)},
+		{"beyond 24h", forge(h.key, `{"scope":"`+scA.String()+`","operator":"alice","exp":`+strconv.FormatInt(time.Now().Add(25*time.Hour).Unix(), 10)+`}`)},
+		{"float exp", forge(h.key, `{"scope":"`+scA.String()+`","operator":"alice","exp":`+strconv.FormatInt(exp, 10)+`.5}`)},
+		{"bad scope", forge(h.key, `{"scope":"inst.ws.a*b","operator":"alice","exp":`+strconv.FormatInt(exp, 10)+`}`)},
+		{"bad operator", forge(h.key, `{"scope":"`+scA.String()+`","operator":"al ice","exp":`+strconv.FormatInt(exp, 10)+`}`)},
 		// issue 19: claims that parse two ways, and encodings other than the one canonical form
-		{"duplicate claim", forge(h.key, `{"scope":"`+scA.String()+`","operator":"alice","exp":`+itoa(exp)+`,"exp":`+itoa(exp+60)+`}`)},
-		{"duplicate scope", forge(h.key, `{"scope":"`+scB.String()+`","scope":"`+scA.String()+`","operator":"alice","exp":`+itoa(exp)+`}`)},
+		{"duplicate claim", forge(h.key, `{"scope":"`+scA.String()+`","operator":"alice","exp":`+strconv.FormatInt(exp, 10)+`,"exp":`+strconv.FormatInt(exp+60, 10)+`}`)},
+		{"duplicate scope", forge(h.key, `{"scope":"`+scB.String()+`","scope":"`+scA.String()+`","operator":"alice","exp":`+strconv.FormatInt(exp, 10)+`}`)},
 		{"non-canonical claims base64", func() string {
 			// an operator name whose claims leave unused bits in the last character
 			for _, op := range []string{"alice", "alicex", "alicexy"} {
@@ -126,8 +127,6 @@ func TestTokenRefusals(t *testing.T) {
 		}
 	}
 }
-
-func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestOperatorRecordedOverHTTP(t *testing.T) {
 	h := newHarness(t)

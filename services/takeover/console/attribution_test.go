@@ -4,6 +4,7 @@ package console_test
 
 import (
 	"encoding/base64"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func interleave(t *testing.T, w *world) {
 	b.until("B displayed", `TakeoverConsole.snapshot().displayed === '`+w.sid["B"]+`'`)
 	n := b.settled("GET /messages")
 	ha.Release(t)
-	b.until("A's late answer handled", `TakeoverConsole.snapshot().settled['GET /messages'] > `+itoa(int64(n)))
+	b.until("A's late answer handled", `TakeoverConsole.snapshot().settled['GET /messages'] > `+strconv.Itoa(n))
 	s := b.snap()
 	if s.Current != w.sid["B"] || s.Displayed != w.sid["B"] {
 		t.Fatalf("after a late answer for A: current %.8s displayed %.8s, want B", s.Current, s.Displayed)
@@ -92,7 +93,7 @@ func TestConsoleC4(t *testing.T) {
 	b.show(w.sid["B"])
 	n := b.settled("GET /takeover_status")
 	hs.ReleaseWith(t, &fake{200, map[string]any{"active": true, "remaining": 300, "expires_at": time.Now().Add(5 * time.Minute).UnixMilli(), "timeout": 600}})
-	b.until("A's status handled", `TakeoverConsole.snapshot().settled['GET /takeover_status'] > `+itoa(int64(n)))
+	b.until("A's status handled", `TakeoverConsole.snapshot().settled['GET /takeover_status'] > `+strconv.Itoa(n))
 	// a real takeover of A publishes a live takeover event for A
 	w.h.page(w.bind, w.cfg, "POST", "/takeover", map[string]any{"sid": w.sid["A"]}, nil)
 	b.until("A marked taken over in the list", `document.querySelector('`+item(w.sid["A"])+`').dataset.active === 'true'`)
@@ -109,7 +110,7 @@ func TestConsoleC5(t *testing.T) {
 	b.show(w.sid["B"])
 	n := b.settled("POST /takeover")
 	ht.Release(t)
-	b.until("A's takeover answer handled", `TakeoverConsole.snapshot().settled['POST /takeover'] > `+itoa(int64(n)))
+	b.until("A's takeover answer handled", `TakeoverConsole.snapshot().settled['POST /takeover'] > `+strconv.Itoa(n))
 	b.takeoverOff("B after A's takeover answer")
 	if s := b.snap(); s.Displayed != w.sid["B"] {
 		t.Fatalf("displayed %.8s, want B", s.Displayed)
@@ -128,7 +129,7 @@ func TestConsoleC6(t *testing.T) {
 	hr.Wait(t)
 	n := b.settled("POST /reply")
 	hr.ReleaseWith(t, &fake{200, map[string]any{"delivered": true, "saved": true, "takeover": map[string]any{"active": false, "remaining": 0, "timeout": 600}}})
-	b.until("Z's reply handled", `TakeoverConsole.snapshot().settled['POST /reply'] > `+itoa(int64(n)))
+	b.until("Z's reply handled", `TakeoverConsole.snapshot().settled['POST /reply'] > `+strconv.Itoa(n))
 	b.takeoverOff("Z after its own reply said inactive")
 	// the refresh: the real state is released too, and Z stays displayed and off
 	w.h.page(w.bind, w.cfg, "DELETE", "/takeover", map[string]any{"sid": w.sid["Z"]}, nil)
@@ -229,7 +230,7 @@ func TestConsoleC10(t *testing.T) {
 	b.until("B's file staged", `TakeoverConsole.snapshot().staged.file === 'B-doc.txt'`)
 	n := b.settled("POST /reply")
 	hr.Release(t) // the real answer: A is taken over by the reply
-	b.until("A's reply handled", `TakeoverConsole.snapshot().settled['POST /reply'] > `+itoa(int64(n)))
+	b.until("A's reply handled", `TakeoverConsole.snapshot().settled['POST /reply'] > `+strconv.Itoa(n))
 	b.until("A taken over in the list", `document.querySelector('`+item(w.sid["A"])+`').dataset.active === 'true'`)
 	b.takeoverOff("B after A's reply")
 	s := b.snap()
@@ -267,7 +268,7 @@ func TestConsoleC12(t *testing.T) {
 	b.until("late.txt staged", `TakeoverConsole.snapshot().staged.file === 'late.txt'`)
 	n := b.settled("POST /reply")
 	hr.Release(t)
-	b.until("the reply handled", `TakeoverConsole.snapshot().settled['POST /reply'] > `+itoa(int64(n)))
+	b.until("the reply handled", `TakeoverConsole.snapshot().settled['POST /reply'] > `+strconv.Itoa(n))
 	s := b.snap()
 	if s.Text != "second message typed while sending" || s.Staged.File != "late.txt" {
 		t.Fatalf("after the send: %q %+v", s.Text, s.Staged)

@@ -108,11 +108,7 @@ func (h *harness) install(name, config string) (binding.Binding, binding.Scope) 
 	h.t.Helper()
 	b := binding.Binding{InstanceUUID: "inst", WorkspaceUUID: "ws", InstallationUUID: fmt.Sprintf("%s-%d", name, installs.Add(1)),
 		PlacementGeneration: 1, RuntimeRevision: 1, ArtifactDigest: "sha256:test"}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := bus.PublishAttach(ctx, h.js, bus.Subjects{}, takeover.Plugin, bus.Attach{Binding: b, Config: json.RawMessage(config), Enabled: true}, ""); err != nil {
-		h.t.Fatal(err)
-	}
+	bustest.Attach(h.t, h.js, takeover.Plugin, b, json.RawMessage(config), true)
 	sc, _ := b.Scope()
 	bustest.WaitAuthority(h.t, h.svc.Runner(), sc, func(a bus.Authority) bool { return a.State == bus.StateActive })
 	return b, sc
@@ -121,11 +117,7 @@ func (h *harness) install(name, config string) (binding.Binding, binding.Scope) 
 // uninstall revokes an installation for good.
 func (h *harness) uninstall(b binding.Binding) {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := bus.PublishRevoke(ctx, h.js, bus.Subjects{}, takeover.Plugin, bus.Revoke{Binding: b, Reason: "uninstall"}, ""); err != nil {
-		h.t.Fatal(err)
-	}
+	bustest.Revoke(h.t, h.js, takeover.Plugin, b, "uninstall")
 	sc, _ := b.Scope()
 	bustest.WaitAuthority(h.t, h.svc.Runner(), sc, func(a bus.Authority) bool { return a.State == bus.StateRemoved })
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +97,7 @@ func TestConsoleC16TokensGetNothing(t *testing.T) {
 	other, scOther := w.h.install("other", cfgReply)
 	w.h.say(other, cfgReply, "person", "9009", "9009", "Outsider", "secret of B")
 	for name, tok := range map[string]string{
-		"forged":  forge([]byte(strings.Repeat("z", 32)), `{"scope":"`+w.sc.String()+`","operator":"alice","exp":`+itoa(time.Now().Add(time.Hour).Unix())+`}`),
+		"forged":  forge([]byte(strings.Repeat("z", 32)), `{"scope":"`+w.sc.String()+`","operator":"alice","exp":`+strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)+`}`),
 		"expired": w.h.token(w.sc, "alice", -time.Minute),
 	} {
 		b := newBrowser(t, w.h)

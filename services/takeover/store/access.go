@@ -20,7 +20,7 @@ func New(js jetstream.JetStream, subj bus.Subjects, fault func(op string, sc bin
 }
 
 // UseKV sets the session bucket (the service ensures it beside the runner's).
-func (st *Store) UseKV(kv *bus.KV) { st.kv = kv }
+func (st *Store) UseKV(kv *bus.KV) { st.kv, st.records = kv, st.sessionRecords(kv) }
 
 // UseDedupe sets the bucket of reply idempotency records (the runner's
 // dedupe bucket, 24 h TTL).
@@ -45,7 +45,7 @@ func Open(ctx context.Context, js jetstream.JetStream, subj bus.Subjects) (*Stor
 	if err != nil {
 		return nil, fmt.Errorf("%w: the takeover bucket is not there (has the service run?): %w", ErrNotSetUp, err)
 	}
-	st.kv = bus.NewKV(js.Conn(), kv)
+	st.UseKV(bus.NewKV(js.Conn(), kv))
 	if err := st.OpenHistory(ctx); err != nil {
 		return nil, err
 	}

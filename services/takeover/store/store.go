@@ -75,13 +75,14 @@ var ErrBlobTooLarge = errors.New("takeover: blob over the size limit")
 // history and timer streams and the blob store. Every name it touches is
 // built from a Scope.
 type Store struct {
-	js     jetstream.JetStream
-	subj   bus.Subjects
-	kv     *bus.KV
-	dedupe *bus.KV
-	hist   [HistoryShards]historyShard
-	timers jetstream.Stream
-	blobs  jetstream.ObjectStore
+	js      jetstream.JetStream
+	subj    bus.Subjects
+	kv      *bus.KV
+	records *bus.Records[model.Record] // the session records in kv
+	dedupe  *bus.KV
+	hist    [HistoryShards]historyShard
+	timers  jetstream.Stream
+	blobs   jetstream.ObjectStore
 	// fault, when set (tests only), is consulted before each storage call;
 	// a non-nil error fails the call as if JetStream had.
 	fault func(op string, sc binding.Scope) error
@@ -250,55 +251,31 @@ var ErrNoChange = bus.ErrNoChange
 
 // UpdateRecord is a read-modify-write of a session record by CAS. fn gets
 // a copy of the current record (nil when missing) and returns the new one,
-// or ErrNoChange. A corrupt stored value fails with ErrCorrupt.
+// or ErrNoChange. A corrupt stored value fails with ErrCorrupt. The retry on
+// conflict and the re-read of an ambiguous write (spec §5.5 rule 3) are
+// pkg/bus's typed record store's.
 func (st *Store) UpdateRecord(ctx context.Context, sc binding.Scope, sid string, fn func(cur *model.Record) (*model.Record, error)) (*model.Record, uint64, error) {
-	if err := st.Check("kv.update", sc); err != nil {
-		return nil, 0, err
-	}
-	var out *model.Record
-	var meant []byte
-	rev, _, err := st.kv.Update(ctx, sc, KeySession, func(cur []byte, exists bool) ([]byte, error) {
-		var r *model.Record
-		if exists {
-			var err error
-			if r, err = model.DecodeRecord(cur); err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
-			}
-		}
-		next, err := fn(r)
-		if errors.Is(err, ErrNoChange) {
-			out = r
-			return nil, err
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = next
-		meant, err = json.Marshal(next)
-		return meant, err
-	}, sid)
-	if err == nil && meant != nil {
-		// test seam: the write was applied but its acknowledgement is lost
-		err = st.Check("kv.update.ack", sc)
-	}
-	if err != nil && meant != nil && ambiguous(err) {
-		// spec §5.5 rule 3: an ambiguous write is resolved by re-reading
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if e, gerr := st.kv.Get(rctx, sc, KeySession, sid); gerr == nil && bytes.Equal(e.Value(), meant) {
-			return out, e.Revision(), nil
-		}
-	}
+	rec, rev, err := st.records.Update(ctx, sc, fn, sid)
 	if err != nil {
 		return nil, 0, err
 	}
-	return out, rev, nil
+	return rec, rev, nil
 }
 
-// ambiguous reports whether a failed write may have been applied (its
-// reply was lost or late).
-func ambiguous(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.Canceled)
+// sessionRecords is the typed store of the session records in kv, with
+// the record's own decoder (an unreadable value wraps ErrCorrupt) and the
+// store's fault seam (operations "kv.update" and "kv.update.ack").
+func (st *Store) sessionRecords(kv *bus.KV) *bus.Records[model.Record] {
+	return bus.NewRecords(kv, KeySession, bus.RecordsConfig[model.Record]{
+		Decode: func(b []byte) (*model.Record, error) {
+			r, err := model.DecodeRecord(b)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+			}
+			return r, nil
+		},
+		Fault: func(op string, sc binding.Scope) error { return st.Check("kv."+op, sc) },
+	})
 }
 
 // history returns the shard and subject of a session's history.

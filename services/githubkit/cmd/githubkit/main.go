@@ -10,6 +10,8 @@
 //	-github-allow-private-networks   turn the SSRF guard off (GITHUB_ALLOW_PRIVATE_NETWORKS=true)
 //	-github-allow-http               accept http API URLs (GITHUB_ALLOW_HTTP=true)
 //	-poll-workers                    polls at once (GITHUBKIT_POLL_WORKERS, default 16)
+//
+// It imports pkg/svcmain and its service only, and links no NATS server.
 package main
 
 import (

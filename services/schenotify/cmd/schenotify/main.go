@@ -5,6 +5,8 @@
 // LANGBOT_JS_REPLICAS, LANGBOT_STATE_KEY, LANGBOT_WORKERS,
 // LANGBOT_LOG_LEVEL, OTEL_*). The default time zone of installations that
 // set none is the process zone: TZ, else /etc/localtime, else UTC.
+//
+// It imports pkg/svcmain and its service only, and links no NATS server.
 package main
 
 import (

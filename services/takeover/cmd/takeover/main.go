@@ -8,6 +8,8 @@
 // console is served under /console/ on LANGBOT_HTTP_ADDR.
 // LANGBOT_TAKEOVER_META_WRITE_RATE bounds a replica's coalesced session
 // metadata writes per second (default 200; see takeover.Config).
+//
+// It imports pkg/svcmain and its service only, and links no NATS server.
 package main
 
 import (
