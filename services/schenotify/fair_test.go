@@ -1,6 +1,7 @@
 package schenotify_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestSlowInstallationDoesNotHoldEveryDelivery(t *testing.T) {
 	})
 	T := nextSecond()
 	for i := range 4 {
-		e.schedule(t, a, cfgEN, s, map[string]any{"message": "a" + itoa(i), "time_str": rfc(T.Add(2 * time.Second))})
+		e.schedule(t, a, cfgEN, s, map[string]any{"message": "a" + strconv.Itoa(i), "time_str": rfc(T.Add(2 * time.Second))})
 	}
 	e.schedule(t, b, cfgEN, s, map[string]any{"message": "b", "time_str": rfc(T.Add(3 * time.Second))})
 
