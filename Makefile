@@ -14,7 +14,7 @@ PKGS      := ./...
 NATS_PY_WHEEL ?= ../shared/vendor/wheels/nats_py-2.15.0-py3-none-any.whl
 DIST      := dist
 
-.PHONY: help build build-arm64 packages try-packages test test-root test-deploy run bench bench-process e2e lint fuzz images images-multiarch clean
+.PHONY: help build build-arm64 packages try-packages test test-root test-memory test-deploy run bench bench-process e2e lint fuzz images images-multiarch clean
 
 help:
 	@echo "make build   build the service binaries, langbot-plugins and lbctl into $(BIN)/"
@@ -71,10 +71,15 @@ build-arm64:
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -o $$out/ ./cmd/... ./services/... && \
 	for f in "$$out"/*; do echo "  linux/arm64 $${f##*/}"; done
 
-test: test-root test-deploy
+test: test-root test-memory test-deploy
 
 test-root:
 	$(GO) test $(TESTFLAGS) $(PKGS)
+
+# Memory per request is measured without the race detector, whose shadow
+# allocations would count too (docs/reliability.md, issue 19 rows).
+test-memory:
+	$(GO) test -count=1 -timeout 10m -run 'MemoryBounded' ./services/takeover/console/
 
 test-deploy:
 	cd deploy && $(GO) test $(TESTFLAGS) ./...
