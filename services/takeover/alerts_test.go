@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
@@ -25,16 +26,7 @@ func TestPendingAlertGate(t *testing.T) {
 	sc, _ := b.Scope()
 	sid := sidOf("bot-a", "person", "90")
 	alerts := func() []bustest.HostCall { return alertsTo(h, b)["group:900"] }
-	// say sends a message into the chat and waits until it is recorded:
-	// a chat's recordings are written in order, so by then the previous
-	// message's alert decision has been made and its job (if any) queued
-	n := 0
-	say := func(text string) {
-		t.Helper()
-		n++
-		h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "90", "90", plain(text)))
-		bustest.Eventually(t, "recorded", func() bool { return len(h.messages(b, cfg, sid).Messages) == n })
-	}
+	say := chatSayer(t, h, b, cfg, "90")
 	say("help")
 	say("thanks")
 	alertsSettled(t, h)
@@ -67,6 +59,21 @@ func TestPendingAlertGate(t *testing.T) {
 	}
 }
 
+// chatSayer returns a function that sends a message into person chat lid
+// of bot-a and waits until it is recorded: a chat's recordings are
+// written in order, so by then the previous message's alert decision has
+// been made and its job (if any) queued.
+func chatSayer(t *testing.T, h *harness, b binding.Binding, cfg, lid string) func(text string) {
+	sid := sidOf("bot-a", "person", lid)
+	n := 0
+	return func(text string) {
+		t.Helper()
+		n++
+		h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", lid, lid, plain(text)))
+		bustest.Eventually(t, "recorded", func() bool { return len(h.messages(b, cfg, sid).Messages) == n })
+	}
+}
+
 // TestPendingAlertNotQueuedAgain: a repeated trigger of a pending chat
 // queues no alert job at all. Before, the gate's "no change" was read as
 // a raised alert and the job was published again under the same message
@@ -78,14 +85,7 @@ func TestPendingAlertNotQueuedAgain(t *testing.T) {
 	b := newBinding("pending-requeue")
 	cfg := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900"]}`
 	h.attach(b, cfg, true)
-	sid := sidOf("bot-a", "person", "91")
-	n := 0
-	say := func(text string) {
-		t.Helper()
-		n++
-		h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "91", "91", plain(text)))
-		bustest.Eventually(t, "recorded", func() bool { return len(h.messages(b, cfg, sid).Messages) == n })
-	}
+	say := chatSayer(t, h, b, cfg, "91")
 	say("help")
 	bustest.Eventually(t, "the first alert", func() bool { return len(alertsTo(h, b)["group:900"]) == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
