@@ -92,6 +92,9 @@ type Service struct {
 
 	lead  time.Duration // the effective lead (Config.Lead)
 	holds *holder       // deliveries waiting for their instant
+	// indexLocks lets the updates of one installation's index take turns
+	// (updateIndex)
+	indexLocks *keyLocks
 	// flusher sends a refusing chat's reminders on its next message
 	flusher *flusher
 
@@ -161,7 +164,8 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, zone: zone, nc: deps.Conn, now: deps.Clock, log: deps.Logger, subj: deps.Subjects,
 		rd: Renderer{Cat: cat}, tracer: deps.TracerProvider.Tracer(tracerName),
-		lead: min(cfg.Lead, cfg.AckWait/3), holds: newHolder(cfg.MaxHeld), flusher: newFlusher()}
+		lead: min(cfg.Lead, cfg.AckWait/3), holds: newHolder(cfg.MaxHeld), flusher: newFlusher(),
+		indexLocks: newKeyLocks()}
 	if s.metrics, err = newMetrics(deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}

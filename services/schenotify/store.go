@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
@@ -96,9 +97,16 @@ func decodeIndex(b []byte) (*Index, error) {
 // updateIndex applies fn to the index by compare-and-set (bus.Records:
 // retried on contention, an ambiguous write re-read), and again up to five
 // times when the retries run out. fn returns bus.ErrNoChange to skip the
-// write.
+// write. The updates of one installation's index take turns in this
+// replica (indexLocks), so its compare-and-set contends only with other
+// replicas: 64 adds of one installation at once, each racing the others
+// on the one record, made some run out of retries and answer unavailable.
 func (s *Service) updateIndex(ctx context.Context, sc binding.Scope, fn func(ix *Index) error) error {
-	var err error
+	unlock, err := s.indexLocks.lock(ctx, sc.String())
+	if err != nil {
+		return storeErr("update index", err)
+	}
+	defer unlock()
 	for range 5 {
 		_, _, err = s.indexes().Update(ctx, sc, func(ix *Index) (*Index, error) {
 			if ix == nil {
@@ -207,4 +215,46 @@ func (s *Service) purge(ctx context.Context, sc binding.Scope, id string, sched 
 func (s *Service) purgeScope(ctx context.Context, sc binding.Scope) error {
 	return bus.PurgeSubjects(ctx, s.streamHandle(),
 		s.subj.InternalScope(Plugin, KindSched, sc), s.subj.InternalScope(Plugin, KindDue, sc))
+}
+
+// keyLocks serializes work per key (an installation's index): a lock is an
+// entry while someone holds or waits for it, so the map holds no more
+// entries than callers.
+type keyLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyLock
+}
+
+type keyLock struct {
+	ch   chan struct{} // holds a token while the lock is held
+	refs int           // holders and waiters
+}
+
+func newKeyLocks() *keyLocks { return &keyLocks{m: map[string]*keyLock{}} }
+
+// lock waits for key's lock, or gives up with ctx's error; unlock releases
+// it.
+func (l *keyLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
+	l.mu.Lock()
+	k := l.m[key]
+	if k == nil {
+		k = &keyLock{ch: make(chan struct{}, 1)}
+		l.m[key] = k
+	}
+	k.refs++
+	l.mu.Unlock()
+	release := func() {
+		l.mu.Lock()
+		if k.refs--; k.refs == 0 {
+			delete(l.m, key)
+		}
+		l.mu.Unlock()
+	}
+	select {
+	case k.ch <- struct{}{}:
+		return func() { <-k.ch; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, ctx.Err()
+	}
 }
