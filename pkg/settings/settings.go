@@ -105,7 +105,8 @@ type Ints struct {
 	Min, Max int
 	// Strings also takes a decimal string ("120", trimmed; "" is absent).
 	Strings bool
-	// Truncate takes a number with a fraction by dropping the fraction;
+	// Truncate takes a number with a fraction by dropping the fraction
+	// (with Strings, also a number written in a string: "90.5", "12.5e1");
 	// otherwise such a number is Invalid.
 	Truncate bool
 	// LowIsDefault gives the default (TooLow), not Min (ClampedLow), for a
@@ -143,7 +144,7 @@ func readInt(v json.RawMessage, def int, rule Ints) (int, Reason) {
 		if text == "" {
 			return def, ""
 		}
-		if !isDecimal(text) {
+		if !isDecimal(text) && !rule.Truncate {
 			return def, Invalid
 		}
 	case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):

@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/settings"
 )
@@ -83,7 +82,8 @@ func (s Settings) HistorySlack() int {
 }
 
 // ParseSettings normalises an installation's config (a JSON object) by the
-// rules of spec §2. It never fails: a bad value falls back to its default or
+// rules of spec §2, through the one config reader every service shares
+// (pkg/settings). It never fails: a bad value falls back to its default or
 // is clamped, and its field name (never its value) is listed in problems so
 // that the caller can log it. A config that is not an object gives the
 // defaults. minTimeout is the lower clamp of takeover_timeout in seconds
@@ -93,126 +93,50 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 		minTimeout = MinTakeoverTimeout
 	}
 	s = DefaultSettings()
-	var obj map[string]json.RawMessage
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return s, nil
-	}
-	if err := json.Unmarshal(raw, &obj); err != nil {
+	r := settings.Read(raw)
+	if r.NotObject() {
 		return s, []string{"config"}
 	}
-	bad := func(name string) { problems = append(problems, name) }
-
-	if v, ok := obj["takeover_timeout"]; ok {
-		n, ok := ParseInt(v)
-		switch {
-		case !ok:
-			if !IsNull(v) {
-				bad("takeover_timeout")
+	// integers: a number (a fraction truncated) or a numeric string;
+	// out-of-range values are clamped
+	ints := func(lo, hi int) settings.Ints {
+		return settings.Ints{Min: lo, Max: hi, Strings: true, Truncate: true}
+	}
+	s.TakeoverTimeout = r.Int("takeover_timeout", s.TakeoverTimeout, ints(minTimeout, MaxTakeoverTimeout))
+	s.HistoryLimit = r.Int("history_limit", s.HistoryLimit, ints(MinHistoryLimit, MaxHistoryLimit))
+	s.TriggerWords = r.Words("trigger_words", settings.Words{MaxWords: MaxTriggerWords, MaxRunes: MaxTriggerWordRunes})
+	bools := settings.Bools{Words: true}
+	s.AutoTakeoverOnTrigger = r.Bool("auto_takeover_on_trigger", s.AutoTakeoverOnTrigger, bools)
+	s.TriggerCaseSensitive = r.Bool("trigger_case_sensitive", s.TriggerCaseSensitive, bools)
+	s.TakeoverOnReply = r.Bool("takeover_on_reply", s.TakeoverOnReply, bools)
+	// the two modes are words in any case
+	oneOf := func(words ...string) settings.Strings {
+		return settings.Strings{Trim: true, Valid: func(v string) bool {
+			for _, w := range words {
+				if strings.EqualFold(v, w) {
+					return true
+				}
 			}
-		case n < int64(minTimeout) || n > MaxTakeoverTimeout:
-			bad("takeover_timeout")
-			s.TakeoverTimeout = int(min(max(n, int64(minTimeout)), MaxTakeoverTimeout))
-		default:
-			s.TakeoverTimeout = int(n)
-		}
+			return false
+		}}
 	}
-	if v, ok := obj["history_limit"]; ok {
-		n, ok := ParseInt(v)
-		switch {
-		case !ok:
-			if !IsNull(v) {
-				bad("history_limit")
-			}
-		case n < MinHistoryLimit || n > MaxHistoryLimit:
-			bad("history_limit")
-			s.HistoryLimit = int(min(max(n, MinHistoryLimit), MaxHistoryLimit))
-		default:
-			s.HistoryLimit = int(n)
-		}
+	s.TriggerMatch = strings.ToLower(r.String("trigger_match", s.TriggerMatch, oneOf(MatchSubstring, MatchWord)))
+	s.RecordGroups = strings.ToLower(r.String("record_groups", s.RecordGroups, oneOf(RecordAll, RecordAddressed, RecordActiveOnly)))
+	s.Language = r.String("language", s.Language, settings.Strings{Trim: true, Valid: func(v string) bool {
+		return v == LanguageEnUS || v == LanguageZhHans
+	}})
+	notice := settings.Strings{Trim: true, MaxRunes: MaxNoticeRunes}
+	s.NoticeOnTakeover = r.String("user_notice_on_takeover", s.NoticeOnTakeover, notice)
+	s.NoticeOnRelease = r.String("user_notice_on_release", s.NoticeOnRelease, notice)
+	for _, w := range r.Warnings() {
+		problems = append(problems, w.Field)
 	}
-	if v, ok := obj["trigger_words"]; ok {
-		words, clean := parseWords(v)
-		s.TriggerWords = words
-		if !clean {
-			bad("trigger_words")
-		}
-	}
-	for _, f := range []struct {
-		name string
-		dst  *bool
-	}{
-		{"auto_takeover_on_trigger", &s.AutoTakeoverOnTrigger},
-		{"trigger_case_sensitive", &s.TriggerCaseSensitive},
-		{"takeover_on_reply", &s.TakeoverOnReply},
-	} {
-		if v, ok := obj[f.name]; ok {
-			if b, ok := ParseBool(v); ok {
-				*f.dst = b
-			} else if !IsNull(v) {
-				bad(f.name)
-			}
-		}
-	}
-	if v, ok := obj["trigger_match"]; ok {
-		switch m := strings.ToLower(strings.TrimSpace(jsonString(v))); m {
-		case MatchSubstring, MatchWord:
-			s.TriggerMatch = m
-		default:
-			if !IsNull(v) {
-				bad("trigger_match")
-			}
-		}
-	}
-	if v, ok := obj["record_groups"]; ok {
-		switch m := strings.ToLower(strings.TrimSpace(jsonString(v))); m {
-		case RecordAll, RecordAddressed, RecordActiveOnly:
-			s.RecordGroups = m
-		default:
-			if !IsNull(v) {
-				bad("record_groups")
-			}
-		}
-	}
-	if v, ok := obj["operator_chats"]; ok {
+	if v, ok := r.Raw("operator_chats"); ok {
 		chats, clean := parseOperatorChats(v)
 		s.OperatorChats = chats
 		if !clean {
-			bad("operator_chats")
+			problems = append(problems, "operator_chats")
 		}
-	}
-	if v, ok := obj["language"]; ok {
-		switch l := strings.TrimSpace(jsonString(v)); l {
-		case LanguageEnUS, LanguageZhHans:
-			s.Language = l
-		default:
-			if !IsNull(v) {
-				bad("language")
-			}
-		}
-	}
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{
-		{"user_notice_on_takeover", &s.NoticeOnTakeover},
-		{"user_notice_on_release", &s.NoticeOnRelease},
-	} {
-		v, ok := obj[f.name]
-		if !ok || IsNull(v) {
-			continue
-		}
-		var str string
-		if json.Unmarshal(v, &str) != nil {
-			bad(f.name)
-			continue
-		}
-		str = strings.TrimSpace(str)
-		if utf8.RuneCountInString(str) > MaxNoticeRunes {
-			str = strings.TrimSpace(CutRunes(str, MaxNoticeRunes))
-			bad(f.name)
-		}
-		*f.dst = str
 	}
 	return s, problems
 }
@@ -220,16 +144,20 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 // IsNull reports whether v is the JSON null.
 func IsNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
 
-// jsonString returns v's value when it is a JSON string, else "".
-func jsonString(v json.RawMessage) string {
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return ""
+// CutRunes returns the first n runes of s.
+func CutRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
 	}
 	return s
 }
 
-// ParseInt accepts a JSON integer, a float (truncated) or a decimal string.
+// ParseInt accepts a JSON integer, a float (truncated) or a decimal string
+// (the console's request parameters; settings go through pkg/settings).
 func ParseInt(v json.RawMessage) (int64, bool) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 {
@@ -290,61 +218,4 @@ func ParseBool(v json.RawMessage) (bool, bool) {
 		return false, true
 	}
 	return false, false
-}
-
-// parseWords normalises trigger_words; clean reports whether nothing was
-// dropped or cut other than blanks.
-func parseWords(v json.RawMessage) (words []string, clean bool) {
-	words = []string{}
-	clean = true
-	v = bytes.TrimSpace(v)
-	var items []json.RawMessage
-	switch {
-	case len(v) == 0 || string(v) == "null":
-		return words, true
-	case v[0] == '[':
-		if json.Unmarshal(v, &items) != nil {
-			return words, false
-		}
-	default:
-		items = []json.RawMessage{v} // a bare scalar is one word
-	}
-	seen := make(map[string]bool)
-	for _, it := range items {
-		w, ok := settings.ScalarText(it)
-		if !ok {
-			clean = false
-			continue
-		}
-		w = strings.TrimSpace(w)
-		if w == "" {
-			continue
-		}
-		if utf8.RuneCountInString(w) > MaxTriggerWordRunes {
-			clean = false
-			continue
-		}
-		if seen[w] {
-			continue
-		}
-		if len(words) == MaxTriggerWords {
-			clean = false
-			break
-		}
-		seen[w] = true
-		words = append(words, w)
-	}
-	return words, clean
-}
-
-// CutRunes returns the first n runes of s.
-func CutRunes(s string, n int) string {
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
-		}
-		i++
-	}
-	return s
 }
