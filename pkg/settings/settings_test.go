@@ -65,6 +65,10 @@ func TestInt(t *testing.T) {
 		{"truncated", "29.9", trunc, 30, settings.ClampedLow},
 		{"truncated in range", "600.7", trunc, 600, ""},
 		{"truncated at max", "86400.5", trunc, 86400, ""},
+		{"float string truncated", `" 90.5 "`, trunc, 90, ""},
+		{"exponent string truncated", `"12.5e1"`, trunc, 125, ""},
+		{"text with Truncate", `"soon"`, trunc, 600, settings.Invalid},
+		{"huge string clamped", `"1e400"`, trunc, 86400, settings.ClampedHigh},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			raw := "{}"
