@@ -200,7 +200,7 @@ func Attach(t testing.TB, js jetstream.JetStream, plugin string, b binding.Bindi
 	if _, err := bus.PublishAttach(ctx, js, bus.Subjects{}, plugin, bus.Attach{Binding: b, Config: config, Enabled: enabled}, ""); err != nil {
 		t.Fatalf("bustest: attach: %v", err)
 	}
-	WaitLifecycle(t, js, bus.Subjects{}, plugin, 10*time.Second)
+	WaitLifecycle(t, js, bus.Subjects{}, plugin, WaitTimeout)
 }
 
 // Revoke publishes a revoke of b for plugin and waits until the plugin's
@@ -212,7 +212,7 @@ func Revoke(t testing.TB, js jetstream.JetStream, plugin string, b binding.Bindi
 	if _, err := bus.PublishRevoke(ctx, js, bus.Subjects{}, plugin, bus.Revoke{Binding: b, Reason: reason}, ""); err != nil {
 		t.Fatalf("bustest: revoke: %v", err)
 	}
-	WaitLifecycle(t, js, bus.Subjects{}, plugin, 10*time.Second)
+	WaitLifecycle(t, js, bus.Subjects{}, plugin, WaitTimeout)
 }
 
 // WaitAuthority waits until the authority view of r holds an entry for sc
