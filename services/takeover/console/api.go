@@ -181,20 +181,7 @@ func readBody(body io.Reader, declared int64) ([]byte, error) {
 	if declared <= 0 {
 		return io.ReadAll(body)
 	}
-	buf := make([]byte, 0, declared+1)
-	for {
-		n, err := body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-	}
+	return readSized(body, declared+1)
 }
 
 // replyMembers takes a reply's attachments out of its JSON object body: a
@@ -203,25 +190,39 @@ func readBody(body io.Reader, declared int64) ([]byte, error) {
 // parameters as it was written. body is a valid JSON object.
 func replyMembers(body []byte) (json.RawMessage, attachments, int, string) {
 	var att attachments
-	var rest [][2][]byte
-	found := map[string][]byte{}
+	type member struct {
+		name     string
+		key, val []byte
+	}
+	var members []member
+	last := map[string][]byte{} // an attachment member's last value counts, as in a JSON object
 	i := skipSpace(body, 1)
 	for i < len(body) && body[i] == '"' {
 		kEnd := endOfString(body, i)
 		key := body[i:kEnd]
 		vStart := skipSpace(body, skipSpace(body, kEnd)+1) // past the colon
 		vEnd := endOfValue(body, vStart)
-		val := body[vStart:vEnd]
-		var name string
-		_ = json.Unmarshal(key, &name)
-		if (name == "image_base64" || name == "file_base64") && val[0] == '"' {
-			found[name] = val // the last one counts, as in a JSON object
-		} else {
-			rest = append(rest, [2][]byte{key, val})
+		m := member{key: key, val: body[vStart:vEnd]}
+		_ = json.Unmarshal(key, &m.name)
+		if m.name == "image_base64" || m.name == "file_base64" {
+			last[m.name] = m.val
 		}
+		members = append(members, m)
 		i = skipSpace(body, vEnd)
 		if i < len(body) && body[i] == ',' {
 			i = skipSpace(body, i+1)
+		}
+	}
+	found := map[string][]byte{}
+	for name, val := range last {
+		if val[0] == '"' {
+			found[name] = val
+		}
+	}
+	var rest [][2][]byte
+	for _, m := range members {
+		if _, ok := found[m.name]; !ok {
+			rest = append(rest, [2][]byte{m.key, m.val})
 		}
 	}
 	for _, f := range []struct {
@@ -423,23 +424,31 @@ func readPart(part io.Reader, limit int, declared int64) ([]byte, error) {
 	if declared > 0 {
 		size = min(size, declared)
 	}
-	buf := make([]byte, 0, size)
-	lr := io.LimitReader(part, int64(limit)+1)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := lr.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	buf, err := readSized(io.LimitReader(part, int64(limit)+1), size)
+	if err != nil {
+		return nil, err
 	}
 	if len(buf) > limit {
 		return nil, model.ErrTooLarge
 	}
 	return buf, nil
+}
+
+// readSized reads r to its end into a buffer of capacity size, grown only
+// when r holds more.
+func readSized(r io.Reader, size int64) ([]byte, error) {
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }

@@ -220,20 +220,7 @@ func DecodeDataURL(s string, limit int) ([]byte, error) {
 			return r
 		}, s)
 	}
-	if s == "" {
-		return nil, errBadData
-	}
-	if base64.RawStdEncoding.DecodedLen(len(strings.TrimRight(s, "="))) > limit {
-		return nil, ErrTooLarge
-	}
-	// one buffer of the largest decoded size, reused by each alphabet
-	dst := make([]byte, base64.RawStdEncoding.DecodedLen(len(s)))
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if n, ok := decodeInto(dst, enc, strings.NewReader(s)); ok {
-			return dst[:n:n], nil
-		}
-	}
-	return nil, errBadData
+	return decodeBase64(len(s), len(strings.TrimRight(s, "=")), func() io.Reader { return strings.NewReader(s) }, limit)
 }
 
 // DecodeDataURLBytes is DecodeDataURL of b, read in place: a transport
@@ -251,16 +238,24 @@ func DecodeDataURLBytes(b []byte, limit int) ([]byte, error) {
 	if bytes.ContainsAny(b, " \r\n\t") {
 		return DecodeDataURL(string(b), limit)
 	}
-	if len(b) == 0 {
+	return decodeBase64(len(b), len(bytes.TrimRight(b, "=")), func() io.Reader { return bytes.NewReader(b) }, limit)
+}
+
+// decodeBase64 decodes base64 of n characters (unpadded without its
+// padding) in any of the four alphabets, reading it from a fresh reader per
+// alphabet into one buffer of the largest decoded size; over limit decoded
+// bytes it is ErrTooLarge without decoding.
+func decodeBase64(n, unpadded int, open func() io.Reader, limit int) ([]byte, error) {
+	if n == 0 {
 		return nil, errBadData
 	}
-	if base64.RawStdEncoding.DecodedLen(len(bytes.TrimRight(b, "="))) > limit {
+	if base64.RawStdEncoding.DecodedLen(unpadded) > limit {
 		return nil, ErrTooLarge
 	}
-	dst := make([]byte, base64.RawStdEncoding.DecodedLen(len(b)))
+	dst := make([]byte, base64.RawStdEncoding.DecodedLen(n))
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if n, ok := decodeInto(dst, enc, bytes.NewReader(b)); ok {
-			return dst[:n:n], nil
+		if m, ok := decodeInto(dst, enc, open()); ok {
+			return dst[:m:m], nil
 		}
 	}
 	return nil, errBadData
