@@ -21,8 +21,12 @@ var ErrTooLong = errors.New("settings: string too long")
 // CheckSizes reports ErrTooLong when a string anywhere in raw, a JSON
 // value already known to be well formed, is longer than MaxStringBytes.
 // A config no longer than the cap is not scanned.
-func CheckSizes(raw []byte) error {
-	if len(raw) <= MaxStringBytes {
+func CheckSizes(raw []byte) error { return checkSizes(raw, MaxStringBytes) }
+
+// checkSizes is CheckSizes with the cap as a parameter (the fuzz target
+// uses a small one).
+func checkSizes(raw []byte, limit int) error {
+	if len(raw) <= limit {
 		return nil
 	}
 	depth, field := 0, ""
@@ -42,13 +46,13 @@ func CheckSizes(raw []byte) error {
 			}
 			key := isKey(raw, j+1)
 			switch {
-			case j-i-1 <= MaxStringBytes:
+			case j-i-1 <= limit:
 			case key:
-				return fmt.Errorf("%w: a config field name is longer than %d bytes", ErrTooLong, MaxStringBytes)
+				return fmt.Errorf("%w: a config field name is longer than %d bytes", ErrTooLong, limit)
 			case plainName(field):
-				return fmt.Errorf("%w: config field %s has a string longer than %d bytes", ErrTooLong, field, MaxStringBytes)
+				return fmt.Errorf("%w: config field %s has a string longer than %d bytes", ErrTooLong, field, limit)
 			default:
-				return fmt.Errorf("%w: a config string is longer than %d bytes", ErrTooLong, MaxStringBytes)
+				return fmt.Errorf("%w: a config string is longer than %d bytes", ErrTooLong, limit)
 			}
 			if depth == 1 && key {
 				field = string(raw[i+1 : j])
