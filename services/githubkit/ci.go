@@ -275,7 +275,15 @@ func ciAllows(all bool, sub *Subscriber, run WorkflowRun) bool {
 // attempts keys (oldest first); a webhook's alert of one run has the key
 // a poll's alert of that run alone has.
 func ciIdem(sc binding.Scope, repoKey string, sub *Subscriber, keys []string) string {
-	return "githubkit:" + sc.String() + ":" + repoKey + ":" + sub.SID() + ":ci:" + keys[0] + "-" + keys[len(keys)-1] + ":" + strconv.Itoa(len(keys))
+	return pushIdem(sc, repoKey, sub, "ci", keys[0]+"-"+keys[len(keys)-1], strconv.Itoa(len(keys)))
+}
+
+// pushIdem is the idempotency key of one message pushed to subscriber sub
+// of repository record repoKey: the scope, the record, the chat and what
+// the message carries (a cursor range, a delivery, CI runs, a breakage),
+// so that it is stable over retries and replicas and never reused.
+func pushIdem(sc binding.Scope, repoKey string, sub *Subscriber, what ...string) string {
+	return "githubkit:" + sc.String() + ":" + repoKey + ":" + sub.SID() + ":" + strings.Join(what, ":")
 }
 
 // claimRun claims a delivered run attempt in the record's CI state, the

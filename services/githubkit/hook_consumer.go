@@ -129,7 +129,7 @@ func (s *Service) pushDelivery(ctx context.Context, f *bus.Fired) (outcome strin
 		}
 		if line, ok := x.eventLine(ev, nil, ln); ok {
 			sends = append(sends, hookSend{sub: sub, text: x.pushMessage(cur.Rec.FullName, []string{line}, 0),
-				idem: "githubkit:" + sc.String() + ":" + hook.RepoKey + ":" + sub.SID() + ":hook:" + m.Delivery})
+				idem: pushIdem(sc, hook.RepoKey, sub, "hook", m.Delivery)})
 		}
 	}
 	if len(sends) == 0 {

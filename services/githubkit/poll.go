@@ -310,7 +310,7 @@ func (p *pollRun) run(ctx context.Context) string {
 			}
 		}
 		text := x.pushMessage(r.FullName, lines, pl.sel.More)
-		idem := "githubkit:" + p.sc.String() + ":" + p.key + ":" + pl.sub.SID() + ":" + pl.cur + "-" + newHead
+		idem := pushIdem(p.sc, p.key, pl.sub, pl.cur+"-"+newHead)
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
 		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
 			BotUUID: pl.sub.BotUUID, TargetType: pl.sub.TargetType, TargetID: pl.sub.TargetID, MessageChain: bus.Plain(text),
@@ -530,7 +530,7 @@ func (p *pollRun) notifyBroken(ctx context.Context, at time.Time, status int) {
 	x := p.s.texts(p.st.Language)
 	for _, sub := range p.rec.Subscribers {
 		text := x.t("push.broken", "repo", p.rec.FullName, "status", strconv.Itoa(status), "prefix", sub.Prefix)
-		idem := "githubkit:" + p.sc.String() + ":" + p.key + ":" + sub.SID() + ":broken:" + at.Format(time.RFC3339)
+		idem := pushIdem(p.sc, p.key, sub, "broken", at.Format(time.RFC3339))
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
 		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
 			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID, MessageChain: bus.Plain(text),
