@@ -72,7 +72,7 @@ type recorder struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionQueue // by session key, while it has recordings
-	scopes   map[string]int           // recordings waiting by installation scope, while it has some
+	scopes   map[binding.Scope]int    // recordings waiting by installation, while it has some
 	started  bool
 	stopped  bool
 }
@@ -93,7 +93,7 @@ const maxSessionQueue = 256
 func newRecorder(write func(*recordJob), drop func(*recordJob, string), workers, queue int) *recorder {
 	workers, queue = max(workers, 1), max(queue, 1)
 	return &recorder{write: write, drop: drop, workers: workers, limit: int64(queue), scopeLimit: max(queue/2, 1),
-		line: make(chan *sessionQueue, queue), sessions: map[string]*sessionQueue{}, scopes: map[string]int{}}
+		line: make(chan *sessionQueue, queue), sessions: map[string]*sessionQueue{}, scopes: map[binding.Scope]int{}}
 }
 
 func (r *recorder) start() {
@@ -119,11 +119,10 @@ func (r *recorder) start() {
 func (r *recorder) next(q *sessionQueue) {
 	r.mu.Lock()
 	j := q.jobs[0]
-	sk := j.sc.String()
-	if r.scopes[sk] <= 1 {
-		delete(r.scopes, sk)
+	if r.scopes[j.sc] <= 1 {
+		delete(r.scopes, j.sc)
 	} else {
-		r.scopes[sk]--
+		r.scopes[j.sc]--
 	}
 	r.mu.Unlock()
 	r.queued.Add(-1)
@@ -182,11 +181,10 @@ func (r *recorder) submit(j *recordJob) (reason string) {
 	if r.queued.Load() >= r.limit || (q != nil && len(q.jobs) >= maxSessionQueue) {
 		return "queue_full"
 	}
-	sk := j.sc.String()
-	if r.scopes[sk] >= r.scopeLimit {
+	if r.scopes[j.sc] >= r.scopeLimit {
 		return "installation_full"
 	}
-	r.scopes[sk]++
+	r.scopes[j.sc]++
 	r.queued.Add(1)
 	r.pending.Add(1)
 	if q != nil {
