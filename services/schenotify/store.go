@@ -102,7 +102,7 @@ func decodeIndex(b []byte) (*Index, error) {
 // replicas: 64 adds of one installation at once, each racing the others
 // on the one record, made some run out of retries and answer unavailable.
 func (s *Service) updateIndex(ctx context.Context, sc binding.Scope, fn func(ix *Index) error) error {
-	unlock, err := s.indexLocks.lock(ctx, sc.String())
+	unlock, err := s.indexLocks.lock(ctx, sc)
 	if err != nil {
 		return storeErr("update index", err)
 	}
@@ -217,12 +217,12 @@ func (s *Service) purgeScope(ctx context.Context, sc binding.Scope) error {
 		s.subj.InternalScope(Plugin, KindSched, sc), s.subj.InternalScope(Plugin, KindDue, sc))
 }
 
-// keyLocks serializes work per key (an installation's index): a lock is an
+// keyLocks serializes work per installation (its index): a lock is an
 // entry while someone holds or waits for it, so the map holds no more
 // entries than callers.
 type keyLocks struct {
 	mu sync.Mutex
-	m  map[string]*keyLock
+	m  map[binding.Scope]*keyLock
 }
 
 type keyLock struct {
@@ -230,11 +230,11 @@ type keyLock struct {
 	refs int           // holders and waiters
 }
 
-func newKeyLocks() *keyLocks { return &keyLocks{m: map[string]*keyLock{}} }
+func newKeyLocks() *keyLocks { return &keyLocks{m: map[binding.Scope]*keyLock{}} }
 
 // lock waits for key's lock, or gives up with ctx's error; unlock releases
 // it.
-func (l *keyLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
+func (l *keyLocks) lock(ctx context.Context, key binding.Scope) (unlock func(), err error) {
 	l.mu.Lock()
 	k := l.m[key]
 	if k == nil {
