@@ -123,7 +123,7 @@ func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key 
 		}
 		return outPaused, false
 	}
-	run := &pollRun{s: s, sc: sc, key: key, auth: a, st: st, fp: s.keyring.Fingerprint([]byte(st.Token)),
+	run := &pollRun{s: s, sc: sc, key: key, auth: a, st: st, fp: s.rateKey(st),
 		target: Target{BaseURL: st.APIURL, Token: st.Token}, now: s.now(), rev: cur.Rev, rec: cur.Rec,
 		progress: func() { _ = f.InProgress() }}
 	if h := s.hookStatus(ctx, sc, cur.Rec); h != nil {

@@ -264,12 +264,27 @@ func (s *Service) disarm(ctx context.Context, sc binding.Scope, key string) erro
 	return bus.PurgeSubjects(ctx, st, sched, poll)
 }
 
-// rateMemory is the process-local rate-limit memory: token fingerprint ->
-// the time polls with that token may resume (spec §7.3). It is the only
+// rateMemory is the process-local rate-limit memory: rate key (rateKey)
+// -> the time polls under that key may resume (spec §7.3). It is the only
 // state shared across scopes.
 type rateMemory struct {
 	mu sync.Mutex
 	m  map[string]time.Time
+}
+
+// rateKey is whose GitHub rate limit a poll spends: the credential and
+// the GitHub address together (issue 33). GitHub counts a token's limit
+// per token on each server, and the anonymous limit per client address
+// on each server: installations without a token share one key only when
+// they poll the same GitHub address (this process is one egress), and a
+// token never shares the anonymous key, so one installation's block
+// stops only the requests that would have been refused too.
+func (s *Service) rateKey(st Settings) string {
+	cred := "anonymous"
+	if st.Token != "" {
+		cred = "token:" + s.keyring.Fingerprint([]byte(st.Token))
+	}
+	return s.keyring.Fingerprint([]byte(cred + "\n" + st.APIURL))
 }
 
 func (r *rateMemory) blocked(fp string, now time.Time) bool {
