@@ -396,7 +396,7 @@ func TestWebhookSecretSealed(t *testing.T) {
 	if after := e.state(); !sameState(before, after) {
 		t.Fatalf("a refused hook command wrote: %v -> %v", before, after)
 	}
-	if got := e.cmd(e.a, "hook other/repo", withPrivilege(2)); !strings.Contains(got, "no subscription") {
+	if got := e.cmd(e.a, "hook other/repo", withPrivilege(2), privately(e.a)); !strings.Contains(got, "no subscription") {
 		t.Fatalf("hook of an unsubscribed repo: %q", got)
 	}
 	id, secret := e.hook(hw)
