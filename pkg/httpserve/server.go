@@ -13,9 +13,10 @@ import (
 const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	// DefaultReadTimeout bounds a request's headers and body: a 30 MiB
-	// console upload needs 1 MB/s.
-	DefaultReadTimeout  = 30 * time.Second
-	DefaultWriteTimeout = 60 * time.Second
+	// console upload needs 0.5 MB/s. A slow client holds no memory beyond
+	// the budget, only its admitted bytes for this long.
+	DefaultReadTimeout  = 60 * time.Second
+	DefaultWriteTimeout = 2 * time.Minute
 	DefaultIdleTimeout  = 2 * time.Minute
 	DefaultMaxHeader    = 64 << 10
 	// DefaultMaxBody is the largest body any route accepts (the console's
