@@ -52,7 +52,7 @@ func newHookEnv(t *testing.T, cfg githubkit.Config) *hookEnv {
 	return e
 }
 
-// hook runs "!gh hook <repo>" as an admin and returns the hook id and the
+// hook runs "!gh hook <repo>" as an admin in a private chat and returns the hook id and the
 // secret from the reply.
 func (e *hookEnv) hook(repo string) (id, secret string) {
 	e.t.Helper()
