@@ -84,11 +84,6 @@ func Listen(addr string, h http.Handler, lim Limits) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Serve(ln, h, lim), nil
-}
-
-// Serve serves h on ln under lim until Shutdown; the server owns ln.
-func Serve(ln net.Listener, h http.Handler, lim Limits) *Server {
 	lim = lim.withDefaults()
 	s := &Server{ln: ln, done: make(chan error, 1), budget: NewBudget(lim.BodyBudget)}
 	s.srv = &http.Server{
@@ -100,7 +95,7 @@ func Serve(ln net.Listener, h http.Handler, lim Limits) *Server {
 		MaxHeaderBytes:    lim.MaxHeaderBytes,
 	}
 	go func() { s.done <- s.srv.Serve(ln) }()
-	return s
+	return s, nil
 }
 
 // limitsKey carries a request's server Limits to Stream.
