@@ -87,7 +87,7 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	}
 	sid, err := s.numbered(ctx, c, numKey, cmd.Params[1])
 	if err != nil {
-		return nil, wireError(err)
+		return s.sayError(set, err)
 	}
 	if sid == "" {
 		// only a well-formed number is repeated back, never arbitrary text
@@ -145,7 +145,10 @@ func (s *Service) operate(ctx context.Context, c PageCall, req PageRequest) (any
 	return v, err
 }
 
-// sayError answers a refused or failed operation in the chat's words.
+// sayError answers a refused or failed operation in the chat's words,
+// naming what failed (error.<reason>: the service's storage, LangBot): a
+// 503 error reply would reach the user as the package's own "no answer
+// from the service" text, which names the wrong component (issue 32).
 func (s *Service) sayError(set model.Settings, err error) (any, error) {
 	var be *bus.Error
 	if !errors.As(wireError(err), &be) {
@@ -204,7 +207,7 @@ func (s *Service) pauseCommand(ctx context.Context, c PageCall, inv *bus.Invocat
 			return model.NewRecord(ses.BotUUID, ses.LauncherType, lid, lid, now), nil
 		})
 		if err != nil {
-			return nil, wireError(err)
+			return s.sayError(c.Settings, err)
 		}
 		s.view.ApplyRecord(c.Scope, sid, rec, rev)
 	}
@@ -221,7 +224,7 @@ func (s *Service) pauseCommand(ctx context.Context, c PageCall, inv *bus.Invocat
 func (s *Service) listCommand(ctx context.Context, c PageCall, numKey string) (any, error) {
 	stored, err := s.st.ListRecords(ctx, c.Scope)
 	if err != nil {
-		return nil, wireError(err)
+		return s.sayError(c.Settings, err)
 	}
 	now := s.nowMS()
 	recs := map[string]*model.Record{}
@@ -272,7 +275,7 @@ func (s *Service) listCommand(ctx context.Context, c PageCall, numKey string) (a
 		return json.Marshal(nums)
 	}, numKey)
 	if err != nil {
-		return nil, wireError(err)
+		return s.sayError(c.Settings, err)
 	}
 	lang := c.Settings.Language
 	if len(recs) == 0 {
