@@ -74,7 +74,7 @@ func TestToolTextsUseTheConfiguredPrefix(t *testing.T) {
 	s := sess("bot", "person", "prefix-2")
 	for cfg, want := range map[string]string{
 		cfgEN: "!sche snooze <id>",
-		`{"language":"en_US","timezone":"UTC","command_prefix":"/"}`:  "/sche snooze <id>",
+		`{"language":"en_US","timezone":"UTC","command_prefix":"/"}`:   "/sche snooze <id>",
 		`{"language":"zh_Hans","timezone":"UTC","command_prefix":"/"}`: "/sche snooze <编号>",
 	} {
 		r := e.tool(t, bind("prefix-tools", 1), cfg, s, "snooze_notification", map[string]any{})
