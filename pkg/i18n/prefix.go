@@ -16,6 +16,18 @@ import (
 // which prefix that is (CommandPrefix).
 const PrefixArg = "prefix"
 
+// PrefixedText is Text with the command prefix as the PrefixArg
+// argument, so every "{prefix}<word>" of the template names the command as
+// its reader types it; args may not override it.
+func (c *Catalog) PrefixedText(lang, key, prefix string, args map[string]string) string {
+	full := make(map[string]string, len(args)+1)
+	for k, v := range args {
+		full[k] = v
+	}
+	full[PrefixArg] = prefix
+	return c.Text(lang, key, full)
+}
+
 // PrefixRunes are the characters a command prefix is made of in practice
 // (LangBot's `!` and `！`, 4.12's `/`): a command word right after one of
 // them, outside a {prefix} placeholder, is a hard-coded prefix.

@@ -52,6 +52,9 @@ func TestCheckCommandPrefix(t *testing.T) {
 	if err := good.CheckCommandPrefix("ho", "sche"); err != nil {
 		t.Fatalf("a clean catalogue: %v", err)
 	}
+	if got := good.PrefixedText(i18n.ZhHans, "a", "/", map[string]string{"n": "2", "prefix": "!"}); got != "发送 /ho list；/sche 2" {
+		t.Errorf("PrefixedText = %q", got)
+	}
 	for name, c := range map[string]*i18n.Catalog{
 		"bang in en":       load(`{"a":"Send !ho list {prefix}"}`, `{"a":"发送 {prefix}ho list"}`),
 		"full-width in zh": load(`{"a":"Send {prefix}ho"}`, `{"a":"发送 ！ho {prefix}"}`),

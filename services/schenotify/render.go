@@ -100,12 +100,7 @@ type Renderer struct {
 // text renders key in the settings' language, naming commands with the
 // settings' command prefix (i18n.PrefixArg).
 func (rd Renderer) text(s Settings, key string, args map[string]string) string {
-	full := make(map[string]string, len(args)+1)
-	for k, v := range args {
-		full[k] = v
-	}
-	full[i18n.PrefixArg] = plugin.CommandPrefix("", s.CommandPrefix)
-	return rd.Cat.Text(s.Language, key, full)
+	return rd.Cat.PrefixedText(s.Language, key, plugin.CommandPrefix("", s.CommandPrefix), args)
 }
 
 // Warnings renders the settings' config warnings.

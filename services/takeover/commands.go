@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -167,12 +166,7 @@ func (s *Service) sayError(set model.Settings, err error) (any, error) {
 // text renders key in the settings' language, naming commands with the
 // settings' command prefix (the typed one in a command's answer).
 func (s *Service) text(set model.Settings, key string, args map[string]string) string {
-	full := make(map[string]string, len(args)+1)
-	for k, v := range args {
-		full[k] = v
-	}
-	full[i18n.PrefixArg] = plugin.CommandPrefix("", set.CommandPrefix)
-	return s.catalog.Text(set.Language, key, full)
+	return s.catalog.PrefixedText(set.Language, key, plugin.CommandPrefix("", set.CommandPrefix), args)
 }
 
 // pauseCommand takes over (pause) or releases (resume) the chat the
