@@ -122,7 +122,7 @@ func FuzzParseImport(f *testing.F) {
 				t.Fatalf("record key %q for %q", r.Key, r.Record.FullName)
 			}
 			seen[r.Key] = true
-			if len(r.Record.Subscribers) > 0 && r.Record.Subscribers[0].Prefix != "!" {
+			if len(r.Record.Subscribers) > 0 && r.Record.Subscribers[0].Prefix != "" {
 				t.Fatal("prefix")
 			}
 			for _, s := range r.Record.Subscribers {
