@@ -1,0 +1,290 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+)
+
+// AuthCallout is the NATS server's auth callout service for tenant
+// credentials (DESIGN 7, docs/operations.md "Tenant credentials"). The
+// server is in config mode: the deployment's own users (accounts.conf,
+// listed in auth_users) log in as before, and every other login is sent to
+// AuthCalloutSubject in the LANGBOT account. The responder checks the user
+// and password against the tenant's record in TenantBucket and answers
+// with a user JWT signed by the issuer key, placed in the LANGBOT account,
+// whose permissions are the tenant's grants (Subjects.TenantGrants) and
+// nothing else. An unknown user, a wrong secret or a record it cannot read
+// is refused.
+//
+// Every replica of every service runs one in a queue group, so a login
+// works while any service is up. It reads the record on every login, so a
+// revoked tenant cannot log in again once its record is gone; its open
+// connections are closed by KickUser.
+//
+// The tenant's JWT does not expire: nats-py closes a connection for good
+// when its JWT expires (it reconnects only after a network error), so an
+// expiry would stop the LangBot package.
+type AuthCallout struct {
+	cfg AuthCalloutConfig
+	kv  jetstream.KeyValue
+
+	mu   sync.Mutex
+	sub  *nats.Subscription
+	work sync.WaitGroup
+	sem  chan struct{}
+}
+
+// AuthCalloutConfig configures an AuthCallout.
+type AuthCalloutConfig struct {
+	Conn     *nats.Conn
+	Subjects Subjects
+	// IssuerSeed is the seed of the account nkey ("SA...") whose public key
+	// is the issuer of the server's auth_callout block.
+	IssuerSeed string
+	// Account is the account the tenants are placed in: "LANGBOT".
+	Account string
+	Logger  *slog.Logger
+	// Now is the clock (claims' issue time); nil: time.Now.
+	Now func() time.Time
+}
+
+// AuthCalloutQueue is the queue group of the responders.
+const AuthCalloutQueue = "langbot-auth"
+
+// ErrIssuer reports an issuer seed that is not an account nkey seed.
+var ErrIssuer = errors.New("bus: auth callout issuer")
+
+// authWorkers bounds the logins handled at once by one responder: each
+// reads a KV record, and the server gives a login its auth timeout.
+const authWorkers = 16
+
+// NewAuthCallout checks cfg; Start subscribes.
+func NewAuthCallout(cfg AuthCalloutConfig) (*AuthCallout, error) {
+	if cfg.Conn == nil {
+		return nil, errors.New("bus: auth callout: no connection")
+	}
+	if _, err := IssuerPublicKey(cfg.IssuerSeed); err != nil {
+		return nil, err
+	}
+	if cfg.Account == "" {
+		return nil, errors.New("bus: auth callout: no account")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &AuthCallout{cfg: cfg, sem: make(chan struct{}, authWorkers)}, nil
+}
+
+// IssuerPublicKey returns the public account key ("A...") of an issuer
+// seed: what the server's auth_callout block names as issuer.
+func IssuerPublicKey(seed string) (string, error) {
+	kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(seed)))
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrIssuer, err)
+	}
+	defer kp.Wipe()
+	pub, err := kp.PublicKey()
+	if err != nil || !nkeys.IsValidPublicAccountKey(pub) {
+		return "", fmt.Errorf("%w: not an account key seed", ErrIssuer)
+	}
+	return pub, nil
+}
+
+// NewIssuerSeed returns a new account nkey seed for the auth callout.
+func NewIssuerSeed() (string, error) {
+	kp, err := nkeys.CreateAccount()
+	if err != nil {
+		return "", err
+	}
+	defer kp.Wipe()
+	seed, err := kp.Seed()
+	return string(seed), err
+}
+
+// Start binds the tenant bucket and subscribes to AuthCalloutSubject. ctx
+// bounds the setup only.
+func (a *AuthCallout) Start(ctx context.Context) error {
+	js, err := jetstream.New(a.cfg.Conn)
+	if err != nil {
+		return err
+	}
+	err = retrySetup(ctx, func(ctx context.Context) error {
+		a.kv, err = js.KeyValue(ctx, TenantBucket)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("bus: auth callout: tenant bucket %s (created by lbctl setup): %w", TenantBucket, err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sub, err = a.cfg.Conn.QueueSubscribe(AuthCalloutSubject, AuthCalloutQueue, a.handle)
+	if err != nil {
+		return fmt.Errorf("bus: auth callout: %w", err)
+	}
+	return a.cfg.Conn.FlushWithContext(ctx)
+}
+
+// Stop unsubscribes and waits for the logins in hand, giving up when ctx
+// is done.
+func (a *AuthCallout) Stop(ctx context.Context) error {
+	a.mu.Lock()
+	if a.sub != nil {
+		_ = a.sub.Unsubscribe()
+		a.sub = nil
+	}
+	a.mu.Unlock()
+	done := make(chan struct{})
+	go func() { a.work.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var _ Part = (*AuthCallout)(nil)
+
+// handle hands one request to a worker; a full pool drops it (the server
+// refuses the login after its auth timeout and the client retries).
+func (a *AuthCallout) handle(m *nats.Msg) {
+	select {
+	case a.sem <- struct{}{}:
+	default:
+		a.cfg.Logger.Warn("auth callout busy: login dropped")
+		return
+	}
+	a.work.Add(1)
+	go func() {
+		defer a.work.Done()
+		defer func() { <-a.sem }()
+		a.answer(m)
+	}()
+}
+
+func (a *AuthCallout) answer(m *nats.Msg) {
+	log := a.cfg.Logger
+	if m.Reply == "" {
+		return
+	}
+	req, err := jwt.DecodeAuthorizationRequestClaims(string(m.Data))
+	if err != nil {
+		log.Warn("auth callout: bad request", "err", err)
+		return
+	}
+	kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(a.cfg.IssuerSeed)))
+	if err != nil {
+		log.Error("auth callout: issuer", "err", err)
+		return
+	}
+	defer kp.Wipe()
+	user := req.ConnectOptions.Username
+	ujwt, reason := a.authorize(req, kp)
+	resp := jwt.NewAuthorizationResponseClaims(req.UserNkey)
+	resp.Audience = req.Server.ID
+	resp.IssuedAt = a.cfg.Now().Unix()
+	if reason != "" {
+		// the client sees "Authorization Violation"; the reason is for the
+		// operator (the server logs it too). Never the secret.
+		log.Warn("tenant login refused", "user", safeUser(user), "reason", reason, "client", req.ClientInformation.Host)
+		resp.Error = "not authorized"
+	} else {
+		resp.Jwt = ujwt
+		log.Info("tenant login", "user", user, "client", req.ClientInformation.Host)
+	}
+	token, err := resp.Encode(kp)
+	if err != nil {
+		log.Error("auth callout: encode response", "err", err)
+		return
+	}
+	if err := m.Respond([]byte(token)); err != nil {
+		log.Warn("auth callout: respond", "err", err)
+	}
+}
+
+// safeUser is a user name fit for a log line: a tenant's name, or a note
+// that it was not one (a mistyped password pasted as the user must not
+// reach the log).
+func safeUser(u string) string {
+	if CheckTenantName(u) == nil {
+		return u
+	}
+	return fmt.Sprintf("(not a tenant name, %d characters)", len(u))
+}
+
+// authorize checks the login and returns the tenant's user JWT, or a reason
+// for refusing it.
+func (a *AuthCallout) authorize(req *jwt.AuthorizationRequestClaims, kp nkeys.KeyPair) (string, string) {
+	user, secret := req.ConnectOptions.Username, req.ConnectOptions.Password
+	if CheckTenantName(user) != nil {
+		return "", "not a tenant user"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	t, rev, err := LookupTenant(ctx, a.kv, user)
+	if errors.Is(err, ErrTenantNotFound) {
+		return "", "no such tenant"
+	}
+	if err != nil {
+		return "", "tenant record unreadable: " + err.Error()
+	}
+	if !t.matches(secret) {
+		return "", "wrong secret"
+	}
+	if t.Claimable() {
+		if t, err = a.claim(ctx, t, rev, req.ClientInformation.Name); err != nil {
+			return "", err.Error()
+		}
+	}
+	g, err := a.cfg.Subjects.TenantGrants(t)
+	if err != nil {
+		return "", err.Error()
+	}
+	uc := jwt.NewUserClaims(req.UserNkey)
+	uc.Name = t.Name // the server shows it as the connection's user
+	uc.Audience = a.cfg.Account
+	uc.IssuedAt = a.cfg.Now().Unix()
+	uc.Pub.Allow.Add(g.Publish...)
+	uc.Sub.Allow.Add(g.Subscribe...)
+	uc.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: time.Minute}
+	token, err := uc.Encode(kp)
+	if err != nil {
+		return "", "encode: " + err.Error()
+	}
+	return token, ""
+}
+
+// claim binds a claimable credential to the instance of the package that
+// logs in with it (its connection name, PackageConnName), by CAS, so two
+// first logins at once cannot bind it twice.
+func (a *AuthCallout) claim(ctx context.Context, t Tenant, rev uint64, connName string) (Tenant, error) {
+	sc, err := ParsePackageConnName(connName)
+	if err != nil {
+		return Tenant{}, errors.New("unclaimed credential: the first login must come from a LangBot package")
+	}
+	now := a.cfg.Now().UTC()
+	t.Instance, t.ClaimedAt = sc.Instance(), &now
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return Tenant{}, err
+	}
+	if _, err := a.kv.Update(ctx, t.Name, raw, rev); err != nil {
+		return Tenant{}, fmt.Errorf("claim: %w", err)
+	}
+	a.cfg.Logger.Info("tenant credential claimed", "user", t.Name, "instance", t.Instance)
+	return t, nil
+}
