@@ -39,10 +39,11 @@ type AuthCallout struct {
 	cfg AuthCalloutConfig
 	kv  jetstream.KeyValue
 
-	mu   sync.Mutex
-	sub  *nats.Subscription
-	work sync.WaitGroup
-	sem  chan struct{}
+	mu     sync.Mutex
+	sub    *nats.Subscription
+	work   sync.WaitGroup
+	sem    chan struct{}
+	legacy Part
 }
 
 // AuthCalloutConfig configures an AuthCallout.
@@ -57,6 +58,10 @@ type AuthCalloutConfig struct {
 	Logger  *slog.Logger
 	// Now is the clock (claims' issue time); nil: time.Now.
 	Now func() time.Time
+	// LegacyCheck is how often the responder looks for connections of
+	// LegacyPackageUser and warns about them (at start, then at this
+	// period); 0: every hour.
+	LegacyCheck time.Duration
 }
 
 // AuthCalloutQueue is the queue group of the responders.
@@ -85,6 +90,9 @@ func NewAuthCallout(cfg AuthCalloutConfig) (*AuthCallout, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.LegacyCheck <= 0 {
+		cfg.LegacyCheck = time.Hour
 	}
 	return &AuthCallout{cfg: cfg, sem: make(chan struct{}, authWorkers)}, nil
 }
@@ -135,7 +143,35 @@ func (a *AuthCallout) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bus: auth callout: %w", err)
 	}
-	return a.cfg.Conn.FlushWithContext(ctx)
+	fctx, cancel := withDefault(ctx)
+	defer cancel()
+	if err := a.cfg.Conn.FlushWithContext(fctx); err != nil {
+		return err
+	}
+	a.legacy = Loop(a.warnLegacy)
+	return a.legacy.Start(context.WithoutCancel(ctx))
+}
+
+// warnLegacy logs, at start and then every LegacyCheck, how many
+// connections use the shared legacy user, naming the risk.
+func (a *AuthCallout) warnLegacy(ctx context.Context) {
+	for {
+		n, err := CountUserConns(ctx, a.cfg.Conn, LegacyPackageUser)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			a.cfg.Logger.Debug("legacy user check failed", "err", err)
+		case n > 0:
+			a.cfg.Logger.Warn("LangBot packages log in as the shared legacy user: whoever holds its password can act as the host of every installation of every tenant; issue tenant credentials (lbctl tenant issue), put them in the plugin forms, then remove the user from accounts.conf (docs/operations.md, Tenant credentials)",
+				"user", LegacyPackageUser, "connections", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(a.cfg.LegacyCheck):
+		}
+	}
 }
 
 // Stop unsubscribes and waits for the logins in hand, giving up when ctx
@@ -146,7 +182,14 @@ func (a *AuthCallout) Stop(ctx context.Context) error {
 		_ = a.sub.Unsubscribe()
 		a.sub = nil
 	}
+	legacy := a.legacy
+	a.legacy = nil
 	a.mu.Unlock()
+	if legacy != nil {
+		if err := legacy.Stop(ctx); err != nil {
+			return err
+		}
+	}
 	done := make(chan struct{})
 	go func() { a.work.Wait(); close(done) }()
 	select {

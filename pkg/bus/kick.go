@@ -24,24 +24,30 @@ const kickGather = time.Second
 // ErrKick reports a connection list or kick the servers refused.
 var ErrKick = errors.New("bus: kick")
 
-// KickUser closes every open connection of user on every server, through
-// the system account: sys must be a connection of a system account user.
-// It returns how many connections it closed. A kicked client reconnects,
-// and its login goes through the auth callout again: once the tenant's
-// record is removed (RemoveTenant) it is refused.
-func KickUser(ctx context.Context, sys *nats.Conn, user string) (int, error) {
+// connTarget is one open connection: the server that holds it and its id
+// there.
+type connTarget struct {
+	server string
+	cid    uint64
+}
+
+// openConns lists the open connections of user, asking every server
+// (sysConnzPing). On a system account connection it sees every account; on
+// an account's own connection the server maps the request to that
+// account's connections only.
+func openConns(ctx context.Context, nc *nats.Conn, user string) ([]connTarget, error) {
 	req, err := json.Marshal(map[string]any{"user": user, "state": 0, "limit": 1 << 16})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	inbox := sys.NewRespInbox()
-	sub, err := sys.SubscribeSync(inbox)
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrKick, err)
+		return nil, fmt.Errorf("%w: %w", ErrKick, err)
 	}
 	defer sub.Unsubscribe()
-	if err := sys.PublishRequest(sysConnzPing, inbox, req); err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrKick, err)
+	if err := nc.PublishRequest(sysConnzPing, inbox, req); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrKick, err)
 	}
 	type connz struct {
 		Server struct {
@@ -56,45 +62,52 @@ func KickUser(ctx context.Context, sys *nats.Conn, user string) (int, error) {
 			Description string `json:"description"`
 		} `json:"error"`
 	}
-	var targets []struct {
-		server string
-		cid    uint64
-	}
+	var out []connTarget
 	answered := 0
 	for {
 		wait := kickGather
 		if answered == 0 {
-			wait = 5 * time.Second // at least one server answers, or sys is not a system user
+			wait = 5 * time.Second // at least one server answers, or the user may not ask
 		}
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		m, err := sub.NextMsgWithContext(wctx)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
-				return 0, ctx.Err()
+				return nil, ctx.Err()
 			}
 			break
 		}
 		answered++
 		var r connz
 		if err := json.Unmarshal(m.Data, &r); err != nil {
-			return 0, fmt.Errorf("%w: connz answer: %w", ErrKick, err)
+			return nil, fmt.Errorf("%w: connz answer: %w", ErrKick, err)
 		}
 		if r.Error != nil {
-			return 0, fmt.Errorf("%w: connz: %s", ErrKick, r.Error.Description)
+			return nil, fmt.Errorf("%w: connz: %s", ErrKick, r.Error.Description)
 		}
 		if r.Data == nil {
 			continue
 		}
 		for _, c := range r.Data.Conns {
-			targets = append(targets, struct {
-				server string
-				cid    uint64
-			}{r.Server.ID, c.CID})
+			out = append(out, connTarget{r.Server.ID, c.CID})
 		}
 	}
 	if answered == 0 {
-		return 0, fmt.Errorf("%w: no server answered the connection list (is this a system account user?)", ErrKick)
+		return nil, fmt.Errorf("%w: no server answered the connection list", ErrKick)
+	}
+	return out, nil
+}
+
+// KickUser closes every open connection of user on every server, through
+// the system account: sys must be a connection of a system account user.
+// It returns how many connections it closed. A kicked client reconnects,
+// and its login goes through the auth callout again: once the tenant's
+// record is removed (RemoveTenant) it is refused.
+func KickUser(ctx context.Context, sys *nats.Conn, user string) (int, error) {
+	targets, err := openConns(ctx, sys, user)
+	if err != nil {
+		return 0, err
 	}
 	kicked := 0
 	for _, t := range targets {
@@ -103,7 +116,7 @@ func KickUser(ctx context.Context, sys *nats.Conn, user string) (int, error) {
 		m, err := sys.RequestWithContext(rctx, fmt.Sprintf(sysKick, t.server), body)
 		cancel()
 		if err != nil {
-			return kicked, fmt.Errorf("%w: connection %d on %s: %w", ErrKick, t.cid, t.server, err)
+			return kicked, fmt.Errorf("%w: connection %d on %s (is this a system account user?): %w", ErrKick, t.cid, t.server, err)
 		}
 		var r struct {
 			Error *struct {
@@ -117,4 +130,15 @@ func KickUser(ctx context.Context, sys *nats.Conn, user string) (int, error) {
 		kicked++
 	}
 	return kicked, nil
+}
+
+// LegacyPackageUser is the NATS user every LangBot package shared before
+// tenant credentials (accounts.conf keeps it until the operator switches).
+const LegacyPackageUser = "langbot_pkg"
+
+// CountUserConns returns how many connections of user are open in the
+// caller's own account, on every server.
+func CountUserConns(ctx context.Context, nc *nats.Conn, user string) (int, error) {
+	ts, err := openConns(ctx, nc, user)
+	return len(ts), err
 }

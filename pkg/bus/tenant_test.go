@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -415,5 +416,35 @@ func TestTenantGrants(t *testing.T) {
 		if _, err := (bus.Subjects{}).TenantGrants(bad); !errors.Is(err, bus.ErrTenant) {
 			t.Errorf("%s: got %v, want %v", name, err, bus.ErrTenant)
 		}
+	}
+}
+
+// TestLegacyUserWarning: while packages log in as the shared legacy user,
+// the responder warns, naming the risk, and never logs a secret.
+func TestLegacyUserWarning(t *testing.T) {
+	srv := bustest.NewAccountsServer(t, shippedAccounts)
+	var logs bustest.LogBuffer
+	ac, err := bus.NewAuthCallout(bus.AuthCalloutConfig{Conn: srv.ConnAs(t, "schenotify"), IssuerSeed: srv.IssuerSeed,
+		Account: "LANGBOT", Logger: slog.New(slog.NewJSONHandler(&logs, nil)), LegacyCheck: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := ac.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	if strings.Contains(logs.String(), "legacy user") {
+		t.Fatalf("a warning before any legacy connection: %s", logs.String())
+	}
+	srv.ConnAs(t, bus.LegacyPackageUser)
+	bustest.Eventually(t, "the legacy warning", func() bool {
+		return strings.Contains(logs.String(), `"connections":1`) && strings.Contains(logs.String(), "act as the host of every installation")
+	})
+	if strings.Contains(logs.String(), srv.Passwords[bus.LegacyPackageUser]) {
+		t.Fatal("a password in the log")
 	}
 }
