@@ -41,6 +41,10 @@ var (
 // be named like a user of the deployment's accounts (host, admin, ...).
 const TenantNamePrefix = "t-"
 
+// FirstTenant is the tenant the single-host set-ups (the one binary, the
+// Compose deployment's lbctl setup) issue, claimable, into a new bucket.
+const FirstTenant = "t-first"
+
 var tenantNameRE = regexp.MustCompile(`^t-[A-Za-z0-9_-]{1,48}$`)
 
 // CheckTenantName reports whether name can be a tenant's NATS user: "t-"

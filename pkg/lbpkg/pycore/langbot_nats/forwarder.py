@@ -118,7 +118,7 @@ class Forwarder:
             raise ConfigError("subject_prefix is not a valid subject token")
         self.prefix = prefix
         self.runtime = runtime
-        self._opts = _connect_options(gen, self.config, f"langbot-{gen.name}-{self.binding['installation_uuid']}")
+        self._opts = _connect_options(gen, self.config, gen.protocol["connect_name"].format(plugin=gen.name, scope=self.scope))
         self._nc: typing.Any = None
         self._connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
