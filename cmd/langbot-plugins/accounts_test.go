@@ -21,7 +21,7 @@ func TestAccountsMatchDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"host": "HOST_PASSWORD", "githubkit": "GITHUBKIT_PASSWORD", "takeover": "TAKEOVER_PASSWORD",
-		"schenotify": "SCHENOTIFY_PASSWORD", "langbot_pkg": "LANGBOT_PKG_PASSWORD", "admin": "ADMIN_PASSWORD"}
+		"schenotify": "SCHENOTIFY_PASSWORD", "langbot_pkg": "LANGBOT_PKG_PASSWORD", "admin": "ADMIN_PASSWORD", "sys": "SYS_PASSWORD"}
 	got := map[string]string{}
 	for _, u := range users {
 		got[u.Name] = u.Var
