@@ -145,7 +145,7 @@ func serve(t *testing.T, nc *nats.Conn, sc binding.Scope) {
 	}
 	inv := bus.NewInvoker(nc, bus.Subjects{}, nil)
 	req := &bus.Request{Binding: b, Config: []byte(`{}`), Command: &bus.Command{Name: "sche", FullText: "!sche", Prefix: "!",
-		Session: bus.Session{LauncherType: bus.LauncherPerson, LauncherID: "u1", SenderID: "u1", BotUUID: "bot-1"},
+		Session:   bus.Session{LauncherType: bus.LauncherPerson, LauncherID: "u1", SenderID: "u1", BotUUID: "bot-1"},
 		Privilege: 1, QueryUUID: bus.ID(bus.NewInvocationID())}}
 	bustest.EventuallyWithin(t, 30*time.Second, "schenotify serves "+sc.String(), func() bool {
 		raw, err := inv.Invoke(ctx, "schenotify", bus.EndpointCommand, bus.NewInvocationID(), req)
