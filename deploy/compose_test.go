@@ -21,6 +21,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 	"sigs.k8s.io/yaml"
 )
 
@@ -484,6 +485,24 @@ func TestComposeGenerator(t *testing.T) {
 		case name == "console_key":
 			if k, err := base64.StdEncoding.DecodeString(v); err != nil || len(k) < 32 {
 				t.Errorf("secret %s: not base64 of at least 32 bytes", name)
+			}
+		case name == "auth_issuer":
+			if !nkeys.IsValidPublicAccountKey(v) {
+				t.Errorf("secret %s: not a public account nkey", name)
+			}
+		case name == "auth_issuer_seed":
+			kp, err := nkeys.FromSeed([]byte(v))
+			if err != nil {
+				t.Errorf("secret %s: not an nkey seed: %v", name, err)
+				break
+			}
+			pub, _ := kp.PublicKey()
+			if b, _ := os.ReadFile(filepath.Join(c.secrets, "auth_issuer")); pub != strings.TrimSpace(string(b)) {
+				t.Errorf("secret %s: its public key is not auth_issuer", name)
+			}
+		case name == "tenant_first_secret":
+			if !regexp.MustCompile(`^s[0-9a-f]{64}$`).MatchString(v) {
+				t.Errorf("secret %s: not s and 64 hex digits", name)
 			}
 		default:
 			t.Errorf("secret %s: the test does not know its format", name)
