@@ -22,6 +22,7 @@ func tenantCommands() []command {
 	return []command{
 		{Name: "tenant issue", Summary: "issue a tenant credential: --instance UUID [--workspace UUID] (as admin)", Run: runTenantIssue},
 		{Name: "tenant list", Summary: "list tenant credentials (as admin; secrets are stored hashed, never shown again)", Run: runTenantList},
+		{Name: "tenant keygen", Summary: "make the auth callout's issuer key pair: the services' seed and NATS's public key", Run: runTenantKeygen},
 		{Name: "tenant revoke", Summary: "revoke a tenant credential and close its connections: --name t-... (as admin; NATS_SYS_PASSWORD for sys)", Run: runTenantRevoke},
 	}
 }
@@ -168,5 +169,24 @@ func runTenantRevoke(ctx context.Context, args []string, io stdio) error {
 		return fmt.Errorf("the record is removed, but closing its connections failed after %d: %w", n, err)
 	}
 	fmt.Fprintf(io.out, "closed %d open connection(s); their reconnects are refused\n", n)
+	return nil
+}
+
+func runTenantKeygen(ctx context.Context, args []string, io stdio) error {
+	fs := flag.NewFlagSet("tenant keygen", flag.ContinueOnError)
+	fs.SetOutput(io.err)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	seed, err := bus.NewIssuerSeed()
+	if err != nil {
+		return err
+	}
+	pub, err := bus.IssuerPublicKey(seed)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(io.out, "seed        %s\npublic-key  %s\n", seed, pub)
+	fmt.Fprintln(io.out, "The seed goes to every service (LANGBOT_AUTH_ISSUER_SEED; keep it secret), the public key to NATS (AUTH_ISSUER).")
 	return nil
 }
