@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, io stdio) int {
 		return 0
 	}
 	// NATS_PASSWORD_FILE and the like, as the service binaries read them.
-	getenv, err := svcmain.WithSecretFiles(io.getenv, svcmain.SecretEnvs()...)
+	getenv, err := svcmain.WithSecretFiles(io.getenv, append(svcmain.SecretEnvs(), "NATS_SYS_PASSWORD")...)
 	if err != nil {
 		fmt.Fprintf(io.err, "lbctl: %v\n", err)
 		return 1
