@@ -257,6 +257,8 @@ func (d *devStack) waitReady(ctx context.Context, svcs []svcmain.Service) error 
 func (d *devStack) banner(natsURL, httpAddr, dataDir string) {
 	w := d.io.out
 	fmt.Fprintf(w, "LangBot plugin dev stack\n  NATS     %s (JetStream in %s)\n  HTTP     http://%s (/healthz /readyz /metrics)\n", natsURL, dataDir, httpAddr)
+	// a dev server has no accounts: the deployments issue tenant credentials
+	fmt.Fprintf(w, "  LangBot  plugin forms: nats_url %s, nats_user and nats_password empty (no accounts in dev; deployments use tenant credentials, docs/operations.md)\n", natsURL)
 	if len(d.services) == 0 {
 		fmt.Fprintln(w, "  services none registered yet")
 	}

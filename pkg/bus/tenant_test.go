@@ -448,3 +448,50 @@ func TestLegacyUserWarning(t *testing.T) {
 		t.Fatal("a password in the log")
 	}
 }
+
+func ExampleSubjects_TenantGrants() {
+	g, _ := bus.Subjects{}.TenantGrants(bus.Tenant{Name: "t-acme", Instance: "inst-1", SecretSHA256: strings.Repeat("0", 64)})
+	for _, s := range g.Publish {
+		fmt.Println("publish  ", s)
+	}
+	for _, s := range g.Subscribe {
+		fmt.Println("subscribe", s)
+	}
+	// Output:
+	// publish   langbot.plugin.*.command.inst-1.*.*
+	// publish   langbot.plugin.*.event.inst-1.*.*
+	// publish   langbot.plugin.*.tool.inst-1.*.*
+	// publish   langbot.plugin.*.page.inst-1.*.*
+	// publish   langbot.lifecycle.*.attach.inst-1.*.*
+	// subscribe langbot.host.*.inst-1.*.*
+	// subscribe _INBOX_t-acme.>
+}
+
+// FuzzPackageConnName: a name parses only into a valid scope, the one
+// written after its last "@" (an independent split), and a scope survives
+// the round trip.
+func FuzzPackageConnName(f *testing.F) {
+	f.Add("langbot-schenotify@inst-1.default.ins-9")
+	f.Add("langbot-x@a.b")
+	f.Add("langbot-a@b@c.d.e")
+	f.Add("langbot-a@c.d.e.f")
+	f.Add("nats-py@a.b.c")
+	f.Add("langbot-a@*.>.c")
+	f.Fuzz(func(t *testing.T, name string) {
+		sc, err := bus.ParsePackageConnName(name)
+		if err != nil {
+			return
+		}
+		at := strings.LastIndex(name, "@")
+		if !strings.HasPrefix(name, "langbot-") || at < 0 || name[at+1:] != sc.String() {
+			t.Fatalf("%q parsed to %s", name, sc)
+		}
+		if _, err := binding.ParseScope(sc.String()); err != nil {
+			t.Fatalf("%q parsed to an invalid scope: %v", name, err)
+		}
+		back, err := bus.ParsePackageConnName(bus.PackageConnName("githubkit", sc))
+		if err != nil || back != sc {
+			t.Fatalf("round trip of %s: %s %v", sc, back, err)
+		}
+	})
+}
