@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // AuthCallout is the NATS server's auth callout service for tenant
@@ -44,7 +45,19 @@ type AuthCallout struct {
 	work   sync.WaitGroup
 	sem    chan struct{}
 	legacy Part
+	logins *prometheus.CounterVec
+
+	// refusedAt rate-limits the refusal log line per user: a revoked
+	// package retries its login every second.
+	refusedMu sync.Mutex
+	refusedAt map[string]time.Time
 }
+
+// refusedLogEvery is how often a refusal of the same user is logged.
+const refusedLogEvery = time.Minute
+
+// maxRefusedUsers bounds refusedAt; past it the map starts over.
+const maxRefusedUsers = 4096
 
 // AuthCalloutConfig configures an AuthCallout.
 type AuthCalloutConfig struct {
@@ -62,6 +75,8 @@ type AuthCalloutConfig struct {
 	// LegacyPackageUser and warns about them (at start, then at this
 	// period); 0: every hour.
 	LegacyCheck time.Duration
+	// Registerer receives langbot_tenant_logins_total; nil: not exported.
+	Registerer prometheus.Registerer
 }
 
 // AuthCalloutQueue is the queue group of the responders.
@@ -94,7 +109,16 @@ func NewAuthCallout(cfg AuthCalloutConfig) (*AuthCallout, error) {
 	if cfg.LegacyCheck <= 0 {
 		cfg.LegacyCheck = time.Hour
 	}
-	return &AuthCallout{cfg: cfg, sem: make(chan struct{}, authWorkers)}, nil
+	a := &AuthCallout{cfg: cfg, sem: make(chan struct{}, authWorkers), refusedAt: map[string]time.Time{},
+		logins: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "langbot_tenant_logins_total", Help: "Tenant logins answered by this process's auth callout responder, by outcome (accepted, claimed, refused).",
+		}, []string{"outcome"})}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(a.logins); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 // IssuerPublicKey returns the public account key ("A...") of an issuer
@@ -236,16 +260,24 @@ func (a *AuthCallout) answer(m *nats.Msg) {
 	}
 	defer kp.Wipe()
 	user := req.ConnectOptions.Username
-	ujwt, reason := a.authorize(req, kp)
+	ujwt, claimed, reason := a.authorize(req, kp)
 	resp := jwt.NewAuthorizationResponseClaims(req.UserNkey)
 	resp.Audience = req.Server.ID
 	resp.IssuedAt = a.cfg.Now().Unix()
-	if reason != "" {
+	switch {
+	case reason != "":
 		// the client sees "Authorization Violation"; the reason is for the
 		// operator (the server logs it too). Never the secret.
-		log.Warn("tenant login refused", "user", safeUser(user), "reason", reason, "client", req.ClientInformation.Host)
+		a.logins.WithLabelValues("refused").Inc()
+		if a.logRefusal(user, reason) {
+			log.Warn("tenant login refused", "user", safeUser(user), "reason", reason, "client", req.ClientInformation.Host)
+		}
 		resp.Error = "not authorized"
-	} else {
+	case claimed:
+		a.logins.WithLabelValues("claimed").Inc()
+		resp.Jwt = ujwt
+	default:
+		a.logins.WithLabelValues("accepted").Inc()
 		resp.Jwt = ujwt
 		log.Info("tenant login", "user", user, "client", req.ClientInformation.Host)
 	}
@@ -259,6 +291,23 @@ func (a *AuthCallout) answer(m *nats.Msg) {
 	}
 }
 
+// logRefusal reports whether a refusal of user for reason is logged now:
+// once per refusedLogEvery for each user and reason.
+func (a *AuthCallout) logRefusal(user, reason string) bool {
+	key := safeUser(user) + "\x00" + reason
+	now := a.cfg.Now()
+	a.refusedMu.Lock()
+	defer a.refusedMu.Unlock()
+	if last, ok := a.refusedAt[key]; ok && now.Sub(last) < refusedLogEvery {
+		return false
+	}
+	if len(a.refusedAt) >= maxRefusedUsers {
+		clear(a.refusedAt)
+	}
+	a.refusedAt[key] = now
+	return true
+}
+
 // safeUser is a user name fit for a log line: a tenant's name, or a note
 // that it was not one (a mistyped password pasted as the user must not
 // reach the log).
@@ -269,33 +318,34 @@ func safeUser(u string) string {
 	return fmt.Sprintf("(not a tenant name, %d characters)", len(u))
 }
 
-// authorize checks the login and returns the tenant's user JWT, or a reason
-// for refusing it.
-func (a *AuthCallout) authorize(req *jwt.AuthorizationRequestClaims, kp nkeys.KeyPair) (string, string) {
+// authorize checks the login and returns the tenant's user JWT and whether
+// this login claimed the credential, or a reason for refusing it.
+func (a *AuthCallout) authorize(req *jwt.AuthorizationRequestClaims, kp nkeys.KeyPair) (string, bool, string) {
 	user, secret := req.ConnectOptions.Username, req.ConnectOptions.Password
 	if CheckTenantName(user) != nil {
-		return "", "not a tenant user"
+		return "", false, "not a tenant user"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	t, rev, err := LookupTenant(ctx, a.kv, user)
 	if errors.Is(err, ErrTenantNotFound) {
-		return "", "no such tenant"
+		return "", false, "no such tenant"
 	}
 	if err != nil {
-		return "", "tenant record unreadable: " + err.Error()
+		return "", false, "tenant record unreadable: " + err.Error()
 	}
 	if !t.matches(secret) {
-		return "", "wrong secret"
+		return "", false, "wrong secret"
 	}
-	if t.Claimable() {
+	claimed := t.Claimable()
+	if claimed {
 		if t, err = a.claim(ctx, t, rev, req.ClientInformation.Name); err != nil {
-			return "", err.Error()
+			return "", false, err.Error()
 		}
 	}
 	g, err := a.cfg.Subjects.TenantGrants(t)
 	if err != nil {
-		return "", err.Error()
+		return "", false, err.Error()
 	}
 	uc := jwt.NewUserClaims(req.UserNkey)
 	uc.Name = t.Name // the server shows it as the connection's user
@@ -306,9 +356,9 @@ func (a *AuthCallout) authorize(req *jwt.AuthorizationRequestClaims, kp nkeys.Ke
 	uc.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: time.Minute}
 	token, err := uc.Encode(kp)
 	if err != nil {
-		return "", "encode: " + err.Error()
+		return "", false, "encode: " + err.Error()
 	}
-	return token, ""
+	return token, claimed, ""
 }
 
 // claim binds a claimable credential to the instance of the package that

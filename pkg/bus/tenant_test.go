@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
@@ -497,4 +498,62 @@ func FuzzPackageConnName(f *testing.F) {
 			t.Fatalf("round trip of %s: %s %v", sc, back, err)
 		}
 	})
+}
+
+// TestAuthCalloutRefusals: a package that retries a refused login every
+// second is logged once a minute per user and reason, counted every time,
+// and its secret never reaches the log.
+func TestAuthCalloutRefusals(t *testing.T) {
+	srv := bustest.NewAccountsServer(t, shippedAccounts)
+	var logs bustest.LogBuffer
+	reg := prometheus.NewRegistry()
+	ac, err := bus.NewAuthCallout(bus.AuthCalloutConfig{Conn: srv.ConnAs(t, "githubkit"), IssuerSeed: srv.IssuerSeed,
+		Account: "LANGBOT", Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ac.Stop(context.Background()) }()
+	ten, secret, err := bus.IssueTenant(t.Context(), srv.TenantBucket(t), bus.IssueRequest{Instance: "inst-1"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wrong = "sWrongSecretThatMustNotBeLogged0"
+	for range 3 {
+		if r, err := tenantConn(srv.URL(), ten.Name, wrong, "x", nats.NoReconnect()); !errors.Is(err, nats.ErrAuthorization) {
+			if err == nil {
+				r.nc.Close()
+			}
+			t.Fatalf("wrong secret: %v", err)
+		}
+	}
+	r, err := tenantConn(srv.URL(), ten.Name, secret, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.nc.Close()
+	if n := strings.Count(logs.String(), "tenant login refused"); n != 1 {
+		t.Errorf("%d refusal lines for three refusals of one user, want 1:\n%s", n, logs.String())
+	}
+	if strings.Contains(logs.String(), wrong) || strings.Contains(logs.String(), secret) {
+		t.Error("a secret in the log")
+	}
+	want := map[string]float64{"refused": 3, "accepted": 1}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() == "langbot_tenant_logins_total" {
+			for _, m := range mf.GetMetric() {
+				got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("langbot_tenant_logins_total %v, want %v", got, want)
+	}
 }

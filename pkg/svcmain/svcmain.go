@@ -435,7 +435,7 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 		}
 	}
 	if len(ncs) > 0 {
-		stopAuth, err := startAuthCallout(ctx, o, ncs[0], subjects, log)
+		stopAuth, err := startAuthCallout(ctx, o, ncs[0], subjects, log, reg)
 		if err != nil {
 			return err
 		}
@@ -526,13 +526,13 @@ func drainAll(ncs []*nats.Conn) {
 // startAuthCallout starts the tenant login responder on nc when the issuer
 // seed is set, and returns what stops it (after the services, before the
 // connections drain: deferred after drainAll, it runs first).
-func startAuthCallout(ctx context.Context, o Options, nc *nats.Conn, subjects bus.Subjects, log *slog.Logger) (func(), error) {
+func startAuthCallout(ctx context.Context, o Options, nc *nats.Conn, subjects bus.Subjects, log *slog.Logger, reg prometheus.Registerer) (func(), error) {
 	if o.AuthIssuerSeed == "" {
 		log.Warn("no " + AuthIssuerSeedEnv + ": this process answers no tenant logins (docs/operations.md, Tenant credentials)")
 		return func() {}, nil
 	}
 	ac, err := bus.NewAuthCallout(bus.AuthCalloutConfig{Conn: nc, Subjects: subjects, IssuerSeed: o.AuthIssuerSeed,
-		Account: AuthAccount, Logger: log.With("part", "auth-callout")})
+		Account: AuthAccount, Logger: log.With("part", "auth-callout"), Registerer: reg})
 	if err != nil {
 		return nil, err
 	}
