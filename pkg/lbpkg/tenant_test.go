@@ -137,4 +137,36 @@ func TestForwarderTenantCredential(t *testing.T) {
 		t.Fatalf("host action: empty answer")
 	}
 	_ = stdin.Close()
+
+	// Without a valid credential the package's log says which one to
+	// issue, and never the password it was given.
+	refused := exec.CommandContext(ctx, python, append([]string{"-B", "-c", refusedScript, dir}, path...)...)
+	refused.Dir = dir
+	refused.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	refused.Stdin = strings.NewReader(strings.Replace(form, secret, "sNotTheSecret0123456789abcdef", 1))
+	out, err := refused.CombinedOutput()
+	if err != nil {
+		t.Fatalf("refused login run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "lbctl tenant issue --instance inst-py") || strings.Contains(string(out), "sNotTheSecret") {
+		t.Fatalf("the package's log on a refused login:\n%s", out)
+	}
 }
+
+// refusedScript starts a forwarder with the form on stdin for a few
+// seconds, its log on stderr.
+const refusedScript = `
+import asyncio, json, sys
+sys.path[:0] = sys.argv[1:]
+from langbot_nats import protocol as p
+from langbot_nats.forwarder import Forwarder
+
+async def main():
+    cfg = json.loads(sys.stdin.readline())
+    fw = Forwarder(p.load(), cfg.pop("binding"), cfg, None)
+    fw.start()
+    await asyncio.sleep(3)
+    await fw.close()
+
+asyncio.run(main())
+`

@@ -188,6 +188,11 @@ class Forwarder:
 
     async def _on_error(self, exc: Exception) -> None:
         log.warning("nats error for %s: %s", self.scope, type(exc).__name__)
+        if "authorization" in str(exc).lower():
+            # what the operator needs to issue the right credential
+            i = self.binding["instance_uuid"]
+            log.warning("NATS refused the login: this plugin's form needs a tenant credential for instance %s"
+                        " (lbctl tenant issue --instance %s)", i, i)
 
     async def _attach_loop(self) -> None:
         js = self._nc.jetstream()
