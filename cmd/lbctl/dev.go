@@ -22,6 +22,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/natsembed"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 	"github.com/langbot-nats/plugins/pkg/telemetry"
@@ -183,7 +184,7 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 			}
 		}()
 	}
-	hs, err := telemetry.Listen(*httpAddr, mux)
+	hs, err := httpserve.Listen(*httpAddr, mux, httpserve.Limits{})
 	if err != nil {
 		return fmt.Errorf("--http: %w", err)
 	}

@@ -46,6 +46,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/telemetry"
 )
 
@@ -441,14 +442,14 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 		}
 		defer stopAuth()
 	}
-	hs, err := telemetry.Listen(o.HTTPAddr, mux)
+	hs, err := httpserve.Listen(o.HTTPAddr, mux, httpserve.Limits{})
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
 	attrs := []any{"http", hs.Addr()}
-	var ms *telemetry.Server
+	var ms *httpserve.Server
 	if metricsMux != nil {
-		if ms, err = telemetry.Listen(o.MetricsAddr, metricsMux); err != nil {
+		if ms, err = httpserve.Listen(o.MetricsAddr, metricsMux, httpserve.Limits{}); err != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 			defer cancel()
 			return errors.Join(fmt.Errorf("metrics http: %w", err), hs.Shutdown(sctx))
