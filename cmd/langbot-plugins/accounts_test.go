@@ -7,14 +7,14 @@ import (
 )
 
 // TestAccountsMatchDeployment keeps the embedded copy of the accounts equal
-// to the deployment's (go generate ./cmd/langbot-plugins refreshes it).
+// to the deployment's (go generate ./pkg/natsembed refreshes it).
 func TestAccountsMatchDeployment(t *testing.T) {
 	shipped, err := os.ReadFile(filepath.Join("..", "..", "deploy", "k8s", "base", "nats", "accounts.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(shipped) != accountsConf {
-		t.Fatal("cmd/langbot-plugins/accounts.conf differs from deploy/k8s/base/nats/accounts.conf: run go generate ./cmd/langbot-plugins")
+		t.Fatal("pkg/natsembed/accounts.conf differs from deploy/k8s/base/nats/accounts.conf: run go generate ./pkg/natsembed")
 	}
 	users, err := accountUsers()
 	if err != nil {

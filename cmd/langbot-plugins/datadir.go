@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/rand"
-	_ "embed"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -14,16 +13,12 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/natsembed"
 )
 
 // accountsConf is deploy/k8s/base/nats/accounts.conf, the deployment's
-// NATS accounts (a copy, since embed cannot reach another module's
-// directory; TestAccountsMatchDeployment keeps it equal, and
-// go generate refreshes it).
-//
-//go:generate cp ../../deploy/k8s/base/nats/accounts.conf accounts.conf
-//go:embed accounts.conf
-var accountsConf string
+// NATS accounts (natsembed keeps the copy lbctl dev uses too).
+var accountsConf = natsembed.Accounts
 
 // Files of the data directory.
 const (
@@ -109,21 +104,14 @@ func withoutLegacyUser(conf string) (string, error) {
 
 // accountUser is one user of accountsConf and the variable its password
 // is read from.
-type accountUser struct {
-	Name, Var string
-}
-
-var userLine = regexp.MustCompile(`(?m)^\s*user:\s*([A-Za-z0-9_-]+)\s*\n\s*password:\s*\$([A-Z0-9_]+)\s*$`)
+type accountUser = natsembed.AccountUser
 
 // accountUsers lists the users of the embedded accounts, in file order.
 func accountUsers() ([]accountUser, error) { return usersOf(accountsConf) }
 
 // usersOf lists the users of an accounts file, in file order.
 func usersOf(conf string) ([]accountUser, error) {
-	var out []accountUser
-	for _, m := range userLine.FindAllStringSubmatch(conf, -1) {
-		out = append(out, accountUser{Name: m[1], Var: m[2]})
-	}
+	out := natsembed.AccountUsers(conf)
 	if len(out) == 0 {
 		return nil, errors.New("the embedded accounts name no user")
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/natsembed"
 )
 
 // Accounts is a server started from a deployment's accounts file, with
@@ -28,8 +28,6 @@ type Accounts struct {
 	// the server names its public key.
 	IssuerSeed string
 }
-
-var accountUserRE = regexp.MustCompile(`(?m)^\s*user:\s*([A-Za-z0-9_-]+)\s*\n\s*password:\s*\$([A-Z0-9_]+)\s*$`)
 
 // NewAccountsServer starts a server from the accounts file at path (the
 // shipped deploy/k8s/base/nats/accounts.conf), as the deployment does: each
@@ -52,13 +50,13 @@ func NewAccountsServer(t testing.TB, path string) *Accounts {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "AUTH_ISSUER: %q\n", pub)
-	for _, m := range accountUserRE.FindAllStringSubmatch(string(text), -1) {
+	for _, u := range natsembed.AccountUsers(string(text)) {
 		raw := make([]byte, 16)
 		if _, err := rand.Read(raw); err != nil {
 			t.Fatal(err)
 		}
-		a.Passwords[m[1]] = "pw" + hex.EncodeToString(raw)
-		fmt.Fprintf(&b, "%s: %q\n", m[2], a.Passwords[m[1]])
+		a.Passwords[u.Name] = "pw" + hex.EncodeToString(raw)
+		fmt.Fprintf(&b, "%s: %q\n", u.Var, a.Passwords[u.Name])
 	}
 	if len(a.Passwords) == 0 {
 		t.Fatalf("bustest: %s names no user", path)
