@@ -235,7 +235,14 @@ func (a *AuthCallout) handle(m *nats.Msg) {
 		a.cfg.Logger.Warn("auth callout busy: login dropped")
 		return
 	}
+	a.mu.Lock()
+	if a.sub == nil { // stopping: Stop may be waiting for the work
+		a.mu.Unlock()
+		<-a.sem
+		return
+	}
 	a.work.Add(1)
+	a.mu.Unlock()
 	go func() {
 		defer a.work.Done()
 		defer func() { <-a.sem }()
