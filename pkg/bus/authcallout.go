@@ -38,7 +38,10 @@ import (
 // expiry would stop the LangBot package.
 type AuthCallout struct {
 	cfg AuthCalloutConfig
-	kv  jetstream.KeyValue
+	js  jetstream.JetStream
+
+	kvMu sync.Mutex
+	kv   jetstream.KeyValue // bound on first use: lbctl setup creates it
 
 	mu     sync.Mutex
 	sub    *nats.Subscription
@@ -147,20 +150,19 @@ func NewIssuerSeed() (string, error) {
 	return string(seed), err
 }
 
-// Start binds the tenant bucket and subscribes to AuthCalloutSubject. ctx
-// bounds the setup only.
+// Start subscribes to AuthCalloutSubject. ctx bounds the setup only. The
+// tenant bucket is bound when it is first needed: a service that starts
+// before lbctl setup created it runs, and refuses tenant logins until then.
 func (a *AuthCallout) Start(ctx context.Context) error {
-	js, err := jetstream.New(a.cfg.Conn)
-	if err != nil {
+	var err error
+	if a.js, err = jetstream.New(a.cfg.Conn); err != nil {
 		return err
 	}
-	err = retrySetup(ctx, func(ctx context.Context) error {
-		a.kv, err = js.KeyValue(ctx, TenantBucket)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("bus: auth callout: tenant bucket %s (created by lbctl setup): %w", TenantBucket, err)
+	bctx, cancel := withDefault(ctx)
+	if _, err := a.bucket(bctx); err != nil {
+		a.cfg.Logger.Warn("no tenant bucket yet: tenant logins are refused until lbctl setup creates it", "bucket", TenantBucket, "err", err)
 	}
+	cancel()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sub, err = a.cfg.Conn.QueueSubscribe(AuthCalloutSubject, AuthCalloutQueue, a.handle)
@@ -174,6 +176,21 @@ func (a *AuthCallout) Start(ctx context.Context) error {
 	}
 	a.legacy = Loop(a.warnLegacy)
 	return a.legacy.Start(context.WithoutCancel(ctx))
+}
+
+// bucket returns the tenant bucket, binding it on first use.
+func (a *AuthCallout) bucket(ctx context.Context) (jetstream.KeyValue, error) {
+	a.kvMu.Lock()
+	defer a.kvMu.Unlock()
+	if a.kv != nil {
+		return a.kv, nil
+	}
+	kv, err := a.js.KeyValue(ctx, TenantBucket)
+	if err != nil {
+		return nil, err
+	}
+	a.kv = kv
+	return kv, nil
 }
 
 // warnLegacy logs, at start and then every LegacyCheck, how many
@@ -334,7 +351,11 @@ func (a *AuthCallout) authorize(req *jwt.AuthorizationRequestClaims, kp nkeys.Ke
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	t, rev, err := LookupTenant(ctx, a.kv, user)
+	kv, err := a.bucket(ctx)
+	if err != nil {
+		return "", false, "no tenant bucket (lbctl setup creates it): " + err.Error()
+	}
+	t, rev, err := LookupTenant(ctx, kv, user)
 	if errors.Is(err, ErrTenantNotFound) {
 		return "", false, "no such tenant"
 	}
@@ -346,7 +367,7 @@ func (a *AuthCallout) authorize(req *jwt.AuthorizationRequestClaims, kp nkeys.Ke
 	}
 	claimed := t.Claimable()
 	if claimed {
-		if t, err = a.claim(ctx, t, rev, req.ClientInformation.Name); err != nil {
+		if t, err = a.claim(ctx, kv, t, rev, req.ClientInformation.Name); err != nil {
 			return "", false, err.Error()
 		}
 	}
@@ -371,7 +392,7 @@ func (a *AuthCallout) authorize(req *jwt.AuthorizationRequestClaims, kp nkeys.Ke
 // claim binds a claimable credential to the instance of the package that
 // logs in with it (its connection name, PackageConnName), by CAS, so two
 // first logins at once cannot bind it twice.
-func (a *AuthCallout) claim(ctx context.Context, t Tenant, rev uint64, connName string) (Tenant, error) {
+func (a *AuthCallout) claim(ctx context.Context, kv jetstream.KeyValue, t Tenant, rev uint64, connName string) (Tenant, error) {
 	sc, err := ParsePackageConnName(connName)
 	if err != nil {
 		return Tenant{}, errors.New("unclaimed credential: the first login must come from a LangBot package")
@@ -382,7 +403,7 @@ func (a *AuthCallout) claim(ctx context.Context, t Tenant, rev uint64, connName 
 	if err != nil {
 		return Tenant{}, err
 	}
-	if _, err := a.kv.Update(ctx, t.Name, raw, rev); err != nil {
+	if _, err := kv.Update(ctx, t.Name, raw, rev); err != nil {
 		return Tenant{}, fmt.Errorf("claim: %w", err)
 	}
 	a.cfg.Logger.Info("tenant credential claimed", "user", t.Name, "instance", t.Instance)

@@ -557,3 +557,40 @@ func TestAuthCalloutRefusals(t *testing.T) {
 		t.Errorf("langbot_tenant_logins_total %v, want %v", got, want)
 	}
 }
+
+// TestAuthCalloutBeforeSetup: a service that starts before lbctl setup
+// created the tenant bucket runs, refuses tenant logins, and serves them
+// once the bucket exists, without a restart.
+func TestAuthCalloutBeforeSetup(t *testing.T) {
+	srv := bustest.NewAccountsServer(t, shippedAccounts)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	admin, err := jetstream.New(srv.ConnAs(t, "admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.DeleteKeyValue(ctx, bus.TenantBucket); err != nil {
+		t.Fatal(err)
+	}
+	srv.StartAuthCallout(t, "schenotify")
+	if _, err := tenantConn(srv.URL(), "t-early", "s0123456789abcdef0123", "x", nats.NoReconnect()); !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("a login before setup: got %v, want %v", err, nats.ErrAuthorization)
+	}
+	host, err := jetstream.New(srv.ConnAs(t, "host"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := bus.EnsureTenantBucket(ctx, host, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, secret, err := bus.IssueTenant(ctx, kv, bus.IssueRequest{Instance: "inst-1"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tenantConn(srv.URL(), ten.Name, secret, "x")
+	if err != nil {
+		t.Fatalf("a login after setup: %v", err)
+	}
+	r.nc.Close()
+}
