@@ -594,3 +594,34 @@ func TestAuthCalloutBeforeSetup(t *testing.T) {
 	}
 	r.nc.Close()
 }
+
+// BenchmarkTenantLogin measures a tenant login through the auth callout
+// (KV read, JWT signed) next to its floor, a login of a user of
+// accounts.conf on the same server.
+func BenchmarkTenantLogin(b *testing.B) {
+	srv := bustest.NewAccountsServer(b, shippedAccounts)
+	ac, err := bus.NewAuthCallout(bus.AuthCalloutConfig{Conn: srv.ConnAs(b, "takeover"), IssuerSeed: srv.IssuerSeed,
+		Account: "LANGBOT", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := ac.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = ac.Stop(context.Background()) }()
+	ten, secret, err := bus.IssueTenant(context.Background(), srv.TenantBucket(b), bus.IssueRequest{Instance: "inst-1"}, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	login := func(b *testing.B, user, password string) {
+		for b.Loop() {
+			nc, err := nats.Connect(srv.URL(), nats.UserInfo(user, password))
+			if err != nil {
+				b.Fatal(err)
+			}
+			nc.Close()
+		}
+	}
+	b.Run("floor-config-user", func(b *testing.B) { login(b, "host", srv.Passwords["host"]) })
+	b.Run("tenant", func(b *testing.B) { login(b, ten.Name, secret) })
+}
