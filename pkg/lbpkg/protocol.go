@@ -70,10 +70,13 @@ type protocol struct {
 	ErrorWords    map[string]string `json:"error_words"`
 	Inbox         map[string]string `json:"inbox_prefix"`
 	ScopeToken    string            `json:"scope_token_pattern"`
-	AttachMsgID   string            `json:"attach_msg_id"`
-	ConfigKeys    []string          `json:"package_config_keys"`
-	Timeouts      map[string]int    `json:"timeouts_ms"`
-	IdemKeys      int               `json:"idempotency_keys"`
+	// ConnName is the connection's client name: a claimable tenant
+	// credential is bound to the instance it names (bus.PackageConnName).
+	ConnName    string         `json:"connect_name"`
+	AttachMsgID string         `json:"attach_msg_id"`
+	ConfigKeys  []string       `json:"package_config_keys"`
+	Timeouts    map[string]int `json:"timeouts_ms"`
+	IdemKeys    int            `json:"idempotency_keys"`
 	// Refusals: reason -> phrases of a platform's permanent refusal in
 	// LangBot's exception text (refusals.go).
 	Refusals map[string][]string `json:"refusals"`
@@ -131,6 +134,7 @@ func buildProtocol(configKeys []string) (protocol, error) {
 			"default": bus.InboxPrefixFor(bus.ConnConfig{}),
 		},
 		ScopeToken:  fmt.Sprintf(`^[A-Za-z0-9_-]{1,%d}$`, binding.MaxTokenLen),
+		ConnName:    template(bus.PackageConnName(phPlugin, sc)),
 		AttachMsgID: "{installation_uuid}.{runtime_revision}",
 		ConfigKeys:  configKeys,
 		Timeouts: map[string]int{

@@ -157,7 +157,7 @@ class Forwarder:
         try:
             if re.fullmatch(gen.protocol["scope_token_pattern"], self.prefix) is None:
                 raise ConfigError("subject_prefix", "is not a valid subject token")
-            self._opts = _connect_options(gen, self.config, f"langbot-{gen.name}-{self.binding['installation_uuid']}")
+            self._opts = _connect_options(gen, self.config, gen.protocol["connect_name"].format(plugin=gen.name, scope=self.scope))
         except ConfigError as exc:
             self.problem = exc.item
         self._nc: typing.Any = None
@@ -264,8 +264,9 @@ class Forwarder:
         if reason:
             log.error(
                 "nats authorization failure for %s (instance %s, workspace %s): %s; check nats_user, nats_password "
-                "and nats_token; retrying, next report in %ds at the earliest%s",
-                self.scope, b["instance_uuid"], b["workspace_uuid"], reason, ERROR_LOG_INTERVAL, again,
+                "and nats_token (a tenant credential for this instance: lbctl tenant issue --instance %s); retrying, "
+                "next report in %ds at the earliest%s",
+                self.scope, b["instance_uuid"], b["workspace_uuid"], reason, b["instance_uuid"], ERROR_LOG_INTERVAL, again,
             )
         else:
             log.warning(
