@@ -234,7 +234,7 @@ class Forwarder:
                 await asyncio.sleep(backoff * (1 + random.random() / 2))
                 backoff = min(backoff * 2, self.gen.timeout("attach_backoff_max"))
         self._nc = nc
-        self._err_kind = ""
+        self._err_kind, self._err_logged, self._err_repeats = "", 0.0, 0
         serve = p.subject(self.gen, "host_serve", prefix=self.prefix, scope=self.scope)
         await nc.subscribe(serve, queue=f"{self.gen.name}-{self.binding['installation_uuid']}", cb=self._on_host)
         await nc.flush()
@@ -255,10 +255,14 @@ class Forwarder:
         reason = _auth_reason(exc)
         kind = "auth" if reason else type(exc).__name__
         now = asyncio.get_running_loop().time()
-        if kind == self._err_kind and now - self._err_logged < ERROR_LOG_INTERVAL:
+        # One report per interval whatever the kind: a refused login is
+        # followed by the server closing the socket (a reset), and the two
+        # alternate on every retry. Only an authorization failure, the
+        # more useful of the two, may replace a report of another kind.
+        if now - self._err_logged < ERROR_LOG_INTERVAL and (kind != "auth" or self._err_kind == "auth"):
             self._err_repeats += 1
             return
-        again = f" ({self._err_repeats} more since the last report)" if kind == self._err_kind else ""
+        again = f" ({self._err_repeats} more since the last report)" if self._err_repeats else ""
         self._err_kind, self._err_logged, self._err_repeats = kind, now, 0
         b = self.binding
         if reason:
@@ -279,7 +283,7 @@ class Forwarder:
             log.warning("disconnected from nats for %s; calls answer unavailable until reconnected", self.scope)
 
     async def _on_reconnected(self) -> None:
-        self._err_kind = ""
+        self._err_kind, self._err_logged, self._err_repeats = "", 0.0, 0
         log.info("reconnected to nats for %s", self.scope)
 
     async def _attach_loop(self) -> None:
