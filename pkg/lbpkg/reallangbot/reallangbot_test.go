@@ -2,27 +2,46 @@ package reallangbot_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/lbpkg/builtin"
+	"github.com/langbot-nats/plugins/pkg/lbpkg/reallangbot"
+	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/schenotify"
+	"github.com/langbot-nats/plugins/services/takeover"
 )
+
+// step bounds one step of a scenario: far above what a step takes on a
+// loaded 2-core machine, far below the suite's timeout.
+const step = 90 * time.Second
+
+// notify is ScheNotify's prefix in the tests' config: a delivered reminder
+// is told from the command's own answer (which repeats the text) by it.
+const notify = "[Notify] "
 
 // TestRealLangBot installs the three packages into a real LangBot through
 // its HTTP API, configures them through it and chats through its embed
 // web chat. One LangBot serves every scenario, in order (booting one
-// takes several seconds).
+// takes several seconds); a scenario that fails stops the rest.
 func TestRealLangBot(t *testing.T) {
 	w := newWorld(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	run := func(name string, f func(t *testing.T)) {
+		if !t.Failed() {
+			t.Run(name, f)
+		}
+	}
 
 	// A package installs with the config LangBot really gives a new
-	// installation ({}), is listed, and its form is reachable.
-	t.Run("install", func(t *testing.T) {
+	// installation ({}), is listed, and its form is reachable and saves.
+	run("install", func(t *testing.T) {
+		ctx := within(t, 3*step)
 		for _, name := range builtin.Names() {
-			task := w.install(ctx, name)
+			task := w.install(t, ctx, name)
 			if task.Runtime.Exception != "" {
 				t.Fatalf("install %s: LangBot's task failed: %s", name, task.Runtime.Exception)
 			}
@@ -43,21 +62,220 @@ func TestRealLangBot(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: the form's config: %v", name, err)
 			}
-			t.Logf("%s: config LangBot shows right after upload: %v", w.ids[name], cfg)
-			if err := w.lb.SetConfig(ctx, w.ids[name], w.config(name, nil)); err != nil {
-				t.Fatalf("%s: saving the form: %v", name, err)
-			}
+			t.Logf("%s: the config LangBot holds right after upload: %v", w.ids[name], cfg)
+		}
+		w.saveConfig(t, ctx, githubkit.Plugin, nil)
+		w.saveConfig(t, ctx, schenotify.Plugin, map[string]any{"notify_prefix": notify, "timezone": "UTC"})
+		w.saveConfig(t, ctx, takeover.Plugin, map[string]any{"trigger_words": []string{"human please"},
+			"auto_takeover_on_trigger": true, "takeover_timeout": 600})
+	})
+
+	user := w.chat(t, within(t, step))
+	run("ai answers", func(t *testing.T) {
+		before := len(w.llm.Calls())
+		say(t, within(t, step), user, "hello there", "fake-llm answer")
+		if got := len(w.llm.Calls()); got != before+1 {
+			t.Fatalf("fake LLM calls = %d, want %d", got, before+1)
 		}
 	})
-	if t.Failed() {
-		return
-	}
 
-	c := w.chat(ctx)
-	t.Run("ai answers", func(t *testing.T) {
-		say(t, ctx, c, "hello there", "fake-llm answer")
+	// A reminder set in the web chat is pushed into it at its due second.
+	run("sche add in 5s", func(t *testing.T) {
+		ctx := within(t, step)
+		sent := time.Now()
+		say(t, ctx, user, "!sche add in 5s stretch-5s", "stretch-5s")
+		got, err := user.WaitFor(ctx, 0, notify+"stretch-5s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Due at the whole second 5 s after the command: never before.
+		if early := sent.Add(4 * time.Second); got.At.Before(early) {
+			t.Fatalf("reminder arrived %v after the command, before it was due", got.At.Sub(sent))
+		}
+		t.Logf("reminder arrived %v after the command", got.At.Sub(sent).Round(time.Millisecond))
 	})
-	t.Run("sche help", func(t *testing.T) {
-		say(t, ctx, c, "!sche help", "!sche")
+
+	run("gh help and lookup", func(t *testing.T) {
+		ctx := within(t, step)
+		say(t, ctx, user, "!gh help", "GitHubKit commands")
+		say(t, ctx, user, "!gh repo octocat/Hello-World", "octocat/Hello-World")
 	})
+
+	// The trigger word hands the chat to a human: LangBot's pipeline then
+	// stops before the AI until the chat is released, through the page
+	// API (as the console in LangBot does) and through `!ho`.
+	run("takeover", func(t *testing.T) {
+		ctx := within(t, 2*step)
+		before := len(w.llm.Calls())
+		if err := user.Send("human please"); err != nil {
+			t.Fatal(err)
+		}
+		sid := w.takenSession(t, ctx, user)
+		for _, text := range []string{"are you there?", "still waiting"} {
+			if err := user.Send(text); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, ctx, "the message recorded for the operator", func() bool { return w.historyHas(ctx, sid, text) })
+		}
+		if got := len(w.llm.Calls()); got != before {
+			t.Fatalf("the fake LLM was called %d times for a taken-over chat: %q", got-before, w.llm.Calls()[before:])
+		}
+		// Release through the page API.
+		if err := w.lb.PageAPI(ctx, w.ids[takeover.Plugin], "console", "/takeover", "DELETE", map[string]any{"sid": sid}, nil); err != nil {
+			t.Fatalf("release through the page API: %v", err)
+		}
+		say(t, ctx, user, "back to the AI?", "fake-llm answer")
+
+		// Again, released by an operator with `!ho` from an operator chat.
+		op := w.chat(t, ctx)
+		w.saveConfig(t, ctx, takeover.Plugin, map[string]any{"trigger_words": []string{"human please"},
+			"auto_takeover_on_trigger": true, "takeover_timeout": 600,
+			"operator_chats": []string{w.setup.Bot + ":person:" + w.launcherID(op)}})
+		if err := user.Send("human please"); err != nil {
+			t.Fatal(err)
+		}
+		w.takenSession(t, ctx, user)
+		before = len(w.llm.Calls())
+		mark := "quiet-" + time.Now().Format("150405.000")
+		if err := user.Send(mark); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, ctx, "the message recorded for the operator", func() bool { return w.historyHas(ctx, sid, mark) })
+		if got := len(w.llm.Calls()); got != before {
+			t.Fatalf("the fake LLM was called for a taken-over chat")
+		}
+		say(t, ctx, op, "!ho list", "1. ")
+		say(t, ctx, op, "!ho release 1", "back with the AI")
+		say(t, ctx, user, "and now?", "fake-llm answer")
+	})
+
+	// HumanTakeover's page is served by LangBot itself.
+	run("page served by LangBot", func(t *testing.T) {
+		ctx := within(t, step)
+		status, hdr, body, err := w.lb.Get(ctx, "/api/v1/plugins/"+w.ids[takeover.Plugin]+"/assets/components/pages/console.html")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "text/html") || !strings.Contains(string(body), "<html") {
+			t.Fatalf("page: HTTP %d %q, %d bytes", status, hdr.Get("Content-Type"), len(body))
+		}
+		if hdr.Get("Content-Security-Policy") == "" {
+			t.Fatal("the page came without LangBot's CSP header")
+		}
+	})
+
+	// A config save while a reminder is pending: the new worker delivers
+	// it, once.
+	run("config save while a reminder is pending", func(t *testing.T) {
+		ctx := within(t, step)
+		say(t, ctx, user, "!sche add in 6s pending-save", "pending-save")
+		w.saveConfig(t, ctx, schenotify.Plugin, map[string]any{"notify_prefix": notify, "timezone": "UTC", "max_reminders": 99})
+		w.deliveredOnce(ctx, t, user, "pending-save")
+	})
+
+	// Unbinding the plugin from the pipeline and binding it again while a
+	// reminder is pending: delivered, once.
+	run("unbind and rebind on the pipeline", func(t *testing.T) {
+		ctx := within(t, step)
+		say(t, ctx, user, "!sche add in 6s pending-rebind", "pending-rebind")
+		others := []string{w.ids[githubkit.Plugin], w.ids[takeover.Plugin]}
+		if err := w.lb.BindPlugins(ctx, w.setup.Pipeline, false, others...); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.lb.BindPlugins(ctx, w.setup.Pipeline, true); err != nil {
+			t.Fatal(err)
+		}
+		w.deliveredOnce(ctx, t, user, "pending-rebind")
+	})
+
+	// After uninstall nothing of the plugin reaches the chat: the service
+	// still tries to deliver the pending reminder, and no one answers.
+	run("uninstall", func(t *testing.T) {
+		ctx := within(t, 2*step)
+		say(t, ctx, user, "!sche add in 5s after-uninstall", "after-uninstall")
+		task, err := w.lb.Uninstall(ctx, w.ids[schenotify.Plugin])
+		if err != nil || task.Runtime.Exception != "" {
+			t.Fatalf("uninstall: %v %s", err, task.Runtime.Exception)
+		}
+		waitUntil(t, ctx, "the service's delivery attempt", func() bool { return w.sendsWith("after-uninstall") > 0 })
+		n := len(user.Received())
+		say(t, ctx, user, "anything from the reminder?", "fake-llm answer")
+		for _, r := range user.Received()[n:] {
+			if strings.Contains(r.Content, "after-uninstall") {
+				t.Fatalf("a reminder of the uninstalled plugin reached the chat: %q", r.Content)
+			}
+		}
+		if got := user.Count(notify + "after-uninstall"); got != 0 {
+			t.Fatalf("the reminder reached the chat %d times after uninstall", got)
+		}
+	})
+
+	// NATS down: a command answers "unavailable" at once, well before the
+	// package's own 30 s command timeout.
+	run("nats down", func(t *testing.T) {
+		w.srv.Stop()
+		ctx := within(t, 15*time.Second)
+		got := say(t, ctx, user, "!gh help", "unavailable")
+		t.Logf("answer with NATS down: %q", got.Content)
+	})
+}
+
+// deliveredOnce waits for the reminder text in c and checks that it
+// arrived exactly once, after the service's every delivery attempt for it
+// was answered (a repeat would be a second attempt reaching the chat).
+func (w *world) deliveredOnce(ctx context.Context, t *testing.T, c *reallangbot.Chat, text string) {
+	t.Helper()
+	waitUntil(t, ctx, "reminder "+text+" delivered", func() bool { return c.Count(notify+text) > 0 })
+	// A chat message and its answer after the delivery: anything sent
+	// before it has reached the chat by then.
+	say(t, ctx, c, "after "+text+"?", "fake-llm answer")
+	if got := c.Count(notify + text); got != 1 {
+		t.Fatalf("reminder %s delivered %d times, want 1 (%d send_message requests)", text, got, w.sendsWith(text))
+	}
+}
+
+// session is the console's summary of a chat, as far as the tests read it.
+type session struct {
+	SID      string          `json:"sid"`
+	TargetID string          `json:"target_id"`
+	Takeover json.RawMessage `json:"takeover"`
+}
+
+// takenSession waits until c's chat is taken over, as HumanTakeover's
+// page lists it through LangBot's page API, and returns its session id.
+func (w *world) takenSession(t *testing.T, ctx context.Context, c *reallangbot.Chat) string {
+	t.Helper()
+	var sid string
+	waitUntil(t, ctx, "the chat listed as taken over", func() bool {
+		var out struct {
+			Sessions []session `json:"sessions"`
+		}
+		if err := w.lb.PageAPI(ctx, w.ids[takeover.Plugin], "console", "/sessions", "GET", map[string]any{}, &out); err != nil {
+			return false
+		}
+		for _, s := range out.Sessions {
+			if strings.HasSuffix(s.TargetID, c.SessionID) && len(s.Takeover) > 0 && string(s.Takeover) != "null" {
+				sid = s.SID
+				return true
+			}
+		}
+		return false
+	})
+	return sid
+}
+
+// historyHas reports whether the console's history of sid holds text.
+func (w *world) historyHas(ctx context.Context, sid, text string) bool {
+	var out json.RawMessage
+	if err := w.lb.PageAPI(ctx, w.ids[takeover.Plugin], "console", "/messages", "GET", map[string]any{"sid": sid}, &out); err != nil {
+		return false
+	}
+	return strings.Contains(string(out), text)
+}
+
+// launcherID is the launcher id LangBot gives c's chat (its person chats
+// are "websocket_<pipeline>:<session>"), checked against what the page
+// lists for the user's chat.
+func (w *world) launcherID(c *reallangbot.Chat) string {
+	return "websocket_" + w.setup.Pipeline + ":" + c.SessionID
 }

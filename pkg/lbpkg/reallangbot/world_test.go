@@ -2,10 +2,14 @@ package reallangbot_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
@@ -31,13 +35,17 @@ type world struct {
 	pkgs  map[string]*lbpkg.Package // by plugin
 	ids   map[string]string         // plugin -> author/name in LangBot
 	setup reallangbot.ChatSetup
+
+	mu       sync.Mutex
+	attaches map[string]int64 // plugin -> highest revision attached
+	sends    []string         // send_message request bodies
 }
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	env := reallangbot.Find(t)
 	w := &world{t: t, srv: bustest.NewServer(t), logs: &bustest.LogBuffer{},
-		pkgs: map[string]*lbpkg.Package{}, ids: map[string]string{}}
+		pkgs: map[string]*lbpkg.Package{}, ids: map[string]string{}, attaches: map[string]int64{}}
 	w.gh = fakegithub.New(fakegithub.Options{AutoRepos: true})
 	t.Cleanup(w.gh.Close)
 	w.llm = reallangbot.NewFakeLLM()
@@ -55,6 +63,7 @@ func newWorld(t *testing.T) *world {
 		w.ids[name] = p.Author + "/" + p.Name
 	}
 	w.startServices()
+	w.watch()
 	w.lb = reallangbot.Boot(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -120,28 +129,28 @@ func (w *world) config(plugin string, extra map[string]any) map[string]any {
 
 // install uploads plugin's package through LangBot's API and waits for
 // the task; it returns the task as LangBot reports it.
-func (w *world) install(ctx context.Context, plugin string) reallangbot.Task {
-	w.t.Helper()
+func (w *world) install(t testing.TB, ctx context.Context, plugin string) reallangbot.Task {
+	t.Helper()
 	p := w.pkgs[plugin]
 	id, err := w.lb.Install(ctx, p.FileName, p.Data)
 	if err != nil {
-		w.t.Fatalf("install %s: %v", plugin, err)
+		t.Fatalf("install %s: %v", plugin, err)
 	}
 	task, err := w.lb.WaitTask(ctx, id)
 	if err != nil {
-		w.t.Fatalf("install %s: %v", plugin, err)
+		t.Fatalf("install %s: %v", plugin, err)
 	}
 	return task
 }
 
 // chat opens a new web chat with the test's bot.
-func (w *world) chat(ctx context.Context) *reallangbot.Chat {
-	w.t.Helper()
+func (w *world) chat(t testing.TB, ctx context.Context) *reallangbot.Chat {
+	t.Helper()
 	c, err := w.lb.OpenChat(ctx, w.setup.Bot)
 	if err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
-	w.t.Cleanup(c.Close)
+	t.Cleanup(c.Close)
 	return c
 }
 
@@ -164,4 +173,93 @@ func tail(s string, n int) string {
 		return "..." + s[len(s)-n:]
 	}
 	return s
+}
+
+// watch records what the packages publish on NATS: every attach (the
+// signal that a worker under a new revision is up) and every send_message
+// request a service makes (the signal that a delivery was attempted).
+func (w *world) watch() {
+	t := w.t
+	nc := w.srv.Conn(t)
+	subj := bus.Subjects{}
+	if _, err := nc.Subscribe(subj.LifecycleAll(), func(m *nats.Msg) {
+		plugin, kind, _, err := subj.ParseLifecycle(m.Subject)
+		if err != nil || kind != "attach" {
+			return
+		}
+		var a struct {
+			Binding struct {
+				Revision int64 `json:"runtime_revision"`
+			} `json:"binding"`
+		}
+		if json.Unmarshal(m.Data, &a) == nil {
+			w.mu.Lock()
+			w.attaches[plugin] = max(w.attaches[plugin], a.Binding.Revision)
+			w.mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Subscribe(subj.HostActionAll("send_message"), func(m *nats.Msg) {
+		w.mu.Lock()
+		w.sends = append(w.sends, string(m.Data))
+		w.mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// revision returns the highest runtime revision plugin's workers attached
+// with so far.
+func (w *world) revision(plugin string) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.attaches[plugin]
+}
+
+// sendsWith returns how many send_message requests so far carry substr.
+func (w *world) sendsWith(substr string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, s := range w.sends {
+		if strings.Contains(s, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+// saveConfig saves plugin's form through LangBot's API and waits until
+// the worker LangBot restarts under the new revision has attached (LangBot
+// itself does not wait for it).
+func (w *world) saveConfig(t testing.TB, ctx context.Context, plugin string, extra map[string]any) {
+	t.Helper()
+	before := w.revision(plugin)
+	if err := w.lb.SetConfig(ctx, w.ids[plugin], w.config(plugin, extra)); err != nil {
+		t.Fatalf("%s: saving the form: %v", plugin, err)
+	}
+	waitUntil(t, ctx, plugin+"'s worker attached under a new revision", func() bool { return w.revision(plugin) > before })
+}
+
+// waitUntil polls cond until it holds, or fails t when ctx ends.
+func waitUntil(t testing.TB, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// within returns a context for one step of a scenario.
+func within(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
 }
