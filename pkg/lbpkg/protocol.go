@@ -9,6 +9,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/plugin"
 )
 
 // GeneratedFile is the file of each package in which the builder writes
@@ -161,6 +162,19 @@ type genPlugin struct {
 	DefaultLanguage string         `json:"default_language"`
 	Texts           map[string]any `json:"texts"`
 	Secrets         []string       `json:"secret_config_keys"`
+	// ConfigDefaults are the manifest defaults of every config item: LangBot
+	// creates an installation with config {} and the SDK merges no default,
+	// so the core fills in what is missing from here.
+	ConfigDefaults map[string]any `json:"config_defaults"`
+}
+
+// NotConfigured is what every command, tool and page answers while the
+// installation's package config cannot be used (issue 32 D1); the core
+// fills {item}, {instance} and {workspace}, so the operator learns which
+// setting to fix and which tenant asks (never a value).
+var NotConfigured = plugin.Text{
+	EnUS:   "Not configured: {item}. Open this plugin's settings in LangBot and fill it in (instance {instance}, workspace {workspace}).",
+	ZhHans: "未配置：{item}。请在 LangBot 中打开本插件的设置并填写（实例 {instance}，工作区 {workspace}）。",
 }
 
 func (g generator) generated() ([]byte, error) {
@@ -182,8 +196,12 @@ func (g generator) generated() ([]byte, error) {
 		Plugin: g.decl.Plugin, Author: g.author, Name: g.name, Version: g.version,
 		Commands: g.decl.CommandNames(), Tools: []string{}, Events: append([]string{}, g.decl.Events...), Pages: []string{},
 		DefaultLanguage: lang,
-		Texts:           map[string]any{"unavailable": g.decl.Texts.Unavailable, "failed": g.decl.Texts.Failed},
+		Texts:           map[string]any{"unavailable": g.decl.Texts.Unavailable, "failed": g.decl.Texts.Failed, "not_configured": NotConfigured},
 		Secrets:         g.decl.SecretFields(),
+		ConfigDefaults:  map[string]any{},
+	}
+	for _, c := range g.decl.Config {
+		gp.ConfigDefaults[c.Name] = c.Default
 	}
 	for _, t := range g.decl.Tools {
 		gp.Tools = append(gp.Tools, t.Name)
