@@ -76,3 +76,12 @@ func (h *harness) waitLifecycleDrained() {
 	h.t.Helper()
 	bustest.WaitLifecycle(h.t, h.js, bus.Subjects{}, plugin, 10*time.Second)
 }
+
+// install attaches b (enabled, empty config) and waits until the runner
+// applied it: an invocation on a scope never attached is refused
+// (not_attached).
+func (h *harness) install(b binding.Binding) {
+	h.t.Helper()
+	bustest.Attach(h.t, h.js, plugin, b, json.RawMessage(`{}`), true)
+	bustest.WaitAuthority(h.t, h.runner, bus.ScopeOf(b), func(a bus.Authority) bool { return a.Binding == b })
+}
