@@ -24,6 +24,7 @@ import (
 func TestInvocationCannotLockAuthority(t *testing.T) {
 	var calls atomic.Int64
 	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
+	h.manualAttach = true // probes scopes never attached
 
 	for _, tc := range []struct {
 		name     string

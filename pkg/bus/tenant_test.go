@@ -26,6 +26,7 @@ import (
 func TestAttachIsTheAuthorityOfRecord(t *testing.T) {
 	var calls atomic.Int64
 	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
+	h.manualAttach = true // probes scopes never attached
 	real := bindingFor("i", "w", "victim", 1, 5)
 	sc := bus.ScopeOf(real)
 	h.install(real)
@@ -93,6 +94,7 @@ func TestAttachIsTheAuthorityOfRecord(t *testing.T) {
 func TestNotAttachedCreatesNothing(t *testing.T) {
 	e := &effects{release: make(chan struct{})}
 	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 1, Queue: 1, ScopeQueue: 1}, bus.Deps{})
+	h.manualAttach = true // probes scopes never attached
 	own := bindingFor("i", "w", "own", 1, 1)
 	h.install(own)
 	// the one worker and the one queue place are taken by the tenant's own
