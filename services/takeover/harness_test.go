@@ -33,11 +33,11 @@ type harness struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	host  *bustest.Host
-	hostC *nats.Conn // the host's connection (closing it leaves no host)
+	hostC *nats.Conn       // the host's connection (closing it leaves no host)
 	inv   *bustest.Invoker // attaches an installation before its first invocation
 	svc   *takeover.Service
 	all   []*takeover.Service // every replica started
-	clock bustest.Clock // the replicas' clock
+	clock bustest.Clock       // the replicas' clock
 	regs  []*prometheus.Registry
 	stop  func()
 	opts  []func(*takeover.Config)
