@@ -69,8 +69,8 @@ var (
 // invocation is still running.
 var ErrInProgress = &Error{Code: 409, Word: "conflict", Reason: "in_progress", Message: "the first attempt of this invocation is still running"}
 
-// Reasons of 403 binding_refused on an invocation (docs/protocol.md
-// "Reasons"). They are also generated for the LangBot packages
+// Reasons of 403 binding_refused on an invocation (docs/protocol.md,
+// Errors). They are also generated for the LangBot packages
 // (pkg/lbpkg), so neither side types them twice.
 const (
 	// ReasonNotAttached: the scope has no authority: no attach of this

@@ -3,7 +3,9 @@ package bustest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -46,5 +48,13 @@ func (i *Invoker) Invoke(ctx context.Context, plugin string, ep bus.Endpoint, id
 			}
 		}
 	}
-	return i.Invoker.Invoke(ctx, plugin, ep, id, req)
+	raw, err := i.Invoker.Invoke(ctx, plugin, ep, id, req)
+	// Without the replicas at hand, another replica than the one that
+	// applied the attach may not have seen it yet: retry as a host would.
+	for deadline := time.Now().Add(WaitTimeout); i.replicas == nil && errors.Is(err, bus.ErrNotAttached) &&
+		time.Now().Before(deadline) && ctx.Err() == nil; {
+		time.Sleep(20 * time.Millisecond)
+		raw, err = i.Invoker.Invoke(ctx, plugin, ep, id, req)
+	}
+	return raw, err
 }
