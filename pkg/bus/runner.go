@@ -407,6 +407,17 @@ func (r *Runner) Authority(ctx context.Context, sc binding.Scope) (*Authority, e
 	return r.store.Get(ctx, sc)
 }
 
+// MovedOn reports whether sc's stored authority is active under another
+// binding than sent: the installation has left the binding a refused host
+// action carried (a config save between the refusal and the caller's
+// reaction), so the work must be retried under the current binding, not
+// parked or dropped as for a superseded installation. A read failure
+// reports false.
+func (r *Runner) MovedOn(ctx context.Context, sc binding.Scope, sent binding.Binding) bool {
+	a, err := r.store.Get(ctx, sc)
+	return err == nil && a.Active() && a.Binding != sent
+}
+
 // OpenConfig returns a's config with its secret fields opened.
 func (r *Runner) OpenConfig(sc binding.Scope, a *Authority) (json.RawMessage, error) {
 	return r.store.OpenConfig(sc, a)

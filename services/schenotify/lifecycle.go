@@ -75,8 +75,7 @@ func (s *Service) resumeOne(ctx context.Context, sc binding.Scope, id string) er
 // already resent with the binding current at the refusal; this covers a
 // change after it.
 func (s *Service) pausedByRefusal(ctx context.Context, sc binding.Scope, id string, sent binding.Binding) {
-	a, err := s.runner.Authority(ctx, sc)
-	if err != nil || !a.Active() || a.Binding == sent {
+	if !s.runner.MovedOn(ctx, sc, sent) {
 		return // the next transition to active resumes it
 	}
 	if err := s.resumeOne(ctx, sc, id); err != nil {
