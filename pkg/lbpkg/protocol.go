@@ -67,12 +67,15 @@ type protocol struct {
 	HostActions   []string          `json:"host_actions"`
 	Headers       map[string]string `json:"headers"`
 	ErrorWords    map[string]string `json:"error_words"`
-	Inbox         map[string]string `json:"inbox_prefix"`
-	ScopeToken    string            `json:"scope_token_pattern"`
-	AttachMsgID   string            `json:"attach_msg_id"`
-	ConfigKeys    []string          `json:"package_config_keys"`
-	Timeouts      map[string]int    `json:"timeouts_ms"`
-	IdemKeys      int               `json:"idempotency_keys"`
+	// BindingReasons: the reasons of 403 binding_refused on an
+	// invocation, by name (not_attached: re-publish the attach).
+	BindingReasons map[string]string `json:"binding_reasons"`
+	Inbox          map[string]string `json:"inbox_prefix"`
+	ScopeToken     string            `json:"scope_token_pattern"`
+	AttachMsgID    string            `json:"attach_msg_id"`
+	ConfigKeys     []string          `json:"package_config_keys"`
+	Timeouts       map[string]int    `json:"timeouts_ms"`
+	IdemKeys       int               `json:"idempotency_keys"`
 	// Refusals: reason -> phrases of a platform's permanent refusal in
 	// LangBot's exception text (refusals.go).
 	Refusals map[string][]string `json:"refusals"`
@@ -97,6 +100,10 @@ func buildProtocol(configKeys []string) (protocol, error) {
 	for _, e := range []*bus.Error{bus.ErrBadRequest, bus.ErrBindingRefused, bus.ErrNotFound, bus.ErrConflict,
 		bus.ErrTooLarge, bus.ErrRateLimited, bus.ErrInternal, bus.ErrUnavailable} {
 		words[fmt.Sprint(e.Code)] = e.Word
+	}
+	reasons := map[string]string{}
+	for _, r := range bus.BindingReasons() {
+		reasons[r] = r
 	}
 	endpoints := map[string]string{}
 	for _, ep := range bus.Endpoints {
@@ -124,7 +131,8 @@ func buildProtocol(configKeys []string) (protocol, error) {
 			"msg_id":          "Nats-Msg-Id", // JetStream's duplicate-window header
 			"traceparent":     "traceparent", // W3C trace context
 		},
-		ErrorWords: words,
+		ErrorWords:     words,
+		BindingReasons: reasons,
 		Inbox: map[string]string{
 			"user":    template(bus.InboxPrefixFor(bus.ConnConfig{User: phUser})),
 			"default": bus.InboxPrefixFor(bus.ConnConfig{}),

@@ -58,6 +58,9 @@ func TestProtocolMatchesBus(t *testing.T) {
 	if got := fill(p.Inbox["user"], map[string]string{"user": "pkg"}); got != bus.InboxPrefixFor(bus.ConnConfig{User: "pkg"}) {
 		t.Errorf("inbox %s", got)
 	}
+	if p.BindingReasons[bus.ReasonNotAttached] != bus.ErrNotAttached.Reason {
+		t.Errorf("binding reasons: %v", p.BindingReasons)
+	}
 	if p.Headers["invocation_id"] != bus.HeaderInvocationID || p.ErrorWords["403"] != bus.ErrBindingRefused.Word || p.Stream != bus.LifecycleStream {
 		t.Errorf("headers/words/stream: %v %v %s", p.Headers, p.ErrorWords, p.Stream)
 	}

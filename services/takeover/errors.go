@@ -1,5 +1,7 @@
 package takeover
 
+import "github.com/langbot-nats/plugins/pkg/bus"
+
 // Request failures are *bus.Error values (pkg/bus/errors.go, DESIGN §3.1):
 // handlers return bus.Errorf or bus.WithReason of a bus sentinel with a
 // message safe to show the caller (never chat text or config values), and
@@ -8,7 +10,7 @@ package takeover
 // Reasons refining a code (spec §7).
 const (
 	ReasonLegacyReadOnly       = "legacy_read_only"
-	ReasonInstallationInactive = "installation_inactive"
+	ReasonInstallationInactive = bus.ReasonInstallationInactive
 	ReasonReplyInProgress      = "reply_in_progress"
 	ReasonSendFailed           = "send_failed"
 	ReasonOutcomeUnknown       = "outcome_unknown"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -201,6 +202,33 @@ func Attach(t testing.TB, js jetstream.JetStream, plugin string, b binding.Bindi
 		t.Fatalf("bustest: attach: %v", err)
 	}
 	WaitLifecycle(t, js, bus.Subjects{}, plugin, WaitTimeout)
+}
+
+// EnsureAttached attaches b (enabled, with config) for plugin unless an
+// attach of its scope was already published, and then waits as Attach
+// does: the runners serve no invocation on a scope no attach has reached
+// (403 not_attached). Test helpers that invoke call it first, so a test
+// that attaches on purpose (disabled, another revision) keeps its own.
+// With several replicas, wait for each one's view (WaitAuthority).
+func EnsureAttached(t testing.TB, js jetstream.JetStream, plugin string, b binding.Binding, config json.RawMessage) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, bus.LifecycleStream)
+	if err != nil {
+		t.Fatalf("bustest: lifecycle stream: %v", err)
+	}
+	_, err = st.GetLastMsgForSubject(ctx, bus.Subjects{}.Lifecycle(plugin, bus.LifecycleAttach, bus.ScopeOf(b)))
+	switch {
+	case err == nil:
+		return
+	case !errors.Is(err, jetstream.ErrMsgNotFound):
+		t.Fatalf("bustest: look up attach: %v", err)
+	}
+	if len(config) == 0 {
+		config = json.RawMessage(`{}`)
+	}
+	Attach(t, js, plugin, b, config, true)
 }
 
 // Revoke publishes a revoke of b for plugin and waits until the plugin's
