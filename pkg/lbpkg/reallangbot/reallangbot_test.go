@@ -36,6 +36,8 @@ func TestRealLangBot(t *testing.T) {
 		}
 	}
 
+	user := w.chat(t, within(t, step))
+
 	// A package installs with the config LangBot really gives a new
 	// installation ({}), is listed, and its form is reachable and saves.
 	run("install", func(t *testing.T) {
@@ -64,13 +66,37 @@ func TestRealLangBot(t *testing.T) {
 			}
 			t.Logf("%s: the config LangBot holds right after upload: %v", w.ids[name], cfg)
 		}
+		// Right after upload the package uses its manifest defaults
+		// (nats://127.0.0.1:4222, where no NATS runs here; ScheNotify's
+		// language zh_Hans): a command answers unavailable.
+		got := say(t, within(t, 30*time.Second), user, "!sche help", "不可用")
+		t.Logf("a command right after upload: %q", got.Content)
+		// A form saved without a NATS address: every command says which
+		// setting is missing.
+		if err := w.lb.SetConfig(ctx, w.ids[schenotify.Plugin], map[string]any{"nats_url": ""}); err != nil {
+			t.Fatal(err)
+		}
+		var last string
+		waitUntil(t, within(t, step), "the command answering 'not configured' (last answer: "+last+")", func() bool {
+			n := len(user.Received())
+			if user.Send("!sche help") != nil {
+				return false
+			}
+			r, err := user.WaitFor(within(t, 5*time.Second), n, "")
+			last = r.Content
+			// In the package's language, zh_Hans by default: 未配置 = not configured.
+			if err == nil && strings.Contains(r.Content, "未配置：nats_url") {
+				t.Logf("a command with an empty nats_url: %q", r.Content)
+				return true
+			}
+			return false
+		})
 		w.saveConfig(t, ctx, githubkit.Plugin, nil)
 		w.saveConfig(t, ctx, schenotify.Plugin, map[string]any{"notify_prefix": notify, "timezone": "UTC"})
 		w.saveConfig(t, ctx, takeover.Plugin, map[string]any{"trigger_words": []string{"human please"},
 			"auto_takeover_on_trigger": true, "takeover_timeout": 600})
 	})
 
-	user := w.chat(t, within(t, step))
 	run("ai answers", func(t *testing.T) {
 		before := len(w.llm.Calls())
 		say(t, within(t, step), user, "hello there", "fake-llm answer")
@@ -211,12 +237,28 @@ func TestRealLangBot(t *testing.T) {
 	})
 
 	// NATS down: a command answers "unavailable" at once, well before the
-	// package's own 30 s command timeout.
+	// package's own 30 s command timeout, and a chat message still gets
+	// the AI's answer; once NATS is back, commands work again.
 	run("nats down", func(t *testing.T) {
 		w.srv.Stop()
 		ctx := within(t, 15*time.Second)
+		start := time.Now()
 		got := say(t, ctx, user, "!gh help", "unavailable")
-		t.Logf("answer with NATS down: %q", got.Content)
+		t.Logf("command answer with NATS down after %v: %q", time.Since(start).Round(time.Millisecond), got.Content)
+		start = time.Now()
+		say(t, ctx, user, "is the AI still there?", "fake-llm answer")
+		t.Logf("AI answer with NATS down after %v", time.Since(start).Round(time.Millisecond))
+
+		w.srv.Restart(t)
+		ctx = within(t, step)
+		waitUntil(t, ctx, "commands answering again after NATS is back", func() bool {
+			n := len(user.Received())
+			if user.Send("!gh help") != nil {
+				return false
+			}
+			r, err := user.WaitFor(within(t, 5*time.Second), n, "")
+			return err == nil && strings.Contains(r.Content, "GitHubKit commands")
+		})
 	})
 }
 
