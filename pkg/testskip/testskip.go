@@ -24,16 +24,22 @@ type Group struct {
 	Name string
 	// Enable is the command that makes the group run.
 	Enable string
-	// Required, when set to "1" in the environment, turns a skip into a
-	// failure (empty: never).
+	// Required, when set to "1" or "true" in the environment, turns a skip
+	// into a failure (empty: never).
 	Required string
+}
+
+// Browser is the group of tests that drive Debian's Chromium; CI (which
+// sets CI=true) fails instead of skipping them.
+func Browser() Group {
+	return Group{Name: "browser tests (Chromium)", Enable: "scripts/test-deps.sh", Required: "CI"}
 }
 
 // Skip skips t for reason, or fails it when g's Required variable is "1".
 func (g Group) Skip(t testing.TB, reason string) {
 	t.Helper()
-	if g.Required != "" && os.Getenv(g.Required) == "1" {
-		t.Fatalf("%s: %s (%s=1: a skip is a failure; %s)", g.Name, reason, g.Required, g.Enable)
+	if v := os.Getenv(g.Required); g.Required != "" && (v == "1" || v == "true") {
+		t.Fatalf("%s: %s (%s=%s: a skip is a failure; %s)", g.Name, reason, g.Required, v, g.Enable)
 	}
 	record(g, reason)
 	t.Skipf("%s: %s (enable with: %s)", g.Name, reason, g.Enable)

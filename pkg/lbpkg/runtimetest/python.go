@@ -35,7 +35,7 @@ const (
 )
 
 // DebianPackages are the Debian packages the vendored runtime needs besides
-// the interpreter's own pydantic 2 and PyYAML (what .ci/run installs).
+// the interpreter's own pydantic 2 and PyYAML (what scripts/test-deps.sh installs).
 const DebianPackages = "python3-websockets python3-httpx python3-httpcore python3-h11 " +
 	"python3-anyio python3-rfc3986 python3-aiofiles python3-packaging python3-watchdog python3-dotenv"
 
