@@ -120,7 +120,14 @@ func locate(getenv func(string) string, tmp string) (*Env, error) {
 	// typing_extensions, cffi and cryptography must win over Debian's
 	// older copies), then Debian's, the stand-ins, LangBot, the SDK, and
 	// last the line that installs the placeholder finder.
-	lines := append([]string{}, in.Sites...)
+	var lines []string
+	for _, site := range in.Sites {
+		// Debian's system-wide packages (an interpreter of Debian's own
+		// reads them) are older than the unpacked ones and must not win.
+		if !strings.HasPrefix(site, "/usr/lib/python3") {
+			lines = append(lines, site)
+		}
+	}
 	lines = append(lines, debianSite, standins, filepath.Join(source, "src"))
 	lines = append(lines, sdk)
 	lines = append(lines, "import _langbot_standins")

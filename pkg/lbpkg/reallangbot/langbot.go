@@ -122,8 +122,10 @@ func (lb *LangBot) start(name string, extraEnv []string, args ...string) error {
 	cmd.Env = append(cmd.Env, extraEnv...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log
-	// A process group of its own: stop ends the plugin workers too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A process group of its own: stop ends the plugin workers too. If
+	// the test binary dies without its cleanup (a -timeout panic), the
+	// kernel ends the process with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return fmt.Errorf("reallangbot: start %s: %w", name, err)

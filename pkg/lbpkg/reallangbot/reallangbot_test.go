@@ -3,6 +3,7 @@ package reallangbot_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -67,10 +68,15 @@ func TestRealLangBot(t *testing.T) {
 			t.Logf("%s: the config LangBot holds right after upload: %v", w.ids[name], cfg)
 		}
 		// Right after upload the package uses its manifest defaults
-		// (nats://127.0.0.1:4222, where no NATS runs here; ScheNotify's
-		// language zh_Hans): a command answers unavailable.
-		got := say(t, within(t, 30*time.Second), user, "!sche help", "不可用")
-		t.Logf("a command right after upload: %q", got.Content)
+		// (nats://127.0.0.1:4222; ScheNotify's language zh_Hans): where no
+		// NATS listens there, a command answers unavailable.
+		if conn, err := net.DialTimeout("tcp", "127.0.0.1:4222", time.Second); err == nil {
+			conn.Close()
+			t.Log("something listens on 127.0.0.1:4222 (make run?): the right-after-upload answer is not checked")
+		} else {
+			got := say(t, within(t, 30*time.Second), user, "!sche help", "不可用")
+			t.Logf("a command right after upload: %q", got.Content)
+		}
 		// A form saved without a NATS address: every command says which
 		// setting is missing.
 		if err := w.lb.SetConfig(ctx, w.ids[schenotify.Plugin], map[string]any{"nats_url": ""}); err != nil {
@@ -99,7 +105,9 @@ func TestRealLangBot(t *testing.T) {
 
 	run("ai answers", func(t *testing.T) {
 		before := len(w.llm.Calls())
+		start := time.Now()
 		say(t, within(t, step), user, "hello there", "fake-llm answer")
+		t.Logf("AI answer with the three packages installed after %v", time.Since(start).Round(time.Millisecond))
 		if got := len(w.llm.Calls()); got != before+1 {
 			t.Fatalf("fake LLM calls = %d, want %d", got, before+1)
 		}
