@@ -3,6 +3,7 @@ package lbpkg
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,13 +160,16 @@ type generated struct {
 }
 
 type genPlugin struct {
-	Plugin          string         `json:"plugin"`
-	Author          string         `json:"author"`
-	Name            string         `json:"name"`
-	Version         string         `json:"version"`
-	Commands        []string       `json:"commands"`
-	Tools           []string       `json:"tools"`
-	Events          []string       `json:"events"`
+	Plugin   string   `json:"plugin"`
+	Author   string   `json:"author"`
+	Name     string   `json:"name"`
+	Version  string   `json:"version"`
+	Commands []string `json:"commands"`
+	Tools    []string `json:"tools"`
+	Events   []string `json:"events"`
+	// OptionalEvents are the declared events the listener registers only
+	// when the runtime's SDK has them (plugin.OptionalEvents).
+	OptionalEvents  []string       `json:"optional_events"`
 	Pages           []string       `json:"pages"`
 	DefaultLanguage string         `json:"default_language"`
 	Texts           map[string]any `json:"texts"`
@@ -207,6 +211,12 @@ func (g generator) generated() ([]byte, error) {
 		Texts:           map[string]any{"unavailable": g.decl.Texts.Unavailable, "failed": g.decl.Texts.Failed, "not_configured": NotConfigured},
 		Secrets:         g.decl.SecretFields(),
 		ConfigDefaults:  map[string]any{},
+		OptionalEvents:  []string{},
+	}
+	for _, e := range g.decl.Events {
+		if slices.Contains(plugin.OptionalEvents[:], e) {
+			gp.OptionalEvents = append(gp.OptionalEvents, e)
+		}
 	}
 	for _, c := range g.decl.Config {
 		gp.ConfigDefaults[c.Name] = c.Default

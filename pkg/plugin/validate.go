@@ -22,7 +22,13 @@ var SecretMarkers = [...]string{"token", "secret", "password"}
 
 // Events are the LangBot events a declaration may listen to: the ones a
 // forwarder knows how to map onto the event endpoint.
-var Events = [...]string{"PersonMessageReceived", "GroupMessageReceived", "NormalMessageResponded"}
+var Events = [...]string{"PersonMessageReceived", "GroupMessageReceived", "NormalMessageResponded", "MessageReceived"}
+
+// OptionalEvents are the Events only newer LangBot SDKs raise (0.7's
+// MessageReceived, which carries bot_uuid, chat_type and chat_id): a
+// forwarder listens to them only where its SDK has them, so one package
+// serves LangBot 4.10 and 4.11.
+var OptionalEvents = [...]string{"MessageReceived"}
 
 var (
 	wireNameRE    = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)

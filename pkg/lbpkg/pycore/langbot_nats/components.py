@@ -211,16 +211,30 @@ async def forward_event(fw: Forwarder | None, gen: p.Generated, ctx: typing.Any)
             log.warning("event %s: reply_message_chain ignored: %s", ctx.event_name, type(exc).__name__)
 
 
+def listened_events(gen: p.Generated, events: typing.Any) -> list[typing.Any]:
+    """The SDK event classes to listen to: each declared event that the
+    SDK's events module has. An optional one (SDK 0.7's MessageReceived)
+    missing from an older SDK is skipped quietly; any other is an error."""
+    optional = set(gen.plugin.get("optional_events") or [])
+    out = []
+    for name in gen.plugin["events"]:
+        event_type = getattr(events, name, None)
+        if event_type is None:
+            if name in optional:
+                log.info("event %s is not in this SDK; not listened to", name)
+            else:
+                log.error("event %s is not known to this SDK; not listened to", name)
+            continue
+        out.append(event_type)
+    return out
+
+
 class ForwardingEventListener(EventListener):
-    """Registers one forwarding handler for each declared event."""
+    """Registers one forwarding handler for each declared event the SDK has."""
 
     def __init__(self) -> None:
         super().__init__()
-        for name in p.load().plugin["events"]:
-            event_type = getattr(sdk_events, name, None)
-            if event_type is None:
-                log.error("event %s is not known to this SDK; not listened to", name)
-                continue
+        for event_type in listened_events(p.load(), sdk_events):
             self.handler(event_type)(self._forward)
 
     async def _forward(self, ctx: typing.Any) -> None:
