@@ -212,18 +212,25 @@ func Attach(t testing.TB, js jetstream.JetStream, plugin string, b binding.Bindi
 // With several replicas, wait for each one's view (WaitAuthority).
 func EnsureAttached(t testing.TB, js jetstream.JetStream, plugin string, b binding.Binding, config json.RawMessage) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	st, err := js.Stream(ctx, bus.LifecycleStream)
-	if err != nil {
-		t.Fatalf("bustest: lifecycle stream: %v", err)
-	}
-	_, err = st.GetLastMsgForSubject(ctx, bus.Subjects{}.Lifecycle(plugin, bus.LifecycleAttach, bus.ScopeOf(b)))
-	switch {
-	case err == nil:
-		return
-	case !errors.Is(err, jetstream.ErrMsgNotFound):
-		t.Fatalf("bustest: look up attach: %v", err)
+	subject := bus.Subjects{}.Lifecycle(plugin, bus.LifecycleAttach, bus.ScopeOf(b))
+	var err error
+	// JetStream may be electing a leader (cluster tests): retry a while
+	for deadline := time.Now().Add(WaitTimeout); ; time.Sleep(50 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var st jetstream.Stream
+		if st, err = js.Stream(ctx, bus.LifecycleStream); err == nil {
+			_, err = st.GetLastMsgForSubject(ctx, subject)
+		}
+		cancel()
+		if err == nil {
+			return
+		}
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bustest: look up attach: %v", err)
+		}
 	}
 	if len(config) == 0 {
 		config = json.RawMessage(`{}`)
