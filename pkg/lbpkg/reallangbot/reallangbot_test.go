@@ -140,47 +140,48 @@ func TestRealLangBot(t *testing.T) {
 	// API (as the console in LangBot does) and through `!ho`.
 	run("takeover", func(t *testing.T) {
 		ctx := within(t, 2*step)
-		before := len(w.llm.Calls())
-		if err := user.Send("human please"); err != nil {
-			t.Fatal(err)
-		}
-		sid := w.takenSession(t, ctx, user)
-		for _, text := range []string{"are you there?", "still waiting"} {
-			if err := user.Send(text); err != nil {
+		// quietUntilRelease sends the trigger word and two messages, waits
+		// until the operator's history holds them, releases the chat with
+		// release, and checks that the fake LLM answered only the message
+		// after the release: LangBot handles a chat's messages in order, so
+		// by that answer every earlier message has been through its
+		// pipeline.
+		quietUntilRelease := func(release func(sid string)) {
+			t.Helper()
+			before := len(w.llm.Calls())
+			mark := "quiet-" + time.Now().Format("150405.000")
+			if err := user.Send("human please"); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, ctx, "the message recorded for the operator", func() bool { return w.historyHas(ctx, sid, text) })
+			sid := w.takenSession(t, ctx, user)
+			for _, text := range []string{mark + " are you there?", mark + " still waiting"} {
+				if err := user.Send(text); err != nil {
+					t.Fatal(err)
+				}
+				waitUntil(t, ctx, "the message recorded for the operator", func() bool { return w.historyHas(ctx, sid, text) })
+			}
+			release(sid)
+			say(t, ctx, user, mark+" back to the AI?", "fake-llm answer")
+			calls := w.llm.Calls()[before:]
+			if len(calls) != 1 || !strings.Contains(calls[0], mark+" back to the AI?") {
+				t.Fatalf("fake LLM calls since the trigger word: %q, want only the message after the release", calls)
+			}
 		}
-		if got := len(w.llm.Calls()); got != before {
-			t.Fatalf("the fake LLM was called %d times for a taken-over chat: %q", got-before, w.llm.Calls()[before:])
-		}
-		// Release through the page API.
-		if err := w.lb.PageAPI(ctx, w.ids[takeover.Plugin], "console", "/takeover", "DELETE", map[string]any{"sid": sid}, nil); err != nil {
-			t.Fatalf("release through the page API: %v", err)
-		}
-		say(t, ctx, user, "back to the AI?", "fake-llm answer")
-
-		// Again, released by an operator with `!ho` from an operator chat.
+		// Released through the page API, as the console in LangBot does.
+		quietUntilRelease(func(sid string) {
+			if err := w.lb.PageAPI(ctx, w.ids[takeover.Plugin], "console", "/takeover", "DELETE", map[string]any{"sid": sid}, nil); err != nil {
+				t.Fatalf("release through the page API: %v", err)
+			}
+		})
+		// Released by an operator with `!ho` from an operator chat.
 		op := w.chat(t, ctx)
 		w.saveConfig(t, ctx, takeover.Plugin, map[string]any{"trigger_words": []string{"human please"},
 			"auto_takeover_on_trigger": true, "takeover_timeout": 600,
 			"operator_chats": []string{w.setup.Bot + ":person:" + w.launcherID(op)}})
-		if err := user.Send("human please"); err != nil {
-			t.Fatal(err)
-		}
-		w.takenSession(t, ctx, user)
-		before = len(w.llm.Calls())
-		mark := "quiet-" + time.Now().Format("150405.000")
-		if err := user.Send(mark); err != nil {
-			t.Fatal(err)
-		}
-		waitUntil(t, ctx, "the message recorded for the operator", func() bool { return w.historyHas(ctx, sid, mark) })
-		if got := len(w.llm.Calls()); got != before {
-			t.Fatalf("the fake LLM was called for a taken-over chat")
-		}
-		say(t, ctx, op, "!ho list", "1. ")
-		say(t, ctx, op, "!ho release 1", "back with the AI")
-		say(t, ctx, user, "and now?", "fake-llm answer")
+		quietUntilRelease(func(string) {
+			say(t, ctx, op, "!ho list", "1. ")
+			say(t, ctx, op, "!ho release 1", "back with the AI")
+		})
 	})
 
 	// HumanTakeover's page is served by LangBot itself.
