@@ -203,15 +203,17 @@ func TestRealLangBot(t *testing.T) {
 	// it, once.
 	run("config save while a reminder is pending", func(t *testing.T) {
 		ctx := within(t, step)
+		handled := w.delivered()
 		say(t, ctx, user, "!sche add in 6s pending-save", "pending-save")
 		w.saveConfig(t, ctx, schenotify.Plugin, map[string]any{"notify_prefix": notify, "timezone": "UTC", "max_reminders": 99})
-		w.deliveredOnce(ctx, t, user, "pending-save")
+		w.deliveredOnce(ctx, t, user, "pending-save", handled)
 	})
 
 	// Unbinding the plugin from the pipeline and binding it again while a
 	// reminder is pending: delivered, once.
 	run("unbind and rebind on the pipeline", func(t *testing.T) {
 		ctx := within(t, step)
+		handled := w.delivered()
 		say(t, ctx, user, "!sche add in 6s pending-rebind", "pending-rebind")
 		others := []string{w.ids[githubkit.Plugin], w.ids[takeover.Plugin]}
 		if err := w.lb.BindPlugins(ctx, w.setup.Pipeline, false, others...); err != nil {
@@ -220,7 +222,7 @@ func TestRealLangBot(t *testing.T) {
 		if err := w.lb.BindPlugins(ctx, w.setup.Pipeline, true); err != nil {
 			t.Fatal(err)
 		}
-		w.deliveredOnce(ctx, t, user, "pending-rebind")
+		w.deliveredOnce(ctx, t, user, "pending-rebind", handled)
 	})
 
 	// After uninstall nothing of the plugin reaches the chat: the service
@@ -271,18 +273,29 @@ func TestRealLangBot(t *testing.T) {
 	})
 }
 
-// deliveredOnce waits for the reminder text in c and checks that it
-// arrived exactly once, after the service's every delivery attempt for it
-// was answered (a repeat would be a second attempt reaching the chat).
-func (w *world) deliveredOnce(ctx context.Context, t *testing.T, c *reallangbot.Chat, text string) {
+// deliveredOnce waits until ScheNotify has finished one more delivery
+// (its log line "reminder handled" with outcome delivered) and the text
+// reached c, then checks that it reached c exactly once, after a later
+// chat message's answer (anything pushed before it has arrived by then).
+func (w *world) deliveredOnce(ctx context.Context, t *testing.T, c *reallangbot.Chat, text string, handledBefore int) {
 	t.Helper()
-	waitUntil(t, ctx, "reminder "+text+" delivered", func() bool { return c.Count(notify+text) > 0 })
-	// A chat message and its answer after the delivery: anything sent
-	// before it has reached the chat by then.
+	waitUntil(t, ctx, "ScheNotify finishing the delivery of "+text, func() bool { return w.delivered() > handledBefore })
+	waitUntil(t, ctx, "reminder "+text+" in the chat", func() bool { return c.Count(notify+text) > 0 })
 	say(t, ctx, c, "after "+text+"?", "fake-llm answer")
 	if got := c.Count(notify + text); got != 1 {
 		t.Fatalf("reminder %s delivered %d times, want 1 (%d send_message requests)", text, got, w.sendsWith(text))
 	}
+}
+
+// delivered counts ScheNotify's finished deliveries so far.
+func (w *world) delivered() int {
+	n := 0
+	for _, line := range strings.Split(w.logs.String(), "\n") {
+		if strings.Contains(line, `"msg":"reminder handled"`) && strings.Contains(line, `"outcome":"delivered"`) {
+			n++
+		}
+	}
+	return n
 }
 
 // session is the console's summary of a chat, as far as the tests read it.
