@@ -3,8 +3,9 @@
 # also run by .ci/run. Idempotent; a second run changes nothing and takes a
 # second or two.
 #
-#  1. Debian's chromium (the takeover console's browser tests) and the
-#     pure-Python Debian packages LangBot's plugin runtime needs
+#  1. Debian's chromium (the takeover console's browser tests), openssl
+#     (deploy/compose/gen-secrets.sh) and the pure-Python Debian packages
+#     LangBot's plugin runtime needs
 #     (pkg/lbpkg/runtimetest.DebianPackages), installed system-wide with
 #     apt-get (root, or sudo).
 #  2. For the real-LangBot test (pkg/lbpkg/reallangbot): the Debian packages
@@ -33,6 +34,8 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 if [ $system = 1 ]; then
   need=()
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  # deploy/compose/gen-secrets.sh makes the auth callout's Ed25519 issuer key.
+  command -v openssl >/dev/null 2>&1 || need+=(openssl)
   # Keep in step with pkg/lbpkg/runtimetest.DebianPackages.
   for p in python3-websockets python3-httpx python3-httpcore python3-h11 python3-anyio \
     python3-rfc3986 python3-aiofiles python3-packaging python3-watchdog python3-dotenv; do
