@@ -132,7 +132,9 @@ func TestRealLangBot(t *testing.T) {
 	run("gh help and lookup", func(t *testing.T) {
 		ctx := within(t, step)
 		say(t, ctx, user, "!gh help", "GitHubKit commands")
-		say(t, ctx, user, "!gh repo octocat/Hello-World", "octocat/Hello-World")
+		// The description comes from the fake GitHub's repository only.
+		got := say(t, ctx, user, "!gh repo octocat/Hello-World", "This your first repo!")
+		t.Logf("repository card: %q", got.Content)
 	})
 
 	// The trigger word hands the chat to a human: LangBot's pipeline then
