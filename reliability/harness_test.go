@@ -50,7 +50,7 @@ type stack struct {
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	host   *bustest.Host
-	inv    *bus.Invoker
+	inv    *bustest.Invoker // attaches an installation before its first invocation
 	gh     *fakegithub.Server
 	keyStr string
 	mu     sync.Mutex
@@ -83,7 +83,7 @@ func newStack(t testing.TB, nc *nats.Conn) *stack {
 	}
 	s := &stack{t: t, nc: nc, js: js, keyStr: key}
 	s.host = bustest.NewHost(t, nc, bus.Subjects{})
-	s.inv = bus.NewInvoker(nc, bus.Subjects{}, nil)
+	s.inv = bustest.NewInvoker(t, bus.NewInvoker(nc, bus.Subjects{}, nil), s.js, nil)
 	s.gh = fakegithub.New(fakegithub.Options{AutoRepos: true})
 	t.Cleanup(s.gh.Close)
 	return s

@@ -205,16 +205,24 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 		_ = hs.Shutdown(sctx)
 	}()
 
+	attached := map[string]uint64{}
 	for _, s := range services {
 		cfg := s.Config
 		if len(cfg) == 0 {
 			cfg = json.RawMessage("{}")
 		}
-		if _, err := bus.PublishAttach(ctx, js, subj, s.Plugin, bus.Attach{Binding: devBinding(s.Plugin), Config: cfg, Enabled: true}, ""); err != nil {
+		seq, err := bus.PublishAttach(ctx, js, subj, s.Plugin, bus.Attach{Binding: devBinding(s.Plugin), Config: cfg, Enabled: true}, "")
+		if err != nil {
 			return err
 		}
+		attached[s.Plugin] = seq
 	}
 	if err := d.waitReady(ctx, ready); err != nil {
+		return err
+	}
+	// a service refuses an installation until its attach is applied
+	// (not_attached): the prompt opens once every attach is
+	if err := waitAttached(ctx, js, attached); err != nil {
 		return err
 	}
 	d.banner(url, hs.Addr(), *dataDir, acc)
@@ -331,6 +339,31 @@ func devKeyring(dir string) (*bus.Keyring, error) {
 		return nil, err
 	}
 	return bus.ParseKeyring(strings.TrimSpace(string(raw)))
+}
+
+// waitAttached waits until each plugin's lifecycle consumer has
+// acknowledged the attach published at seq.
+func waitAttached(ctx context.Context, js jetstream.JetStream, seqs map[string]uint64) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for plugin, seq := range seqs {
+		for {
+			c, err := js.Consumer(ctx, bus.LifecycleStream, bus.LifecycleConsumer(plugin))
+			if err == nil {
+				if info, err := c.Info(ctx); err == nil && info.AckFloor.Stream >= seq {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s did not apply its attach within 30s", plugin)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
 
 func (d *devStack) waitReady(ctx context.Context, svcs []svcmain.Service) error {

@@ -28,7 +28,12 @@ const (
 // scope, with its state: the record <scope>.authority of the plugin's
 // bucket. Secret config fields are sealed (see Keyring).
 type Authority struct {
-	Binding      binding.Binding `json:"binding"`
+	Binding binding.Binding `json:"binding"`
+	// Attached is the binding of the newest attach applied: the attach of
+	// record, which an invocation may lead by at most a bounded step
+	// (MaxInvocationLead). Zero in records written before it existed:
+	// Binding stands for it then.
+	Attached     binding.Binding `json:"attached,omitzero"`
 	Config       json.RawMessage `json:"config,omitempty"`
 	Enabled      bool            `json:"enabled"`
 	State        State           `json:"state"`
@@ -93,25 +98,39 @@ type Decision struct {
 }
 
 // MaxInvocationLead bounds how far an invocation may move an authority
-// ahead: its binding's placement_generation and runtime_revision may each
-// exceed the stored ones (or 0 without a record) by at most this much.
-// Attaches are not bounded: the lifecycle stream is the host's word. An
-// invocation is a shortcut for the moment before its attach is applied,
-// and real revisions step by one per config save or upgrade; without the
-// bound one invocation carrying revision 2^63-1 would leave no newer
-// binding, locking the installation until a reinstall.
-const MaxInvocationLead = 1024
+// past its attach of record (Authority.Attached): its binding's
+// runtime_revision may exceed the attached one by at most this much, and
+// its placement_generation by at most one. LangBot gives a worker a new
+// revision, one higher, on each config save and upgrade, and the new
+// worker's first invocation may arrive before its attach is consumed; a
+// few saves in a row before the attach lands still fit. The bound is
+// measured from the attach, never from a binding an invocation wrote, so
+// repeated invocations cannot ratchet the authority away from the
+// installation's real worker, whose next attach (refreshed hourly) is
+// applied whatever binding it carries (see Transition).
+const MaxInvocationLead = 8
 
-// withinLead reports whether b is at most MaxInvocationLead ahead of cur
-// in each component of the order.
-func withinLead(b binding.Binding, cur *Authority) bool {
-	var gen, rev int64
-	if cur != nil {
-		gen, rev = cur.Binding.PlacementGeneration, cur.Binding.RuntimeRevision
+// maxGenerationLead bounds an invocation's placement_generation past the
+// attached one: a generation changes only on an execution-ownership
+// cutover, one step at a time.
+const maxGenerationLead = 1
+
+// anchor returns the attach of record of cur.
+func (a *Authority) anchor() binding.Binding {
+	if a.Attached != (binding.Binding{}) {
+		return a.Attached
 	}
-	// both sides are >= 0 (a valid binding's components are >= 1), so the
-	// differences cannot overflow
-	return b.PlacementGeneration-gen <= MaxInvocationLead && b.RuntimeRevision-rev <= MaxInvocationLead
+	return a.Binding
+}
+
+// withinLead reports whether b is within the bounded step past the attach
+// of record of cur.
+func withinLead(b binding.Binding, cur *Authority) bool {
+	at := cur.anchor()
+	// both sides are >= 1 (valid bindings), so the differences cannot
+	// overflow
+	return b.PlacementGeneration-at.PlacementGeneration <= maxGenerationLead &&
+		b.RuntimeRevision-at.RuntimeRevision <= MaxInvocationLead
 }
 
 func isRemoval(reason string) bool {
@@ -122,12 +141,24 @@ func isRemoval(reason string) bool {
 // (nil: no record) and one input. It is pure: the caller stores Next by
 // compare-and-set. Config in Next is the input's plaintext config (for
 // attach and invocation) or cur's stored config; the store seals it.
+//
+// Attaches are the authority of record: one is applied whatever binding
+// it carries, in the lifecycle stream's order (a message at or below the
+// stored sequence is ignored), so no value an attach or an invocation
+// carries can put an installation out of reach of its own worker's next
+// attach. An invocation may move the authority only a bounded step past
+// the newest attach (MaxInvocationLead) and never creates one: on a scope
+// without a record it is refused (not_attached).
 func Transition(cur *Authority, in Input, now time.Time) Decision {
 	if in.Seq != 0 && cur != nil && in.Seq <= cur.LifecycleSeq {
 		return Decision{Outcome: Ignore}
 	}
+	anchor := in.Binding
+	if cur != nil {
+		anchor = cur.anchor()
+	}
 	next := func(state State, b binding.Binding, cfg json.RawMessage, enabled bool) Decision {
-		n := Authority{Binding: b, Config: cfg, Enabled: enabled, State: state, UpdatedAt: now.UTC()}
+		n := Authority{Binding: b, Attached: anchor, Config: cfg, Enabled: enabled, State: state, UpdatedAt: now.UTC()}
 		if cur != nil {
 			n.LifecycleSeq = cur.LifecycleSeq
 		}
@@ -148,9 +179,12 @@ func Transition(cur *Authority, in Input, now time.Time) Decision {
 
 	switch in.Kind {
 	case InputAttach:
-		if removed || cmp < 0 {
+		// The host's word, in the stream's order, whatever the binding
+		// (a tombstone is never revived: a reinstall has a new uuid).
+		if removed {
 			return Decision{Outcome: Ignore}
 		}
+		anchor = in.Binding
 		if in.Enabled {
 			return next(StateActive, in.Binding, in.Config, true)
 		}
@@ -158,7 +192,7 @@ func Transition(cur *Authority, in Input, now time.Time) Decision {
 
 	case InputInvocation:
 		switch {
-		case removed || cmp < 0 || cmp > 0 && !withinLead(in.Binding, cur):
+		case cur == nil || removed || cmp < 0 || cmp > 0 && !withinLead(in.Binding, cur):
 			return Decision{Outcome: Refuse}
 		case cmp > 0:
 			return next(StateActive, in.Binding, in.Config, true)
@@ -180,6 +214,8 @@ func Transition(cur *Authority, in Input, now time.Time) Decision {
 			d.Purge = cur != nil
 			return d
 		}
+		// A late revoke of an older revision must not stop the newer
+		// one's work.
 		if removed || cmp < 0 {
 			return Decision{Outcome: Ignore}
 		}
@@ -203,6 +239,9 @@ func Transition(cur *Authority, in Input, now time.Time) Decision {
 		return d
 
 	case InputStale:
+		// Only a refusal of the binding the authority holds now counts: a
+		// refusal of an older (or any other) binding says nothing about
+		// the current one.
 		if cur == nil || cur.State != StateActive || cmp != 0 {
 			return Decision{Outcome: Ignore}
 		}

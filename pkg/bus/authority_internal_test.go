@@ -3,6 +3,7 @@ package bus
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -48,10 +49,17 @@ func TestTransitionTable(t *testing.T) {
 		{"attach enabled newer", Input{Kind: InputAttach, Binding: newer, Enabled: true, Seq: 11}, [5]want{to(StateActive), to(StateActive), to(StateActive), to(StateActive), ignore}},
 		{"attach enabled equal", Input{Kind: InputAttach, Binding: equal, Enabled: true, Seq: 11}, [5]want{to(StateActive), to(StateActive), to(StateActive), to(StateActive), ignore}},
 		{"attach disabled equal", Input{Kind: InputAttach, Binding: equal, Enabled: false, Seq: 11}, [5]want{to(StateDisabled), to(StateDisabled), to(StateDisabled), to(StateDisabled), ignore}},
-		{"attach older", Input{Kind: InputAttach, Binding: older, Enabled: true, Seq: 11}, [5]want{to(StateActive), ignore, ignore, ignore, ignore}},
-		{"invocation newer", Input{Kind: InputInvocation, Binding: newer}, [5]want{to(StateActive), to(StateActive), to(StateActive), to(StateActive), refuse}},
-		{"invocation equal", Input{Kind: InputInvocation, Binding: equal}, [5]want{to(StateActive), serve, refuse, refuse, refuse}},
-		{"invocation older", Input{Kind: InputInvocation, Binding: older}, [5]want{to(StateActive), refuse, refuse, refuse, refuse}},
+		// attaches are the authority of record, in the stream's order
+		{"attach older", Input{Kind: InputAttach, Binding: older, Enabled: true, Seq: 11}, [5]want{to(StateActive), to(StateActive), to(StateActive), to(StateActive), ignore}},
+		{"attach disabled older", Input{Kind: InputAttach, Binding: older, Enabled: false, Seq: 11}, [5]want{to(StateDisabled), to(StateDisabled), to(StateDisabled), to(StateDisabled), ignore}},
+		// an invocation never creates an authority (not_attached)
+		{"invocation newer", Input{Kind: InputInvocation, Binding: newer}, [5]want{refuse, to(StateActive), to(StateActive), to(StateActive), refuse}},
+		{"invocation equal", Input{Kind: InputInvocation, Binding: equal}, [5]want{refuse, serve, refuse, refuse, refuse}},
+		{"invocation older", Input{Kind: InputInvocation, Binding: older}, [5]want{refuse, refuse, refuse, refuse, refuse}},
+		{"invocation past the lead", Input{Kind: InputInvocation, Binding: bnd(1, 5+MaxInvocationLead+1)}, [5]want{refuse, refuse, refuse, refuse, refuse}},
+		{"invocation at the lead", Input{Kind: InputInvocation, Binding: bnd(1, 5+MaxInvocationLead)}, [5]want{refuse, to(StateActive), to(StateActive), to(StateActive), refuse}},
+		{"invocation two generations on", Input{Kind: InputInvocation, Binding: bnd(3, 1)}, [5]want{refuse, refuse, refuse, refuse, refuse}},
+		{"invocation next generation", Input{Kind: InputInvocation, Binding: bnd(2, 1)}, [5]want{refuse, to(StateActive), to(StateActive), to(StateActive), refuse}},
 		{"revoke disable equal", Input{Kind: InputRevoke, Binding: equal, Reason: ReasonDisable, Seq: 11}, [5]want{to(StateDisabled), to(StateDisabled), to(StateDisabled), to(StateDisabled), ignore}},
 		{"revoke upgrade equal", Input{Kind: InputRevoke, Binding: equal, Reason: ReasonUpgrade, Seq: 11}, [5]want{to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), ignore}},
 		{"revoke config_change newer", Input{Kind: InputRevoke, Binding: newer, Reason: ReasonConfigChange, Seq: 11}, [5]want{to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), ignore}},
@@ -143,4 +151,92 @@ func TestTransitionExpire(t *testing.T) {
 			t.Errorf("%s: %+v, want Ignore", name, d)
 		}
 	}
+}
+
+// fold applies inputs in order, as the store does, and returns the last
+// decision and the authority left.
+func fold(t *testing.T, cur *Authority, ins ...Input) (*Authority, Decision) {
+	t.Helper()
+	var d Decision
+	for _, in := range ins {
+		d = Transition(cur, in, time.Unix(1_800_000_000, 0))
+		if d.Outcome == Write {
+			n := d.Next
+			cur = &n
+		}
+	}
+	return cur, d
+}
+
+// TestTransitionNoLockout is issue 26's lockout: no value an attach or an
+// invocation carries leaves the installation out of reach of its own
+// worker's next attach, and invocations cannot ratchet the authority past
+// the attach of record.
+func TestTransitionNoLockout(t *testing.T) {
+	real := bnd(1, 5)
+	attach := func(b binding.Binding, enabled bool, seq uint64) Input {
+		return Input{Kind: InputAttach, Binding: b, Enabled: enabled, Seq: seq}
+	}
+	inv := func(b binding.Binding) Input { return Input{Kind: InputInvocation, Binding: b} }
+	start, _ := fold(t, nil, attach(real, true, 1))
+
+	t.Run("attach at revision 2^63-1, disabled", func(t *testing.T) {
+		cur, _ := fold(t, start, attach(bnd(1, math.MaxInt64), false, 2))
+		if cur.State != StateDisabled {
+			t.Fatalf("the absurd attach was not applied as the host's word: %+v", cur)
+		}
+		if _, d := fold(t, cur, inv(real)); d.Outcome != Refuse {
+			t.Fatalf("before the real worker's attach: %v", d.Outcome)
+		}
+		cur, _ = fold(t, cur, attach(real, true, 3))
+		if cur.State != StateActive || cur.Binding != real || cur.Attached != real {
+			t.Fatalf("the real worker's refreshed attach did not bring it back: %+v", cur)
+		}
+		if _, d := fold(t, cur, inv(real)); d.Outcome != Serve {
+			t.Fatalf("the real worker's invocation after its attach: %v", d.Outcome)
+		}
+	})
+	t.Run("attach at generation 2^63-1", func(t *testing.T) {
+		cur, _ := fold(t, start, attach(bnd(math.MaxInt64, math.MaxInt64), true, 2), attach(real, true, 3))
+		if cur.State != StateActive || cur.Binding != real {
+			t.Fatalf("%+v", cur)
+		}
+	})
+	t.Run("invocation 1024 ahead", func(t *testing.T) {
+		if _, d := fold(t, start, inv(bnd(1, 5+1024))); d.Outcome != Refuse {
+			t.Fatalf("got %v, want Refuse", d.Outcome)
+		}
+	})
+	t.Run("invocations cannot ratchet", func(t *testing.T) {
+		// each step within the lead of the binding before it, but the
+		// lead is measured from the attach
+		cur, _ := fold(t, start, inv(bnd(1, 5+MaxInvocationLead)))
+		if cur.Binding != bnd(1, 5+MaxInvocationLead) || cur.Attached != real {
+			t.Fatalf("first step: %+v", cur)
+		}
+		if _, d := fold(t, cur, inv(bnd(1, 5+MaxInvocationLead+1))); d.Outcome != Refuse {
+			t.Fatalf("second step: %v, want Refuse", d.Outcome)
+		}
+		// the real worker's next attach brings its own binding back
+		cur, _ = fold(t, cur, attach(real, true, 2))
+		if cur.Binding != real || cur.State != StateActive {
+			t.Fatalf("after the real attach: %+v", cur)
+		}
+	})
+	t.Run("a record without attached anchors at its binding", func(t *testing.T) {
+		old := &Authority{Binding: real, State: StateActive, LifecycleSeq: 1}
+		cur, _ := fold(t, old, inv(bnd(1, 6)))
+		if cur.Attached != real {
+			t.Fatalf("attached = %+v, want the old binding", cur.Attached)
+		}
+		if _, d := fold(t, cur, inv(bnd(1, 5+MaxInvocationLead+1))); d.Outcome != Refuse {
+			t.Fatalf("%v", d.Outcome)
+		}
+	})
+	t.Run("revoke keeps the attach of record", func(t *testing.T) {
+		cur, _ := fold(t, start, Input{Kind: InputRevoke, Binding: bnd(1, 6), Reason: ReasonConfigChange, Seq: 2})
+		if cur.Attached != real || cur.State != StateSuperseded {
+			t.Fatalf("%+v", cur)
+		}
+	})
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 )
@@ -30,6 +32,11 @@ func TestRunnerOnThreeNodeCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Shutdown(context.Background()) })
+	js, err := jetstream.New(c.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bustest.Attach(t, js, plugin, bindingFor("i", "w", "n", 1, 1), json.RawMessage(`{}`), true)
 	inv := bus.NewInvoker(c.Conn(t), bus.Subjects{}, nil)
 	call := func(rev int64, id string) error {
 		b := bindingFor("i", "w", "n", 1, rev)

@@ -58,6 +58,7 @@ func TestRetriedInvocationDoesNotRepeat(t *testing.T) {
 	e := &effects{release: make(chan struct{})}
 	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers()}, bus.Deps{})
 	b := bindingFor("i", "w", "n", 1, 1)
+	h.install(b)
 	first, err := h.command(b, "same-id", "add")
 	if err != nil {
 		t.Fatal(err)
@@ -122,6 +123,7 @@ func TestRetryRacingFirstAttemptGetsInProgress(t *testing.T) {
 	e := &effects{release: make(chan struct{})}
 	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers()}, bus.Deps{})
 	b := bindingFor("i", "w", "n", 1, 1)
+	h.install(b)
 	done := make(chan json.RawMessage)
 	go func() {
 		out, _ := h.command(b, "race-id", "slow")
@@ -163,6 +165,7 @@ func TestRunnerConcurrentSafe(t *testing.T) {
 	// 16 concurrent callers of one installation: 8 run, 8 wait
 	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 8}, bus.Deps{})
 	b := bindingFor("i", "w", "n", 1, 1)
+	h.install(b)
 	var wg sync.WaitGroup
 	var failures atomic.Int64
 	for g := range 16 {
@@ -189,6 +192,7 @@ func TestFullPoolAnswers503(t *testing.T) {
 	e := &effects{release: make(chan struct{})}
 	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), Workers: 1, Queue: 1}, bus.Deps{})
 	b := bindingFor("i", "w", "n", 1, 1)
+	h.install(b)
 	results := make(chan error, 3)
 	for i := range 3 {
 		go func() {
@@ -220,6 +224,7 @@ func TestCrashedAttemptIsTakenOver(t *testing.T) {
 	e := &effects{release: make(chan struct{})}
 	h := newHarness(t, bus.RunnerConfig{Handlers: e.handlers(), InvocationTimeout: 2 * time.Second}, bus.Deps{})
 	b := bindingFor("i", "w", "n", 1, 1)
+	h.install(b)
 	kv, err := h.js.KeyValue(context.Background(), bus.DedupeBucket(plugin))
 	if err != nil {
 		t.Fatal(err)

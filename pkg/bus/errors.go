@@ -69,6 +69,42 @@ var (
 // invocation is still running.
 var ErrInProgress = &Error{Code: 409, Word: "conflict", Reason: "in_progress", Message: "the first attempt of this invocation is still running"}
 
+// Reasons of 403 binding_refused on an invocation (docs/protocol.md,
+// Errors). They are also generated for the LangBot packages
+// (pkg/lbpkg), so neither side types them twice.
+const (
+	// ReasonNotAttached: the scope has no authority: no attach of this
+	// installation has been applied. The invocation created nothing; the
+	// host (re)publishes its attach and retries.
+	ReasonNotAttached = "not_attached"
+	// ReasonStaleBinding: the binding is older than the installation's.
+	ReasonStaleBinding = "stale_binding"
+	// ReasonTooFarAhead: the binding leads the installation's newest
+	// attach by more than MaxInvocationLead; its attach must be applied
+	// first.
+	ReasonTooFarAhead = "binding_too_far_ahead"
+	// ReasonInstallationInactive: the installation is disabled or
+	// superseded.
+	ReasonInstallationInactive = "installation_inactive"
+	// ReasonRemoved: the installation was uninstalled (its tombstone).
+	ReasonRemoved = "removed"
+	// ReasonScopeMismatch: the subject's scope differs from the body's
+	// binding.
+	ReasonScopeMismatch = "scope_mismatch"
+)
+
+// BindingReasons returns the reasons above, for generated code and docs.
+func BindingReasons() []string {
+	return []string{ReasonNotAttached, ReasonStaleBinding, ReasonTooFarAhead,
+		ReasonInstallationInactive, ReasonRemoved, ReasonScopeMismatch}
+}
+
+// ErrNotAttached is the refusal of an invocation on a scope no attach has
+// reached (403 binding_refused, reason not_attached); errors.Is matches it
+// by code and reason.
+var ErrNotAttached = &Error{Code: 403, Word: "binding_refused", Reason: ReasonNotAttached,
+	Message: "this installation is not attached: its attach has not reached the service yet"}
+
 var wordByCode = map[int]string{
 	400: "bad_request", 403: "binding_refused", 404: "not_found", 409: "conflict",
 	413: "too_large", 429: "rate_limited", 500: "internal", 503: "unavailable",

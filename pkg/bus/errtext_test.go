@@ -21,6 +21,7 @@ import (
 func TestEnvelopeErrorsNameNoValue(t *testing.T) {
 	var calls atomic.Int64
 	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
+	h.install(bindingFor("i", "w", "n", 1, 1))
 	const subj = "langbot.plugin.echo.command.i.w.n"
 	b := `"binding":{"instance_uuid":"i","workspace_uuid":"w","installation_uuid":"n","placement_generation":1,"runtime_revision":1,"artifact_digest":"d"}`
 	for _, tc := range []struct {

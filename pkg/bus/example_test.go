@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -59,6 +60,15 @@ func ExampleRunner() {
 
 	b := binding.Binding{InstanceUUID: "inst", WorkspaceUUID: "ws", InstallationUUID: "install",
 		PlacementGeneration: 1, RuntimeRevision: 1, ArtifactDigest: "sha256:example"}
+	// The host attaches an installation before it invokes it; until the
+	// service has applied the attach, invocations get 403 not_attached.
+	if _, err := bus.PublishAttach(ctx, js, bus.Subjects{}, "shout", bus.Attach{Binding: b, Enabled: true}, ""); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, ok := r.View().Lookup(bus.ScopeOf(b)); !ok; _, ok = r.View().Lookup(bus.ScopeOf(b)) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	reply, err := bus.NewInvoker(nc, bus.Subjects{}, nil).Invoke(ctx, "shout", bus.EndpointCommand, "inv-1",
 		&bus.Request{Binding: b, Command: &bus.Command{Name: "shout", Params: []string{"hello", "nats"}}})
 	if err != nil {

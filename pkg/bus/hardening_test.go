@@ -19,11 +19,12 @@ import (
 // TestInvocationCannotLockAuthority is issue 19's authority item: an
 // invocation carrying revision 2^63-1 moved the authority there, after
 // which no binding was newer and the installation stayed refused until a
-// reinstall. An invocation may now lead the stored binding by at most
+// reinstall. An invocation may now lead the newest attach by at most
 // bus.MaxInvocationLead; the attaches that follow are still applied.
 func TestInvocationCannotLockAuthority(t *testing.T) {
 	var calls atomic.Int64
 	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
+	h.manualAttach = true // probes scopes never attached
 
 	for _, tc := range []struct {
 		name     string
@@ -67,15 +68,17 @@ func TestInvocationCannotLockAuthority(t *testing.T) {
 	}
 
 	t.Run("no record", func(t *testing.T) {
-		far := bindingFor("i", "w", "fresh", 1, math.MaxInt64)
-		if _, err := h.command(far, "fresh-far"); !errors.Is(err, bus.ErrBindingRefused) {
-			t.Fatalf("first invocation with revision 2^63-1: %v, want 403", err)
+		// an invocation never creates an authority, far or near
+		for _, rev := range []int64{math.MaxInt64, 1} {
+			b := bindingFor("i", "w", "fresh", 1, rev)
+			if _, err := h.command(b, fmt.Sprintf("fresh-%d", rev)); !errors.Is(err, bus.ErrNotAttached) {
+				t.Fatalf("first invocation with revision %d: %v, want 403 not_attached", rev, err)
+			}
 		}
 		b1 := bindingFor("i", "w", "fresh", 1, 1)
-		if _, err := h.command(b1, "fresh-1"); err != nil {
-			t.Fatalf("revision 1 after the far invocation: %v", err)
-		}
-		// within the lead an invocation still moves the authority ahead
+		h.install(b1)
+		// within the lead of the attach an invocation still moves the
+		// authority ahead
 		near := bindingFor("i", "w", "fresh", 1, 1+bus.MaxInvocationLead)
 		if _, err := h.command(near, "fresh-near"); err != nil {
 			t.Fatalf("invocation %d ahead: %v", bus.MaxInvocationLead, err)

@@ -21,6 +21,8 @@ type harness struct {
 	js      jetstream.JetStream
 	runner  *bus.Runner
 	invoker *bus.Invoker
+	// manualAttach keeps command from attaching an installation first.
+	manualAttach bool
 }
 
 func bindingFor(inst, ws, installation string, gen, rev int64) binding.Binding {
@@ -44,7 +46,13 @@ func newHarness(t *testing.T, cfg bus.RunnerConfig, deps bus.Deps) *harness {
 	return h
 }
 
+// command invokes the echo command; the installation is attached first
+// (as its host would) unless the test attached it itself or set
+// manualAttach.
 func (h *harness) command(b binding.Binding, id string, words ...string) (json.RawMessage, error) {
+	if !h.manualAttach && h.js != nil && b.Validate() == nil {
+		bustest.EnsureAttached(h.t, h.js, plugin, b, nil)
+	}
 	req := &bus.Request{Binding: b, Config: json.RawMessage(`{}`), Command: &bus.Command{Name: "echo", Params: words,
 		Session: bus.Session{LauncherType: "person", LauncherID: "u1", SenderID: "u1", BotUUID: "bot"}}}
 	return h.invoker.Invoke(context.Background(), plugin, bus.EndpointCommand, id, req)
@@ -75,4 +83,13 @@ func (h *harness) waitAuthority(sc binding.Scope, cond func(*bus.Authority) bool
 func (h *harness) waitLifecycleDrained() {
 	h.t.Helper()
 	bustest.WaitLifecycle(h.t, h.js, bus.Subjects{}, plugin, 10*time.Second)
+}
+
+// install attaches b (enabled, empty config) and waits until the runner
+// applied it: an invocation on a scope never attached is refused
+// (not_attached).
+func (h *harness) install(b binding.Binding) {
+	h.t.Helper()
+	bustest.Attach(h.t, h.js, plugin, b, json.RawMessage(`{}`), true)
+	bustest.WaitAuthority(h.t, h.runner, bus.ScopeOf(b), func(a bus.Authority) bool { return a.Binding == b })
 }

@@ -28,12 +28,16 @@ var ErrNoHost = errors.New("bus: no host is serving actions")
 
 // Host calls the host's actions (DESIGN 3.4) for a plugin.
 type Host struct {
-	nc        *nats.Conn
-	subjects  Subjects
-	plugin    string
-	tracer    trace.Tracer
-	timeout   time.Duration
-	onRefused func(context.Context, binding.Scope, binding.Binding)
+	nc       *nats.Conn
+	subjects Subjects
+	plugin   string
+	tracer   trace.Tracer
+	timeout  time.Duration
+	// onRefused handles a 403 binding_refused to the request made with
+	// binding b: it marks the authority superseded when b is still its
+	// binding, and returns the current active binding when that is another
+	// one (retry true), so the action is retried once with it.
+	onRefused func(ctx context.Context, sc binding.Scope, b binding.Binding) (current binding.Binding, retry bool)
 }
 
 // NewHost returns a host-action client without a binding_refused hook, for
@@ -59,9 +63,17 @@ func (h *Host) BotInfo(ctx context.Context, b binding.Binding, botUUID string) (
 }
 
 // Call performs a host action under binding b and decodes a success reply
-// into out (when non-nil). Errors: an *Error from the host (403
-// binding_refused also runs the refusal hook), ErrHostTimeout, ErrNoHost,
-// or a transport error.
+// into out (when non-nil). Errors: an *Error from the host, ErrHostTimeout,
+// ErrNoHost, or a transport error.
+//
+// A 403 binding_refused (the host's answer to this request, on the
+// scope's own subject) runs the refusal hook of a Runner's Host: the
+// authority is marked superseded only if b is still its binding; if the
+// authority has meanwhile moved to another active binding (a config save
+// while the caller held the old one), the action is sent once more with
+// that binding, under the same idempotency key. So a retrying sender
+// always ends up sending with the installation's current binding, whatever
+// binding it started with.
 func (h *Host) Call(ctx context.Context, action string, b binding.Binding, data any, idemKey string, out any) error {
 	sc, err := b.Scope()
 	if err != nil {
@@ -71,18 +83,32 @@ func (h *Host) Call(ctx context.Context, action string, b binding.Binding, data 
 	if err != nil {
 		return fmt.Errorf("bus: host action data: %w", err)
 	}
+	for attempt := 0; ; attempt++ {
+		err = h.call(ctx, action, sc, b, raw, idemKey, out)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != 403 || h.onRefused == nil {
+			return err
+		}
+		cur, retry := h.onRefused(context.WithoutCancel(ctx), sc, b)
+		if !retry || attempt > 0 || cur == b {
+			return err
+		}
+		if cs, cerr := cur.Scope(); cerr != nil || cs != sc {
+			return err // cannot happen: the hook reads sc's own authority
+		}
+		b = cur
+	}
+}
+
+// call sends one host action under b and decodes a success reply.
+func (h *Host) call(ctx context.Context, action string, sc binding.Scope, b binding.Binding, raw json.RawMessage, idemKey string, out any) error {
 	body, err := json.Marshal(HostRequest{Binding: b, Plugin: h.plugin, Data: raw})
 	if err != nil {
 		return err
 	}
-	onError := func(ctx context.Context, e *Error) {
-		if e.Code == 403 && h.onRefused != nil {
-			h.onRefused(context.WithoutCancel(ctx), sc, b)
-		}
-	}
 	reply, err := request{subject: h.subjects.HostAction(action, sc), template: h.subjects.HostActionAll(action), op: action,
 		attrs:     []attribute.KeyValue{AttrPlugin.String(h.plugin), AttrScope.String(sc.String())},
-		keyHeader: HeaderIdempotencyKey, key: idemKey, timeout: h.timeout}.do(ctx, h.nc, h.tracer, body, onError)
+		keyHeader: HeaderIdempotencyKey, key: idemKey, timeout: h.timeout}.do(ctx, h.nc, h.tracer, body, nil)
 	var e *Error
 	switch {
 	case errors.As(err, &e): // the host's answer

@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -66,6 +67,7 @@ func TestRunnerRunPartsOrder(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	bustest.Eventually(t, "runner ready", r.Ready)
+	bustest.Attach(t, srv.JetStream(t), plugin, bindingFor("i1", "w1", "n1", 1, 1), json.RawMessage(`{}`), true)
 	h := &harness{t: t, invoker: bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)}
 	replied := make(chan error, 1)
 	go func() { _, err := h.command(bindingFor("i1", "w1", "n1", 1, 1), "inv-1", "x"); replied <- err }()

@@ -407,6 +407,17 @@ func (r *Runner) Authority(ctx context.Context, sc binding.Scope) (*Authority, e
 	return r.store.Get(ctx, sc)
 }
 
+// MovedOn reports whether sc's stored authority is active under another
+// binding than sent: the installation has left the binding a refused host
+// action carried (a config save between the refusal and the caller's
+// reaction), so the work must be retried under the current binding, not
+// parked or dropped as for a superseded installation. A read failure
+// reports false.
+func (r *Runner) MovedOn(ctx context.Context, sc binding.Scope, sent binding.Binding) bool {
+	a, err := r.store.Get(ctx, sc)
+	return err == nil && a.Active() && a.Binding != sent
+}
+
 // OpenConfig returns a's config with its secret fields opened.
 func (r *Runner) OpenConfig(sc binding.Scope, a *Authority) (json.RawMessage, error) {
 	return r.store.OpenConfig(sc, a)
@@ -621,6 +632,16 @@ func (r *Runner) dispatcher(ep Endpoint) func(micro.Request) {
 			r.answerError(j.reply, Errorf(ErrTooLarge, "request body of %d bytes exceeds %d", len(j.data), r.cfg.MaxBody))
 			return
 		}
+		// A scope no attach has reached is refused here, before it takes
+		// a place in the queue: an invented installation gets no fair
+		// share of the pools and creates nothing (DESIGN 3.3).
+		if _, _, sc, err := r.subjects.ParseInvocation(j.subject); err == nil {
+			if _, ok := r.view.Lookup(sc); !ok {
+				r.metrics.outcome(ep, ReasonNotAttached)
+				r.answerError(j.reply, ErrNotAttached)
+				return
+			}
+		}
 		res := fullQueue
 		r.intake.RLock()
 		if !r.intakeClosed {
@@ -701,7 +722,7 @@ func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Heade
 	}
 	bodyScope, _ := req.Binding.Scope()
 	if bodyScope != subjScope {
-		return fail(WithReason(ErrBindingRefused, "scope_mismatch", "the subject's scope differs from the body's binding"))
+		return fail(WithReason(ErrBindingRefused, ReasonScopeMismatch, "the subject's scope differs from the body's binding"))
 	}
 	id := j.header.Get(HeaderInvocationID)
 	if id == "" || len(id) > 256 {
@@ -844,11 +865,14 @@ func (r *Runner) admit(ctx context.Context, inv *Invocation) (<-chan error, erro
 			inv.Authority = a
 			return nil, nil
 		}
-		reason := refuseReason(cur, inv.Binding)
-		if reason == reasonTooFarAhead {
-			return nil, WithReason(ErrBindingRefused, reason, "the binding is too far ahead of the installation's; its attach must be applied first")
+		switch reason := refuseReason(cur, inv.Binding); reason {
+		case ReasonNotAttached:
+			return nil, ErrNotAttached
+		case ReasonTooFarAhead:
+			return nil, WithReason(ErrBindingRefused, reason, "the binding is too far ahead of the installation's newest attach; its attach must be applied first")
+		default:
+			return nil, WithReason(ErrBindingRefused, reason, "the binding is not the installation's active one")
 		}
-		return nil, WithReason(ErrBindingRefused, reason, "the binding is not the installation's active one")
 	case Write:
 		// Serve at once under the new binding; the view sees it now so the
 		// next invocation with the same binding is served without a write
@@ -883,24 +907,19 @@ func (r *Runner) admit(ctx context.Context, inv *Invocation) (<-chan error, erro
 	return nil, WithReason(ErrBindingRefused, "ignored", "the binding is not the installation's active one")
 }
 
-// reasonTooFarAhead refuses an invocation whose binding is more than
-// MaxInvocationLead ahead of the stored authority.
-const reasonTooFarAhead = "binding_too_far_ahead"
-
+// refuseReason is the reason of a refused invocation with binding b.
 func refuseReason(cur *Authority, b binding.Binding) string {
 	switch {
-	case cur == nil && b.PlacementGeneration <= MaxInvocationLead && b.RuntimeRevision <= MaxInvocationLead:
-		return "unknown"
 	case cur == nil:
-		return reasonTooFarAhead
+		return ReasonNotAttached
 	case cur.State == StateRemoved:
-		return "removed"
+		return ReasonRemoved
 	case b.Compare(cur.Binding) < 0:
-		return "stale_binding"
+		return ReasonStaleBinding
 	case b.Compare(cur.Binding) > 0:
-		return reasonTooFarAhead
+		return ReasonTooFarAhead
 	}
-	return "installation_inactive"
+	return ReasonInstallationInactive
 }
 
 func waitWrite(ch <-chan error) error {
@@ -917,22 +936,31 @@ func (r *Runner) answerError(reply string, e *Error) {
 	}
 }
 
-// markStale is the host client's hook for 403 binding_refused.
-func (r *Runner) markStale(ctx context.Context, sc binding.Scope, b binding.Binding) {
+// markStale is the host client's hook for 403 binding_refused to an
+// action sent with b: the authority becomes superseded only if b is its
+// binding (and it is active); a refusal of any other binding changes
+// nothing. It returns the stored authority's binding when that is active
+// and not b, for the client to retry with.
+func (r *Runner) markStale(ctx context.Context, sc binding.Scope, b binding.Binding) (binding.Binding, bool) {
 	if r.store == nil {
-		return
+		return binding.Binding{}, false
 	}
 	prev, d, err := r.store.Apply(ctx, sc, Input{Kind: InputStale, Binding: b})
 	if err != nil {
 		r.log.ErrorContext(ctx, "marking authority superseded failed", "scope", sc.String(), "err", err)
-		return
+		return binding.Binding{}, false
 	}
-	if d.Outcome == Write {
-		r.view.apply(sc, d.Next, d.Revision)
-		if r.cfg.OnTransition != nil {
-			if err := r.cfg.OnTransition(ctx, sc, prev, d.Next); err != nil {
-				r.log.ErrorContext(ctx, "authority transition hook failed", "scope", sc.String(), "err", err)
-			}
+	if d.Outcome != Write {
+		if prev.Active() && prev.Binding != b {
+			return prev.Binding, true
+		}
+		return binding.Binding{}, false
+	}
+	r.view.apply(sc, d.Next, d.Revision)
+	if r.cfg.OnTransition != nil {
+		if err := r.cfg.OnTransition(ctx, sc, prev, d.Next); err != nil {
+			r.log.ErrorContext(ctx, "authority transition hook failed", "scope", sc.String(), "err", err)
 		}
 	}
+	return binding.Binding{}, false
 }

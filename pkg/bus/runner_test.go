@@ -29,7 +29,7 @@ func TestRunnerServesCommand(t *testing.T) {
 	if err := json.Unmarshal(out, &reply); err != nil || len(reply.Returns) != 1 || reply.Returns[0].Text != "hello world" {
 		t.Fatalf("reply = %s, %v", out, err)
 	}
-	// the first invocation created the authority
+	// the attach before it created the authority
 	a := h.waitAuthority(bus.ScopeOf(b), func(a *bus.Authority) bool { return a != nil })
 	if a.State != bus.StateActive || a.Binding != b {
 		t.Fatalf("authority = %+v", a)
@@ -39,6 +39,7 @@ func TestRunnerServesCommand(t *testing.T) {
 func TestRunnerUnusedEndpoints(t *testing.T) {
 	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.Deps{})
 	b := bindingFor("i1", "w1", "n1", 1, 1)
+	h.install(b)
 	ev := &bus.Request{Binding: b, Event: &bus.Event{Name: "PersonMessageReceived", BotUUID: "bot"}}
 	out, err := h.invoker.Invoke(context.Background(), plugin, bus.EndpointEvent, "e1", ev)
 	if err != nil || string(out) != `{"prevent_default":false,"prevent_postorder":false}` {
@@ -56,6 +57,7 @@ func TestRunnerUnusedEndpoints(t *testing.T) {
 // writes again (and fails again while storage is away).
 func TestRunnerFailedAuthorityWriteIsRetried(t *testing.T) {
 	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.Deps{})
+	h.install(bindingFor("i1", "w1", "n1", 1, 1))
 	event := func(rev int64, id string) error {
 		b := bindingFor("i1", "w1", "n1", 1, rev)
 		_, err := h.invoker.Invoke(context.Background(), plugin, bus.EndpointEvent, id,

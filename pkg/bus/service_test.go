@@ -71,6 +71,7 @@ func TestTraceSpansHostToServiceToHostAction(t *testing.T) {
 	ctx, root := hostTracer.Start(context.Background(), "host publish", trace.WithSpanKind(trace.SpanKindProducer))
 	invoker := bus.NewInvoker(h.srv.Conn(t), bus.Subjects{}, tp)
 	b := bindingFor("i", "w", "n", 1, 1)
+	h.install(b)
 	req := &bus.Request{Binding: b, Command: &bus.Command{Name: "x", Params: []string{"secret-param"}}}
 	if _, err := invoker.Invoke(ctx, plugin, bus.EndpointCommand, "t1", req); err != nil {
 		t.Fatal(err)

@@ -68,8 +68,11 @@ type protocol struct {
 	HostActions   []string          `json:"host_actions"`
 	Headers       map[string]string `json:"headers"`
 	ErrorWords    map[string]string `json:"error_words"`
-	Inbox         map[string]string `json:"inbox_prefix"`
-	ScopeToken    string            `json:"scope_token_pattern"`
+	// BindingReasons: the reasons of 403 binding_refused on an
+	// invocation, by name (not_attached: re-publish the attach).
+	BindingReasons map[string]string `json:"binding_reasons"`
+	Inbox          map[string]string `json:"inbox_prefix"`
+	ScopeToken     string            `json:"scope_token_pattern"`
 	// ConnName is the connection's client name: a claimable tenant
 	// credential is bound to the instance it names (bus.PackageConnName).
 	ConnName    string         `json:"connect_name"`
@@ -102,6 +105,10 @@ func buildProtocol(configKeys []string) (protocol, error) {
 		bus.ErrTooLarge, bus.ErrRateLimited, bus.ErrInternal, bus.ErrUnavailable} {
 		words[fmt.Sprint(e.Code)] = e.Word
 	}
+	reasons := map[string]string{}
+	for _, r := range bus.BindingReasons() {
+		reasons[r] = r
+	}
 	endpoints := map[string]string{}
 	for _, ep := range bus.Endpoints {
 		endpoints[string(ep)] = string(ep)
@@ -128,7 +135,8 @@ func buildProtocol(configKeys []string) (protocol, error) {
 			"msg_id":          "Nats-Msg-Id", // JetStream's duplicate-window header
 			"traceparent":     "traceparent", // W3C trace context
 		},
-		ErrorWords: words,
+		ErrorWords:     words,
+		BindingReasons: reasons,
 		Inbox: map[string]string{
 			"user":    template(bus.InboxPrefixFor(bus.ConnConfig{User: phUser})),
 			"default": bus.InboxPrefixFor(bus.ConnConfig{}),

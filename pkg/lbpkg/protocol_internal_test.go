@@ -63,6 +63,9 @@ func TestProtocolMatchesBus(t *testing.T) {
 	if parsed, err := bus.ParsePackageConnName(name); err != nil || parsed != sc {
 		t.Errorf("connect_name %q does not parse back to %s: %v", name, sc, err)
 	}
+	if p.BindingReasons[bus.ReasonNotAttached] != bus.ErrNotAttached.Reason {
+		t.Errorf("binding reasons: %v", p.BindingReasons)
+	}
 	if p.Headers["invocation_id"] != bus.HeaderInvocationID || p.ErrorWords["403"] != bus.ErrBindingRefused.Word || p.Stream != bus.LifecycleStream {
 		t.Errorf("headers/words/stream: %v %v %s", p.Headers, p.ErrorWords, p.Stream)
 	}

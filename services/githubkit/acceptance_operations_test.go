@@ -266,7 +266,7 @@ func TestAT46Traces(t *testing.T) {
 	tp := trace.NewTracerProvider(trace.WithSpanProcessor(rec))
 	h := newHarness(t)
 	h.tp = tp
-	h.invoker = bus.NewInvoker(h.nc, bus.Subjects{}, tp)
+	h.invoker = bustest.NewInvoker(t, bus.NewInvoker(h.nc, bus.Subjects{}, tp), h.js, h.runners)
 	h.start(githubkit.Config{MinPollInterval: 1}, nil)
 	a := newInst(t, "a", h.baseConfig("en_US", "ghp_SecretTok", 1))
 	h.attach(a, true)

@@ -65,7 +65,7 @@ type harness struct {
 	fake    *fakegithub.Server
 	keyStr  string
 	clock   *bustest.Clock
-	invoker *bus.Invoker
+	invoker *bustest.Invoker // attaches an installation before its first invocation
 	subj    bus.Subjects
 	tp      trace.TracerProvider
 	nextID  atomic.Int64
@@ -101,8 +101,17 @@ func newHarnessOn(t testing.TB, srv *bustest.Server, nc *nats.Conn) *harness {
 	h.host = bustest.NewHost(t, nc, bus.Subjects{})
 	h.fake = fakegithub.New(fakegithub.Options{})
 	t.Cleanup(h.fake.Close)
-	h.invoker = bus.NewInvoker(nc, bus.Subjects{}, nil)
+	h.invoker = bustest.NewInvoker(t, bus.NewInvoker(nc, bus.Subjects{}, nil), js, h.runners)
 	return h
+}
+
+// runners returns the runners of the running instances.
+func (h *harness) runners() []*bus.Runner {
+	var out []*bus.Runner
+	for _, r := range h.runs {
+		out = append(out, r.svc.Runner())
+	}
+	return out
 }
 
 // start runs a service instance until the test ends; prep runs before Run.

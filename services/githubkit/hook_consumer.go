@@ -210,8 +210,10 @@ func (s *Service) sendHook(ctx context.Context, f *bus.Fired, a *bus.Authority, 
 		switch {
 		case err == nil:
 			s.metrics.push.WithLabelValues("sent").Inc()
-		case errors.Is(err, bus.ErrBindingRefused):
+		case errors.Is(err, bus.ErrBindingRefused) && !s.runner.MovedOn(ctx, f.Scope, a.Binding):
 			// the runner's host client marked the authority superseded
+			// (had the installation moved on to another binding meanwhile,
+			// the delivery is retried under it, as a failed send)
 			s.metrics.push.WithLabelValues("failed").Inc()
 			return "stale", false
 		default:

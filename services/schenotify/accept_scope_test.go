@@ -1,6 +1,8 @@
 package schenotify_test
 
 import (
+	"encoding/json"
+	"errors"
 	"runtime"
 	"strconv"
 	"strings"
@@ -166,14 +168,24 @@ func TestO4ScopeKeyIsTheFullBinding(t *testing.T) {
 			t.Errorf("token %q accepted", tok)
 		}
 	}
-	// O6: a binding-less invocation is a bad request and leaves no state.
+	// O6: a binding-less invocation is a bad request and leaves no state
+	// (on an installation that is attached: on one never attached the
+	// dispatcher refuses it first, not_attached, leaving nothing either).
+	z := bindIn("workspace-1", "installation-z", 1)
+	if _, err := e.inv.InvokeRaw(t.Context(), "langbot.plugin.schenotify.tool.instance-1.workspace-1.installation-z", bus.NewInvocationID(),
+		[]byte(`{}`)); !errors.Is(err, bus.ErrNotAttached) {
+		t.Fatalf("never attached: %v, want 403 not_attached", err)
+	}
+	e.attached(t, z, json.RawMessage(`{}`))
 	_, err := e.inv.InvokeRaw(t.Context(), "langbot.plugin.schenotify.tool.instance-1.workspace-1.installation-z", bus.NewInvocationID(),
 		[]byte(`{"config":{},"tool":{"name":"schedule_notify","parameters":{"message":"x","delay":"5m"},"session":{"launcher_type":"person","launcher_id":"1","bot_uuid":"bot"}}}`))
 	if !isCode(err, 400) {
 		t.Fatalf("binding-less: %v, want 400", err)
 	}
-	if k := e.keys(t, "langbot_schenotify", scopeOf(bindIn("workspace-1", "installation-z", 1))); len(k) != 0 {
-		t.Fatalf("state left: %v", k)
+	for _, k := range e.keys(t, "langbot_schenotify", scopeOf(z)) {
+		if k != bus.AuthorityKey(scopeOf(z)) { // the attach's
+			t.Fatalf("state left: %s", k)
+		}
 	}
 	// Revoking an unrelated binding leaves w1's reminder armed; it fires.
 	if _, err := bus.PublishRevoke(t.Context(), e.js, bus.Subjects{}, schenotify.Plugin, bus.Revoke{Binding: bind("installation-other", 1), Reason: bus.ReasonUninstall}, ""); err != nil {

@@ -306,6 +306,7 @@ func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Auth
 		if err := s.writeOutcome(ctx, sc, &c, rev); err != nil {
 			return s.finishOutcome(ctx, f, outcome, err)
 		}
+		s.pausedByRefusal(ctx, sc, c.ID, auth.Binding)
 	default:
 		c.LastError = &LastError{Code: errorCode(err), Detail: errorDetail(err), At: nowSec}
 		first := nowSec

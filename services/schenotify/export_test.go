@@ -26,3 +26,12 @@ func (s *Service) SetOnFired(f func(published, fetched time.Time)) {
 func (s *Service) Writes() int64 { return s.writes.Load() }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Runner returns the service's runner (its authority view).
+func (s *Service) Runner() *bus.Runner { return s.runner }
+
+// SetAfterSend installs a hook run by a delivery right after its send
+// returned and before its outcome is written.
+func (s *Service) SetAfterSend(f func(ctx context.Context, sc binding.Scope, id string)) {
+	s.hooks.afterSend = f
+}

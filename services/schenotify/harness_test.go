@@ -105,6 +105,7 @@ type env struct {
 	inv  *bus.Invoker
 	host *fakeHost
 	last *instance // the instance started last
+	all  []*instance
 }
 
 func newEnv(t testing.TB) *env {
@@ -151,6 +152,7 @@ func (e *env) start(t testing.TB, cfg schenotify.Config, nc *nats.Conn, clock fu
 	in := &instance{svc: svc, logs: logs, reg: reg, stop: func() { run.Stop() }}
 
 	e.last = in
+	e.all = append(e.all, in)
 	return in
 }
 
@@ -184,9 +186,29 @@ func (e *env) call(t testing.TB, ep bus.Endpoint, invID string, req *bus.Request
 	if invID == "" {
 		invID = bus.NewInvocationID()
 	}
+	e.attached(t, req.Binding, req.Config)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	return e.inv.Invoke(ctx, schenotify.Plugin, ep, invID, req)
+}
+
+// attached attaches b's installation (with cfg) the first time the test
+// uses it, as its host would before invoking, unless the test attached
+// it itself, and waits until every running instance knows it.
+func (e *env) attached(t testing.TB, b binding.Binding, cfg json.RawMessage) {
+	t.Helper()
+	if b.Validate() != nil {
+		return // a malformed binding is refused before the authority
+	}
+	if !json.Valid(cfg) {
+		cfg = nil
+	}
+	bustest.EnsureAttached(t, e.js, schenotify.Plugin, b, cfg)
+	for _, in := range e.all {
+		if in.svc.Ready() {
+			bustest.WaitAuthority(t, in.svc.Runner(), bus.ScopeOf(b), nil)
+		}
+	}
 }
 
 // tool calls a tool and returns its result object.

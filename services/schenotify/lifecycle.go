@@ -28,33 +28,59 @@ func (s *Service) resume(ctx context.Context, sc binding.Scope) error {
 		return err
 	}
 	for id := range ix.Entries {
-		for range 5 {
-			rec, rev, err := s.loadRecord(ctx, sc, id)
-			if err != nil {
-				return err
-			}
-			if rec == nil || rec.State != StatePaused || rec.Held {
-				break // a user's pause outlasts the installation's
-			}
-			c := *rec
-			c.State = StateScheduled
-			if c.NextAttemptAt != nil && c.Attempt > 0 {
-				c.State = StateRetrying
-			}
-			if err := s.arm(ctx, sc, id, c.Target()); err != nil {
-				return err
-			}
-			if _, err := s.casRecord(ctx, sc, &c, rev); err != nil {
-				if bus.IsCASConflict(err) {
-					continue
-				}
-				return storeErr("resume", err)
-			}
-			s.log.InfoContext(ctx, "reminder resumed", "scope", sc.String(), "id", id)
-			break
+		if err := s.resumeOne(ctx, sc, id); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// resumeOne returns one paused reminder to scheduled (or retrying) and
+// arms it; any other state is left alone.
+func (s *Service) resumeOne(ctx context.Context, sc binding.Scope, id string) error {
+	for range 5 {
+		rec, rev, err := s.loadRecord(ctx, sc, id)
+		if err != nil {
+			return err
+		}
+		if rec == nil || rec.State != StatePaused || rec.Held {
+			return nil // a user's pause outlasts the installation's
+		}
+		c := *rec
+		c.State = StateScheduled
+		if c.NextAttemptAt != nil && c.Attempt > 0 {
+			c.State = StateRetrying
+		}
+		if err := s.arm(ctx, sc, id, c.Target()); err != nil {
+			return err
+		}
+		if _, err := s.casRecord(ctx, sc, &c, rev); err != nil {
+			if bus.IsCASConflict(err) {
+				continue
+			}
+			return storeErr("resume", err)
+		}
+		s.log.InfoContext(ctx, "reminder resumed", "scope", sc.String(), "id", id)
+		return nil
+	}
+	return nil
+}
+
+// pausedByRefusal is called after a reminder was paused because the host
+// refused the binding it was sent with (sent): if the installation's
+// stored authority is meanwhile active under another binding (an attach
+// applied between the refusal and the pause, whose resume found the
+// reminder still sending), the reminder is resumed at once, so a 403 of a
+// superseded revision never parks it for good. The pkg/bus host client has
+// already resent with the binding current at the refusal; this covers a
+// change after it.
+func (s *Service) pausedByRefusal(ctx context.Context, sc binding.Scope, id string, sent binding.Binding) {
+	if !s.runner.MovedOn(ctx, sc, sent) {
+		return // the next transition to active resumes it
+	}
+	if err := s.resumeOne(ctx, sc, id); err != nil {
+		s.log.WarnContext(ctx, "refused reminder not resumed", "scope", sc.String(), "id", id, "err", err)
+	}
 }
 
 // Sweep is one pass of the recovery sweep (spec 7.6 rule 2) over the

@@ -206,7 +206,9 @@ func (s *Service) sendWaiting(ctx context.Context, sc binding.Scope, auth *bus.A
 			return flushRefused
 		case errors.As(err, &hostErr) && hostErr.Code == 403:
 			c.State, c.Attempt, c.FirstAttemptAt = StatePaused, 0, nil
-			_ = s.writeOutcome(ctx, sc, &c, crev)
+			if s.writeOutcome(ctx, sc, &c, crev) == nil {
+				s.pausedByRefusal(ctx, sc, id, auth.Binding)
+			}
 			s.metrics.deliveries.WithLabelValues(OutcomePaused).Inc()
 			return flushRefused
 		default:

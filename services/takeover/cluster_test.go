@@ -27,7 +27,7 @@ func TestFailSafeWhenStorageDown(t *testing.T) {
 	h.nc = srv.Conn(t)
 	h.js = srv.JetStream(t)
 	h.host = bustest.NewHost(t, srv.Conn(t), bus.Subjects{})
-	h.inv = bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)
+	h.inv = bustest.NewInvoker(t, bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil), h.js, nil)
 	reg := prometheus.NewRegistry()
 	h.regs = append(h.regs, reg)
 	svc, err := takeover.New(takeover.Config{Replicas: 3}, bus.Deps{Conn: h.nc, Clock: h.now, Registerer: reg, Logger: testLogger()})

@@ -10,7 +10,7 @@ import "github.com/langbot-nats/plugins/pkg/bus"
 // Reasons refining a code (spec §7).
 const (
 	ReasonLegacyReadOnly       = "legacy_read_only"
-	ReasonInstallationInactive = "installation_inactive"
+	ReasonInstallationInactive = bus.ReasonInstallationInactive
 	ReasonReplyInProgress      = "reply_in_progress"
 	ReasonSendFailed           = "send_failed"
 	ReasonOutcomeUnknown       = "outcome_unknown"

@@ -33,10 +33,11 @@ type harness struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	host  *bustest.Host
-	hostC *nats.Conn // the host's connection (closing it leaves no host)
-	inv   *bus.Invoker
+	hostC *nats.Conn       // the host's connection (closing it leaves no host)
+	inv   *bustest.Invoker // attaches an installation before its first invocation
 	svc   *takeover.Service
-	clock bustest.Clock // the replicas' clock
+	all   []*takeover.Service // every replica started
+	clock bustest.Clock       // the replicas' clock
 	regs  []*prometheus.Registry
 	stop  func()
 	opts  []func(*takeover.Config)
@@ -72,7 +73,7 @@ func (h *harness) init() *harness {
 	h.js = srv.JetStream(t)
 	h.hostC = srv.Conn(t)
 	h.host = bustest.NewHost(t, h.hostC, bus.Subjects{})
-	h.inv = bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)
+	h.inv = bustest.NewInvoker(t, bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil), h.js, h.runners)
 	h.svc = h.startReplica(h.nc)
 	return h
 }
@@ -99,6 +100,7 @@ func (h *harness) startReplica(nc *nats.Conn) *takeover.Service {
 		h.t.Fatal(err)
 	}
 	run := bustest.Start(h.t, svc)
+	h.all = append(h.all, svc)
 	stop := func() { run.Stop() }
 	if h.stop == nil {
 		h.stop = stop
@@ -107,6 +109,15 @@ func (h *harness) startReplica(nc *nats.Conn) *takeover.Service {
 }
 
 func (h *harness) now() time.Time { return h.clock.Now() }
+
+// runners returns the runners of the replicas started.
+func (h *harness) runners() []*bus.Runner {
+	var out []*bus.Runner
+	for _, svc := range h.all {
+		out = append(out, svc.Runner())
+	}
+	return out
+}
 
 var genCounter atomic.Int64
 

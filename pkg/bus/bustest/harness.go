@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -201,6 +202,40 @@ func Attach(t testing.TB, js jetstream.JetStream, plugin string, b binding.Bindi
 		t.Fatalf("bustest: attach: %v", err)
 	}
 	WaitLifecycle(t, js, bus.Subjects{}, plugin, WaitTimeout)
+}
+
+// EnsureAttached attaches b (enabled, with config) for plugin unless an
+// attach of its scope was already published, and then waits as Attach
+// does: the runners serve no invocation on a scope no attach has reached
+// (403 not_attached). Test helpers that invoke call it first, so a test
+// that attaches on purpose (disabled, another revision) keeps its own.
+// With several replicas, wait for each one's view (WaitAuthority).
+func EnsureAttached(t testing.TB, js jetstream.JetStream, plugin string, b binding.Binding, config json.RawMessage) {
+	t.Helper()
+	subject := bus.Subjects{}.Lifecycle(plugin, bus.LifecycleAttach, bus.ScopeOf(b))
+	var err error
+	// JetStream may be electing a leader (cluster tests): retry a while
+	for deadline := time.Now().Add(WaitTimeout); ; time.Sleep(50 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var st jetstream.Stream
+		if st, err = js.Stream(ctx, bus.LifecycleStream); err == nil {
+			_, err = st.GetLastMsgForSubject(ctx, subject)
+		}
+		cancel()
+		if err == nil {
+			return
+		}
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bustest: look up attach: %v", err)
+		}
+	}
+	if len(config) == 0 {
+		config = json.RawMessage(`{}`)
+	}
+	Attach(t, js, plugin, b, config, true)
 }
 
 // Revoke publishes a revoke of b for plugin and waits until the plugin's

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/lbpkg"
 	"github.com/langbot-nats/plugins/pkg/lbpkg/builtin"
 	"github.com/langbot-nats/plugins/pkg/lbpkg/runtimetest"
@@ -90,7 +92,25 @@ func newEnv(t testing.TB, plugins ...string) *env {
 	for _, p := range plugins {
 		e.install(p)
 	}
+	// A service serves an installation only once the worker's attach,
+	// published in the background at start, is applied (not_attached
+	// before): wait for it as LangBot's first user message would not.
+	for _, p := range plugins {
+		e.waitApplied(p, e.ins[p])
+	}
 	return e
+}
+
+// waitApplied waits until in's attach is in the lifecycle stream and
+// plugin's lifecycle consumer has applied everything published.
+func (e *env) waitApplied(plugin string, in *runtimetest.Installation) {
+	e.t.Helper()
+	ctx := ctxT(e.t, time.Minute)
+	bustest.EventuallyWithin(e.t, time.Minute, "attach of "+plugin, func() bool {
+		_, m := e.lastAttach(ctx, plugin, in)
+		return m.Sequence != 0
+	})
+	bustest.WaitLifecycle(e.t, e.stack.js, bus.Subjects{}, plugin, time.Minute)
 }
 
 // startEnv starts the services and the runtime and installs nothing.

@@ -216,6 +216,7 @@ func TestPK5NATSDown(t *testing.T) {
 	if a.Binding != in.Binding {
 		t.Fatalf("attach binding = %+v, want %+v", a.Binding, in.Binding)
 	}
+	e.waitApplied(schenotify.Plugin, in)
 	rets, err := e.rt.Command(ctx, in, "!sche", group, 1)
 	if err != nil || len(rets) != 1 || !strings.Contains(runtimetest.Texts(rets)[0], "no reminders") {
 		t.Fatalf("!sche once NATS is back = %q, %v", runtimetest.Texts(rets), err)

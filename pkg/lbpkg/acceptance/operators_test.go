@@ -27,6 +27,7 @@ func TestOperatorCommandAndToolThroughPackage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("install: %v", err)
 	}
+	e.waitApplied(takeover.Plugin, tk)
 	user := runtimetest.Session{LauncherType: "person", LauncherID: "61", SenderID: "61", BotUUID: "bot-1"}
 
 	res, err := e.rt.Tool(ctx, tk, "request_human", map[string]any{"reason": "wants a refund decision"}, user)
