@@ -56,6 +56,7 @@ type Package struct {
 	Data   []byte
 	SHA256 string
 	files  []file
+	dump   []byte // see RuntimeDump
 }
 
 // Build builds the package of decl: it validates the declaration with the
@@ -93,7 +94,7 @@ func Build(decl plugin.Declaration, opts Options) (*Package, error) {
 		return nil, err
 	}
 	g := generator{decl: full, author: author, name: name, version: opts.Version}
-	files, err := g.files()
+	files, dump, err := g.files()
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +112,7 @@ func Build(decl plugin.Declaration, opts Options) (*Package, error) {
 	return &Package{
 		Author: author, Name: name,
 		FileName: fmt.Sprintf("%s-%s-%s.lbpkg", author, name, opts.Version),
-		Data:     data, SHA256: hex.EncodeToString(sum[:]), files: files,
+		Data:     data, SHA256: hex.EncodeToString(sum[:]), files: files, dump: dump,
 	}, nil
 }
 
@@ -151,22 +152,22 @@ func PackageConfig() []plugin.ConfigItem {
 	return []plugin.ConfigItem{
 		{Name: "nats_url", Type: "string", Default: "nats://127.0.0.1:4222", Required: true,
 			Label:       t("NATS URL", "NATS 地址"),
-			Description: t("nats:// or tls:// address of the NATS servers; several may be given, separated by commas.", "NATS 服务器的 nats:// 或 tls:// 地址，多个地址用逗号分隔。")},
+			Description: t("nats:// or tls:// address of NATS; several separated by commas.", "nats:// 或 tls:// 地址，多个用逗号分隔。")},
 		{Name: "nats_user", Type: "string", Default: "",
 			Label:       t("NATS user", "NATS 用户名"),
-			Description: t("NATS user: the tenant credential's user (t-...) issued for this LangBot instance or workspace (lbctl tenant issue).", "NATS 用户名：为本 LangBot 实例或工作区签发的租户凭据用户名（t-...，由 lbctl tenant issue 生成）。")},
+			Description: t("The tenant credential's user (t-..., from lbctl tenant issue).", "租户凭据的用户（t-...，lbctl tenant issue 签发）。")},
 		{Name: "nats_password", Type: "string", Default: "", Secret: true,
 			Label:       t("NATS password", "NATS 密码"),
-			Description: t("Password of the NATS user (the tenant credential's). Shown masked.", "NATS 用户的密码（租户凭据的密码），界面中以掩码显示。")},
+			Description: t("The tenant credential's password.", "租户凭据的密码。")},
 		{Name: "nats_token", Type: "string", Default: "", Secret: true,
 			Label:       t("NATS token", "NATS 令牌"),
-			Description: t("Token for NATS token authentication, instead of a user and password. Shown masked.", "NATS 令牌认证使用的令牌（代替用户名和密码），界面中以掩码显示。")},
+			Description: t("NATS token, instead of a user and password.", "NATS 令牌，代替用户和密码。")},
 		{Name: "nats_tls_ca", Type: "text", Default: "",
 			Label:       t("NATS TLS CA (PEM)", "NATS TLS CA 证书（PEM）"),
-			Description: t("Optional PEM certificate authority that signed the NATS server's certificate, for tls:// addresses.", "可选。签发 NATS 服务器证书的 CA（PEM 格式），用于 tls:// 地址。")},
+			Description: t("Optional CA (PEM) of the NATS server's certificate, for tls://.", "可选，NATS 服务器证书的 CA（PEM），用于 tls://。")},
 		{Name: "subject_prefix", Type: "string", Default: bus.DefaultPrefix,
 			Label:       t("Subject prefix", "主题前缀"),
-			Description: t("First token of every NATS subject; the services must use the same one.", "所有 NATS 主题的第一段，必须与服务端一致。")},
+			Description: t("First token of every NATS subject; the same as the services'.", "NATS 主题的第一段，与服务端相同。")},
 	}
 }
 

@@ -3,6 +3,7 @@ package lbpkg_test
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -373,5 +374,30 @@ func TestArchiveAdmission(t *testing.T) {
 				t.Fatalf("CheckArchive of a commented archive = %v", err)
 			}
 		})
+	}
+}
+
+// TestRuntimeDumpBudget is issue 32's per-message cost: LangBot's runtime
+// answers every emit_event a package handles with the package's dump
+// (RuntimeDump), and an answer over the runtime's 16 KiB chunk size is sent
+// in chunks, which costs each chat message several milliseconds. Every
+// package's dump stays within DumpBudget (the chunk size minus DumpMargin
+// for the event context and envelope). The sizes are logged.
+func TestRuntimeDumpBudget(t *testing.T) {
+	wheel := wheelPath(t)
+	for _, d := range declarations(t) {
+		p, err := lbpkg.Build(d, lbpkg.Options{WheelPath: wheel})
+		if err != nil {
+			t.Fatalf("%s: %v", d.Plugin, err)
+		}
+		n := len(p.RuntimeDump())
+		t.Logf("%-11s dump %5d bytes (budget %d, chunk size %d)", d.Plugin, n, lbpkg.DumpBudget, lbpkg.RuntimeChunkBytes)
+		if n > lbpkg.DumpBudget {
+			t.Errorf("%s: the runtime's dump of the package is %d bytes, over the budget of %d: every chat message's emit_event answer would be sent in chunks (shorten the declaration's texts)",
+				d.Plugin, n, lbpkg.DumpBudget)
+		}
+		if !json.Valid(p.RuntimeDump()) {
+			t.Errorf("%s: the dump is not JSON", d.Plugin)
+		}
 	}
 }

@@ -32,13 +32,21 @@ type generator struct {
 	author, name, version string
 }
 
-func (g generator) files() ([]file, error) {
+// files returns the package's files and the runtime's dump of them (see
+// runtimeDump), made from the same documents as the YAML files.
+func (g generator) files() ([]file, []byte, error) {
 	var out []file
 	add := func(name string, data []byte) { out = append(out, file{Name: name, Data: data}) }
+	var comps []dumpComponent
+	var pages yseq
+	addComponent := func(name string, doc ymap) {
+		comps = append(comps, dumpComponent{relPath: name, doc: doc})
+		add(name, g.componentYAML(doc))
+	}
 
-	manifest, err := g.manifest()
+	manifest, mdoc, err := g.manifest()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	add("manifest.yaml", manifest)
 	add("main.py", []byte(pyHeader(g.decl.Plugin)+
@@ -50,44 +58,29 @@ func (g generator) files() ([]file, error) {
 		"from langbot_nats.plugin import ForwardingPlugin  # noqa: E402\n\n\n"+
 		"class Plugin(ForwardingPlugin):\n    \"\"\"The "+g.name+" package: forwards every call to the "+g.decl.Plugin+" service over NATS.\"\"\"\n"))
 	for _, c := range g.decl.Commands {
-		y, err := g.component("Command", c.Name, c.Label, &c.Description, nil, c.Name+".py", className("Command", c.Name))
-		if err != nil {
-			return nil, err
-		}
-		add(path.Join(dirCommands, c.Name+".yaml"), y)
+		addComponent(path.Join(dirCommands, c.Name+".yaml"), component("Command", c.Name, c.Label, &c.Description, nil, c.Name+".py", className("Command", c.Name)))
 		add(path.Join(dirCommands, c.Name+".py"), pyComponent(g.decl.Plugin, "ForwardingCommand", className("Command", c.Name), "command_name", c.Name))
 	}
 	for _, t := range g.decl.Tools {
 		params, err := rawNode(t.Parameters)
 		if err != nil {
-			return nil, fmt.Errorf("lbpkg: tool %s parameters: %w", t.Name, err)
+			return nil, nil, fmt.Errorf("lbpkg: tool %s parameters: %w", t.Name, err)
 		}
 		spec := ymap{{"parameters", params}, {"llm_prompt", str(t.LLMPrompt)}}
-		y, err := g.component("Tool", t.Name, t.Label, &t.Description, spec, t.Name+".py", className("Tool", t.Name))
-		if err != nil {
-			return nil, err
-		}
-		add(path.Join(dirTools, t.Name+".yaml"), y)
+		addComponent(path.Join(dirTools, t.Name+".yaml"), component("Tool", t.Name, t.Label, &t.Description, spec, t.Name+".py", className("Tool", t.Name)))
 		add(path.Join(dirTools, t.Name+".py"), pyComponent(g.decl.Plugin, "ForwardingTool", className("Tool", t.Name), "tool_name", t.Name))
 	}
 	if len(g.decl.Events) > 0 {
 		label := plugin.Text{EnUS: g.name + " events", ZhHans: g.name + " 事件"}
-		y, err := g.component("EventListener", "default", label, nil, nil, "default.py", "DefaultEventListener")
-		if err != nil {
-			return nil, err
-		}
-		add(path.Join(dirEvents, "default.yaml"), y)
+		addComponent(path.Join(dirEvents, "default.yaml"), component("EventListener", "default", label, nil, nil, "default.py", "DefaultEventListener"))
 		add(path.Join(dirEvents, "default.py"), []byte(pyHeader(g.decl.Plugin)+
 			"from langbot_nats.components import ForwardingEventListener\n\n\n"+
 			"class DefaultEventListener(ForwardingEventListener):\n    \"\"\"Forwards the declared events.\"\"\"\n"))
 	}
 	for _, p := range g.decl.Pages {
 		spec := ymap{{"path", str(p.ID + ".html")}}
-		y, err := g.component("Page", p.ID, p.Label, nil, spec, p.ID+".py", className("Page", p.ID))
-		if err != nil {
-			return nil, err
-		}
-		add(path.Join(dirPages, p.ID+".yaml"), y)
+		addComponent(path.Join(dirPages, p.ID+".yaml"), component("Page", p.ID, p.Label, nil, spec, p.ID+".py", className("Page", p.ID)))
+		pages = append(pages, ymap{{"id", str(p.ID)}, {"label", text(p.Label)}, {"path", str(path.Join(dirPages, p.ID+".html"))}})
 		add(path.Join(dirPages, p.ID+".py"), pyComponent(g.decl.Plugin, "ForwardingPage", className("Page", p.ID), "page_id", p.ID))
 		add(path.Join(dirPages, p.ID+".html"), pageHTML(p))
 	}
@@ -103,17 +96,17 @@ func (g generator) files() ([]file, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("lbpkg: forwarding core: %w", err)
+		return nil, nil, fmt.Errorf("lbpkg: forwarding core: %w", err)
 	}
 	gen, err := g.generated()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	add(GeneratedFile, gen)
 	add("assets/icon.svg", icon(g.decl))
 	add("README.md", g.readme(i18n.EnUS))
 	add("readme/README_zh_Hans.md", g.readme(i18n.ZhHans))
-	return out, nil
+	return out, runtimeDump(mdoc, pages, comps), nil
 }
 
 // className is a component's Python class name: kind plus the name in
@@ -143,8 +136,8 @@ func pyComponent(plugin, base, cls, attr, value string) []byte {
 
 func text(t plugin.Text) node { return ymap{{"en_US", str(t.EnUS)}, {"zh_Hans", str(t.ZhHans)}} }
 
-// component is a component's YAML file.
-func (g generator) component(kind, name string, label plugin.Text, desc *plugin.Text, spec ymap, pyPath, attr string) ([]byte, error) {
+// component is a component's YAML document.
+func component(kind, name string, label plugin.Text, desc *plugin.Text, spec ymap, pyPath, attr string) ymap {
 	meta := ymap{{"name", str(name)}, {"label", text(label)}}
 	if desc != nil {
 		meta = append(meta, kv{"description", text(*desc)})
@@ -152,22 +145,27 @@ func (g generator) component(kind, name string, label plugin.Text, desc *plugin.
 	if spec == nil {
 		spec = ymap{}
 	}
-	doc := ymap{
+	return ymap{
 		{"apiVersion", str("v1")},
 		{"kind", str(kind)},
 		{"metadata", meta},
 		{"spec", spec},
 		{"execution", ymap{{"python", ymap{{"path", str(pyPath)}, {"attr", str(attr)}}}}},
 	}
-	return append([]byte("# "+strings.TrimSpace(pyHeader(g.decl.Plugin))[2:]+"\n"), encodeYAML(doc)...), nil
 }
 
-func (g generator) manifest() ([]byte, error) {
+// componentYAML is a component's YAML file.
+func (g generator) componentYAML(doc ymap) []byte {
+	return append([]byte("# "+strings.TrimSpace(pyHeader(g.decl.Plugin))[2:]+"\n"), encodeYAML(doc)...)
+}
+
+// manifest is manifest.yaml, and its document.
+func (g generator) manifest() ([]byte, ymap, error) {
 	var config yseq
 	for _, c := range g.decl.Config {
 		def, err := anyNode(c.Default)
 		if err != nil {
-			return nil, fmt.Errorf("lbpkg: config %s default: %w", c.Name, err)
+			return nil, nil, fmt.Errorf("lbpkg: config %s default: %w", c.Name, err)
 		}
 		item := ymap{
 			{"name", str(c.Name)},
@@ -223,7 +221,7 @@ func (g generator) manifest() ([]byte, error) {
 	}
 	out := append([]byte("# "+strings.TrimSpace(pyHeader(g.decl.Plugin))[2:]+"\n"), encodeYAML(doc)...)
 	if len(out) > MaxManifestBytes {
-		return nil, fmt.Errorf("%w: manifest.yaml is %d bytes", ErrArchive, len(out))
+		return nil, nil, fmt.Errorf("%w: manifest.yaml is %d bytes", ErrArchive, len(out))
 	}
-	return out, nil
+	return out, doc, nil
 }

@@ -94,14 +94,16 @@ func ReadCommandPrefix(r *settings.Reader) string {
 
 // CommandPrefixConfig is the command_prefix item of an installation's
 // config form; every plugin with chat commands declares it, so the
-// operator sets the bot's prefix once per installation.
+// operator sets the bot's prefix once per installation. Its texts are
+// short: LangBot's runtime sends every manifest with every chat message's
+// event answer (lbpkg.DumpBudget).
 func CommandPrefixConfig() ConfigItem {
 	return ConfigItem{
 		Name: CommandPrefixItem, Type: "string", Default: DefaultCommandPrefix,
 		Label: Text{EnUS: "Command prefix", ZhHans: "命令前缀"},
 		Description: Text{
-			EnUS:   "The command prefix of the bots this plugin runs on (LangBot: ! by default, / for bots created on 4.12). Messages the plugin sends on its own (alerts, tool results, notices) name commands with it; an answer to a command uses the prefix the user typed. 1 to 8 characters without letters, digits or spaces.",
-			ZhHans: "本插件所在机器人的命令前缀（LangBot 默认为 !，4.12 新建的机器人为 /）。插件主动发送的消息（提醒、工具结果、通知）用它书写命令；回复命令时使用用户输入的前缀。1 到 8 个字符，不含字母、数字或空格。",
+			EnUS:   "The bots' command prefix (LangBot: !, or / from 4.12), for commands in messages the plugin sends on its own. 1-8 symbols.",
+			ZhHans: "机器人的命令前缀（LangBot 为 !，4.12 起为 /），用于插件主动发出的消息。1-8 个符号。",
 		},
 	}
 }

@@ -16,23 +16,27 @@ const (
 	schemaEdit     = `{"type":"object","properties":{"id":{"type":"string"},"time_str":{"type":"string"},"message":{"type":"string"}},"required":["id"]}`
 )
 
-// The llm_prompt of each tool (English, as the host expects).
+// The llm_prompt of each tool (English, as the host expects). LangBot's
+// runtime sends them with every chat message's event answer (the plugin's
+// dump, lbpkg.RuntimeDump), so they say what the model needs once: the
+// chat and the user come from the session (no schema has a field for
+// them), and forms other tools share are given in schedule_notify's.
 const (
-	promptNow      = "Returns the current date and time in the installation's time zone: an RFC 3339 timestamp with offset, the IANA zone, the weekday and the local time. Call this first whenever the user's request involves a date or time, so that 'tomorrow', 'next Monday' or 'in the evening' are resolved against the real current time."
-	promptSchedule = "Sets a reminder that the bot sends into this chat at the due time. Call get_current_time_str first. " +
-		"Give 'message' (the text to send) and exactly one way to say when: " +
-		"'time_str' for an absolute time, either 'YYYY-MM-DD HH:MM:SS' in the installation's time zone or RFC 3339 with an offset such as 2030-01-31T09:00:00+08:00 (use the offset when the user names a zone); " +
-		"time_str also takes the user's own words in English or Chinese, read by fixed rules in the installation's zone: 'tomorrow 3pm', 'next friday 9:00', '12/24 8pm', 'tonight', '明天下午3点半', '下周一9点', '12月24日 20:00', and repeating ones such as 'every weekday 9am' or '每周一三五 9:00' (then leave recurrence empty); the result's text says what it was understood as, so tell the user; " +
-		"or 'delay' for relative requests ('in 20 minutes'), a duration such as 30m, 2h15m, 1d12h or PT30M. " +
-		"For repeating reminders add 'recurrence': a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'), @hourly, @daily, @weekly, @monthly, @yearly, or '@every <duration>' (at least 1 minute); with a recurrence the start is optional, and 'until' (same forms as time_str) ends the series. " +
-		"In a group, 'mentions' lists member ids to @-mention on delivery (at most 10; the creator is mentioned anyway unless the installation turned that off). " +
-		"The chat and the user come from the session automatically: never pass them. The result has status, id, the due time and a text to paraphrase; on error it has code and text."
-	promptList   = "Lists the reminders of this chat (only this chat's), soonest first, with id, due time, recurrence and state. The chat comes from the session automatically."
-	promptSnooze = "Brings a reminder back later ('snooze', 'remind me again in 10 minutes'). Without 'id' it snoozes the reminder delivered last in this chat; with 'id' that reminder. Give 'delay' (a duration such as 10m, or words such as '10 minutes') or 'time_str' (any form schedule_notify takes, including 'tomorrow 9am'); with neither it is 10 minutes. A one-time reminder that still exists is moved; otherwise a one-time copy is set. The chat comes from the session automatically."
-	promptEdit   = "Changes one reminder of this chat by id: 'time_str' for a new time (any form schedule_notify takes; a repeating rule such as 'every day 8am' replaces the reminder's rule), or 'message' for a new text, not both. The result's text says what the time was understood as."
-	promptPause  = "Pauses a repeating reminder of this chat by id; nothing is sent until resume_notification. One-time reminders cannot be paused (cancel or edit them)."
-	promptResume = "Resumes a repeating reminder of this chat paused with pause_notification, at its next occurrence from now (missed occurrences are skipped)."
-	promptCancel = "Cancels one reminder of this chat by its id (six characters, as shown by list_notifications or in the scheduling result). The chat comes from the session automatically; an id of another chat is reported as not found."
+	promptNow      = "The installation's current date, time, weekday and IANA zone (RFC 3339). Call it first when a request involves a date or time."
+	promptSchedule = "Sets a reminder the bot sends into this chat when due. Call get_current_time_str first. " +
+		"Give 'message' and one way to say when: " +
+		"'time_str': 'YYYY-MM-DD HH:MM:SS' in the installation's zone, RFC 3339 with an offset if the user names a zone, " +
+		"or the user's words in English or Chinese ('tomorrow 3pm', 'next friday', '明天下午3点'), repeating ones too ('every weekday 9am', '每周一三五 9:00'; then no recurrence); " +
+		"or 'delay': 30m, 2h15m, 1d12h, PT30M. " +
+		"Repeating: 'recurrence' is a 5-field cron ('0 9 * * 1-5'), @hourly, @daily, @weekly, @monthly, @yearly or '@every <duration>' (>= 1m); the start is then optional; 'until' (as time_str) ends it. " +
+		"In a group, 'mentions': up to 10 member ids to @-mention. " +
+		"Never pass the chat or user: they come from the session. Paraphrase the result's text."
+	promptList   = "Lists this chat's reminders, soonest first."
+	promptSnooze = "Brings a reminder back later; without 'id', the one delivered last here. 'delay' (10m) or 'time_str' (as schedule_notify), default 10 minutes. A pending one-time reminder is moved, else a copy is set."
+	promptEdit   = "Changes a reminder of this chat by id: 'time_str' (as schedule_notify; 'every day 8am' replaces its rule) or 'message', not both. The result says how the time was read."
+	promptPause  = "Pauses a repeating reminder of this chat by id until resume_notification (one-time ones cannot be paused)."
+	promptResume = "Resumes a reminder paused with pause_notification at its next occurrence (missed ones are skipped)."
+	promptCancel = "Cancels a reminder of this chat by id (from list_notifications or schedule_notify)."
 )
 
 // Declaration is what schenotify offers a host (spec 2, 3): the sche and
@@ -66,7 +70,7 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 		Meta: plugin.Meta{
 			Name:        "ScheNotify",
 			Label:       t("ScheNotify", "日程提醒"),
-			Description: t("Reminders in chat: one-time and repeating, set by command or by the assistant, delivered on time in the chat's time zone.", "在聊天中设置一次性或重复提醒，可用命令或由助手设置，按时区准时送达。"),
+			Description: t("One-time and repeating reminders in chat, set by command or by the assistant.", "聊天中的一次性和重复提醒，由命令或助手设置。"),
 			Original:    plugin.Identity{Author: "langbot-team", Name: "ScheNotify"},
 			Repository:  "https://github.com/langbot-nats/plugins",
 		},

@@ -1,6 +1,7 @@
 package acceptance_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -110,7 +111,9 @@ func BenchmarkPackageScheList(b *testing.B) {
 // costs). Each package's figure is its p50 minus the floor's p50. It runs
 // twice: with NATS and the services up, then with the NATS server
 // stopped. Goals: <= 1 ms added at p50 with NATS up, <= 5 ms with NATS
-// unreachable.
+// unreachable. Each phase's first answer of each package is checked
+// against lbpkg.RuntimeDump (checkDump), and every row logs the answer's
+// size: over the runtime's 16 KiB chunk size it is sent in chunks.
 //
 //	go test -run '^$' -bench BenchmarkPackageEvent -benchtime 1x ./pkg/lbpkg/acceptance/
 func BenchmarkPackageEvent(b *testing.B) {
@@ -147,6 +150,7 @@ func BenchmarkPackageEvent(b *testing.B) {
 		measure := func(phase string) {
 			lat := make([][]time.Duration, len(ops))
 			emitted := make([]int, len(ops)) // listeners the runtime called (last round)
+			answer := make([]int, len(ops))  // the answer's data, bytes (last round)
 			for i := range warmup + rounds {
 				for j, o := range ops {
 					s := group
@@ -164,6 +168,10 @@ func BenchmarkPackageEvent(b *testing.B) {
 						lat[j] = append(lat[j], took)
 					}
 					emitted[j] = res.Emitted
+					answer[j] = len(res.Raw)
+					if i == 0 {
+						checkDump(b, e, o.name, res.Raw)
+					}
 				}
 			}
 			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
@@ -171,8 +179,8 @@ func BenchmarkPackageEvent(b *testing.B) {
 			for j, o := range ops {
 				p50, p99 := bustest.Percentile(lat[j], 50), bustest.Percentile(lat[j], 99)
 				b.ReportMetric(ms(p50-floor), phase+"-"+o.name+"-added-p50-ms")
-				b.Logf("%-9s %-19s p50 %-9v p99 %-9v added to the floor at p50 %-9v (%.2fx), %d listener(s) called",
-					phase, o.name, p50, p99, p50-floor, float64(p50)/float64(floor), emitted[j])
+				b.Logf("%-9s %-19s p50 %-9v p99 %-9v added to the floor at p50 %-9v (%.2fx), %d listener(s) called, answer %d bytes",
+					phase, o.name, p50, p99, p50-floor, float64(p50)/float64(floor), emitted[j], answer[j])
 			}
 		}
 		measure("nats-up")
@@ -180,4 +188,42 @@ func BenchmarkPackageEvent(b *testing.B) {
 		measure("nats-down")
 		e.stack.srv.Restart(b) // the services stop cleanly on a live server
 	}
+}
+
+// checkDump checks lbpkg's RuntimeDump of the package against the dump the
+// real runtime sent in an emit_event answer (data, raw): the manifest
+// byte for byte, the components by length (the runtime lists them in
+// directory order). The fixture (not built by lbpkg) is skipped.
+func checkDump(b *testing.B, e *env, name string, raw []byte) {
+	b.Helper()
+	p, ok := e.pkgs[strings.TrimSuffix(name, "/responded")]
+	if !ok {
+		return
+	}
+	var real, ours struct {
+		Emitted []map[string]json.RawMessage `json:"emitted_plugins"`
+	}
+	if err := json.Unmarshal(raw, &real); err != nil || len(real.Emitted) != 1 {
+		b.Fatalf("%s: emit_event answer: %v, %d dumps", name, err, len(real.Emitted))
+	}
+	if err := json.Unmarshal([]byte(`{"emitted_plugins":[`+string(p.RuntimeDump())+`]}`), &ours); err != nil {
+		b.Fatal(err)
+	}
+	r, o := real.Emitted[0], ours.Emitted[0]
+	if !bytes.Equal(r["manifest"], o["manifest"]) {
+		b.Errorf("%s: the runtime's manifest dump differs from lbpkg.RuntimeDump's:\nruntime %s\nlbpkg   %s", name, r["manifest"], o["manifest"])
+	}
+	if len(r["components"]) != len(o["components"]) {
+		b.Errorf("%s: the runtime's components dump is %d bytes, lbpkg.RuntimeDump's %d", name, len(r["components"]), len(o["components"]))
+	}
+	b.Logf("%s: dump %d bytes (lbpkg.RuntimeDump %d, with install_source and install_info empty), answer %d bytes", name, dumpLen(r), len(p.RuntimeDump()), len(raw))
+}
+
+// dumpLen is the length of a decoded dump re-joined as the runtime wrote it.
+func dumpLen(m map[string]json.RawMessage) int {
+	n := 2 + 2*(len(m)-1) // braces and ", "
+	for k, v := range m {
+		n += len(k) + 4 + len(v) // quoted key and ": "
+	}
+	return n
 }
