@@ -36,6 +36,11 @@
 // artifact_digest, and every archive is checked against LangBot's limits
 // (CheckArchive) before it is returned.
 //
+// LangBot's runtime answers every chat message's event with the plugin's
+// dump, its manifests as JSON (RuntimeDump); a dump over DumpBudget makes
+// every answer travel in chunks, several milliseconds per message, so the
+// declarations' texts are kept short (TestRuntimeDumpBudget).
+//
 // Tests of the Python core live in pycore/tests and are run by this
 // package's Go tests (PK-8); they are never bundled.
 //
