@@ -21,7 +21,12 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
 // The Compose deployment (compose/): what an operator runs next to
@@ -423,6 +428,7 @@ func checkComposeNATS(t *testing.T, c *composeCopy, p *types.Project) {
 		}
 		nc.Close()
 	}
+	checkComposeTenant(t, p, s.ClientURL(), passwords)
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	if nc, err := nats.Connect(s.ClientURL(), nats.UserInfo("host", "p"+hex.EncodeToString(b))); err == nil {
@@ -484,6 +490,24 @@ func TestComposeGenerator(t *testing.T) {
 		case name == "console_key":
 			if k, err := base64.StdEncoding.DecodeString(v); err != nil || len(k) < 32 {
 				t.Errorf("secret %s: not base64 of at least 32 bytes", name)
+			}
+		case name == "auth_issuer":
+			if !nkeys.IsValidPublicAccountKey(v) {
+				t.Errorf("secret %s: not a public account nkey", name)
+			}
+		case name == "auth_issuer_seed":
+			kp, err := nkeys.FromSeed([]byte(v))
+			if err != nil {
+				t.Errorf("secret %s: not an nkey seed: %v", name, err)
+				break
+			}
+			pub, _ := kp.PublicKey()
+			if b, _ := os.ReadFile(filepath.Join(c.secrets, "auth_issuer")); pub != strings.TrimSpace(string(b)) {
+				t.Errorf("secret %s: its public key is not auth_issuer", name)
+			}
+		case name == "tenant_first_secret":
+			if !regexp.MustCompile(`^s[0-9a-f]{64}$`).MatchString(v) {
+				t.Errorf("secret %s: not s and 64 hex digits", name)
 			}
 		default:
 			t.Errorf("secret %s: the test does not know its format", name)
@@ -603,5 +627,74 @@ func TestComposeFaults(t *testing.T) {
 				t.Fatalf("error does not name %q: %v", tt.want, err)
 			}
 		})
+	}
+}
+
+// checkComposeTenant runs the tenant path on the Compose NATS with the
+// generated secrets: langbot-setup's lbctl setup (as host) creates the
+// lifecycle stream, the tenant bucket and t-first from
+// tenant_first_secret, a service answers
+// logins with auth_issuer_seed (whose public key NATS has as AUTH_ISSUER),
+// and a LangBot package logs in with what gen-secrets.sh says goes in the
+// form.
+func checkComposeTenant(t *testing.T, p *types.Project, url string, passwords map[string]string) {
+	t.Helper()
+	read := func(secret string) string {
+		b, err := os.ReadFile(p.Secrets[secret].File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	host, err := bus.Connect(ctx, bus.ConnConfig{URL: url, User: "host", Password: passwords["HOST_PASSWORD"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	js, err := jetstream.New(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.EnsureLifecycleStream(ctx, js, bus.Subjects{}, 1); err != nil {
+		t.Fatalf("setup: lifecycle stream: %v", err)
+	}
+	kv, err := bus.EnsureTenantBucket(ctx, js, 1)
+	if err != nil {
+		t.Fatalf("setup: tenant bucket: %v", err)
+	}
+	if _, _, err := bus.IssueTenant(ctx, kv, bus.IssueRequest{Name: bus.FirstTenant, Claim: true, Secret: read("tenant_first_secret"), IfBucketNew: true}, time.Now()); err != nil {
+		t.Fatalf("setup: first tenant: %v", err)
+	}
+	svc, err := bus.Connect(ctx, bus.ConnConfig{URL: url, User: "takeover", Password: passwords["TAKEOVER_PASSWORD"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ac, err := bus.NewAuthCallout(bus.AuthCalloutConfig{Conn: svc, IssuerSeed: read("auth_issuer_seed"), Account: "LANGBOT"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ac.Stop(context.Background()) }()
+	sc, err := binding.ParseScope("inst-compose.default.ins-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(url, nats.UserInfo(bus.FirstTenant, read("tenant_first_secret")), nats.Name(bus.PackageConnName("takeover", sc)),
+		nats.CustomInboxPrefix(bus.InboxPrefixFor(bus.ConnConfig{User: bus.FirstTenant})), nats.Timeout(10*time.Second))
+	if err != nil {
+		t.Fatalf("t-first with tenant_first_secret: %v", err)
+	}
+	defer nc.Close()
+	tjs, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tjs.Publish(ctx, bus.Subjects{}.Lifecycle("takeover", bus.LifecycleAttach, sc), []byte(`{}`)); err != nil {
+		t.Fatalf("t-first attach: %v", err)
 	}
 }

@@ -738,6 +738,7 @@ func checkNATS(t *testing.T, m *manifest, w want) {
 	}
 	t.Setenv("POD_NAME", "nats-0")
 	t.Setenv("JETSTREAM_KEY", "keyPlaceholder0123456789")
+	t.Setenv("AUTH_ISSUER", "AAP3FWH5NDKL65E66UOBAAYX77AGTISYSLYXG54DJBK5UVUYUUCIKXDQ")
 	for _, v := range natsUsers {
 		t.Setenv(v, "pwPlaceholder0123456789")
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
 // scope is a valid installation scope (instance.workspace.installation).
@@ -120,6 +122,7 @@ var natsUsers = map[string]string{
 	"schenotify":  "SCHENOTIFY_PASSWORD",
 	"langbot_pkg": "LANGBOT_PKG_PASSWORD",
 	"admin":       "ADMIN_PASSWORD",
+	"sys":         "SYS_PASSWORD",
 }
 
 // TestPermissionMatrix starts an embedded NATS server with JetStream from the
@@ -138,16 +141,35 @@ func TestPermissionMatrix(t *testing.T) {
 			name = "ack-v2"
 		}
 		t.Run(name, func(t *testing.T) {
-			url, passwords := startShippedNATS(t, map[string]bool{"js_ack_fc_v2": v2})
-			permissionMatrix(t, url, passwords)
+			url, passwords, issuerSeed := startShippedNATS(t, map[string]bool{"js_ack_fc_v2": v2})
+			permissionMatrix(t, url, passwords, issuerSeed)
 		})
 	}
 }
 
-func permissionMatrix(t *testing.T, url string, passwords map[string]string) {
+func permissionMatrix(t *testing.T, url string, passwords map[string]string, issuerSeed string) {
 	// A refused request gets no reply: bound every wait.
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
+
+	// As deployed: lbctl setup (user host) has created the tenant bucket and
+	// the services answer the logins that are not the users of
+	// accounts.conf (the auth callout); takeover's responder here. Without
+	// any responder such a login waits for the server's auth timeout.
+	setupHost := connectAs(t, url, "host", passwords["host"])
+	if _, err := bus.EnsureTenantBucket(ctx, setupHost.js, 1); err != nil {
+		t.Fatalf("host: tenant bucket: %v", err)
+	}
+	setupHost.noViolations(t)
+	responder := connectAs(t, url, "takeover", passwords["takeover"])
+	ac, err := bus.NewAuthCallout(bus.AuthCalloutConfig{Conn: responder.nc, IssuerSeed: issuerSeed, Account: "LANGBOT"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.Start(ctx); err != nil {
+		t.Fatalf("takeover: auth callout: %v", err)
+	}
+	defer func() { _ = ac.Stop(context.Background()) }()
 
 	t.Run("unauthenticated", func(t *testing.T) {
 		cases := []struct{ name, user, password string }{
@@ -260,6 +282,10 @@ func permissionMatrix(t *testing.T, url string, passwords map[string]string) {
 		t.Run("denied", func(t *testing.T) {
 			denyPackage(t, pkg)
 		})
+	})
+
+	t.Run("tenant", func(t *testing.T) {
+		tenantMatrix(t, url, passwords)
 	})
 
 	t.Run("admin", func(t *testing.T) {
@@ -645,7 +671,7 @@ func exercisePackage(t *testing.T, pkg, svc *client) {
 	// attach: a JetStream publish acknowledged by LANGBOT_LIFECYCLE, the
 	// same Nats-Msg-Id twice (a worker restart) stored once.
 	attach := "langbot.lifecycle.schenotify.attach." + scope
-	msgID := "schenotify." + scope + ".attach.1.3"
+	msgID := "schenotify." + scope + ".attach.1.3." + pkg.user // one per user: each runs it once
 	first, err := pkg.js.Publish(ctx, attach, []byte(`{"enabled":true}`), jetstream.WithMsgID(msgID))
 	must("publish attach", err)
 	if first.Stream != "LANGBOT_LIFECYCLE" || first.Duplicate {
@@ -954,10 +980,20 @@ func (c *client) deniedRequest(t *testing.T, subject string, op func(ctx context
 
 // startShippedNATS starts an embedded server whose accounts come from the
 // ConfigMap of the rendered prod overlay, with random passwords in the
-// environment as the StatefulSet provides them. It returns the client URL
-// and the passwords by user.
-func startShippedNATS(t *testing.T, featureFlags map[string]bool) (string, map[string]string) {
+// environment as the StatefulSet provides them, and the public key of a new
+// auth callout issuer in AUTH_ISSUER. It returns the client URL, the
+// passwords by user and the issuer's seed.
+func startShippedNATS(t *testing.T, featureFlags map[string]bool) (string, map[string]string, string) {
 	t.Helper()
+	issuerSeed, err := bus.NewIssuerSeed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer, err := bus.IssuerPublicKey(issuerSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AUTH_ISSUER", issuer)
 	m := render(t, "k8s/overlays/prod")
 	cm := m.configMapByPrefix(t, "nats-config")
 	accounts, ok := cm.Data["accounts.conf"]
@@ -1002,5 +1038,82 @@ func startShippedNATS(t *testing.T, featureFlags map[string]bool) (string, map[s
 	if !s.ReadyForConnections(10 * time.Second) {
 		t.Fatal("nats server not ready")
 	}
-	return s.ClientURL(), passwords
+	return s.ClientURL(), passwords, issuerSeed
+}
+
+// tenantMatrix proves the tenant credentials with the shipped accounts and
+// the services' own auth callout responder (pkg/bus, started by
+// permissionMatrix): a tenant of
+// scope's instance and workspace does everything a package does there, is
+// refused everything the legacy user is refused, and reaches no other
+// tenant's invocations, attach, host actions, queue group or inbox; a
+// wrong secret cannot log in.
+func tenantMatrix(t *testing.T, url string, passwords map[string]string) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	// lbctl tenant issue (as admin).
+	admin := connectAs(t, url, "admin", passwords["admin"])
+	kv, err := admin.js.KeyValue(ctx, bus.TenantBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, ws, _ := strings.Cut(scope, ".")
+	ws, _, _ = strings.Cut(ws, ".")
+	mine, mySecret, err := bus.IssueTenant(ctx, kv, bus.IssueRequest{Instance: inst, Workspace: ws}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, otherSecret, err := bus.IssueTenant(ctx, kv, bus.IssueRequest{Instance: "inst-2"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("login", func(t *testing.T) {
+		for _, c := range []struct{ name, user, password string }{
+			{"wrong secret", mine.Name, otherSecret},
+			{"unknown tenant", "t-nobody", mySecret},
+		} {
+			if nc, err := nats.Connect(url, nats.UserInfo(c.user, c.password), nats.NoReconnect()); !errors.Is(err, nats.ErrAuthorization) {
+				if err == nil {
+					nc.Close()
+				}
+				t.Errorf("%s: got %v, want %v", c.name, err, nats.ErrAuthorization)
+			}
+		}
+	})
+	tenant := connectAs(t, url, mine.Name, mySecret)
+	svc := connectAs(t, url, "schenotify", passwords["schenotify"])
+	t.Run("allowed", func(t *testing.T) {
+		exercisePackage(t, tenant, svc)
+	})
+	t.Run("denied", func(t *testing.T) {
+		denyPackage(t, tenant)
+		// Another tenant's installations (another instance), and another
+		// workspace of its own instance.
+		for _, sc := range []string{"inst-2.ws-1.inst-b", inst + ".ws-other.inst-c"} {
+			for _, ep := range []string{"command", "event", "tool", "page"} {
+				tenant.deniedPub(t, "langbot.plugin.schenotify."+ep+"."+sc)
+			}
+			tenant.deniedPub(t, "langbot.lifecycle.githubkit.attach."+sc)
+			tenant.deniedSub(t, "langbot.host.send_message."+sc)
+			// the other installation's queue group, whose name is predictable
+			from := tenant.mark()
+			qs, err := tenant.nc.QueueSubscribeSync("langbot.host.*."+sc, "schenotify-"+sc[strings.LastIndex(sc, ".")+1:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tenant.waitViolation("Subscription to", "langbot.host.*."+sc, from) {
+				t.Errorf("%s: joined the queue group of %s", mine.Name, sc)
+			}
+			_ = qs.Unsubscribe()
+		}
+		tenant.deniedSub(t, "langbot.host.>")
+		tenant.deniedSub(t, "langbot.host.*.*.*.*")
+		tenant.deniedSub(t, "_INBOX_"+other.Name+".>")
+		tenant.deniedSub(t, "_INBOX_langbot_pkg.>")
+		tenant.deniedPub(t, bus.AuthCalloutSubject)
+		tenant.deniedSub(t, bus.AuthCalloutSubject)
+		tenant.deniedPub(t, "$KV."+bus.TenantBucket+"."+other.Name)
+		tenant.deniedPub(t, "$SYS.REQ.SERVER.PING.CONNZ")
+	})
 }

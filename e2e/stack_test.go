@@ -17,11 +17,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
 // The stack's binaries and where the run writes its artefacts. run.sh sets
@@ -227,6 +230,9 @@ type stack struct {
 	auth      bool              // the deployment's accounts.conf is in force
 	passwords map[string]string // NATS user -> password
 	stateKey  string
+	// issuerSeed is the auth callout's issuer (the services answer tenant
+	// logins with it); the server names its public key.
+	issuerSeed string
 
 	jaegerURL string // query API
 	otlpGRPC  string // OTLP/gRPC receiver, as an endpoint URL
@@ -272,7 +278,13 @@ func (s *stack) startNATS() {
 			t.Fatal(err)
 		}
 		include = "include ./accounts.conf\n"
-		for _, u := range []string{"host", "admin", "githubkit", "takeover", "schenotify", "langbot_pkg"} {
+		if s.issuerSeed, err = bus.NewIssuerSeed(); err != nil {
+			t.Fatal(err)
+		}
+		if env["AUTH_ISSUER"], err = bus.IssuerPublicKey(s.issuerSeed); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range []string{"host", "admin", "githubkit", "takeover", "schenotify", "langbot_pkg", "sys"} {
 			// the config parser reads an environment value as config text:
 			// start with a letter, then [A-Za-z0-9]
 			pw := "pw" + randToken(12)
@@ -371,6 +383,9 @@ func (s *stack) natsEnv(user string) map[string]string {
 	if s.auth {
 		env["NATS_USER"] = user
 		env["NATS_PASSWORD"] = s.passwords[user]
+		if slices.Contains(plugins, user) {
+			env["LANGBOT_AUTH_ISSUER_SEED"] = s.issuerSeed
+		}
 	}
 	return env
 }

@@ -7,21 +7,21 @@ import (
 )
 
 // TestAccountsMatchDeployment keeps the embedded copy of the accounts equal
-// to the deployment's (go generate ./cmd/langbot-plugins refreshes it).
+// to the deployment's (go generate ./pkg/natsembed refreshes it).
 func TestAccountsMatchDeployment(t *testing.T) {
 	shipped, err := os.ReadFile(filepath.Join("..", "..", "deploy", "k8s", "base", "nats", "accounts.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(shipped) != accountsConf {
-		t.Fatal("cmd/langbot-plugins/accounts.conf differs from deploy/k8s/base/nats/accounts.conf: run go generate ./cmd/langbot-plugins")
+		t.Fatal("pkg/natsembed/accounts.conf differs from deploy/k8s/base/nats/accounts.conf: run go generate ./pkg/natsembed")
 	}
 	users, err := accountUsers()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"host": "HOST_PASSWORD", "githubkit": "GITHUBKIT_PASSWORD", "takeover": "TAKEOVER_PASSWORD",
-		"schenotify": "SCHENOTIFY_PASSWORD", "langbot_pkg": "LANGBOT_PKG_PASSWORD", "admin": "ADMIN_PASSWORD"}
+		"schenotify": "SCHENOTIFY_PASSWORD", "langbot_pkg": "LANGBOT_PKG_PASSWORD", "admin": "ADMIN_PASSWORD", "sys": "SYS_PASSWORD"}
 	got := map[string]string{}
 	for _, u := range users {
 		got[u.Name] = u.Var

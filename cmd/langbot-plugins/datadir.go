@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/rand"
-	_ "embed"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -14,39 +13,105 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/natsembed"
 )
 
 // accountsConf is deploy/k8s/base/nats/accounts.conf, the deployment's
-// NATS accounts (a copy, since embed cannot reach another module's
-// directory; TestAccountsMatchDeployment keeps it equal, and
-// go generate refreshes it).
-//
-//go:generate cp ../../deploy/k8s/base/nats/accounts.conf accounts.conf
-//go:embed accounts.conf
-var accountsConf string
+// NATS accounts (natsembed keeps the copy lbctl dev uses too).
+var accountsConf = natsembed.Accounts
 
 // Files of the data directory.
 const (
 	credentialsFile = "credentials.json"
 	stateKeyFile    = "state.key"
 	consoleKeyFile  = "console.key"
+	authIssuerFile  = "auth-issuer.seed"
 	storeDir        = "jetstream"
 )
 
-// accountUser is one user of accountsConf and the variable its password
-// is read from.
-type accountUser struct {
-	Name, Var string
+// tenantSecret returns the secret of a tenant credential kept in the
+// credentials file (only the first tenant's is: lbctl tenant issue prints
+// the others once), generating and storing it on first use.
+func tenantSecret(dir, tenant string) (string, error) {
+	path := filepath.Join(dir, credentialsFile)
+	stored := map[string]string{}
+	raw, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(raw, &stored); err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return "", err
+	}
+	if v, ok := stored[tenant]; ok {
+		return v, nil
+	}
+	v, err := bus.NewTenantSecret()
+	if err != nil {
+		return "", err
+	}
+	stored[tenant] = v
+	raw, err = json.MarshalIndent(stored, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	return v, writeSecret(path, append(raw, '\n'))
 }
 
-var userLine = regexp.MustCompile(`(?m)^\s*user:\s*([A-Za-z0-9_-]+)\s*\n\s*password:\s*\$([A-Z0-9_]+)\s*$`)
+// storedTenants returns the tenant credentials kept in the credentials
+// file, by name.
+func storedTenants(dir string) (map[string]string, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, credentialsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	stored := map[string]string{}
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for k, v := range stored {
+		if bus.CheckTenantName(k) == nil {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// legacyBlock is the legacy package user's block in accounts.conf, from its
+// comment to the block that follows it, and legacyAuthUser its entry in
+// auth_users: withoutLegacyUser cuts both.
+const (
+	legacyBlockStart = "    {\n      # LEGACY:"
+	legacyBlockEnd   = "    {\n      # Operators only"
+	legacyAuthUser   = " langbot_pkg,"
+)
+
+// withoutLegacyUser returns the accounts without the shared legacy user
+// langbot_pkg, for -legacy-pkg-user=false.
+func withoutLegacyUser(conf string) (string, error) {
+	i := strings.Index(conf, legacyBlockStart)
+	j := strings.Index(conf, legacyBlockEnd)
+	if i < 0 || j < i || strings.Count(conf, legacyAuthUser) != 1 {
+		return "", errors.New("the embedded accounts do not have the legacy user's block where expected")
+	}
+	return strings.Replace(conf[:i]+conf[j:], legacyAuthUser, "", 1), nil
+}
+
+// accountUser is one user of accountsConf and the variable its password
+// is read from.
+type accountUser = natsembed.AccountUser
 
 // accountUsers lists the users of the embedded accounts, in file order.
-func accountUsers() ([]accountUser, error) {
-	var out []accountUser
-	for _, m := range userLine.FindAllStringSubmatch(accountsConf, -1) {
-		out = append(out, accountUser{Name: m[1], Var: m[2]})
-	}
+func accountUsers() ([]accountUser, error) { return usersOf(accountsConf) }
+
+// usersOf lists the users of an accounts file, in file order.
+func usersOf(conf string) ([]accountUser, error) {
+	out := natsembed.AccountUsers(conf)
 	if len(out) == 0 {
 		return nil, errors.New("the embedded accounts name no user")
 	}

@@ -37,6 +37,7 @@ type embedded struct {
 	cert, key, clientCA string
 	logging             bool
 	natsOnly            bool
+	legacyPkgUser       bool
 }
 
 func (e *embedded) register(fs *flag.FlagSet) {
@@ -48,6 +49,11 @@ func (e *embedded) register(fs *flag.FlagSet) {
 	b, _ := strconv.ParseBool(e.getenv("LANGBOT_NATS_LOG"))
 	fs.BoolVar(&e.logging, "nats-log", b, "the NATS server's own log on stderr (LANGBOT_NATS_LOG)")
 	fs.BoolVar(&e.natsOnly, "nats-only", false, "run the NATS server alone, without setup and services: for lbctl restore into a fresh data directory")
+	legacy := true
+	if v, err := strconv.ParseBool(e.getenv("LANGBOT_LEGACY_PKG_USER")); err == nil {
+		legacy = v
+	}
+	fs.BoolVar(&e.legacyPkgUser, "legacy-pkg-user", legacy, "keep the shared legacy NATS user langbot_pkg that every LangBot package used before tenant credentials; false once every plugin form has a tenant credential (LANGBOT_LEGACY_PKG_USER)")
 }
 
 // errConfig is returned for settings the single binary cannot honour.
@@ -77,7 +83,13 @@ func (e *embedded) start(ctx context.Context, o *svcmain.Options, getenv func(st
 	if port == 0 {
 		port = -1 // a free port; natsembed reads 0 as 4222
 	}
-	users, err := accountUsers()
+	conf := accountsConf
+	if !e.legacyPkgUser {
+		if conf, err = withoutLegacyUser(conf); err != nil {
+			return nil, err
+		}
+	}
+	users, err := usersOf(conf)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +107,15 @@ func (e *embedded) start(ctx context.Context, o *svcmain.Options, getenv func(st
 			return nil, err
 		}
 	}
+	if o.AuthIssuerSeed == "" {
+		if o.AuthIssuerSeed, err = loadKey(e.dir, authIssuerFile, bus.NewIssuerSeed); err != nil {
+			return nil, err
+		}
+	}
+	issuer, err := bus.IssuerPublicKey(o.AuthIssuerSeed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errConfig, svcmain.AuthIssuerSeedEnv, err)
+	}
 	consoleKey := getenv(takeover.ConsoleKeyEnv)
 	if consoleKey == "" {
 		if consoleKey, err = loadKey(e.dir, consoleKeyFile, newConsoleKey); err != nil {
@@ -102,7 +123,7 @@ func (e *embedded) start(ctx context.Context, o *svcmain.Options, getenv func(st
 		}
 	}
 
-	srv, err := e.startServer(users, creds, host, port)
+	srv, err := e.startServer(conf, users, creds, issuer, host, port)
 	if err != nil {
 		return nil, err
 	}
@@ -111,11 +132,14 @@ func (e *embedded) start(ctx context.Context, o *svcmain.Options, getenv func(st
 		log.Info("nats only: no setup, no services", "listen", srv.ClientURL(), "store", filepath.Join(e.dir, storeDir))
 		return &svcmain.Started{Stop: stop, NoServices: true}, nil
 	}
-	if err := setup(ctx, srv, creds[adminUser], log); err != nil {
+	if err := setup(ctx, srv, creds[adminUser], e.dir, log); err != nil {
 		stop()
 		return nil, err
 	}
 	log.Info("nats ready", "listen", srv.ClientURL(), "store", filepath.Join(e.dir, storeDir), "tls", e.cert != "")
+	if e.legacyPkgUser {
+		log.Warn("the shared legacy NATS user langbot_pkg is on: whoever holds its password can act as the host of every installation; once every LangBot plugin form has a tenant credential, start with -legacy-pkg-user=false (docs/operations.md, Tenant credentials)")
+	}
 	conns := map[string]bus.ConnConfig{}
 	for _, p := range []string{githubkit.Plugin, takeover.Plugin, schenotify.Plugin} {
 		conns[p] = bus.ConnConfig{InProcess: srv, User: p, Password: creds[p]}
@@ -132,9 +156,10 @@ func (e *embedded) start(ctx context.Context, o *svcmain.Options, getenv func(st
 // startServer writes the server's config (the embedded accounts with the
 // passwords as variables, and the TLS block) to a file of the data
 // directory only for as long as the server reads it.
-func (e *embedded) startServer(users []accountUser, creds map[string]string, host string, port int) (*server.Server, error) {
+func (e *embedded) startServer(conf string, users []accountUser, creds map[string]string, issuer, host string, port int) (*server.Server, error) {
 	var b strings.Builder
 	b.WriteString("# written by langbot-plugins at start and removed once read\n")
+	fmt.Fprintf(&b, "AUTH_ISSUER: %q\n", issuer)
 	for _, u := range users {
 		fmt.Fprintf(&b, "%s: %q\n", u.Var, creds[u.Name])
 	}
@@ -145,19 +170,21 @@ func (e *embedded) startServer(users []accountUser, creds map[string]string, hos
 		}
 		b.WriteString("}\n")
 	}
-	b.WriteString(accountsConf)
-	conf := filepath.Join(e.dir, "nats.conf")
-	if err := writeSecret(conf, []byte(b.String())); err != nil {
+	b.WriteString(conf)
+	path := filepath.Join(e.dir, "nats.conf")
+	if err := writeSecret(path, []byte(b.String())); err != nil {
 		return nil, err
 	}
-	defer os.Remove(conf)
+	defer os.Remove(path)
 	return natsembed.Start(natsembed.Config{Dir: filepath.Join(e.dir, storeDir), Host: host, Port: port,
-		ServerName: name, ConfigFile: conf, Logging: e.logging})
+		ServerName: name, ConfigFile: path, Logging: e.logging})
 }
 
 // setup creates what the deployment creates before the services start
-// (lbctl setup): the lifecycle stream.
-func setup(ctx context.Context, srv *server.Server, password string, log *slog.Logger) error {
+// (lbctl setup): the lifecycle stream and the tenant bucket, and into a
+// new tenant bucket the first tenant credential (claimable: the first
+// LangBot package that logs in with it binds it to its instance).
+func setup(ctx context.Context, srv *server.Server, password, dir string, log *slog.Logger) error {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	nc, err := bus.Connect(cctx, bus.ConnConfig{InProcess: srv, Name: name + "-setup", User: adminUser, Password: password, Logger: log})
@@ -171,6 +198,23 @@ func setup(ctx context.Context, srv *server.Server, password string, log *slog.L
 	}
 	if _, err := bus.EnsureLifecycleStream(cctx, js, bus.Subjects{}, 1); err != nil {
 		return fmt.Errorf("setup: %w", err)
+	}
+	kv, err := bus.EnsureTenantBucket(cctx, js, 1)
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	secret, err := tenantSecret(dir, bus.FirstTenant)
+	if err != nil {
+		return err
+	}
+	_, _, err = bus.IssueTenant(cctx, kv, bus.IssueRequest{Name: bus.FirstTenant, Claim: true, Secret: secret, IfBucketNew: true}, time.Now())
+	switch {
+	case errors.Is(err, bus.ErrTenantExists):
+	case err != nil:
+		return fmt.Errorf("setup: first tenant: %w", err)
+	default:
+		log.Info("first tenant credential issued: in every LangBot plugin form put nats_user " + bus.FirstTenant +
+			" and nats_password from \"" + name + " credentials " + bus.FirstTenant + "\"; the first package that logs in binds it to its LangBot instance")
 	}
 	return nil
 }

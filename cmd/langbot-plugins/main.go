@@ -47,7 +47,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/langbot-nats/plugins/pkg/natsembed"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
@@ -94,18 +96,32 @@ func runCredentials(args []string, getenv func(string) string, stdout, stderr io
 		return err
 	}
 	if fs.NArg() == 1 {
-		pw, ok := creds[fs.Arg(0)]
-		if !ok {
-			return fmt.Errorf("no user %q (users: %v)", fs.Arg(0), userNames(users))
+		if pw, ok := creds[fs.Arg(0)]; ok {
+			fmt.Fprintln(stdout, pw)
+			return nil
 		}
-		fmt.Fprintln(stdout, pw)
-		return nil
 	}
 	if fs.NArg() > 1 {
 		return fmt.Errorf("usage: %s credentials [-data DIR] [USER]", name)
 	}
+	tenants, err := storedTenants(*dir)
+	if err != nil {
+		return err
+	}
+	if fs.NArg() == 1 {
+		if pw, ok := tenants[fs.Arg(0)]; ok {
+			fmt.Fprintln(stdout, pw)
+			return nil
+		}
+	}
+	if fs.NArg() == 1 {
+		return fmt.Errorf("no user %q (users: %v)", fs.Arg(0), userNames(users))
+	}
 	for _, u := range users {
 		fmt.Fprintf(stdout, "%s %s\n", u.Name, creds[u.Name])
+	}
+	for _, n := range slices.Sorted(maps.Keys(tenants)) {
+		fmt.Fprintf(stdout, "%s %s\n", n, tenants[n])
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/natsembed"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 	"github.com/langbot-nats/plugins/pkg/telemetry"
@@ -87,8 +88,14 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 	if err != nil {
 		return err
 	}
+	acc, err := devAccounts(*dataDir)
+	if err != nil {
+		return err
+	}
 	natsembed.Tune() // for the life of the process: nothing to restore
-	srv, err := natsembed.Start(natsembed.Config{Dir: filepath.Join(*dataDir, "jetstream"), Host: host, Port: port, ServerName: "lbctl-dev"})
+	srv, err := natsembed.Start(natsembed.Config{Dir: filepath.Join(*dataDir, "jetstream"), Host: host, Port: port, ServerName: "lbctl-dev",
+		ConfigFile: acc.conf})
+	_ = os.Remove(acc.conf)
 	if err != nil {
 		return err
 	}
@@ -113,6 +120,11 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 	if _, err := bus.EnsureLifecycleStream(ctx, js, subj, 1); err != nil {
 		return err
 	}
+	stopAuth, err := devTenants(ctx, nc, js, acc, log)
+	if err != nil {
+		return err
+	}
+	defer stopAuth()
 	d := &devStack{io: io, subj: subj, nc: nc, invoker: bus.NewInvoker(nc, subj, nil), services: services,
 		env: map[string]*svcmain.Env{}, httpAddr: *httpAddr, log: log, prefix: "!",
 		session: bus.Session{LauncherType: bus.LauncherPerson, LauncherID: "dev-user", SenderID: "dev-user", BotUUID: "dev-bot"}}
@@ -183,7 +195,7 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 			}
 		}()
 	}
-	hs, err := telemetry.Listen(*httpAddr, mux)
+	hs, err := httpserve.Listen(*httpAddr, mux, httpserve.Limits{})
 	if err != nil {
 		return fmt.Errorf("--http: %w", err)
 	}
@@ -213,12 +225,100 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 	if err := waitAttached(ctx, js, attached); err != nil {
 		return err
 	}
-	d.banner(url, hs.Addr(), *dataDir)
+	d.banner(url, hs.Addr(), *dataDir, acc)
 	if *noPrompt {
 		<-ctx.Done()
 		return nil
 	}
 	return d.prompt(ctx, io.in)
+}
+
+// devAccountFiles is what devAccounts prepared: the server's config (read
+// once at start, then removed) and the files of the data directory that
+// hold the auth callout's issuer and the first tenant's secret.
+type devAccountFiles struct {
+	conf            string
+	issuerSeed      string
+	firstSecret     string
+	firstSecretFile string
+}
+
+// devAccounts prepares the deployment's accounts for the dev server
+// (natsembed.Accounts, with the auth callout), so that tenant credentials
+// work in dev as deployed. Every user gets a new random password at each
+// start; a client without credentials is let in as admin (no_auth_user),
+// so the dev tools, the services in process and a LangBot with an empty
+// form keep working without any. The issuer key and the first tenant's
+// secret are kept in the data directory.
+func devAccounts(dir string) (devAccountFiles, error) {
+	f := devAccountFiles{conf: filepath.Join(dir, "nats.conf"), firstSecretFile: filepath.Join(dir, "tenant-first.secret")}
+	var err error
+	if f.issuerSeed, err = devSecretFile(filepath.Join(dir, "auth-issuer.seed"), bus.NewIssuerSeed); err != nil {
+		return f, err
+	}
+	if f.firstSecret, err = devSecretFile(f.firstSecretFile, bus.NewTenantSecret); err != nil {
+		return f, err
+	}
+	issuer, err := bus.IssuerPublicKey(f.issuerSeed)
+	if err != nil {
+		return f, err
+	}
+	var b strings.Builder
+	b.WriteString("# written by lbctl dev at start and removed once read\n")
+	fmt.Fprintf(&b, "AUTH_ISSUER: %q\nno_auth_user: admin\n", issuer)
+	for _, u := range natsembed.AccountUsers(natsembed.Accounts) {
+		pw, err := bus.NewTenantSecret() // any random token the config parser reads back
+		if err != nil {
+			return f, err
+		}
+		fmt.Fprintf(&b, "%s: %q\n", u.Var, "p"+pw)
+	}
+	b.WriteString(natsembed.Accounts)
+	return f, os.WriteFile(f.conf, []byte(b.String()), 0o600)
+}
+
+// devSecretFile returns the secret kept in path, generating it with gen on
+// first use.
+func devSecretFile(path string, gen func() (string, error)) (string, error) {
+	raw, err := os.ReadFile(path)
+	if err == nil {
+		return strings.TrimSpace(string(raw)), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	v, err := gen()
+	if err != nil {
+		return "", err
+	}
+	return v, os.WriteFile(path, []byte(v+"\n"), 0o600)
+}
+
+// devTenants creates the tenant bucket and the first tenant (claimable,
+// into a new bucket) as lbctl setup does, and answers tenant logins as the
+// services do; it returns what stops the responder.
+func devTenants(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, acc devAccountFiles, log *slog.Logger) (func(), error) {
+	kv, err := bus.EnsureTenantBucket(ctx, js, 1)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := bus.IssueTenant(ctx, kv, bus.IssueRequest{Name: bus.FirstTenant, Claim: true, Secret: acc.firstSecret, IfBucketNew: true},
+		time.Now()); err != nil && !errors.Is(err, bus.ErrTenantExists) {
+		return nil, err
+	}
+	ac, err := bus.NewAuthCallout(bus.AuthCalloutConfig{Conn: nc, IssuerSeed: acc.issuerSeed, Account: svcmain.AuthAccount,
+		Logger: log.With("part", "auth-callout")})
+	if err != nil {
+		return nil, err
+	}
+	if err := ac.Start(ctx); err != nil {
+		return nil, err
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = ac.Stop(sctx)
+	}, nil
 }
 
 // devKeyring loads the dev state key from the data directory, creating it
@@ -287,9 +387,11 @@ func (d *devStack) waitReady(ctx context.Context, svcs []svcmain.Service) error 
 	}
 }
 
-func (d *devStack) banner(natsURL, httpAddr, dataDir string) {
+func (d *devStack) banner(natsURL, httpAddr, dataDir string, acc devAccountFiles) {
 	w := d.io.out
 	fmt.Fprintf(w, "LangBot plugin dev stack\n  NATS     %s (JetStream in %s)\n  HTTP     http://%s (/healthz /readyz /metrics)\n", natsURL, dataDir, httpAddr)
+	fmt.Fprintf(w, "  LangBot  plugin forms: nats_url %s, nats_user %s, nats_password the content of %s\n"+
+		"           (the first LangBot that logs in owns it; empty user and password: admin, dev only)\n", natsURL, bus.FirstTenant, acc.firstSecretFile)
 	if len(d.services) == 0 {
 		fmt.Fprintln(w, "  services none registered yet")
 	}

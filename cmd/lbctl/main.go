@@ -39,7 +39,7 @@ type stdio struct {
 func commands() []command {
 	cmds := []command{
 		{Name: "dev", Summary: "run embedded NATS, every service and an interactive host in one process", Run: runDev},
-		{Name: "setup", Summary: "create the lifecycle stream on a NATS deployment", Run: runSetup},
+		{Name: "setup", Summary: "create the lifecycle stream and the tenant bucket on a NATS deployment", Run: runSetup},
 		{Name: "invoke", Summary: "invoke a plugin: invoke {command|event|tool|page} [flags]", Run: runInvoke},
 		{Name: "attach", Summary: "publish a lifecycle attach for an installation", Run: runAttach},
 		{Name: "revoke", Summary: "publish a lifecycle revoke for an installation", Run: runRevoke},
@@ -50,6 +50,7 @@ func commands() []command {
 		consoleTokenCommand(),
 	}
 	cmds = append(cmds, backupCommands()...)
+	cmds = append(cmds, tenantCommands()...)
 	for _, s := range devServices() {
 		cmds = append(cmds, s.Commands...)
 	}
@@ -70,7 +71,7 @@ func run(ctx context.Context, args []string, io stdio) int {
 		return 0
 	}
 	// NATS_PASSWORD_FILE and the like, as the service binaries read them.
-	getenv, err := svcmain.WithSecretFiles(io.getenv, svcmain.SecretEnvs()...)
+	getenv, err := svcmain.WithSecretFiles(io.getenv, append(svcmain.SecretEnvs(), "NATS_SYS_PASSWORD")...)
 	if err != nil {
 		fmt.Fprintf(io.err, "lbctl: %v\n", err)
 		return 1

@@ -326,9 +326,18 @@ func runSetup(ctx context.Context, args []string, io stdio) error {
 	fs := flag.NewFlagSet("setup", flag.ContinueOnError)
 	fs.SetOutput(io.err)
 	conn := addConnFlags(fs, io)
-	replicas := fs.Int("replicas", 1, "replicas of the lifecycle stream (3 in production)")
+	replicas := fs.Int("replicas", 1, "replicas of the lifecycle stream and the tenant bucket (3 in production)")
+	firstFile := fs.String("first-tenant-secret-file", "", "issue the claimable tenant t-first with the secret in this file, into a tenant bucket that never held a record (the single-host set-ups)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var firstSecret string
+	if *firstFile != "" {
+		raw, err := os.ReadFile(*firstFile)
+		if err != nil {
+			return fmt.Errorf("--first-tenant-secret-file: %w", err)
+		}
+		firstSecret = strings.TrimSpace(string(raw))
 	}
 	nc, subj, js, err := conn.connectJS(ctx)
 	if err != nil {
@@ -339,6 +348,24 @@ func runSetup(ctx context.Context, args []string, io stdio) error {
 		return err
 	}
 	fmt.Fprintf(io.out, "stream %s ready (%d replicas)\n", bus.LifecycleStream, *replicas)
+	kv, err := bus.EnsureTenantBucket(ctx, js, *replicas)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(io.out, "bucket %s ready (%d replicas)\n", bus.TenantBucket, *replicas)
+	if firstSecret == "" {
+		return nil
+	}
+	_, _, err = bus.IssueTenant(ctx, kv, bus.IssueRequest{Name: bus.FirstTenant, Claim: true, Secret: firstSecret, IfBucketNew: true}, time.Now())
+	switch {
+	case errors.Is(err, bus.ErrTenantExists):
+		fmt.Fprintf(io.out, "first tenant: the bucket already held tenants; none issued\n")
+	case err != nil:
+		return err
+	default:
+		fmt.Fprintf(io.out, "issued the first tenant %s: in every LangBot plugin form put nats_user %s and nats_password the content of %s; the first package that logs in binds it to its LangBot instance\n",
+			bus.FirstTenant, bus.FirstTenant, *firstFile)
+	}
 	return nil
 }
 

@@ -59,7 +59,7 @@ func githubkitService() *devService {
 		Banner: func(env *DevEnv) []string {
 			var lines []string
 			if hook.WebhookURL != "" {
-				lines = append(lines, "githubkit: webhook receiver at "+strings.TrimRight(hook.WebhookURL, "/")+githubkit.WebhookPath+"<hook-id> (!gh hook <owner/repo> as an admin)")
+				lines = append(lines, "githubkit: webhook receiver at "+strings.TrimRight(hook.WebhookURL, "/")+githubkit.WebhookPath+"<hook-id> (!gh hook <owner/repo> as an admin, in a private chat)")
 			}
 			return append(lines, githubkitBanner(fake, apiURL)...)
 		},

@@ -7,8 +7,11 @@
 // store over it (Records: compare-and-set with retry and the re-read of an
 // ambiguous write, DESIGN 4), JetStream message
 // schedules and their fired-message consumer, the host-action client and
-// the invoker the host side uses, sealing of secrets at rest, and trace
-// propagation through NATS headers.
+// the invoker the host side uses, sealing of secrets at rest, trace
+// propagation through NATS headers, and tenant credentials: their records
+// (Tenant, IssueTenant), the grants NATS enforces for them (TenantGrants)
+// and the NATS auth callout responder every service runs (AuthCallout,
+// KickUser for revocation).
 //
 // A service never formats a subject or a key itself: it declares its own
 // kinds and asks Subjects.Internal or Key to build them, and it reaches its
@@ -38,7 +41,8 @@
 //
 // Imports: the standard library, pkg/binding, pkg/settings (its config
 // size cap, checked on every request's config), the NATS client (nats.go,
-// jetstream, micro), OpenTelemetry's API and Prometheus' client; nothing of
+// jetstream, micro), nats-io/jwt and nkeys (the auth callout's claims and
+// issuer key), OpenTelemetry's API and Prometheus' client; nothing of
 // services/ or cmd/, and no NATS server (pkg/natsembed starts one for
 // lbctl and tests; pkg/bus/bustest is the test kit, pkg/busbench the bus
 // floor).

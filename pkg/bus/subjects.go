@@ -200,6 +200,37 @@ func (s Subjects) ParseHostAction(subject string) (action string, sc binding.Sco
 	return t[2], sc, nil
 }
 
+// Tenant subjects (DESIGN 7). A tenant is one LangBot instance, or one
+// workspace of it; workspace "*" stands for every workspace of the
+// instance. These are the wildcards a tenant credential is limited to
+// (TenantGrants), never subjects anyone publishes on.
+
+// InvocationTenant is "<prefix>.plugin.*.<endpoint>.<instance>.<workspace>.*":
+// the invocations of one endpoint of every plugin within a tenant.
+func (s Subjects) InvocationTenant(ep Endpoint, instance, workspace string) string {
+	return join(s.p(), "plugin", "*", string(ep), instance, workspace, "*")
+}
+
+// LifecycleTenant is "<prefix>.lifecycle.*.<kind>.<instance>.<workspace>.*".
+func (s Subjects) LifecycleTenant(kind, instance, workspace string) string {
+	return join(s.p(), "lifecycle", "*", kind, instance, workspace, "*")
+}
+
+// HostTenant is "<prefix>.host.*.<instance>.<workspace>.*": every host
+// action of a tenant's installations.
+func (s Subjects) HostTenant(instance, workspace string) string {
+	return join(s.p(), "host", "*", instance, workspace, "*")
+}
+
+// AuthCalloutSubject is where the NATS server asks its auth callout
+// service to authorize a client (nats-server's server.AuthCalloutSubject;
+// it has no prefix of ours).
+const AuthCalloutSubject = "$SYS.REQ.USER.AUTH"
+
+// TenantBucket is the KV bucket of tenant credentials (bus.Tenant records
+// keyed by the tenant's NATS user).
+const TenantBucket = "langbot_tenants"
+
 // Internal is a plugin's internal subject
 // "<prefix>.<plugin>.<kind>.<scope>[.<id>...]"; each id must pass CheckID.
 func (s Subjects) Internal(plugin, kind string, sc binding.Scope, ids ...string) (string, error) {

@@ -6,6 +6,10 @@
 // itself, so a missing translation degrades to English and a missing key is
 // visible rather than empty.
 //
+// A template names a chat command as "{prefix}<word>" (PrefixArg), never with
+// a prefix of its own: the prefix is the bot's. PrefixedText fills it, and
+// CheckCommandPrefix finds templates that hard-code one (prefix.go).
+//
 // It imports only the standard library.
 package i18n
 

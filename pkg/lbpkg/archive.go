@@ -83,7 +83,7 @@ type countWriter int
 func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
 
 // CheckArchive reports every way a package breaks LangBot's archive
-// limits or this project's rules: manifest.yaml at the root, at most
+// limits or this project's rules: no ZIP comment, manifest.yaml at the root, at most
 // MaxEntries entries, per-entry, total and manifest sizes, compression
 // ratios, safe relative names (no absolute paths, "..", backslashes, drive
 // letters, duplicates, directories with content or non-regular files), and
@@ -95,6 +95,12 @@ func CheckArchive(data []byte) error {
 	}
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if zr.Comment != "" {
+		// LangBot 4.11 reads a certified archive's signed envelope from the
+		// ZIP comment: ours are unsigned, so the comment stays empty and
+		// the archive is the legacy kind an administrator may admit.
+		bad("a ZIP comment (%d bytes): LangBot 4.11 would read it as a certification envelope", len(zr.Comment))
+	}
 	if len(zr.File) > MaxEntries {
 		bad("%d entries (maximum %d)", len(zr.File), MaxEntries)
 	}

@@ -300,3 +300,78 @@ func TestDeclarationsValid(t *testing.T) {
 		t.Errorf("got %v, want ErrDeclaration", err)
 	}
 }
+
+// TestArchiveAdmission checks each built archive against LangBot 4.11's
+// certified-archive admission (issue 28): the ZIP comment, where a signed
+// envelope would live, is empty; and every entry name passes a
+// safe-extraction rule written here independently of CheckArchive (no
+// absolute path, no "..", no backslash, no drive letter, no empty
+// segment, no duplicate). CheckArchive refuses an archive with a comment.
+func TestArchiveAdmission(t *testing.T) {
+	wheel := wheelPath(t)
+	unsafe := func(name string) string {
+		switch {
+		case name == "":
+			return "empty"
+		case strings.HasPrefix(name, "/"):
+			return "absolute"
+		case strings.Contains(name, `\`):
+			return "backslash"
+		case len(name) >= 2 && name[1] == ':' && (name[0]|0x20 >= 'a' && name[0]|0x20 <= 'z'):
+			return "drive letter"
+		}
+		for _, seg := range strings.Split(name, "/") {
+			switch seg {
+			case "":
+				return "empty segment"
+			case "..", ".":
+				return "dot segment"
+			}
+		}
+		return ""
+	}
+	for _, d := range declarations(t) {
+		t.Run(d.Plugin, func(t *testing.T) {
+			p, err := lbpkg.Build(d, lbpkg.Options{WheelPath: wheel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			zr, err := zip.NewReader(bytes.NewReader(p.Data), int64(len(p.Data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if zr.Comment != "" {
+				t.Fatalf("ZIP comment %q, want none", zr.Comment)
+			}
+			seen := map[string]bool{}
+			for _, f := range zr.File {
+				if why := unsafe(f.Name); why != "" {
+					t.Errorf("%q: %s", f.Name, why)
+				}
+				if key := strings.ToLower(f.Name); seen[key] {
+					t.Errorf("%q: duplicate", f.Name)
+				} else {
+					seen[key] = true
+				}
+			}
+
+			// The same archive with a comment is refused.
+			var buf bytes.Buffer
+			zw := zip.NewWriter(&buf)
+			for _, f := range zr.File {
+				if err := zw.Copy(f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := zw.SetComment(`{"format":"certified-plugin-envelope-v2"}`); err != nil {
+				t.Fatal(err)
+			}
+			if err := zw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := lbpkg.CheckArchive(buf.Bytes()); !errors.Is(err, lbpkg.ErrArchive) || !strings.Contains(err.Error(), "ZIP comment") {
+				t.Fatalf("CheckArchive of a commented archive = %v", err)
+			}
+		})
+	}
+}

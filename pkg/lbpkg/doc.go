@@ -25,7 +25,8 @@
 //	components/pages/<id>.yaml, <id>.py, <id>.html
 //	                                   one Page per declared page (its HTML from the declaration)
 //	langbot_nats/*.py                  the forwarding core (pycore/langbot_nats, embedded)
-//	langbot_nats/generated.json        protocol constants and the plugin's names and texts
+//	langbot_nats/generated.json        protocol constants, the plugin's names, texts, events
+//	                                   and every config item's manifest default
 //	nats/..., nats_py-<v>.dist-info/   nats-py, from the pinned wheel
 //	assets/icon.svg                    the icon
 //	README.md, readme/README_zh_Hans.md

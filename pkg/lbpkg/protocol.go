@@ -3,12 +3,14 @@ package lbpkg
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/plugin"
 )
 
 // GeneratedFile is the file of each package in which the builder writes
@@ -71,10 +73,13 @@ type protocol struct {
 	BindingReasons map[string]string `json:"binding_reasons"`
 	Inbox          map[string]string `json:"inbox_prefix"`
 	ScopeToken     string            `json:"scope_token_pattern"`
-	AttachMsgID    string            `json:"attach_msg_id"`
-	ConfigKeys     []string          `json:"package_config_keys"`
-	Timeouts       map[string]int    `json:"timeouts_ms"`
-	IdemKeys       int               `json:"idempotency_keys"`
+	// ConnName is the connection's client name: a claimable tenant
+	// credential is bound to the instance it names (bus.PackageConnName).
+	ConnName    string         `json:"connect_name"`
+	AttachMsgID string         `json:"attach_msg_id"`
+	ConfigKeys  []string       `json:"package_config_keys"`
+	Timeouts    map[string]int `json:"timeouts_ms"`
+	IdemKeys    int            `json:"idempotency_keys"`
 	// Refusals: reason -> phrases of a platform's permanent refusal in
 	// LangBot's exception text (refusals.go).
 	Refusals map[string][]string `json:"refusals"`
@@ -137,6 +142,7 @@ func buildProtocol(configKeys []string) (protocol, error) {
 			"default": bus.InboxPrefixFor(bus.ConnConfig{}),
 		},
 		ScopeToken:  fmt.Sprintf(`^[A-Za-z0-9_-]{1,%d}$`, binding.MaxTokenLen),
+		ConnName:    template(bus.PackageConnName(phPlugin, sc)),
 		AttachMsgID: "{installation_uuid}.{runtime_revision}",
 		ConfigKeys:  configKeys,
 		Timeouts: map[string]int{
@@ -158,17 +164,33 @@ type generated struct {
 }
 
 type genPlugin struct {
-	Plugin          string         `json:"plugin"`
-	Author          string         `json:"author"`
-	Name            string         `json:"name"`
-	Version         string         `json:"version"`
-	Commands        []string       `json:"commands"`
-	Tools           []string       `json:"tools"`
-	Events          []string       `json:"events"`
+	Plugin   string   `json:"plugin"`
+	Author   string   `json:"author"`
+	Name     string   `json:"name"`
+	Version  string   `json:"version"`
+	Commands []string `json:"commands"`
+	Tools    []string `json:"tools"`
+	Events   []string `json:"events"`
+	// OptionalEvents are the declared events the listener registers only
+	// when the runtime's SDK has them (plugin.OptionalEvents).
+	OptionalEvents  []string       `json:"optional_events"`
 	Pages           []string       `json:"pages"`
 	DefaultLanguage string         `json:"default_language"`
 	Texts           map[string]any `json:"texts"`
 	Secrets         []string       `json:"secret_config_keys"`
+	// ConfigDefaults are the manifest defaults of every config item: LangBot
+	// creates an installation with config {} and the SDK merges no default,
+	// so the core fills in what is missing from here.
+	ConfigDefaults map[string]any `json:"config_defaults"`
+}
+
+// NotConfigured is what every command, tool and page answers while the
+// installation's package config cannot be used (issue 32 D1); the core
+// fills {item}, {instance} and {workspace}, so the operator learns which
+// setting to fix and which tenant asks (never a value).
+var NotConfigured = plugin.Text{
+	EnUS:   "Not configured: {item}. Open this plugin's settings in LangBot and fill it in (instance {instance}, workspace {workspace}).",
+	ZhHans: "未配置：{item}。请在 LangBot 中打开本插件的设置并填写（实例 {instance}，工作区 {workspace}）。",
 }
 
 func (g generator) generated() ([]byte, error) {
@@ -190,8 +212,18 @@ func (g generator) generated() ([]byte, error) {
 		Plugin: g.decl.Plugin, Author: g.author, Name: g.name, Version: g.version,
 		Commands: g.decl.CommandNames(), Tools: []string{}, Events: append([]string{}, g.decl.Events...), Pages: []string{},
 		DefaultLanguage: lang,
-		Texts:           map[string]any{"unavailable": g.decl.Texts.Unavailable, "failed": g.decl.Texts.Failed},
+		Texts:           map[string]any{"unavailable": g.decl.Texts.Unavailable, "failed": g.decl.Texts.Failed, "not_configured": NotConfigured},
 		Secrets:         g.decl.SecretFields(),
+		ConfigDefaults:  map[string]any{},
+		OptionalEvents:  []string{},
+	}
+	for _, e := range g.decl.Events {
+		if slices.Contains(plugin.OptionalEvents[:], e) {
+			gp.OptionalEvents = append(gp.OptionalEvents, e)
+		}
+	}
+	for _, c := range g.decl.Config {
+		gp.ConfigDefaults[c.Name] = c.Default
 	}
 	for _, t := range g.decl.Tools {
 		gp.Tools = append(gp.Tools, t.Name)

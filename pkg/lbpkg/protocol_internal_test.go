@@ -61,6 +61,11 @@ func TestProtocolMatchesBus(t *testing.T) {
 	if p.BindingReasons[bus.ReasonNotAttached] != bus.ErrNotAttached.Reason {
 		t.Errorf("binding reasons: %v", p.BindingReasons)
 	}
+	// a claimable tenant credential is bound to the instance the name holds
+	name := fill(p.ConnName, map[string]string{"plugin": "schenotify", "scope": sc.String()})
+	if parsed, err := bus.ParsePackageConnName(name); err != nil || parsed != sc {
+		t.Errorf("connect_name %q does not parse back to %s: %v", name, sc, err)
+	}
 	if p.Headers["invocation_id"] != bus.HeaderInvocationID || p.ErrorWords["403"] != bus.ErrBindingRefused.Word || p.Stream != bus.LifecycleStream {
 		t.Errorf("headers/words/stream: %v %v %s", p.Headers, p.ErrorWords, p.Stream)
 	}

@@ -9,16 +9,46 @@
 package natsembed
 
 import (
+	_ "embed"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
+
+// Accounts is deploy/k8s/base/nats/accounts.conf, the deployment's NATS
+// accounts, users and auth callout, for the processes that embed a server
+// with them (cmd/langbot-plugins, lbctl dev). It is a copy, since embed
+// cannot reach another module's directory; the one binary's
+// TestAccountsMatchDeployment keeps it equal, and go generate refreshes it.
+//
+//go:generate cp ../../deploy/k8s/base/nats/accounts.conf accounts.conf
+//go:embed accounts.conf
+var Accounts string
+
+// AccountUser is one user of an accounts file and the variable its
+// password is read from.
+type AccountUser struct {
+	Name, Var string
+}
+
+var accountUserRE = regexp.MustCompile(`(?m)^\s*user:\s*([A-Za-z0-9_-]+)\s*\n\s*password:\s*\$([A-Z0-9_]+)\s*$`)
+
+// AccountUsers lists the users of an accounts file (such as Accounts)
+// whose password is a variable, in file order.
+func AccountUsers(conf string) []AccountUser {
+	var out []AccountUser
+	for _, m := range accountUserRE.FindAllStringSubmatch(conf, -1) {
+		out = append(out, AccountUser{Name: m[1], Var: m[2]})
+	}
+	return out
+}
 
 // Config configures an in-process NATS server for development and
 // tests: JetStream on, file store in Dir, fsync on every write.

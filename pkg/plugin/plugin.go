@@ -8,8 +8,12 @@
 // the LangBot package builder (pkg/lbpkg) and lbctl read nothing else, so
 // adding a tool to a service and rebuilding its package is the whole change.
 //
-// The package imports only the standard library and pkg/i18n (for the
-// language codes); services import it, never the other way round.
+// It also decides which command prefix a text names commands with
+// (prefix.go): the user's, the installation's command_prefix, or `!`.
+//
+// The package imports only the standard library, pkg/i18n (language
+// codes, the prefix check) and pkg/settings (the command_prefix rule);
+// services import it, never the other way round.
 package plugin
 
 import (

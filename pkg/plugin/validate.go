@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/langbot-nats/plugins/pkg/i18n"
 )
 
 // ErrDeclaration is wrapped by Validate for every problem it finds.
@@ -22,7 +24,13 @@ var SecretMarkers = [...]string{"token", "secret", "password"}
 
 // Events are the LangBot events a declaration may listen to: the ones a
 // forwarder knows how to map onto the event endpoint.
-var Events = [...]string{"PersonMessageReceived", "GroupMessageReceived", "NormalMessageResponded"}
+var Events = [...]string{"PersonMessageReceived", "GroupMessageReceived", "NormalMessageResponded", "MessageReceived"}
+
+// OptionalEvents are the Events only newer LangBot SDKs raise (0.7's
+// MessageReceived, which carries bot_uuid, chat_type and chat_id): a
+// forwarder listens to them only where its SDK has them, so one package
+// serves LangBot 4.10 and 4.11.
+var OptionalEvents = [...]string{"MessageReceived"}
 
 var (
 	wireNameRE    = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
@@ -33,15 +41,27 @@ var (
 // Validate reports every problem of d: names that LangBot or a subject
 // cannot carry, duplicates, empty texts in either language, config types
 // outside FormTypes, a secret item whose name LangBot would not mask (or
-// a plain one it would), events outside Events, and schemas that are not
-// JSON objects.
+// a plain one it would), events outside Events, schemas that are not
+// JSON objects, and texts that LangBot would show wrongly: with a
+// {placeholder}, or naming one of the plugin's commands with a prefix
+// (`!sche`), which is the bot's and not known when the package is built.
 func (d Declaration) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	commands := d.CommandNames()
 	text := func(what string, t Text) {
 		for _, l := range [...]struct{ lang, s string }{{"en_US", t.EnUS}, {"zh_Hans", t.ZhHans}} {
 			if strings.TrimSpace(l.s) == "" || strings.HasSuffix(l.s, ".label") || strings.HasSuffix(l.s, ".description") {
 				bad("%s: %s text missing (%q)", what, l.lang, l.s)
+			}
+			// LangBot shows these texts as they are: it knows no
+			// placeholder, and a prefix written here would be wrong for
+			// every bot with another one (i18n.PrefixArg)
+			if ph := i18n.Placeholders(l.s); len(ph) > 0 {
+				bad("%s: %s text has placeholders %v, which LangBot shows verbatim", what, l.lang, ph)
+			}
+			if m := i18n.CommandMentions(l.s, commands...); len(m) > 0 {
+				bad("%s: %s text names %s%s with a fixed prefix; name the command without one", what, l.lang, m[0].Prefix, m[0].Word)
 			}
 		}
 	}

@@ -49,6 +49,9 @@ func TestValidate(t *testing.T) {
 		{"masked not secret", func(d *plugin.Declaration) { d.Config[0].Secret = false }, "secret"},
 		{"select default", func(d *plugin.Declaration) { d.Config[1].Default = "b" }, "not an option"},
 		{"default type", func(d *plugin.Declaration) { d.Config[2].Default = "3" }, "does not fit"},
+		{"command with a prefix", func(d *plugin.Declaration) { d.Commands[0].Description.EnUS = "try !demo list" }, "names !demo with a fixed prefix"},
+		{"command with a slash", func(d *plugin.Declaration) { d.Config[2].Description.ZhHans = "用 /demo 关闭" }, "names /demo"},
+		{"placeholder", func(d *plugin.Declaration) { d.Tools[0].Description.EnUS = "{prefix}demo list" }, "placeholders [prefix]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

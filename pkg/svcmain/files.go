@@ -18,7 +18,7 @@ import (
 // no shell to export them. LANGBOT_CONSOLE_KEY is takeover's console key; it
 // is listed here so that every binary reads secrets the same way.
 func SecretEnvs() []string {
-	return []string{"NATS_PASSWORD", "LANGBOT_STATE_KEY", "LANGBOT_CONSOLE_KEY"}
+	return []string{"NATS_PASSWORD", "LANGBOT_STATE_KEY", "LANGBOT_CONSOLE_KEY", AuthIssuerSeedEnv}
 }
 
 // maxSecretFile bounds what a NAME_FILE read takes: secrets are short, and

@@ -46,6 +46,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/telemetry"
 )
 
@@ -74,8 +75,21 @@ type Options struct {
 	// off, the default.
 	Retention time.Duration
 
+	// AuthIssuerSeed is LANGBOT_AUTH_ISSUER_SEED: the issuer key of the
+	// NATS auth callout. When set, the process answers tenant logins
+	// (bus.AuthCallout) on its first service's connection; every service
+	// of a deployment gets it, so logins work while any one runs.
+	AuthIssuerSeed string
+
 	retention string // the flag's text, parsed by Run
 }
+
+// AuthIssuerSeedEnv names the auth callout's issuer seed (a secret: the
+// environment or a file, never a flag).
+const AuthIssuerSeedEnv = "LANGBOT_AUTH_ISSUER_SEED"
+
+// AuthAccount is the account of accounts.conf that tenants are placed in.
+const AuthAccount = "LANGBOT"
 
 // Env is what a service is built from.
 type Env struct {
@@ -310,6 +324,7 @@ func registerCommon(fs *flag.FlagSet, getenv func(string) string) *Options {
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", getenv("LANGBOT_METRICS_ADDR"), "HTTP address of its own for /metrics, /healthz and /readyz; empty: served on -http (LANGBOT_METRICS_ADDR)")
 	fs.IntVar(&o.Replicas, "replicas", envInt("LANGBOT_JS_REPLICAS", 1), "replicas of the service's streams and buckets (LANGBOT_JS_REPLICAS)")
 	o.StateKey = getenv("LANGBOT_STATE_KEY") // secret: environment only
+	o.AuthIssuerSeed = getenv(AuthIssuerSeedEnv)
 	fs.IntVar(&o.Workers, "workers", envInt("LANGBOT_WORKERS", 0), "concurrent invocation handlers (LANGBOT_WORKERS)")
 	fs.StringVar(&o.retention, "retention", getenv("LANGBOT_RETENTION"),
 		"remove installations not attached for this long, at least 24h, e.g. 720h or 30d; empty or 0: never (LANGBOT_RETENTION)")
@@ -420,14 +435,21 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 			return named(p.Name, err)
 		}
 	}
-	hs, err := telemetry.Listen(o.HTTPAddr, mux)
+	if len(ncs) > 0 {
+		stopAuth, err := startAuthCallout(ctx, o, ncs[0], subjects, log, reg)
+		if err != nil {
+			return err
+		}
+		defer stopAuth()
+	}
+	hs, err := httpserve.Listen(o.HTTPAddr, mux, httpserve.Limits{})
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
 	attrs := []any{"http", hs.Addr()}
-	var ms *telemetry.Server
+	var ms *httpserve.Server
 	if metricsMux != nil {
-		if ms, err = telemetry.Listen(o.MetricsAddr, metricsMux); err != nil {
+		if ms, err = httpserve.Listen(o.MetricsAddr, metricsMux, httpserve.Limits{}); err != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 			defer cancel()
 			return errors.Join(fmt.Errorf("metrics http: %w", err), hs.Shutdown(sctx))
@@ -500,4 +522,29 @@ func drainAll(ncs []*nats.Conn) {
 		}
 		nc.Close()
 	}
+}
+
+// startAuthCallout starts the tenant login responder on nc when the issuer
+// seed is set, and returns what stops it (after the services, before the
+// connections drain: deferred after drainAll, it runs first).
+func startAuthCallout(ctx context.Context, o Options, nc *nats.Conn, subjects bus.Subjects, log *slog.Logger, reg prometheus.Registerer) (func(), error) {
+	if o.AuthIssuerSeed == "" {
+		log.Warn("no " + AuthIssuerSeedEnv + ": this process answers no tenant logins (docs/operations.md, Tenant credentials)")
+		return func() {}, nil
+	}
+	ac, err := bus.NewAuthCallout(bus.AuthCalloutConfig{Conn: nc, Subjects: subjects, IssuerSeed: o.AuthIssuerSeed,
+		Account: AuthAccount, Logger: log.With("part", "auth-callout"), Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := ac.Start(sctx); err != nil {
+		return nil, err
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+		defer cancel()
+		_ = ac.Stop(sctx)
+	}, nil
 }

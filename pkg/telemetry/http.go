@@ -1,11 +1,7 @@
 package telemetry
 
 import (
-	"context"
-	"errors"
-	"net"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -22,7 +18,7 @@ func NewRegistry() *prometheus.Registry {
 
 // Mux returns a ServeMux with /healthz (the process is up), /readyz (ready
 // returns nil) and /metrics (reg in Prometheus text). Callers may add their
-// own routes (the takeover console).
+// own routes (the takeover console). pkg/httpserve serves it.
 func Mux(reg prometheus.Gatherer, ready func() error) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -40,37 +36,4 @@ func Mux(reg prometheus.Gatherer, ready func() error) *http.ServeMux {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	return mux
-}
-
-// Server is an HTTP server on its own listener with bounded timeouts.
-type Server struct {
-	srv  *http.Server
-	ln   net.Listener
-	done chan error
-}
-
-// Listen binds addr (":0" picks a port) and serves h until Shutdown.
-func Listen(addr string, h http.Handler) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{
-		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute},
-		ln:  ln, done: make(chan error, 1),
-	}
-	go func() { s.done <- s.srv.Serve(ln) }()
-	return s, nil
-}
-
-// Addr returns the bound address.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
-
-// Shutdown stops accepting and waits for open requests, up to ctx.
-func (s *Server) Shutdown(ctx context.Context) error {
-	err := s.srv.Shutdown(ctx)
-	if serr := <-s.done; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
-	}
-	return err
 }

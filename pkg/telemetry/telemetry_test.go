@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/telemetry"
 )
 
@@ -61,12 +62,12 @@ func TestHealthReadyMetrics(t *testing.T) {
 	reg.MustRegister(c)
 	c.Add(3)
 	var ready atomic.Bool
-	srv, err := telemetry.Listen("127.0.0.1:0", telemetry.Mux(reg, func() error {
+	srv, err := httpserve.Listen("127.0.0.1:0", telemetry.Mux(reg, func() error {
 		if !ready.Load() {
 			return errors.New("starting")
 		}
 		return nil
-	}))
+	}), httpserve.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,11 +52,11 @@ func newHookEnv(t *testing.T, cfg githubkit.Config) *hookEnv {
 	return e
 }
 
-// hook runs "!gh hook <repo>" as an admin and returns the hook id and the
+// hook runs "!gh hook <repo>" as an admin in a private chat and returns the hook id and the
 // secret from the reply.
 func (e *hookEnv) hook(repo string) (id, secret string) {
 	e.t.Helper()
-	reply := e.cmd(e.a, "hook "+repo, withPrivilege(2))
+	reply := e.cmd(e.a, "hook "+repo, withPrivilege(2), privately(e.a))
 	for _, l := range strings.Split(reply, "\n") {
 		if v, ok := strings.CutPrefix(l, "Payload URL: "+hookBase+githubkit.WebhookPath); ok {
 			id = v
@@ -69,6 +69,13 @@ func (e *hookEnv) hook(repo string) (id, secret string) {
 		e.t.Fatalf("hook reply without URL or secret: %q", reply)
 	}
 	return id, secret
+}
+
+// privately runs a command in the private chat of in's sender with its
+// bot: the only chat "!gh hook" shows a secret in.
+func privately(in *inst) cmdOpt {
+	return withSession(bus.Session{LauncherType: bus.LauncherPerson, LauncherID: in.session.SenderID,
+		SenderID: in.session.SenderID, BotUUID: in.session.BotUUID})
 }
 
 // delivery is one POST to the receiver.
@@ -389,7 +396,7 @@ func TestWebhookSecretSealed(t *testing.T) {
 	if after := e.state(); !sameState(before, after) {
 		t.Fatalf("a refused hook command wrote: %v -> %v", before, after)
 	}
-	if got := e.cmd(e.a, "hook other/repo", withPrivilege(2)); !strings.Contains(got, "no subscription") {
+	if got := e.cmd(e.a, "hook other/repo", withPrivilege(2), privately(e.a)); !strings.Contains(got, "no subscription") {
 		t.Fatalf("hook of an unsubscribed repo: %q", got)
 	}
 	id, secret := e.hook(hw)
@@ -433,11 +440,11 @@ func TestWebhookSecretSealed(t *testing.T) {
 		t.Fatalf("new secret: %d", code)
 	}
 	// a retried invocation shows the secret it set instead of rotating
-	r1, err := e.cmdID(e.a, "inv-hook-retry", "hook "+hw, withPrivilege(2))
+	r1, err := e.cmdID(e.a, "inv-hook-retry", "hook "+hw, withPrivilege(2), privately(e.a))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := e.cmdID(e.a, "inv-hook-retry", "hook "+hw, withPrivilege(2))
+	r2, err := e.cmdID(e.a, "inv-hook-retry", "hook "+hw, withPrivilege(2), privately(e.a))
 	if err != nil || r1 != r2 {
 		t.Fatalf("retry: %v, same reply %v", err, r1 == r2)
 	}

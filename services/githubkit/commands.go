@@ -14,6 +14,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/plugin"
 )
 
 // CommandWord is the command the service serves (case-insensitive).
@@ -48,7 +49,7 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	st, _ := s.settings(inv.Config)
 	x := s.texts(st.Language)
 	p := ParseCommand(cmd.Params)
-	prefix := CommandPrefix(cmd.Prefix, cmd.FullText)
+	prefix := plugin.CommandPrefix(plugin.TypedPrefix(CommandWord, cmd.Prefix, cmd.FullText), st.CommandPrefix)
 	ctx, span := s.tracer.Start(ctx, "githubkit.command", trace.WithAttributes(
 		attribute.String("githubkit.subcommand", p.Sub), bus.AttrScope.String(inv.Scope.String())))
 	defer span.End()

@@ -3,7 +3,6 @@ package githubkit
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // Subcommand names (spec §3.1).
@@ -74,23 +73,4 @@ func ParseCommand(params []string) Parsed {
 		return Parsed{Sub: SubHelp}
 	}
 	return Parsed{Sub: sub, Args: words[1:]}
-}
-
-// CommandPrefix picks the {prefix} of usage texts (spec §3.1 rule 4).
-func CommandPrefix(prefix, fullText string) string {
-	if prefix != "" {
-		return prefix
-	}
-	s := strings.TrimLeftFunc(fullText, unicode.IsSpace)
-	for i := 0; i+1 < len(s); i++ {
-		if s[i]|0x20 == 'g' && s[i+1]|0x20 == 'h' {
-			p := s[:i]
-			n := utf8.RuneCountInString(p)
-			if n >= 1 && n <= 3 && !strings.ContainsFunc(p, unicode.IsSpace) && utf8.ValidString(p) {
-				return p
-			}
-			break
-		}
-	}
-	return "!"
 }

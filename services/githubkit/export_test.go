@@ -26,3 +26,6 @@ func (s *Service) ScheduleKeys(ctx context.Context, sc binding.Scope) ([]string,
 
 // UpdateGoldens reports whether -update was given.
 func UpdateGoldens() bool { return *update }
+
+// WebhookBodies exposes the receiver's body budget (its peak) to tests.
+func (s *Service) WebhookBodies() interface{ Peak() int64 } { return s.bodies }

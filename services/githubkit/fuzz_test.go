@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/services/githubkit"
 )
 
@@ -78,7 +79,7 @@ func FuzzParseCommand(f *testing.F) {
 		if p.Sub != "help" && (again.Sub != p.Sub || !slices.Equal(again.Args, p.Args)) {
 			t.Fatalf("round trip %+v -> %+v", p, again)
 		}
-		pre := githubkit.CommandPrefix("", line)
+		pre := plugin.CommandPrefix(plugin.TypedPrefix(githubkit.CommandWord, "", line), "")
 		if n := utf8.RuneCountInString(pre); n < 1 || n > 3 || strings.ContainsFunc(pre, unicode.IsSpace) {
 			t.Fatalf("prefix %q", pre)
 		}
@@ -121,7 +122,7 @@ func FuzzParseImport(f *testing.F) {
 				t.Fatalf("record key %q for %q", r.Key, r.Record.FullName)
 			}
 			seen[r.Key] = true
-			if len(r.Record.Subscribers) > 0 && r.Record.Subscribers[0].Prefix != "!" {
+			if len(r.Record.Subscribers) > 0 && r.Record.Subscribers[0].Prefix != "" {
 				t.Fatal("prefix")
 			}
 			for _, s := range r.Record.Subscribers {

@@ -134,6 +134,12 @@ func (s *Service) hookCommand(ctx context.Context, inv *bus.Invocation, st Setti
 	case len(p.Args) > 1:
 		return x.usage(SubHook, prefix), nil
 	}
+	if !off && inv.Command.Session.LauncherType != bus.LauncherPerson {
+		// the reply carries the secret, and every member of a group
+		// reads it and could sign deliveries (issue 33): the secret is
+		// shown in a private chat only, and nothing is rotated here
+		return x.t("hook.private_only", "repo", repo.String(), "prefix", prefix), nil
+	}
 	kv := s.runner.KV()
 	sc := inv.Scope
 	found, _, _, err := findRecord(ctx, kv, sc, repo.Key(), nil, repo.String())

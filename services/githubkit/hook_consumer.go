@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 )
 
 // Hook stream and consumer (issue 21).
@@ -142,6 +142,21 @@ func (s *Service) pushDelivery(ctx context.Context, f *bus.Fired) (outcome strin
 	if !mine {
 		return "seen", false
 	}
+	return s.sendBudgeted(ctx, f, a, id, hook.RepoKey, cur.Rec.FullName, st.Language, sends)
+}
+
+// sendBudgeted sends the sends the push budget admits and holds the
+// others for their chat's summary (pushbudget.go). A redelivery after a
+// failed send is budgeted again, so a chat's summary may count an event
+// held on a retry once more: it over-counts, it never loses one.
+func (s *Service) sendBudgeted(ctx context.Context, f *bus.Fired, a *bus.Authority, hookID, repoKey, fullName, lang string, sends []hookSend) (string, bool) {
+	sends, n := s.pushes.admit(f.Scope, hookID, repoKey, fullName, lang, sends)
+	if n > 0 {
+		s.metrics.push.WithLabelValues("held").Add(float64(n))
+	}
+	if len(sends) == 0 {
+		return "held", false
+	}
 	return s.sendHook(ctx, f, a, sends)
 }
 
@@ -173,7 +188,7 @@ func (s *Service) pushRun(ctx context.Context, f *bus.Fired, a *bus.Authority, r
 	} else if !mine {
 		return "seen", false
 	}
-	return s.sendHook(ctx, f, a, sends)
+	return s.sendBudgeted(ctx, f, a, f.IDs[0], repoKey, r.FullName, x.lang, sends)
 }
 
 // hookSend is one message a delivery sends to one subscriber.
@@ -253,37 +268,30 @@ func (s *Service) purgeHooks(ctx context.Context, sc binding.Scope) error {
 // part of the runner: it listens before intake opens and shuts down after
 // intake drained.
 func (s *Service) hookListener() bus.Part {
-	var srv *http.Server
-	done := make(chan struct{})
+	var srv *httpserve.Server
 	return bus.PartFuncs{
 		StartFunc: func(context.Context) error {
 			if s.cfg.WebhookAddr == "" {
 				return nil
 			}
-			ln, err := net.Listen("tcp", s.cfg.WebhookAddr)
+			mux := http.NewServeMux()
+			mux.Handle(WebhookPath, s.WebhookHandler())
+			var err error
+			srv, err = httpserve.Listen(s.cfg.WebhookAddr, mux, httpserve.Limits{
+				ReadTimeout: s.cfg.WebhookReadTimeout + httpserve.DefaultReadHeaderTimeout, WriteTimeout: 30 * time.Second,
+				MaxBody: s.cfg.WebhookMaxBody, BodyBudget: s.cfg.WebhookBodyBudget,
+			})
 			if err != nil {
 				return fmt.Errorf("githubkit: webhook listener: %w", err)
 			}
-			mux := http.NewServeMux()
-			mux.Handle(WebhookPath, s.WebhookHandler())
-			srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-				WriteTimeout: 30 * time.Second, MaxHeaderBytes: 64 << 10}
-			go func() {
-				defer close(done)
-				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					s.log.Error("webhook listener stopped", "err", err)
-				}
-			}()
-			s.log.Info("webhook receiver listening", "addr", ln.Addr().String())
+			s.log.Info("webhook receiver listening", "addr", srv.Addr())
 			return nil
 		},
 		StopFunc: func(ctx context.Context) error {
 			if srv == nil {
 				return nil
 			}
-			err := srv.Shutdown(ctx)
-			<-done
-			return err
+			return srv.Shutdown(ctx)
 		},
 	}
 }

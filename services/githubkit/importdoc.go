@@ -173,7 +173,7 @@ func ParseImport(doc []byte, now time.Time) (*ImportPlan, error) {
 				added = now
 			}
 			rec.Record.Subscribers = append(rec.Record.Subscribers, &Subscriber{
-				Identity: id, Kinds: kinds, Prefix: "!", AddedAt: added.UTC(),
+				Identity: id, Kinds: kinds, AddedAt: added.UTC(), // no typed prefix: the notices use command_prefix
 			})
 		}
 	}

@@ -60,7 +60,7 @@ func TestParseImport(t *testing.T) {
 	if len(subs) != 2 || subs[0].BotUUID != "bot-2" || subs[1].BotUUID != "bot-1" {
 		t.Fatalf("subscribers %+v", subs)
 	}
-	if subs[0].TargetID != "777" || strings.Join(subs[0].Kinds, ",") != "review,wiki" || *subs[0].Cursor != "99999999999" || subs[0].Prefix != "!" {
+	if subs[0].TargetID != "777" || strings.Join(subs[0].Kinds, ",") != "review,wiki" || *subs[0].Cursor != "99999999999" || subs[0].Prefix != "" {
 		t.Fatalf("bot-2 %+v", subs[0])
 	}
 	if strings.Join(subs[1].Kinds, ",") != "push,pull_request,release" || subs[1].AddedAt.Format(time.RFC3339Nano) != "2025-01-02T03:04:05.678901Z" {

@@ -162,26 +162,6 @@ func TestAliases(t *testing.T) {
 	}
 }
 
-func TestCommandPrefix(t *testing.T) {
-	tests := []struct{ prefix, full, want string }{
-		{"", "！gh x", "！"},
-		{"", "/gh repo", "/"},
-		{"", "  !GH repo", "!"},
-		{"", "", "!"},
-		{"#", "!gh x", "#"},
-		{"", "gh repo", "!"},
-		{"", "abcd gh", "!"},
-		{"", "a b gh", "!"},
-		{"", ">>>gh", ">>>"},
-		{"", ">>>>gh", "!"},
-	}
-	for _, tc := range tests {
-		if got := githubkit.CommandPrefix(tc.prefix, tc.full); got != tc.want {
-			t.Errorf("CommandPrefix(%q, %q) = %q, want %q", tc.prefix, tc.full, got, tc.want)
-		}
-	}
-}
-
 func TestParseFilters(t *testing.T) {
 	tests := []struct {
 		words, kinds, unknown []string

@@ -26,7 +26,7 @@ func Declaration() plugin.Declaration {
 		Commands: []plugin.Command{{
 			Name:        CommandWord,
 			Label:       t("GitHub", "GitHub"),
-			Description: t("GitHub queries and activity subscriptions: !gh help lists the subcommands.", "GitHub 查询与动态订阅：!gh help 列出全部子命令。"),
+			Description: t("GitHub queries and activity subscriptions: gh help, after the bot's command prefix, lists the subcommands.", "GitHub 查询与动态订阅：在机器人的命令前缀后输入 gh help 列出全部子命令。"),
 		}},
 		Tools: []plugin.Tool{
 			{
@@ -98,8 +98,9 @@ func Declaration() plugin.Declaration {
 			{
 				Name: "link_cards", Type: "boolean", Default: true,
 				Label:       t("Link cards", "链接卡片"),
-				Description: t("When on, a GitHub repository, issue, pull request, release or commit link posted in a chat gets a short card. Admins can turn it off in one chat with !gh cards off.", "开启后，聊天中出现的 GitHub 仓库、议题、拉取请求、发布或提交链接会收到一张简短卡片。管理员可以用 !gh cards off 在单个会话中关闭。"),
+				Description: t("When on, a GitHub repository, issue, pull request, release or commit link posted in a chat gets a short card. Admins can turn it off in one chat with the gh cards off command.", "开启后，聊天中出现的 GitHub 仓库、议题、拉取请求、发布或提交链接会收到一张简短卡片。管理员可以用 gh cards off 命令在单个会话中关闭。"),
 			},
+			plugin.CommandPrefixConfig(),
 		},
 		Texts: plugin.Texts{
 			Unavailable: t("GitHubKit is temporarily unavailable. Please try again shortly.", "GitHubKit 暂时不可用，请稍后再试。"),

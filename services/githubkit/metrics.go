@@ -31,7 +31,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "githubkit_polls_total", Help: "Polls by outcome.",
 		}, []string{"outcome"}),
 		push: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "githubkit_push_messages_total", Help: "Push messages by outcome (sent, failed, dropped).",
+			Name: "githubkit_push_messages_total", Help: "Push messages by outcome (sent, failed, dropped; held by the push budget, summary and summary_failed for the held counts).",
 		}, []string{"outcome"}),
 		enrichment: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "githubkit_enrichment_calls_total", Help: "Enrichment calls by kind and outcome.",

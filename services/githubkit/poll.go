@@ -13,6 +13,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/plugin"
 )
 
 // Poll outcomes (spec §7.7, githubkit_polls_total).
@@ -123,7 +124,7 @@ func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key 
 		}
 		return outPaused, false
 	}
-	run := &pollRun{s: s, sc: sc, key: key, auth: a, st: st, fp: s.keyring.Fingerprint([]byte(st.Token)),
+	run := &pollRun{s: s, sc: sc, key: key, auth: a, st: st, fp: s.rateKey(st),
 		target: Target{BaseURL: st.APIURL, Token: st.Token}, now: s.now(), rev: cur.Rev, rec: cur.Rec,
 		progress: func() { _ = f.InProgress() }}
 	if h := s.hookStatus(ctx, sc, cur.Rec); h != nil {
@@ -529,7 +530,9 @@ func (p *pollRun) failure(ctx context.Context, err error) string {
 func (p *pollRun) notifyBroken(ctx context.Context, at time.Time, status int) {
 	x := p.s.texts(p.st.Language)
 	for _, sub := range p.rec.Subscribers {
-		text := x.t("push.broken", "repo", p.rec.FullName, "status", strconv.Itoa(status), "prefix", sub.Prefix)
+		// the prefix the subscriber typed at sub time; the installation's
+		// for a record without one
+		text := x.t("push.broken", "repo", p.rec.FullName, "status", strconv.Itoa(status), "prefix", plugin.CommandPrefix(sub.Prefix, p.st.CommandPrefix))
 		idem := pushIdem(p.sc, p.key, sub, "broken", at.Format(time.RFC3339))
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
 		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{

@@ -76,7 +76,10 @@ type Subscriber struct {
 	Kinds []string `json:"kinds"`
 	// Refine narrows Kinds (branches, labels, tags); absent in records
 	// written before it existed, which then narrow nothing.
-	Refine       *Refine   `json:"refine,omitempty"`
+	Refine *Refine `json:"refine,omitempty"`
+	// Prefix is the command prefix the subscriber typed at sub time, for
+	// the notices pushed later; "" (an imported subscription) means the
+	// installation's command_prefix.
 	Prefix       string    `json:"prefix"`
 	Cursor       *string   `json:"cursor"`
 	SendFailures int       `json:"send_failures"`

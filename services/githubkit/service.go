@@ -16,6 +16,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/i18n"
 )
 
@@ -71,12 +72,24 @@ type Config struct {
 	WebhookAddr string
 	// WebhookMaxBody caps a delivery's body; default WebhookMaxBody.
 	WebhookMaxBody int64
+	// WebhookBodyBudget bounds the delivery bodies the receiver holds at
+	// once, wherever it is mounted (httpserve.Budget); a delivery that
+	// does not fit gets 503 before its body is read. Default
+	// DefaultWebhookBodyBudget.
+	WebhookBodyBudget int64
+	// WebhookReadTimeout bounds reading a delivery's body, wherever the
+	// receiver is mounted; a client slower than that is cut off. Default
+	// DefaultWebhookReadTimeout.
+	WebhookReadTimeout time.Duration
 	// HookHealthInterval is the poll interval of a repository whose
 	// webhook delivers; default DefaultHookHealthInterval.
 	HookHealthInterval time.Duration
 	// Cards bounds link cards: workers, per-chat rate, cache (cards_state.go);
 	// zero = defaults.
 	Cards CardLimits
+	// Pushes bounds webhook pushes per chat and per webhook, the excess
+	// summarised (pushbudget.go); zero = defaults.
+	Pushes PushBudget
 }
 
 // Service is the githubkit service. Create it with New and serve with Run.
@@ -96,6 +109,8 @@ type Service struct {
 	subj    bus.Subjects
 	rates   rateMemory
 	hm      *hookMetrics
+	bodies  *httpserve.Budget // delivery bodies being read
+	pushes  *pushBudget
 	cards   *cards
 
 	hooks hooks // tests only (export_test.go)
@@ -150,6 +165,15 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	if cfg.WebhookMaxBody <= 0 {
 		cfg.WebhookMaxBody = WebhookMaxBody
 	}
+	if cfg.WebhookBodyBudget <= 0 {
+		cfg.WebhookBodyBudget = DefaultWebhookBodyBudget
+	}
+	if cfg.WebhookBodyBudget < cfg.WebhookMaxBody {
+		return nil, fmt.Errorf("%w: WebhookBodyBudget below WebhookMaxBody", bus.ErrInvalidConfig)
+	}
+	if cfg.WebhookReadTimeout <= 0 {
+		cfg.WebhookReadTimeout = DefaultWebhookReadTimeout
+	}
 	if cfg.HookHealthInterval <= 0 {
 		cfg.HookHealthInterval = DefaultHookHealthInterval
 	}
@@ -165,13 +189,15 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	if s.metrics, err = NewMetrics(deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
-	if s.hm, err = newHookMetrics(deps.Registerer); err != nil {
+	s.bodies = httpserve.NewBudget(cfg.WebhookBodyBudget)
+	if s.hm, err = newHookMetrics(deps.Registerer, s.bodies); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
 	s.hc = NewHTTPClient(HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: s.tracer, Metrics: s.metrics, Timeout: cfg.GitHubTimeout})
 	s.gh = NewGitHub(s.hc, cfg.GitHubTimeout, s.now)
 	s.gh.SetLimits(cfg.Limits, cfg.DefaultAPIURL)
 	s.rates.m = make(map[string]time.Time)
+	s.pushes = newPushBudget(cfg.Pushes, s.now)
 	if s.cards, err = newCards(s, cfg.Cards, deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
@@ -205,7 +231,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		}, Handler: s.handlePoll}, s.hookConsumer()},
 		// the GitHub client's idle connections close once no poll runs
 		Parts: []bus.Part{bus.PartFuncs{StopFunc: func(context.Context) error { s.hc.CloseIdleConnections(); return nil }},
-			s.hookListener(), s.cards},
+			s.hookListener(), s.cards, &pushSummaries{s: s}},
 		HostTimeout:     cfg.HostTimeout,
 		ShutdownTimeout: cfg.PollDeadline + 5*time.Second,
 	}, deps)
@@ -264,12 +290,27 @@ func (s *Service) disarm(ctx context.Context, sc binding.Scope, key string) erro
 	return bus.PurgeSubjects(ctx, st, sched, poll)
 }
 
-// rateMemory is the process-local rate-limit memory: token fingerprint ->
-// the time polls with that token may resume (spec §7.3). It is the only
+// rateMemory is the process-local rate-limit memory: rate key (rateKey)
+// -> the time polls under that key may resume (spec §7.3). It is the only
 // state shared across scopes.
 type rateMemory struct {
 	mu sync.Mutex
 	m  map[string]time.Time
+}
+
+// rateKey is whose GitHub rate limit a poll spends: the credential and
+// the GitHub address together (issue 33). GitHub counts a token's limit
+// per token on each server, and the anonymous limit per client address
+// on each server: installations without a token share one key only when
+// they poll the same GitHub address (this process is one egress), and a
+// token never shares the anonymous key, so one installation's block
+// stops only the requests that would have been refused too.
+func (s *Service) rateKey(st Settings) string {
+	cred := "anonymous"
+	if st.Token != "" {
+		cred = "token:" + s.keyring.Fingerprint([]byte(st.Token))
+	}
+	return s.keyring.Fingerprint([]byte(cred + "\n" + st.APIURL))
 }
 
 func (r *rateMemory) blocked(fp string, now time.Time) bool {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/pkg/settings"
 )
 
@@ -34,6 +35,9 @@ type Settings struct {
 	SubscribeRequiresAdmin bool
 	// LinkCards turns link cards on for the installation (cards.go).
 	LinkCards bool
+	// CommandPrefix is the installation's command_prefix: the prefix of
+	// texts when the user's is not known (pkg/plugin.CommandPrefix).
+	CommandPrefix string
 	// APIErr is the reason APIURL is refused (nil when valid).
 	APIErr error
 }
@@ -106,6 +110,7 @@ func normalizeSettings(raw json.RawMessage, o normOptions) (Settings, []Warning)
 	}
 	s.SubscribeRequiresAdmin = r.Bool("subscribe_requires_admin", false, settings.Bools{})
 	s.LinkCards = r.Bool("link_cards", true, settings.Bools{})
+	s.CommandPrefix = plugin.ReadCommandPrefix(r)
 	var warns []Warning
 	for _, w := range r.Warnings() {
 		warns = append(warns, Warning{Field: w.Field, Reason: string(w.Reason)})

@@ -12,12 +12,22 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
+	"time"
 )
 
 // WebhookMaxBody is the largest delivery body the receiver reads. GitHub
 // caps payloads at 25 MB; a NATS message is at most 1 MiB by default, and
 // a compact event is stored, so 1 MiB bounds the memory of a request.
 const WebhookMaxBody = 1 << 20
+
+// Receiver bounds against slow and heavy clients (issue 33).
+const (
+	// DefaultWebhookBodyBudget is sixteen full deliveries held at once.
+	DefaultWebhookBodyBudget = 16 * WebhookMaxBody
+	// DefaultWebhookReadTimeout is how long a delivery's body may take to
+	// arrive; GitHub itself gives up on a delivery after 10 s.
+	DefaultWebhookReadTimeout = 10 * time.Second
+)
 
 // signaturePrefix starts the X-Hub-Signature-256 header.
 const signaturePrefix = "sha256="

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 )
 
 // Webhook headers GitHub sends.
@@ -165,11 +167,30 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, r *http.Re
 		}
 		return http.StatusNotFound, "unknown_hook"
 	}
+	// the body is admitted to the receiver's budget before a byte of it
+	// is read, and must arrive within the read timeout, whatever server
+	// mounts the receiver: slow clients cannot hold memory (issue 33)
+	release, err := s.bodies.Admit(r, s.cfg.WebhookMaxBody)
+	switch {
+	case errors.Is(err, httpserve.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, "too_large"
+	case err != nil:
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Connection", "close")
+		return http.StatusServiceUnavailable, "busy"
+	}
+	defer release()
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.WebhookReadTimeout))
 	body, err := readBody(w, r, s.cfg.WebhookMaxBody)
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var ne net.Error
+		switch {
+		case errors.As(err, &mbe):
 			return http.StatusRequestEntityTooLarge, "too_large"
+		case errors.As(err, &ne) && ne.Timeout():
+			w.Header().Set("Connection", "close")
+			return http.StatusRequestTimeout, "slow_body"
 		}
 		return http.StatusBadRequest, "bad_body"
 	}
@@ -297,10 +318,10 @@ type hookMetrics struct {
 	pushed     *prometheus.CounterVec // the consumer's outcomes
 }
 
-func newHookMetrics(reg prometheus.Registerer) (*hookMetrics, error) {
+func newHookMetrics(reg prometheus.Registerer, bodies *httpserve.Budget) (*hookMetrics, error) {
 	m := &hookMetrics{
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "githubkit_webhook_deliveries_total", Help: "Webhook deliveries by outcome (recorded, duplicate, pong, ignored, unknown_hook, bad_signature, too_large, replay, ...).",
+			Name: "githubkit_webhook_deliveries_total", Help: "Webhook deliveries by outcome (recorded, duplicate, pong, ignored, unknown_hook, bad_signature, too_large, busy, slow_body, replay, ...).",
 		}, []string{"outcome"}),
 		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "githubkit_webhook_receive_seconds", Help: "Webhook delivery handling time, receipt to answer.",
@@ -311,7 +332,10 @@ func newHookMetrics(reg prometheus.Registerer) (*hookMetrics, error) {
 		}, []string{"outcome"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.deliveries, m.seconds, m.pushed} {
+		inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "githubkit_webhook_body_bytes_in_flight", Help: "Delivery body bytes admitted and being read (bounded by the webhook body budget).",
+		}, func() float64 { return float64(bodies.InFlight()) })
+		for _, c := range []prometheus.Collector{m.deliveries, m.seconds, m.pushed, inFlight} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -18,6 +19,8 @@ const (
 
 func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, error) {
 	set := NormalizeConfig(inv.Config, s.zone)
+	// the answer names commands with the prefix the user typed
+	set.CommandPrefix = plugin.CommandPrefix(plugin.TypedPrefix(inv.Command.Name, inv.Command.Prefix, inv.Command.FullText), set.CommandPrefix)
 	in := CommandIn{Name: inv.Command.Name, Params: inv.Command.Params, FullText: inv.Command.FullText, Prefix: inv.Command.Prefix}
 	var body string
 	switch inv.Command.Name {
@@ -32,7 +35,7 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 }
 
 func (s *Service) text(set Settings, key string, args map[string]string) string {
-	return s.rd.Cat.Text(set.Language, key, args)
+	return s.rd.text(set, key, args)
 }
 
 func (s *Service) failText(ctx context.Context, inv *bus.Invocation, set Settings, err error) string {

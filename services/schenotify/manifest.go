@@ -79,6 +79,7 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 			cfg("max_reminders", "integer", DefaultMaxReminders),
 			cfg("max_per_session", "integer", DefaultMaxPerSession),
 			cfg("mention_creator", "boolean", true),
+			plugin.CommandPrefixConfig(),
 		},
 		Commands: []plugin.Command{command(CommandSche), command(CommandDsche)},
 		// a chat that refused a proactive reminder gets it on its next message

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -96,8 +97,10 @@ type Renderer struct {
 	Cat *i18n.Catalog
 }
 
+// text renders key in the settings' language, naming commands with the
+// settings' command prefix (i18n.PrefixArg).
 func (rd Renderer) text(s Settings, key string, args map[string]string) string {
-	return rd.Cat.Text(s.Language, key, args)
+	return rd.Cat.PrefixedText(s.Language, key, plugin.CommandPrefix("", s.CommandPrefix), args)
 }
 
 // Warnings renders the settings' config warnings.

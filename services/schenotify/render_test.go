@@ -158,9 +158,9 @@ func TestRenderCommands(t *testing.T) {
 		out.WriteString(rd.ListReply(s, recs[:3], 1, 0, now) + "\n----\n")
 		out.WriteString(rd.ListReply(s, nil, 1, 0, now) + "\n----\n")
 		out.WriteString(rd.Reply(s, rd.Deleted(s, recs[0], true)) + "\n----\n")
-		out.WriteString(rd.Reply(s, rd.Cat.Text(lang, "cmd.help", nil)) + "\n----\n")
+		out.WriteString(rd.Reply(s, rd.Cat.Text(lang, "cmd.help", map[string]string{"prefix": s.CommandPrefix})) + "\n----\n")
 		bad := settings(t, lang, "Mars/Base", `,"notify_prefix":"a\nb"`)
-		out.WriteString(rd.Reply(bad, rd.Cat.Text(lang, "cmd.add_usage", nil)) + "\n")
+		out.WriteString(rd.Reply(bad, rd.Cat.Text(lang, "cmd.add_usage", map[string]string{"prefix": bad.CommandPrefix})) + "\n")
 		golden(t, "render/commands_"+lang, []byte(out.String()))
 	}
 }
@@ -234,7 +234,8 @@ func TestManifest(t *testing.T) {
 	// An empty config normalises to the declared defaults.
 	s := schenotify.NormalizeConfig(nil, time.UTC)
 	defaults := map[string]any{"language": s.Language, "timezone": "", "notify_prefix": s.Prefix,
-		"max_reminders": s.MaxReminders, "max_per_session": s.MaxPerSession, "mention_creator": s.MentionCreator}
+		"max_reminders": s.MaxReminders, "max_per_session": s.MaxPerSession, "mention_creator": s.MentionCreator,
+		"command_prefix": s.CommandPrefix}
 	for _, c := range m.Config {
 		if w, ok := defaults[c.Name]; !ok || w != c.Default {
 			t.Errorf("config %s: default %#v, settings use %#v", c.Name, c.Default, w)

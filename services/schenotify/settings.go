@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
@@ -42,7 +43,11 @@ type Settings struct {
 	// MentionCreator: a reminder delivered in a group mentions its creator
 	// (setting mention_creator, default on).
 	MentionCreator bool
-	Warnings       []ConfigWarning
+	// CommandPrefix is the prefix texts name the sche and dsche commands
+	// with: the installation's command_prefix, replaced in a command's
+	// answer by the prefix the user typed (handleCommand).
+	CommandPrefix string
+	Warnings      []ConfigWarning
 }
 
 // NormalizeConfig reads the installation config of spec 2 from raw (a JSON
@@ -72,6 +77,7 @@ func NormalizeConfig(raw json.RawMessage, defaultZone *time.Location) Settings {
 	s.MaxReminders = r.Int("max_reminders", DefaultMaxReminders, caps)
 	s.MaxPerSession = min(r.Int("max_per_session", DefaultMaxPerSession, caps), s.MaxReminders)
 	s.MentionCreator = r.Bool("mention_creator", true, settings.Bools{})
+	s.CommandPrefix = plugin.ReadCommandPrefix(r)
 	for _, w := range r.Warnings() {
 		s.Warnings = append(s.Warnings, ConfigWarning{Field: w.Field, Value: shownValue(w.Raw), Used: w.Used})
 	}

@@ -325,25 +325,26 @@ func (s *Service) handleAlert(ctx context.Context, f *bus.Fired) {
 }
 
 // alertText is the alert in the installation's language: who, which
-// chat, why, how long it has waited, the capped quote and how to answer.
+// chat, why, how long it has waited, the capped quote and how to answer
+// (the commands with the installation's command_prefix: no user typed
+// one).
 func (s *Service) alertText(set model.Settings, job alertJob) string {
 	cat := s.catalog
 	lang := set.Language
 	kind := cat.Text(lang, "chat.type."+job.Type, nil)
 	args := map[string]string{
 		"who": job.Who, "chat": job.Chat, "kind": kind,
-		"cause":   cat.Text(lang, "alert.cause."+job.Cause, nil),
-		"waited":  formatWait(lang, max(s.nowMS()-job.RaisedAt, 0)),
-		"command": commandWord,
+		"cause":  cat.Text(lang, "alert.cause."+job.Cause, nil),
+		"waited": formatWait(lang, max(s.nowMS()-job.RaisedAt, 0)),
 	}
 	var b strings.Builder
-	b.WriteString(cat.Text(lang, "alert.head", args))
+	b.WriteString(s.text(set, "alert.head", args))
 	if job.Preview != "" {
 		b.WriteString("\n")
-		b.WriteString(cat.Text(lang, "alert.preview", map[string]string{"preview": job.Preview}))
+		b.WriteString(s.text(set, "alert.preview", map[string]string{"preview": job.Preview}))
 	}
 	b.WriteString("\n")
-	b.WriteString(cat.Text(lang, "alert.howto", args))
+	b.WriteString(s.text(set, "alert.howto", args))
 	return b.String()
 }
 
@@ -362,8 +363,8 @@ func (s *Service) noteText(set model.Settings, job alertJob) string {
 	where := cat.Text(lang, "note.where."+job.Origin, map[string]string{
 		"kind": cat.Text(lang, "chat.type."+job.FromType, nil), "id": job.FromID,
 	})
-	return cat.Text(lang, "note.taken", map[string]string{
-		"who": who, "where": where, "chat": job.Chat, "kind": cat.Text(lang, "chat.type."+job.Type, nil), "command": commandWord,
+	return s.text(set, "note.taken", map[string]string{
+		"who": who, "where": where, "chat": job.Chat, "kind": cat.Text(lang, "chat.type."+job.Type, nil),
 	})
 }
 

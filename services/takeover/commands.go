@@ -14,11 +14,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
-// commandWord is the chat command of operators (`!ho`): the original
+// commandWord is the chat command of operators (`!ho`, with the bot's
+// prefix: texts write it "{prefix}ho", i18n.PrefixArg): the original
 // plugin declared no command, so no word of it is taken.
 const commandWord = "ho"
 
@@ -45,8 +47,10 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		return nil, bus.Errorf(bus.ErrNotFound, "unknown command")
 	}
 	set := s.settingsFor(inv.Scope, inv.Binding, inv.Config)
+	// the answer names commands with the prefix the user typed
+	set.CommandPrefix = plugin.CommandPrefix(plugin.TypedPrefix(commandWord, cmd.Prefix, cmd.FullText), set.CommandPrefix)
 	say := func(key string, args map[string]string) (any, error) {
-		return bus.CommandReply{Returns: []bus.Return{{Text: s.catalog.Text(set.Language, key, args)}}}, nil
+		return bus.CommandReply{Returns: []bus.Return{{Text: s.text(set, key, args)}}}, nil
 	}
 	sub := ""
 	if len(cmd.Params) > 0 {
@@ -60,7 +64,7 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		Origin:   Origin{Kind: OriginChat, Chat: model.OperatorChat{BotUUID: ses.BotUUID, Type: ses.LauncherType, ID: string(ses.LauncherID)}}}
 	switch sub {
 	case "", "help":
-		return say("cmd.help", map[string]string{"command": commandWord})
+		return say("cmd.help", nil)
 	case "pause", "resume":
 		if !admin {
 			return say("cmd.refused.admin", nil)
@@ -68,7 +72,7 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		return s.pauseCommand(ctx, c, inv, sub == "pause", say)
 	case "list", "take", "reply", "release":
 	default:
-		return say("cmd.unknown", map[string]string{"command": commandWord})
+		return say("cmd.unknown", nil)
 	}
 	if !admin && !operatorChat {
 		return say("cmd.refused.operator", nil)
@@ -78,18 +82,18 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		return s.listCommand(ctx, c, numKey)
 	}
 	if len(cmd.Params) < 2 {
-		return say("cmd.usage."+sub, map[string]string{"command": commandWord})
+		return say("cmd.usage."+sub, nil)
 	}
 	sid, err := s.numbered(ctx, c, numKey, cmd.Params[1])
 	if err != nil {
-		return nil, wireError(err)
+		return s.sayError(set, err)
 	}
 	if sid == "" {
 		// only a well-formed number is repeated back, never arbitrary text
 		if n, err := strconv.Atoi(strings.TrimPrefix(cmd.Params[1], "#")); err != nil || n < 1 || n > maxNumbers {
-			return say("cmd.bad_number", map[string]string{"command": commandWord})
+			return say("cmd.bad_number", nil)
 		}
-		return say("cmd.unknown_number", map[string]string{"n": cmd.Params[1], "command": commandWord})
+		return say("cmd.unknown_number", map[string]string{"n": cmd.Params[1]})
 	}
 	args := map[string]string{"n": cmd.Params[1]}
 	switch sub {
@@ -115,7 +119,7 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	}
 	text := restAfter(cmd.FullText, cmd.Params[0], cmd.Params[1])
 	if text == "" {
-		return say("cmd.usage.reply", map[string]string{"command": commandWord})
+		return say("cmd.usage.reply", nil)
 	}
 	sum := sha256.Sum256([]byte(inv.ID))
 	v, err := s.operate(ctx, c, PageRequest{Op: OpReply, SID: sid, Reply: &ReplyRequest{IdempotencyKey: "cmd-" + hex.EncodeToString(sum[:16]), Text: text}})
@@ -140,20 +144,29 @@ func (s *Service) operate(ctx context.Context, c PageCall, req PageRequest) (any
 	return v, err
 }
 
-// sayError answers a refused or failed operation in the chat's words.
+// sayError answers a refused or failed operation in the chat's words,
+// naming what failed (error.<reason>: the service's storage, LangBot): a
+// 503 error reply would reach the user as the package's own "no answer
+// from the service" text, which names the wrong component (issue 32).
 func (s *Service) sayError(set model.Settings, err error) (any, error) {
 	var be *bus.Error
 	if !errors.As(wireError(err), &be) {
 		return nil, err
 	}
 	key := "error." + be.Word
-	if be.Reason != "" && s.catalog.Text(set.Language, "error."+be.Reason, nil) != "error."+be.Reason {
+	if be.Reason != "" && s.text(set, "error."+be.Reason, nil) != "error."+be.Reason {
 		key = "error." + be.Reason
 	}
 	if errors.Is(err, bus.ErrNoHost) {
 		key = "error.no_host"
 	}
-	return bus.CommandReply{Returns: []bus.Return{{Text: s.catalog.Text(set.Language, key, nil)}}}, nil
+	return bus.CommandReply{Returns: []bus.Return{{Text: s.text(set, key, nil)}}}, nil
+}
+
+// text renders key in the settings' language, naming commands with the
+// settings' command prefix (the typed one in a command's answer).
+func (s *Service) text(set model.Settings, key string, args map[string]string) string {
+	return s.catalog.PrefixedText(set.Language, key, plugin.CommandPrefix("", set.CommandPrefix), args)
 }
 
 // pauseCommand takes over (pause) or releases (resume) the chat the
@@ -188,7 +201,7 @@ func (s *Service) pauseCommand(ctx context.Context, c PageCall, inv *bus.Invocat
 			return model.NewRecord(ses.BotUUID, ses.LauncherType, lid, lid, now), nil
 		})
 		if err != nil {
-			return nil, wireError(err)
+			return s.sayError(c.Settings, err)
 		}
 		s.view.ApplyRecord(c.Scope, sid, rec, rev)
 	}
@@ -205,7 +218,7 @@ func (s *Service) pauseCommand(ctx context.Context, c PageCall, inv *bus.Invocat
 func (s *Service) listCommand(ctx context.Context, c PageCall, numKey string) (any, error) {
 	stored, err := s.st.ListRecords(ctx, c.Scope)
 	if err != nil {
-		return nil, wireError(err)
+		return s.sayError(c.Settings, err)
 	}
 	now := s.nowMS()
 	recs := map[string]*model.Record{}
@@ -256,14 +269,14 @@ func (s *Service) listCommand(ctx context.Context, c PageCall, numKey string) (a
 		return json.Marshal(nums)
 	}, numKey)
 	if err != nil {
-		return nil, wireError(err)
+		return s.sayError(c.Settings, err)
 	}
 	lang := c.Settings.Language
 	if len(recs) == 0 {
-		return bus.CommandReply{Returns: []bus.Return{{Text: s.catalog.Text(lang, "cmd.list.empty", nil)}}}, nil
+		return bus.CommandReply{Returns: []bus.Return{{Text: s.text(c.Settings, "cmd.list.empty", nil)}}}, nil
 	}
 	var b strings.Builder
-	b.WriteString(s.catalog.Text(lang, "cmd.list.head", map[string]string{"command": commandWord}))
+	b.WriteString(s.text(c.Settings, "cmd.list.head", nil))
 	for i, sid := range nums.Sids {
 		r := recs[sid]
 		if r == nil {
@@ -273,18 +286,33 @@ func (s *Service) listCommand(ctx context.Context, c PageCall, numKey string) (a
 		if name == "" {
 			name = r.TargetID
 		}
-		state := "cmd.list.waiting"
-		if r.Takeover.TakenOver(now) {
-			state = "cmd.list.taken"
-		}
 		b.WriteString("\n")
 		b.WriteString(s.catalog.Text(lang, "cmd.list.item", map[string]string{
 			"n": strconv.Itoa(i + 1), "chat": model.CutRunes(name, 64), "kind": s.catalog.Text(lang, "chat.type."+r.Type, nil),
-			"state":   s.catalog.Text(lang, state, map[string]string{"remaining": remainingWait(lang, r.Takeover.ExpiresAt, now), "operator": r.Takeover.Operator}),
+			"state":   s.listState(lang, r.Takeover, now),
 			"preview": capPreview(r.LastPreview.Text),
 		}))
 	}
 	return bus.CommandReply{Returns: []bus.Return{{Text: b.String()}}}, nil
+}
+
+// listState is a listed chat's state as `!ho list` shows it: waiting, or
+// taken over with who holds it and for how long. A takeover started by
+// the user's trigger word has no operator until one acts (issue 32: it
+// read "taken over by , 9m left"); one from LangBot's page, which names
+// no caller, is held by "an operator".
+func (s *Service) listState(lang string, t model.TakeoverState, now int64) string {
+	if !t.TakenOver(now) {
+		return s.catalog.Text(lang, "cmd.list.waiting", nil)
+	}
+	remaining := remainingWait(lang, t.ExpiresAt, now)
+	switch t.Operator {
+	case "":
+		return s.catalog.Text(lang, "cmd.list.taken_trigger", map[string]string{"remaining": remaining})
+	case HostOperator:
+		return s.catalog.Text(lang, "cmd.list.taken", map[string]string{"remaining": remaining, "operator": s.catalog.Text(lang, "note.who.host", nil)})
+	}
+	return s.catalog.Text(lang, "cmd.list.taken", map[string]string{"remaining": remaining, "operator": t.Operator})
 }
 
 // numbered resolves a short number of the operator chat's list to a sid

@@ -52,7 +52,7 @@ func (s *Service) consoleCall(ctx context.Context, sc binding.Scope, operator st
 	if !ok {
 		stored, err := s.runner.Authority(ctx, sc)
 		if err != nil {
-			return PageCall{}, bus.Errorf(bus.ErrUnavailable, "storage is unavailable, retry later")
+			return PageCall{}, storageError()
 		}
 		if stored == nil {
 			return PageCall{}, bus.Errorf(bus.ErrBindingRefused, "the installation is unknown")
@@ -110,7 +110,7 @@ func (s *Service) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 // an unknown or removed scope.
 func (s *Service) ConsoleCheck(sc binding.Scope) error {
 	if !s.Ready() {
-		return bus.Errorf(bus.ErrUnavailable, "the service is not ready")
+		return bus.WithReason(bus.ErrUnavailable, ReasonNotReady, "takeover service: not ready (starting or stopping), retry later")
 	}
 	a, ok := s.runner.View().Lookup(sc)
 	if !ok {

@@ -15,4 +15,18 @@ const (
 	ReasonSendFailed           = "send_failed"
 	ReasonOutcomeUnknown       = "outcome_unknown"
 	ReasonUnreadable           = "unreadable"
+	// ReasonStorageUnavailable: a 503 because the service's storage
+	// (JetStream KV, streams, object store) did not answer. With
+	// ReasonNotReady it tells the console which component to look at
+	// (issue 32): a 503 without a reason on LangBot's page comes from the
+	// package, which got no answer from the service over NATS.
+	ReasonStorageUnavailable = "storage_unavailable"
+	// ReasonNotReady: a 503 because the service is starting or stopping.
+	ReasonNotReady = "not_ready"
 )
+
+// storageError is the 503 of a storage failure (a new value each time:
+// callers may wrap it).
+func storageError() *bus.Error {
+	return bus.WithReason(bus.ErrUnavailable, ReasonStorageUnavailable, "takeover service: its storage (NATS JetStream) did not answer, retry later")
+}

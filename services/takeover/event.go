@@ -81,7 +81,7 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	}
 	auto := hit && set.AutoTakeoverOnTrigger
 	blocked := taken || auto
-	if blocked && !auto && message && model.IsOperatorCommand(chain.TriggerText()) {
+	if blocked && !auto && message && model.IsOperatorCommand(chain.TriggerText(), set.CommandPrefix) {
 		// `!ho resume` must reach the command endpoint of a paused chat
 		blocked = false
 	}

@@ -71,6 +71,7 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 			cfg("language", "select", def.Language,
 				plugin.Option{Name: model.LanguageEnUS, Label: t("English", "英语")},
 				plugin.Option{Name: model.LanguageZhHans, Label: t("Simplified Chinese", "简体中文")}),
+			plugin.CommandPrefixConfig(),
 		},
 		Commands: []plugin.Command{{Name: commandWord,
 			Label: plugin.TextFrom(cat, "command.ho.label"), Description: plugin.TextFrom(cat, "command.ho.description")}},
@@ -79,7 +80,9 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 			LLMPrompt:  "Hand this chat to a human operator when you cannot help the user (they ask for a person, the request needs a decision or access you do not have, or they are upset). It flags the chat as waiting and alerts the operators; it does not stop you from answering, and an operator may take a while. Call it once per request; give a one-sentence reason without personal data. Then tell the user what the result's say_to_user says, in the user's language.",
 			Parameters: json.RawMessage(requestHumanSchema)}},
 		Texts: plugin.Texts{
-			Unavailable: plugin.TextFrom(cat, "error.unavailable"),
+			// what the package says when the service does not answer it:
+			// the component is the service or NATS, not storage
+			Unavailable: plugin.TextFrom(cat, "error.no_service"),
 			Failed:      plugin.TextFrom(cat, "error.internal"),
 		},
 	}

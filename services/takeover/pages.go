@@ -177,7 +177,7 @@ func wireError(err error) error {
 	if errors.Is(err, context.Canceled) {
 		return bus.Errorf(bus.ErrUnavailable, "the request was cancelled")
 	}
-	return bus.Errorf(bus.ErrUnavailable, "storage is unavailable, retry later")
+	return storageError()
 }
 
 // attachmentLimit is 10 MiB, lowered when the server's max_payload cannot

@@ -10,7 +10,9 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/lbpkg/runtimetest"
+	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"
+	"github.com/langbot-nats/plugins/services/takeover"
 )
 
 // BenchmarkPackageScheList is the benchmark of spec/langbot-packages.md
@@ -95,5 +97,87 @@ func BenchmarkPackageScheList(b *testing.B) {
 		added := p50[0] - p50[1] - p50[2]
 		b.ReportMetric(ms(added), "added-p50-ms")
 		b.Logf("the package adds %v at p50 over direct + in-package (goal <= 1ms)", added)
+	}
+}
+
+// BenchmarkPackageEvent is issue 32's per-message cost: one chat message
+// (GroupMessageReceived; for takeover also NormalMessageResponded, which
+// carries its bot and so needs no get_bot_uuid) through LangBot's real
+// runtime to each package's
+// installation, interleaved in the same rounds with the runtime's own
+// floor (the runtimetest fixture's listener, which returns at once) and
+// with the fixture asking get_bot_uuid once (what a round trip to LangBot
+// costs). Each package's figure is its p50 minus the floor's p50. It runs
+// twice: with NATS and the services up, then with the NATS server
+// stopped. Goals: <= 1 ms added at p50 with NATS up, <= 5 ms with NATS
+// unreachable.
+//
+//	go test -run '^$' -bench BenchmarkPackageEvent -benchtime 1x ./pkg/lbpkg/acceptance/
+func BenchmarkPackageEvent(b *testing.B) {
+	const rounds, warmup = 300, 30
+	for range b.N {
+		e := newEnv(b)
+		ctx := ctxT(b, 15*time.Minute)
+		probe, err := runtimetest.ZipDir("../runtimetest/testdata/probe")
+		if err != nil {
+			b.Fatal(err)
+		}
+		pr, err := e.rt.Install(ctx, probe, "runtimetest", "Probe", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range []string{githubkit.Plugin, takeover.Plugin} {
+			e.waitWorker(ctx, p, e.ins[p])
+		}
+		type op struct {
+			name  string
+			in    *runtimetest.Installation
+			event string
+			text  string
+		}
+		const received, responded = "GroupMessageReceived", "NormalMessageResponded"
+		ops := []op{
+			{"floor", pr, received, "hello there"},
+			{"floor+get_bot_uuid", pr, received, "block please"}, // the fixture asks LangBot for the bot, then blocks
+			{githubkit.Plugin, e.ins[githubkit.Plugin], received, "hello there"},
+			{takeover.Plugin, e.ins[takeover.Plugin], received, "hello there"},
+			{takeover.Plugin + "/responded", e.ins[takeover.Plugin], responded, "the AI's answer"}, // carries its bot
+			{schenotify.Plugin, e.ins[schenotify.Plugin], received, "hello there"},
+		}
+		measure := func(phase string) {
+			lat := make([][]time.Duration, len(ops))
+			emitted := make([]int, len(ops)) // listeners the runtime called (last round)
+			for i := range warmup + rounds {
+				for j, o := range ops {
+					s := group
+					s.LauncherID = fmt.Sprint(100000 + i%50) // 50 chats
+					start := time.Now()
+					res, err := e.rt.Emit(ctx, o.in, runtimetest.Event{Name: o.event, Session: s, Text: o.text})
+					took := time.Since(start)
+					if err != nil {
+						b.Fatalf("%s %s: %v", phase, o.name, err)
+					}
+					if res.PreventDefault != (o.name == "floor+get_bot_uuid") {
+						b.Fatalf("%s %s: prevent_default %v", phase, o.name, res.PreventDefault)
+					}
+					if i >= warmup {
+						lat[j] = append(lat[j], took)
+					}
+					emitted[j] = res.Emitted
+				}
+			}
+			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
+			floor := bustest.Percentile(lat[0], 50)
+			for j, o := range ops {
+				p50, p99 := bustest.Percentile(lat[j], 50), bustest.Percentile(lat[j], 99)
+				b.ReportMetric(ms(p50-floor), phase+"-"+o.name+"-added-p50-ms")
+				b.Logf("%-9s %-19s p50 %-9v p99 %-9v added to the floor at p50 %-9v (%.2fx), %d listener(s) called",
+					phase, o.name, p50, p99, p50-floor, float64(p50)/float64(floor), emitted[j])
+			}
+		}
+		measure("nats-up")
+		e.stack.srv.Stop()
+		measure("nats-down")
+		e.stack.srv.Restart(b) // the services stop cleanly on a live server
 	}
 }

@@ -28,7 +28,7 @@ import (
 // shutting down, with its subscription in the installation's queue group.
 func (e *env) waitWorker(ctx context.Context, plugin string, in *runtimetest.Installation) {
 	e.t.Helper()
-	name := "langbot-" + plugin + "-" + in.Binding.InstallationUUID
+	name := bus.PackageConnName(plugin, bus.ScopeOf(in.Binding))
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		a, _ := e.lastAttach(ctx, plugin, in)

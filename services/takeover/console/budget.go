@@ -1,8 +1,10 @@
 package console
 
 import (
+	"errors"
 	"net/http"
-	"sync"
+
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 )
 
 // defaultBodyBudget bounds the request bodies one console handler holds at
@@ -11,30 +13,6 @@ import (
 // 29 MiB replies wait their turn (503 + Retry-After) instead of taking
 // gigabytes (issue 19).
 const defaultBodyBudget = 4 * maxReplyBody
-
-// byteBudget is a weighted semaphore over bytes that never waits: a request
-// that does not fit is refused at once, so a slow upload cannot queue
-// others behind it.
-type byteBudget struct {
-	mu        sync.Mutex
-	cap, used int64
-}
-
-func (b *byteBudget) tryAcquire(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if n > b.cap-b.used {
-		return false
-	}
-	b.used += n
-	return true
-}
-
-func (b *byteBudget) release(n int64) {
-	b.mu.Lock()
-	b.used -= n
-	b.mu.Unlock()
-}
 
 // bodyLimit is the largest body an endpoint accepts.
 func bodyLimit(endpoint string) int64 {
@@ -54,22 +32,15 @@ func (h *Handler) admitBody(w http.ResponseWriter, r *http.Request, endpoint str
 	if r.Method == http.MethodGet || r.Body == nil || r.Body == http.NoBody {
 		return func() {}, true
 	}
-	limit := bodyLimit(endpoint)
-	if r.ContentLength > limit {
+	release, err := h.budget.Admit(r, bodyLimit(endpoint))
+	switch {
+	case errors.Is(err, httpserve.ErrTooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, "too_large", "", "the request body is too large")
 		return nil, false
-	}
-	n := r.ContentLength
-	if n < 0 {
-		n = limit
-	}
-	if n == 0 {
-		return func() {}, true
-	}
-	if !h.budget.tryAcquire(n) {
+	case err != nil:
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "", "the console is busy with other uploads, retry shortly")
 		return nil, false
 	}
-	return func() { h.budget.release(n) }, true
+	return release, true
 }

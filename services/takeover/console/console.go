@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/i18n"
 )
 
@@ -107,7 +108,7 @@ type Handler struct {
 	tokens  *limiter
 	replies *limiter
 	hub     *hub
-	budget  *byteBudget
+	budget  *httpserve.Budget
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -152,7 +153,7 @@ func New(cfg Config, ops Operations) (*Handler, error) {
 		tokens:  newLimiter(tokenRate, tokenBurst, cfg.Clock),
 		replies: newLimiter(replyRate, replyBurst, cfg.Clock),
 		closed:  make(chan struct{}),
-		budget:  &byteBudget{cap: cfg.BodyBudget},
+		budget:  httpserve.NewBudget(cfg.BodyBudget),
 	}
 	h.hub = newHub(ops)
 	return h, nil

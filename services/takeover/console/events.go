@@ -12,6 +12,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 )
 
 // errTooManyStreams: the token, the scope or the replica already has its
@@ -131,6 +132,9 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, c Claims, 
 		return
 	}
 	defer leave()
+	// the stream outlives the server's read and write timeouts; each
+	// write renews its deadline, so a client that stops reading is cut off
+	renew := httpserve.Stream(w, r)
 	hd := w.Header()
 	hd.Set("Content-Type", "text/event-stream")
 	hd.Set("Cache-Control", "no-store")
@@ -159,12 +163,14 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, c Claims, 
 		case <-st.overflow:
 			return
 		case <-beat.C:
+			renew()
 			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
 				return
 			}
 		case <-check.C:
 			if err := h.ops.ConsoleCheck(sc); err != nil {
 				if be, ok := bus.AsError(err); ok && be.Code == http.StatusForbidden {
+					renew()
 					_ = writeEvent(w, "revoked", []byte("{}"))
 					fl.Flush()
 				}
@@ -178,6 +184,7 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, c Claims, 
 			if json.Unmarshal(data, &m) != nil || !liveTypeRE.MatchString(m.Type) {
 				continue
 			}
+			renew()
 			if writeEvent(w, m.Type, data) != nil {
 				return
 			}

@@ -105,14 +105,21 @@ func hasControl(s string) bool {
 }
 
 // IsOperatorCommand reports whether a message's text is the service's own
-// chat command (`!ho ...` with LangBot's ASCII or full-width prefix), which
-// a taken-over chat lets through so that an admin can resume it there.
-func IsOperatorCommand(text string) bool {
+// chat command (`!ho ...`), which a taken-over chat lets through so that
+// an admin can resume it there. The prefix may be LangBot's default (`!`
+// or full-width `！`), 4.12's default `/`, or the installation's
+// command_prefix (configured): the service cannot read the bot's prefix
+// list, and a message spelled like the command is one in practice.
+func IsOperatorCommand(text, configured string) bool {
 	t := strings.TrimSpace(text)
-	for _, p := range [...]string{"!", "！"} {
+	for _, p := range [...]string{"!", "！", "/", configured} {
+		if p == "" {
+			continue
+		}
 		if rest, ok := strings.CutPrefix(t, p); ok {
-			rest, ok = strings.CutPrefix(rest, "ho")
-			return ok && (rest == "" || unicode.IsSpace([]rune(rest)[0]))
+			if rest, ok = strings.CutPrefix(rest, "ho"); ok && (rest == "" || unicode.IsSpace([]rune(rest)[0])) {
+				return true
+			}
 		}
 	}
 	return false

@@ -53,10 +53,10 @@ func TestOperatorChatsParsing(t *testing.T) {
 
 func TestIsOperatorCommand(t *testing.T) {
 	for text, want := range map[string]bool{
-		"!ho resume": true, "！ho resume": true, " !ho": true, "!ho\tlist": true,
-		"!house": false, "ho resume": false, "!HO resume": false, "please !ho": false, "": false,
+		"!ho resume": true, "！ho resume": true, " !ho": true, "!ho\tlist": true, "/ho resume": true, "#ho resume": true, "##ho": false,
+		"!house": false, "ho resume": false, "!HO resume": false, "please !ho": false, "": false, "/house": false, "#house": false,
 	} {
-		if got := IsOperatorCommand(text); got != want {
+		if got := IsOperatorCommand(text, "#"); got != want {
 			t.Errorf("%q: %v, want %v", text, got, want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/pkg/settings"
 )
 
@@ -55,6 +56,10 @@ type Settings struct {
 	// Language is the language of what the service writes into chats on
 	// its own (alerts, command answers, the handoff tool's text).
 	Language string `json:"language"`
+	// CommandPrefix is the bot's command prefix (command_prefix), used
+	// where a text names the ho command and no user typed one: operator
+	// alerts and notes. An answer to a command uses the typed prefix.
+	CommandPrefix string `json:"command_prefix"`
 }
 
 // DefaultSettings returns the settings of an empty config.
@@ -69,6 +74,7 @@ func DefaultSettings() Settings {
 		RecordGroups:          RecordAll,
 		OperatorChats:         []OperatorChat{},
 		Language:              LanguageEnUS,
+		CommandPrefix:         plugin.DefaultCommandPrefix,
 	}
 }
 
@@ -125,6 +131,7 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 	s.Language = r.String("language", s.Language, settings.Strings{Trim: true, Valid: func(v string) bool {
 		return v == LanguageEnUS || v == LanguageZhHans
 	}})
+	s.CommandPrefix = plugin.ReadCommandPrefix(r)
 	notice := settings.Strings{Trim: true, MaxRunes: MaxNoticeRunes}
 	s.NoticeOnTakeover = r.String("user_notice_on_takeover", s.NoticeOnTakeover, notice)
 	s.NoticeOnRelease = r.String("user_notice_on_release", s.NoticeOnRelease, notice)

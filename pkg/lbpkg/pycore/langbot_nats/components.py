@@ -61,8 +61,10 @@ def command_body(name: str, ctx: ExecuteContext) -> dict[str, typing.Any]:
     }
     if prefix:
         body["prefix"] = prefix
-    if ctx.query_uuid:
-        body["query_uuid"] = ctx.query_uuid
+    # 0.5.5's ExecuteContext has query_uuid; SDK 0.7's may not (issue 28).
+    query_uuid = getattr(ctx, "query_uuid", None)
+    if query_uuid:
+        body["query_uuid"] = query_uuid
     return body
 
 
@@ -73,6 +75,8 @@ async def forward_command(fw: Forwarder | None, gen: p.Generated, name: str, ctx
         return [gen.text("unavailable", lang)]
     try:
         reply = await fw.request("command", command_body(name, ctx), gen.timeout("command"))
+    except p.NotConfigured as exc:
+        return [gen.not_configured(lang, exc.item, fw.binding)]
     except p.Unavailable:
         return [gen.text("unavailable", lang)]
     except p.ServiceError as err:
@@ -119,6 +123,8 @@ async def forward_tool(
         body["query_uuid"] = query_uuid
     try:
         reply = await fw.request("tool", body, gen.timeout("tool"))
+    except p.NotConfigured as exc:
+        return {"error": {"code": "not_configured", "message": gen.not_configured(lang, exc.item, fw.binding)}}
     except p.Unavailable:
         return unavailable
     except p.ServiceError as err:
@@ -144,19 +150,38 @@ class ForwardingTool(Tool):
         return await forward_tool(_forwarder(self), _gen(self), self.tool_name, params, session, query_uuid)
 
 
+def carried_bot_uuid(event: typing.Any) -> str:
+    """The bot uuid an event carries itself: SDK 0.7's MessageReceived has
+    ``bot_uuid``, NormalMessageResponded its ``session``; "" otherwise."""
+    bot = getattr(event, "bot_uuid", None) or getattr(getattr(event, "session", None), "bot_uuid", None)
+    return bot if isinstance(bot, str) else ""
+
+
 async def forward_event(fw: Forwarder | None, gen: p.Generated, ctx: typing.Any) -> None:
-    """Forward one event and apply the service's decision; unchanged on any failure."""
+    """Forward one event and apply the service's decision; unchanged on any failure.
+
+    While NATS is disconnected or the config unusable the event passes at
+    once, before anything else is asked (issue 32 D3).
+    """
     if fw is None:
+        return
+    try:
+        await fw.ready()
+    except (p.NotConfigured, p.Unavailable):
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + gen.timeout("event")
 
     async def run() -> dict[str, typing.Any]:
-        try:
-            bot_uuid = await ctx.get_bot_uuid() or ""
-        except Exception as exc:
-            log.warning("get_bot_uuid failed: %s", type(exc).__name__)
-            bot_uuid = ""
+        # The runtime's get_bot_uuid is a round trip to LangBot: asked only
+        # when the event does not carry the bot (0.5.5's *MessageReceived).
+        bot_uuid = carried_bot_uuid(ctx.event)
+        if not bot_uuid:
+            try:
+                bot_uuid = await ctx.get_bot_uuid() or ""
+            except Exception as exc:
+                log.warning("get_bot_uuid failed: %s", type(exc).__name__)
+                bot_uuid = ""
         body: dict[str, typing.Any] = {
             "name": ctx.event_name,
             "bot_uuid": bot_uuid,
@@ -186,16 +211,30 @@ async def forward_event(fw: Forwarder | None, gen: p.Generated, ctx: typing.Any)
             log.warning("event %s: reply_message_chain ignored: %s", ctx.event_name, type(exc).__name__)
 
 
+def listened_events(gen: p.Generated, events: typing.Any) -> list[typing.Any]:
+    """The SDK event classes to listen to: each declared event that the
+    SDK's events module has. An optional one (SDK 0.7's MessageReceived)
+    missing from an older SDK is skipped quietly; any other is an error."""
+    optional = set(gen.plugin.get("optional_events") or [])
+    out = []
+    for name in gen.plugin["events"]:
+        event_type = getattr(events, name, None)
+        if event_type is None:
+            if name in optional:
+                log.info("event %s is not in this SDK; not listened to", name)
+            else:
+                log.error("event %s is not known to this SDK; not listened to", name)
+            continue
+        out.append(event_type)
+    return out
+
+
 class ForwardingEventListener(EventListener):
-    """Registers one forwarding handler for each declared event."""
+    """Registers one forwarding handler for each declared event the SDK has."""
 
     def __init__(self) -> None:
         super().__init__()
-        for name in p.load().plugin["events"]:
-            event_type = getattr(sdk_events, name, None)
-            if event_type is None:
-                log.error("event %s is not known to this SDK; not listened to", name)
-                continue
+        for event_type in listened_events(p.load(), sdk_events):
             self.handler(event_type)(self._forward)
 
     async def _forward(self, ctx: typing.Any) -> None:
@@ -216,6 +255,8 @@ async def forward_page(fw: Forwarder | None, gen: p.Generated, page_id: str, req
         body["body"] = request.body
     try:
         reply = await fw.request("page", body, gen.timeout("page"))
+    except p.NotConfigured as exc:
+        return PageResponse.fail(f"503 not_configured: {gen.not_configured(lang, exc.item, fw.binding)}")
     except p.Unavailable:
         return PageResponse.fail(f"503: {gen.text('unavailable', lang)}")
     except p.ServiceError as err:

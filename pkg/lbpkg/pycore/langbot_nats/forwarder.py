@@ -57,18 +57,41 @@ async def _stop(task: asyncio.Task[typing.Any]) -> None:
         task.exception()  # retrieved; _run logs its own failures
 
 
+# ERROR_LOG_INTERVAL is how often a repeated connection error (a wrong
+# password, NATS down) is logged again: the client retries every second,
+# and a log line a second tells the operator nothing new.
+ERROR_LOG_INTERVAL = 300.0
+
+
 class ConfigError(ValueError):
-    """The package config cannot be used (bad URL or prefix); never echoes values."""
+    """The package config cannot be used; ``item`` names the setting, never its value."""
+
+    def __init__(self, item: str, why: str) -> None:
+        super().__init__(f"{item} {why}")
+        self.item = item
+
+
+def _auth_reason(exc: BaseException) -> str:
+    """The server's reason when exc is an authorization failure, else ""."""
+    if isinstance(exc, nats.errors.AuthorizationError):
+        return "Authorization Violation"
+    text = str(exc)
+    low = text.lower()
+    if isinstance(exc, nats.errors.Error) and low.startswith("nats: ") and ("authorization" in low or "authentication" in low):
+        # The server's -ERR text ('Authorization Violation', 'User
+        # Authentication Expired'): a fixed phrase, never a credential.
+        return text[6:].strip().strip("'")[:200]
+    return ""
 
 
 def _connect_options(gen: p.Generated, config: typing.Mapping[str, typing.Any], name: str) -> dict[str, typing.Any]:
     raw = str(config.get("nats_url") or "").strip()
     servers = [s.strip() for s in raw.split(",") if s.strip()]
     if not servers:
-        raise ConfigError("nats_url is empty")
+        raise ConfigError("nats_url", "is empty")
     for s in servers:
         if not (s.startswith("nats://") or s.startswith("tls://")):
-            raise ConfigError("nats_url must use nats:// or tls://")
+            raise ConfigError("nats_url", "must use nats:// or tls://")
     opts: dict[str, typing.Any] = {
         "servers": servers,
         "name": name,
@@ -87,7 +110,10 @@ def _connect_options(gen: p.Generated, config: typing.Mapping[str, typing.Any], 
         opts["token"] = token
     ca = str(config.get("nats_tls_ca") or "").strip()
     if ca or any(s.startswith("tls://") for s in servers):
-        opts["tls"] = ssl.create_default_context(cadata=ca or None)
+        try:
+            opts["tls"] = ssl.create_default_context(cadata=ca or None)
+        except (ssl.SSLError, ValueError):
+            raise ConfigError("nats_tls_ca", "is not a PEM certificate") from None
     return opts
 
 
@@ -98,6 +124,14 @@ class Forwarder:
     backoff), serves ``<prefix>.host.*.<scope>`` in a queue group of the
     installation, and publishes the attach until it is acknowledged, then
     again every refresh period.
+
+    Missing config items take their manifest default. A config that still
+    cannot be used (no or a bad nats_url, a bad prefix or CA) does not
+    raise: ``problem`` names the item, nothing connects, and every request
+    raises NotConfigured at once. The binding must be valid (BindingError).
+    Everything the forwarder needs is read here, once: SDK 0.7 ends the
+    invocation that runs ``initialize``, and its background tasks may not
+    read the config or binding again.
     """
 
     def __init__(
@@ -110,17 +144,31 @@ class Forwarder:
         self.gen = gen
         self.binding = p.check_binding(gen, binding)
         self.scope = p.scope_of(self.binding)
-        self.config = dict(config or {})
-        self.forward_config = p.forwarded_config(gen, self.config)
+        self.config, self.defaulted = p.with_defaults(gen, config)
+        # The service's items go as LangBot gave them: the service applies
+        # its own defaults (pkg/settings), which a deployment may set apart
+        # from the manifest's (githubkit's API URL).
+        self.forward_config = p.forwarded_config(gen, config)
         self.language = p.language(gen, self.config)
-        prefix = str(self.config.get("subject_prefix") or gen.protocol["default_prefix"])
-        if re.fullmatch(gen.protocol["scope_token_pattern"], prefix) is None:
-            raise ConfigError("subject_prefix is not a valid subject token")
-        self.prefix = prefix
         self.runtime = runtime
-        self._opts = _connect_options(gen, self.config, f"langbot-{gen.name}-{self.binding['installation_uuid']}")
+        self.problem = ""
+        self.prefix = str(self.config.get("subject_prefix") or gen.protocol["default_prefix"])
+        self._opts: dict[str, typing.Any] = {}
+        try:
+            if re.fullmatch(gen.protocol["scope_token_pattern"], self.prefix) is None:
+                raise ConfigError("subject_prefix", "is not a valid subject token")
+            self._opts = _connect_options(gen, self.config, gen.protocol["connect_name"].format(plugin=gen.name, scope=self.scope))
+        except ConfigError as exc:
+            self.problem = exc.item
         self._nc: typing.Any = None
         self._connected = asyncio.Event()
+        # Set once the first connection attempt has ended either way: until
+        # then a call may wait (ConnectGrace) for it; afterwards a call
+        # while disconnected fails at once (issue 32 D3).
+        self._tried = asyncio.Event()
+        self._err_kind = ""
+        self._err_logged = 0.0
+        self._err_repeats = 0
         self._task: asyncio.Task[None] | None = None
         self._host_tasks: set[asyncio.Task[None]] = set()
         self._host_slots = asyncio.Semaphore(64)
@@ -132,7 +180,7 @@ class Forwarder:
 
     def start(self) -> None:
         """Start connecting, serving and attaching in the background."""
-        if self._task is None:
+        if self._task is None and not self.problem:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def close(self) -> None:
@@ -170,24 +218,73 @@ class Forwarder:
         backoff = 0.2
         while True:
             try:
-                nc = await nats.connect(**self._opts, error_cb=self._on_error)
+                # nats-py retries a failed first connect by itself (every
+                # reconnect_time_wait, reporting each to error_cb) until it
+                # succeeds; this loop only sees what it gives up on.
+                nc = await nats.connect(
+                    **self._opts, error_cb=self._on_error,
+                    disconnected_cb=self._on_disconnected, reconnected_cb=self._on_reconnected,
+                )
                 break
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("nats connect failed for %s (%s); retrying", self.scope, type(exc).__name__)
+                self._tried.set()
+                await self._on_error(exc)
                 await asyncio.sleep(backoff * (1 + random.random() / 2))
                 backoff = min(backoff * 2, self.gen.timeout("attach_backoff_max"))
         self._nc = nc
+        self._err_kind, self._err_logged, self._err_repeats = "", 0.0, 0
         serve = p.subject(self.gen, "host_serve", prefix=self.prefix, scope=self.scope)
         await nc.subscribe(serve, queue=f"{self.gen.name}-{self.binding['installation_uuid']}", cb=self._on_host)
         await nc.flush()
         self._connected.set()
+        self._tried.set()
         log.info("connected to nats for %s", self.scope)
         await self._attach_loop()
 
     async def _on_error(self, exc: Exception) -> None:
-        log.warning("nats error for %s: %s", self.scope, type(exc).__name__)
+        """Log a connection error once, then at most every ERROR_LOG_INTERVAL.
+
+        An authorization failure is an ERROR with the server's reason and
+        the installation's instance and workspace (the tenant whose
+        credential is wrong); anything else a WARNING with its type only,
+        since its text may carry the address.
+        """
+        self._tried.set()
+        reason = _auth_reason(exc)
+        kind = "auth" if reason else type(exc).__name__
+        now = asyncio.get_running_loop().time()
+        # One report per interval whatever the kind: a refused login is
+        # followed by the server closing the socket (a reset), and the two
+        # alternate on every retry. Only an authorization failure, the
+        # more useful of the two, may replace a report of another kind.
+        if now - self._err_logged < ERROR_LOG_INTERVAL and (kind != "auth" or self._err_kind == "auth"):
+            self._err_repeats += 1
+            return
+        again = f" ({self._err_repeats} more since the last report)" if self._err_repeats else ""
+        self._err_kind, self._err_logged, self._err_repeats = kind, now, 0
+        b = self.binding
+        if reason:
+            log.error(
+                "nats authorization failure for %s (instance %s, workspace %s): %s; check nats_user, nats_password "
+                "and nats_token (a tenant credential for this instance: lbctl tenant issue --instance %s); retrying, "
+                "next report in %ds at the earliest%s",
+                self.scope, b["instance_uuid"], b["workspace_uuid"], reason, b["instance_uuid"], ERROR_LOG_INTERVAL, again,
+            )
+        else:
+            log.warning(
+                "nats connection error for %s: %s; retrying, next report in %ds at the earliest%s",
+                self.scope, kind, ERROR_LOG_INTERVAL, again,
+            )
+
+    async def _on_disconnected(self) -> None:
+        if not self._closing:
+            log.warning("disconnected from nats for %s; calls answer unavailable until reconnected", self.scope)
+
+    async def _on_reconnected(self) -> None:
+        self._err_kind, self._err_logged, self._err_repeats = "", 0.0, 0
+        log.info("reconnected to nats for %s", self.scope)
 
     async def _attach_loop(self) -> None:
         js = self._nc.jetstream()
@@ -222,6 +319,24 @@ class Forwarder:
 
     # ----- invocations
 
+    async def ready(self, grace: float = 0.0) -> None:
+        """Return when a request can be sent now; raise at once otherwise.
+
+        NotConfigured while the config is unusable; Unavailable while NATS
+        is disconnected (nats-py would hold the request in its reconnect
+        buffer until the timeout). Only before the first connection attempt
+        has ended does it wait, at most grace.
+        """
+        if self.problem:
+            raise p.NotConfigured(self.problem)
+        if not self.connected and grace > 0 and not self._tried.is_set():
+            try:
+                await asyncio.wait_for(self._tried.wait(), grace)
+            except asyncio.TimeoutError:
+                pass
+        if not self.connected:
+            raise p.Unavailable("not connected")
+
     async def request(self, endpoint: str, field: typing.Any, timeout: float) -> typing.Any:
         """Invoke the service's endpoint with the body field ``{endpoint: field}``.
 
@@ -230,11 +345,7 @@ class Forwarder:
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        if not self._connected.is_set():
-            try:
-                await asyncio.wait_for(self._connected.wait(), min(timeout, self.gen.timeout("connect_grace")))
-            except asyncio.TimeoutError as exc:
-                raise p.Unavailable("not connected") from exc
+        await self.ready(min(timeout, self.gen.timeout("connect_grace")))
         body = json.dumps({"binding": self.binding, "config": self.forward_config, endpoint: field}).encode()
         headers = {
             self.gen.header("invocation_id"): p.new_invocation_id(),

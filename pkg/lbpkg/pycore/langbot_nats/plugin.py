@@ -45,17 +45,42 @@ def binding_of(handler: typing.Any) -> dict[str, typing.Any]:
 class ForwardingPlugin(BasePlugin):
     """Forwards every call of this installation to the service over NATS.
 
-    ``initialize`` refuses a binding whose tokens are not valid scope tokens
-    (a clear error, never a rewritten scope) and an unusable NATS config;
-    otherwise it starts the forwarder in the background and returns at once.
+    ``initialize`` never raises (LangBot 4.10.8 gives a new installation
+    config ``{}``, and a worker that fails to start is never listed, so its
+    form could not be reached). Missing items take their manifest default;
+    an unusable config leaves the worker running and every command, tool
+    and page answers "not configured: <item>"; a binding whose tokens are
+    not valid scope tokens (refused, never rewritten) leaves it answering
+    "unavailable". Otherwise the forwarder starts in the background and
+    ``initialize`` returns at once.
+
+    The config and binding are read here and nowhere else: SDK 0.7 runs
+    ``initialize`` in an invocation that ends when it returns.
     """
 
     forwarder: Forwarder | None = None
     generated: p.Generated | None = None
 
     async def initialize(self) -> None:
-        self.generated = p.load()
-        handler = getattr(self, "plugin_runtime_handler", None)
-        self.forwarder = Forwarder(self.generated, binding_of(handler), self.get_config(), SDKRuntime(handler))
-        self.forwarder.start()
-        log.info("%s forwarding for %s", self.generated.name, self.forwarder.scope)
+        gen = self.generated = p.load()
+        try:
+            handler = getattr(self, "plugin_runtime_handler", None)
+            fw = Forwarder(gen, binding_of(handler), self.get_config(), SDKRuntime(handler))
+        except p.BindingError as exc:
+            log.error("%s cannot forward: %s", gen.name, exc)  # names the field only
+            return
+        except Exception as exc:  # never raise out of initialize
+            log.error("%s cannot forward: %s", gen.name, type(exc).__name__)
+            return
+        self.forwarder = fw
+        if fw.defaulted:
+            log.info("%s for %s: %d config items missing, manifest defaults used: %s",
+                     gen.name, fw.scope, len(fw.defaulted), ", ".join(fw.defaulted))
+        if fw.problem:
+            b = fw.binding
+            log.error("%s for %s (instance %s, workspace %s) is not configured: %s; every call answers so",
+                      gen.name, fw.scope, b["instance_uuid"], b["workspace_uuid"], fw.problem)
+            return
+        fw.start()
+        b = fw.binding
+        log.info("%s forwarding for %s (instance %s, workspace %s)", gen.name, fw.scope, b["instance_uuid"], b["workspace_uuid"])

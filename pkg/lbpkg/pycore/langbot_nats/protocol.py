@@ -39,6 +39,13 @@ class Generated:
         t = self.plugin["texts"][key]
         return t.get(lang) or t["en_US"]
 
+    def not_configured(self, lang: str, item: str, binding: typing.Mapping[str, typing.Any]) -> str:
+        """The answer while the config item cannot be used: its name and the
+        installation's instance and workspace, never a value."""
+        return self.text("not_configured", lang).format(
+            item=item, instance=binding.get("instance_uuid", "?"), workspace=binding.get("workspace_uuid", "?")
+        )
+
 
 def load(path: str | None = None) -> Generated:
     """Read a generated.json; the default is the one next to this module."""
@@ -95,6 +102,27 @@ def check_binding(gen: Generated, raw: typing.Mapping[str, typing.Any]) -> dict[
 
 def scope_of(binding: typing.Mapping[str, typing.Any]) -> str:
     return f"{binding['instance_uuid']}.{binding['workspace_uuid']}.{binding['installation_uuid']}"
+
+
+def with_defaults(gen: Generated, config: typing.Mapping[str, typing.Any] | None) -> tuple[dict[str, typing.Any], list[str]]:
+    """The config with each absent (or null) item set to its manifest default,
+    and the names of the items that took it.
+
+    LangBot creates every installation with config ``{}`` and the SDK merges
+    no manifest default, so the package does it from generated.json.
+    """
+    defaults = gen.plugin.get("config_defaults") or {}
+    given = {k: v for k, v in (config or {}).items() if v is not None}
+    missing = sorted(k for k in defaults if k not in given)
+    return {**defaults, **given}, missing
+
+
+class NotConfigured(Exception):
+    """The package config cannot be used; ``item`` names the setting to fix."""
+
+    def __init__(self, item: str) -> None:
+        super().__init__(f"not configured: {item}")
+        self.item = item
 
 
 def forwarded_config(gen: Generated, config: typing.Mapping[str, typing.Any] | None) -> dict[str, typing.Any]:

@@ -21,7 +21,7 @@ import nats.errors
 
 from langbot_nats import protocol as p
 from langbot_nats import components as c
-from langbot_nats.forwarder import ConfigError, Forwarder, HostCallFailed, HostTimeout
+from langbot_nats.forwarder import Forwarder, HostCallFailed, HostTimeout
 from langbot_nats.plugin import ForwardingPlugin
 from langbot_plugin.api.definition.components.page import PageRequest
 from langbot_plugin.api.entities.builtin.command.context import ExecuteContext
@@ -57,6 +57,11 @@ def config(**over: typing.Any) -> dict[str, typing.Any]:
     }
     cfg.update(over)
     return cfg
+
+
+def forwarded() -> dict[str, typing.Any]:
+    """The config config() forwards: the service's items as given."""
+    return {"language": "en_US", "some_service_item": 7}
 
 
 class Recorder:
@@ -164,11 +169,36 @@ class ProtocolTest(unittest.TestCase):
         self.assertEqual(out["some_service_item"], 7)
         self.assertEqual(set(PKG_KEYS), {"nats_url", "nats_user", "nats_password", "nats_token", "nats_tls_ca", "subject_prefix"})
 
-    def test_bad_package_config_refused(self) -> None:
-        with self.assertRaises(ConfigError):
-            Forwarder(GEN, new_binding(), config(nats_url="http://x"), None)
-        with self.assertRaises(ConfigError):
-            Forwarder(GEN, new_binding(), config(subject_prefix="a.b"), None)
+    def test_missing_items_take_the_manifest_default(self) -> None:
+        defaults = GEN.plugin["config_defaults"]
+        self.assertEqual(set(defaults) >= set(PKG_KEYS), True)
+        for given in ({}, {k: None for k in defaults}):
+            with self.subTest(given=given):
+                fw = Forwarder(GEN, new_binding(), given, None)
+                self.assertEqual(fw.problem, "")
+                self.assertEqual(fw.config, defaults)
+                self.assertEqual(fw.defaulted, sorted(defaults))
+                self.assertEqual(fw._opts["servers"], [defaults["nats_url"]])
+                self.assertEqual(fw.prefix, defaults["subject_prefix"])
+        fw = Forwarder(GEN, new_binding(), {}, None)
+        self.assertEqual(fw.forward_config, {}, "the service applies its own defaults")
+        fw = Forwarder(GEN, new_binding(), {"nats_url": URL or "nats://x:1", "language": "zh_Hans"}, None)
+        self.assertEqual((fw.problem, fw.language), ("", "zh_Hans"))
+        self.assertNotIn("nats_url", fw.defaulted)
+        self.assertIn("subject_prefix", fw.defaulted)
+
+    def test_unusable_config_is_not_configured(self) -> None:
+        cases = [
+            ("nats_url", {"nats_url": ""}),
+            ("nats_url", {"nats_url": "http://marker-host-1:4222"}),
+            ("subject_prefix", {"subject_prefix": "a.b"}),
+            ("nats_tls_ca", {"nats_tls_ca": "-----BEGIN CERTIFICATE-----\nmarker-ca-1\n-----END CERTIFICATE-----"}),
+        ]
+        for item, over in cases:
+            with self.subTest(item=item, over=over):
+                fw = Forwarder(GEN, new_binding(), config(**over), None)
+                self.assertEqual(fw.problem, item)
+
 
     def test_generated_subjects(self) -> None:
         s = p.subject(GEN, "invocation", prefix="langbot", plugin="x", endpoint="command", scope="i.w.n")
@@ -177,20 +207,81 @@ class ProtocolTest(unittest.TestCase):
         self.assertEqual(p.subject(GEN, "lifecycle", prefix="lb", plugin="x", kind="attach", scope="i.w.n"), "lb.lifecycle.x.attach.i.w.n")
 
 
+def handler_of(binding: dict[str, typing.Any]) -> typing.Any:
+    class Bound:
+        def model_dump(self) -> dict[str, typing.Any]:
+            return binding
+
+    class Handler:
+        bound_action_context = Bound()
+
+    return Handler()
+
+
 class InitializeTest(unittest.IsolatedAsyncioTestCase):
-    async def test_invalid_binding_is_refused(self) -> None:
-        class Bound:
-            def model_dump(self) -> dict[str, typing.Any]:
-                return new_binding(workspace_uuid="ws.evil")
-
-        class Handler:
-            bound_action_context = Bound()
-
+    async def test_invalid_binding_is_refused_without_raising(self) -> None:
         plugin = ForwardingPlugin()
         plugin.config = config()
-        plugin.plugin_runtime_handler = Handler()
-        with self.assertRaises(p.BindingError):
-            await plugin.initialize()
+        plugin.plugin_runtime_handler = handler_of(new_binding(workspace_uuid="ws.evil"))
+        with self.assertLogs("langbot_nats", "ERROR") as logs:
+            await plugin.initialize()  # never raises
+        self.assertIsNone(plugin.forwarder)
+        self.assertIn("workspace_uuid", "\n".join(logs.output))
+        self.assertNotIn("ws.evil", "\n".join(logs.output))
+        texts = await c.forward_command(None, GEN, "x", execute_context("!x"))
+        self.assertEqual(texts, [GEN.text("unavailable", GEN.plugin["default_language"])])
+
+    async def test_unusable_config_answers_not_configured(self) -> None:
+        # LangBot 4.10.8 gives a new installation {}; a cleared or wrong
+        # address must leave the worker up and say what to fix, in the
+        # user's language, with the installation's instance and workspace.
+        for lang in ("en_US", "zh_Hans"):
+            binding = new_binding()
+            plugin = ForwardingPlugin()
+            plugin.config = config(nats_url="", nats_user="marker-user-1", language=lang)
+            plugin.plugin_runtime_handler = handler_of(binding)
+            with self.assertLogs("langbot_nats", "ERROR") as logs:
+                await plugin.initialize()
+            fw = plugin.forwarder
+            self.assertIsNotNone(fw)
+            self.assertIsNone(fw._task, "nothing connects")
+            log_text = "\n".join(logs.output)
+            for want in ("nats_url", binding["instance_uuid"], binding["workspace_uuid"]):
+                self.assertIn(want, log_text)
+            want = GEN.not_configured(lang, "nats_url", binding)
+            self.assertIn(binding["instance_uuid"], want)
+            self.assertIn(binding["workspace_uuid"], want)
+            self.assertIn("nats_url", want)
+            self.assertTrue(want.startswith(GEN.plugin["texts"]["not_configured"][lang].split("{")[0]), want)
+            t0 = time.monotonic()
+            self.assertEqual(await c.forward_command(fw, GEN, "x", execute_context("!x")), [want])
+            got = await c.forward_tool(fw, GEN, "t", {}, execute_context("!x").session, None)
+            self.assertEqual(got, {"error": {"code": "not_configured", "message": want}})
+            page = await c.forward_page(fw, GEN, "console", PageRequest(endpoint="/info", method="GET"))
+            self.assertEqual(page.error, "503 not_configured: " + want)
+            ctx = FakeEventContext()
+            await c.forward_event(fw, GEN, ctx)
+            self.assertFalse(ctx.is_prevent_default)
+            self.assertEqual(ctx.bot_asked, 0, "an event of an unconfigured worker asks LangBot nothing")
+            self.assertLess(time.monotonic() - t0, GEN.timeout("event"), "nothing waited for a timeout")
+            for secret in ("marker-user-1", "marker-password-1"):
+                self.assertNotIn(secret, log_text + want)
+            await fw.close()
+
+    async def test_initialize_never_raises(self) -> None:
+        bad = [config(nats_url="http://x"), config(subject_prefix="*"), config(nats_tls_ca="not a pem"), {}, {"nats_url": 7}]
+        for cfg in bad:
+            with self.subTest(cfg=cfg):
+                plugin = ForwardingPlugin()
+                plugin.config = cfg
+                plugin.plugin_runtime_handler = handler_of(new_binding())
+                await plugin.initialize()
+                self.assertIsNotNone(plugin.forwarder)
+                await plugin.forwarder.close()
+        plugin = ForwardingPlugin()
+        plugin.config = config()
+        plugin.plugin_runtime_handler = None  # no binding at all
+        await plugin.initialize()
         self.assertIsNone(plugin.forwarder)
 
     async def test_start_never_waits_for_nats(self) -> None:
@@ -248,12 +339,29 @@ class CommandTest(Base):
         self.assertEqual(body["command"]["full_text"], "!sche add in 2s x")
         self.assertEqual(body["command"]["session"], {"launcher_type": "group", "launcher_id": 123456, "sender_id": "42", "bot_uuid": "bot-1"})
         self.assertEqual(body["binding"], self.binding)
-        self.assertEqual(body["config"], {"language": "en_US", "some_service_item": 7})
+        self.assertEqual(body["config"], forwarded())
         self.assertNotIn("marker-password-1", seen[0].data.decode())
         self.assertRegex(seen[0].headers["traceparent"], r"^00-[0-9a-f]{32}-[0-9a-f]{16}-01$")
         await cmd._execute(execute_context("!sche")).__anext__()
         ids = {m.headers[GEN.header("invocation_id")] for m in seen}
         self.assertEqual(len(ids), 2, "each call has its own invocation id")
+
+    async def test_context_without_query_uuid(self) -> None:
+        # SDK 0.7's command context may lack query_uuid (issue 28).
+        seen = await self.serve("command", lambda m: _async(ok({"returns": [{"text": "ok"}]})))
+
+        class NoQueryUUID:
+            def __init__(self, ctx: ExecuteContext) -> None:
+                self._ctx = ctx
+
+            def __getattr__(self, name: str) -> typing.Any:
+                if name == "query_uuid":
+                    raise AttributeError(name)
+                return getattr(self._ctx, name)
+
+        ctx = NoQueryUUID(execute_context("!sche"))
+        self.assertEqual(await c.forward_command(self.fw, GEN, "sche", ctx), ["ok"])  # type: ignore[arg-type]
+        self.assertNotIn("query_uuid", json.loads(seen[0].data)["command"])
 
     async def test_errors_are_text(self) -> None:
         await self.serve("command", lambda m: _async(fail(403, "binding refused")))
@@ -296,6 +404,7 @@ class FakeEventContext:
 
     def __init__(self, bot_uuid: str | None = "bot-1", fail: bool = False) -> None:
         self.event_name = "GroupMessageReceived"
+        self.bot_asked = 0
         self.query_uuid = "q-7"
         self.is_prevent_default = False
         self.is_prevent_postorder = False
@@ -308,6 +417,7 @@ class FakeEventContext:
         self.event = Ev()
 
     async def get_bot_uuid(self) -> str | None:
+        self.bot_asked += 1
         if self._fail:
             raise RuntimeError("no query")
         return self._bot
@@ -328,6 +438,23 @@ class EventTest(Base):
         body = json.loads(seen[0].data)["event"]
         self.assertEqual((body["name"], body["bot_uuid"], body["query_uuid"]), ("GroupMessageReceived", "bot-1", "q-7"))
         self.assertEqual(body["data"]["launcher_id"], "g1")
+
+    async def test_bot_uuid_the_event_carries_is_not_asked(self) -> None:
+        seen = await self.serve("event", lambda m: _async(ok({"prevent_default": False})))
+        ctx = FakeEventContext()
+        await c.forward_event(self.fw, GEN, ctx)
+        self.assertEqual(ctx.bot_asked, 1, "0.5.5's MessageReceived events carry no bot: asked")
+        for name, attach in [
+            ("NormalMessageResponded", lambda ev: setattr(ev, "session", execute_context("!x").session)),
+            ("MessageReceived", lambda ev: setattr(ev, "bot_uuid", "bot-1")),  # SDK 0.7
+        ]:
+            with self.subTest(name):
+                ctx = FakeEventContext()
+                ctx.event_name = name
+                attach(ctx.event)
+                await c.forward_event(self.fw, GEN, ctx)
+                self.assertEqual(ctx.bot_asked, 0)
+                self.assertEqual(json.loads(seen[-1].data)["event"]["bot_uuid"], "bot-1")
 
     async def test_reply_chain_only_where_the_event_has_one(self) -> None:
         await self.serve("event", lambda m: _async(ok({"prevent_default": False, "prevent_postorder": False,
@@ -490,7 +617,7 @@ class AttachTest(Base):
         await self.wait_acks(self.fw, 1)
         msg = await self.last_attach(self.binding)
         body = json.loads(msg.data)
-        self.assertEqual(body, {"binding": self.binding, "config": {"language": "en_US", "some_service_item": 7}, "enabled": True})
+        self.assertEqual(body, {"binding": self.binding, "config": forwarded(), "enabled": True})
         self.assertEqual(msg.headers[GEN.header("msg_id")], f"{self.binding['installation_uuid']}.1")
         first = msg.seq
         # A restart with the same revision is deduplicated by the stream.

@@ -176,6 +176,17 @@
     if (e.status === 404) return t('error.notFound');
     if (e.status === 429) return t('error.rateLimited');
     if (e.status === 413) return t('error.tooLarge');
+    if (e.status === 503) {
+      // name the component that did not answer (issue 32): the service's
+      // storage, the service itself, or LangBot (the host). A 503 without
+      // a reason names its component in its message: the package's "no
+      // answer from the service over NATS" on LangBot's page, or the
+      // service's "at capacity"
+      const detail = e.message || e.code || '';
+      if (e.reason === 'storage_unavailable') return t('error.storage', { error: detail });
+      if (e.reason === 'not_ready') return t('error.notReady', { error: detail });
+      if (e.reason === 'send_failed' || e.reason === 'outcome_unknown') return t('error.host', { error: detail });
+    }
     return t('error.generic', { error: e.message || e.code || '' });
   }
   function toastError(e) { if (!S.dead) toast(errText(e), 'error'); }
