@@ -14,11 +14,12 @@ PKGS      := ./...
 NATS_PY_WHEEL ?= ../shared/vendor/wheels/nats_py-2.15.0-py3-none-any.whl
 DIST      := dist
 
-.PHONY: help build build-arm64 packages try-packages test test-root test-memory test-deploy run bench bench-process e2e lint fuzz images images-multiarch clean
+.PHONY: help build build-arm64 packages try-packages test skip-summary test-root test-memory test-deploy run bench bench-process e2e lint fuzz images images-multiarch clean
 
 help:
 	@echo "make build   build the service binaries, langbot-plugins and lbctl into $(BIN)/"
-	@echo "make test    run every test with the race detector (what CI runs)"
+	@echo "make test    run every test with the race detector (what CI runs); ends by naming skipped groups"
+	@echo "             (scripts/test-deps.sh installs what the runtime, real-LangBot and browser tests need)"
 	@echo "make run     start the dev stack: embedded NATS, all services, interactive host"
 	@echo "make bench   run the benchmarks (figures reported next to the bus floor)"
 	@echo "make bench-process  the same against nats-server in a process of its own"
@@ -71,7 +72,21 @@ build-arm64:
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -o $$out/ ./cmd/... ./services/... && \
 	for f in "$$out"/*; do echo "  linux/arm64 $${f##*/}"; done
 
-test: test-root test-memory test-deploy
+# Tests that need a part this machine lacks (LangBot's plugin runtime, a
+# real LangBot, Chromium) skip through pkg/testskip, which records each
+# skipped group here; make test ends by naming them and what enables them.
+SKIP_REPORT := $(CURDIR)/.data/test-skips.txt
+
+test:
+	@mkdir -p .data && rm -f $(SKIP_REPORT)
+	@status=0; LANGBOT_SKIP_REPORT=$(SKIP_REPORT) $(MAKE) --no-print-directory test-root test-memory test-deploy || status=$$?; \
+	$(MAKE) --no-print-directory skip-summary; exit $$status
+
+skip-summary:
+	@if [ -s $(SKIP_REPORT) ]; then \
+	  echo "== skipped test groups (these tests did not run):"; \
+	  sort $(SKIP_REPORT) | awk -F'\t' '!seen[$$1]++ { printf "   %s: enable with %s\n     (%s)\n", $$1, $$2, $$3 }'; \
+	else echo "== no test group was skipped"; fi
 
 test-root:
 	$(GO) test $(TESTFLAGS) $(PKGS)

@@ -58,13 +58,13 @@ func TestProtocolMatchesBus(t *testing.T) {
 	if got := fill(p.Inbox["user"], map[string]string{"user": "pkg"}); got != bus.InboxPrefixFor(bus.ConnConfig{User: "pkg"}) {
 		t.Errorf("inbox %s", got)
 	}
-	if p.BindingReasons[bus.ReasonNotAttached] != bus.ErrNotAttached.Reason {
-		t.Errorf("binding reasons: %v", p.BindingReasons)
-	}
 	// a claimable tenant credential is bound to the instance the name holds
 	name := fill(p.ConnName, map[string]string{"plugin": "schenotify", "scope": sc.String()})
 	if parsed, err := bus.ParsePackageConnName(name); err != nil || parsed != sc {
 		t.Errorf("connect_name %q does not parse back to %s: %v", name, sc, err)
+	}
+	if p.BindingReasons[bus.ReasonNotAttached] != bus.ErrNotAttached.Reason {
+		t.Errorf("binding reasons: %v", p.BindingReasons)
 	}
 	if p.Headers["invocation_id"] != bus.HeaderInvocationID || p.ErrorWords["403"] != bus.ErrBindingRefused.Word || p.Stream != bus.LifecycleStream {
 		t.Errorf("headers/words/stream: %v %v %s", p.Headers, p.ErrorWords, p.Stream)

@@ -28,6 +28,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/langbot-nats/plugins/pkg/lbpkg/runtimetest"
+	"github.com/langbot-nats/plugins/pkg/testskip"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -108,10 +109,7 @@ func chromium(t *testing.T) string {
 	if p, err := exec.LookPath("chromium"); err == nil {
 		return p
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is not installed")
-	}
-	t.Skip("chromium is not installed")
+	testskip.Browser().Skip(t, "chromium is not installed")
 	return ""
 }
 

@@ -26,5 +26,5 @@
 // When none of this is usable the test is skipped with the reason, or
 // failed when LANGBOT_PACKAGES_REQUIRED=1 (what CI sets).
 //
-// It may import pkg/binding and the standard library only.
+// It may import pkg/binding, pkg/testskip and the standard library only.
 package runtimetest

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/langbot-nats/plugins/pkg/testskip"
 )
 
 // Environment variables FindPython reads.
@@ -33,7 +35,7 @@ const (
 )
 
 // DebianPackages are the Debian packages the vendored runtime needs besides
-// the interpreter's own pydantic 2 and PyYAML (what .ci/run installs).
+// the interpreter's own pydantic 2 and PyYAML (what scripts/test-deps.sh installs).
 const DebianPackages = "python3-websockets python3-httpx python3-httpcore python3-h11 " +
 	"python3-anyio python3-rfc3986 python3-aiofiles python3-packaging python3-watchdog python3-dotenv"
 
@@ -66,14 +68,14 @@ func FindPython(t testing.TB) *Python {
 	return p
 }
 
+// SkipGroup is the group of tests that need LangBot's plugin runtime.
+var SkipGroup = testskip.Group{Name: "runtime tests (LangBot plugin runtime)", Enable: "scripts/test-deps.sh", Required: EnvRequired}
+
 // Unavailable skips the test for a missing part of the runtime's
 // environment, or fails it when LANGBOT_PACKAGES_REQUIRED=1.
 func Unavailable(t testing.TB, reason string) {
 	t.Helper()
-	if os.Getenv(EnvRequired) == "1" {
-		t.Fatalf("runtimetest: %s (%s=1: a skip is a failure)", reason, EnvRequired)
-	}
-	t.Skipf("runtimetest: %s", reason)
+	SkipGroup.Skip(t, "runtimetest: "+reason)
 }
 
 // errNoRuntime marks a machine without a usable runtime.
@@ -89,26 +91,12 @@ func LocatePython(getenv func(string) string) (*Python, error) {
 			return nil, fmt.Errorf("%w: python3 not on PATH", errNoRuntime)
 		}
 	}
-	vendor := getenv(EnvVendor)
-	if vendor == "" {
-		if root, err := RepoRoot(); err == nil {
-			vendor = filepath.Join(root, "..", "shared", "vendor")
-		}
-	}
-	if vendor != "" {
-		if abs, err := filepath.Abs(vendor); err == nil {
-			vendor = abs
-		}
-	}
-	wheel := filepath.Join(vendor, vendorWheel)
-	if _, err := os.Stat(wheel); err != nil {
-		wheel = ""
-	}
+	vendor, wheel := VendorPaths(getenv)
 	// A pip-installed SDK and nats-py win over the vendored copies.
 	if _, err := pyRun(base, "import langbot_plugin.runtime.app, nats"); err == nil {
 		return &Python{Exe: base, Source: "pip", NatsWheel: wheel, Vendor: vendor}, nil
 	}
-	sdk := filepath.Join(vendor, vendorSDK)
+	sdk := VendorSDK(vendor)
 	if _, err := os.Stat(filepath.Join(sdk, "langbot_plugin")); err != nil {
 		return nil, fmt.Errorf("%w: langbot-plugin is not pip-installed for %s and no SDK at %s (set %s)", errNoRuntime, base, sdk, EnvVendor)
 	}
@@ -123,6 +111,31 @@ func LocatePython(getenv func(string) string) (*Python, error) {
 	return &Python{Exe: exe, Source: sdk, NatsWheel: wheel, Vendor: vendor}, nil
 }
 
+// VendorPaths returns the vendor folder, LANGBOT_VENDOR (default
+// ../shared/vendor from the repository root), and the nats-py wheel in it
+// ("" when absent).
+func VendorPaths(getenv func(string) string) (vendor, wheel string) {
+	vendor = getenv(EnvVendor)
+	if vendor == "" {
+		if root, err := RepoRoot(); err == nil {
+			vendor = filepath.Join(root, "..", "shared", "vendor")
+		}
+	}
+	if vendor != "" {
+		if abs, err := filepath.Abs(vendor); err == nil {
+			vendor = abs
+		}
+	}
+	wheel = filepath.Join(vendor, vendorWheel)
+	if _, err := os.Stat(wheel); err != nil {
+		wheel = ""
+	}
+	return vendor, wheel
+}
+
+// VendorSDK returns the vendored SDK's src folder under vendor.
+func VendorSDK(vendor string) string { return filepath.Join(vendor, vendorSDK) }
+
 // vendorVenv returns the python of a virtual environment whose .pth lists
 // the SDK's src, the base interpreter's site-packages and Debian's
 // dist-packages, creating it in the user cache directory when needed. A
@@ -130,24 +143,47 @@ func LocatePython(getenv func(string) string) (*Python, error) {
 // explicit environment of its own, and only the interpreter's path reaches
 // the worker.
 func vendorVenv(base, sdk string) (string, error) {
+	in, err := InspectPython(base)
+	if err != nil {
+		return "", err
+	}
+	return in.Venv("runtime-venv", append(append([]string{sdk}, in.Sites...), debianDist))
+}
+
+// Interpreter is a base Python: its real executable, its site-packages and
+// its version ("3.11").
+type Interpreter struct {
+	Exe     string
+	Sites   []string
+	Version string
+}
+
+// InspectPython asks base for its executable, site-packages and version.
+func InspectPython(base string) (Interpreter, error) {
 	out, err := pyRun(base, "import sys, site, json; print(json.dumps([sys.executable, site.getsitepackages(), '%d.%d' % sys.version_info[:2]]))")
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %s", errNoRuntime, base, tail(out, 400))
+		return Interpreter{}, fmt.Errorf("%w: %s: %s", errNoRuntime, base, tail(out, 400))
 	}
 	var info []json.RawMessage
-	var exe, ver string
-	var sites []string
+	var in Interpreter
 	if err := json.Unmarshal(bytes.TrimSpace(out), &info); err != nil || len(info) != 3 ||
-		json.Unmarshal(info[0], &exe) != nil || json.Unmarshal(info[1], &sites) != nil || json.Unmarshal(info[2], &ver) != nil {
-		return "", fmt.Errorf("%w: %s: unexpected answer %q", errNoRuntime, base, tail(out, 200))
+		json.Unmarshal(info[0], &in.Exe) != nil || json.Unmarshal(info[1], &in.Sites) != nil || json.Unmarshal(info[2], &in.Version) != nil {
+		return Interpreter{}, fmt.Errorf("%w: %s: unexpected answer %q", errNoRuntime, base, tail(out, 200))
 	}
-	pth := strings.Join(append(append([]string{sdk}, sites...), debianDist), "\n") + "\n"
-	sum := sha256.Sum256([]byte(exe + "\x00" + pth))
+	return in, nil
+}
+
+// Venv returns the python of a virtual environment of in whose .pth file
+// holds lines (paths, or `import` lines), creating it in the user cache
+// directory under name plus a hash of its contents when needed.
+func (in Interpreter) Venv(name string, lines []string) (string, error) {
+	pth := strings.Join(lines, "\n") + "\n"
+	sum := sha256.Sum256([]byte(in.Exe + "\x00" + pth))
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
 	}
-	dir := filepath.Join(cache, "langbot-nats", "runtime-venv-"+hex.EncodeToString(sum[:6]))
+	dir := filepath.Join(cache, "langbot-nats", name+"-"+hex.EncodeToString(sum[:6]))
 	python := filepath.Join(dir, "bin", "python")
 	if _, err := os.Stat(python); err == nil {
 		return python, nil
@@ -161,13 +197,8 @@ func vendorVenv(base, sdk string) (string, error) {
 	}
 	defer os.RemoveAll(tmp)
 	// The venv is built under its final name's sibling and renamed, so a
-	// concurrent test process never sees half of one. Its bin/python points
-	// at the real interpreter; paths inside are relative to the venv.
-	if out, err := exec.Command(exe, "-m", "venv", "--without-pip", filepath.Join(tmp, "v")).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("%w: creating a virtual environment: %v: %s", errNoRuntime, err, tail(out, 400))
-	}
-	site := filepath.Join(tmp, "v", "lib", "python"+ver, "site-packages")
-	if err := os.WriteFile(filepath.Join(site, "langbot_vendor.pth"), []byte(pth), 0o644); err != nil {
+	// concurrent test process never sees half of one.
+	if _, err := in.VenvAt(filepath.Join(tmp, "v"), lines); err != nil {
 		return "", err
 	}
 	if err := os.Rename(filepath.Join(tmp, "v"), dir); err != nil {
@@ -176,6 +207,21 @@ func vendorVenv(base, sdk string) (string, error) {
 		}
 	}
 	return python, nil
+}
+
+// VenvAt creates a virtual environment of in at dir (which must not exist)
+// whose .pth file holds lines, and returns its python. Its bin/python
+// points at the real interpreter; paths inside are relative to the venv.
+func (in Interpreter) VenvAt(dir string, lines []string) (string, error) {
+	if out, err := exec.Command(in.Exe, "-m", "venv", "--without-pip", dir).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%w: creating a virtual environment: %v: %s", errNoRuntime, err, tail(out, 400))
+	}
+	site := filepath.Join(dir, "lib", "python"+in.Version, "site-packages")
+	pth := strings.Join(lines, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(site, "langbot_vendor.pth"), []byte(pth), 0o644); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "bin", "python"), nil
 }
 
 func pyRun(python, code string) ([]byte, error) {
