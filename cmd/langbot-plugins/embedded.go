@@ -152,7 +152,7 @@ func (e *embedded) startServer(users []accountUser, creds map[string]string, hos
 	}
 	defer os.Remove(conf)
 	return natsembed.Start(natsembed.Config{Dir: filepath.Join(e.dir, storeDir), Host: host, Port: port,
-		ServerName: name, ConfigFile: conf, Logging: e.logging})
+		ServerName: name, ConfigFile: conf, Logging: e.logging, MaxPending: bus.MaxPendingFor(natsembed.DefaultMaxPayload)})
 }
 
 // setup creates what the deployment creates before the services start

@@ -88,7 +88,8 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 		return err
 	}
 	natsembed.Tune() // for the life of the process: nothing to restore
-	srv, err := natsembed.Start(natsembed.Config{Dir: filepath.Join(*dataDir, "jetstream"), Host: host, Port: port, ServerName: "lbctl-dev"})
+	srv, err := natsembed.Start(natsembed.Config{Dir: filepath.Join(*dataDir, "jetstream"), Host: host, Port: port, ServerName: "lbctl-dev",
+		MaxPending: bus.MaxPendingFor(natsembed.DefaultMaxPayload)})
 	if err != nil {
 		return err
 	}

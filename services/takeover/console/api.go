@@ -41,6 +41,19 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 		writeError(w, http.StatusMethodNotAllowed, "bad_request", "", "use GET, POST or DELETE")
 		return
 	}
+	admitted := h.now()
+	if r.Method == http.MethodPost && endpoint == "/reply" && !h.tokenReplies.allowAt(keyOf(tokID), admitted) {
+		// Before the body is read (issue 33): the per-session limit below
+		// needs the body's sid, and four waves of twenty 9 MiB replies of
+		// one token were read whole, 351 MiB, to be refused 429. A token's
+		// replies come at most a session's rate apart (tokenReplyBurst), and
+		// the session's check counts each at this same instant, so a reply
+		// of one token is refused after its read only when another token
+		// answered the same session meanwhile (or its read finished after
+		// those of two later ones).
+		writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many replies, slow down")
+		return
+	}
 	release, ok := h.admitBody(w, r, endpoint)
 	if !ok {
 		return
@@ -65,7 +78,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 			writeError(w, http.StatusBadRequest, "bad_request", "", "sid is missing or malformed")
 			return
 		}
-		if !h.replies.allow(keyOf(sc.String(), p.SID)) {
+		if !h.replies.allowAt(keyOf(sc.String(), p.SID), admitted) {
 			writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many replies to this session, slow down")
 			return
 		}

@@ -85,7 +85,7 @@ const (
 	maxOtherBody     = 1 << 20
 	tokenRate        = 20 // requests per second per token
 	tokenBurst       = 40
-	replyRate        = 2 // replies per second per session
+	replyRate        = 2 // replies per second per session, and per token
 	replyBurst       = 2
 	maxStreamsPerScp = 50
 	// maxStreamsPerToken is an operator's tabs; a token cannot hold its
@@ -96,6 +96,12 @@ const (
 	maxStreams = 2000
 )
 
+// tokenReplyBurst is one token's burst of replies, checked before the body
+// is read: below the session's, so that the session's check after the read
+// (counted at the same instant, the admission's) does not refuse what the
+// token's let through unless another token answered that session.
+const tokenReplyBurst = 1
+
 // Handler serves the console. It is safe for concurrent use.
 type Handler struct {
 	cfg     Config
@@ -105,9 +111,12 @@ type Handler struct {
 	log     *slog.Logger
 	catalog *i18n.Catalog
 	tokens  *limiter
-	replies *limiter
-	hub     *hub
-	budget  *byteBudget
+	replies *limiter // per session, once the body named it
+	// tokenReplies limits a token's replies before their bodies are read
+	// (the session is known only from the body)
+	tokenReplies *limiter
+	hub          *hub
+	budget       *byteBudget
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -149,10 +158,11 @@ func New(cfg Config, ops Operations) (*Handler, error) {
 	}
 	h := &Handler{
 		cfg: cfg, key: key, ops: ops, now: cfg.Clock, log: cfg.Logger.With("component", "console"), catalog: cat,
-		tokens:  newLimiter(tokenRate, tokenBurst, cfg.Clock),
-		replies: newLimiter(replyRate, replyBurst, cfg.Clock),
-		closed:  make(chan struct{}),
-		budget:  &byteBudget{cap: cfg.BodyBudget},
+		tokens:       newLimiter(tokenRate, tokenBurst, cfg.Clock),
+		replies:      newLimiter(replyRate, replyBurst, cfg.Clock),
+		tokenReplies: newLimiter(replyRate, tokenReplyBurst, cfg.Clock),
+		closed:       make(chan struct{}),
+		budget:       &byteBudget{cap: cfg.BodyBudget},
 	}
 	h.hub = newHub(ops)
 	return h, nil

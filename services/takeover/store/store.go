@@ -557,7 +557,7 @@ func (st *Store) Schedule(ctx context.Context, sc binding.Scope, sid string, exp
 	subject, _ := st.subj.Internal(Plugin, KindTimer, sc, sid)
 	target, _ := st.subj.Internal(Plugin, KindExpire, sc, sid)
 	body, _ := json.Marshal(model.TimerBody{SID: sid, ExpiresAt: expiresAt})
-	return bus.ScheduleAt(ctx, st.js, subject, target, time.UnixMilli(model.ScheduleAt(expiresAt)), body, bus.KeepLastFired)
+	return bus.ScheduleAt(ctx, st.js, subject, target, time.UnixMilli(model.ScheduleAt(expiresAt)), body)
 }
 
 // CancelSchedule removes the session's schedule and any fired message not
