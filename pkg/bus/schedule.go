@@ -334,26 +334,13 @@ func (p *firedPool) keepWaiting(stop <-chan struct{}) {
 	}
 }
 
-// firedPullExpiry and firedHeartbeat bound the life of one pull request
-// of a fired-message pool and the wait for the server's idle heartbeat on
-// it. With nats.go's defaults (30 s, heartbeat 15 s) a pull request the
-// server no longer held while the client still counted on it stopped the
-// pool for 30 s (2 heartbeats missed) with messages due: seen under the
-// race detector in about one of four runs of 300 reminders due at once
-// (TestBurstOnASmallPoolIsDeliveredInBoundedTime; the server showed no
-// waiting pull request and 172 messages not yet delivered). With these a
-// lost pull request costs at most two seconds.
+// firedPullExpiry and firedHeartbeat bound the life of one fetch of a
+// fired-message pool and the wait for the server's idle heartbeat on it:
+// a pull request lost on the way costs at most two seconds.
 const (
 	firedPullExpiry = 5 * time.Second
 	firedHeartbeat  = time.Second
 )
-
-// firedPullOpts are the options of a fired-message pool's iterator: it
-// holds at most Workers messages fetched ahead of the pool.
-func firedPullOpts(cfg FiredConfig) []jetstream.PullMessagesOpt {
-	return []jetstream.PullMessagesOpt{jetstream.PullMaxMessages(cfg.Workers),
-		jetstream.PullExpiry(firedPullExpiry), jetstream.PullHeartbeat(firedHeartbeat)}
-}
 
 // firedKey is the fairness key of a fired subject
 // "<prefix>.<plugin>.<kind>.<scope>.<ids...>": its three scope tokens, a
@@ -429,10 +416,6 @@ func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandl
 	if err != nil {
 		return fmt.Errorf("bus: consumer %s: %w", cfg.Durable, err)
 	}
-	it, err := cons.Messages(firedPullOpts(cfg)...)
-	if err != nil {
-		return fmt.Errorf("bus: consume %s: %w", cfg.Durable, err)
-	}
 	// held in all: the workers and 4 per worker waiting; per installation:
 	// the workers and half the waiting ones (the runner's intake ratios)
 	queue := 4 * cfg.Workers
@@ -449,69 +432,86 @@ func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandl
 		defer close(keepDone)
 		p.keepWaiting(keepStop)
 	}()
-	// The iterator can end without a stop of ours: the server answers a
-	// pending pull with a terminal status (consumer deleted) when a node
-	// holding the consumer restarts, and nats.go then closes the iterator.
-	// Ending the loop there would stop every fired message of the service
-	// until the process restarts, so the loop opens a new iterator.
-	var (
-		itMu     sync.Mutex
-		stopping bool
-	)
-	current := it
+	stopCtx, stop := context.WithCancel(context.Background())
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
 		defer close(loopDone)
-		for {
-			p.held <- struct{}{}
-			itMu.Lock()
-			cur := current
-			itMu.Unlock()
-			m, err := cur.Next()
-			if err != nil {
-				<-p.held
-				if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-					continue
-				}
-				itMu.Lock()
-				done := stopping
-				itMu.Unlock()
-				if done || r.nc.IsClosed() {
-					return
-				}
-				r.log.Warn("fired-message iterator closed by the server; reopening", "consumer", cfg.Durable)
-				time.Sleep(time.Second)
-				nit, err := cons.Messages(firedPullOpts(cfg)...)
-				if err != nil {
-					continue
-				}
-				itMu.Lock()
-				if stopping {
-					itMu.Unlock()
-					nit.Stop()
-					return
-				}
-				current = nit
-				itMu.Unlock()
-				continue
-			}
-			p.admit(m)
-		}
+		p.fetchLoop(stopCtx, cons)
 	}()
 	r.addStop(func() {
 		p.closing.Store(true)
-		itMu.Lock()
-		stopping = true
-		cur := current
-		itMu.Unlock()
-		cur.Drain()
+		stop()
 		<-loopDone
 		p.inflight.Wait()
 		close(keepStop)
 		<-keepDone
 	})
 	return nil
+}
+
+// fetchLoop fetches fired messages while ctx lives, one pull request at a
+// time for as many messages as the pool has room for (at most Workers),
+// and admits each as it arrives.
+//
+// It fetches rather than using nats.go's message iterator (Messages):
+// the iterator delivers into a channel whose capacity is its batch, shared
+// with the server's heartbeats and status messages, and drops what does
+// not fit. With a batch of Workers (2 in the small configuration) a
+// dropped message left the iterator counting on a pull the server had
+// finished, so nothing was fetched until a missed heartbeat (15 s twice)
+// reset it, and the dropped message itself came back only after AckWait:
+// under the race detector about one run in four of 300 reminders due at
+// once stalled for 30 s with 172 messages undelivered and no pull request
+// waiting (issue 33). A fetch's channel holds twice its batch and is
+// drained by its own goroutine. An error (the server answers a pending
+// pull with a terminal status when a node holding the consumer restarts)
+// is retried after a second, so fired messages never stop for good.
+func (p *firedPool) fetchLoop(ctx context.Context, cons jetstream.Consumer) {
+	for {
+		// one place for the first message (waiting for it), then as many
+		// more as are free, up to Workers
+		select {
+		case p.held <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1
+	more:
+		for n < p.cfg.Workers {
+			select {
+			case p.held <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		got := 0
+		fctx, cancel := context.WithTimeout(ctx, firedPullExpiry)
+		batch, err := cons.Fetch(n, jetstream.FetchContext(fctx), jetstream.FetchHeartbeat(firedHeartbeat))
+		if err == nil {
+			for m := range batch.Messages() {
+				got++
+				p.admit(m) // takes one place
+			}
+			err = batch.Error()
+		}
+		cancel()
+		for range n - got {
+			<-p.held
+		}
+		if ctx.Err() != nil || p.r.nc.IsClosed() {
+			return
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			p.r.log.Warn("fired-message fetch failed; retrying", "consumer", p.cfg.Durable, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
 }
 
 func (r *Runner) handleFired(cfg FiredConfig, stream jetstream.Stream, m jetstream.Msg, h FiredHandler) {

@@ -174,14 +174,21 @@ func (h *Handler) Close() {
 	h.closeOnce.Do(func() { close(h.closed) })
 }
 
+// csp is the standalone console's Content-Security-Policy.
+const csp = "default-src 'self'; img-src 'self' blob: data:; connect-src 'self'; frame-ancestors 'none'"
+
 // ServeHTTP serves the page, its assets, the API and the live feed.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
 	// the standalone console is never framed (clickjacking); a page that
-	// embeds the console in LangBot is a separate file with its own policy
-	hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' blob: data: https:; connect-src 'self'; frame-ancestors 'none'")
+	// embeds the console in LangBot is a separate file with its own policy.
+	// Images come from the console itself only: a remote image in a chat
+	// would tell its server who reads the chat and when (issue 33), so the
+	// page offers it as a link the operator may open, and no remote origin
+	// may load even by mistake.
+	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Frame-Options", "DENY")
 	path, ok := strings.CutPrefix(r.URL.Path, h.cfg.Prefix)
 	if !ok {
