@@ -97,10 +97,12 @@ const (
 )
 
 // tokenReplyBurst is one token's burst of replies, checked before the body
-// is read: below the session's, so that the session's check after the read
+// is read: the session's, so that the session's check after the read
 // (counted at the same instant, the admission's) does not refuse what the
-// token's let through unless another token answered that session.
-const tokenReplyBurst = 1
+// token's let through unless another token answered that session (a
+// token's replies are read one at a time, so they reach that check in
+// order). An operator may still answer two chats in a row.
+const tokenReplyBurst = replyBurst
 
 // Handler serves the console. It is safe for concurrent use.
 type Handler struct {
@@ -115,8 +117,13 @@ type Handler struct {
 	// tokenReplies limits a token's replies before their bodies are read
 	// (the session is known only from the body)
 	tokenReplies *limiter
-	hub          *hub
-	budget       *byteBudget
+	// reading holds the tokens with a reply being read: one at a time, so
+	// a token's replies reach the session's check in the order they were
+	// admitted
+	readingMu sync.Mutex
+	reading   map[limitKey]struct{}
+	hub       *hub
+	budget    *byteBudget
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -161,6 +168,7 @@ func New(cfg Config, ops Operations) (*Handler, error) {
 		tokens:       newLimiter(tokenRate, tokenBurst, cfg.Clock),
 		replies:      newLimiter(replyRate, replyBurst, cfg.Clock),
 		tokenReplies: newLimiter(replyRate, tokenReplyBurst, cfg.Clock),
+		reading:      map[limitKey]struct{}{},
 		closed:       make(chan struct{}),
 		budget:       &byteBudget{cap: cfg.BodyBudget},
 	}

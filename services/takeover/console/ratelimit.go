@@ -111,3 +111,22 @@ func (l *limiter) len() int {
 	defer l.mu.Unlock()
 	return len(l.buckets)
 }
+
+// startReply marks a reply of the token key as being read, or reports false
+// when one already is. end, idempotent, unmarks it.
+func (h *Handler) startReply(key limitKey) (end func(), ok bool) {
+	h.readingMu.Lock()
+	defer h.readingMu.Unlock()
+	if _, busy := h.reading[key]; busy {
+		return nil, false
+	}
+	h.reading[key] = struct{}{}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.readingMu.Lock()
+			delete(h.reading, key)
+			h.readingMu.Unlock()
+		})
+	}, true
+}
