@@ -205,8 +205,7 @@ func (f *Fired) Ack(context.Context) error { return f.msg.Ack() }
 // whole redelivery queue on any purge of a subject the consumer's filter
 // covers, so each such purge left every message already due for
 // redelivery (nak'd with a delay, deferred by the pool) waiting a full
-// AckWait more (docs/reliability.md "Fired messages are removed by
-// sequence"). A rollup on a fired subject is such a purge too, which is
+// AckWait more (docs/reliability.md, "Hardening (issue 33)"). A rollup on a fired subject is such a purge too, which is
 // why ScheduleAt relies on the stream's per-subject limit instead. The ack
 // stands when the delete fails; the error says why.
 func (f *Fired) Remove(ctx context.Context) error {
