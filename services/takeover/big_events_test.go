@@ -44,7 +44,7 @@ func TestMaximumSizeEventsKeepTheServiceConnected(t *testing.T) {
 	h.js = srv.JetStream(t)
 	h.hostC = srv.Conn(t)
 	h.host = bustest.NewHost(t, h.hostC, bus.Subjects{})
-	h.inv = bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)
+	h.inv = bustest.NewInvoker(t, bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil), h.js, h.runners)
 	h.svc = h.startReplica(svcConn)
 
 	big, other := newBinding("big"), newBinding("other")
