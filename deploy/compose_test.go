@@ -399,6 +399,10 @@ func checkComposeNATS(t *testing.T, c *composeCopy, p *types.Project) {
 	if !opts.JetStream || !opts.SyncAlways {
 		t.Errorf("JetStream %v, sync_interval always %v: want both", opts.JetStream, opts.SyncAlways)
 	}
+	// issue 33 (bus.MaxPendingFor in the main module; docs/operations.md)
+	if want := 8*int64(opts.MaxPayload) + 64<<20; opts.MaxPending < want {
+		t.Errorf("max_pending %d, want at least 8 x max_payload + 64 MiB = %d", opts.MaxPending, want)
+	}
 	if !strings.HasPrefix(opts.StoreDir, dataTarget+"/") {
 		t.Errorf("store_dir %s is not on the volume mounted at %s", opts.StoreDir, dataTarget)
 	}

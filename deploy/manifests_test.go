@@ -766,8 +766,15 @@ func checkNATS(t *testing.T, m *manifest, w want) {
 	}
 	// spec/takeover.md section 11: 32 MiB carries an event with an 8 MiB
 	// inline image and a reply with two 10 MiB attachments in base64.
-	if mp, _ := cfg["max_payload"].(int64); mp != 32<<20 {
+	mp, _ := cfg["max_payload"].(int64)
+	if mp != 32<<20 {
 		t.Errorf("nats.conf: max_payload %d, want 32 MiB", mp)
+	}
+	// issue 33: eight maximum-size messages in flight to one service
+	// connection must not make the server drop it as a slow consumer
+	// (bus.MaxPendingFor in the main module; docs/operations.md)
+	if pend, _ := cfg["max_pending"].(int64); pend < 8*mp+64<<20 {
+		t.Errorf("nats.conf: max_pending %d, want at least 8 x max_payload + 64 MiB = %d", pend, 8*mp+64<<20)
 	}
 	if _, ok := cfg["accounts"]; !ok {
 		t.Error("nats.conf: accounts.conf is not included")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"
 	"github.com/langbot-nats/plugins/services/takeover"
@@ -58,8 +59,8 @@ func TestNoTextHardCodesACommandPrefix(t *testing.T) {
 		if err := d.Validate(); err != nil {
 			t.Error(err)
 		}
-		if c, ok := d.ConfigItem(plugin.CommandPrefixItem); !ok || c.Default != plugin.DefaultCommandPrefix {
-			t.Errorf("%s: no %s setting with default %q (%+v)", d.Plugin, plugin.CommandPrefixItem, plugin.DefaultCommandPrefix, c)
+		if c, ok := d.ConfigItem(settings.CommandPrefixItem); !ok || c.Default != settings.DefaultCommandPrefix {
+			t.Errorf("%s: no %s setting with default %q (%+v)", d.Plugin, settings.CommandPrefixItem, settings.DefaultCommandPrefix, c)
 		}
 	}
 }

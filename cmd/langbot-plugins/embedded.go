@@ -177,7 +177,7 @@ func (e *embedded) startServer(conf string, users []accountUser, creds map[strin
 	}
 	defer os.Remove(path)
 	return natsembed.Start(natsembed.Config{Dir: filepath.Join(e.dir, storeDir), Host: host, Port: port,
-		ServerName: name, ConfigFile: path, Logging: e.logging})
+		ServerName: name, ConfigFile: path, Logging: e.logging, MaxPending: bus.MaxPendingFor(natsembed.DefaultMaxPayload)})
 }
 
 // setup creates what the deployment creates before the services start

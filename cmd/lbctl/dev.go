@@ -94,7 +94,7 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 	}
 	natsembed.Tune() // for the life of the process: nothing to restore
 	srv, err := natsembed.Start(natsembed.Config{Dir: filepath.Join(*dataDir, "jetstream"), Host: host, Port: port, ServerName: "lbctl-dev",
-		ConfigFile: acc.conf})
+		ConfigFile: acc.conf, MaxPending: bus.MaxPendingFor(natsembed.DefaultMaxPayload)})
 	_ = os.Remove(acc.conf)
 	if err != nil {
 		return err

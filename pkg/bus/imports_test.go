@@ -176,6 +176,11 @@ func architectureViolations(pkgs []listedPackage) []string {
 		switch {
 		case parts[0] == "cmd" || parts[0] == "reliability":
 			// commands and the system tests may import services and pkg
+		case rel == "services":
+			// the checks that span the three services: test files only
+			if len(p.Imports) > 0 {
+				out = append(out, p.ImportPath+" imports "+strings.Join(p.Imports, ", ")+": it holds test files only")
+			}
 		case parts[0] == "services" && len(parts) >= 3 && parts[2] == "cmd":
 			svc := parts[1]
 			for _, imp := range p.Imports {

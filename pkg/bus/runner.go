@@ -518,7 +518,8 @@ func (r *Runner) Start(ctx context.Context) error {
 	for _, ep := range Endpoints {
 		if err := svc.AddEndpoint(string(ep), micro.HandlerFunc(r.dispatcher(ep)),
 			micro.WithEndpointSubject(r.subjects.InvocationAll(r.cfg.Plugin, ep)),
-			micro.WithEndpointQueueGroup(r.cfg.Plugin)); err != nil {
+			micro.WithEndpointQueueGroup(r.cfg.Plugin),
+			micro.WithEndpointPendingLimits(nats.DefaultSubPendingMsgsLimit, pendingBytes(r.cfg))); err != nil {
 			_ = svc.Stop()
 			return fmt.Errorf("bus: endpoint %s: %w", ep, err)
 		}

@@ -75,27 +75,20 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, spec StreamSpec) 
 	return s, nil
 }
 
-// KeepFired says which of a schedule's fired messages its target keeps.
-type KeepFired bool
-
-const (
-	// KeepAllFired keeps every fired message until it is handled.
-	KeepAllFired KeepFired = false
-	// KeepLastFired makes each firing replace the previous fired message on
-	// the target (a rollup), so at most one waits for its handler.
-	KeepLastFired KeepFired = true
-)
-
 // ScheduleAt arms a one-shot schedule on subject that the server republishes
 // onto target at the given second (DESIGN 5: "@at <RFC 3339 UTC>"; a past
 // instant fires at once). Republishing on the same subject replaces the
-// schedule. keep says whether the target keeps every fired message or only
-// the last. ctx's trace context travels with it.
-func ScheduleAt(ctx context.Context, js jetstream.JetStream, subject, target string, at time.Time, body []byte, keep KeepFired) error {
+// schedule. ctx's trace context travels with it.
+//
+// The target keeps the fired messages its stream's limits keep: on a
+// stream whose MaxMsgsPerSubject is 1 (every schedule stream we run) a
+// firing replaces the previous fired message of its target, by the limit,
+// which removes that one message. No rollup header is set on the fired
+// message: a rollup purges the target subject, and nats-server (2.15)
+// empties the redelivery queue of the consumer reading the target on every
+// such purge (see Fired.Remove).
+func ScheduleAt(ctx context.Context, js jetstream.JetStream, subject, target string, at time.Time, body []byte) error {
 	opts := []jetstream.PublishOpt{jetstream.WithScheduleAt(at.UTC().Truncate(time.Second)), jetstream.WithScheduleTarget(target)}
-	if keep == KeepLastFired {
-		opts = append(opts, jetstream.WithScheduleRollup())
-	}
 	return publishSchedule(ctx, js, subject, body, opts)
 }
 
@@ -153,10 +146,17 @@ func PurgeSubjects(ctx context.Context, stream jetstream.Stream, subjects ...str
 // runs at most max(1, Workers/2) handlers at once, and holds at most
 // Workers+2*Workers messages fetched (running or waiting) of the
 // 5*Workers a replica holds. A message of an installation at that bound is
-// deferred: nak'd with a delay (1 s doubling per delivery, at most a
-// minute), which counts as a delivery, except on the last delivery
-// MaxDeliver allows, which is admitted. Waiting messages have their ack
-// deadline extended every AckWait/3.
+// deferred: nak'd with a delay, which counts as a delivery, except on the
+// last delivery MaxDeliver allows, which is admitted. The delays of one
+// installation's deferrals are paced (pacer): each takes the next slot
+// after the installation's previous deferral, slots a handler's service
+// time (measured) apart divided by the handlers it may run, and at most a
+// minute ahead; so deferred messages come back at the rate the pool takes
+// them, and a burst of N is handled in about N service times, never in
+// doubling waves (issue 33: with a delay doubling per delivery, 300
+// reminders of one installation on two workers were 139 delivered after
+// 120 s). Waiting messages have their ack deadline extended every
+// AckWait/3.
 type FiredConfig struct {
 	Stream     string
 	Durable    string
@@ -171,10 +171,12 @@ type FiredConfig struct {
 	MaxAckPending int
 }
 
-// Fired is one fired schedule message. The handler must Ack, Nak or Term
-// it; a message left alone is redelivered after AckWait.
+// Fired is one fired schedule message. The handler must Ack (or Remove),
+// Nak or Term it; a message left alone is redelivered after AckWait.
 type Fired struct {
-	msg jetstream.Msg
+	msg    jetstream.Msg
+	stream jetstream.Stream // the stream it was fired into
+	seq    uint64           // its stream sequence
 	// Subject is the target subject the schedule fired onto.
 	Subject string
 	// Scope and IDs are parsed from Subject: <prefix>.<plugin>.<kind>.<scope>.<ids...>.
@@ -197,6 +199,32 @@ type Fired struct {
 // fired message.
 func (f *Fired) Ack(context.Context) error { return f.msg.Ack() }
 
+// Remove acks the message and deletes it from its stream by its sequence.
+// A handler that is done with a fired message removes it this way rather
+// than by purging its subject: nats-server (2.15) empties a consumer's
+// whole redelivery queue on any purge of a subject the consumer's filter
+// covers, so each such purge left every message already due for
+// redelivery (nak'd with a delay, deferred by the pool) waiting a full
+// AckWait more (docs/reliability.md, "Hardening (issue 33)"). A rollup on a fired subject is such a purge too, which is
+// why ScheduleAt relies on the stream's per-subject limit instead. The ack
+// stands when the delete fails; the error says why.
+func (f *Fired) Remove(ctx context.Context) error {
+	ackErr := f.msg.Ack()
+	if f.stream == nil || f.seq == 0 {
+		return ackErr
+	}
+	ctx, cancel := withDefault(ctx)
+	defer cancel()
+	sctx, end := startClientSpan(ctx, "delete fired message", trace.SpanKindClient,
+		MessagingAttrs(f.Subject, "", "delete", "delete")...)
+	err := f.stream.DeleteMsg(sctx, f.seq)
+	end(err)
+	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return errors.Join(ackErr, fmt.Errorf("bus: delete fired message: %w", err))
+	}
+	return ackErr
+}
+
 // Nak asks for redelivery after delay.
 func (f *Fired) Nak(delay time.Duration) error { return f.msg.NakWithDelay(delay) }
 
@@ -217,40 +245,33 @@ type firedPool struct {
 	cfg      FiredConfig
 	h        FiredHandler
 	queue    *fairQueue
-	held     chan struct{} // one token per message fetched and not yet done
+	stream   jetstream.Stream // the consumer's stream (Fired.Remove)
+	held     chan struct{}    // one token per message fetched and not yet done
 	inflight sync.WaitGroup
 	closing  atomic.Bool // stopping: messages not yet started are nak'd
 
 	mu      sync.Mutex
 	running int
-}
 
-// deferral is the delay of a message deferred on its n-th delivery.
-func deferral(n uint64) time.Duration {
-	d := time.Second
-	for i := uint64(1); i < n && d < time.Minute; i++ {
-		d *= 2
-	}
-	return min(d, time.Minute)
+	pace *pacer // the delays of deferred messages
 }
 
 // admit queues a fetched message under its installation, or defers it
 // when the installation holds its bound.
 func (p *firedPool) admit(m jetstream.Msg) {
 	j := job{subject: m.Subject(), start: time.Now(), fired: m}
-	var n uint64
-	if meta, err := m.Metadata(); err == nil {
-		n = meta.NumDelivered
-	}
 	bound := p.queue.scopeHeld
-	if p.cfg.MaxDeliver > 0 && n >= uint64(p.cfg.MaxDeliver) {
-		bound = p.queue.maxHeld // the last delivery allowed: deferring it would drop it
+	if p.cfg.MaxDeliver > 0 {
+		if meta, err := m.Metadata(); err == nil && meta.NumDelivered >= uint64(p.cfg.MaxDeliver) {
+			bound = p.queue.maxHeld // the last delivery allowed: deferring it would drop it
+		}
 	}
-	res := p.queue.pushWithin(firedKey(j.subject), j, bound)
+	key := firedKey(j.subject)
+	res := p.queue.pushWithin(key, j, bound)
 	if res != accepted {
 		<-p.held
 		p.r.metrics.deferred.WithLabelValues(p.cfg.Durable).Inc()
-		_ = m.NakWithDelay(deferral(n))
+		_ = m.NakWithDelay(p.pace.defer1(key, j.start))
 		return
 	}
 	p.pump()
@@ -279,7 +300,9 @@ func (p *firedPool) run(j job) {
 		// a stop does not wait for a backlog: the server redelivers it
 		_ = j.fired.Nak()
 	} else {
-		p.r.handleFired(p.cfg, j.fired, p.h)
+		start := time.Now()
+		p.r.handleFired(p.cfg, p.stream, j.fired, p.h)
+		p.pace.observe(j.scope.key, time.Since(start))
 	}
 	p.queue.done(j)
 	<-p.held
@@ -306,8 +329,17 @@ func (p *firedPool) keepWaiting(stop <-chan struct{}) {
 			_ = j.fired.InProgress()
 		}
 		clear(buf)
+		p.pace.forget(time.Now())
 	}
 }
+
+// firedPullExpiry and firedHeartbeat bound the life of one fetch of a
+// fired-message pool and the wait for the server's idle heartbeat on it:
+// a pull request lost on the way costs at most two seconds.
+const (
+	firedPullExpiry = 5 * time.Second
+	firedHeartbeat  = time.Second
+)
 
 // firedKey is the fairness key of a fired subject
 // "<prefix>.<plugin>.<kind>.<scope>.<ids...>": its three scope tokens, a
@@ -369,25 +401,28 @@ func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandl
 	if cc.MaxDeliver == 0 {
 		cc.MaxDeliver = -1
 	}
-	var cons jetstream.Consumer
+	var (
+		stream jetstream.Stream
+		cons   jetstream.Consumer
+	)
 	err := retrySetup(ctx, func(ctx context.Context) (err error) {
-		cons, err = r.js.CreateOrUpdateConsumer(ctx, cfg.Stream, cc)
+		if stream, err = r.js.Stream(ctx, cfg.Stream); err != nil {
+			return err
+		}
+		cons, err = stream.CreateOrUpdateConsumer(ctx, cc)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("bus: consumer %s: %w", cfg.Durable, err)
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(cfg.Workers))
-	if err != nil {
-		return fmt.Errorf("bus: consume %s: %w", cfg.Durable, err)
-	}
 	// held in all: the workers and 4 per worker waiting; per installation:
 	// the workers and half the waiting ones (the runner's intake ratios)
 	queue := 4 * cfg.Workers
-	p := &firedPool{r: r, cfg: cfg, h: h,
+	p := &firedPool{r: r, cfg: cfg, h: h, stream: stream,
 		queue: newFairQueue(cfg.Workers+queue, cfg.Workers+queue/2, math.MaxInt, math.MaxInt),
 		held:  make(chan struct{}, cfg.Workers+queue)}
 	p.queue.scopeRun = max(1, cfg.Workers/2)
+	p.pace = newPacer(p.queue.scopeRun, maxDeferral)
 	loopDone := make(chan struct{})
 	keepStop, keepDone := make(chan struct{}), make(chan struct{})
 	r.bg.Add(1)
@@ -396,63 +431,16 @@ func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandl
 		defer close(keepDone)
 		p.keepWaiting(keepStop)
 	}()
-	// The iterator can end without a stop of ours: the server answers a
-	// pending pull with a terminal status (consumer deleted) when a node
-	// holding the consumer restarts, and nats.go then closes the iterator.
-	// Ending the loop there would stop every fired message of the service
-	// until the process restarts, so the loop opens a new iterator.
-	var (
-		itMu     sync.Mutex
-		stopping bool
-	)
-	current := it
+	stopCtx, stop := context.WithCancel(context.Background())
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
 		defer close(loopDone)
-		for {
-			p.held <- struct{}{}
-			itMu.Lock()
-			cur := current
-			itMu.Unlock()
-			m, err := cur.Next()
-			if err != nil {
-				<-p.held
-				if !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-					continue
-				}
-				itMu.Lock()
-				done := stopping
-				itMu.Unlock()
-				if done || r.nc.IsClosed() {
-					return
-				}
-				r.log.Warn("fired-message iterator closed by the server; reopening", "consumer", cfg.Durable)
-				time.Sleep(time.Second)
-				nit, err := cons.Messages(jetstream.PullMaxMessages(cfg.Workers))
-				if err != nil {
-					continue
-				}
-				itMu.Lock()
-				if stopping {
-					itMu.Unlock()
-					nit.Stop()
-					return
-				}
-				current = nit
-				itMu.Unlock()
-				continue
-			}
-			p.admit(m)
-		}
+		p.fetchLoop(stopCtx, cons)
 	}()
 	r.addStop(func() {
 		p.closing.Store(true)
-		itMu.Lock()
-		stopping = true
-		cur := current
-		itMu.Unlock()
-		cur.Drain()
+		stop()
 		<-loopDone
 		p.inflight.Wait()
 		close(keepStop)
@@ -461,10 +449,74 @@ func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandl
 	return nil
 }
 
-func (r *Runner) handleFired(cfg FiredConfig, m jetstream.Msg, h FiredHandler) {
-	f := &Fired{msg: m, Subject: m.Subject(), Data: m.Data(), Origin: RemoteSpanContext(m.Headers())}
+// fetchLoop fetches fired messages while ctx lives, one pull request at a
+// time for as many messages as the pool has room for (at most Workers),
+// and admits each as it arrives.
+//
+// It fetches rather than using nats.go's message iterator (Messages):
+// the iterator delivers into a channel whose capacity is its batch, shared
+// with the server's heartbeats and status messages, and drops what does
+// not fit. With a batch of Workers (2 in the small configuration) a
+// dropped message left the iterator counting on a pull the server had
+// finished, so nothing was fetched until a missed heartbeat (15 s twice)
+// reset it, and the dropped message itself came back only after AckWait:
+// under the race detector about one run in four of 300 reminders due at
+// once stalled for 30 s with 172 messages undelivered and no pull request
+// waiting (issue 33). A fetch's channel holds twice its batch and is
+// drained by its own goroutine. An error (the server answers a pending
+// pull with a terminal status when a node holding the consumer restarts)
+// is retried after a second, so fired messages never stop for good.
+func (p *firedPool) fetchLoop(ctx context.Context, cons jetstream.Consumer) {
+	for {
+		// one place for the first message (waiting for it), then as many
+		// more as are free, up to Workers
+		select {
+		case p.held <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1
+	more:
+		for n < p.cfg.Workers {
+			select {
+			case p.held <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		got := 0
+		fctx, cancel := context.WithTimeout(ctx, firedPullExpiry)
+		batch, err := cons.Fetch(n, jetstream.FetchContext(fctx), jetstream.FetchHeartbeat(firedHeartbeat))
+		if err == nil {
+			for m := range batch.Messages() {
+				got++
+				p.admit(m) // takes one place
+			}
+			err = batch.Error()
+		}
+		cancel()
+		for range n - got {
+			<-p.held
+		}
+		if ctx.Err() != nil || p.r.nc.IsClosed() {
+			return
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			p.r.log.Warn("fired-message fetch failed; retrying", "consumer", p.cfg.Durable, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+func (r *Runner) handleFired(cfg FiredConfig, stream jetstream.Stream, m jetstream.Msg, h FiredHandler) {
+	f := &Fired{msg: m, stream: stream, Subject: m.Subject(), Data: m.Data(), Origin: RemoteSpanContext(m.Headers())}
 	if meta, err := m.Metadata(); err == nil {
-		f.Delivered, f.Published = meta.NumDelivered, meta.Timestamp
+		f.Delivered, f.Published, f.seq = meta.NumDelivered, meta.Timestamp, meta.Sequence.Stream
 	}
 	kind, sc, ids, err := r.subjects.ParseInternal(r.cfg.Plugin, f.Subject)
 	opts := []trace.SpanStartOption{

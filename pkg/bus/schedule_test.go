@@ -2,9 +2,12 @@ package bus_test
 
 import (
 	"context"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -58,7 +61,7 @@ func TestScheduleFiresAtDueSecond(t *testing.T) {
 	sched, _ := subj.Internal(plugin, kindSched, sc, "r1")
 	due, _ := subj.Internal(plugin, kindDue, sc, "r1")
 	at := time.Now().Add(2 * time.Second).Truncate(time.Second)
-	if err := bus.ScheduleAt(context.Background(), h.js, sched, due, at, []byte(`{"id":"r1"}`), bus.KeepLastFired); err != nil {
+	if err := bus.ScheduleAt(context.Background(), h.js, sched, due, at, []byte(`{"id":"r1"}`)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -82,7 +85,7 @@ func TestScheduleReplacedCancelledAndSurvivesRestart(t *testing.T) {
 		t.Helper()
 		sched, _ := subj.Internal(plugin, kindSched, sc, id)
 		due, _ := subj.Internal(plugin, kindDue, sc, id)
-		if err := bus.ScheduleAt(context.Background(), h.js, sched, due, at, []byte(body), bus.KeepLastFired); err != nil {
+		if err := bus.ScheduleAt(context.Background(), h.js, sched, due, at, []byte(body)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,7 +135,7 @@ func TestFiredSpanLinksToScheduler(t *testing.T) {
 	ctx, span := tp.Tracer("t").Start(context.Background(), "schedule")
 	sched, _ := subj.Internal(plugin, kindSched, sc, "l1")
 	due, _ := subj.Internal(plugin, kindDue, sc, "l1")
-	if err := bus.ScheduleAt(ctx, h.js, sched, due, time.Now(), nil, bus.KeepLastFired); err != nil {
+	if err := bus.ScheduleAt(ctx, h.js, sched, due, time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	span.End()
@@ -157,4 +160,142 @@ func TestFiredSpanLinksToScheduler(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("no fired span links to the scheduling trace")
+}
+
+// TestFiredBurstOfOneInstallationOnTwoWorkers (issue 33): 300 fired
+// messages of one installation, published at once onto a pool of two
+// workers whose handler does one JetStream write, are each handled within
+// a wait far longer than the 300 writes need. The pool holds six of one
+// installation's messages and defers the others; with a delay that doubled
+// per delivery (1 s up to a minute) they came back in waves with idle
+// workers between them, and far fewer than 300 were handled in the wait.
+func TestFiredBurstOfOneInstallationOnTwoWorkers(t *testing.T) {
+	const n = 300
+	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.Deps{})
+	subj := h.runner.Subjects()
+	ctx := context.Background()
+	if _, err := bus.EnsureStream(ctx, h.js, bus.StreamSpec{Name: "ECHO_BURST", Subjects: []string{subj.InternalAll(plugin, kindDue)}}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := h.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "echo_burst"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		handled = map[string]uint64{} // id: deliveries when handled
+		done    = make(chan struct{})
+	)
+	err = h.runner.ConsumeFired(ctx, bus.FiredConfig{Stream: "ECHO_BURST", Durable: "echo-burst", Filter: subj.InternalAll(plugin, kindDue), Workers: 2},
+		func(ctx context.Context, f *bus.Fired) {
+			if _, err := kv.Put(ctx, f.IDs[0], nil); err != nil {
+				_ = f.Nak(0)
+				return
+			}
+			_ = f.Ack(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if _, ok := handled[f.IDs[0]]; !ok {
+				handled[f.IDs[0]] = f.Delivered
+				if len(handled) == n {
+					close(done)
+				}
+			}
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bus.ScopeOf(bindingFor("i1", "w1", "n1", 1, 1))
+	start := time.Now()
+	for i := range n {
+		due, _ := subj.Internal(plugin, kindDue, sc, "r"+strconv.Itoa(i))
+		if _, err := h.js.PublishAsync(due, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-h.js.PublishAsyncComplete()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%d of %d fired messages handled after 60 s", len(handled), n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	most := uint64(0)
+	for _, d := range handled {
+		most = max(most, d)
+	}
+	t.Logf("%d handled in %v; at most %d deliveries of one", n, time.Since(start), most)
+}
+
+// TestFiredRedeliveriesSurviveRemovals (issue 33): 300 fired messages of
+// one installation are each nak'd with a delay on their first delivery
+// (as an early fire waits for its instant) and removed (Fired.Remove) once
+// handled on the second. All are handled within a wait far longer than
+// the work needs. When a handled message was dropped by purging its
+// subject instead, each purge emptied the consumer's redelivery queue on
+// the server, the messages queued there came back only after AckWait, and
+// 119 of 300 were handled in 45 s.
+func TestFiredRedeliveriesSurviveRemovals(t *testing.T) {
+	const n = 300
+	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.Deps{})
+	subj := h.runner.Subjects()
+	ctx := context.Background()
+	st, err := bus.EnsureStream(ctx, h.js, bus.StreamSpec{Name: "ECHO_BURST", Subjects: []string{subj.InternalAll(plugin, kindDue)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		handled = map[string]bool{}
+		done    = make(chan struct{})
+	)
+	instant := time.Now().Add(2 * time.Second)
+	err = h.runner.ConsumeFired(ctx, bus.FiredConfig{Stream: "ECHO_BURST", Durable: "echo-burst", Filter: subj.InternalAll(plugin, kindDue), Workers: 2},
+		func(ctx context.Context, f *bus.Fired) {
+			if f.Delivered == 1 {
+				_ = f.Nak(time.Until(instant))
+				return
+			}
+			if err := f.Remove(ctx); err != nil {
+				t.Errorf("remove: %v", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !handled[f.IDs[0]] {
+				handled[f.IDs[0]] = true
+				if len(handled) == n {
+					close(done)
+				}
+			}
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bus.ScopeOf(bindingFor("i1", "w1", "n1", 1, 1))
+	for i := range n {
+		due, _ := subj.Internal(plugin, kindDue, sc, "r"+strconv.Itoa(i))
+		if _, err := h.js.PublishAsync(due, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-h.js.PublishAsyncComplete()
+	select {
+	case <-done:
+	case <-time.After(45 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%d of %d fired messages handled after 45 s", len(handled), n)
+	}
+	t.Logf("%d handled %v after their instant", n, time.Since(instant))
+	// every handled message is gone from the stream
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 0 {
+		t.Fatalf("%d messages left in the stream, want 0", info.State.Msgs)
+	}
 }

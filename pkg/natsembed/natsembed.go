@@ -57,9 +57,14 @@ type Config struct {
 	Host       string // default 127.0.0.1
 	Port       int    // 0: 4222; -1: a random free port
 	ServerName string // default "langbot-dev"
-	// MaxPayload raises the server's message size limit; default 16 MiB,
-	// so that takeover attachments fit in one message.
+	// MaxPayload raises the server's message size limit; default
+	// DefaultMaxPayload, so that takeover attachments fit in one message.
 	MaxPayload int32
+	// MaxPending is the bytes the server queues for one connection before
+	// it closes it as a slow consumer; 0 keeps the server's (64 MiB) or
+	// the config file's. Callers set bus.MaxPendingFor(max_payload), the
+	// deployment's relation (docs/operations.md).
+	MaxPending int64
 	// Cluster, when set, joins a JetStream cluster.
 	Cluster *Cluster
 	// Logging sends the server's log to stderr.
@@ -68,6 +73,10 @@ type Config struct {
 	// fields above then override it.
 	ConfigFile string
 }
+
+// DefaultMaxPayload is the message size limit of a server whose Config
+// sets none.
+const DefaultMaxPayload = 16 << 20
 
 // Cluster is the cluster part of Config.
 type Cluster struct {
@@ -155,7 +164,10 @@ func Start(cfg Config) (*server.Server, error) {
 	opts.SyncAlways = true // DESIGN 4: an acknowledged write survives a crash
 	opts.MaxPayload = cfg.MaxPayload
 	if opts.MaxPayload == 0 {
-		opts.MaxPayload = 16 << 20
+		opts.MaxPayload = DefaultMaxPayload
+	}
+	if cfg.MaxPending != 0 {
+		opts.MaxPending = cfg.MaxPending
 	}
 	opts.NoSigs = true
 	if c := cfg.Cluster; c != nil {

@@ -14,34 +14,14 @@ import (
 // errors, alerts, tool results) writes it as "{prefix}<word>" (i18n
 // PrefixArg) and gets the prefix from CommandPrefix: the one the user
 // typed when the text answers a command, otherwise the installation's
-// command_prefix setting (CommandPrefixConfig), whose default is
-// DefaultCommandPrefix.
+// command_prefix setting (CommandPrefixConfig, read by
+// settings.Reader.CommandPrefix), whose default is
+// settings.DefaultCommandPrefix.
 const (
-	// CommandPrefixItem is the installation setting naming the bot's
-	// command prefix, for the texts a plugin writes on its own.
-	CommandPrefixItem = "command_prefix"
-	// DefaultCommandPrefix is the prefix of texts that answer no command
-	// when the installation sets none: LangBot's default before 4.12.
-	DefaultCommandPrefix = "!"
-	// MaxCommandPrefixRunes bounds a prefix (LangBot's are one character;
-	// a few more are allowed, never a sentence).
-	MaxCommandPrefixRunes = 8
 	// maxTypedPrefixRunes bounds the prefix read out of a message's text
 	// when the host does not send it (githubkit spec §3.1 rule 4).
 	maxTypedPrefixRunes = 3
 )
-
-// ValidCommandPrefix reports whether p can be a command prefix: 1 to
-// MaxCommandPrefixRunes code points of valid UTF-8 with no space, control
-// character, letter or digit (a letter would run into the command word).
-func ValidCommandPrefix(p string) bool {
-	if p == "" || !utf8.ValidString(p) || utf8.RuneCountInString(p) > MaxCommandPrefixRunes {
-		return false
-	}
-	return !strings.ContainsFunc(p, func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.IsLetter(r) || unicode.IsDigit(r)
-	})
-}
 
 // TypedPrefix returns the prefix the user typed before the command word:
 // the host's prefix field (DESIGN 3.1 command.prefix) when it is a valid
@@ -49,7 +29,7 @@ func ValidCommandPrefix(p string) bool {
 // first case-insensitive word when that part is 1 to 3 code points
 // without space, else "" (not known).
 func TypedPrefix(word, prefix, fullText string) string {
-	if ValidCommandPrefix(prefix) {
+	if settings.ValidCommandPrefix(prefix) {
 		return prefix
 	}
 	s := strings.TrimLeftFunc(fullText, unicode.IsSpace)
@@ -62,7 +42,7 @@ func TypedPrefix(word, prefix, fullText string) string {
 			break
 		}
 		if i > 0 && len(s)-i >= len(word) && strings.EqualFold(s[i:i+len(word)], word) {
-			if p := s[:i]; ValidCommandPrefix(p) {
+			if p := s[:i]; settings.ValidCommandPrefix(p) {
 				return p
 			}
 			return ""
@@ -74,22 +54,15 @@ func TypedPrefix(word, prefix, fullText string) string {
 
 // CommandPrefix is the prefix a text names commands with: typed (the
 // user's, from TypedPrefix) when known, else configured (the
-// installation's command_prefix) when valid, else DefaultCommandPrefix.
+// installation's command_prefix) when valid, else settings.DefaultCommandPrefix.
 func CommandPrefix(typed, configured string) string {
 	switch {
 	case typed != "":
 		return typed
-	case ValidCommandPrefix(configured):
+	case settings.ValidCommandPrefix(configured):
 		return configured
 	}
-	return DefaultCommandPrefix
-}
-
-// ReadCommandPrefix reads the command_prefix setting: trimmed; missing or
-// empty gives DefaultCommandPrefix silently, an invalid one gives it with
-// a warning in r.
-func ReadCommandPrefix(r *settings.Reader) string {
-	return r.String(CommandPrefixItem, DefaultCommandPrefix, settings.Strings{Trim: true, EmptyIsDefault: true, Valid: ValidCommandPrefix})
+	return settings.DefaultCommandPrefix
 }
 
 // CommandPrefixConfig is the command_prefix item of an installation's
@@ -99,7 +72,7 @@ func ReadCommandPrefix(r *settings.Reader) string {
 // event answer (lbpkg.DumpBudget).
 func CommandPrefixConfig() ConfigItem {
 	return ConfigItem{
-		Name: CommandPrefixItem, Type: "string", Default: DefaultCommandPrefix,
+		Name: settings.CommandPrefixItem, Type: "string", Default: settings.DefaultCommandPrefix,
 		Label: Text{EnUS: "Command prefix", ZhHans: "命令前缀"},
 		Description: Text{
 			EnUS:   "The bots' command prefix (LangBot: !, or / from 4.12), for commands in messages the plugin sends on its own. 1-8 symbols.",

@@ -50,7 +50,7 @@ func TestCommandPrefix(t *testing.T) {
 	}
 }
 
-// TestReadCommandPrefix: the setting is trimmed, a missing or empty one is
+// TestReadCommandPrefix: settings.Reader.CommandPrefix: the setting is trimmed, a missing or empty one is
 // the default silently, an invalid one the default with a warning naming
 // the field.
 func TestReadCommandPrefix(t *testing.T) {
@@ -68,8 +68,8 @@ func TestReadCommandPrefix(t *testing.T) {
 		{`{"command_prefix":7}`, "!", true},
 	} {
 		r := settings.Read(json.RawMessage(tc.raw))
-		got := plugin.ReadCommandPrefix(r)
-		warned := len(r.Warnings()) == 1 && r.Warnings()[0].Field == plugin.CommandPrefixItem
+		got := r.CommandPrefix()
+		warned := len(r.Warnings()) == 1 && r.Warnings()[0].Field == settings.CommandPrefixItem
 		if got != tc.want || warned != tc.warn {
 			t.Errorf("%s: %q (warned %v), want %q (warn %v)", tc.raw, got, warned, tc.want, tc.warn)
 		}
@@ -77,7 +77,7 @@ func TestReadCommandPrefix(t *testing.T) {
 }
 
 // TestCommandPrefixConfig: the config item every plugin declares is
-// valid in a declaration and its default is what ReadCommandPrefix gives
+// valid in a declaration and its default is what settings.Reader.CommandPrefix gives
 // for an empty config.
 func TestCommandPrefixConfig(t *testing.T) {
 	d := valid()
@@ -85,7 +85,7 @@ func TestCommandPrefixConfig(t *testing.T) {
 	if err := d.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c := plugin.CommandPrefixConfig(); c.Default != plugin.ReadCommandPrefix(settings.Read(nil)) {
+	if c := plugin.CommandPrefixConfig(); c.Default != settings.Read(nil).CommandPrefix() {
 		t.Errorf("default %v", c.Default)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
-	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/pkg/settings"
 )
 
@@ -110,7 +109,7 @@ func normalizeSettings(raw json.RawMessage, o normOptions) (Settings, []Warning)
 	}
 	s.SubscribeRequiresAdmin = r.Bool("subscribe_requires_admin", false, settings.Bools{})
 	s.LinkCards = r.Bool("link_cards", true, settings.Bools{})
-	s.CommandPrefix = plugin.ReadCommandPrefix(r)
+	s.CommandPrefix = r.CommandPrefix()
 	var warns []Warning
 	for _, w := range r.Warnings() {
 		warns = append(warns, Warning{Field: w.Field, Reason: string(w.Reason)})

@@ -204,7 +204,7 @@ func measureFireFloor(b *testing.B, srv *bustest.Server, n int) (p50, p99 time.D
 	b.Helper()
 	ctx := context.Background()
 	js := srv.JetStream(b)
-	st, err := bus.EnsureStream(ctx, js, bus.StreamSpec{Name: "BENCH_FIRE", Subjects: []string{"benchfire.>"}, Schedules: true})
+	st, err := bus.EnsureStream(ctx, js, bus.StreamSpec{Name: "BENCH_FIRE", Subjects: []string{"benchfire.>"}, Schedules: true, MaxMsgsPerSubject: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func measureFireFloor(b *testing.B, srv *bustest.Server, n int) (p50, p99 time.D
 				if i >= int64(n) {
 					return
 				}
-				if err := bus.ScheduleAt(ctx, js, fmt.Sprintf("benchfire.sched.%d", i), fmt.Sprintf("benchfire.due.%d", i), due, []byte("x"), bus.KeepLastFired); err != nil {
+				if err := bus.ScheduleAt(ctx, js, fmt.Sprintf("benchfire.sched.%d", i), fmt.Sprintf("benchfire.due.%d", i), due, []byte("x")); err != nil {
 					b.Error(err)
 					return
 				}

@@ -17,7 +17,7 @@ import (
 // resume. Each is a compare-and-set of the record, retried on conflict,
 // followed by what add and delete do to its schedule: a new target is
 // armed (publishing on the sched subject replaces the schedule), a pause
-// purges both subjects. A retried invocation repeats nothing: these are
+// cancels the schedule. A retried invocation repeats nothing: these are
 // state-changing invocations, answered from the dedupe record.
 
 // changeKind names what a change did, for the reply.
@@ -70,7 +70,7 @@ func (s *Service) changeRecord(ctx context.Context, sc binding.Scope, sess Sessi
 		}
 		switch {
 		case c.Held:
-			if err := s.purge(ctx, sc, id, true); err != nil {
+			if err := s.cancel(ctx, sc, id); err != nil {
 				return nil, err
 			}
 		case c.Target() != r.Target() || r.Held || r.State == StateFailed:
@@ -123,7 +123,7 @@ func (s *Service) editText(ctx context.Context, sc binding.Scope, sess Session, 
 	return changeOutcome{kind: changedText, rec: rec}, err
 }
 
-// pause holds a recurring reminder until resumed; its schedule is purged.
+// pause holds a recurring reminder until resumed; its schedule is cancelled.
 func (s *Service) pause(ctx context.Context, sc binding.Scope, sess Session, id string) (changeOutcome, error) {
 	rec, err := s.changeRecord(ctx, sc, sess, id, func(r *Record) *when.Failure {
 		switch {

@@ -51,8 +51,12 @@ func (s *Service) settle(ctx context.Context, f *bus.Fired, outcome string, err 
 	}
 }
 
+// ack is done with a fired message: it acks it and removes it from the
+// stream by its sequence (bus.Fired.Remove), so no handled message stays
+// on its due subject and no due subject is purged.
 func (s *Service) ack(ctx context.Context, f *bus.Fired) {
-	if err := f.Ack(ctx); err != nil {
+	s.writes.Add(1)
+	if err := f.Remove(ctx); err != nil {
 		s.log.WarnContext(ctx, "ack failed", "scope", f.Scope.String(), "err", err)
 	}
 }
@@ -81,7 +85,7 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 	}
 	if auth != nil && auth.State == bus.StateRemoved {
 		// An add that raced the removal may have left a record or index.
-		_ = s.purge(ctx, sc, id, true)
+		_ = s.cancel(ctx, sc, id)
 		_ = s.reminders().Purge(ctx, sc, id)
 		_ = s.indexes().Purge(ctx, sc)
 		s.ack(ctx, f)
@@ -101,7 +105,7 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			return "", err
 		}
 		if rec == nil {
-			if err := s.purge(ctx, sc, id, true); err != nil {
+			if err := s.cancel(ctx, sc, id); err != nil {
 				return "", err
 			}
 			s.ack(ctx, f)
@@ -333,7 +337,6 @@ func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Auth
 			if err := s.writeOutcome(ctx, sc, &c, rev); err != nil {
 				return s.finishOutcome(ctx, f, outcome, err)
 			}
-			_ = s.purge(ctx, sc, c.ID, false)
 			break
 		}
 		o := occ
@@ -350,8 +353,8 @@ func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Auth
 
 // finishOutcome acks after an outcome whose write found the record gone
 // (errGone) and reports other write failures for redelivery. A finished
-// reminder (*finished) has its subjects purged and its message acked by
-// the janitor, off the handler's slot.
+// reminder (*finished) has its fired message removed (and its schedule
+// cancelled when both) by the janitor, off the handler's slot.
 func (s *Service) finishOutcome(ctx context.Context, f *bus.Fired, outcome string, err error) (string, error) {
 	var fin *finished
 	if errors.As(err, &fin) {
@@ -366,14 +369,14 @@ func (s *Service) finishOutcome(ctx context.Context, f *bus.Fired, outcome strin
 }
 
 // finished is what advance returns for a reminder whose record it deleted:
-// not a failure, the signal to purge (both subjects when the delete lost a
-// race) and ack.
+// not a failure, the signal to remove its fired message (and to cancel its
+// schedule, both, when the delete lost a race).
 type finished struct{ both bool }
 
 func (*finished) Error() string { return "schenotify: reminder finished" }
 
 // writeOutcome stores c at the claimed revision; a deleted record has its
-// subjects purged and gives errGone.
+// schedule cancelled and gives errGone.
 func (s *Service) writeOutcome(ctx context.Context, sc binding.Scope, c *Record, rev uint64) error {
 	_, err := s.casRecord(ctx, sc, c, rev)
 	if err == nil {
@@ -381,7 +384,7 @@ func (s *Service) writeOutcome(ctx context.Context, sc binding.Scope, c *Record,
 	}
 	if bus.IsCASConflict(err) {
 		if cur, _, lerr := s.loadRecord(ctx, sc, c.ID); lerr == nil && cur == nil {
-			_ = s.purge(ctx, sc, c.ID, true)
+			_ = s.cancel(ctx, sc, c.ID)
 			return errGone
 		}
 		return errGone // changed by someone else: their write wins
@@ -390,7 +393,8 @@ func (s *Service) writeOutcome(ctx context.Context, sc binding.Scope, c *Record,
 }
 
 // advance moves a handled occurrence on: a one-shot (or a series that has
-// ended) is deleted and its due subject purged; a recurring reminder arms
+// ended) is deleted (its fired message is removed by finishOutcome); a
+// recurring reminder arms
 // its next occurrence and then stores it. done reports that the record is
 // finished (deleted).
 func (s *Service) advance(ctx context.Context, sc binding.Scope, c *Record, rule *when.Rule, loc *time.Location, occ, now time.Time, rev uint64, success bool) (done bool, err error) {

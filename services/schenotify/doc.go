@@ -41,7 +41,7 @@
 // # Changes
 //
 // Snooze, edit, pause and resume (change.go) are compare-and-set updates of
-// the record that re-arm its @at or purge its subjects as add and delete
+// the record that re-arm or cancel its @at as add and delete
 // do. A user's pause (state paused, Held) outlasts the installation's: an
 // attach resumes only the latter.
 //

@@ -8,12 +8,13 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
-// The janitor purges the due subject of a finished reminder and acks its
-// fired message off the handler's slot: during a burst of due reminders,
-// the claims and sends get the storage first (spec 7.4).
+// The janitor removes the fired message of a finished reminder (ack and
+// delete by sequence, bus.Fired.Remove) and cancels its schedule when the
+// delete of its record lost a race, off the handler's slot: during a burst
+// of due reminders, the claims and sends get the storage first (spec 7.4).
 
-// janitorItem is a finished delivery whose due subject is still to be
-// purged and whose fired message is still to be acked.
+// janitorItem is a finished delivery whose fired message is still to be
+// removed (and its schedule cancelled, when both).
 type janitorItem struct {
 	f    *bus.Fired
 	both bool
@@ -62,8 +63,8 @@ func (s *Service) janitorPart() bus.Part {
 	}
 }
 
-// finish queues the purge and ack of a finished reminder for the janitor,
-// or does them at once when the queue is full or stopped. Deferring them
+// finish queues the removal of a finished reminder's fired message for the
+// janitor, or does it at once when the queue is full or stopped. Deferring them
 // keeps the handler's slot, and the schedule stream the server fires into,
 // free for the next claims during a burst of due reminders.
 func (s *Service) finish(ctx context.Context, f *bus.Fired, both bool) {
@@ -81,13 +82,16 @@ func (s *Service) finish(ctx context.Context, f *bus.Fired, both bool) {
 }
 
 func (s *Service) cleanUp(ctx context.Context, it janitorItem) {
-	if err := s.purge(ctx, it.f.Scope, it.f.IDs[0], it.both); err != nil {
-		s.log.WarnContext(ctx, "purge after delivery failed", "scope", it.f.Scope.String(), "id", it.f.IDs[0], "err", err)
+	if it.both {
+		if err := s.cancel(ctx, it.f.Scope, it.f.IDs[0]); err != nil {
+			s.log.WarnContext(ctx, "schedule not cancelled after delivery", "scope", it.f.Scope.String(), "id", it.f.IDs[0], "err", err)
+		}
 	}
 	s.ack(ctx, it.f)
 }
 
-// runJanitor purges and acks finished deliveries until q is closed. Each
+// runJanitor removes the fired messages of finished deliveries until q is
+// closed. Each
 // item waits until no fired message is being handled, or until it has
 // waited janitorYield since it was queued.
 func (s *Service) runJanitor(q <-chan janitorItem) {

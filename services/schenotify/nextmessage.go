@@ -191,8 +191,8 @@ func (s *Service) sendWaiting(ctx context.Context, sc binding.Scope, auth *bus.A
 			c.LastOccurrence = &o
 			_, aerr := s.advance(ctx, sc, &c, out.rule, out.loc, occ, now, crev, true)
 			var fin *finished
-			if errors.As(aerr, &fin) {
-				_ = s.purge(ctx, sc, id, fin.both)
+			if errors.As(aerr, &fin) && fin.both {
+				_ = s.cancel(ctx, sc, id)
 			} else if aerr != nil && !errors.Is(aerr, errGone) {
 				s.log.WarnContext(ctx, "sent waiting reminder not recorded", "scope", sc.String(), "id", id, "err", aerr)
 			}

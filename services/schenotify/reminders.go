@@ -174,8 +174,8 @@ func (s *Service) remove(ctx context.Context, sc binding.Scope, sess Session, id
 		if err != nil {
 			return nil, false, false, storeErr("delete reminder", err)
 		}
-		if err := s.purge(ctx, sc, id, true); err != nil {
-			s.log.WarnContext(ctx, "purge after delete failed", "scope", sc.String(), "id", id, "err", err)
+		if err := s.cancel(ctx, sc, id); err != nil {
+			s.log.WarnContext(ctx, "schedule not cancelled after delete", "scope", sc.String(), "id", id, "err", err)
 		}
 		if err := s.dropIndexEntry(ctx, sc, id); err != nil {
 			s.log.WarnContext(ctx, "index entry not dropped", "scope", sc.String(), "id", id, "err", err)

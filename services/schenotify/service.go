@@ -88,7 +88,7 @@ type Service struct {
 	active activity
 
 	mu      sync.Mutex
-	janitor chan janitorItem // finished deliveries to purge and ack
+	janitor chan janitorItem // finished deliveries whose fired messages are to be removed
 
 	lead  time.Duration // the effective lead (Config.Lead)
 	holds *holder       // deliveries waiting for their instant
@@ -189,6 +189,9 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			Subjects:  []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindDue)},
 			Replicas:  cfg.Replicas,
 			Schedules: true,
+			// one schedule per sched subject, and a firing replaces the
+			// previous fired message of its due subject (bus.ScheduleAt)
+			MaxMsgsPerSubject: 1,
 		}},
 		Consumers: []bus.Consumer{{FiredConfig: bus.FiredConfig{
 			Stream:  StreamName,

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
-	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
@@ -77,7 +76,7 @@ func NormalizeConfig(raw json.RawMessage, defaultZone *time.Location) Settings {
 	s.MaxReminders = r.Int("max_reminders", DefaultMaxReminders, caps)
 	s.MaxPerSession = min(r.Int("max_per_session", DefaultMaxPerSession, caps), s.MaxReminders)
 	s.MentionCreator = r.Bool("mention_creator", true, settings.Bools{})
-	s.CommandPrefix = plugin.ReadCommandPrefix(r)
+	s.CommandPrefix = r.CommandPrefix()
 	for _, w := range r.Warnings() {
 		s.Warnings = append(s.Warnings, ConfigWarning{Field: w.Field, Value: shownValue(w.Raw), Used: w.Used})
 	}

@@ -187,31 +187,34 @@ func (s *Service) arm(ctx context.Context, sc binding.Scope, id string, at time.
 	}
 	body, _ := json.Marshal(scheduleBody{ID: id})
 	s.writes.Add(1)
-	if err := bus.ScheduleAt(ctx, s.runner.JetStream(), sched, due, at, body, bus.KeepLastFired); err != nil {
+	if err := bus.ScheduleAt(ctx, s.runner.JetStream(), sched, due, at, body); err != nil {
 		return storeErr("arm", err)
 	}
 	return nil
 }
 
-// purge removes a reminder's schedule (when sched) and its fired messages.
-func (s *Service) purge(ctx context.Context, sc binding.Scope, id string, sched bool) error {
-	schedSubj, due, err := s.subjects(sc, id)
+// cancel removes a reminder's schedule. Its due subject is left alone: a
+// purge of a due subject would empty the due consumer's redelivery queue
+// (bus.Fired.Remove), so a fired message is removed only once handled,
+// by its sequence (ack), and one that fired before the cancel finds no
+// record (or a changed one) and is removed by its handler.
+func (s *Service) cancel(ctx context.Context, sc binding.Scope, id string) error {
+	sched, _, err := s.subjects(sc, id)
 	if err != nil {
 		return err
 	}
-	subjects := []string{due}
-	if sched {
-		subjects = append(subjects, schedSubj)
-	}
-	s.writes.Add(int64(len(subjects)))
-	if err := bus.PurgeSubjects(ctx, s.streamHandle(), subjects...); err != nil {
-		return storeErr("purge", err)
+	s.writes.Add(1)
+	if err := bus.PurgeSubjects(ctx, s.streamHandle(), sched); err != nil {
+		return storeErr("cancel schedule", err)
 	}
 	return nil
 }
 
 // purgeScope is the runner's removal hook: it cancels every schedule and
 // drops every fired message of the scope; the runner then purges the keys.
+// Its purge of the scope's due subjects empties the due consumer's
+// redelivery queue (bus.Fired.Remove): an uninstall is rare enough to pay
+// that (messages due for redelivery then wait one AckWait).
 func (s *Service) purgeScope(ctx context.Context, sc binding.Scope) error {
 	return bus.PurgeSubjects(ctx, s.streamHandle(),
 		s.subj.InternalScope(Plugin, KindSched, sc), s.subj.InternalScope(Plugin, KindDue, sc))

@@ -90,6 +90,14 @@ func NewServerWithConfig(t testing.TB, file string) *Server {
 
 func startServer(t testing.TB, cfg natsembed.Config) *Server {
 	t.Helper()
+	if cfg.ConfigFile == "" {
+		// as deployed: room for bus.BodiesInFlight maximum-size messages
+		payload := int64(cfg.MaxPayload)
+		if payload == 0 {
+			payload = natsembed.DefaultMaxPayload
+		}
+		cfg.MaxPending = bus.MaxPendingFor(payload)
+	}
 	srv, err := natsembed.Start(cfg)
 	if err != nil {
 		t.Fatalf("bustest: %v", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/natsembed"
 )
 
@@ -51,8 +52,8 @@ func NewServerProcess(t testing.TB, bin string) *Server {
 	dir := t.TempDir()
 	port := freePort(t)
 	conf := filepath.Join(dir, "nats.conf")
-	body := fmt.Sprintf("listen: 127.0.0.1:%d\nserver_name: test\nmax_payload: %d\njetstream {\n  store_dir: %q\n  sync_interval: always\n}\n",
-		port, 16<<20, filepath.Join(dir, "store"))
+	body := fmt.Sprintf("listen: 127.0.0.1:%d\nserver_name: test\nmax_payload: %d\nmax_pending: %d\njetstream {\n  store_dir: %q\n  sync_interval: always\n}\n",
+		port, natsembed.DefaultMaxPayload, bus.MaxPendingFor(natsembed.DefaultMaxPayload), filepath.Join(dir, "store"))
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatalf("bustest: %v", err)
 	}

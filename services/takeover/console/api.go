@@ -41,6 +41,30 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 		writeError(w, http.StatusMethodNotAllowed, "bad_request", "", "use GET, POST or DELETE")
 		return
 	}
+	admitted := h.now()
+	isReply := r.Method == http.MethodPost && endpoint == "/reply"
+	endRead := func() {}
+	if isReply {
+		end, ok := h.startReply(keyOf(tokID))
+		if !ok {
+			writeError(w, http.StatusTooManyRequests, "rate_limited", "", "another reply of yours is still uploading, retry shortly")
+			return
+		}
+		endRead = end
+		defer end()
+		// Before the body is read (issue 33): the per-session limit below
+		// needs the body's sid, and four waves of twenty 9 MiB replies of
+		// one token were read whole, 351 MiB, to be refused 429. A token
+		// sends replies no faster than a session takes them
+		// (tokenReplyBurst), one read at a time, and the session's check
+		// counts each at this same instant, so a reply of one token is
+		// refused after its read only when another token answered the same
+		// session meanwhile.
+		if !h.tokenReplies.allowAt(keyOf(tokID), admitted) {
+			writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many replies, slow down")
+			return
+		}
+	}
 	release, ok := h.admitBody(w, r, endpoint)
 	if !ok {
 		return
@@ -55,7 +79,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 		writeError(w, status, code, "", msg)
 		return
 	}
-	if r.Method == http.MethodPost && endpoint == "/reply" {
+	if isReply {
 		var p struct {
 			SID string `json:"sid"`
 		}
@@ -65,10 +89,11 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 			writeError(w, http.StatusBadRequest, "bad_request", "", "sid is missing or malformed")
 			return
 		}
-		if !h.replies.allow(keyOf(sc.String(), p.SID)) {
+		if !h.replies.allowAt(keyOf(sc.String(), p.SID), admitted) {
 			writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many replies to this session, slow down")
 			return
 		}
+		endRead() // the token's next reply may be read while this one is sent
 	}
 	res, err := h.ops.ConsoleDo(r.Context(), Call{Scope: sc, Operator: claims.Operator, Method: r.Method, Endpoint: endpoint, Params: params, Image: att.image, File: att.file})
 	if err != nil {

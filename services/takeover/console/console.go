@@ -86,7 +86,7 @@ const (
 	maxOtherBody     = 1 << 20
 	tokenRate        = 20 // requests per second per token
 	tokenBurst       = 40
-	replyRate        = 2 // replies per second per session
+	replyRate        = 2 // replies per second per session, and per token
 	replyBurst       = 2
 	maxStreamsPerScp = 50
 	// maxStreamsPerToken is an operator's tabs; a token cannot hold its
@@ -97,6 +97,14 @@ const (
 	maxStreams = 2000
 )
 
+// tokenReplyBurst is one token's burst of replies, checked before the body
+// is read: the session's, so that the session's check after the read
+// (counted at the same instant, the admission's) does not refuse what the
+// token's let through unless another token answered that session (a
+// token's replies are read one at a time, so they reach that check in
+// order). An operator may still answer two chats in a row.
+const tokenReplyBurst = replyBurst
+
 // Handler serves the console. It is safe for concurrent use.
 type Handler struct {
 	cfg     Config
@@ -106,9 +114,17 @@ type Handler struct {
 	log     *slog.Logger
 	catalog *i18n.Catalog
 	tokens  *limiter
-	replies *limiter
-	hub     *hub
-	budget  *httpserve.Budget
+	replies *limiter // per session, once the body named it
+	// tokenReplies limits a token's replies before their bodies are read
+	// (the session is known only from the body)
+	tokenReplies *limiter
+	// reading holds the tokens with a reply being read: one at a time, so
+	// a token's replies reach the session's check in the order they were
+	// admitted
+	readingMu sync.Mutex
+	reading   map[limitKey]struct{}
+	hub       *hub
+	budget    *httpserve.Budget
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -150,10 +166,12 @@ func New(cfg Config, ops Operations) (*Handler, error) {
 	}
 	h := &Handler{
 		cfg: cfg, key: key, ops: ops, now: cfg.Clock, log: cfg.Logger.With("component", "console"), catalog: cat,
-		tokens:  newLimiter(tokenRate, tokenBurst, cfg.Clock),
-		replies: newLimiter(replyRate, replyBurst, cfg.Clock),
-		closed:  make(chan struct{}),
-		budget:  httpserve.NewBudget(cfg.BodyBudget),
+		tokens:       newLimiter(tokenRate, tokenBurst, cfg.Clock),
+		replies:      newLimiter(replyRate, replyBurst, cfg.Clock),
+		tokenReplies: newLimiter(replyRate, tokenReplyBurst, cfg.Clock),
+		reading:      map[limitKey]struct{}{},
+		closed:       make(chan struct{}),
+		budget:       httpserve.NewBudget(cfg.BodyBudget),
 	}
 	h.hub = newHub(ops)
 	return h, nil
@@ -165,14 +183,21 @@ func (h *Handler) Close() {
 	h.closeOnce.Do(func() { close(h.closed) })
 }
 
+// csp is the standalone console's Content-Security-Policy.
+const csp = "default-src 'self'; img-src 'self' blob: data:; connect-src 'self'; frame-ancestors 'none'"
+
 // ServeHTTP serves the page, its assets, the API and the live feed.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
 	// the standalone console is never framed (clickjacking); a page that
-	// embeds the console in LangBot is a separate file with its own policy
-	hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' blob: data: https:; connect-src 'self'; frame-ancestors 'none'")
+	// embeds the console in LangBot is a separate file with its own policy.
+	// Images come from the console itself only: a remote image in a chat
+	// would tell its server who reads the chat and when (issue 33), so the
+	// page offers it as a link the operator may open, and no remote origin
+	// may load even by mistake.
+	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Frame-Options", "DENY")
 	path, ok := strings.CutPrefix(r.URL.Path, h.cfg.Prefix)
 	if !ok {

@@ -30,3 +30,27 @@ func TestConsoleRefusesFraming(t *testing.T) {
 		}
 	}
 }
+
+// TestConsolePolicyAllowsNoRemoteImages (issue 33): the standalone
+// console's Content-Security-Policy loads images from the console itself
+// only (and the page's own blob: and data: URLs), never from a remote
+// origin. Before, img-src allowed https:, so any https image loaded and
+// told its server who read the chat.
+func TestConsolePolicyAllowsNoRemoteImages(t *testing.T) {
+	h := newHarness(t)
+	res, err := http.Get(h.http.URL + "/console/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	csp := res.Header.Get("Content-Security-Policy")
+	var img string
+	for _, d := range strings.Split(csp, ";") {
+		if f := strings.Fields(d); len(f) > 0 && f[0] == "img-src" {
+			img = strings.Join(f[1:], " ")
+		}
+	}
+	if img != "'self' blob: data:" {
+		t.Errorf("img-src %q in %q, want 'self' blob: data: (no remote origin)", img, csp)
+	}
+}

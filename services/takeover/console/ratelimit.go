@@ -58,8 +58,12 @@ func newLimiter(rate, burst int, now func() time.Time) *limiter {
 // allow takes one token from key's bucket and reports whether there was one.
 // A new key when the map is full, after dropping the refilled buckets, is
 // refused: the limiter fails closed rather than grow.
-func (l *limiter) allow(key limitKey) bool {
-	now := l.now()
+func (l *limiter) allow(key limitKey) bool { return l.allowAt(key, l.now()) }
+
+// allowAt is allow as of now: a request checked after its body was read is
+// counted at the instant it was admitted, as the checks before the read
+// were. A bucket already updated past now is not refilled again.
+func (l *limiter) allowAt(key limitKey, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.Sub(l.swept) >= limitSweepEvery {
@@ -106,4 +110,23 @@ func (l *limiter) len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.buckets)
+}
+
+// startReply marks a reply of the token key as being read, or reports false
+// when one already is. end, idempotent, unmarks it.
+func (h *Handler) startReply(key limitKey) (end func(), ok bool) {
+	h.readingMu.Lock()
+	defer h.readingMu.Unlock()
+	if _, busy := h.reading[key]; busy {
+		return nil, false
+	}
+	h.reading[key] = struct{}{}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.readingMu.Lock()
+			delete(h.reading, key)
+			h.readingMu.Unlock()
+		})
+	}, true
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/pkg/settings"
 )
 
@@ -74,7 +73,7 @@ func DefaultSettings() Settings {
 		RecordGroups:          RecordAll,
 		OperatorChats:         []OperatorChat{},
 		Language:              LanguageEnUS,
-		CommandPrefix:         plugin.DefaultCommandPrefix,
+		CommandPrefix:         settings.DefaultCommandPrefix,
 	}
 }
 
@@ -131,7 +130,7 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 	s.Language = r.String("language", s.Language, settings.Strings{Trim: true, Valid: func(v string) bool {
 		return v == LanguageEnUS || v == LanguageZhHans
 	}})
-	s.CommandPrefix = plugin.ReadCommandPrefix(r)
+	s.CommandPrefix = r.CommandPrefix()
 	notice := settings.Strings{Trim: true, MaxRunes: MaxNoticeRunes}
 	s.NoticeOnTakeover = r.String("user_notice_on_takeover", s.NoticeOnTakeover, notice)
 	s.NoticeOnRelease = r.String("user_notice_on_release", s.NoticeOnRelease, notice)

@@ -557,16 +557,18 @@ func (st *Store) Schedule(ctx context.Context, sc binding.Scope, sid string, exp
 	subject, _ := st.subj.Internal(Plugin, KindTimer, sc, sid)
 	target, _ := st.subj.Internal(Plugin, KindExpire, sc, sid)
 	body, _ := json.Marshal(model.TimerBody{SID: sid, ExpiresAt: expiresAt})
-	return bus.ScheduleAt(ctx, st.js, subject, target, time.UnixMilli(model.ScheduleAt(expiresAt)), body, bus.KeepLastFired)
+	return bus.ScheduleAt(ctx, st.js, subject, target, time.UnixMilli(model.ScheduleAt(expiresAt)), body)
 }
 
-// CancelSchedule removes the session's schedule and any fired message not
-// yet handled.
+// CancelSchedule removes the session's schedule. A fired message not yet
+// handled stays: its handler compares it with the record (model.OnFire) and
+// acks it, and the stream keeps one per subject for at most 7 days. Purging
+// the expire subject too emptied the takeover-expire consumer's redelivery
+// queue on the server with each cancel (bus.Fired.Remove, issue 33).
 func (st *Store) CancelSchedule(ctx context.Context, sc binding.Scope, sid string) error {
 	if err := st.Check("timer.cancel", sc); err != nil {
 		return err
 	}
 	subject, _ := st.subj.Internal(Plugin, KindTimer, sc, sid)
-	target, _ := st.subj.Internal(Plugin, KindExpire, sc, sid)
-	return bus.PurgeSubjects(ctx, st.timers, subject, target)
+	return bus.PurgeSubjects(ctx, st.timers, subject)
 }

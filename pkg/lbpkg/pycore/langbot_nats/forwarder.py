@@ -37,6 +37,11 @@ class Runtime(typing.Protocol):
     async def call(self, action: str, data: dict[str, typing.Any], timeout: float) -> dict[str, typing.Any]: ...
 
 
+# NOT_ATTACHED_PAUSE is the first pause before a request refused as
+# not_attached is sent again (doubling until the request's deadline): the
+# service applies an acknowledged attach within milliseconds.
+NOT_ATTACHED_PAUSE = 0.05
+
 # CLOSE_DRAIN_TIMEOUT bounds how long close waits for the connection to
 # drain; the runtime stops a plugin within seconds.
 CLOSE_DRAIN_TIMEOUT = 5.0
@@ -166,6 +171,8 @@ class Forwarder:
         # then a call may wait (ConnectGrace) for it; afterwards a call
         # while disconnected fails at once (issue 32 D3).
         self._tried = asyncio.Event()
+        # Set once an attach of this worker is acknowledged by the stream.
+        self._attach_acked = asyncio.Event()
         self._err_kind = ""
         self._err_logged = 0.0
         self._err_repeats = 0
@@ -312,6 +319,7 @@ class Forwarder:
                     await asyncio.sleep(backoff * (1 + random.random() / 2))
                     backoff = min(backoff * 2, self.gen.timeout("attach_backoff_max"))
             self.attach_acks += 1
+            self._attach_acked.set()
             log.info("attach of %s acknowledged", self.scope)
             if self._closing:
                 return
@@ -356,16 +364,34 @@ class Forwarder:
             self.gen, "invocation", prefix=self.prefix, plugin=self.gen.name,
             endpoint=self.gen.protocol["endpoints"][endpoint], scope=self.scope,
         )
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            raise p.Unavailable("timeout")
-        try:
-            msg = await self._nc.request(subj, body, timeout=remaining, headers=headers)
-        except asyncio.CancelledError:
-            raise
-        except (nats.errors.Error, asyncio.TimeoutError, OSError) as exc:
-            raise p.Unavailable(type(exc).__name__) from exc
-        return p.decode_reply(self.gen, msg.headers, msg.data)
+        not_attached = self.gen.protocol["binding_reasons"]["not_attached"]
+        pause = NOT_ATTACHED_PAUSE
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise p.Unavailable("timeout")
+            try:
+                msg = await self._nc.request(subj, body, timeout=remaining, headers=headers)
+            except asyncio.CancelledError:
+                raise
+            except (nats.errors.Error, asyncio.TimeoutError, OSError) as exc:
+                raise p.Unavailable(type(exc).__name__) from exc
+            try:
+                return p.decode_reply(self.gen, msg.headers, msg.data)
+            except p.ServiceError as err:
+                # Right after the worker starts its attach may not be
+                # applied yet (the service refuses a scope it has no attach
+                # of, issue 26): wait for the attach's acknowledgement and
+                # ask again, with short pauses, until the deadline.
+                if err.code != 403 or err.reason != not_attached or deadline - loop.time() <= pause:
+                    raise
+            if not self._attach_acked.is_set():
+                try:
+                    await asyncio.wait_for(self._attach_acked.wait(), max(deadline - loop.time() - pause, 0.001))
+                except asyncio.TimeoutError:
+                    pass
+            await asyncio.sleep(pause)
+            pause *= 2
 
     # ----- host actions
 

@@ -346,6 +346,38 @@ class CommandTest(Base):
         ids = {m.headers[GEN.header("invocation_id")] for m in seen}
         self.assertEqual(len(ids), 2, "each call has its own invocation id")
 
+    async def test_not_attached_is_asked_again(self) -> None:
+        # Right after a worker starts, the service may not have applied its
+        # attach yet: the request is sent again (same invocation id) until
+        # it is served, within the request's own deadline.
+        reason = GEN.protocol["binding_reasons"]["not_attached"]
+        refusals = [2]
+
+        async def reply(m: typing.Any) -> tuple[dict[str, str], bytes]:
+            if refusals[0] > 0:
+                refusals[0] -= 1
+                return fail(403, "not attached", reason)
+            return ok({"returns": [{"text": "served"}]})
+
+        seen = await self.serve("command", reply)
+        texts = await c.forward_command(self.fw, GEN, "sche", execute_context("!sche"))
+        self.assertEqual(texts, ["served"])
+        self.assertEqual(len(seen), 3)
+        self.assertEqual(len({m.headers[GEN.header("invocation_id")] for m in seen}), 1)
+
+    async def test_not_attached_until_the_deadline_is_the_refusal(self) -> None:
+        reason = GEN.protocol["binding_reasons"]["not_attached"]
+        seen = await self.serve("command", lambda m: _async(fail(403, "not attached", reason)))
+        with self.assertRaises(p.ServiceError) as caught:
+            await self.fw.request("command", {"name": "sche"}, 0.5)
+        self.assertEqual(caught.exception.reason, reason)
+        self.assertGreater(len(seen), 1)
+        # another refusal is not asked again
+        other = await self.serve("tool", lambda m: _async(fail(403, "stale", "stale_binding")))
+        with self.assertRaises(p.ServiceError):
+            await self.fw.request("tool", {"name": "t"}, 2)
+        self.assertEqual(len(other), 1)
+
     async def test_context_without_query_uuid(self) -> None:
         # SDK 0.7's command context may lack query_uuid (issue 28).
         seen = await self.serve("command", lambda m: _async(ok({"returns": [{"text": "ok"}]})))

@@ -540,15 +540,12 @@
         if (!src) return el('div', { class: 'missing', text: t('msg.attachmentMissing') });
         // the page makes no request of its own: a remote image is its address
         if (PAGE) return el('div', { class: 'other', text: t('msg.remoteImage', { url: src }) });
-        // a remote image loads only on the operator's click: fetching it
-        // tells its server who reads the chat and when
-        const btn = el('button', { type: 'button', class: 'remote-image', 'data-testid': 'remote-image', text: t('msg.loadRemoteImage') });
-        btn.addEventListener('click', () => {
-          img.addEventListener('load', () => { img.dataset.loaded = 'true'; keepAtEnd(); }, { once: true });
-          img.src = src;
-          btn.replaceWith(img);
-        });
-        return el('div', {}, btn);
+        // a remote image is never loaded by the page (the policy allows no
+        // remote image origin): fetching it tells its server who reads the
+        // chat and when. The operator may open it in a tab of its own, with
+        // no referrer and no handle on this page.
+        return el('div', {}, el('a', { href: src, target: '_blank', rel: 'noopener noreferrer', class: 'remote-image',
+          'data-testid': 'remote-image', text: t('msg.loadRemoteImage') }));
       }
       else if (p.blob) {
         const gen = S.displayed && S.displayed.gen;
