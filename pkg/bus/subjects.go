@@ -308,6 +308,10 @@ func KVStream(bucket string) string { return "KV_" + bucket }
 // a stream (a single-message get appends the subject).
 func directGetSubject(stream string) string { return "$JS.API.DIRECT.GET." + stream }
 
+// msgGetSubject is the JetStream API subject of a message get on a stream,
+// which only the stream's leader answers.
+func msgGetSubject(stream string) string { return "$JS.API.STREAM.MSG.GET." + stream }
+
 // KVSubject returns the stream subject under which a bucket stores the keys
 // matching keyFilter, "$KV.<bucket>.<keyFilter>", for consumers that read
 // a bucket's stream directly (a view with its own heartbeat handling).

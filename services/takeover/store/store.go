@@ -86,6 +86,10 @@ type Store struct {
 	// fault, when set (tests only), is consulted before each storage call;
 	// a non-nil error fails the call as if JetStream had.
 	fault func(op string, sc binding.Scope) error
+	// replica, when set (tests only), returns the stream a history read's
+	// consumer reads, given the shard's name: a stand-in for the replica
+	// a cluster places that consumer on.
+	replica func(stream string) jetstream.Stream
 }
 
 func (st *Store) Check(op string, sc binding.Scope) error {
@@ -348,12 +352,32 @@ type StoredEntry struct {
 }
 
 // readSubject returns every message of a subject filter of one shard in
-// stream order, and the last sequence read.
+// stream order, and the last sequence read: every entry the stream leader
+// held when the read began, or an error the caller retries.
+//
+// The read's ordered consumer is a one-replica consumer, which a cluster
+// places on any replica of the shard (not only its leader), and it reads
+// that replica's copy. A follower applies an acknowledged append a moment
+// after the leader, and one restarted a moment ago can be far behind:
+// such a read ends, with nothing pending and no error, before the newest
+// entries. So the read first asks the leader for the filter's last
+// sequence and reads until it has that entry, waiting a fetch's wait for a
+// replica behind it; past that the read fails rather than return a
+// history cut at its newest entries as if whole.
 func (st *Store) readSubject(ctx context.Context, sc binding.Scope, h *historyShard, subject string) ([]StoredEntry, uint64, error) {
 	if err := st.Check("history.read", sc); err != nil {
 		return nil, 0, err
 	}
-	cons, err := h.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+	name := h.stream.CachedInfo().Config.Name
+	bound, err := bus.LeaderLastSequence(ctx, st.js.Conn(), name, subject)
+	if err != nil {
+		return nil, 0, fmt.Errorf("takeover: read history: %w", err)
+	}
+	src := h.stream
+	if st.replica != nil {
+		src = st.replica(name)
+	}
+	cons, err := src.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subject},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
@@ -363,8 +387,10 @@ func (st *Store) readSubject(ctx context.Context, sc binding.Scope, h *historySh
 	pending := int(cons.CachedInfo().NumPending)
 	out := make([]StoredEntry, 0, pending)
 	var last uint64
-	for len(out) < pending {
-		batch, err := cons.Fetch(min(pending-len(out), 500), jetstream.FetchMaxWait(5*time.Second))
+	for len(out) < pending || last < bound {
+		// past what the replica held, wait for its next entry
+		want := max(pending-len(out), 1)
+		batch, err := cons.Fetch(min(want, 500), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
 			return nil, 0, fmt.Errorf("takeover: read history: %w", err)
 		}
@@ -383,20 +409,22 @@ func (st *Store) readSubject(ctx context.Context, sc binding.Scope, h *historySh
 		if err := batch.Error(); err != nil && n == 0 {
 			return nil, 0, fmt.Errorf("takeover: read history: %w", err)
 		}
-		if n == 0 {
-			// A fetch that times out empty is not an error to nats.go. It
-			// is the end when the rest was purged meanwhile (a trim); while
-			// a stream leader moves it is a short read, and a history cut
-			// at its newest entries must not be shown as whole.
-			info, err := cons.Info(ctx)
-			if err != nil {
-				return nil, 0, fmt.Errorf("takeover: read history: %w", err)
-			}
-			if info.NumPending > 0 {
-				return nil, 0, fmt.Errorf("takeover: read history: %d of %d entries read, %d pending", len(out), pending, info.NumPending)
-			}
-			break
+		if n > 0 {
+			continue
 		}
+		// A fetch that times out empty is not an error to nats.go.
+		if last < bound {
+			return nil, 0, fmt.Errorf("takeover: read history: the replica read holds entries up to sequence %d, the stream leader up to %d", last, bound)
+		}
+		// It is the end when the rest was purged meanwhile (a trim).
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("takeover: read history: %w", err)
+		}
+		if info.NumPending > 0 {
+			return nil, 0, fmt.Errorf("takeover: read history: %d of %d entries read, %d pending", len(out), pending, info.NumPending)
+		}
+		break
 	}
 	return out, last, nil
 }
