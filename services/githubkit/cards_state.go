@@ -92,8 +92,7 @@ func hashOf(parts ...string) hashKey {
 
 // chatBucket is one chat's token bucket and the links it got cards for.
 type chatBucket struct {
-	tokens float64
-	at     time.Time // when tokens was last computed
+	bucket // tokens, and when they were last computed
 	recent [recentLinks]struct {
 		key hashKey
 		at  time.Time
@@ -243,13 +242,10 @@ func (s *cardState) take(sc binding.Scope, chat hashKey, links []Link) (out []Li
 		if len(in.chats) >= maxCardChats {
 			return nil, true
 		}
-		b = &chatBucket{tokens: float64(s.lim.Burst), at: now}
+		b = &chatBucket{bucket: bucket{tokens: float64(s.lim.Burst), at: now}}
 		in.chats[chat] = b
 	}
-	if el := now.Sub(b.at); el > 0 {
-		b.tokens = min(float64(s.lim.Burst), b.tokens+float64(el)/float64(s.lim.Every))
-	}
-	b.at = now
+	b.refill(now, s.lim.Burst, s.lim.Every)
 	for _, l := range links {
 		k := hashOf(l.Key())
 		if b.seen(k, now, s.lim.RepeatWindow) {

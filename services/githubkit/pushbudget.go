@@ -66,7 +66,7 @@ func (b PushBudget) withDefaults() PushBudget {
 // without a bucket of its own (its events are counted in its summary).
 const maxPushKeys = 10000
 
-// bucket is a token bucket.
+// bucket is a token bucket (the push budget's, and each chat's for link cards).
 type bucket struct {
 	tokens float64
 	at     time.Time
