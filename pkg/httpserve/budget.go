@@ -27,8 +27,8 @@ type Budget struct {
 // NewBudget returns a budget of capacity bytes.
 func NewBudget(capacity int64) *Budget { return &Budget{cap: capacity} }
 
-// TryAcquire takes n bytes and reports whether they fitted.
-func (b *Budget) TryAcquire(n int64) bool {
+// tryAcquire takes n bytes and reports whether they fitted.
+func (b *Budget) tryAcquire(n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if n > b.cap-b.used {
@@ -39,8 +39,8 @@ func (b *Budget) TryAcquire(n int64) bool {
 	return true
 }
 
-// Release returns n bytes taken by TryAcquire.
-func (b *Budget) Release(n int64) {
+// release returns n bytes taken by tryAcquire.
+func (b *Budget) release(n int64) {
 	b.mu.Lock()
 	b.used -= n
 	b.mu.Unlock()
@@ -77,9 +77,9 @@ func (b *Budget) Admit(r *http.Request, limit int64) (release func(), err error)
 	if n < 0 {
 		n = limit
 	}
-	if !b.TryAcquire(n) {
+	if !b.tryAcquire(n) {
 		return nil, ErrBusy
 	}
 	var once sync.Once
-	return func() { once.Do(func() { b.Release(n) }) }, nil
+	return func() { once.Do(func() { b.release(n) }) }, nil
 }
