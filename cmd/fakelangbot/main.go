@@ -1,7 +1,8 @@
 // Command fakelangbot plays LangBot for a try-out on one machine: it starts
 // LangBot's real plugin runtime (see pkg/lbpkg/runtimetest for where the
-// Python comes from), installs the given .lbpkg packages with a NATS
-// address in their config, and then sends each chat line typed on stdin
+// Python comes from), installs the given .lbpkg packages with config {}
+// and saves a config with a NATS address (the worker restarts at
+// revision 2, as in LangBot 4.10.8), and then sends each chat line typed on stdin
 // (or given with -e) as a command from a group chat, printing every
 // return and every message the services send back into the chat.
 //
@@ -82,9 +83,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		cfg := map[string]any{"nats_url": *natsURL, "language": *language}
 		start := time.Now()
-		in, err := rt.Install(ctx, archive, "", "", cfg)
+		// As LangBot 4.10.8 does: install with config {}, then the
+		// operator's config save restarts the worker at a new revision.
+		in, err := rt.Install(ctx, archive, "", "", map[string]any{})
 		if err != nil {
 			return fmt.Errorf("%s: %w", file, err)
+		}
+		if err := rt.Reconfigure(ctx, in, cfg); err != nil {
+			return fmt.Errorf("%s: config save: %w", file, err)
 		}
 		plugins, err := rt.ListPlugins(ctx, in)
 		if err != nil {

@@ -34,7 +34,7 @@ func TestScript(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{"installed runtimetest/Probe", "commands: !probe", "> !probe one two\none\ntwo\n(2 returns",
-		"<< send_message (installation ", `"target_id": "9"`, `"text": "hello"`, `no package has the command "!nope"`} {
+		"<< send_message (installation ", "revision 2): ", `"target_id": "9"`, `"text": "hello"`, `no package has the command "!nope"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}

@@ -345,6 +345,10 @@ class CommandTest(Base):
         await cmd._execute(execute_context("!sche")).__anext__()
         ids = {m.headers[GEN.header("invocation_id")] for m in seen}
         self.assertEqual(len(ids), 2, "each call has its own invocation id")
+        # A LangBot 4.12 bot's prefix is `/`: forwarded as typed.
+        await cmd._execute(execute_context("/sche add in 2s x")).__anext__()
+        body = json.loads(seen[-1].data)
+        self.assertEqual((body["command"]["prefix"], body["command"]["full_text"]), ("/", "/sche add in 2s x"))
 
     async def test_not_attached_is_asked_again(self) -> None:
         # Right after a worker starts, the service may not have applied its
