@@ -306,7 +306,7 @@ func devTenants(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, acc 
 		time.Now()); err != nil && !errors.Is(err, bus.ErrTenantExists) {
 		return nil, err
 	}
-	ac, err := bus.NewAuthCallout(bus.AuthCalloutConfig{Conn: nc, IssuerSeed: acc.issuerSeed, Account: svcmain.AuthAccount,
+	ac, err := bus.NewAuthCallout(bus.AuthCalloutConfig{Conn: nc, IssuerSeed: acc.issuerSeed, Account: bus.TenantAccount,
 		Logger: log.With("part", "auth-callout")})
 	if err != nil {
 		return nil, err

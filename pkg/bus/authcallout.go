@@ -69,7 +69,7 @@ type AuthCalloutConfig struct {
 	// IssuerSeed is the seed of the account nkey ("SA...") whose public key
 	// is the issuer of the server's auth_callout block.
 	IssuerSeed string
-	// Account is the account the tenants are placed in: "LANGBOT".
+	// Account is the account the tenants are placed in: TenantAccount.
 	Account string
 	Logger  *slog.Logger
 	// Now is the clock (claims' issue time); nil: time.Now.
@@ -81,6 +81,9 @@ type AuthCalloutConfig struct {
 	// Registerer receives langbot_tenant_logins_total; nil: not exported.
 	Registerer prometheus.Registerer
 }
+
+// TenantAccount is the account of accounts.conf that tenants are placed in.
+const TenantAccount = "LANGBOT"
 
 // AuthCalloutQueue is the queue group of the responders.
 const AuthCalloutQueue = "langbot-auth"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -24,11 +23,8 @@ const errCodeNoMessage = 10037
 // acknowledges it: a read that must not miss an acknowledged message reads
 // until it has this sequence. Without a deadline on ctx it waits 5 s.
 func LeaderLastSequence(ctx context.Context, nc *nats.Conn, stream, filter string) (uint64, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-	}
+	ctx, cancel := withDefault(ctx)
+	defer cancel()
 	body, err := json.Marshal(struct {
 		LastBySubject string `json:"last_by_subj"`
 	}{filter})

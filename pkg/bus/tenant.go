@@ -333,18 +333,21 @@ func RemoveTenant(ctx context.Context, kv jetstream.KeyValue, name string) error
 	return nil
 }
 
+// packageConnPrefix starts every PackageConnName.
+const packageConnPrefix = "langbot-"
+
 // PackageConnName is the NATS client name of a LangBot package's
 // connection, "langbot-<plugin>@<scope>": it shows in the server's
 // connection list, and the first login of a claimable tenant credential
 // takes its instance from it.
 func PackageConnName(plugin string, sc binding.Scope) string {
-	return "langbot-" + plugin + "@" + sc.String()
+	return packageConnPrefix + plugin + "@" + sc.String()
 }
 
 // ParsePackageConnName returns the scope of a PackageConnName.
 func ParsePackageConnName(name string) (binding.Scope, error) {
 	i := strings.LastIndexByte(name, '@')
-	if i < 0 || !strings.HasPrefix(name, "langbot-") {
+	if i < 0 || !strings.HasPrefix(name, packageConnPrefix) {
 		return binding.Scope{}, fmt.Errorf("%w: %q is not a package connection name", ErrTenant, name)
 	}
 	return binding.ScopeFromTokens(strings.Split(name[i+1:], "."))

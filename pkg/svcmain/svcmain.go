@@ -88,9 +88,6 @@ type Options struct {
 // environment or a file, never a flag).
 const AuthIssuerSeedEnv = "LANGBOT_AUTH_ISSUER_SEED"
 
-// AuthAccount is the account of accounts.conf that tenants are placed in.
-const AuthAccount = "LANGBOT"
-
 // Env is what a service is built from.
 type Env struct {
 	Options        Options
@@ -533,7 +530,7 @@ func startAuthCallout(ctx context.Context, o Options, nc *nats.Conn, subjects bu
 		return func() {}, nil
 	}
 	ac, err := bus.NewAuthCallout(bus.AuthCalloutConfig{Conn: nc, Subjects: subjects, IssuerSeed: o.AuthIssuerSeed,
-		Account: AuthAccount, Logger: log.With("part", "auth-callout"), Registerer: reg})
+		Account: bus.TenantAccount, Logger: log.With("part", "auth-callout"), Registerer: reg})
 	if err != nil {
 		return nil, err
 	}

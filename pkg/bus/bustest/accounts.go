@@ -99,7 +99,7 @@ func (a *Accounts) ConnAs(t testing.TB, user string, opts ...nats.Option) *nats.
 // service user svc until cleanup.
 func (a *Accounts) StartAuthCallout(t testing.TB, svc string) *bus.AuthCallout {
 	t.Helper()
-	ac, err := bus.NewAuthCallout(bus.AuthCalloutConfig{Conn: a.ConnAs(t, svc), IssuerSeed: a.IssuerSeed, Account: "LANGBOT"})
+	ac, err := bus.NewAuthCallout(bus.AuthCalloutConfig{Conn: a.ConnAs(t, svc), IssuerSeed: a.IssuerSeed, Account: bus.TenantAccount})
 	if err != nil {
 		t.Fatal(err)
 	}
