@@ -20,6 +20,12 @@ func TestRemoteImageOnlyOpenedOnClick(t *testing.T) {
 	var hits atomic.Int64
 	png := tinyPNG()
 	tracker := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// only the image counts: a tab Chromium opens on the tracker's
+		// origin may also ask it for /favicon.ico
+		if r.URL.Path != "/track.png" {
+			http.NotFound(w, r)
+			return
+		}
 		hits.Add(1)
 		w.Header().Set("Content-Type", "image/png")
 		_, _ = w.Write(png)
