@@ -45,7 +45,7 @@ var errNotFound = errors.New("schenotify: reminder not found")
 // returns a *when.Failure to refuse the change. A reminder being sent at
 // that moment is refused as unavailable (its retry comes after the send):
 // the send's own outcome would otherwise race the change.
-func (s *Service) changeRecord(ctx context.Context, sc binding.Scope, sess Session, id string,
+func (s *Service) changeRecord(ctx context.Context, sc binding.Scope, sess session, id string,
 	fn func(r *Record) *when.Failure) (*Record, error) {
 	for range 10 {
 		r, rev, err := s.loadRecord(ctx, sc, id)
@@ -99,7 +99,7 @@ func rescheduled(r *Record, due time.Time) {
 
 // editTime moves a reminder to the plan's first occurrence; a plan with a
 // rule replaces the reminder's rule (and drops its end).
-func (s *Service) editTime(ctx context.Context, sc binding.Scope, sess Session, id string, p when.Plan) (changeOutcome, error) {
+func (s *Service) editTime(ctx context.Context, sc binding.Scope, sess session, id string, p when.Plan) (changeOutcome, error) {
 	kind := changedTime
 	rec, err := s.changeRecord(ctx, sc, sess, id, func(r *Record) *when.Failure {
 		if p.Rule != nil {
@@ -114,7 +114,7 @@ func (s *Service) editTime(ctx context.Context, sc binding.Scope, sess Session, 
 }
 
 // editText replaces a reminder's text (cut as an add cuts it).
-func (s *Service) editText(ctx context.Context, sc binding.Scope, sess Session, id, text string) (changeOutcome, error) {
+func (s *Service) editText(ctx context.Context, sc binding.Scope, sess session, id, text string) (changeOutcome, error) {
 	msg, n, _ := when.CutMessage(text)
 	rec, err := s.changeRecord(ctx, sc, sess, id, func(r *Record) *when.Failure {
 		r.Message, r.OriginalLength = msg, n
@@ -124,7 +124,7 @@ func (s *Service) editText(ctx context.Context, sc binding.Scope, sess Session, 
 }
 
 // pause holds a recurring reminder until resumed; its schedule is cancelled.
-func (s *Service) pause(ctx context.Context, sc binding.Scope, sess Session, id string) (changeOutcome, error) {
+func (s *Service) pause(ctx context.Context, sc binding.Scope, sess session, id string) (changeOutcome, error) {
 	rec, err := s.changeRecord(ctx, sc, sess, id, func(r *Record) *when.Failure {
 		switch {
 		case r.Recurrence == nil:
@@ -140,7 +140,7 @@ func (s *Service) pause(ctx context.Context, sc binding.Scope, sess Session, id 
 
 // resume re-arms a held reminder at its next occurrence from now (the
 // occurrences missed while held are skipped, not delivered late).
-func (s *Service) resumeHeld(ctx context.Context, sc binding.Scope, sess Session, id string) (changeOutcome, error) {
+func (s *Service) resumeHeld(ctx context.Context, sc binding.Scope, sess session, id string) (changeOutcome, error) {
 	now := s.now().UTC().Truncate(time.Second)
 	rec, err := s.changeRecord(ctx, sc, sess, id, func(r *Record) *when.Failure {
 		if !r.Held {
@@ -172,7 +172,7 @@ type snoozeRequest struct {
 	scope    binding.Scope
 	invID    string
 	settings Settings
-	session  Session
+	session  session
 	sender   string
 	id       string // "" for the last delivered
 	expr     string // duration or expression; "" for DefaultSnooze
@@ -234,7 +234,7 @@ func (s *Service) snooze(ctx context.Context, req snoozeRequest) (changeOutcome,
 }
 
 // loadLast reads the session's last delivery (nil when none).
-func (s *Service) loadLast(ctx context.Context, sc binding.Scope, sess Session) (*LastDelivered, error) {
+func (s *Service) loadLast(ctx context.Context, sc binding.Scope, sess session) (*lastDelivered, error) {
 	e, err := s.runner.KV().Get(ctx, sc, keyLast, sess.Token())
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -242,7 +242,7 @@ func (s *Service) loadLast(ctx context.Context, sc binding.Scope, sess Session) 
 		}
 		return nil, storeErr("read last delivery", err)
 	}
-	var l LastDelivered
+	var l lastDelivered
 	if err := json.Unmarshal(e.Value(), &l); err != nil {
 		return nil, nil // unreadable: as if none
 	}
@@ -252,14 +252,14 @@ func (s *Service) loadLast(ctx context.Context, sc binding.Scope, sess Session) 
 // rememberLast records what the chat was sent last; an older delivery
 // never replaces a newer one.
 func (s *Service) rememberLast(ctx context.Context, sc binding.Scope, rec *Record, occ, at time.Time) error {
-	l := LastDelivered{V: 1, ID: rec.ID, Message: rec.Message, Mentions: rec.Mentions, Occurrence: occ.UTC(), At: at.UTC().Truncate(time.Second)}
+	l := lastDelivered{V: 1, ID: rec.ID, Message: rec.Message, Mentions: rec.Mentions, Occurrence: occ.UTC(), At: at.UTC().Truncate(time.Second)}
 	val, err := json.Marshal(l)
 	if err != nil {
 		return err
 	}
 	s.writes.Add(1)
 	_, _, err = s.runner.KV().Update(ctx, sc, keyLast, func(cur []byte, exists bool) ([]byte, error) {
-		var old LastDelivered
+		var old lastDelivered
 		if exists && json.Unmarshal(cur, &old) == nil && old.At.After(l.At) {
 			return nil, bus.ErrNoChange
 		}

@@ -43,10 +43,10 @@ func (s *Service) failText(ctx context.Context, inv *bus.Invocation, set Setting
 	if !errors.As(err, &f) {
 		f = s.internalFailure(ctx, inv, err)
 	}
-	return s.rd.FailureText(set, f)
+	return s.rd.failureText(set, f)
 }
 
-func (s *Service) sche(ctx context.Context, inv *bus.Invocation, set Settings, c Command) string {
+func (s *Service) sche(ctx context.Context, inv *bus.Invocation, set Settings, c command) string {
 	now := s.now()
 	switch c.Kind {
 	case CmdHelp:
@@ -56,45 +56,45 @@ func (s *Service) sche(ctx context.Context, inv *bus.Invocation, set Settings, c
 	case CmdAdd:
 		plan, f := when.PlanAdd(c.Add, when.ScheduleInput{Now: now, Zone: set.Zone, MinEvery: s.cfg.MinEvery})
 		if f != nil {
-			return s.rd.FailureText(set, f)
+			return s.rd.failureText(set, f)
 		}
 		msg, mentions, f := takeMentions(plan.Message)
 		if f != nil {
-			return s.rd.FailureText(set, f)
+			return s.rd.failureText(set, f)
 		}
 		if strings.TrimSpace(msg) == "" {
 			return s.text(set, "cmd.add_usage", nil)
 		}
 		plan.Message = msg
-		sess, sender, ok := sessionOf(inv.Command.Session).Resolve()
+		sess, sender, ok := sessionOf(inv.Command.Session).resolve()
 		if !ok {
 			return s.text(set, "err.no_session", nil)
 		}
-		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaCommand, mentions: mentions})
+		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: viaCommand, mentions: mentions})
 		if err != nil {
 			return s.failText(ctx, inv, set, err)
 		}
-		return s.rd.Scheduled(set, id, plan, now)
-	case CmdChangeUsage:
-		if c.Verb == CmdEdit {
+		return s.rd.scheduled(set, id, plan, now)
+	case cmdChangeUsage:
+		if c.Verb == cmdEdit {
 			return s.text(set, "cmd.edit_usage", nil)
 		}
 		return s.text(set, "cmd.id_usage", map[string]string{"verb": c.Verb})
-	case CmdSnooze, CmdEdit, CmdPause, CmdResume:
-		sess, sender, ok := sessionOf(inv.Command.Session).Resolve()
+	case cmdSnooze, cmdEdit, cmdPause, cmdResume:
+		sess, sender, ok := sessionOf(inv.Command.Session).resolve()
 		if !ok {
 			return s.text(set, "err.no_session", nil)
 		}
-		out, err := s.change(ctx, inv, set, sess, sender, c, ViaCommand)
+		out, err := s.change(ctx, inv, set, sess, sender, c, viaCommand)
 		switch {
 		case errors.Is(err, errNotFound):
 			return s.text(set, "cmd.delete_not_found", map[string]string{"id": c.ID})
 		case err != nil:
 			return s.failText(ctx, inv, set, err)
 		}
-		return s.rd.Changed(set, out, now)
+		return s.rd.changed(set, out, now)
 	case CmdList:
-		sess, _, ok := sessionOf(inv.Command.Session).Resolve()
+		sess, _, ok := sessionOf(inv.Command.Session).resolve()
 		if !ok {
 			return s.text(set, "err.no_session", nil)
 		}
@@ -102,19 +102,19 @@ func (s *Service) sche(ctx context.Context, inv *bus.Invocation, set Settings, c
 		if err != nil {
 			return s.failText(ctx, inv, set, err)
 		}
-		return s.rd.ListBody(set, recs, c.Page, s.cfg.Retry.MaxAttempts, now)
+		return s.rd.listBody(set, recs, c.Page, s.cfg.Retry.MaxAttempts, now)
 	}
 	return s.text(set, "cmd.help", nil)
 }
 
-func (s *Service) dsche(ctx context.Context, inv *bus.Invocation, set Settings, c Command) string {
+func (s *Service) dsche(ctx context.Context, inv *bus.Invocation, set Settings, c command) string {
 	switch c.Kind {
 	case CmdDelUsage:
 		return s.text(set, "cmd.delete_usage", nil)
 	case CmdDelInvalid:
-		return s.text(set, "cmd.delete_invalid", map[string]string{"token": Preview(c.Token, 32)})
+		return s.text(set, "cmd.delete_invalid", map[string]string{"token": preview(c.Token, 32)})
 	}
-	sess, _, ok := sessionOf(inv.Command.Session).Resolve()
+	sess, _, ok := sessionOf(inv.Command.Session).resolve()
 	if !ok {
 		return s.text(set, "err.no_session", nil)
 	}
@@ -166,23 +166,23 @@ func (s *Service) dsche(ctx context.Context, inv *bus.Invocation, set Settings, 
 }
 
 // change runs a snooze, edit, pause or resume of the command or tool c.
-func (s *Service) change(ctx context.Context, inv *bus.Invocation, set Settings, sess Session, sender string, c Command, via string) (changeOutcome, error) {
+func (s *Service) change(ctx context.Context, inv *bus.Invocation, set Settings, sess session, sender string, c command, via string) (changeOutcome, error) {
 	sc := inv.Scope
 	switch c.Kind {
-	case CmdSnooze:
+	case cmdSnooze:
 		id, expr := c.ID, c.Rest
 		if id == "" {
 			// "!sche snooze <id> [<when>]": an id-shaped first word is an id
 			// only if this chat has that reminder ("sunday 9am" is a time).
 			w, after := cutWord(expr)
-			if cand, ok := NormalizeID(FoldWidth(w)); ok {
+			if cand, ok := NormalizeID(foldWidth(w)); ok {
 				if r, _, err := s.loadRecord(ctx, sc, cand); err == nil && r != nil && r.Session == sess {
 					id, expr = cand, strings.TrimSpace(after)
 				}
 			}
 		}
 		return s.snooze(ctx, snoozeRequest{scope: sc, invID: inv.ID, settings: set, session: sess, sender: sender, id: id, expr: expr, via: via})
-	case CmdEdit:
+	case cmdEdit:
 		if c.Rest == "" {
 			return s.editText(ctx, sc, sess, c.ID, c.Text)
 		}
@@ -198,9 +198,9 @@ func (s *Service) change(ctx context.Context, inv *bus.Invocation, set Settings,
 			return changeOutcome{}, f
 		}
 		return s.editTime(ctx, sc, sess, c.ID, p)
-	case CmdPause:
+	case cmdPause:
 		return s.pause(ctx, sc, sess, c.ID)
-	case CmdResume:
+	case cmdResume:
 		return s.resumeHeld(ctx, sc, sess, c.ID)
 	}
 	return changeOutcome{}, fail("internal", "", nil)

@@ -21,9 +21,9 @@ const maxConsecutiveFailures = 3
 // retryNak is the redelivery delay after a temporary storage failure.
 const retryNak = 2 * time.Second
 
-// IdempotencyKey is the send_message key of one occurrence:
+// idempotencyKey is the send_message key of one occurrence:
 // <scope>:<id>:<occurrence as 2006-01-02T15:04:05Z>.
-func IdempotencyKey(sc binding.Scope, id string, occurrence time.Time) string {
+func idempotencyKey(sc binding.Scope, id string, occurrence time.Time) string {
 	return sc.String() + ":" + id + ":" + occurrence.UTC().Format("2006-01-02T15:04:05Z")
 }
 
@@ -89,7 +89,7 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 		_ = s.reminders().Purge(ctx, sc, id)
 		_ = s.indexes().Purge(ctx, sc)
 		s.ack(ctx, f)
-		return OutcomeDeleted, nil
+		return outcomeDeleted, nil
 	}
 	// reserved is a slot of the holder (hold.go), taken when the fire came
 	// inside the hold window and given back unless the delivery is held.
@@ -109,7 +109,7 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 				return "", err
 			}
 			s.ack(ctx, f)
-			return OutcomeDeleted, nil
+			return outcomeDeleted, nil
 		}
 		if rec.State == StateFailed || rec.State == StateWaiting {
 			s.ack(ctx, f) // a waiting one is sent on the chat's next message (waiting.go)
@@ -119,7 +119,7 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			// Paused by a user: a schedule armed before the pause (or by a
 			// send that raced it) wakes nothing.
 			s.ack(ctx, f)
-			return OutcomePaused, nil
+			return outcomePaused, nil
 		}
 		now := s.now()
 		target := rec.Target()
@@ -134,7 +134,7 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 		// target: the lead makes every fire early, so the second of
 		// tolerance for clock differences would deliver early.
 		if !reserved && target.After(now) {
-			return OutcomeNotDue, s.notDue(ctx, f, sc, id, target, now)
+			return outcomeNotDue, s.notDue(ctx, f, sc, id, target, now)
 		}
 		if rec.State == StateSending && rec.Claim != nil && now.Before(rec.Claim.Until) {
 			_ = f.Nak(rec.Claim.Until.Sub(now) + time.Second)
@@ -153,7 +153,7 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			}
 			s.log.InfoContext(ctx, "reminder paused", "scope", sc.String(), "id", id)
 			s.ack(ctx, f)
-			return OutcomePaused, nil
+			return outcomePaused, nil
 		}
 		if marked, _, err := s.chatWaiting(ctx, sc, rec.Session); err != nil {
 			return "", err
@@ -164,7 +164,7 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 				continue
 			}
 			s.ack(ctx, f)
-			return OutcomeWaiting, nil
+			return outcomeWaiting, nil
 		}
 		if h := s.hooks.beforeClaim; h != nil {
 			h(ctx, sc, id)
@@ -187,7 +187,7 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			}
 		}
 		c.State = StateSending
-		c.Claim = &Claim{Occurrence: occ, Replica: s.cfg.Replica, Until: nowSec.Add(s.cfg.Claim)}
+		c.Claim = &claim{Occurrence: occ, Replica: s.cfg.Replica, Until: nowSec.Add(s.cfg.Claim)}
 		c.Attempt++
 		crev, err := s.casRecord(ctx, sc, &c, rev)
 		if bus.IsCASConflict(err) {
@@ -268,7 +268,7 @@ func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Auth
 	now := s.now()
 	s.metrics.lateness.Observe(now.Sub(target).Seconds())
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
-	err := s.runner.Host().SendMessage(sctx, auth.Binding, msg, IdempotencyKey(sc, rec.ID, occ))
+	err := s.runner.Host().SendMessage(sctx, auth.Binding, msg, idempotencyKey(sc, rec.ID, occ))
 	cancel()
 	if h := s.hooks.afterSend; h != nil {
 		h(ctx, sc, rec.ID)
@@ -282,7 +282,7 @@ func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Auth
 	var hostErr *bus.Error
 	switch {
 	case err == nil:
-		outcome = OutcomeDelivered
+		outcome = outcomeDelivered
 		if lerr := s.rememberLast(ctx, sc, rec, occ, now); lerr != nil {
 			// Only snooze-without-id depends on it; the delivery stands.
 			s.log.WarnContext(ctx, "last delivery not recorded", "scope", sc.String(), "id", rec.ID, "err", lerr)
@@ -296,12 +296,12 @@ func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Auth
 			return s.finishOutcome(ctx, f, outcome, err)
 		}
 	case Refusal(err) != "":
-		outcome = OutcomeWaiting
+		outcome = outcomeWaiting
 		if werr := s.refused(ctx, sc, &c, rev, Refusal(err), now); werr != nil {
 			return s.finishOutcome(ctx, f, outcome, werr)
 		}
 	case errors.As(err, &hostErr) && hostErr.Code == 403:
-		outcome = OutcomePaused
+		outcome = outcomePaused
 		c.State = StatePaused
 		c.Attempt = max(0, c.Attempt-1)
 		if c.Attempt == 0 {
@@ -318,7 +318,7 @@ func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Auth
 			first = *c.FirstAttemptAt
 		}
 		if next, ok := s.cfg.Retry.NextAttempt(c.Attempt, first, now); ok {
-			outcome = OutcomeRetry
+			outcome = outcomeRetry
 			c.State = StateRetrying
 			c.NextAttemptAt = &next
 			if err := s.arm(ctx, sc, c.ID, next); err != nil {
@@ -329,7 +329,7 @@ func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Auth
 			}
 			break
 		}
-		outcome = OutcomeFailed
+		outcome = outcomeFailed
 		c.ConsecutiveFailures++
 		if rule == nil || c.ConsecutiveFailures >= maxConsecutiveFailures {
 			c.State = StateFailed
@@ -437,11 +437,11 @@ func errorCode(err error) string {
 		return ErrCodeTimeout
 	case errors.As(err, &e):
 		if e.Code == 503 {
-			return ErrCodeUnavailable
+			return errCodeUnavailable
 		}
 		return ErrCodeHost
 	}
-	return ErrCodeUnavailable
+	return errCodeUnavailable
 }
 
 // errorDetail is a short, text-free description of a failed send.

@@ -28,7 +28,7 @@ import (
 const (
 	DefaultLead    = 5 * time.Second
 	MaxLead        = 10 * time.Second
-	DefaultMaxHeld = 4096
+	defaultMaxHeld = 4096
 )
 
 // holdPart runs the held deliveries and the next-message sends

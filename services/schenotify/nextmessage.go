@@ -40,7 +40,7 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	if err := json.Unmarshal(ev.Data, &d); err != nil {
 		return reply, nil
 	}
-	sess, _, ok := SessionIn{LauncherType: d.LauncherType, LauncherID: d.LauncherID, BotUUID: ev.BotUUID}.Resolve()
+	sess, _, ok := sessionIn{LauncherType: d.LauncherType, LauncherID: d.LauncherID, BotUUID: ev.BotUUID}.resolve()
 	if !ok {
 		return reply, nil
 	}
@@ -81,7 +81,7 @@ func (fl *flusher) close() {
 	fl.wg.Wait()
 }
 
-func (fl *flusher) start(sc binding.Scope, sess Session, run func(context.Context, binding.Scope, Session)) {
+func (fl *flusher) start(sc binding.Scope, sess session, run func(context.Context, binding.Scope, session)) {
 	key := sc.String() + "/" + sess.Token()
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
@@ -115,7 +115,7 @@ const (
 // flush sends the chat's waiting reminders, soonest first, and removes the
 // chat's mark once one was sent. A new refusal stops it: the rest wait for
 // the next message.
-func (s *Service) flush(ctx context.Context, sc binding.Scope, sess Session) {
+func (s *Service) flush(ctx context.Context, sc binding.Scope, sess session) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	auth, err := s.authority(ctx, sc)
@@ -165,7 +165,7 @@ func (s *Service) sendWaiting(ctx context.Context, sc binding.Scope, auth *bus.A
 		occ := rec.NextDue
 		c := *rec
 		c.State = StateSending
-		c.Claim = &Claim{Occurrence: occ, Replica: s.cfg.Replica, Until: nowSec.Add(s.cfg.Claim)}
+		c.Claim = &claim{Occurrence: occ, Replica: s.cfg.Replica, Until: nowSec.Add(s.cfg.Claim)}
 		c.Attempt++
 		fa := nowSec
 		c.FirstAttemptAt = &fa
@@ -179,7 +179,7 @@ func (s *Service) sendWaiting(ctx context.Context, sc binding.Scope, auth *bus.A
 		out := s.prepare(sc, auth, &c, occ, now)
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
 		// The key is the refused attempt's: one logical delivery.
-		err = s.runner.Host().SendMessage(sctx, auth.Binding, out.msg, IdempotencyKey(sc, id, occ))
+		err = s.runner.Host().SendMessage(sctx, auth.Binding, out.msg, idempotencyKey(sc, id, occ))
 		cancel()
 		now = s.now()
 		c.Claim = nil
@@ -196,20 +196,20 @@ func (s *Service) sendWaiting(ctx context.Context, sc binding.Scope, auth *bus.A
 			} else if aerr != nil && !errors.Is(aerr, errGone) {
 				s.log.WarnContext(ctx, "sent waiting reminder not recorded", "scope", sc.String(), "id", id, "err", aerr)
 			}
-			s.metrics.deliveries.WithLabelValues(OutcomeDelivered).Inc()
-			s.log.InfoContext(ctx, "reminder handled", "scope", sc.String(), "id", id, "outcome", OutcomeDelivered,
+			s.metrics.deliveries.WithLabelValues(outcomeDelivered).Inc()
+			s.log.InfoContext(ctx, "reminder handled", "scope", sc.String(), "id", id, "outcome", outcomeDelivered,
 				"attempt", c.Attempt, "occurrence", occ.UTC().Format(time.RFC3339), "path", "next_message")
 			return flushSent
 		case Refusal(err) != "":
 			_ = s.refused(ctx, sc, &c, crev, Refusal(err), now)
-			s.metrics.deliveries.WithLabelValues(OutcomeWaiting).Inc()
+			s.metrics.deliveries.WithLabelValues(outcomeWaiting).Inc()
 			return flushRefused
 		case errors.As(err, &hostErr) && hostErr.Code == 403:
 			c.State, c.Attempt, c.FirstAttemptAt = StatePaused, 0, nil
 			if s.writeOutcome(ctx, sc, &c, crev) == nil {
 				s.pausedByRefusal(ctx, sc, id, auth.Binding)
 			}
-			s.metrics.deliveries.WithLabelValues(OutcomePaused).Inc()
+			s.metrics.deliveries.WithLabelValues(outcomePaused).Inc()
 			return flushRefused
 		default:
 			// Still not sent proactively: it waits for the next message.

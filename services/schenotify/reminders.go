@@ -19,7 +19,7 @@ type addRequest struct {
 	scope    binding.Scope
 	invID    string
 	settings Settings
-	session  Session
+	session  session
 	sender   string
 	plan     when.Plan
 	via      string
@@ -64,7 +64,7 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 			if ix.Count(token) >= req.settings.MaxPerSession {
 				return &capError{"too_many_in_session"}
 			}
-			ix.Entries[id] = IndexEntry{Session: token, CreatedAt: now}
+			ix.Entries[id] = indexEntry{Session: token, CreatedAt: now}
 			return nil
 		}
 	}
@@ -156,7 +156,7 @@ func (s *Service) ownRetry(ctx context.Context, sc binding.Scope, r *Record) (st
 // record by compare-and-set, then both of its subjects, then its index
 // entry. found is false when the reminder is gone or belongs to another
 // session. inFlight reports an unexpired send claim at that moment.
-func (s *Service) remove(ctx context.Context, sc binding.Scope, sess Session, id string) (rec *Record, inFlight, found bool, err error) {
+func (s *Service) remove(ctx context.Context, sc binding.Scope, sess session, id string) (rec *Record, inFlight, found bool, err error) {
 	for range 10 {
 		r, rev, err := s.loadRecord(ctx, sc, id)
 		if err != nil {

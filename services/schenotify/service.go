@@ -64,7 +64,7 @@ type Config struct {
 	// to a third of AckWait.
 	Lead time.Duration
 	// MaxHeld bounds the deliveries waiting in memory; default
-	// DefaultMaxHeld. Fires beyond it wait on the server as without a lead.
+	// defaultMaxHeld. Fires beyond it wait on the server as without a lead.
 	MaxHeld int
 }
 
@@ -144,7 +144,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		cfg.Lead = 0
 	}
 	if cfg.MaxHeld <= 0 {
-		cfg.MaxHeld = DefaultMaxHeld
+		cfg.MaxHeld = defaultMaxHeld
 	}
 	if cfg.Replica == "" {
 		var b [6]byte
@@ -158,7 +158,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: default zone %q is not an IANA zone", bus.ErrInvalidConfig, cfg.DefaultZone)
 	}
-	cat, err := LoadCatalog()
+	cat, err := Catalog()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", bus.ErrInvalidConfig, err)
 	}

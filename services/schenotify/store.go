@@ -77,7 +77,7 @@ func (s *Service) loadIndex(ctx context.Context, sc binding.Scope) (*Index, erro
 	return ix, nil
 }
 
-func newIndex() *Index { return &Index{V: 1, Entries: map[string]IndexEntry{}} }
+func newIndex() *Index { return &Index{V: 1, Entries: map[string]indexEntry{}} }
 
 // decodeIndex parses a stored index; an empty value is an empty index.
 func decodeIndex(b []byte) (*Index, error) {
@@ -89,7 +89,7 @@ func decodeIndex(b []byte) (*Index, error) {
 		return nil, err
 	}
 	if ix.Entries == nil {
-		ix.Entries = map[string]IndexEntry{}
+		ix.Entries = map[string]indexEntry{}
 	}
 	return ix, nil
 }
@@ -142,13 +142,13 @@ func (s *Service) dropIndexEntry(ctx context.Context, sc binding.Scope, id strin
 
 // sessionRecords returns the session's reminders in list order (spec 4.2),
 // skipping index entries whose record is gone.
-func (s *Service) sessionRecords(ctx context.Context, sc binding.Scope, sess Session) ([]*Record, error) {
+func (s *Service) sessionRecords(ctx context.Context, sc binding.Scope, sess session) ([]*Record, error) {
 	ix, err := s.loadIndex(ctx, sc)
 	if err != nil {
 		return nil, err
 	}
 	var out []*Record
-	for _, id := range ix.SessionIDs(sess.Token()) {
+	for _, id := range ix.sessionIDs(sess.Token()) {
 		r, _, err := s.loadRecord(ctx, sc, id)
 		if err != nil {
 			return nil, err
@@ -158,7 +158,7 @@ func (s *Service) sessionRecords(ctx context.Context, sc binding.Scope, sess Ses
 		}
 		out = append(out, r)
 	}
-	SortRecords(out)
+	sortRecords(out)
 	return out, nil
 }
 

@@ -24,7 +24,7 @@ const (
 )
 
 // changeTools maps the change tools to their command kind.
-var changeTools = map[string]string{ToolSnooze: CmdSnooze, ToolEdit: CmdEdit, ToolPause: CmdPause, ToolResume: CmdResume}
+var changeTools = map[string]string{ToolSnooze: cmdSnooze, ToolEdit: cmdEdit, ToolPause: cmdPause, ToolResume: cmdResume}
 
 // dedupes reports whether an invocation changes state (DESIGN 3.1): adds
 // and deletes do, lists and the clock do not.
@@ -42,15 +42,15 @@ func dedupes(inv *bus.Invocation) bool {
 			if len(toks) == 0 {
 				return false
 			}
-			_, change := changeVerbs[strings.ToLower(FoldWidth(toks[0]))]
-			return strings.EqualFold(FoldWidth(toks[0]), "add") || change
+			_, change := changeVerbs[strings.ToLower(foldWidth(toks[0]))]
+			return strings.EqualFold(foldWidth(toks[0]), "add") || change
 		}
 	}
 	return false
 }
 
 // sessionOf converts the envelope's session.
-func sessionOf(s bus.Session) SessionIn {
+func sessionOf(s bus.Session) sessionIn {
 	raw := func(id bus.ID) json.RawMessage {
 		if id == "" {
 			return nil
@@ -58,7 +58,7 @@ func sessionOf(s bus.Session) SessionIn {
 		b, _ := json.Marshal(string(id))
 		return b
 	}
-	return SessionIn{LauncherType: s.LauncherType, LauncherID: raw(s.LauncherID), SenderID: raw(s.SenderID), BotUUID: s.BotUUID}
+	return sessionIn{LauncherType: s.LauncherType, LauncherID: raw(s.LauncherID), SenderID: raw(s.SenderID), BotUUID: s.BotUUID}
 }
 
 // internalFailure maps an unexpected error to unavailable (storage) or
@@ -105,11 +105,11 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 				return failed(mentionsFailure("mentions"))
 			}
 		}
-		sess, sender, ok := sessionOf(inv.Tool.Session).Resolve()
+		sess, sender, ok := sessionOf(inv.Tool.Session).resolve()
 		if !ok {
 			return failed(fail("no_session", "", nil))
 		}
-		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaTool, mentions: mentions})
+		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: viaTool, mentions: mentions})
 		var vf *when.Failure
 		if errors.As(err, &vf) {
 			return failed(vf)
@@ -119,7 +119,7 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		}
 		return result(s.rd.ScheduleResult(set, id, plan, now))
 	case ToolList:
-		sess, _, ok := sessionOf(inv.Tool.Session).Resolve()
+		sess, _, ok := sessionOf(inv.Tool.Session).resolve()
 		if !ok {
 			return failed(fail("no_session", "", nil))
 		}
@@ -139,7 +139,7 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		if raw[0] != '"' || json.Unmarshal(raw, &idText) != nil {
 			return failed(fail("invalid_param", "id", map[string]string{"field": "id"}))
 		}
-		sess, _, ok := sessionOf(inv.Tool.Session).Resolve()
+		sess, _, ok := sessionOf(inv.Tool.Session).resolve()
 		if !ok {
 			return failed(fail("no_session", "", nil))
 		}
@@ -162,11 +162,11 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		if f != nil {
 			return failed(f)
 		}
-		sess, sender, ok := sessionOf(inv.Tool.Session).Resolve()
+		sess, sender, ok := sessionOf(inv.Tool.Session).resolve()
 		if !ok {
 			return failed(fail("no_session", "", nil))
 		}
-		out, err := s.change(ctx, inv, set, sess, sender, c, ViaTool)
+		out, err := s.change(ctx, inv, set, sess, sender, c, viaTool)
 		var vf *when.Failure
 		switch {
 		case errors.Is(err, errNotFound):
@@ -176,7 +176,7 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		case err != nil:
 			return failed(s.internalFailure(ctx, inv, err))
 		}
-		return result(s.rd.ChangeResult(set, out, now))
+		return result(s.rd.changeResult(set, out, now))
 	}
 	return nil, bus.Errorf(bus.ErrNotFound, "schenotify has no such tool")
 }
@@ -185,7 +185,7 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 // for a snooze, which defaults to the chat's last delivery); a snooze's
 // delay or time_str; an edit's time_str (a time or a repeat rule) or
 // message. Strings only, as schedule_notify.
-func changeParams(kind string, raw json.RawMessage) (Command, *when.Failure) {
+func changeParams(kind string, raw json.RawMessage) (command, *when.Failure) {
 	var params map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &params)
 	str := map[string]string{}
@@ -196,41 +196,41 @@ func changeParams(kind string, raw json.RawMessage) (Command, *when.Failure) {
 		}
 		var sv string
 		if v[0] != '"' || json.Unmarshal(v, &sv) != nil {
-			return Command{}, fail("invalid_param", k, map[string]string{"field": k})
+			return command{}, fail("invalid_param", k, map[string]string{"field": k})
 		}
 		if strings.TrimSpace(sv) != "" {
 			str[k] = sv
 		}
 	}
-	c := Command{Kind: kind}
+	c := command{Kind: kind}
 	if idText, ok := str["id"]; ok {
 		id, ok := NormalizeID(strings.TrimSpace(idText))
 		if !ok {
-			return Command{}, fail("not_found", "id", map[string]string{"id": Preview(idText, 32)})
+			return command{}, fail("not_found", "id", map[string]string{"id": preview(idText, 32)})
 		}
 		c.ID = id
-	} else if kind != CmdSnooze {
-		return Command{}, fail("missing_params", "", nil)
+	} else if kind != cmdSnooze {
+		return command{}, fail("missing_params", "", nil)
 	}
 	_, hasDelay := str["delay"]
 	_, hasTime := str["time_str"]
 	switch kind {
-	case CmdSnooze:
+	case cmdSnooze:
 		if hasDelay && hasTime {
-			return Command{}, fail("conflicting_params", "delay", nil)
+			return command{}, fail("conflicting_params", "delay", nil)
 		}
 		c.Rest = str["delay"] + str["time_str"]
-	case CmdEdit:
+	case cmdEdit:
 		msg, hasMsg := str["message"]
 		switch {
 		case hasTime && hasMsg:
-			return Command{}, fail("conflicting_params", "message", nil)
+			return command{}, fail("conflicting_params", "message", nil)
 		case hasTime:
 			c.Rest = str["time_str"]
 		case hasMsg:
 			c.Text = msg
 		default:
-			return Command{}, fail("missing_params", "", nil)
+			return command{}, fail("missing_params", "", nil)
 		}
 	}
 	return c, nil

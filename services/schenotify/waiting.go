@@ -37,10 +37,10 @@ const StateWaiting = "waiting"
 
 // ErrCodeRefused is the last_error code of a permanent refusal; its detail
 // is the reason.
-const ErrCodeRefused = "refused"
+const errCodeRefused = "refused"
 
 // OutcomeWaiting counts deliveries parked until the chat's next message.
-const OutcomeWaiting = "waiting"
+const outcomeWaiting = "waiting"
 
 // keyWaiting is the key kind of a chat's mark: <scope>.waiting.<token>.
 const keyWaiting = "waiting"
@@ -64,14 +64,14 @@ func Refusal(err error) string {
 // waitMark is the stored mark of a chat that refused a proactive message.
 type waitMark struct {
 	V       int       `json:"v"`
-	Session Session   `json:"session"`
+	Session session   `json:"session"`
 	Reason  string    `json:"reason"`
 	Since   time.Time `json:"since"`
 }
 
 // markWaiting marks sess as refusing proactive messages; an existing mark
 // stays as it is.
-func (s *Service) markWaiting(ctx context.Context, sc binding.Scope, sess Session, reason string, now time.Time) error {
+func (s *Service) markWaiting(ctx context.Context, sc binding.Scope, sess session, reason string, now time.Time) error {
 	b, _ := json.Marshal(waitMark{V: 1, Session: sess, Reason: reason, Since: now.UTC().Truncate(time.Second)})
 	s.writes.Add(1)
 	_, err := s.runner.KV().Create(ctx, sc, keyWaiting, b, sess.Token())
@@ -82,7 +82,7 @@ func (s *Service) markWaiting(ctx context.Context, sc binding.Scope, sess Sessio
 }
 
 // chatWaiting reports whether sess is marked, with the mark's revision.
-func (s *Service) chatWaiting(ctx context.Context, sc binding.Scope, sess Session) (bool, uint64, error) {
+func (s *Service) chatWaiting(ctx context.Context, sc binding.Scope, sess session) (bool, uint64, error) {
 	e, err := s.runner.KV().Get(ctx, sc, keyWaiting, sess.Token())
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return false, 0, nil
@@ -116,6 +116,6 @@ func (s *Service) refused(ctx context.Context, sc binding.Scope, c *Record, rev 
 	}
 	c.State, c.Claim, c.NextAttemptAt = StateWaiting, nil, nil
 	c.Attempt, c.FirstAttemptAt = 0, nil
-	c.LastError = &LastError{Code: ErrCodeRefused, Detail: reason, At: now.UTC().Truncate(time.Second)}
+	c.LastError = &LastError{Code: errCodeRefused, Detail: reason, At: now.UTC().Truncate(time.Second)}
 	return s.writeOutcome(ctx, sc, c, rev)
 }
