@@ -203,7 +203,7 @@ func (rd Renderer) scheduled(s Settings, id string, p when.Plan, now time.Time) 
 	return strings.Join(parts, "\n")
 }
 
-// scheduleResult is the success result of schedule_notify.
+// ScheduleResult is the success result of schedule_notify.
 func (rd Renderer) ScheduleResult(s Settings, id string, p when.Plan, now time.Time) scheduleResult {
 	r := scheduleResult{
 		Status: "ok", ID: id, Due: when.RFC3339In(p.First, s.Zone), DueUTC: when.UTCString(p.First),
