@@ -36,7 +36,7 @@ func TestErrorMapping(t *testing.T) {
 // TestInternalFailure: storage failures are unavailable, anything else is
 // internal, and neither carries the cause in its text.
 func TestInternalFailure(t *testing.T) {
-	s := &Service{log: discardLogger()}
+	s := &replies{log: discardLogger()}
 	cat, err := Catalog()
 	if err != nil {
 		t.Fatal(err)

@@ -63,34 +63,34 @@ func sessionOf(s bus.Session) sessionIn {
 
 // internalFailure maps an unexpected error to unavailable (storage) or
 // internal (anything else); the cause is logged, never returned.
-func (s *Service) internalFailure(ctx context.Context, inv *bus.Invocation, err error) *when.Failure {
-	s.log.ErrorContext(ctx, "invocation failed", "scope", inv.Scope.String(), "name", inv.Name(), "err", err)
+func (rp *replies) internalFailure(ctx context.Context, inv *bus.Invocation, err error) *when.Failure {
+	rp.log.ErrorContext(ctx, "invocation failed", "scope", inv.Scope.String(), "name", inv.Name(), "err", err)
 	if errors.Is(err, errStore) {
 		return fail("unavailable", "", nil)
 	}
 	return fail("internal", "", nil)
 }
 
-func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, error) {
-	set := NormalizeConfig(inv.Config, s.zone)
-	now := s.now()
+func (rp *replies) tool(ctx context.Context, inv *bus.Invocation) (any, error) {
+	set := NormalizeConfig(inv.Config, rp.zone)
+	now := rp.now()
 	result := func(v any) (any, error) { return bus.ToolReply{Result: v}, nil }
 	failed := func(f *when.Failure) (any, error) {
 		if f.Code == "unavailable" || f.Code == "internal" {
 			// spec 3.1.5: not kept for retries, so a retry runs again
-			return bus.NotFinal(bus.ToolReply{Result: s.rd.ToolError(set, f)}), nil
+			return bus.NotFinal(bus.ToolReply{Result: rp.rd.ToolError(set, f)}), nil
 		}
-		return result(s.rd.ToolError(set, f))
+		return result(rp.rd.ToolError(set, f))
 	}
 	switch inv.Tool.Name {
 	case ToolNow:
-		return result(s.rd.Now(set, now))
+		return result(rp.rd.Now(set, now))
 	case ToolSchedule:
 		var params map[string]json.RawMessage
 		if json.Unmarshal(inv.Tool.Parameters, &params) != nil {
 			params = nil
 		}
-		plan, f := when.PlanTool(params, when.ScheduleInput{Now: now, Zone: set.Zone, MinEvery: s.cfg.MinEvery})
+		plan, f := when.PlanTool(params, when.ScheduleInput{Now: now, Zone: set.Zone, MinEvery: rp.minEvery})
 		if f != nil {
 			return failed(f)
 		}
@@ -109,25 +109,25 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		if !ok {
 			return failed(fail("no_session", "", nil))
 		}
-		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: viaTool, mentions: mentions})
+		id, err := rp.rem.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: viaTool, mentions: mentions})
 		var vf *when.Failure
 		if errors.As(err, &vf) {
 			return failed(vf)
 		}
 		if err != nil {
-			return failed(s.internalFailure(ctx, inv, err))
+			return failed(rp.internalFailure(ctx, inv, err))
 		}
-		return result(s.rd.ScheduleResult(set, id, plan, now))
+		return result(rp.rd.ScheduleResult(set, id, plan, now))
 	case ToolList:
 		sess, _, ok := sessionOf(inv.Tool.Session).resolve()
 		if !ok {
 			return failed(fail("no_session", "", nil))
 		}
-		recs, err := s.sessionRecords(ctx, inv.Scope, sess)
+		recs, err := rp.rem.sessionRecords(ctx, inv.Scope, sess)
 		if err != nil {
-			return failed(s.internalFailure(ctx, inv, err))
+			return failed(rp.internalFailure(ctx, inv, err))
 		}
-		return result(s.rd.List(set, recs, now))
+		return result(rp.rd.List(set, recs, now))
 	case ToolCancel:
 		var params map[string]json.RawMessage
 		_ = json.Unmarshal(inv.Tool.Parameters, &params)
@@ -148,14 +148,14 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		if !ok {
 			return failed(notFound)
 		}
-		rec, inFlight, found, err := s.remove(ctx, inv.Scope, sess, id)
+		rec, inFlight, found, err := rp.rem.remove(ctx, inv.Scope, sess, id)
 		if err != nil {
-			return failed(s.internalFailure(ctx, inv, err))
+			return failed(rp.internalFailure(ctx, inv, err))
 		}
 		if !found {
 			return failed(notFound)
 		}
-		return result(s.rd.Cancelled(set, rec, inFlight))
+		return result(rp.rd.Cancelled(set, rec, inFlight))
 	}
 	if kind, ok := changeTools[inv.Tool.Name]; ok {
 		c, f := changeParams(kind, inv.Tool.Parameters)
@@ -166,7 +166,7 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		if !ok {
 			return failed(fail("no_session", "", nil))
 		}
-		out, err := s.change(ctx, inv, set, sess, sender, c, viaTool)
+		out, err := rp.change(ctx, inv, set, sess, sender, c, viaTool)
 		var vf *when.Failure
 		switch {
 		case errors.Is(err, errNotFound):
@@ -174,9 +174,9 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		case errors.As(err, &vf):
 			return failed(vf)
 		case err != nil:
-			return failed(s.internalFailure(ctx, inv, err))
+			return failed(rp.internalFailure(ctx, inv, err))
 		}
-		return result(s.rd.changeResult(set, out, now))
+		return result(rp.rd.changeResult(set, out, now))
 	}
 	return nil, bus.Errorf(bus.ErrNotFound, "schenotify has no such tool")
 }
