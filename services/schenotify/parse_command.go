@@ -27,7 +27,7 @@ const (
 	CmdDelAll     = "delete_all"
 	CmdDelIndex   = "delete_index"
 	CmdDelID      = "delete_id"
-	// Changes of a reminder (issue 22); Verb is the canonical verb, Rest
+	// Changes of a reminder (snooze, edit, pause, resume); Verb is the canonical verb, Rest
 	// the text after it as typed.
 	cmdSnooze      = "snooze"
 	cmdEdit        = "edit"
