@@ -335,7 +335,6 @@ func (d *delivery) notDue(ctx context.Context, f *bus.Fired, id string, target, 
 // one place where a delivery's text is produced. ctx is for a text that
 // has to be asked for (a host call) rather than rendered from the record.
 func (d *delivery) render(ctx context.Context, c *claimed, now time.Time) outgoing {
-	_ = ctx
 	cfg, err := d.runner.OpenConfig(c.sc, c.auth)
 	if err != nil {
 		cfg = nil
