@@ -271,7 +271,8 @@ func (d *delivery) attempt(ctx context.Context, f *bus.Fired, auth *bus.Authorit
 	if h := d.hooks.beforeClaim; h != nil {
 		h(ctx, sc, id)
 	}
-	c, err := d.claim(ctx, f, auth, rec, rev, now, slot.taken)
+	c := &claimed{sc: sc, f: f, auth: auth, orig: *rec}
+	err = d.claim(ctx, c, rev, now, slot.taken)
 	if bus.IsCASConflict(err) {
 		return "", true, nil
 	}
@@ -289,12 +290,13 @@ func (d *delivery) attempt(ctx context.Context, f *bus.Fired, auth *bus.Authorit
 	return outcome, false, err
 }
 
-// claim claims the occurrence due of rec by compare-and-set: the
-// linearisation point against deletes. A held claim (held) covers the
-// wait and the send, and its first attempt is counted from the instant.
-func (d *delivery) claim(ctx context.Context, f *bus.Fired, auth *bus.Authority, rec *Record, rev uint64, now time.Time, held bool) (*claimed, error) {
-	occ, target := rec.NextDue, rec.Target()
-	c := *rec
+// claim claims the occurrence due of cl.orig, read at revision rev, by
+// compare-and-set: the linearisation point against deletes. It fills in
+// the rest of cl. A held claim (held) covers the wait and the send, and
+// its first attempt is counted from the instant.
+func (d *delivery) claim(ctx context.Context, cl *claimed, rev uint64, now time.Time, held bool) error {
+	occ, target := cl.orig.NextDue, cl.orig.Target()
+	c := cl.orig
 	nowSec := now.UTC().Truncate(time.Second)
 	if c.Attempt == 0 || c.FirstAttemptAt == nil {
 		fa := nowSec
@@ -310,11 +312,12 @@ func (d *delivery) claim(ctx context.Context, f *bus.Fired, auth *bus.Authority,
 	c.State = StateSending
 	c.Claim = &claim{Occurrence: occ, Replica: d.replica, Until: nowSec.Add(d.claimFor)}
 	c.Attempt++
-	crev, err := d.rem.casRecord(ctx, f.Scope, &c, rev)
+	crev, err := d.rem.casRecord(ctx, cl.sc, &c, rev)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &claimed{sc: f.Scope, f: f, auth: auth, orig: *rec, rec: &c, rev: crev, occ: occ, target: target}, nil
+	cl.rec, cl.rev, cl.occ, cl.target = &c, crev, occ, target
+	return nil
 }
 
 // notDue handles an early or stale fire: never acked away, because the

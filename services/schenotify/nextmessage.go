@@ -137,23 +137,25 @@ func (d *delivery) flush(ctx context.Context, sc binding.Scope, sess session) {
 	}
 }
 
-// claimWaiting claims a waiting reminder's occurrence for the send on the
-// chat's message: the claim keeps replicas that got the same message from
-// sending it twice. Its first attempt is now.
-func (d *delivery) claimWaiting(ctx context.Context, sc binding.Scope, auth *bus.Authority, rec *Record, rev uint64, now time.Time) (*claimed, error) {
+// claimWaiting claims the occurrence of the waiting reminder cl.orig,
+// read at revision rev, for the send on the chat's message: the claim
+// keeps replicas that got the same message from sending it twice. Its
+// first attempt is now. It fills in the rest of cl.
+func (d *delivery) claimWaiting(ctx context.Context, cl *claimed, rev uint64, now time.Time) error {
 	nowSec := now.UTC().Truncate(time.Second)
-	occ := rec.NextDue
-	c := *rec
+	occ := cl.orig.NextDue
+	c := cl.orig
 	c.State = StateSending
 	c.Claim = &claim{Occurrence: occ, Replica: d.replica, Until: nowSec.Add(d.claimFor)}
 	c.Attempt++
 	fa := nowSec
 	c.FirstAttemptAt = &fa
-	crev, err := d.rem.casRecord(ctx, sc, &c, rev)
+	crev, err := d.rem.casRecord(ctx, cl.sc, &c, rev)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &claimed{sc: sc, auth: auth, orig: *rec, rec: &c, rev: crev, occ: occ, target: rec.Target()}, nil
+	cl.rec, cl.rev, cl.occ, cl.target = &c, crev, occ, cl.orig.Target()
+	return nil
 }
 
 // sendWaiting claims one waiting reminder and sends it.
@@ -164,7 +166,8 @@ func (d *delivery) sendWaiting(ctx context.Context, sc binding.Scope, auth *bus.
 			return flushSkipped
 		}
 		now := d.now()
-		cl, err := d.claimWaiting(ctx, sc, auth, rec, rev, now)
+		cl := &claimed{sc: sc, auth: auth, orig: *rec}
+		err = d.claimWaiting(ctx, cl, rev, now)
 		if bus.IsCASConflict(err) {
 			continue
 		}
