@@ -216,7 +216,10 @@ func finishPlan(msg string, w Start, in ScheduleInput) (Plan, *Failure) {
 			return Plan{}, fail("invalid_delay", "delay", map[string]string{"value": w.DelayRaw})
 		}
 	}
-	if w.Rule != nil && w.Rule.Kind == KindCron && w.Rule.CronNext(now, zone).IsZero() {
+	if w.Rule != nil && w.Rule.Kind != KindEvery && w.Rule.CronNext(now, zone).IsZero() {
+		if w.Rule.beyondCalendar(now, zone) {
+			return Plan{}, calendarRangeFailure("recurrence")
+		}
 		return Plan{}, fail("invalid_recurrence", "recurrence", map[string]string{"value": w.Rule.Expr})
 	}
 	// 6. the start is after the current second.
@@ -227,9 +230,9 @@ func finishPlan(msg string, w Start, in ScheduleInput) (Plan, *Failure) {
 	first := start
 	if w.Rule != nil {
 		switch {
-		case w.Rule.Kind == KindCron && startField != "":
+		case w.Rule.Kind != KindEvery && startField != "":
 			first = w.Rule.CronNext(start.Add(-time.Second), zone)
-		case w.Rule.Kind == KindCron:
+		case w.Rule.Kind != KindEvery:
 			first = w.Rule.CronNext(now, zone)
 		case startField == "":
 			first = now.Add(w.Rule.every)
