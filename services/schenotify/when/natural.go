@@ -332,10 +332,10 @@ const (
 const (
 	recNone = iota
 	recDaily
-	recWeekdays // dows
-	recMonthly  // mday
-	recYearly   // month, mday
-	recEvery    // every
+	recWeekdays    // dows
+	recMonthly     // mday
+	recYearly      // month, mday
+	recEvery       // every
 	recMonthLast   // the last day of every month
 	recNthWeekday  // nth (or last) weekday of every month
 	recWorkdayCN   // China's working days
