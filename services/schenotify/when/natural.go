@@ -1648,10 +1648,8 @@ func (n Natural) early(d time.Duration, in ScheduleInput) (Natural, error) {
 		ts.At, ts.Adjust = ts.At.Add(-d), AdjustNone
 		n.Time = &ts
 	case n.Rule != nil:
-		if d >= n.Rule.every {
-			return Natural{}, errAdvanceTooLong
-		}
-		n.Time = &TimeSpec{At: in.Now.Truncate(time.Second).Add(n.Rule.every - d)}
+		// An elapsed interval ("every 2 hours") has no time to come early to.
+		return Natural{}, errAdvanceTooLong
 	case n.Delay > 0:
 		if d >= n.Delay {
 			return Natural{}, errAdvanceTooLong
@@ -1830,6 +1828,9 @@ func (rd reading) rule(in ScheduleInput) (Natural, error) {
 	case recMonthLast, recNthWeekday, recWorkdayCN, recLunarYearly:
 		return rd.calendarRule(in)
 	}
+	if rd.rec == recEvery && (rd.clk.set || rd.part != "") {
+		return rd.everyDaysAt(in)
+	}
 	if rd.rec == recEvery {
 		expr = "@every " + FormatDuration(rd.every)
 	} else {
@@ -1870,15 +1871,20 @@ func (rd reading) rule(in ScheduleInput) (Natural, error) {
 	if err != nil {
 		return Natural{}, err
 	}
-	if rd.rec == recEvery && (rd.clk.set || rd.part != "") {
-		// "every other day at 7am": the series starts at the next 07:00.
-		h, shift, _, ok := hourOf(rd.part, rd.clk)
-		if !ok || shift != 0 {
-			return Natural{}, errIntervalClock
-		}
-		ts := nextClock(Wall{Hour: h, Minute: rd.clk.m, Second: rd.clk.sec}, in.Now.Truncate(time.Second), in.Zone)
-		return Natural{Rule: &r, Time: &ts}, nil
+	return Natural{Rule: &r}, nil
+}
+
+// everyDaysAt is "every other day at 7am": every n days at that wall
+// time (DST does not move it), from the next such time.
+func (rd reading) everyDaysAt(in ScheduleInput) (Natural, error) {
+	h, shift, _, ok := hourOf(rd.part, rd.clk)
+	if !ok || shift != 0 || rd.clk.sec != 0 || rd.every%(24*time.Hour) != 0 {
+		return Natural{}, errIntervalClock
 	}
+	next := nextClock(Wall{Hour: h, Minute: rd.clk.m}, in.Now.Truncate(time.Second), in.Zone)
+	c := &calRule{base: "days", every: int(rd.every / (24 * time.Hour)), h: h, m: rd.clk.m,
+		anchor: date{next.Requested.Year, next.Requested.Month, next.Requested.Day}}
+	r := calendarRule(c)
 	return Natural{Rule: &r}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 //	monthly last fri 09:00        the last Friday of every month
 //	workdays cn 09:00             China's working days (holidays skipped, 调休 included)
 //	lunar 8-15 09:00              every year on lunar month 8, day 15
+//	days 2 from 2030-01-02 07:00  every 2 days at 07:00 wall time, from that day
 //	cron 0 9 * * 1-5              a 5-field cron expression (with early only)
 //
 // each optionally followed by "early <duration>": every occurrence comes
@@ -28,7 +29,9 @@ const maxEarly = 7 * 24 * time.Hour
 
 // calRule is a parsed KindCalendar spec.
 type calRule struct {
-	base     string // "last-day", "nth", "workdays", "lunar", "cron"
+	base     string // "last-day", "nth", "workdays", "lunar", "days", "cron"
+	every    int    // days: the interval in days
+	anchor   date   // days: the first day
 	nth      int    // 1-5, -1 for the last
 	wd       time.Weekday
 	lm, ld   int
@@ -58,6 +61,9 @@ func (c *calRule) spec() string {
 		s = "workdays cn " + clock
 	case "lunar":
 		s = "lunar " + lunarLabel(c.lm, c.ld) + " " + clock
+	case "days":
+		a := c.anchor
+		s = "days " + strconv.Itoa(c.every) + " from " + strconv.Itoa(a.y) + "-" + twoDigits(a.m) + "-" + twoDigits(a.d) + " " + clock
 	case "cron":
 		s = "cron " + c.cronExpr
 	}
@@ -145,6 +151,16 @@ func parseCalendar(s string) (*calRule, error) {
 			return nil, errRecurrence
 		}
 		c.base, c.lm, c.ld = "lunar", m, d
+	case "days":
+		n, err := strconv.Atoi(f[1])
+		if err != nil || strconv.Itoa(n) != f[1] || n < 1 || n > 3660 || len(f) != 5 || f[2] != "from" || !clockAt(4) {
+			return nil, errRecurrence
+		}
+		w, ok := parseLegacy(f[3]+" 00:00:00", false)
+		if !ok || f[3] != strconv.Itoa(w.Year)+"-"+twoDigits(w.Month)+"-"+twoDigits(w.Day) || w.Year < 1000 {
+			return nil, errRecurrence
+		}
+		c.base, c.every, c.anchor = "days", n, date{w.Year, w.Month, w.Day}
 	case "cron":
 		expr := strings.Join(f[1:], " ")
 		if strings.HasPrefix(expr, "@") || strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
@@ -185,6 +201,12 @@ func (c *calRule) nextDay(d date) (date, bool) {
 		return nextCNWorkday(d, c.lastYear)
 	case "lunar":
 		return nextLunar(d, c.lm, c.ld)
+	case "days":
+		if d.before(c.anchor) {
+			return c.anchor, true
+		}
+		k := int(d.time().Sub(c.anchor.time()) / (24 * time.Hour))
+		return d.add((c.every - k%c.every) % c.every), true
 	}
 	return date{}, false
 }
