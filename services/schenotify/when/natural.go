@@ -44,7 +44,7 @@ type Natural struct {
 //     except when no day is named: then the next of h and h+12 is taken;
 //   - a weekday alone ("周五", "friday") is the next such day whose time is
 //     still ahead; "下周五"/"next friday" is the Friday of next week
-//     (weeks start on Monday); "这周五"/"this friday" is this week's;
+//     (weeks start on Monday); "这周五" is this week's, "this friday" the coming one;
 //   - a date without a year is the next such date still ahead;
 //   - days, weeks and months ("3天后", "in 2 weeks") keep the wall clock,
 //     hours, minutes and seconds are elapsed time;
