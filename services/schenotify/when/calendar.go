@@ -28,15 +28,21 @@ const calendarSearchEnd = 2200
 // holiday library covers (the year of its newest published schedule). A
 // working day after that year is refused with calendar_range.
 func CalendarLastYear() int {
-	last := 0
-	for y := calendarFirstYear; y <= calendarSearchEnd; y++ {
-		if HolidayUtil.GetHolidaysByYear(y).Len() > 0 {
-			last = y
-		} else if last != 0 {
-			break
+	// The covered years are contiguous from calendarFirstYear: a binary
+	// search asks the data about 8 years instead of every one.
+	lo, hi := calendarFirstYear, calendarSearchEnd // lo covered, hi not
+	if HolidayUtil.GetHolidaysByYear(lo).Len() == 0 {
+		return 0
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if HolidayUtil.GetHolidaysByYear(mid).Len() > 0 {
+			lo = mid
+		} else {
+			hi = mid
 		}
 	}
-	return last
+	return lo
 }
 
 // date is a calendar day, free of zones.

@@ -357,3 +357,28 @@ func phraseTables() []phraseTable {
 		}},
 	}
 }
+
+// TestToolHints: schedule_notify gives the reader's hints too, on the
+// parameter at fault: the calendar's last year, an interval with a clock.
+func TestToolHints(t *testing.T) {
+	utc := mustZone(t, "UTC")
+	in := when.ScheduleInput{Now: time.Date(2027, 12, 31, 10, 0, 0, 0, time.UTC), Zone: utc}
+	for _, tt := range []struct{ param, value, code, field string }{
+		{"time_str", "下个工作日", "calendar_range", "time_str"},
+		{"recurrence", "每个工作日 9点", "calendar_range", "recurrence"},
+		{"recurrence", "workdays cn 09:00", "calendar_range", "recurrence"},
+		{"time_str", "every 2 hours at 9am", "interval_with_clock", "time_str"},
+		{"recurrence", "每隔两天", "interval_ambiguous", "recurrence"},
+		{"time_str", "明天25点", "invalid_time", "time_str"},
+	} {
+		params := map[string]json.RawMessage{"message": jsonString("x"), tt.param: jsonString(tt.value)}
+		_, f := when.PlanTool(params, in)
+		if f == nil || f.Code != tt.code || f.Field != tt.field {
+			t.Errorf("%s %q: %+v, want %s on %s", tt.param, tt.value, f, tt.code, tt.field)
+			continue
+		}
+		if tt.code == "calendar_range" && f.Args["year"] != "2027" {
+			t.Errorf("%s %q: year %q", tt.param, tt.value, f.Args["year"])
+		}
+	}
+}
