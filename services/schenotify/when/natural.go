@@ -114,8 +114,15 @@ func separated(r []rune, i int) bool {
 	for j < len(r) && unicode.IsSpace(r[j]) {
 		j++
 	}
-	if j < len(r) && (isASCIIDigit(r[j]) || timeish(r[j:])) {
+	if j < len(r) && (isASCIIDigit(r[j]) || timeish(r[j:]) || atClock(r[j:])) {
 		return false
+	}
+	if k := j; k < len(r) && (r[k] == ',' || r[k] == '，') {
+		for k++; k < len(r) && unicode.IsSpace(r[k]); k++ {
+		}
+		if atClock(r[k:]) {
+			return false
+		}
 	}
 	if j > i {
 		return true
@@ -128,6 +135,19 @@ func separated(r []rune, i int) bool {
 		return true
 	}
 	return false
+}
+
+// atClock reports whether r starts with "at" and a digit ("in 2 hours at
+// 3pm"): a clock time that would be left in the text.
+func atClock(r []rune) bool {
+	k := 2
+	if len(r) < 3 || r[0] != 'a' || r[1] != 't' {
+		return false
+	}
+	for k < len(r) && unicode.IsSpace(r[k]) {
+		k++
+	}
+	return k > 2 && k < len(r) && isASCIIDigit(r[k])
 }
 
 // timeish reports whether r starts with a Chinese numeral that reads as a

@@ -280,6 +280,8 @@ func phraseTables() []phraseTable {
 			{in: "明天下午3点 提前10分钟提醒我", code: "no_message"},
 			{in: "tomorrow 3pm", code: "no_message"},
 			{in: "someday call mom", code: "natural_unreadable"},
+			{in: "in 2 hours at 3pm call", code: "natural_unreadable"},
+			{in: "every 2 hours, at 9 stretch", code: "natural_unreadable"},
 		}},
 		{zone: "America/New_York", now: "2026-03-07 10:00:00", rows: []phrase{ // Saturday; clocks spring forward on Sunday 2026-03-08
 			{in: "tomorrow 2:30am check", want: "2026-03-08 03:30:00", msg: "check"},
