@@ -28,11 +28,11 @@ type Info struct {
 	} `json:"limits"`
 }
 
-func (s *Service) info(c PageCall) Info {
+func (o *ops) info(c PageCall) Info {
 	var i Info
-	i.Scope, i.Operator, i.Now = c.Scope.String(), c.Operator, s.nowMS()
+	i.Scope, i.Operator, i.Now = c.Scope.String(), c.Operator, o.now.ms()
 	i.Config.TakeoverTimeout, i.Config.TakeoverOnReply, i.Config.HistoryLimit = c.Settings.TakeoverTimeout, c.Settings.TakeoverOnReply, c.Settings.HistoryLimit
-	i.Limits.AttachmentBytes = s.attachmentLimit()
+	i.Limits.AttachmentBytes = o.attachmentLimit()
 	return i
 }
 
@@ -42,8 +42,8 @@ type SessionList struct {
 	NextCursor string    `json:"next_cursor"`
 }
 
-func (s *Service) listSessions(ctx context.Context, c PageCall, req PageRequest) (SessionList, error) {
-	stored, err := s.st.ListRecords(ctx, c.Scope)
+func (o *ops) listSessions(ctx context.Context, c PageCall, req PageRequest) (SessionList, error) {
+	stored, err := o.st.ListRecords(ctx, c.Scope)
 	if err != nil {
 		return SessionList{}, err
 	}
@@ -58,7 +58,7 @@ func (s *Service) listSessions(ctx context.Context, c PageCall, req PageRequest)
 		if req.Type != TypeAll && rec.Type != req.Type {
 			continue
 		}
-		sum := s.summaryWith(sid, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID))
+		sum := o.notices.summaryWith(sid, rec, c.Settings, o.notices.botName(c.Scope, c.Binding, rec.BotUUID))
 		if q != "" && !strings.Contains(strings.ToLower(sum.Name), q) && !strings.Contains(strings.ToLower(sum.TargetID), q) &&
 			!strings.Contains(strings.ToLower(sum.BotName), q) {
 			continue
@@ -131,18 +131,18 @@ type MessagePage struct {
 	NextBefore uint64        `json:"next_before"`
 }
 
-func (s *Service) messages(ctx context.Context, c PageCall, req PageRequest) (MessagePage, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, req.SID)
+func (o *ops) messages(ctx context.Context, c PageCall, req PageRequest) (MessagePage, error) {
+	rec, err := o.mustRecord(ctx, c.Scope, req.SID)
 	if err != nil {
 		return MessagePage{}, err
 	}
-	entries, _, err := s.st.ReadHistory(ctx, c.Scope, req.SID)
+	entries, _, err := o.st.ReadHistory(ctx, c.Scope, req.SID)
 	if err != nil {
 		return MessagePage{}, err
 	}
-	vis := visible(entries, rec.Gen, c.Settings.HistoryLimit, s.cfg.RecordBudget)
+	vis := visible(entries, rec.Gen, c.Settings.HistoryLimit, o.recordBudget)
 	out := MessagePage{Session: Detail{
-		Summary: s.summaryWith(req.SID, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID)),
+		Summary: o.notices.summaryWith(req.SID, rec, c.Settings, o.notices.botName(c.Scope, c.Binding, rec.BotUUID)),
 		Gen:     rec.Gen, Members: members(rec),
 	}, Messages: []model.Entry{}}
 	// newest first, older than the entry before names; by place, not by

@@ -2,7 +2,6 @@ package takeover
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -33,6 +32,12 @@ type PageCall struct {
 	Origin   Origin
 }
 
+// session is the session sid, with its committed record rec, as the
+// notices act on it for this call.
+func (c PageCall) session(sid string, rec *model.Record) session {
+	return session{sc: c.Scope, b: c.Binding, set: c.Settings, sid: sid, rec: rec}
+}
+
 // Where a console operation came from.
 const (
 	OriginConsole = "console" // the standalone HTTP console
@@ -54,7 +59,7 @@ type Origin struct {
 // Do runs one console operation (spec §7.2) and returns its result. The
 // error is a *bus.Error, store.ErrCorrupt for an unreadable record, or a storage
 // error (wireError maps the last two).
-func (s *Service) Do(ctx context.Context, c PageCall, req PageRequest) (any, error) {
+func (o *ops) Do(ctx context.Context, c PageCall, req PageRequest) (any, error) {
 	if c.Inactive && req.Op.IsAction() {
 		return nil, bus.WithReason(bus.ErrBindingRefused, ReasonInstallationInactive, "the installation is disabled or superseded")
 	}
@@ -69,99 +74,44 @@ func (s *Service) Do(ctx context.Context, c PageCall, req PageRequest) (any, err
 	}
 	switch req.Op {
 	case OpInfo:
-		return s.info(c), nil
+		return o.info(c), nil
 	case OpSessions:
-		return s.listSessions(ctx, c, req)
+		return o.listSessions(ctx, c, req)
 	case OpMessages:
-		return s.messages(ctx, c, req)
+		return o.messages(ctx, c, req)
 	case OpTakeoverStatus:
-		rec, err := s.mustRecord(ctx, c.Scope, req.SID)
+		rec, err := o.mustRecord(ctx, c.Scope, req.SID)
 		if err != nil {
 			return nil, err
 		}
-		return s.takeoverView(rec, c.Settings), nil
+		return o.notices.takeoverView(rec, c.Settings), nil
 	case OpTakeover:
-		return s.consoleTakeover(ctx, c, req.SID)
+		return o.consoleTakeover(ctx, c, req.SID)
 	case OpRelease:
-		return s.consoleRelease(ctx, c, req.SID)
+		return o.consoleRelease(ctx, c, req.SID)
 	case OpMarkHandled:
-		return s.markHandled(ctx, c, req.SID)
+		return o.markHandled(ctx, c, req.SID)
 	case OpReply:
-		return s.reply(ctx, c, req.SID, req.Reply)
+		return o.reply(ctx, c, req.SID, req.Reply)
 	case OpUserInfo:
-		return s.userInfo(ctx, c, req)
+		return o.userInfo(ctx, c, req)
 	case OpGroupInfo:
-		return s.groupInfo(ctx, c, req.SID)
+		return o.groupInfo(ctx, c, req.SID)
 	case OpBlob:
-		return s.blob(ctx, c, req)
+		return o.blob(ctx, c, req)
 	case OpExport:
-		return s.export(ctx, c, req)
+		return o.export(ctx, c, req)
 	case OpDeleteSession:
-		return s.deleteSession(ctx, c, req.SID)
+		return o.deleteSession(ctx, c, req.SID)
 	case OpClear:
-		return s.clear(ctx, c)
+		return o.clear(ctx, c)
 	}
 	return nil, bus.Errorf(bus.ErrNotFound, "unknown console operation")
 }
 
-// dedupePage: page actions run under the invocation dedupe record; reads
-// skip it (spec §7.1 rule 5).
-func dedupePage(inv *bus.Invocation) bool {
-	if inv.Page == nil {
-		return false
-	}
-	op, err := ParseOp(inv.Page.Method, inv.Page.Endpoint)
-	return err == nil && op.IsAction()
-}
-
-// pageRead: reads are served under a disabled or superseded authority.
-func pageRead(inv *bus.Invocation) bool {
-	if inv.Page == nil {
-		return false
-	}
-	op, err := ParseOp(inv.Page.Method, inv.Page.Endpoint)
-	return err == nil && !op.IsAction()
-}
-
-// handlePage is the NATS page endpoint over Do.
-func (s *Service) handlePage(ctx context.Context, inv *bus.Invocation) (any, error) {
-	p := inv.Page
-	if p.PageID != ConsolePageID {
-		return nil, bus.Errorf(bus.ErrNotFound, "unknown page")
-	}
-	req, err := ParsePageRequest(p.Method, p.Endpoint, p.Body)
-	if err != nil {
-		return nil, wireError(err)
-	}
-	var caller struct {
-		Operator string `json:"operator"`
-	}
-	if len(p.Caller) > 0 {
-		_ = json.Unmarshal(p.Caller, &caller)
-	}
-	c := PageCall{
-		Scope: inv.Scope, Binding: inv.Binding,
-		Settings: s.settingsFor(inv.Scope, inv.Binding, inv.Config),
-		Operator: OperatorOf(caller.Operator),
-		Inactive: inv.Authority.State != bus.StateActive,
-		Origin:   Origin{Kind: OriginPage},
-	}
-	data, err := s.Do(ctx, c, req)
-	if err != nil {
-		if req.Op.IsAction() {
-			s.audit(ctx, c, req, "error")
-		}
-		return nil, wireError(err)
-	}
-	if req.Op.IsAction() {
-		s.audit(ctx, c, req, "ok")
-	}
-	return bus.PageReply{Data: data}, nil
-}
-
 // audit logs one line per action: never text, names or file names.
-func (s *Service) audit(ctx context.Context, c PageCall, req PageRequest, outcome string) {
-	s.log.InfoContext(ctx, "console action", "action", string(req.Op), "scope", c.Scope.String(), "sid", req.SID, "operator", c.Operator, "outcome", outcome)
+func (o *ops) audit(ctx context.Context, c PageCall, req PageRequest, outcome string) {
+	o.log.InfoContext(ctx, "console action", "action", string(req.Op), "scope", c.Scope.String(), "sid", req.SID, "operator", c.Operator, "outcome", outcome)
 }
 
 // wireError maps an operation error to the wire error (DESIGN §3.1): a
@@ -182,8 +132,8 @@ func wireError(err error) error {
 
 // attachmentLimit is 10 MiB, lowered when the server's max_payload cannot
 // carry it (spec §11).
-func (s *Service) attachmentLimit() int {
-	mp := int(s.nc.MaxPayload())
+func (o *ops) attachmentLimit() int {
+	mp := int(o.nc.MaxPayload())
 	if mp > 0 && (mp-256<<10)*3/8 < model.MaxAttachmentBytes {
 		return max((mp-256<<10)*3/8, 0)
 	}
@@ -191,8 +141,8 @@ func (s *Service) attachmentLimit() int {
 }
 
 // mustRecord reads a record that must exist.
-func (s *Service) mustRecord(ctx context.Context, sc binding.Scope, sid string) (*model.Record, error) {
-	rec, _, err := s.st.GetRecord(ctx, sc, sid)
+func (o *ops) mustRecord(ctx context.Context, sc binding.Scope, sid string) (*model.Record, error) {
+	rec, _, err := o.st.GetRecord(ctx, sc, sid)
 	if err != nil {
 		return nil, err
 	}

@@ -37,28 +37,28 @@ func replyKeyID(sid, idem string) string {
 
 // reply delivers an operator reply (spec §7.4): idempotency record, the
 // takeover first, the send, then the entry.
-func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyRequest) (ReplyResult, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, sid)
+func (o *ops) reply(ctx context.Context, c PageCall, sid string, r *ReplyRequest) (ReplyResult, error) {
+	rec, err := o.mustRecord(ctx, c.Scope, sid)
 	if err != nil {
 		return ReplyResult{}, err
 	}
 	if model.IsLegacy(rec) {
 		return ReplyResult{}, legacyErr()
 	}
-	if len(r.Image) > s.attachmentLimit() || len(r.File) > s.attachmentLimit() {
+	if len(r.Image) > o.attachmentLimit() || len(r.File) > o.attachmentLimit() {
 		return ReplyResult{}, bus.Errorf(bus.ErrTooLarge, "an attachment is over the limit")
 	}
-	now := s.nowMS()
+	now := o.now.ms()
 	dk := replyKeyID(sid, r.IdempotencyKey)
 
 	// 1. the idempotency record
-	if err := s.st.Check("dedupe", c.Scope); err != nil {
+	if err := o.st.Check("dedupe", c.Scope); err != nil {
 		return ReplyResult{}, err
 	}
 	sending, _ := json.Marshal(model.ReplyDedupe{State: model.ReplySending, At: now})
-	rev, err := s.st.Dedupe().Create(ctx, c.Scope, store.KeyReply, sending, dk)
+	rev, err := o.st.Dedupe().Create(ctx, c.Scope, store.KeyReply, sending, dk)
 	if bus.IsCASConflict(err) {
-		e, gerr := s.st.Dedupe().Get(ctx, c.Scope, store.KeyReply, dk)
+		e, gerr := o.st.Dedupe().Get(ctx, c.Scope, store.KeyReply, dk)
 		if gerr != nil {
 			return ReplyResult{}, errReplyRecord
 		}
@@ -74,11 +74,11 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 				return ReplyResult{}, bus.WithReason(bus.ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
 			case d.State == model.ReplyDelivered:
 				// delivered long ago and never saved: never send it again
-				return ReplyResult{Delivered: true, Warning: "history_not_saved", Takeover: s.takeoverView(rec, c.Settings)}, nil
+				return ReplyResult{Delivered: true, Warning: "history_not_saved", Takeover: o.notices.takeoverView(rec, c.Settings)}, nil
 			}
 		}
 		// take the record over; losing the race means another attempt did
-		rev, err = s.st.Dedupe().UpdateAt(ctx, c.Scope, store.KeyReply, sending, e.Revision(), dk)
+		rev, err = o.st.Dedupe().UpdateAt(ctx, c.Scope, store.KeyReply, sending, e.Revision(), dk)
 		if bus.IsCASConflict(err) {
 			return ReplyResult{}, bus.WithReason(bus.ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
 		}
@@ -90,7 +90,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		b, _ := json.Marshal(d)
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if nrev, err := s.st.Dedupe().UpdateAt(wctx, c.Scope, store.KeyReply, b, rev, dk); err == nil {
+		if nrev, err := o.st.Dedupe().UpdateAt(wctx, c.Scope, store.KeyReply, b, rev, dk); err == nil {
 			rev = nrev
 		}
 	}
@@ -99,7 +99,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 	var tr model.Transition
 	var claimed bool  // the reply started the takeover or changed its operator
 	var refused error // the update's own refusal, answered as it is
-	rec, krev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
+	rec, krev, err := o.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		tr, claimed = model.Unchanged, false
 		if cur == nil {
 			refused = bus.Errorf(bus.ErrNotFound, "no such session")
@@ -130,10 +130,10 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		return ReplyResult{}, bus.Errorf(bus.ErrUnavailable, "the takeover could not be stored; nothing was sent")
 	}
 	if tr != model.Unchanged {
-		s.view.ApplyRecord(c.Scope, sid, rec, krev)
-		s.afterTakeoverSync(ctx, c, sid, rec, tr)
+		o.view.ApplyRecord(c.Scope, sid, rec, krev)
+		o.notices.afterTakeover(ctx, c.session(sid, rec), tr, true)
 		if claimed {
-			s.noteTaken(ctx, c, sid, rec)
+			o.notices.noteTaken(ctx, c, sid, rec)
 		}
 	}
 
@@ -149,9 +149,9 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		chain = append(chain, bus.Component{Type: "File", Base64: model.DataURL(r.FileMime, r.File), Name: r.FileName})
 	}
 	idem := "takeover:" + c.Scope.String() + ":" + sid + ":" + r.IdempotencyKey
-	sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
+	sctx, cancel := context.WithTimeout(ctx, o.hostTimeout)
 	defer cancel()
-	err = s.runner.Host().SendMessage(sctx, c.Binding, bus.SendMessage{
+	err = o.runner.Host().SendMessage(sctx, c.Binding, bus.SendMessage{
 		BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: chain,
 	}, idem)
 	if err != nil {
@@ -167,13 +167,13 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		return ReplyResult{}, bus.WithReason(bus.ErrUnavailable, ReasonSendFailed, "the host refused the message")
 	}
 	setDedupe(model.ReplyDedupe{State: model.ReplyDelivered, At: now})
-	s.resolveAlert(ctx, c.Scope, c.Settings, sid)
+	o.notices.resolveAlert(ctx, c.Scope, c.Settings, sid)
 
 	// 4. the entry
-	res := ReplyResult{Delivered: true, Takeover: s.takeoverView(rec, c.Settings)}
-	entry, err := s.saveReply(ctx, c, sid, rec.Gen, r, now)
+	res := ReplyResult{Delivered: true, Takeover: o.notices.takeoverView(rec, c.Settings)}
+	entry, err := o.saveReply(ctx, c, sid, rec.Gen, r, now)
 	if err != nil {
-		s.log.ErrorContext(ctx, "a delivered reply was not saved", "scope", c.Scope.String(), "sid", sid, "err", err)
+		o.log.ErrorContext(ctx, "a delivered reply was not saved", "scope", c.Scope.String(), "sid", sid, "err", err)
 		res.Warning = "history_not_saved"
 		b, _ := json.Marshal(res)
 		setDedupe(model.ReplyDedupe{State: model.ReplyDelivered, At: now, Result: b})
@@ -187,7 +187,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 
 // saveReply stores a delivered reply as one human entry and updates the
 // session's metadata.
-func (s *Service) saveReply(ctx context.Context, c PageCall, sid, gen string, r *ReplyRequest, now int64) (*model.Entry, error) {
+func (o *ops) saveReply(ctx context.Context, c PageCall, sid, gen string, r *ReplyRequest, now int64) (*model.Entry, error) {
 	var parts []model.Part
 	if r.Text != "" {
 		parts = append(parts, model.Part{Type: model.PartText, Text: r.Text})
@@ -199,10 +199,10 @@ func (s *Service) saveReply(ctx context.Context, c PageCall, sid, gen string, r 
 		parts = append(parts, model.Part{Type: model.PartFile, Name: r.FileName, Mime: r.FileMime, Size: int64(len(r.File)), Data: r.File})
 	}
 	e := &model.Entry{V: 1, ID: model.ReplyEntryID(c.Scope.String(), sid, r.IdempotencyKey), Gen: gen, TS: now, Role: model.RoleHuman, Operator: c.Operator}
-	if err := s.storeEntry(ctx, c.Scope, sid, e, parts); err != nil {
+	if err := storeEntry(ctx, o.st, c.Scope, sid, e, parts); err != nil {
 		return nil, err
 	}
-	rec, rev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
+	rec, rev, err := o.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil {
 			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
 		}
@@ -216,20 +216,8 @@ func (s *Service) saveReply(ctx context.Context, c PageCall, sid, gen string, r 
 	if err != nil {
 		return nil, err
 	}
-	s.view.ApplyRecord(c.Scope, sid, rec, rev)
-	s.publishLive(c.Scope, model.Live{Type: model.LiveMessage, SID: sid, Data: map[string]any{"sid": sid, "gen": gen, "entry": e}})
-	s.trims.MaybeTrim(c.Scope, sid, rec, c.Settings)
+	o.view.ApplyRecord(c.Scope, sid, rec, rev)
+	o.notices.publishLive(c.Scope, model.Live{Type: model.LiveMessage, SID: sid, Data: map[string]any{"sid": sid, "gen": gen, "entry": e}})
+	o.trims.MaybeTrim(c.Scope, sid, rec, c.Settings)
 	return e, nil
-}
-
-// afterTakeoverSync is afterTakeover with the takeover notice's first try
-// made before returning (a reply's notice precedes the reply, spec §3.7).
-func (s *Service) afterTakeoverSync(ctx context.Context, c PageCall, sid string, rec *model.Record, tr model.Transition) {
-	if err := s.st.Schedule(ctx, c.Scope, sid, rec.Takeover.ExpiresAt); err != nil {
-		s.log.ErrorContext(ctx, "arming the takeover expiry failed", "scope", c.Scope.String(), "sid", sid, "err", err)
-	}
-	s.publishLive(c.Scope, model.Live{Type: model.LiveTakeover, SID: sid, Data: s.takeoverView(rec, c.Settings)})
-	if tr == model.Started {
-		s.notify(ctx, c.Scope, c.Binding, sid, rec, c.Settings.NoticeOnTakeover, true, true)
-	}
 }

@@ -90,6 +90,8 @@ type Store struct {
 	// consumer reads, given the shard's name: a stand-in for the replica
 	// a cluster places that consumer on.
 	replica func(stream string) jetstream.Stream
+	// serving is what Start needs (Serve)
+	serving Serving
 }
 
 func (st *Store) Check(op string, sc binding.Scope) error {
