@@ -13,6 +13,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -116,7 +117,7 @@ func (n *notices) raiseAlert(ctx context.Context, ses session, cause, who, previ
 	if who == "" {
 		who = chat
 	}
-	job := alertJob{SID: sid, N: st.N, RaisedAt: now, Cause: cause, Who: model.CutRunes(who, 64), Chat: model.CutRunes(chat, 64),
+	job := alertJob{SID: sid, N: st.N, RaisedAt: now, Cause: cause, Who: settings.CutRunes(who, 64), Chat: settings.CutRunes(chat, 64),
 		Type: rec.Type, Preview: capPreview(preview)}
 	n.queueAlert(ctx, sc, job, "alert")
 }
@@ -181,10 +182,10 @@ func (n *notices) noteTaken(ctx context.Context, c PageCall, sid string, rec *mo
 	if chat == "" {
 		chat = rec.TargetID
 	}
-	job := alertJob{SID: sid, N: st.N, RaisedAt: now, Who: model.CutRunes(c.Operator, 64), Chat: model.CutRunes(chat, 64), Type: rec.Type,
+	job := alertJob{SID: sid, N: st.N, RaisedAt: now, Who: settings.CutRunes(c.Operator, 64), Chat: settings.CutRunes(chat, 64), Type: rec.Type,
 		Taken: true, Origin: kind, StartedAt: rec.Takeover.StartedAt}
 	if kind == OriginChat {
-		job.From, job.FromType, job.FromID = from, c.Origin.Chat.Type, model.CutRunes(c.Origin.Chat.ID, 64)
+		job.From, job.FromType, job.FromID = from, c.Origin.Chat.Type, settings.CutRunes(c.Origin.Chat.ID, 64)
 		if from == model.SessionKey(rec.BotUUID, rec.Type, rec.TargetID) {
 			job.Origin = originItself
 		}
@@ -209,7 +210,7 @@ func noteRecipients(set model.Settings, from string) []model.OperatorChat {
 // model.MaxAlertPreview runes, whitespace collapsed, an ellipsis when cut.
 func capPreview(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if cut := model.CutRunes(s, model.MaxAlertPreview); cut != s {
+	if cut := settings.CutRunes(s, model.MaxAlertPreview); cut != s {
 		return cut + "…"
 	}
 	return s

@@ -15,6 +15,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -281,7 +282,7 @@ func (o *ops) listCommand(ctx context.Context, c PageCall, numKey string) (any, 
 		}
 		b.WriteString("\n")
 		b.WriteString(o.catalog.Text(lang, "cmd.list.item", map[string]string{
-			"n": strconv.Itoa(i + 1), "chat": model.CutRunes(name, 64), "kind": o.catalog.Text(lang, "chat.type."+r.Type, nil),
+			"n": strconv.Itoa(i + 1), "chat": settings.CutRunes(name, 64), "kind": o.catalog.Text(lang, "chat.type."+r.Type, nil),
 			"state":   o.listState(lang, r.Takeover, now),
 			"preview": capPreview(r.LastPreview.Text),
 		}))

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -61,7 +62,7 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 	if len(tool.Parameters) > 0 && json.Unmarshal(tool.Parameters, &p) != nil {
 		return nil, bus.Errorf(bus.ErrBadRequest, "parameters must be {\"reason\": string}")
 	}
-	reason := model.CutRunes(strings.TrimSpace(p.Reason), model.MaxHandoffReason)
+	reason := settings.CutRunes(strings.TrimSpace(p.Reason), model.MaxHandoffReason)
 	ses := tool.Session
 	lid := string(ses.LauncherID)
 	if !model.ValidBotUUID(ses.BotUUID) || (ses.LauncherType != model.LauncherPerson && ses.LauncherType != model.LauncherGroup) || lid == "" || len(lid) > 256 {

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -170,7 +171,7 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 		if err != nil {
 			return req, err
 		}
-		req.Query = model.CutRunes(strings.TrimSpace(q), maxQueryRunes)
+		req.Query = settings.CutRunes(strings.TrimSpace(q), maxQueryRunes)
 		if req.Limit, err = p.limit(DefaultSessionPage, MaxSessionPage); err != nil {
 			return req, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -52,7 +53,7 @@ func (d *MetaDelta) Apply(r *model.Record) {
 		r.AddMember(m.ID, m.Name, m.At)
 	}
 	if d.Name != "" {
-		r.Name = model.CutRunes(d.Name, model.MaxNameRunes)
+		r.Name = settings.CutRunes(d.Name, model.MaxNameRunes)
 	}
 	if r.Adapter == "" && d.Adapter != "" {
 		r.Adapter = d.Adapter
