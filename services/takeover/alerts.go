@@ -63,7 +63,7 @@ type alertJob struct {
 	Type     string `json:"type"`
 	Preview  string `json:"preview,omitempty"`
 	// Taken is a note that Who took the chat over from Origin; the chat it
-	// came from (Origin.Chat of an OriginChat) is not told. StartedAt is
+	// came from (Origin.Chat of an originChat) is not told. StartedAt is
 	// the takeover's start: a note whose takeover ended before delivery is
 	// dropped.
 	Taken     bool   `json:"taken,omitempty"`
@@ -143,12 +143,12 @@ func (n *notices) queueAlert(ctx context.Context, sc binding.Scope, job alertJob
 // claimer (operator and origin) are those of the last note (a repeated
 // take, a reply's extension), or the last note is younger than
 // Config.AlertInterval (the per-chat rate limit).
-func (n *notices) noteTaken(ctx context.Context, c PageCall, sid string, rec *model.Record) {
+func (n *notices) noteTaken(ctx context.Context, c pageCall, sid string, rec *model.Record) {
 	kind, from := c.Origin.Kind, ""
 	if kind == "" {
-		kind = OriginConsole
+		kind = originConsole
 	}
-	if kind == OriginChat {
+	if kind == originChat {
 		from = c.Origin.Chat.Key()
 	}
 	if rec == nil || !rec.Takeover.Active || len(noteRecipients(c.Settings, from)) == 0 {
@@ -184,7 +184,7 @@ func (n *notices) noteTaken(ctx context.Context, c PageCall, sid string, rec *mo
 	}
 	job := alertJob{SID: sid, N: st.N, RaisedAt: now, Who: settings.CutRunes(c.Operator, 64), Chat: settings.CutRunes(chat, 64), Type: rec.Type,
 		Taken: true, Origin: kind, StartedAt: rec.Takeover.StartedAt}
-	if kind == OriginChat {
+	if kind == originChat {
 		job.From, job.FromType, job.FromID = from, c.Origin.Chat.Type, settings.CutRunes(c.Origin.Chat.ID, 64)
 		if from == model.SessionKey(rec.BotUUID, rec.Type, rec.TargetID) {
 			job.Origin = originItself
@@ -359,7 +359,7 @@ const originItself = "itself"
 func (n *notices) noteText(set model.Settings, job alertJob) string {
 	cat, lang := n.catalog, set.Language
 	who := job.Who
-	if who == "" || who == HostOperator {
+	if who == "" || who == hostOperator {
 		who = cat.Text(lang, "note.who.host", nil)
 	}
 	where := cat.Text(lang, "note.where."+job.Origin, map[string]string{

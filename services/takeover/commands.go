@@ -57,9 +57,9 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 	ses := cmd.Session
 	admin := cmd.Privilege >= adminPrivilege
 	operatorChat := set.IsOperatorChat(ses.BotUUID, ses.LauncherType, string(ses.LauncherID))
-	c := PageCall{Scope: inv.Scope, Binding: inv.Binding, Settings: set, Operator: OperatorOf(string(ses.SenderID)),
+	c := pageCall{Scope: inv.Scope, Binding: inv.Binding, Settings: set, Operator: OperatorOf(string(ses.SenderID)),
 		Inactive: inv.Authority.State != bus.StateActive,
-		Origin:   Origin{Kind: OriginChat, Chat: model.OperatorChat{BotUUID: ses.BotUUID, Type: ses.LauncherType, ID: string(ses.LauncherID)}}}
+		Origin:   origin{Kind: originChat, Chat: model.OperatorChat{BotUUID: ses.BotUUID, Type: ses.LauncherType, ID: string(ses.LauncherID)}}}
 	switch sub {
 	case "", "help":
 		return say("cmd.help", nil)
@@ -103,14 +103,14 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 			}
 			c.Settings.TakeoverTimeout = d
 		}
-		v, err := o.operate(ctx, c, PageRequest{Op: OpTakeover, SID: sid})
+		v, err := o.operate(ctx, c, PageRequest{Op: opTakeover, SID: sid})
 		if err != nil {
 			return o.sayError(set, err)
 		}
 		args["remaining"] = remainingWait(set.Language, v.(TakeoverView).ExpiresAt, o.now.ms())
 		return say("cmd.taken", args)
 	case "release":
-		if _, err := o.operate(ctx, c, PageRequest{Op: OpRelease, SID: sid}); err != nil {
+		if _, err := o.operate(ctx, c, PageRequest{Op: opRelease, SID: sid}); err != nil {
 			return o.sayError(set, err)
 		}
 		return say("cmd.released", args)
@@ -120,7 +120,7 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 		return say("cmd.usage.reply", nil)
 	}
 	sum := sha256.Sum256([]byte(inv.ID))
-	v, err := o.operate(ctx, c, PageRequest{Op: OpReply, SID: sid, Reply: &ReplyRequest{IdempotencyKey: "cmd-" + hex.EncodeToString(sum[:16]), Text: text}})
+	v, err := o.operate(ctx, c, PageRequest{Op: opReply, SID: sid, Reply: &replyRequest{IdempotencyKey: "cmd-" + hex.EncodeToString(sum[:16]), Text: text}})
 	if err != nil {
 		return o.sayError(set, err)
 	}
@@ -132,7 +132,7 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 
 // operate runs one console operation for a command or the page endpoint,
 // with the console's audit line of an action.
-func (o *ops) operate(ctx context.Context, c PageCall, req PageRequest) (any, error) {
+func (o *ops) operate(ctx context.Context, c pageCall, req PageRequest) (any, error) {
 	v, err := o.Do(ctx, c, req)
 	if req.Op.IsAction() {
 		outcome := "ok"
@@ -147,7 +147,7 @@ func (o *ops) operate(ctx context.Context, c PageCall, req PageRequest) (any, er
 // sayError answers a refused or failed operation in the chat's words,
 // naming what failed (error.<reason>: the service's storage, LangBot): a
 // 503 error reply would reach the user as the package's own "no answer
-// from the service" text, which names the wrong component (issue 32).
+// from the service" text, which names the wrong component.
 func (o *ops) sayError(set model.Settings, err error) (any, error) {
 	var be *bus.Error
 	if !errors.As(wireError(err), &be) {
@@ -166,7 +166,7 @@ func (o *ops) sayError(set model.Settings, err error) (any, error) {
 // pauseCommand takes over (pause) or releases (resume) the chat the
 // command was sent in, creating its session record when the chat was
 // never recorded.
-func (o *ops) pauseCommand(ctx context.Context, c PageCall, inv *bus.Invocation, pause bool, say func(string, map[string]string) (any, error)) (any, error) {
+func (o *ops) pauseCommand(ctx context.Context, c pageCall, inv *bus.Invocation, pause bool, say func(string, map[string]string) (any, error)) (any, error) {
 	ses := inv.Command.Session
 	lid := string(ses.LauncherID)
 	if !model.ValidBotUUID(ses.BotUUID) || (ses.LauncherType != model.LauncherPerson && ses.LauncherType != model.LauncherGroup) || lid == "" {
@@ -174,7 +174,7 @@ func (o *ops) pauseCommand(ctx context.Context, c PageCall, inv *bus.Invocation,
 	}
 	sid := model.SID(model.SessionKey(ses.BotUUID, ses.LauncherType, lid))
 	if !pause {
-		if _, err := o.operate(ctx, c, PageRequest{Op: OpRelease, SID: sid}); err != nil {
+		if _, err := o.operate(ctx, c, PageRequest{Op: opRelease, SID: sid}); err != nil {
 			return o.sayError(c.Settings, err)
 		}
 		return say("cmd.resumed", nil)
@@ -199,7 +199,7 @@ func (o *ops) pauseCommand(ctx context.Context, c PageCall, inv *bus.Invocation,
 		}
 		o.view.ApplyRecord(c.Scope, sid, rec, rev)
 	}
-	v, err := o.operate(ctx, c, PageRequest{Op: OpTakeover, SID: sid})
+	v, err := o.operate(ctx, c, PageRequest{Op: opTakeover, SID: sid})
 	if err != nil {
 		return o.sayError(c.Settings, err)
 	}
@@ -209,7 +209,7 @@ func (o *ops) pauseCommand(ctx context.Context, c PageCall, inv *bus.Invocation,
 // listCommand lists the chats waiting for a human (unread) or taken over,
 // with the operator chat's short numbers: a chat keeps its number while it
 // stays listed, new chats take the next free ones.
-func (o *ops) listCommand(ctx context.Context, c PageCall, numKey string) (any, error) {
+func (o *ops) listCommand(ctx context.Context, c pageCall, numKey string) (any, error) {
 	stored, err := o.st.ListRecords(ctx, c.Scope)
 	if err != nil {
 		return o.sayError(c.Settings, err)
@@ -292,8 +292,8 @@ func (o *ops) listCommand(ctx context.Context, c PageCall, numKey string) (any, 
 
 // listState is a listed chat's state as `!ho list` shows it: waiting, or
 // taken over with who holds it and for how long. A takeover started by
-// the user's trigger word has no operator until one acts (issue 32: it
-// read "taken over by , 9m left"); one from LangBot's page, which names
+// the user's trigger word has no operator until one acts (it is not
+// "taken over by , 9m left"); one from LangBot's page, which names
 // no caller, is held by "an operator".
 func (o *ops) listState(lang string, t model.TakeoverState, now int64) string {
 	if !t.TakenOver(now) {
@@ -303,7 +303,7 @@ func (o *ops) listState(lang string, t model.TakeoverState, now int64) string {
 	switch t.Operator {
 	case "":
 		return o.catalog.Text(lang, "cmd.list.taken_trigger", map[string]string{"remaining": remaining})
-	case HostOperator:
+	case hostOperator:
 		return o.catalog.Text(lang, "cmd.list.taken", map[string]string{"remaining": remaining, "operator": o.catalog.Text(lang, "note.who.host", nil)})
 	}
 	return o.catalog.Text(lang, "cmd.list.taken", map[string]string{"remaining": remaining, "operator": t.Operator})
@@ -311,7 +311,7 @@ func (o *ops) listState(lang string, t model.TakeoverState, now int64) string {
 
 // numbered resolves a short number of the operator chat's list to a sid
 // ("" when the number names no listed chat).
-func (o *ops) numbered(ctx context.Context, c PageCall, numKey, word string) (string, error) {
+func (o *ops) numbered(ctx context.Context, c pageCall, numKey, word string) (string, error) {
 	n, err := strconv.Atoi(strings.TrimPrefix(word, "#"))
 	if err != nil || n < 1 || n > maxNumbers {
 		return "", nil

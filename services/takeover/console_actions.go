@@ -12,7 +12,7 @@ import (
 // must exist and be current-format before anything is tried, and the CAS
 // re-checks existence on every attempt before it hands the record to change.
 // change returns store.ErrNoChange when there is nothing to write.
-func (o *ops) consoleUpdate(ctx context.Context, c PageCall, sid string, change func(cur *model.Record) (*model.Record, error)) (*model.Record, uint64, error) {
+func (o *ops) consoleUpdate(ctx context.Context, c pageCall, sid string, change func(cur *model.Record) (*model.Record, error)) (*model.Record, uint64, error) {
 	rec, err := o.mustRecord(ctx, c.Scope, sid)
 	if err != nil {
 		return nil, 0, err
@@ -28,7 +28,7 @@ func (o *ops) consoleUpdate(ctx context.Context, c PageCall, sid string, change 
 	})
 }
 
-func (o *ops) consoleTakeover(ctx context.Context, c PageCall, sid string) (TakeoverView, error) {
+func (o *ops) consoleTakeover(ctx context.Context, c pageCall, sid string) (TakeoverView, error) {
 	now := o.now.ms()
 	var tr model.Transition
 	rec, rev, err := o.consoleUpdate(ctx, c, sid, func(cur *model.Record) (*model.Record, error) {
@@ -49,7 +49,7 @@ func (o *ops) consoleTakeover(ctx context.Context, c PageCall, sid string) (Take
 	return o.notices.takeoverView(rec, c.Settings), nil
 }
 
-func (o *ops) consoleRelease(ctx context.Context, c PageCall, sid string) (TakeoverView, error) {
+func (o *ops) consoleRelease(ctx context.Context, c pageCall, sid string) (TakeoverView, error) {
 	now := o.now.ms()
 	released := false
 	rec, rev, err := o.consoleUpdate(ctx, c, sid, func(cur *model.Record) (*model.Record, error) {
@@ -72,7 +72,7 @@ func (o *ops) consoleRelease(ctx context.Context, c PageCall, sid string) (Takeo
 	return o.notices.takeoverView(rec, c.Settings), nil
 }
 
-func (o *ops) markHandled(ctx context.Context, c PageCall, sid string) (Summary, error) {
+func (o *ops) markHandled(ctx context.Context, c pageCall, sid string) (Summary, error) {
 	rec, rev, err := o.consoleUpdate(ctx, c, sid, func(cur *model.Record) (*model.Record, error) {
 		if !cur.Unread && cur.TriggeredWord == "" {
 			return nil, store.ErrNoChange

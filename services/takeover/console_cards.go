@@ -13,7 +13,7 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
-// UserCard and GroupCard are the console's cards (spec §7.3).
+// UserCard and groupCard are the console's cards (spec §7.3).
 type UserCard struct {
 	Type      string `json:"type"`
 	ID        string `json:"id"`
@@ -25,18 +25,18 @@ type UserCard struct {
 	Adapter   string `json:"adapter"`
 }
 
-type GroupCard struct {
+type groupCard struct {
 	Type        string       `json:"type"`
 	ID          string       `json:"id"`
 	Name        string       `json:"name"`
 	MemberCount int          `json:"member_count"`
-	Members     []MemberView `json:"members"`
+	Members     []memberView `json:"members"`
 	BotUUID     string       `json:"bot_uuid"`
 	BotName     string       `json:"bot_name"`
 	Adapter     string       `json:"adapter"`
 }
 
-func (o *ops) userInfo(ctx context.Context, c PageCall, req PageRequest) (UserCard, error) {
+func (o *ops) userInfo(ctx context.Context, c pageCall, req PageRequest) (UserCard, error) {
 	rec, err := o.mustRecord(ctx, c.Scope, req.SID)
 	if err != nil {
 		return UserCard{}, err
@@ -55,16 +55,16 @@ func (o *ops) userInfo(ctx context.Context, c PageCall, req PageRequest) (UserCa
 	return card, nil
 }
 
-func (o *ops) groupInfo(ctx context.Context, c PageCall, sid string) (GroupCard, error) {
+func (o *ops) groupInfo(ctx context.Context, c pageCall, sid string) (groupCard, error) {
 	rec, err := o.mustRecord(ctx, c.Scope, sid)
 	if err != nil {
-		return GroupCard{}, err
+		return groupCard{}, err
 	}
 	if rec.Type != model.LauncherGroup {
-		return GroupCard{}, bus.Errorf(bus.ErrBadRequest, "not a group session")
+		return groupCard{}, bus.Errorf(bus.ErrBadRequest, "not a group session")
 	}
 	bot := o.bots.get(ctx, c.Scope, c.Binding, rec.BotUUID)
-	return GroupCard{Type: "group", ID: rec.TargetID, Name: rec.Name, MemberCount: len(rec.Members), Members: members(rec),
+	return groupCard{Type: "group", ID: rec.TargetID, Name: rec.Name, MemberCount: len(rec.Members), Members: members(rec),
 		BotUUID: rec.BotUUID, BotName: bot.name, Adapter: rec.Adapter}, nil
 }
 
@@ -75,7 +75,7 @@ type BlobData struct {
 	DataURL string `json:"data_url,omitempty"`
 }
 
-func (o *ops) blob(ctx context.Context, c PageCall, req PageRequest) (BlobData, error) {
+func (o *ops) blob(ctx context.Context, c pageCall, req PageRequest) (BlobData, error) {
 	data, mime, err := o.blobBytes(ctx, c, req)
 	if err != nil {
 		return BlobData{}, err
@@ -87,7 +87,7 @@ func (o *ops) blob(ctx context.Context, c PageCall, req PageRequest) (BlobData, 
 }
 
 // blobBytes reads one of the session's blobs and its mime type.
-func (o *ops) blobBytes(ctx context.Context, c PageCall, req PageRequest) ([]byte, string, error) {
+func (o *ops) blobBytes(ctx context.Context, c pageCall, req PageRequest) ([]byte, string, error) {
 	if !strings.HasPrefix(req.Name, c.Scope.String()+"."+req.SID+".") {
 		return nil, "", bus.Errorf(bus.ErrNotFound, "no such attachment")
 	}

@@ -21,7 +21,7 @@ type Export struct {
 	Blobs      map[string]BlobData `json:"blobs"`
 }
 
-func (o *ops) export(ctx context.Context, c PageCall, req PageRequest) (Export, error) {
+func (o *ops) export(ctx context.Context, c pageCall, req PageRequest) (Export, error) {
 	rec, err := o.mustRecord(ctx, c.Scope, req.SID)
 	if err != nil {
 		return Export{}, err
@@ -59,7 +59,7 @@ func (o *ops) export(ctx context.Context, c PageCall, req PageRequest) (Export, 
 // deleteSession removes a session: the record first (a purge marker that
 // every view sees), then its blobs, history and timer (spec §5.5 rule 5).
 // A repeated call finishes what a failed one left.
-func (o *ops) deleteSession(ctx context.Context, c PageCall, sid string) (map[string]bool, error) {
+func (o *ops) deleteSession(ctx context.Context, c pageCall, sid string) (map[string]bool, error) {
 	rec, _, err := o.st.GetRecord(ctx, c.Scope, sid)
 	existed := rec != nil || errors.Is(err, store.ErrCorrupt)
 	if err != nil && !errors.Is(err, store.ErrCorrupt) {
@@ -76,7 +76,7 @@ func (o *ops) deleteSession(ctx context.Context, c PageCall, sid string) (map[st
 	return map[string]bool{"deleted": true}, nil
 }
 
-func (o *ops) clear(ctx context.Context, c PageCall) (map[string]int, error) {
+func (o *ops) clear(ctx context.Context, c pageCall) (map[string]int, error) {
 	sids, err := o.st.SessionIDs(ctx, c.Scope)
 	if err != nil {
 		return nil, err

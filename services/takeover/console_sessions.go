@@ -13,8 +13,8 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
-// Info is the result of GET /info.
-type Info struct {
+// infoView is the result of GET /info.
+type infoView struct {
 	Scope    string `json:"scope"`
 	Operator string `json:"operator"`
 	Now      int64  `json:"now"`
@@ -28,8 +28,8 @@ type Info struct {
 	} `json:"limits"`
 }
 
-func (o *ops) info(c PageCall) Info {
-	var i Info
+func (o *ops) info(c pageCall) infoView {
+	var i infoView
 	i.Scope, i.Operator, i.Now = c.Scope.String(), c.Operator, o.now.ms()
 	i.Config.TakeoverTimeout, i.Config.TakeoverOnReply, i.Config.HistoryLimit = c.Settings.TakeoverTimeout, c.Settings.TakeoverOnReply, c.Settings.HistoryLimit
 	i.Limits.AttachmentBytes = o.attachmentLimit()
@@ -42,7 +42,7 @@ type SessionList struct {
 	NextCursor string    `json:"next_cursor"`
 }
 
-func (o *ops) listSessions(ctx context.Context, c PageCall, req PageRequest) (SessionList, error) {
+func (o *ops) listSessions(ctx context.Context, c pageCall, req PageRequest) (SessionList, error) {
 	stored, err := o.st.ListRecords(ctx, c.Scope)
 	if err != nil {
 		return SessionList{}, err
@@ -52,10 +52,10 @@ func (o *ops) listSessions(ctx context.Context, c PageCall, req PageRequest) (Se
 	for _, l := range stored {
 		sid, rec := l.SID, l.Rec
 		if rec == nil {
-			all = append(all, Summary{SID: sid, Error: ReasonUnreadable})
+			all = append(all, Summary{SID: sid, Error: reasonUnreadable})
 			continue
 		}
-		if req.Type != TypeAll && rec.Type != req.Type {
+		if req.Type != typeAll && rec.Type != req.Type {
 			continue
 		}
 		sum := o.notices.summaryWith(sid, rec, c.Settings, o.notices.botName(c.Scope, c.Binding, rec.BotUUID))
@@ -103,35 +103,35 @@ func parseCursor(c string) (int64, string, bool) {
 	return n, sid, err == nil && model.ValidSID(sid)
 }
 
-// Detail is a Summary with the gen and the members (spec §7.3).
-type Detail struct {
+// sessionDetail is a Summary with the gen and the members (spec §7.3).
+type sessionDetail struct {
 	Summary
 	Gen     string       `json:"gen"`
-	Members []MemberView `json:"members"`
+	Members []memberView `json:"members"`
 }
 
-// MemberView is a member in the console.
-type MemberView struct {
+// memberView is a member in the console.
+type memberView struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
 }
 
-func members(rec *model.Record) []MemberView {
-	out := make([]MemberView, 0, len(rec.Members))
+func members(rec *model.Record) []memberView {
+	out := make([]memberView, 0, len(rec.Members))
 	for _, m := range rec.Members {
-		out = append(out, MemberView{ID: m.ID, Name: m.Name})
+		out = append(out, memberView{ID: m.ID, Name: m.Name})
 	}
 	return out
 }
 
 // MessagePage is the result of GET /messages.
 type MessagePage struct {
-	Session    Detail        `json:"session"`
+	Session    sessionDetail        `json:"session"`
 	Messages   []model.Entry `json:"messages"`
 	NextBefore uint64        `json:"next_before"`
 }
 
-func (o *ops) messages(ctx context.Context, c PageCall, req PageRequest) (MessagePage, error) {
+func (o *ops) messages(ctx context.Context, c pageCall, req PageRequest) (MessagePage, error) {
 	rec, err := o.mustRecord(ctx, c.Scope, req.SID)
 	if err != nil {
 		return MessagePage{}, err
@@ -141,7 +141,7 @@ func (o *ops) messages(ctx context.Context, c PageCall, req PageRequest) (Messag
 		return MessagePage{}, err
 	}
 	vis := visible(entries, rec.Gen, c.Settings.HistoryLimit, o.recordBudget)
-	out := MessagePage{Session: Detail{
+	out := MessagePage{Session: sessionDetail{
 		Summary: o.notices.summaryWith(req.SID, rec, c.Settings, o.notices.botName(c.Scope, c.Binding, rec.BotUUID)),
 		Gen:     rec.Gen, Members: members(rec),
 	}, Messages: []model.Entry{}}

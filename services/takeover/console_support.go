@@ -44,31 +44,31 @@ func mountConsole(env *svcmain.Env, o *ops) error {
 	return nil
 }
 
-// consoleCall builds the PageCall of an HTTP console request from the
+// consoleCall builds the pageCall of an HTTP console request from the
 // scope's authority: its binding, its config (spec §7.1 rule 3) and its
 // state (rule 4).
-func (o *ops) consoleCall(ctx context.Context, sc binding.Scope, operator string) (PageCall, error) {
+func (o *ops) consoleCall(ctx context.Context, sc binding.Scope, operator string) (pageCall, error) {
 	a, ok := o.runner.View().Lookup(sc)
 	if !ok {
 		stored, err := o.runner.Authority(ctx, sc)
 		if err != nil {
-			return PageCall{}, storageError()
+			return pageCall{}, storageError()
 		}
 		if stored == nil {
-			return PageCall{}, bus.Errorf(bus.ErrBindingRefused, "the installation is unknown")
+			return pageCall{}, bus.Errorf(bus.ErrBindingRefused, "the installation is unknown")
 		}
 		a = *stored
 	}
 	if a.State == bus.StateRemoved {
-		return PageCall{}, bus.Errorf(bus.ErrBindingRefused, "the installation was removed")
+		return pageCall{}, bus.Errorf(bus.ErrBindingRefused, "the installation was removed")
 	}
 	cfg, err := o.runner.OpenConfig(sc, &a)
 	if err != nil {
-		return PageCall{}, bus.Errorf(bus.ErrInternal, "the installation's config could not be opened")
+		return pageCall{}, bus.Errorf(bus.ErrInternal, "the installation's config could not be opened")
 	}
-	return PageCall{
+	return pageCall{
 		Scope: sc, Binding: a.Binding, Settings: o.settings.get(sc, a.Binding, cfg),
-		Operator: operator, Inactive: a.State != bus.StateActive, Origin: Origin{Kind: OriginConsole},
+		Operator: operator, Inactive: a.State != bus.StateActive, Origin: origin{Kind: originConsole},
 	}, nil
 }
 
@@ -83,7 +83,7 @@ func (o *ops) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if req.Op == OpBlob {
+	if req.Op == opBlob {
 		// the bytes as they are, with no data URL between
 		data, mime, err := o.blobBytes(ctx, pc, req)
 		if err != nil {
@@ -110,7 +110,7 @@ func (o *ops) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 // an unknown or removed scope.
 func (o *ops) ConsoleCheck(sc binding.Scope) error {
 	if !o.runner.Ready() {
-		return bus.WithReason(bus.ErrUnavailable, ReasonNotReady, "takeover service: not ready (starting or stopping), retry later")
+		return bus.WithReason(bus.ErrUnavailable, reasonNotReady, "takeover service: not ready (starting or stopping), retry later")
 	}
 	a, ok := o.runner.View().Lookup(sc)
 	if !ok {

@@ -16,9 +16,9 @@ import (
 
 // Decision paths (spec §3.2).
 const (
-	PathView     = "view"
-	PathDirect   = "direct"
-	PathFallback = "fallback"
+	pathView     = "view"
+	pathDirect   = "direct"
+	pathFallback = "fallback"
 )
 
 // directReadWait bounds the direct read of a decision while the view is
@@ -108,18 +108,18 @@ func (rc *recording) event(ctx context.Context, inv *bus.Invocation, data model.
 // decide evaluates taken_over for a session key by the table of spec §3.2.
 func (rc *recording) decide(ctx context.Context, sc binding.Scope, sid, key string, now int64) (bool, string) {
 	if rc.view.PendingTakenOver(key, now) {
-		return true, PathView
+		return true, pathView
 	}
 	if rc.view.Live() {
 		e, ok := rc.view.Lookup(key)
-		return ok && e.TakenOver(now), PathView
+		return ok && e.TakenOver(now), pathView
 	}
 	rctx, cancel := context.WithTimeout(ctx, directReadWait)
 	defer cancel()
 	rec, _, err := rc.st.GetRecord(rctx, sc, sid)
 	if err == nil {
-		return rec != nil && rec.Takeover.TakenOver(now), PathDirect
+		return rec != nil && rec.Takeover.TakenOver(now), pathDirect
 	}
 	e, ok := rc.view.Lookup(key)
-	return ok && e.TakenOver(now), PathFallback
+	return ok && e.TakenOver(now), pathFallback
 }

@@ -27,3 +27,14 @@ func ViewConnected(s *Service) bool { return s.view.Connected() }
 
 // ObserveDecisions installs a hook that receives every decision's duration.
 func ObserveDecisions(s *Service, f func(time.Duration)) { s.rec.onDecision = f }
+
+// The console operations and reasons the black-box tests name.
+const (
+	OpInfo                   = opInfo
+	OpTakeover               = opTakeover
+	OpRelease                = opRelease
+	OpReply                  = opReply
+	OpClear                  = opClear
+	ReasonSendFailed         = reasonSendFailed
+	ReasonStorageUnavailable = reasonStorageUnavailable
+)

@@ -87,12 +87,12 @@ func (s *Service) handlePage(ctx context.Context, inv *bus.Invocation) (any, err
 	if len(p.Caller) > 0 {
 		_ = json.Unmarshal(p.Caller, &caller)
 	}
-	c := PageCall{
+	c := pageCall{
 		Scope: inv.Scope, Binding: inv.Binding,
 		Settings: s.settings.get(inv.Scope, inv.Binding, inv.Config),
 		Operator: OperatorOf(caller.Operator),
 		Inactive: inv.Authority.State != bus.StateActive,
-		Origin:   Origin{Kind: OriginPage},
+		Origin:   origin{Kind: originPage},
 	}
 	data, err := s.ops.operate(ctx, c, req)
 	if err != nil {

@@ -18,50 +18,50 @@ const ConsolePageID = "console"
 // (the invocation timeout).
 const actionTimeout = 30 * time.Second
 
-// PageCall is who and what a console operation runs for: the scope, the
+// pageCall is who and what a console operation runs for: the scope, the
 // binding host actions use, the installation's settings, the operator, and
 // whether the authority is inactive (reads only), and where the call came
 // from. The NATS page endpoint fills it from the invocation; an HTTP
 // console fills it from its token and the scope's authority.
-type PageCall struct {
+type pageCall struct {
 	Scope    binding.Scope
 	Binding  binding.Binding
 	Settings model.Settings
 	Operator string
 	Inactive bool
-	Origin   Origin
+	Origin   origin
 }
 
 // session is the session sid, with its committed record rec, as the
 // notices act on it for this call.
-func (c PageCall) session(sid string, rec *model.Record) session {
+func (c pageCall) session(sid string, rec *model.Record) session {
 	return session{sc: c.Scope, b: c.Binding, set: c.Settings, sid: sid, rec: rec}
 }
 
 // Where a console operation came from.
 const (
-	OriginConsole = "console" // the standalone HTTP console
-	OriginPage    = "page"    // the console page inside LangBot
-	OriginChat    = "chat"    // a !ho command in a chat
+	originConsole = "console" // the standalone HTTP console
+	originPage    = "page"    // the console page inside LangBot
+	originChat    = "chat"    // a !ho command in a chat
 )
 
-// Origin is where a console operation came from. The "taken by" note
+// origin is where a console operation came from. The "taken by" note
 // (noteTaken) names it, and skips the operator chat it came from, whose
 // operator knows already.
-type Origin struct {
-	// Kind is OriginConsole, OriginPage or OriginChat; "" counts as
-	// OriginConsole.
+type origin struct {
+	// Kind is originConsole, originPage or originChat; "" counts as
+	// originConsole.
 	Kind string
-	// Chat is the chat a command was sent in (OriginChat).
+	// Chat is the chat a command was sent in (originChat).
 	Chat model.OperatorChat
 }
 
 // Do runs one console operation (spec §7.2) and returns its result. The
 // error is a *bus.Error, store.ErrCorrupt for an unreadable record, or a storage
 // error (wireError maps the last two).
-func (o *ops) Do(ctx context.Context, c PageCall, req PageRequest) (any, error) {
+func (o *ops) Do(ctx context.Context, c pageCall, req PageRequest) (any, error) {
 	if c.Inactive && req.Op.IsAction() {
-		return nil, bus.WithReason(bus.ErrBindingRefused, ReasonInstallationInactive, "the installation is disabled or superseded")
+		return nil, bus.WithReason(bus.ErrBindingRefused, reasonInstallationInactive, "the installation is disabled or superseded")
 	}
 	if req.Op.IsAction() {
 		// An action runs to its end once started: a caller that goes away
@@ -73,44 +73,44 @@ func (o *ops) Do(ctx context.Context, c PageCall, req PageRequest) (any, error) 
 		defer cancel()
 	}
 	switch req.Op {
-	case OpInfo:
+	case opInfo:
 		return o.info(c), nil
-	case OpSessions:
+	case opSessions:
 		return o.listSessions(ctx, c, req)
-	case OpMessages:
+	case opMessages:
 		return o.messages(ctx, c, req)
-	case OpTakeoverStatus:
+	case opTakeoverStatus:
 		rec, err := o.mustRecord(ctx, c.Scope, req.SID)
 		if err != nil {
 			return nil, err
 		}
 		return o.notices.takeoverView(rec, c.Settings), nil
-	case OpTakeover:
+	case opTakeover:
 		return o.consoleTakeover(ctx, c, req.SID)
-	case OpRelease:
+	case opRelease:
 		return o.consoleRelease(ctx, c, req.SID)
-	case OpMarkHandled:
+	case opMarkHandled:
 		return o.markHandled(ctx, c, req.SID)
-	case OpReply:
+	case opReply:
 		return o.reply(ctx, c, req.SID, req.Reply)
-	case OpUserInfo:
+	case opUserInfo:
 		return o.userInfo(ctx, c, req)
-	case OpGroupInfo:
+	case opGroupInfo:
 		return o.groupInfo(ctx, c, req.SID)
-	case OpBlob:
+	case opBlob:
 		return o.blob(ctx, c, req)
-	case OpExport:
+	case opExport:
 		return o.export(ctx, c, req)
-	case OpDeleteSession:
+	case opDeleteSession:
 		return o.deleteSession(ctx, c, req.SID)
-	case OpClear:
+	case opClear:
 		return o.clear(ctx, c)
 	}
 	return nil, bus.Errorf(bus.ErrNotFound, "unknown console operation")
 }
 
 // audit logs one line per action: never text, names or file names.
-func (o *ops) audit(ctx context.Context, c PageCall, req PageRequest, outcome string) {
+func (o *ops) audit(ctx context.Context, c pageCall, req PageRequest, outcome string) {
 	o.log.InfoContext(ctx, "console action", "action", string(req.Op), "scope", c.Scope.String(), "sid", req.SID, "operator", c.Operator, "outcome", outcome)
 }
 
@@ -122,7 +122,7 @@ func wireError(err error) error {
 		return be
 	}
 	if errors.Is(err, store.ErrCorrupt) {
-		return bus.WithReason(bus.ErrInternal, ReasonUnreadable, "the session's stored record is unreadable")
+		return bus.WithReason(bus.ErrInternal, reasonUnreadable, "the session's stored record is unreadable")
 	}
 	if errors.Is(err, context.Canceled) {
 		return bus.Errorf(bus.ErrUnavailable, "the request was cancelled")
@@ -153,5 +153,5 @@ func (o *ops) mustRecord(ctx context.Context, sc binding.Scope, sid string) (*mo
 }
 
 func legacyErr() error {
-	return bus.WithReason(bus.ErrConflict, ReasonLegacyReadOnly, "a legacy session is read-only")
+	return bus.WithReason(bus.ErrConflict, reasonLegacyReadOnly, "a legacy session is read-only")
 }

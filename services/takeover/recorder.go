@@ -54,7 +54,7 @@ func (j *recordJob) release() { j.once.Do(func() { close(j.done) }) }
 // write (with a queue per worker, a trigger's CAS and append held up every
 // session hashed to the same worker). The bound holds over all sessions
 // together, and one installation may have at most half of it waiting, so
-// its flood cannot refuse another installation's recordings (issue 19).
+// its flood cannot refuse another installation's recordings.
 type recorder struct {
 	write   func(*recordJob)         // writes one recording
 	drop    func(*recordJob, string) // accounts a recording not queued, with the reason

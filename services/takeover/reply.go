@@ -38,7 +38,7 @@ func replyKeyID(sid, idem string) string {
 
 // reply delivers an operator reply (spec §7.4): idempotency record, the
 // takeover first, the send, then the entry.
-func (o *ops) reply(ctx context.Context, c PageCall, sid string, r *ReplyRequest) (ReplyResult, error) {
+func (o *ops) reply(ctx context.Context, c pageCall, sid string, r *replyRequest) (ReplyResult, error) {
 	rec, err := o.mustRecord(ctx, c.Scope, sid)
 	if err != nil {
 		return ReplyResult{}, err
@@ -115,7 +115,7 @@ func (d *replyRecord) set(ctx context.Context, v model.ReplyDedupe) {
 // takes over a stale or failed one. A reply already answered returns its
 // result (done); one still being sent, or a record that cannot be read or
 // written, returns an error and nothing is sent.
-func (o *ops) claimReply(ctx context.Context, c PageCall, sid, idem string, rec *model.Record, now int64) (d *replyRecord, done *ReplyResult, err error) {
+func (o *ops) claimReply(ctx context.Context, c pageCall, sid, idem string, rec *model.Record, now int64) (d *replyRecord, done *ReplyResult, err error) {
 	dk := replyKeyID(sid, idem)
 	if err := o.st.Check("dedupe", c.Scope); err != nil {
 		return nil, nil, err
@@ -136,7 +136,7 @@ func (o *ops) claimReply(ctx context.Context, c PageCall, sid, idem string, rec 
 					return nil, &res, nil
 				}
 			case (d.State == model.ReplySending || d.State == model.ReplyDelivered) && now-d.At < replyStaleMS:
-				return nil, nil, bus.WithReason(bus.ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
+				return nil, nil, bus.WithReason(bus.ErrConflict, reasonReplyInProgress, "this reply is still being sent")
 			case d.State == model.ReplyDelivered:
 				// delivered long ago and never saved: never send it again
 				return nil, &ReplyResult{Delivered: true, Warning: "history_not_saved", Takeover: o.notices.takeoverView(rec, c.Settings)}, nil
@@ -145,7 +145,7 @@ func (o *ops) claimReply(ctx context.Context, c PageCall, sid, idem string, rec 
 		// take the record over; losing the race means another attempt did
 		rev, err = o.st.Dedupe().UpdateAt(ctx, c.Scope, store.KeyReply, sending, e.Revision(), dk)
 		if bus.IsCASConflict(err) {
-			return nil, nil, bus.WithReason(bus.ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
+			return nil, nil, bus.WithReason(bus.ErrConflict, reasonReplyInProgress, "this reply is still being sent")
 		}
 	}
 	if err != nil {
@@ -158,7 +158,7 @@ func (o *ops) claimReply(ctx context.Context, c PageCall, sid, idem string, rec 
 // takeover_on_reply) and returns the session's record; a start or a new
 // operator is followed by the notices (the takeover notice before the
 // reply, the "taken by" note).
-func (o *ops) takeForReply(ctx context.Context, c PageCall, sid string, now int64) (*model.Record, error) {
+func (o *ops) takeForReply(ctx context.Context, c pageCall, sid string, now int64) (*model.Record, error) {
 	var tr model.Transition
 	var claimed bool  // the reply started the takeover or changed its operator
 	var refused error // the update's own refusal, answered as it is
@@ -203,7 +203,7 @@ func (o *ops) takeForReply(ctx context.Context, c PageCall, sid string, now int6
 
 // sendReply sends the reply to the session's chat through the host, under
 // an idempotency key of the reply's, so a retry is delivered once.
-func (o *ops) sendReply(ctx context.Context, c PageCall, sid string, rec *model.Record, r *ReplyRequest) error {
+func (o *ops) sendReply(ctx context.Context, c pageCall, sid string, rec *model.Record, r *replyRequest) error {
 	chain := []bus.Component{}
 	if r.Text != "" {
 		chain = append(chain, bus.Component{Type: "Plain", Text: r.Text})
@@ -224,19 +224,19 @@ func (o *ops) sendReply(ctx context.Context, c PageCall, sid string, rec *model.
 		return nil
 	}
 	if errors.Is(err, bus.ErrHostTimeout) {
-		return bus.WithReason(bus.ErrUnavailable, ReasonOutcomeUnknown, "the host did not answer; retrying with the same key is safe")
+		return bus.WithReason(bus.ErrUnavailable, reasonOutcomeUnknown, "the host did not answer; retrying with the same key is safe")
 	}
 	if errors.Is(err, bus.ErrNoHost) {
 		// ErrNoHost stays in the chain so the chat command can say no
 		// host answered; the wire carries only the fixed message.
-		return fmt.Errorf("%w: %w", bus.WithReason(bus.ErrUnavailable, ReasonSendFailed, "no host is connected to deliver the message; nothing was sent"), err)
+		return fmt.Errorf("%w: %w", bus.WithReason(bus.ErrUnavailable, reasonSendFailed, "no host is connected to deliver the message; nothing was sent"), err)
 	}
-	return bus.WithReason(bus.ErrUnavailable, ReasonSendFailed, "the host refused the message")
+	return bus.WithReason(bus.ErrUnavailable, reasonSendFailed, "the host refused the message")
 }
 
 // saveReply stores a delivered reply as one human entry and updates the
 // session's metadata.
-func (o *ops) saveReply(ctx context.Context, c PageCall, sid, gen string, r *ReplyRequest, now int64) (*model.Entry, error) {
+func (o *ops) saveReply(ctx context.Context, c pageCall, sid, gen string, r *replyRequest, now int64) (*model.Entry, error) {
 	var parts []model.Part
 	if r.Text != "" {
 		parts = append(parts, model.Part{Type: model.PartText, Text: r.Text})
