@@ -126,7 +126,7 @@ func members(rec *model.Record) []memberView {
 
 // MessagePage is the result of GET /messages.
 type MessagePage struct {
-	Session    sessionDetail        `json:"session"`
+	Session    sessionDetail `json:"session"`
 	Messages   []model.Entry `json:"messages"`
 	NextBefore uint64        `json:"next_before"`
 }
