@@ -40,7 +40,7 @@ type numbers struct {
 
 // command serves `!ho <sub> ...` (docs/protocol.md): list, take,
 // reply and release from an operator chat; pause and resume by an admin
-// in any chat. Every change goes through the console's operations (Do)
+// in any chat. Every change goes through the console's operations (do)
 // and its audit line, so a command writes what the console writes.
 func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 	cmd := inv.Command
@@ -133,7 +133,7 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 // operate runs one console operation for a command or the page endpoint,
 // with the console's audit line of an action.
 func (o *ops) operate(ctx context.Context, c pageCall, req PageRequest) (any, error) {
-	v, err := o.Do(ctx, c, req)
+	v, err := o.do(ctx, c, req)
 	if req.Op.IsAction() {
 		outcome := "ok"
 		if err != nil {

@@ -1,7 +1,7 @@
 package takeover
 
 // The takeover side of the HTTP console (package console): ops
-// implements console.Operations on top of Do, and mountConsole puts the
+// implements console.Operations on top of do, and mountConsole puts the
 // console on the binary's HTTP mux. This file exists because the console
 // package cannot import takeover while takeover mounts it.
 
@@ -91,7 +91,7 @@ func (o *ops) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 		}
 		return console.Blob{Mime: mime, Data: data}, nil
 	}
-	data, err := o.Do(ctx, pc, req)
+	data, err := o.do(ctx, pc, req)
 	if req.Op.IsAction() {
 		outcome := "ok"
 		if err != nil {

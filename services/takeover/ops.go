@@ -11,7 +11,7 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
-// ops is the console operations (Do, pages.go): sessions and messages
+// ops is the console operations (do, pages.go): sessions and messages
 // (console_sessions.go), take over, release and mark handled
 // (console_actions.go), reply (reply.go), cards and blobs
 // (console_cards.go), export, delete and clear (console_delete.go); the

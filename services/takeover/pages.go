@@ -56,10 +56,10 @@ type origin struct {
 	Chat model.OperatorChat
 }
 
-// Do runs one console operation (spec §7.2) and returns its result. The
+// do runs one console operation (spec §7.2) and returns its result. The
 // error is a *bus.Error, store.ErrCorrupt for an unreadable record, or a storage
 // error (wireError maps the last two).
-func (o *ops) Do(ctx context.Context, c pageCall, req PageRequest) (any, error) {
+func (o *ops) do(ctx context.Context, c pageCall, req PageRequest) (any, error) {
 	if c.Inactive && req.Op.IsAction() {
 		return nil, bus.WithReason(bus.ErrBindingRefused, reasonInstallationInactive, "the installation is disabled or superseded")
 	}
