@@ -62,13 +62,14 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 		Origin:   origin{Kind: originChat, Chat: model.OperatorChat{BotUUID: ses.BotUUID, Type: ses.LauncherType, ID: string(ses.LauncherID)}}}
 	switch sub {
 	case "", "help":
-		return say("cmd.help", nil)
+		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, "cmd.help", nil) + "\n" + text(o.catalog, set, "cmd.help.more", nil)}}}, nil
 	case "pause", "resume":
 		if !admin {
 			return say("cmd.refused.admin", nil)
 		}
 		return o.pauseCommand(ctx, c, inv, sub == "pause", say)
 	case "list", "take", "reply", "release":
+	case "canned", "note", "show", "suggest": // issue 31: canned.go, notes.go, assist.go
 	default:
 		return say("cmd.unknown", nil)
 	}
@@ -78,6 +79,9 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 	numKey := numbersKey(ses)
 	if sub == "list" {
 		return o.listCommand(ctx, c, numKey)
+	}
+	if sub == "canned" {
+		return o.cannedCommand(ctx, c, cmd, say)
 	}
 	if len(cmd.Params) < 2 {
 		return say("cmd.usage."+sub, nil)
@@ -114,10 +118,19 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 			return o.sayError(set, err)
 		}
 		return say("cmd.released", args)
+	case "note":
+		return o.noteCommand(ctx, c, inv, sid, args, say)
+	case "show":
+		return o.showCommand(ctx, c, sid, args)
+	case "suggest":
+		return o.suggestCommand(ctx, c, sid, args, say)
 	}
 	text := restAfter(cmd.FullText, cmd.Params[0], cmd.Params[1])
 	if text == "" {
 		return say("cmd.usage.reply", nil)
+	}
+	if text, err = o.expandCanned(ctx, c.Scope, text); err != nil {
+		return o.sayError(set, err)
 	}
 	sum := sha256.Sum256([]byte(inv.ID))
 	v, err := o.operate(ctx, c, PageRequest{Op: opReply, SID: sid, Reply: &replyRequest{IdempotencyKey: "cmd-" + hex.EncodeToString(sum[:16]), Text: text}})

@@ -72,6 +72,11 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 				plugin.Option{Name: model.LanguageEnUS, Label: t("English", "英语")},
 				plugin.Option{Name: model.LanguageZhHans, Label: t("Simplified Chinese", "简体中文")}),
 			plugin.CommandPrefixConfig(),
+			// issue 31: satisfaction and AI assist
+			cfg("satisfaction_survey", "boolean", def.SatisfactionSurvey),
+			cfg("satisfaction_window", "integer", def.SatisfactionWindow),
+			cfg("ai_assist", "boolean", def.AIAssist),
+			cfg("ai_calls_per_day", "integer", def.AICallsPerDay),
 		},
 		Commands: []plugin.Command{{Name: commandWord,
 			Label: plugin.TextFrom(cat, "command.ho.label"), Description: plugin.TextFrom(cat, "command.ho.description")}},
