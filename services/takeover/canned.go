@@ -174,7 +174,7 @@ func (o *ops) cannedCommand(ctx context.Context, c pageCall, cmd *bus.Command, s
 		b.WriteString(text(o.catalog, c.Settings, "cmd.canned.head", nil))
 		for _, r := range set.Replies {
 			b.WriteString("\n")
-			b.WriteString(o.catalog.Text(c.Settings.Language, "cmd.canned.item", map[string]string{"name": r.Name, "text": capPreview(r.Text)}))
+			b.WriteString(o.catalog.Text(c.Settings.Language, "cmd.canned.item", map[string]string{"canned": "/" + r.Name, "text": capPreview(r.Text)}))
 		}
 		return bus.CommandReply{Returns: []bus.Return{{Text: b.String()}}}, nil
 	case "add", "set":
@@ -192,7 +192,7 @@ func (o *ops) cannedCommand(ctx context.Context, c pageCall, cmd *bus.Command, s
 		if _, err := o.operate(ctx, c, PageRequest{Op: opCannedPut, Canned: name, Text: t}); err != nil {
 			return o.sayError(c.Settings, err)
 		}
-		return say("cmd.canned.added", map[string]string{"name": name})
+		return say("cmd.canned.added", map[string]string{"canned": "/" + name})
 	case "del", "delete", "rm":
 		if len(cmd.Params) < 3 {
 			return say("cmd.usage.canned", nil)
@@ -204,7 +204,7 @@ func (o *ops) cannedCommand(ctx context.Context, c pageCall, cmd *bus.Command, s
 		if _, err := o.operate(ctx, c, PageRequest{Op: opCannedDel, Canned: name}); err != nil {
 			return o.sayError(c.Settings, err)
 		}
-		return say("cmd.canned.deleted", map[string]string{"name": name})
+		return say("cmd.canned.deleted", map[string]string{"canned": "/" + name})
 	}
 	return say("cmd.usage.canned", nil)
 }
