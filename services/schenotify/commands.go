@@ -65,14 +65,24 @@ func (s *Service) sche(ctx context.Context, inv *bus.Invocation, set Settings, c
 		if strings.TrimSpace(msg) == "" {
 			return s.text(set, "cmd.add_usage", nil)
 		}
+		kind := KindText
+		if prompt, ok := CutAIKeyword(msg); ok {
+			if f := checkAIAdd(set, prompt); f != nil {
+				return s.rd.FailureText(set, f)
+			}
+			msg, kind = prompt, KindAI
+		}
 		plan.Message = msg
 		sess, sender, ok := sessionOf(inv.Command.Session).Resolve()
 		if !ok {
 			return s.text(set, "err.no_session", nil)
 		}
-		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaCommand, mentions: mentions})
+		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaCommand, mentions: mentions, kind: kind})
 		if err != nil {
 			return s.failText(ctx, inv, set, err)
+		}
+		if kind == KindAI {
+			return s.rd.Scheduled(set, id, plan, now) + "\n" + s.rd.aiNote(set)
 		}
 		return s.rd.Scheduled(set, id, plan, now)
 	case CmdChangeUsage:

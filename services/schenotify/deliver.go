@@ -187,7 +187,7 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 			}
 		}
 		c.State = StateSending
-		c.Claim = &Claim{Occurrence: occ, Replica: s.cfg.Replica, Until: nowSec.Add(s.cfg.Claim)}
+		c.Claim = &Claim{Occurrence: occ, Replica: s.cfg.Replica, Until: nowSec.Add(s.claimFor(rec))}
 		c.Attempt++
 		crev, err := s.casRecord(ctx, sc, &c, rev)
 		if bus.IsCASConflict(err) {
@@ -264,6 +264,7 @@ func (s *Service) prepare(sc binding.Scope, auth *bus.Authority, rec *Record, oc
 // sendPrepared performs the claimed delivery of out and records its outcome.
 func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Authority, rec *Record, rev uint64, occ, target time.Time, out outgoing) (string, error) {
 	sc := f.Scope
+	out = s.aiOutgoing(ctx, sc, auth, rec, occ, out)
 	msg, rule, loc := out.msg, out.rule, out.loc
 	now := s.now()
 	s.metrics.lateness.Observe(now.Sub(target).Seconds())

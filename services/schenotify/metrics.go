@@ -10,6 +10,10 @@ const (
 	OutcomePaused    = "paused"
 	OutcomeNotDue    = "not_due"
 	OutcomeDeleted   = "deleted"
+	// OutcomeAIFallback counts an AI-written delivery that sent its
+	// fallback (no answer, no model, budget used up, turned off), on top
+	// of the delivery's own outcome.
+	OutcomeAIFallback = "ai_fallback"
 )
 
 type metrics struct {

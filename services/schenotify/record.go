@@ -69,6 +69,9 @@ type Record struct {
 	// Held marks a reminder paused by a user (!sche pause): its state is
 	// paused, and only !sche resume brings it back, not an attach.
 	Held bool `json:"held,omitempty"`
+	// Kind is KindText (absent: every record stored before kinds) or
+	// KindAI, whose Message is the prompt (ai.go).
+	Kind string `json:"kind,omitempty"`
 }
 
 // LastDelivered is <scope>.last.<session token>: what a chat was sent

@@ -66,6 +66,9 @@ type Config struct {
 	// MaxHeld bounds the deliveries waiting in memory; default
 	// DefaultMaxHeld. Fires beyond it wait on the server as without a lead.
 	MaxHeld int
+	// LLMTimeout bounds the invoke_llm of an AI-written delivery (ai.go);
+	// default 20 s. Its send claim holds this much longer.
+	LLMTimeout time.Duration
 }
 
 // Service is the reminder service. Create it with New and serve with Run.
@@ -106,6 +109,7 @@ type hooks struct {
 	beforeClaim func(ctx context.Context, sc binding.Scope, id string)
 	afterSend   func(ctx context.Context, sc binding.Scope, id string)
 	onFired     func(f *bus.Fired, fetched time.Time)
+	beforeLLM   func(ctx context.Context, sc binding.Scope, id string)
 }
 
 // New checks cfg, fills defaults and returns the service; it does no I/O.
