@@ -114,14 +114,51 @@ func (s *Service) aiBudgets() *bus.Records[AIBudget] {
 	return bus.NewRecords(s.runner.KV(), keyAIBudget, bus.RecordsConfig[AIBudget]{})
 }
 
-// chargeAI takes one call of the day's budget for occurrence key occ,
+// aiCharge is the budget decision of one AI-written delivery, taken
+// while a held delivery waits for its instant (so the LLM request goes out
+// at the due second) or at the send.
+type aiCharge struct {
+	set Settings
+	why string // "" when the LLM may be asked, else the fallback's reason
+}
+
+// chargeAI takes the budget decision of an AI-written delivery of
+// occurrence occ sent at (its day in the installation's zone is the
+// budget's day) and keeps it in out; fixed text passes unchanged.
+func (s *Service) chargeAI(ctx context.Context, sc binding.Scope, auth *bus.Authority, rec *Record, occ, at time.Time, out outgoing) outgoing {
+	if rec.Kind != KindAI {
+		return out
+	}
+	cfg, err := s.runner.OpenConfig(sc, auth)
+	if err != nil {
+		cfg = nil
+	}
+	c := &aiCharge{set: NormalizeConfig(cfg, s.zone)}
+	out.ai = c
+	if c.set.AICallsPerDay <= 0 {
+		c.why = aiWhyDisabled
+		return out
+	}
+	ok, err := s.charge(ctx, sc, c.set.AICallsPerDay, at.In(c.set.Zone).Format(time.DateOnly), rec.ID+":"+occ.UTC().Format(time.RFC3339))
+	switch {
+	case err != nil:
+		s.log.WarnContext(ctx, "ai budget not read", "scope", sc.String(), "id", rec.ID, "err", err)
+		c.why = aiWhyFailed
+	case !ok:
+		c.why = aiWhyBudget
+	}
+	return out
+}
+
+// charge takes one call of the day's budget for occurrence key occ,
 // unless occ was charged already; it reports whether the LLM may be
-// asked.
-func (s *Service) chargeAI(ctx context.Context, sc binding.Scope, limit int, day, occ string) (bool, error) {
+// asked. A stored later day (another replica's clock ahead) is kept: the
+// count never goes back to an earlier day.
+func (s *Service) charge(ctx context.Context, sc binding.Scope, limit int, day, occ string) (bool, error) {
 	allowed := false
 	_, _, err := s.aiBudgets().Update(ctx, sc, func(cur *AIBudget) (*AIBudget, error) {
 		b := AIBudget{V: 1, Day: day}
-		if cur != nil && cur.Day == day {
+		if cur != nil && cur.Day >= day {
 			b = *cur
 			b.Charged = slices.Clone(cur.Charged)
 		}
@@ -145,12 +182,7 @@ func (s *Service) chargeAI(ctx context.Context, sc binding.Scope, limit int, day
 }
 
 // llmTimeout bounds one invoke_llm of a delivery.
-func (s *Service) llmTimeout() time.Duration {
-	if s.cfg.LLMTimeout > 0 {
-		return s.cfg.LLMTimeout
-	}
-	return defaultLLMTimeout
-}
+func (s *Service) llmTimeout() time.Duration { return s.cfg.LLMTimeout }
 
 // claimFor is how long a send claim of rec holds: an AI-written one also
 // covers its LLM call.
@@ -163,17 +195,20 @@ func (s *Service) claimFor(rec *Record) time.Duration {
 
 // aiOutgoing replaces the message of an AI-written reminder's delivery by
 // the LLM's answer, or by the fallback; out is returned unchanged for
-// fixed text. It runs at the due second, after the claim.
+// fixed text. It runs at the due second, after the claim (and the budget
+// decision, taken here unless the held delivery took it while waiting).
 func (s *Service) aiOutgoing(ctx context.Context, sc binding.Scope, auth *bus.Authority, rec *Record, occ time.Time, out outgoing) outgoing {
 	if rec.Kind != KindAI {
 		return out
 	}
-	cfg, err := s.runner.OpenConfig(sc, auth)
-	if err != nil {
-		cfg = nil
+	if out.ai == nil {
+		out = s.chargeAI(ctx, sc, auth, rec, occ, s.now(), out)
 	}
-	set := NormalizeConfig(cfg, s.zone)
-	answer, why := s.aiAnswer(ctx, sc, auth, set, rec, occ)
+	set, why := out.ai.set, out.ai.why
+	var answer string
+	if why == "" {
+		answer, why = s.aiAnswer(ctx, sc, auth, set, rec)
+	}
 	now := s.now()
 	var text string
 	if why == "" {
@@ -194,26 +229,23 @@ func (s *Service) aiOutgoing(ctx context.Context, sc binding.Scope, auth *bus.Au
 	return out
 }
 
-// aiAnswer asks the host's LLM for rec's text, within the budget; why is
-// "" with an answer, else the fallback's reason.
-func (s *Service) aiAnswer(ctx context.Context, sc binding.Scope, auth *bus.Authority, set Settings, rec *Record, occ time.Time) (answer, why string) {
-	if set.AICallsPerDay <= 0 {
-		return "", aiWhyDisabled
-	}
-	now := s.now()
-	ok, err := s.chargeAI(ctx, sc, set.AICallsPerDay, now.In(set.Zone).Format(time.DateOnly), rec.ID+":"+occ.UTC().Format(time.RFC3339))
-	if err != nil {
-		s.log.WarnContext(ctx, "ai budget not read", "scope", sc.String(), "id", rec.ID, "err", err)
-		return "", aiWhyFailed
-	}
-	if !ok {
-		return "", aiWhyBudget
-	}
+// aiAnswer asks the host's LLM for rec's text; why is "" with an answer,
+// else the fallback's reason. The call leaves the send its own timeout
+// within ctx.
+func (s *Service) aiAnswer(ctx context.Context, sc binding.Scope, auth *bus.Authority, set Settings, rec *Record) (answer, why string) {
 	if h := s.hooks.beforeLLM; h != nil {
 		h(ctx, sc, rec.ID)
 	}
-	lctx, cancel := context.WithTimeout(ctx, s.llmTimeout())
+	limit := s.llmTimeout()
+	if dl, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(dl)-s.cfg.HostTimeout-time.Second)
+	}
+	if limit <= 0 {
+		return "", aiWhyFailed
+	}
+	lctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	now := s.now()
 	ans, err := s.runner.Host().InvokeLLM(lctx, auth.Binding, bus.InvokeLLM{Messages: []bus.LLMMessage{
 		{Role: bus.RoleSystem, Content: aiSystemPrompt(set, now)},
 		{Role: bus.RoleUser, Content: rec.Message},

@@ -199,7 +199,7 @@ func (s *Service) deliver(ctx context.Context, f *bus.Fired) (string, error) {
 		if reserved && target.After(s.now()) {
 			reserved = false // the holder owns the slot now
 			s.hold(&held{f: f, auth: auth, orig: *rec, rec: &c, rev: crev, occ: occ, target: target,
-				out: s.prepare(sc, auth, &c, occ, target)})
+				out: s.chargeAI(ctx, sc, auth, &c, occ, target, s.prepare(sc, auth, &c, occ, target))})
 			return "", nil
 		}
 		return s.send(ctx, f, auth, &c, crev, occ, target, s.now())
@@ -232,6 +232,7 @@ type outgoing struct {
 	msg  bus.SendMessage
 	rule *when.Rule
 	loc  *time.Location
+	ai   *aiCharge // an AI-written reminder's budget charge (ai.go)
 }
 
 // prepare builds the message of occurrence occ as sent at now.

@@ -150,7 +150,7 @@ func (s *Service) release(it *held) {
 	}
 	ctx, span := s.tracer.Start(context.Background(), "release held reminder", opts...)
 	defer span.End()
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout+10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout+10*time.Second+s.claimFor(it.rec)-s.cfg.Claim)
 	defer cancel()
 	outcome, err := s.sendPrepared(ctx, it.f, it.auth, it.rec, it.rev, it.occ, it.target, it.out)
 	s.settle(ctx, it.f, outcome, err)

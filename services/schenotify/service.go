@@ -130,6 +130,9 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	if cfg.HostTimeout <= 0 {
 		cfg.HostTimeout = bus.DefaultHostTimeout
 	}
+	if cfg.LLMTimeout <= 0 {
+		cfg.LLMTimeout = defaultLLMTimeout
+	}
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = 30 * time.Minute
 	}
@@ -205,7 +208,8 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			AckWait: cfg.AckWait,
 			// held deliveries stay unacked until their instant (hold.go)
 			MaxAckPending: cfg.MaxHeld + max(1000, cfg.DueWorkers*4),
-			Timeout:       cfg.HostTimeout + 10*time.Second,
+			// an AI-written delivery asks the LLM first (ai.go)
+			Timeout: cfg.HostTimeout + 10*time.Second + cfg.LLMTimeout,
 		}, Handler: s.handleFired}},
 		// the janitor outlives the due consumer's handlers, which queue
 		// work for it; the sweep runs beside them
