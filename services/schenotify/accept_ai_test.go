@@ -85,6 +85,12 @@ func TestAIReminderForms(t *testing.T) {
 	if !strings.Contains(got, "由 AI 按你的要求撰写") {
 		t.Fatalf("zh add reply %q", got)
 	}
+	for _, line := range []string{"!sche add every day 8:00 ai: today's weather and a motivational line", "!sche add tomorrow 9am AI: plan my day",
+		"!sche add in 2 hours ai：stretch ideas"} {
+		if got := e.cmd(t, b, cfgEN, s, line); !strings.Contains(got, "the AI writes this reminder") {
+			t.Errorf("%q: %q", line, got)
+		}
+	}
 	r := e.tool(t, b, cfgEN, s, schenotify.ToolSchedule, map[string]any{"message": "a haiku about Monday", "delay": "1h", "ai": true})
 	if r["status"] != "ok" || r["kind"] != "ai" {
 		t.Fatalf("tool result %v", r)
@@ -96,7 +102,8 @@ func TestAIReminderForms(t *testing.T) {
 		m := it.(map[string]any)
 		kinds[m["message"].(string)] = m["kind"]
 	}
-	want := map[string]any{"总结本周群里讨论的问题": "ai", "a haiku about Monday": "ai", "ai is a word here": nil}
+	want := map[string]any{"总结本周群里讨论的问题": "ai", "a haiku about Monday": "ai", "ai is a word here": nil,
+		"today's weather and a motivational line": "ai", "plan my day": "ai", "stretch ideas": "ai"}
 	for msg, k := range want {
 		if kinds[msg] != k {
 			t.Errorf("kind of %q = %v, want %v (all: %v)", msg, kinds[msg], k, kinds)
