@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -268,4 +269,39 @@ func TestAIReminderRetryChargedOnce(t *testing.T) {
 	if n := len(e.host.sends()); n != 2 {
 		t.Fatalf("%d sends, want 2", n)
 	}
+}
+
+// An AI-written reminder the platform refused waits for the chat's next
+// message like fixed text, and is then sent as an answer again (never its
+// prompt), under the refused attempt's key.
+func TestAIReminderWaitsForNextMessage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start(t, testConfig(), nil, nil, nil)
+	var refuse atomic.Bool
+	refuse.Store(true)
+	e.host.Respond(func(c bustest.HostCall) bustest.HostReply {
+		if c.Action == bus.ActionInvokeLLM {
+			return bustest.HostReply{Data: bus.LLMAnswer{Text: bustest.LLMAnswer(c.InvokeLLM()), Model: bustest.LLMModel}}
+		}
+		if refuse.Load() {
+			return bustest.HostReply{Err: &bus.Error{Code: 400, Word: "bad_request", Reason: schenotify.ReasonNotPermitted, Message: "the platform refused"}}
+		}
+		return bustest.HostReply{}
+	})
+	b := bind("installation-a", 1)
+	s := sess("bot", "person", "12")
+	id := e.schedule(t, b, cfgEN, s, map[string]any{"message": "write me a hello", "time_str": rfc(nextSecond().Add(2 * time.Second)), "ai": true})
+	first := e.host.wait(t, 1, 10*time.Second)[0]
+	bustest.EventuallyWithin(t, 5*time.Second, "waiting state", func() bool {
+		r := e.record(t, scopeOf(b), id)
+		return r != nil && r.State == schenotify.StateWaiting
+	})
+	refuse.Store(false)
+	e.message(t, b, "person", "12")
+	calls := e.host.wait(t, 2, 10*time.Second)
+	if calls[1].Key != first.Key || calls[1].Text() != "[Notify] LLM: write me a hello" {
+		t.Fatalf("next-message send %q key %q (first key %q)", calls[1].Text(), calls[1].Key, first.Key)
+	}
+	bustest.EventuallyWithin(t, 5*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
 }

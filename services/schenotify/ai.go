@@ -51,11 +51,11 @@ const (
 	aiWhyDisabled = "disabled"
 )
 
-// CutAIKeyword reports whether a reminder text asks for the AI-written
+// cutAIKeyword reports whether a reminder text asks for the AI-written
 // form, and returns the prompt after the keyword: "ai:" at the start, in
 // any case, with an ASCII or a full-width colon ("AI: 总结本周的讨论",
 // "ai： today's weather").
-func CutAIKeyword(text string) (prompt string, ok bool) {
+func cutAIKeyword(text string) (prompt string, ok bool) {
 	t := strings.TrimLeft(text, " \t\u3000")
 	if len(t) < 3 || !strings.EqualFold(t[:2], "ai") {
 		return text, false

@@ -66,7 +66,7 @@ func (s *Service) sche(ctx context.Context, inv *bus.Invocation, set Settings, c
 			return s.text(set, "cmd.add_usage", nil)
 		}
 		kind := KindText
-		if prompt, ok := CutAIKeyword(msg); ok {
+		if prompt, ok := cutAIKeyword(msg); ok {
 			if f := checkAIAdd(set, prompt); f != nil {
 				return s.rd.FailureText(set, f)
 			}

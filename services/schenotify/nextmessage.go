@@ -165,7 +165,7 @@ func (s *Service) sendWaiting(ctx context.Context, sc binding.Scope, auth *bus.A
 		occ := rec.NextDue
 		c := *rec
 		c.State = StateSending
-		c.Claim = &Claim{Occurrence: occ, Replica: s.cfg.Replica, Until: nowSec.Add(s.cfg.Claim)}
+		c.Claim = &Claim{Occurrence: occ, Replica: s.cfg.Replica, Until: nowSec.Add(s.claimFor(rec))}
 		c.Attempt++
 		fa := nowSec
 		c.FirstAttemptAt = &fa
@@ -176,7 +176,7 @@ func (s *Service) sendWaiting(ctx context.Context, sc binding.Scope, auth *bus.A
 		if err != nil {
 			return flushFailed
 		}
-		out := s.prepare(sc, auth, &c, occ, now)
+		out := s.aiOutgoing(ctx, sc, auth, &c, occ, s.prepare(sc, auth, &c, occ, now))
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
 		// The key is the refused attempt's: one logical delivery.
 		err = s.runner.Host().SendMessage(sctx, auth.Binding, out.msg, IdempotencyKey(sc, id, occ))
