@@ -58,18 +58,18 @@ func TestAIReminderWrittenAtDue(t *testing.T) {
 		t.Errorf("the prompt went out at %s, before the due second %s", llm[0].At.Format(time.StampMilli), T.Format(time.StampMilli))
 	}
 	checkOnTime(t, calls[0], T)
-	if got := calls[0].Text(); got != "[Notify] LLM: today's weather and a motivational line" {
+	if got := sentText(calls[0]); got != "[Notify] LLM: today's weather and a motivational line" {
 		t.Fatalf("delivered %q", got)
 	}
-	if calls[0].Data.MessageChain[0].Type != "At" {
-		t.Errorf("a group delivery mentions its creator: %+v", calls[0].Data.MessageChain)
+	if calls[0].SendMessage().MessageChain[0].Type != "At" {
+		t.Errorf("a group delivery mentions its creator: %+v", calls[0].SendMessage().MessageChain)
 	}
 	bustest.EventuallyWithin(t, 5*time.Second, "one-shot finished", func() bool { return len(e.reminderKeys(t, scopeOf(b))) == 0 })
 	if n := len(e.host.sends()); n != 1 {
 		t.Fatalf("%d sends, want 1", n)
 	}
-	if !strings.HasPrefix(calls[0].Key, scopeOf(b).String()+":") {
-		t.Errorf("idempotency key %q", calls[0].Key)
+	if !strings.HasPrefix(calls[0].IdempotencyKey, scopeOf(b).String()+":") {
+		t.Errorf("idempotency key %q", calls[0].IdempotencyKey)
 	}
 }
 
@@ -162,7 +162,7 @@ func TestAIReminderFallback(t *testing.T) {
 			T := nextSecond().Add(2 * time.Second)
 			id := e.schedule(t, b, c.cfg, s, map[string]any{"message": "marker-prompt-42", "time_str": rfc(T), "ai": true})
 			calls := e.host.wait(t, 1, 15*time.Second)
-			text := calls[0].Text()
+			text := sentText(calls[0])
 			if !strings.Contains(text, c.want) || !strings.Contains(text, id) || !strings.Contains(text, "marker-prompt-42") || !strings.HasPrefix(text, "[Notify] ") {
 				t.Fatalf("fallback %q, want it to say %q and name %s", text, c.want, id)
 			}
@@ -176,7 +176,7 @@ func TestAIReminderFallback(t *testing.T) {
 			if strings.Contains(in.logs.String(), "marker-prompt-42") {
 				t.Errorf("the prompt reached the logs:\n%s", in.logs.String())
 			}
-			if got := in.counter(t, "schenotify_deliveries_total", "outcome", schenotify.OutcomeAIFallback); got != 1 {
+			if got := in.counter(t, "schenotify_deliveries_total", "outcome", "ai_fallback"); got != 1 {
 				t.Errorf("ai_fallback deliveries %v, want 1", got)
 			}
 		})
@@ -201,12 +201,12 @@ func TestAIReminderBudget(t *testing.T) {
 	answered, over := 0, 0
 	for _, c := range calls {
 		switch {
-		case strings.HasPrefix(c.Text(), "[Notify] LLM: prompt "):
+		case strings.HasPrefix(sentText(c), "[Notify] LLM: prompt "):
 			answered++
-		case strings.Contains(c.Text(), "today's 2 AI-written reminders of this bot are used up"):
+		case strings.Contains(sentText(c), "today's 2 AI-written reminders of this bot are used up"):
 			over++
 		default:
-			t.Errorf("unexpected delivery %q", c.Text())
+			t.Errorf("unexpected delivery %q", sentText(c))
 		}
 	}
 	if answered != 2 || over != 1 || len(e.host.llmCalls()) != 2 {
@@ -218,7 +218,7 @@ func TestAIReminderBudget(t *testing.T) {
 	T2 := nextSecond().Add(2 * time.Second)
 	e.schedule(t, b, cfg, s, map[string]any{"message": "prompt four", "time_str": rfc(T2), "ai": true})
 	calls = e.host.wait(t, 4, 15*time.Second)
-	if got := calls[3].Text(); !strings.Contains(got, "used up") {
+	if got := sentText(calls[3]); !strings.Contains(got, "used up") {
 		t.Fatalf("after the restart: %q", got)
 	}
 	if n := len(e.host.llmCalls()); n != 2 {
@@ -228,7 +228,7 @@ func TestAIReminderBudget(t *testing.T) {
 	other := bind("installation-b", 1)
 	e.schedule(t, other, cfg, s, map[string]any{"message": "prompt five", "time_str": rfc(nextSecond().Add(2 * time.Second)), "ai": true})
 	calls = e.host.wait(t, 5, 15*time.Second)
-	if got := calls[4].Text(); got != "[Notify] LLM: prompt five" {
+	if got := sentText(calls[4]); got != "[Notify] LLM: prompt five" {
 		t.Fatalf("other installation: %q", got)
 	}
 }
@@ -259,10 +259,10 @@ func TestAIReminderRetryChargedOnce(t *testing.T) {
 	T := nextSecond().Add(2 * time.Second)
 	e.schedule(t, b, cfgBudget(1), s, map[string]any{"message": "retry me", "time_str": rfc(T), "ai": true})
 	calls := e.host.wait(t, 2, 15*time.Second)
-	if calls[0].Key != calls[1].Key {
-		t.Fatalf("keys differ: %q %q", calls[0].Key, calls[1].Key)
+	if calls[0].IdempotencyKey != calls[1].IdempotencyKey {
+		t.Fatalf("keys differ: %q %q", calls[0].IdempotencyKey, calls[1].IdempotencyKey)
 	}
-	if got := calls[1].Text(); got != "[Notify] LLM: retry me" {
+	if got := sentText(calls[1]); got != "[Notify] LLM: retry me" {
 		t.Fatalf("retried delivery %q, want the answer (one charge of a budget of 1)", got)
 	}
 	bustest.EventuallyWithin(t, 5*time.Second, "one-shot finished", func() bool { return len(e.reminderKeys(t, scopeOf(b))) == 0 })
@@ -300,8 +300,8 @@ func TestAIReminderWaitsForNextMessage(t *testing.T) {
 	refuse.Store(false)
 	e.message(t, b, "person", "12")
 	calls := e.host.wait(t, 2, 10*time.Second)
-	if calls[1].Key != first.Key || calls[1].Text() != "[Notify] LLM: write me a hello" {
-		t.Fatalf("next-message send %q key %q (first key %q)", calls[1].Text(), calls[1].Key, first.Key)
+	if calls[1].IdempotencyKey != first.IdempotencyKey || sentText(calls[1]) != "[Notify] LLM: write me a hello" {
+		t.Fatalf("next-message send %q key %q (first key %q)", sentText(calls[1]), calls[1].IdempotencyKey, first.IdempotencyKey)
 	}
 	bustest.EventuallyWithin(t, 5*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
 }

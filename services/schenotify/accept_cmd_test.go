@@ -27,7 +27,7 @@ func TestN8RetryBackoffDeadLetter(t *testing.T) {
 	in := e.start(t, cfg, nil, nil, nil)
 	a := bind("installation-a", 1)
 	s := sess("bot", "person", "1")
-	e.host.respond(func(hostCall) hostAction { return hostAction{Err: bus.Errorf(bus.ErrInternal, "down")} })
+	e.host.respond(func(bustest.HostCall) hostAction { return hostAction{Err: bus.Errorf(bus.ErrInternal, "down")} })
 	T := nextSecond()
 	id := e.schedule(t, a, cfgEN, s, map[string]any{"message": "doomed", "time_str": rfc(T.Add(time.Second))})
 	calls := e.host.wait(t, 4, 15*time.Second)
@@ -60,7 +60,7 @@ func TestN8RetryBackoffDeadLetter(t *testing.T) {
 
 	// 403: paused, not an attempt, and the authority is superseded.
 	b := bind("installation-b", 1)
-	e.host.respond(func(hostCall) hostAction { return hostAction{Err: bus.ErrBindingRefused} })
+	e.host.respond(func(bustest.HostCall) hostAction { return hostAction{Err: bus.ErrBindingRefused} })
 	T = nextSecond()
 	idB := e.schedule(t, b, cfgEN, s, map[string]any{"message": "refused", "time_str": rfc(T.Add(time.Second))})
 	bustest.EventuallyWithin(t, 5*time.Second, "paused", func() bool {
@@ -74,7 +74,7 @@ func TestN8RetryBackoffDeadLetter(t *testing.T) {
 
 	// Recurring: 3 consecutive failed occurrences give failed.
 	c := bind("installation-c", 1)
-	e.host.respond(func(hc hostCall) hostAction {
+	e.host.respond(func(hc bustest.HostCall) hostAction {
 		if hc.Scope == scopeOf(c) {
 			return hostAction{Err: bus.Errorf(bus.ErrInternal, "down")}
 		}
@@ -342,8 +342,8 @@ func TestN13Lifecycle(t *testing.T) {
 	}
 	resumed := time.Now()
 	calls := e.host.wait(t, 1, 5*time.Second)
-	if calls[0].At.Sub(resumed) > 2*time.Second || calls[0].Binding != a2 {
-		t.Fatalf("resumed send after %v under rev %d", calls[0].At.Sub(resumed), calls[0].Binding.RuntimeRevision)
+	if calls[0].At.Sub(resumed) > 2*time.Second || calls[0].Request.Binding != a2 {
+		t.Fatalf("resumed send after %v under rev %d", calls[0].At.Sub(resumed), calls[0].Request.Binding.RuntimeRevision)
 	}
 	// A late revoke of the older revision is a no-op.
 	if _, err := bus.PublishRevoke(t.Context(), e.js, bus.Subjects{}, schenotify.Plugin, bus.Revoke{Binding: a, Reason: bus.ReasonDisable}, ""); err != nil {

@@ -36,12 +36,10 @@ const (
 	DefaultAICallsPerDay = 50
 	// maxAIAnswerRunes caps the delivered answer (a chat message).
 	maxAIAnswerRunes = 2000
-	// defaultLLMTimeout bounds one invoke_llm of a delivery.
+	// defaultLLMTimeout bounds one invoke_llm of a delivery
+	// (Config.LLMTimeout).
 	defaultLLMTimeout = 20 * time.Second
 )
-
-// keyAIBudget is the key of a scope's AI call budget: <scope>.aibudget.
-const keyAIBudget = "aibudget"
 
 // Why an AI-written delivery sent its fallback (catalogue ai.why_*).
 const (
@@ -110,53 +108,42 @@ type AIBudget struct {
 	Charged []string `json:"charged"`
 }
 
-func (s *Service) aiBudgets() *bus.Records[AIBudget] {
-	return bus.NewRecords(s.runner.KV(), keyAIBudget, bus.RecordsConfig[AIBudget]{})
-}
-
-// aiCharge is the budget decision of one AI-written delivery, taken
-// while a held delivery waits for its instant (so the LLM request goes out
-// at the due second) or at the send.
+// aiCharge is the budget decision of one AI-written delivery, taken by
+// render: while a held delivery waits for its instant (so the LLM request
+// goes out at the due second), or at the send.
 type aiCharge struct {
 	set Settings
 	why string // "" when the LLM may be asked, else the fallback's reason
 }
 
-// chargeAI takes the budget decision of an AI-written delivery of
-// occurrence occ sent at (its day in the installation's zone is the
-// budget's day) and keeps it in out; fixed text passes unchanged.
-func (s *Service) chargeAI(ctx context.Context, sc binding.Scope, auth *bus.Authority, rec *Record, occ, at time.Time, out outgoing) outgoing {
-	if rec.Kind != KindAI {
-		return out
+// chargeAI takes the budget decision of the AI-written delivery c, sent at
+// at (its day in the installation's zone is the budget's day).
+func (d *delivery) chargeAI(ctx context.Context, c *claimed, set Settings, at time.Time) *aiCharge {
+	ch := &aiCharge{set: set}
+	if set.AICallsPerDay <= 0 {
+		ch.why = aiWhyDisabled
+		return ch
 	}
-	cfg, err := s.runner.OpenConfig(sc, auth)
-	if err != nil {
-		cfg = nil
-	}
-	c := &aiCharge{set: NormalizeConfig(cfg, s.zone)}
-	out.ai = c
-	if c.set.AICallsPerDay <= 0 {
-		c.why = aiWhyDisabled
-		return out
-	}
-	ok, err := s.charge(ctx, sc, c.set.AICallsPerDay, at.In(c.set.Zone).Format(time.DateOnly), rec.ID+":"+occ.UTC().Format(time.RFC3339))
+	ok, err := d.charge(ctx, c.sc, set.AICallsPerDay, at.In(set.Zone).Format(time.DateOnly), c.rec.ID+":"+c.occ.UTC().Format(time.RFC3339))
 	switch {
 	case err != nil:
-		s.log.WarnContext(ctx, "ai budget not read", "scope", sc.String(), "id", rec.ID, "err", err)
-		c.why = aiWhyFailed
+		d.log.WarnContext(ctx, "ai budget not read", "scope", c.sc.String(), "id", c.rec.ID, "err", err)
+		ch.why = aiWhyFailed
 	case !ok:
-		c.why = aiWhyBudget
+		ch.why = aiWhyBudget
 	}
-	return out
+	return ch
 }
 
-// charge takes one call of the day's budget for occurrence key occ,
-// unless occ was charged already; it reports whether the LLM may be
-// asked. A stored later day (another replica's clock ahead) is kept: the
-// count never goes back to an earlier day.
-func (s *Service) charge(ctx context.Context, sc binding.Scope, limit int, day, occ string) (bool, error) {
+// charge takes one call of the day's budget (<scope>.aibudget) for
+// occurrence key occ, unless occ was charged already; it reports whether
+// the LLM may be asked. A stored later day (another replica's clock
+// ahead) is kept: the count never goes back to an earlier day.
+func (d *delivery) charge(ctx context.Context, sc binding.Scope, limit int, day, occ string) (bool, error) {
 	allowed := false
-	_, _, err := s.aiBudgets().Update(ctx, sc, func(cur *AIBudget) (*AIBudget, error) {
+	budgets := bus.NewRecords(d.runner.KV(), keyAIBudget, bus.RecordsConfig[AIBudget]{})
+	d.rem.writes.Add(1)
+	_, _, err := budgets.Update(ctx, sc, func(cur *AIBudget) (*AIBudget, error) {
 		b := AIBudget{V: 1, Day: day}
 		if cur != nil && cur.Day >= day {
 			b = *cur
@@ -181,81 +168,70 @@ func (s *Service) charge(ctx context.Context, sc binding.Scope, limit int, day, 
 	return allowed, nil
 }
 
-// llmTimeout bounds one invoke_llm of a delivery.
-func (s *Service) llmTimeout() time.Duration { return s.cfg.LLMTimeout }
-
-// claimFor is how long a send claim of rec holds: an AI-written one also
-// covers its LLM call.
-func (s *Service) claimFor(rec *Record) time.Duration {
+// claimExtra is how much longer than a fixed text's the send claim of rec
+// holds: an AI-written one also covers its LLM call.
+func (d *delivery) claimExtra(rec *Record) time.Duration {
 	if rec.Kind == KindAI {
-		return s.cfg.Claim + s.llmTimeout()
+		return d.llmTimeout
 	}
-	return s.cfg.Claim
+	return 0
 }
 
-// aiOutgoing replaces the message of an AI-written reminder's delivery by
-// the LLM's answer, or by the fallback; out is returned unchanged for
-// fixed text. It runs at the due second, after the claim (and the budget
-// decision, taken here unless the held delivery took it while waiting).
-func (s *Service) aiOutgoing(ctx context.Context, sc binding.Scope, auth *bus.Authority, rec *Record, occ time.Time, out outgoing) outgoing {
-	if rec.Kind != KindAI {
-		return out
+// writeAI replaces the message of an AI-written delivery by the LLM's
+// answer, or by the fallback. It runs at the instant of the send, just
+// before it, on every path (fired, held, next message).
+func (d *delivery) writeAI(ctx context.Context, c *claimed) {
+	ch := c.out.ai
+	if ch == nil {
+		return
 	}
-	if out.ai == nil {
-		out = s.chargeAI(ctx, sc, auth, rec, occ, s.now(), out)
-	}
-	set, why := out.ai.set, out.ai.why
+	set, why := ch.set, ch.why
 	var answer string
 	if why == "" {
-		answer, why = s.aiAnswer(ctx, sc, auth, set, rec)
+		answer, why = d.askLLM(ctx, c, set)
 	}
-	now := s.now()
+	now := d.now()
 	var text string
 	if why == "" {
-		r := *rec
+		r := *c.rec
 		r.Message = answer
 		skipped := 0
-		if out.rule != nil {
-			skipped = out.rule.Skipped(occ, now, out.loc, 10000)
+		if c.out.rule != nil {
+			skipped = c.out.rule.Skipped(c.occ, now, c.out.loc, 10000)
 		}
-		text = s.rd.DeliveryText(set, &r, occ, now, skipped)
+		text = d.rd.DeliveryText(set, &r, c.occ, now, skipped)
 	} else {
-		s.metrics.deliveries.WithLabelValues(OutcomeAIFallback).Inc()
-		args := map[string]string{"id": rec.ID, "prompt": Preview(rec.Message, listPreviewRunes), "limit": strconv.Itoa(set.AICallsPerDay)}
-		args["why"] = s.rd.text(set, "ai.why_"+why, args)
-		text = set.Prefix + s.rd.text(set, "deliver.ai_fallback", args)
+		d.metrics.deliveries.WithLabelValues(outcomeAIFallback).Inc()
+		args := map[string]string{"id": c.rec.ID, "prompt": preview(c.rec.Message, listPreviewRunes), "limit": strconv.Itoa(set.AICallsPerDay)}
+		args["why"] = d.rd.text(set, "ai.why_"+why, args)
+		text = set.Prefix + d.rd.text(set, "deliver.ai_fallback", args)
 	}
-	out.msg.MessageChain = deliveryChain(set, rec, text)
-	return out
+	c.out.msg.MessageChain = deliveryChain(set, c.rec, text)
 }
 
-// aiAnswer asks the host's LLM for rec's text; why is "" with an answer,
+// askLLM asks the host's LLM for the text of c; why is "" with an answer,
 // else the fallback's reason. The call leaves the send its own timeout
 // within ctx.
-func (s *Service) aiAnswer(ctx context.Context, sc binding.Scope, auth *bus.Authority, set Settings, rec *Record) (answer, why string) {
-	if h := s.hooks.beforeLLM; h != nil {
-		h(ctx, sc, rec.ID)
-	}
-	limit := s.llmTimeout()
+func (d *delivery) askLLM(ctx context.Context, c *claimed, set Settings) (answer, why string) {
+	limit := d.llmTimeout
 	if dl, ok := ctx.Deadline(); ok {
-		limit = min(limit, time.Until(dl)-s.cfg.HostTimeout-time.Second)
+		limit = min(limit, time.Until(dl)-d.hostTimeout-time.Second)
 	}
 	if limit <= 0 {
 		return "", aiWhyFailed
 	}
 	lctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	now := s.now()
-	ans, err := s.runner.Host().InvokeLLM(lctx, auth.Binding, bus.InvokeLLM{Messages: []bus.LLMMessage{
-		{Role: bus.RoleSystem, Content: aiSystemPrompt(set, now)},
-		{Role: bus.RoleUser, Content: rec.Message},
+	ans, err := d.host.InvokeLLM(lctx, c.auth.Binding, bus.InvokeLLM{Messages: []bus.LLMMessage{
+		{Role: bus.RoleSystem, Content: aiSystemPrompt(set, d.now())},
+		{Role: bus.RoleUser, Content: c.rec.Message},
 	}})
 	switch {
 	case errors.Is(err, bus.ErrNoLLMModel):
 		return "", aiWhyNoModel
 	case err != nil:
 		// errorDetail names the code only, never the prompt or the answer.
-		s.log.WarnContext(ctx, "ai reminder not written", "scope", sc.String(), "id", rec.ID, "err", errorDetail(err))
+		d.log.WarnContext(ctx, "ai reminder not written", "scope", c.sc.String(), "id", c.rec.ID, "err", errorDetail(err))
 		return "", aiWhyFailed
 	}
 	text := strings.TrimSpace(ans.Text)

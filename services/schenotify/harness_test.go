@@ -20,27 +20,14 @@ import (
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
-// hostCall is one send_message the fake host (bustest.Host) received, in
-// the terms of these tests.
-type hostCall struct {
-	Binding binding.Binding
-	Scope   binding.Scope
-	Data    bus.SendMessage
-	Key     string
-	Header  nats.Header
-	At      time.Time
-}
-
-func toHostCall(c bustest.HostCall) hostCall {
-	return hostCall{Binding: c.Request.Binding, Scope: c.Scope, Data: c.SendMessage(), Key: c.IdempotencyKey, Header: c.Header, At: c.At}
-}
-
-// Text is the text of the delivery: its Plain component, after the At
-// mentions of a group delivery and the space that follows them.
-func (c hostCall) Text() string {
-	for _, p := range c.Data.MessageChain {
+// sentText is the text of a send_message the fake host received: its
+// Plain component, after the At mentions of a group delivery and the space
+// that follows them.
+func sentText(c bustest.HostCall) string {
+	m := c.SendMessage()
+	for _, p := range m.MessageChain {
 		if p.Type == "Plain" {
-			if c.Data.MessageChain[0].Type == "At" {
+			if m.MessageChain[0].Type == "At" {
 				return strings.TrimPrefix(p.Text, " ")
 			}
 			return p.Text
@@ -56,7 +43,7 @@ type hostAction struct {
 	Drop bool          // never answer
 }
 
-// fakeHost is bustest.Host seen through hostCall and hostAction.
+// fakeHost is bustest.Host answering through hostAction.
 type fakeHost struct{ *bustest.Host }
 
 func newFakeHost(t testing.TB, nc *nats.Conn) *fakeHost {
@@ -64,9 +51,9 @@ func newFakeHost(t testing.TB, nc *nats.Conn) *fakeHost {
 	return &fakeHost{bustest.NewHost(t, nc, bus.Subjects{})}
 }
 
-func (h *fakeHost) respond(f func(hostCall) hostAction) {
+func (h *fakeHost) respond(f func(bustest.HostCall) hostAction) {
 	h.Respond(func(c bustest.HostCall) bustest.HostReply {
-		a := f(toHostCall(c))
+		a := f(c)
 		if a.Hang != nil && !a.Drop && a.Err == nil {
 			<-a.Hang // bustest.Host answers each call on its own goroutine
 		}
@@ -74,24 +61,18 @@ func (h *fakeHost) respond(f func(hostCall) hostAction) {
 	})
 }
 
-func (h *fakeHost) sends() []hostCall {
-	var out []hostCall
-	for _, c := range h.Sends() {
-		out = append(out, toHostCall(c))
-	}
-	return out
-}
+func (h *fakeHost) sends() []bustest.HostCall { return h.Sends() }
 
 func (h *fakeHost) texts() []string {
 	var out []string
 	for _, c := range h.sends() {
-		out = append(out, c.Text())
+		out = append(out, sentText(c))
 	}
 	return out
 }
 
 // wait waits until at least n calls arrived, up to timeout.
-func (h *fakeHost) wait(t testing.TB, n int, timeout time.Duration) []hostCall {
+func (h *fakeHost) wait(t testing.TB, n int, timeout time.Duration) []bustest.HostCall {
 	t.Helper()
 	h.WaitSends(t, n, timeout)
 	return h.sends()
@@ -345,10 +326,10 @@ func (e *env) streamMsgs(t testing.TB, sc binding.Scope) uint64 {
 }
 
 // checkOnTime checks that a send arrived in [due, due+2s].
-func checkOnTime(t testing.TB, c hostCall, due time.Time) {
+func checkOnTime(t testing.TB, c bustest.HostCall, due time.Time) {
 	t.Helper()
 	if c.At.Before(due) || c.At.After(due.Add(2*time.Second)) {
-		t.Errorf("%q arrived at %s, due %s", c.Text(), c.At.Format(time.StampMilli), due.Format(time.StampMilli))
+		t.Errorf("%q arrived at %s, due %s", sentText(c), c.At.Format(time.StampMilli), due.Format(time.StampMilli))
 	}
 }
 

@@ -19,9 +19,9 @@ func TestErrorMapping(t *testing.T) {
 		{context.DeadlineExceeded, ErrCodeTimeout, "transport error"},
 		{bus.Errorf(bus.ErrInternal, "secret text must not leak"), ErrCodeHost, "500 internal"},
 		{bus.WithReason(bus.ErrConflict, "dup", "x"), ErrCodeHost, "409 conflict (dup)"},
-		{bus.Errorf(bus.ErrUnavailable, "busy"), ErrCodeUnavailable, "503 unavailable"},
-		{fmt.Errorf("x: %w", bus.ErrNoHost), ErrCodeUnavailable, "no host is serving actions"},
-		{errors.New("nats: connection closed"), ErrCodeUnavailable, "transport error"},
+		{bus.Errorf(bus.ErrUnavailable, "busy"), errCodeUnavailable, "503 unavailable"},
+		{fmt.Errorf("x: %w", bus.ErrNoHost), errCodeUnavailable, "no host is serving actions"},
+		{errors.New("nats: connection closed"), errCodeUnavailable, "transport error"},
 	}
 	for _, tt := range tests {
 		if got := errorCode(tt.err); got != tt.code {
@@ -36,8 +36,8 @@ func TestErrorMapping(t *testing.T) {
 // TestInternalFailure: storage failures are unavailable, anything else is
 // internal, and neither carries the cause in its text.
 func TestInternalFailure(t *testing.T) {
-	s := &Service{log: discardLogger()}
-	cat, err := LoadCatalog()
+	s := &replies{log: discardLogger()}
+	cat, err := Catalog()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,16 +4,16 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Delivery outcomes counted by schenotify_deliveries_total.
 const (
-	OutcomeDelivered = "delivered"
-	OutcomeRetry     = "retry"
-	OutcomeFailed    = "failed"
-	OutcomePaused    = "paused"
-	OutcomeNotDue    = "not_due"
-	OutcomeDeleted   = "deleted"
-	// OutcomeAIFallback counts an AI-written delivery that sent its
+	outcomeDelivered = "delivered"
+	outcomeRetry     = "retry"
+	outcomeFailed    = "failed"
+	outcomePaused    = "paused"
+	outcomeNotDue    = "not_due"
+	outcomeDeleted   = "deleted"
+	// outcomeAIFallback counts an AI-written delivery that sent its
 	// fallback (no answer, no model, budget used up, turned off), on top
 	// of the delivery's own outcome.
-	OutcomeAIFallback = "ai_fallback"
+	outcomeAIFallback = "ai_fallback"
 )
 
 type metrics struct {
@@ -48,7 +48,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
-	for _, o := range []string{OutcomeDelivered, OutcomeRetry, OutcomeFailed, OutcomePaused, OutcomeNotDue, OutcomeDeleted, OutcomeWaiting} {
+	for _, o := range []string{outcomeDelivered, outcomeRetry, outcomeFailed, outcomePaused, outcomeNotDue, outcomeDeleted, outcomeWaiting} {
 		m.deliveries.WithLabelValues(o)
 	}
 	return m, nil
