@@ -7,6 +7,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 // ChatCards is the stored link-card choice of one chat,
@@ -34,20 +35,20 @@ func chatCardsOff(ctx context.Context, kv *bus.KV, sc binding.Scope, chat Identi
 // cardsCommand is "gh cards [on|off]": the state of this chat, or (admins
 // only) a change of it. Turning cards on deletes the record; off writes
 // it. Both are idempotent, so a retried invocation needs no dedupe.
-func (s *Service) cardsCommand(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p Parsed, prefix string) (string, error) {
+func (s *Service) cardsCommand(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
 	id, ok := identity(inv.Command)
 	if !ok {
-		return x.t("err.no_bot"), nil
+		return x.T("err.no_bot"), nil
 	}
 	word := ""
 	if len(p.Args) > 0 {
 		word = strings.ToLower(p.Args[0])
 	}
 	if word != "" && word != "on" && word != "off" {
-		return x.usage(SubCards, prefix), nil
+		return x.Usage(events.SubCards, prefix), nil
 	}
 	if word != "" && inv.Command.Privilege < adminPrivilege {
-		return x.t("cards.admin_only", "prefix", prefix), nil
+		return x.T("cards.admin_only", "prefix", prefix), nil
 	}
 	kv := s.runner.KV()
 	switch word {
@@ -70,12 +71,12 @@ func (s *Service) cardsCommand(ctx context.Context, inv *bus.Invocation, st Sett
 			return "", errStore(err)
 		}
 	}
-	out := x.t("cards.on", "prefix", prefix)
+	out := x.T("cards.on", "prefix", prefix)
 	if off {
-		out = x.t("cards.off", "prefix", prefix)
+		out = x.T("cards.off", "prefix", prefix)
 	}
 	if !st.LinkCards {
-		out += "\n" + x.t("cards.installation_off")
+		out += "\n" + x.T("cards.installation_off")
 	}
 	return out, nil
 }

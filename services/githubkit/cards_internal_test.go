@@ -10,7 +10,9 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // TestCardGoldens renders a card of every kind from the fake's fixtures in
@@ -44,17 +46,17 @@ func TestCardGoldens(t *testing.T) {
 				if c.prep != nil {
 					c.prep(fake)
 				}
-				links := ParseLinks(c.link, "")
+				links := events.ParseLinks(c.link, "")
 				if len(links) != 1 {
 					t.Fatalf("ParseLinks(%q) = %v", c.link, links)
 				}
 				cs := &cards{s: &Service{gh: gh}}
 				st := fakeSettings(fake, "tok")
-				f, err := cs.fetch(context.Background(), Target{BaseURL: st.APIURL, Token: st.Token}, links[0])
+				f, err := cs.fetch(context.Background(), ghclient.Target{BaseURL: st.APIURL, Token: st.Token}, links[0])
 				if err != nil {
 					t.Fatal(err)
 				}
-				checkGolden(t, lang, c.name, chatSafe(x.card(f)))
+				checkGolden(t, lang, c.name, events.ChatSafe(x.card(f)))
 			})
 		}
 	}
@@ -87,7 +89,7 @@ func TestCardStateBounds(t *testing.T) {
 	clock := bustest.FixedClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	st := newCardState(CardLimits{Burst: 1, Every: time.Second, RepeatWindow: time.Second, CacheEntries: 2, QueuePerInstallation: 2}, clock.Now)
 	a, b := testScope(t, "a"), testScope(t, "b")
-	link := []Link{{Kind: LinkRepo, Repo: Repo{Owner: "o", Name: "r"}}}
+	link := []events.Link{{Kind: events.LinkRepo, Repo: ghclient.Repo{Owner: "o", Name: "r"}}}
 
 	for i := range maxCardChats {
 		if got, _ := st.take(a, hashOf(fmt.Sprint(i)), link); len(got) != 1 {

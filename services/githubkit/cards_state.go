@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 // CardLimits bound link cards (docs/githubkit.md, "Link cards"). The zero
@@ -226,7 +227,7 @@ func (s *cardState) next() (*cardJob, bool) {
 // take spends one token of chat for each link not carded there within the
 // repeat window, and returns the links that get a card. limited reports
 // whether the rate limit (not a repeat) held a link back.
-func (s *cardState) take(sc binding.Scope, chat hashKey, links []Link) (out []Link, limited bool) {
+func (s *cardState) take(sc binding.Scope, chat hashKey, links []events.Link) (out []events.Link, limited bool) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -2,14 +2,10 @@ package githubkit
 
 import (
 	"context"
-	"net/netip"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 )
-
-// BlockedAddrForTest exposes the SSRF guard's address check.
-func BlockedAddrForTest(s string) bool { return blockedAddr(netip.MustParseAddr(s)) }
 
 // Runner exposes the service's runner to tests.
 func (s *Service) Runner() *bus.Runner { return s.runner }

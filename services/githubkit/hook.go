@@ -22,6 +22,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 // Webhook defaults.
@@ -112,18 +113,18 @@ func (s *Service) healthIntervalS() int { return int(s.cfg.HookHealthInterval / 
 func (s *Service) hookLiveFor() time.Duration { return 2 * s.cfg.HookHealthInterval }
 
 // hookCommand serves "!gh hook <repo> [off]" (admins only).
-func (s *Service) hookCommand(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p Parsed, prefix string) (string, error) {
+func (s *Service) hookCommand(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
 	if inv.Command.Privilege < adminPrivilege {
-		return x.t("hook.admin_only"), nil
+		return x.T("hook.admin_only"), nil
 	}
 	if s.cfg.WebhookURL == "" {
-		return x.t("hook.disabled"), nil
+		return x.T("hook.disabled"), nil
 	}
 	arg := ""
 	if len(p.Args) > 0 {
 		arg = p.Args[0]
 	}
-	repo, msg, ok := x.repoArg(SubHook, arg, prefix, st)
+	repo, msg, ok := x.repoArg(events.SubHook, arg, prefix, st)
 	if !ok {
 		return msg, nil
 	}
@@ -132,22 +133,22 @@ func (s *Service) hookCommand(ctx context.Context, inv *bus.Invocation, st Setti
 	case len(p.Args) == 2 && strings.EqualFold(p.Args[1], "off"):
 		off = true
 	case len(p.Args) > 1:
-		return x.usage(SubHook, prefix), nil
+		return x.Usage(events.SubHook, prefix), nil
 	}
 	if !off && inv.Command.Session.LauncherType != bus.LauncherPerson {
 		// the reply carries the secret, and every member of a group
 		// reads it and could sign deliveries (issue 33): the secret is
 		// shown in a private chat only, and nothing is rotated here
-		return x.t("hook.private_only", "repo", repo.String(), "prefix", prefix), nil
+		return x.T("hook.private_only", "repo", repo.String(), "prefix", prefix), nil
 	}
 	kv := s.runner.KV()
 	sc := inv.Scope
-	found, _, _, err := findRecord(ctx, kv, sc, repo.Key(), nil, repo.String())
+	found, _, _, err := findRecord(ctx, kv, sc, events.RepoKey(repo.String()), nil, repo.String())
 	if err != nil {
 		return "", errStore(err)
 	}
 	if found == nil || len(found.Rec.Subscribers) == 0 {
-		return x.t("hook.not_subbed", "repo", repo.String(), "prefix", prefix), nil
+		return x.T("hook.not_subbed", "repo", repo.String(), "prefix", prefix), nil
 	}
 	if off {
 		return s.hookOff(ctx, sc, x, found)
@@ -156,7 +157,7 @@ func (s *Service) hookCommand(ctx context.Context, inv *bus.Invocation, st Setti
 	if err != nil {
 		return "", errStore(err)
 	}
-	return x.t("hook.ok", "repo", found.Rec.FullName, "url", s.hookURL(id), "secret", secret,
+	return x.T("hook.ok", "repo", found.Rec.FullName, "url", s.hookURL(id), "secret", secret,
 		"minutes", strconv.Itoa(s.healthIntervalS()/60), "prefix", prefix), nil
 }
 
@@ -227,7 +228,7 @@ func (s *Service) hookOn(ctx context.Context, sc binding.Scope, found *storedRec
 func (s *Service) hookOff(ctx context.Context, sc binding.Scope, x texts, found *storedRecord) (string, error) {
 	id := found.Rec.HookID
 	if id == "" {
-		return x.t("hook.none", "repo", found.Rec.FullName), nil
+		return x.T("hook.none", "repo", found.Rec.FullName), nil
 	}
 	kv := s.runner.KV()
 	if err := hookStore(kv).Delete(ctx, sc, 0, id); err != nil {
@@ -243,7 +244,7 @@ func (s *Service) hookOff(ctx context.Context, sc binding.Scope, x texts, found 
 	if err != nil {
 		return "", errStore(err)
 	}
-	return x.t("hook.removed", "repo", found.Rec.FullName), nil
+	return x.T("hook.removed", "repo", found.Rec.FullName), nil
 }
 
 // dropHook removes the webhook of a repo record that is being deleted
@@ -290,21 +291,4 @@ func (s *Service) hookStatus(ctx context.Context, sc binding.Scope, r *RepoRecor
 		return nil
 	}
 	return h
-}
-
-// HookItem is the webhook state of a "!gh subs" line.
-type HookItem struct {
-	Last *time.Time // last ping or event, nil when none yet
-	Live bool       // delivering: polling is at the health interval
-}
-
-// hookLine renders a subs line's webhook state.
-func (x texts) hookLine(h HookItem) string {
-	switch {
-	case h.Last == nil:
-		return x.t("subs.hook_waiting")
-	case h.Live:
-		return x.t("subs.hook_live", "time", h.Last.UTC().Format("2006-01-02 15:04"))
-	}
-	return x.t("subs.hook_silent", "time", h.Last.UTC().Format("2006-01-02 15:04"))
 }

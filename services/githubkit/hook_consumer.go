@@ -20,6 +20,8 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Hook stream and consumer (issue 21).
@@ -47,7 +49,7 @@ func hookRetry(n uint64) time.Duration {
 
 // handleHook handles one recorded delivery.
 func (s *Service) handleHook(ctx context.Context, f *bus.Fired) {
-	ctx = withInstallation(ctx, f.Scope.String())
+	ctx = ghclient.WithInstallation(ctx, f.Scope.String())
 	opts := []trace.SpanStartOption{trace.WithAttributes(bus.AttrScope.String(f.Scope.String()))}
 	if f.Origin.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: f.Origin}))
@@ -121,14 +123,14 @@ func (s *Service) pushDelivery(ctx context.Context, f *bus.Fired) (outcome strin
 	// one event, selected per subscriber by the poller's own rule (ids
 	// only order a feed: any id above the cursor passes)
 	ev.ID = "1"
-	ln := links{web: WebBase(st.APIURL), repo: cur.Rec.FullName}
+	ln := events.NewLinks(events.WebBase(st.APIURL), cur.Rec.FullName)
 	var sends []hookSend
 	for _, sub := range cur.Rec.Subscribers {
-		if len(SelectRefined([]Event{ev}, "0", sub.Kinds, sub.Refine, 0).Events) == 0 {
+		if len(SelectRefined([]ghclient.Event{ev}, "0", sub.Kinds, sub.Refine, 0).Events) == 0 {
 			continue
 		}
-		if line, ok := x.eventLine(ev, nil, ln); ok {
-			sends = append(sends, hookSend{sub: sub, text: x.pushMessage(cur.Rec.FullName, []string{line}, 0),
+		if line, ok := x.EventLine(ev, nil, ln); ok {
+			sends = append(sends, hookSend{sub: sub, text: x.PushMessage(cur.Rec.FullName, []string{line}, 0),
 				idem: pushIdem(sc, hook.RepoKey, sub, "hook", m.Delivery)})
 		}
 	}
@@ -164,13 +166,13 @@ func (s *Service) sendBudgeted(ctx context.Context, f *bus.Fired, a *bus.Authori
 // the subscribers' CI words and branch refinements, the same line and
 // idempotency key, and the record's CI state as the dedupe shared with
 // the poller.
-func (s *Service) pushRun(ctx context.Context, f *bus.Fired, a *bus.Authority, repoKey string, r *RepoRecord, x texts, run WorkflowRun, m hookMessage) (string, bool) {
+func (s *Service) pushRun(ctx context.Context, f *bus.Fired, a *bus.Authority, repoKey string, r *RepoRecord, x texts, run ghclient.WorkflowRun, m hookMessage) (string, bool) {
 	sc := f.Scope
 	var sends []hookSend
 	for _, sub := range r.Subscribers {
-		if on, all := WantsCI(sub.Kinds); on && ciAllows(all, sub, run) {
-			sends = append(sends, hookSend{sub: sub, text: x.pushMessage(r.FullName, []string{x.ciLine(run)}, 0),
-				idem: ciIdem(sc, repoKey, sub, []string{run.key()})})
+		if on, all := events.WantsCI(sub.Kinds); on && ciAllows(all, sub, run) {
+			sends = append(sends, hookSend{sub: sub, text: x.PushMessage(r.FullName, []string{x.CILine(run)}, 0),
+				idem: ciIdem(sc, repoKey, sub, []string{run.Key()})})
 		}
 	}
 	if len(sends) == 0 {
@@ -188,7 +190,7 @@ func (s *Service) pushRun(ctx context.Context, f *bus.Fired, a *bus.Authority, r
 	} else if !mine {
 		return "seen", false
 	}
-	return s.sendBudgeted(ctx, f, a, f.IDs[0], repoKey, r.FullName, x.lang, sends)
+	return s.sendBudgeted(ctx, f, a, f.IDs[0], repoKey, r.FullName, x.Lang(), sends)
 }
 
 // hookSend is one message a delivery sends to one subscriber.
@@ -251,7 +253,7 @@ func (s *Service) hookConsumer() bus.Consumer {
 	return bus.Consumer{FiredConfig: bus.FiredConfig{
 		Stream: HookStreamName, Durable: HookConsumer, Filter: s.subj.InternalAll(Plugin, KindHook),
 		Workers: s.cfg.PollWorkers, AckWait: s.cfg.AckWait, MaxDeliver: SendFailuresToDrop + 1,
-		Timeout: s.cfg.HostTimeout*time.Duration(MaxSubscribersRepo) + 10*time.Second,
+		Timeout: s.cfg.HostTimeout*time.Duration(events.MaxSubscribersRepo) + 10*time.Second,
 	}, Handler: s.handleHook}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 // ImportOptions configure Import (lbctl import githubkit).
@@ -136,12 +137,12 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 		default:
 			sum.ReposUnchanged++
 		}
-		if n > MaxSubscribersRepo {
-			excess = append(excess, fmt.Sprintf("%s would have %d subscribers (max %d)", ir.Record.FullName, n, MaxSubscribersRepo))
+		if n > events.MaxSubscribersRepo {
+			excess = append(excess, fmt.Sprintf("%s would have %d subscribers (max %d)", ir.Record.FullName, n, events.MaxSubscribersRepo))
 		}
 	}
-	if total > MaxReposPerInst {
-		excess = append(excess, fmt.Sprintf("the installation would follow %d repositories (max %d)", total, MaxReposPerInst))
+	if total > events.MaxReposPerInst {
+		excess = append(excess, fmt.Sprintf("the installation would follow %d repositories (max %d)", total, events.MaxReposPerInst))
 	}
 	if len(excess) > 0 {
 		return sum, fmt.Errorf("%w: caps exceeded: %s", ErrImport, strings.Join(excess, "; "))

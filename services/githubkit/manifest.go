@@ -5,6 +5,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Declaration is what githubkit offers a host (spec §2, §3, §4): the gh
@@ -86,7 +87,7 @@ func Declaration() plugin.Declaration {
 				Description: t("Most events one push message lists, between 1 and 30.", "一条推送消息最多列出的事件数，1 到 30。"),
 			},
 			{
-				Name: "github_api_url", Type: "string", Default: DefaultAPIURL,
+				Name: "github_api_url", Type: "string", Default: ghclient.DefaultAPIURL,
 				Label:       t("GitHub API URL", "GitHub API 地址"),
 				Description: t("The API root, https only. For GitHub Enterprise Server give e.g. https://ghe.example.com/api/v3.", "API 根地址，仅限 https。GitHub Enterprise Server 请填写如 https://ghe.example.com/api/v3。"),
 			},

@@ -14,6 +14,8 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Poll outcomes (spec §7.7, githubkit_polls_total).
@@ -34,7 +36,7 @@ const (
 
 // handlePoll handles one fired poll message (spec §7.2).
 func (s *Service) handlePoll(ctx context.Context, f *bus.Fired) {
-	ctx = withInstallation(ctx, f.Scope.String())
+	ctx = ghclient.WithInstallation(ctx, f.Scope.String())
 	opts := []trace.SpanStartOption{trace.WithAttributes(bus.AttrScope.String(f.Scope.String()))}
 	if f.Origin.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: f.Origin}))
@@ -67,7 +69,7 @@ type pollRun struct {
 	auth     *bus.Authority
 	st       Settings
 	fp       string
-	target   Target
+	target   ghclient.Target
 	now      time.Time
 	rev      uint64
 	rec      *RepoRecord
@@ -125,7 +127,7 @@ func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key 
 		return outPaused, false
 	}
 	run := &pollRun{s: s, sc: sc, key: key, auth: a, st: st, fp: s.rateKey(st),
-		target: Target{BaseURL: st.APIURL, Token: st.Token}, now: s.now(), rev: cur.Rev, rec: cur.Rec,
+		target: ghclient.Target{BaseURL: st.APIURL, Token: st.Token}, now: s.now(), rev: cur.Rev, rec: cur.Rec,
 		progress: func() { _ = f.InProgress() }}
 	if h := s.hookStatus(ctx, sc, cur.Rec); h != nil {
 		run.hooked, run.hookLive = true, h.Live(run.now, s.hookLiveFor())
@@ -189,7 +191,7 @@ func (p *pollRun) run(ctx context.Context) string {
 		}
 		return outNotModified
 	}
-	events := page.Events
+	evs := page.Events
 	// 7. More pages.
 	last := page.Events
 	for n := 2; n <= MaxEventPages && r.Head != nil && len(last) == EventsPerPage &&
@@ -199,16 +201,16 @@ func (p *pollRun) run(ctx context.Context) string {
 		if err != nil {
 			return p.failure(ctx, err)
 		}
-		events = append(events, more.Events...)
+		evs = append(evs, more.Events...)
 		last = more.Events
 	}
-	if r.Head != nil && len(last) == EventsPerPage && len(events) > 0 && CompareIDs(events[len(events)-1].ID, target) > 0 {
-		p.s.log.WarnContext(ctx, "poll_gap: older events were not read", "scope", p.sc.String(), "events", len(events))
+	if r.Head != nil && len(last) == EventsPerPage && len(evs) > 0 && CompareIDs(evs[len(evs)-1].ID, target) > 0 {
+		p.s.log.WarnContext(ctx, "poll_gap: older events were not read", "scope", p.sc.String(), "events", len(evs))
 	}
 	// 8. Record updates.
 	p.success(page.PollInterval)
-	if len(events) > 0 {
-		ev := events[0]
+	if len(evs) > 0 {
+		ev := evs[0]
 		if ev.Repo.Name != "" && ev.Repo.Name != r.FullName {
 			r.FullName = ev.Repo.Name
 		}
@@ -219,7 +221,7 @@ func (p *pollRun) run(ctx context.Context) string {
 	}
 	r.ETag = page.ETag
 	maxSeen := ""
-	for _, e := range events {
+	for _, e := range evs {
 		if isDecimal(e.ID) && (maxSeen == "" || CompareIDs(e.ID, maxSeen) > 0) {
 			maxSeen = e.ID
 		}
@@ -244,10 +246,10 @@ func (p *pollRun) run(ctx context.Context) string {
 	if maxSeen != "" {
 		newHead = maxID(head, maxSeen)
 	}
-	asc := make([]Event, 0, len(events))
-	for i := len(events) - 1; i >= 0; i-- {
-		if isDecimal(events[i].ID) {
-			asc = append(asc, events[i])
+	asc := make([]ghclient.Event, 0, len(evs))
+	for i := len(evs) - 1; i >= 0; i-- {
+		if isDecimal(evs[i].ID) {
+			asc = append(asc, evs[i])
 		}
 	}
 	if p.hooked {
@@ -293,7 +295,7 @@ func (p *pollRun) run(ctx context.Context) string {
 	// 13. Send.
 	x := p.s.texts(p.st.Language)
 	en := newEnricher(p)
-	ln := links{web: WebBase(p.st.APIURL), repo: r.FullName}
+	ln := events.NewLinks(events.WebBase(p.st.APIURL), r.FullName)
 	type result struct {
 		sent, failed bool
 	}
@@ -306,11 +308,11 @@ func (p *pollRun) run(ctx context.Context) string {
 		p.progress()
 		var lines []string
 		for _, e := range pl.sel.Events {
-			if line, ok := x.eventLine(e, en.enrich(ctx, e), ln); ok {
+			if line, ok := x.EventLine(e, en.enrich(ctx, e), ln); ok {
 				lines = append(lines, line)
 			}
 		}
-		text := x.pushMessage(r.FullName, lines, pl.sel.More)
+		text := x.PushMessage(r.FullName, lines, pl.sel.More)
 		idem := pushIdem(p.sc, p.key, pl.sub, pl.cur+"-"+newHead)
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
 		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
@@ -431,7 +433,7 @@ func (p *pollRun) interval() int {
 }
 
 // newerThan returns the events (oldest first) with ids above cursor.
-func newerThan(asc []Event, cursor string) []Event {
+func newerThan(asc []ghclient.Event, cursor string) []ghclient.Event {
 	for i, e := range asc {
 		if CompareIDs(e.ID, cursor) > 0 {
 			return asc[i:]
@@ -479,19 +481,19 @@ func (p *pollRun) rearmIfNeeded(ctx context.Context) {
 
 // failure applies a failed GitHub call to the record (spec §7.3).
 func (p *pollRun) failure(ctx context.Context, err error) string {
-	var ae *APIError
+	var ae *ghclient.APIError
 	if !errors.As(err, &ae) {
-		ae = &APIError{Code: CodeNetwork}
+		ae = &ghclient.APIError{Code: ghclient.CodeNetwork}
 	}
 	r := p.rec
 	switch {
-	case ae.Code == CodeConfig:
+	case ae.Code == ghclient.CodeConfig:
 		return outConfigError
-	case ae.Code == CodeBusy:
+	case ae.Code == ghclient.CodeBusy:
 		// not the repository's fault: this fire is skipped, the next one
 		// polls again with nothing counted against the record
 		return outBusy
-	case ae.Code == CodeRateLimited:
+	case ae.Code == ghclient.CodeRateLimited:
 		until := p.now.Add(ae.Wait + RateJitter(p.s.rand))
 		r.Poll.NotBefore = &until
 		r.Poll.LastStatus = ae.Status
@@ -532,7 +534,7 @@ func (p *pollRun) notifyBroken(ctx context.Context, at time.Time, status int) {
 	for _, sub := range p.rec.Subscribers {
 		// the prefix the subscriber typed at sub time; the installation's
 		// for a record without one
-		text := x.t("push.broken", "repo", p.rec.FullName, "status", strconv.Itoa(status), "prefix", plugin.CommandPrefix(sub.Prefix, p.st.CommandPrefix))
+		text := x.T("push.broken", "repo", p.rec.FullName, "status", strconv.Itoa(status), "prefix", plugin.CommandPrefix(sub.Prefix, p.st.CommandPrefix))
 		idem := pushIdem(p.sc, p.key, sub, "broken", at.Format(time.RFC3339))
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
 		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
@@ -555,17 +557,17 @@ type enricher struct {
 	p       *pollRun
 	budget  int
 	stopped bool
-	compare map[string]*Enrichment
-	pulls   map[int]*Enrichment
+	compare map[string]*events.Enrichment
+	pulls   map[int]*events.Enrichment
 }
 
 func newEnricher(p *pollRun) *enricher {
-	return &enricher{p: p, budget: EnrichmentBudget, compare: map[string]*Enrichment{}, pulls: map[int]*Enrichment{}}
+	return &enricher{p: p, budget: EnrichmentBudget, compare: map[string]*events.Enrichment{}, pulls: map[int]*events.Enrichment{}}
 }
 
 // enrich returns what extra calls found out about e, or nil.
-func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
-	if base, head, ok := e.needsCompare(); ok {
+func (en *enricher) enrich(ctx context.Context, e ghclient.Event) *events.Enrichment {
+	if base, head, ok := events.NeedsCompare(e); ok {
 		k := base + "..." + head
 		if r, ok := en.compare[k]; ok {
 			return r
@@ -577,7 +579,7 @@ func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
 		if en.failed("compare", err) {
 			return nil
 		}
-		r := &Enrichment{}
+		r := &events.Enrichment{}
 		switch cmp.GetStatus() {
 		case "ahead":
 			r.Commits = cmp.GetTotalCommits()
@@ -590,7 +592,7 @@ func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
 		en.compare[k] = r
 		return r
 	}
-	if n, ok := e.needsPull(); ok {
+	if n, ok := events.NeedsPull(e); ok {
 		if r, ok := en.pulls[n]; ok {
 			return r
 		}
@@ -601,7 +603,7 @@ func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
 		if en.failed("pull", err) {
 			return nil
 		}
-		r := &Enrichment{HasPR: true, Title: pr.GetTitle(), Merged: pr.GetMerged() || (pr.MergedAt != nil && !pr.MergedAt.IsZero()),
+		r := &events.Enrichment{HasPR: true, Title: pr.GetTitle(), Merged: pr.GetMerged() || (pr.MergedAt != nil && !pr.MergedAt.IsZero()),
 			Labels: []string{}}
 		for _, l := range pr.Labels {
 			if n := strings.TrimSpace(l.GetName()); n != "" {
@@ -628,8 +630,8 @@ func (en *enricher) failed(kind string, err error) bool {
 		en.p.s.metrics.enrichment.WithLabelValues(kind, "ok").Inc()
 		return false
 	}
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Code == CodeRateLimited {
+	var ae *ghclient.APIError
+	if errors.As(err, &ae) && ae.Code == ghclient.CodeRateLimited {
 		en.stopped = true
 		en.p.s.rates.set(en.p.fp, en.p.now.Add(ae.Wait+RateJitter(en.p.s.rand)))
 		en.p.s.metrics.enrichment.WithLabelValues(kind, "rate_limited").Inc()

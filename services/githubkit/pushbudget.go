@@ -20,6 +20,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 // PushBudget bounds webhook pushes; zero fields take the defaults.
@@ -250,7 +251,7 @@ func (s *Service) sendSummaries(ctx context.Context, due map[heldKey]*held) {
 			continue
 		}
 		x := s.texts(h.lang)
-		text := x.t("push.header", "repo", chatSafe(h.fullName)) + "\n" + x.t("push.held", "n", strconv.Itoa(h.n))
+		text := x.T("push.header", "repo", events.ChatSafe(h.fullName)) + "\n" + x.T("push.held", "n", strconv.Itoa(h.n))
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
 		err = s.runner.Host().SendMessage(sctx, a.Binding, bus.SendMessage{
 			BotUUID: h.sub.BotUUID, TargetType: h.sub.TargetType, TargetID: h.sub.TargetID, MessageChain: bus.Plain(text),

@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Poll limits (spec §9).
@@ -76,7 +79,7 @@ type Subscriber struct {
 	Kinds []string `json:"kinds"`
 	// Refine narrows Kinds (branches, labels, tags); absent in records
 	// written before it existed, which then narrow nothing.
-	Refine *Refine `json:"refine,omitempty"`
+	Refine *events.Refine `json:"refine,omitempty"`
 	// Prefix is the command prefix the subscriber typed at sub time, for
 	// the notices pushed later; "" (an imported subscription) means the
 	// installation's command_prefix.
@@ -159,34 +162,34 @@ func maxID(a, b string) string {
 
 // Selection is what one subscriber gets from a poll.
 type Selection struct {
-	Events []Event // oldest first, after filter and cap
-	More   int     // matching events dropped by the cap
+	Events []ghclient.Event // oldest first, after filter and cap
+	More   int              // matching events dropped by the cap
 }
 
 // Select applies filter-then-cap (spec §7.2 step 10): the events (oldest
 // first) newer than cursor that match kinds and have a formatter, then the
 // newest max of them.
-func Select(events []Event, cursor string, kinds []string, max int) Selection {
-	return SelectRefined(events, cursor, kinds, nil, max)
+func Select(evs []ghclient.Event, cursor string, kinds []string, max int) Selection {
+	return SelectRefined(evs, cursor, kinds, nil, max)
 }
 
 // SelectRefined is Select with a subscription's refinements applied after
 // its kinds. A payload is decoded for refinement only when ref looks at the
 // event's type, so subscriptions without refinements cost what they did.
-func SelectRefined(events []Event, cursor string, kinds []string, ref *Refine, max int) Selection {
-	var keep []Event
-	for _, e := range events {
-		if CompareIDs(e.ID, cursor) <= 0 || !formatted(e.Type) {
+func SelectRefined(evs []ghclient.Event, cursor string, kinds []string, ref *events.Refine, max int) Selection {
+	var keep []ghclient.Event
+	for _, e := range evs {
+		if CompareIDs(e.ID, cursor) <= 0 || !events.Formatted(e.Type) {
 			continue
 		}
 		rt := ""
 		if e.Type == "CreateEvent" || e.Type == "DeleteEvent" {
-			rt = e.RefType()
+			rt = events.RefType(e)
 		}
-		if !Matches(kinds, e.Type, rt) {
+		if !events.Matches(kinds, e.Type, rt) {
 			continue
 		}
-		if ref.refined(e.Type) && !ref.Allows(fromEvent(e, nil)) {
+		if ref.Refined(e.Type) && !ref.Allows(events.FromEvent(e, nil)) {
 			continue
 		}
 		keep = append(keep, e)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Recent-set bounds.
@@ -95,8 +97,8 @@ func (s *SeenSet) match(id string, at time.Time) *SeenEntry {
 
 // eventIdentity names an event by its kind and natural ids, the same for
 // its Events API item and its webhook delivery.
-func eventIdentity(e Event) string {
-	a := fromEvent(e, nil)
+func eventIdentity(e ghclient.Event) string {
+	a := events.FromEvent(e, nil)
 	n := strconv.Itoa(a.Number)
 	var parts []string
 	switch a.Type {
@@ -129,7 +131,7 @@ func eventIdentity(e Event) string {
 }
 
 // eventTime is when GitHub created an Events API item (zero if unknown).
-func eventTime(e Event) time.Time {
+func eventTime(e ghclient.Event) time.Time {
 	t, _ := time.Parse(time.RFC3339, e.CreatedAt)
 	return t
 }
@@ -138,11 +140,11 @@ func eventTime(e Event) time.Time {
 // webhook has not claimed, in order. When the set cannot be read or
 // written it returns events unchanged: a second push is better than a
 // lost one.
-func (s *Service) claimPolled(ctx context.Context, sc binding.Scope, key string, events []Event, now time.Time) []Event {
+func (s *Service) claimPolled(ctx context.Context, sc binding.Scope, key string, events []ghclient.Event, now time.Time) []ghclient.Event {
 	if len(events) == 0 {
 		return events
 	}
-	var keep []Event
+	var keep []ghclient.Event
 	_, _, err := seenStore(s.runner.KV()).Update(ctx, sc, func(cur *SeenSet) (*SeenSet, error) {
 		if cur == nil {
 			cur = &SeenSet{}
@@ -179,8 +181,8 @@ func (s *Service) claimPolled(ctx context.Context, sc binding.Scope, key string,
 }
 
 // runIdentity names a workflow run attempt in the recent set.
-func runIdentity(r WorkflowRun) string {
-	sum := sha256.Sum256([]byte("WorkflowRun\x00" + r.key()))
+func runIdentity(r ghclient.WorkflowRun) string {
+	sum := sha256.Sum256([]byte("WorkflowRun\x00" + r.Key()))
 	return hex.EncodeToString(sum[:12])
 }
 

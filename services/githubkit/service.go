@@ -18,6 +18,8 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Plugin is the plugin name: micro service name, subject and key token.
@@ -61,7 +63,7 @@ type Config struct {
 	GitHubTimeout time.Duration
 	// Limits caps GitHub calls per installation and per host and breaks
 	// the circuit to a failing host (limits.go); zero = defaults.
-	Limits Limits
+	Limits ghclient.Limits
 	// WebhookURL is the public base URL of the webhook receiver
 	// (LANGBOT_GITHUBKIT_WEBHOOK_URL): "!gh hook" gives
 	// <WebhookURL>/github/webhook/<hook-id>. Empty: webhooks are off.
@@ -103,7 +105,7 @@ type Service struct {
 	tracer  trace.Tracer
 	cat     *i18n.Catalog
 	metrics *Metrics
-	gh      *GitHub
+	gh      *ghclient.GitHub
 	hc      *http.Client
 	runner  *bus.Runner
 	subj    bus.Subjects
@@ -150,7 +152,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		cfg.HostTimeout = bus.DefaultHostTimeout
 	}
 	if cfg.DefaultAPIURL == "" {
-		cfg.DefaultAPIURL = DefaultAPIURL
+		cfg.DefaultAPIURL = ghclient.DefaultAPIURL
 	}
 	u, err := ParseAPIURL(cfg.DefaultAPIURL, cfg.AllowHTTP)
 	if err != nil {
@@ -180,7 +182,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	if cfg.HookHealthInterval < time.Second {
 		return nil, fmt.Errorf("%w: HookHealthInterval below 1 s", bus.ErrInvalidConfig)
 	}
-	cat, err := LoadCatalog()
+	cat, err := Catalog()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", bus.ErrInvalidConfig, err)
 	}
@@ -193,8 +195,8 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	if s.hm, err = newHookMetrics(deps.Registerer, s.bodies); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
-	s.hc = NewHTTPClient(HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: s.tracer, Metrics: s.metrics, Timeout: cfg.GitHubTimeout})
-	s.gh = NewGitHub(s.hc, cfg.GitHubTimeout, s.now)
+	s.hc = ghclient.NewHTTPClient(ghclient.HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: s.tracer, Metrics: &s.metrics.github, Timeout: cfg.GitHubTimeout})
+	s.gh = ghclient.NewGitHub(s.hc, cfg.GitHubTimeout, s.now)
 	s.gh.SetLimits(cfg.Limits, cfg.DefaultAPIURL)
 	s.rates.m = make(map[string]time.Time)
 	s.pushes = newPushBudget(cfg.Pushes, s.now)
@@ -255,7 +257,7 @@ func (s *Service) settings(raw []byte) (Settings, []Warning) {
 	return normalizeSettings(raw, normOptions{allowHTTP: s.cfg.AllowHTTP, minPoll: s.cfg.MinPollInterval, defaultURL: s.cfg.DefaultAPIURL})
 }
 
-func (s *Service) texts(lang string) texts { return texts{cat: s.cat, lang: lang} }
+func (s *Service) texts(lang string) texts { return texts{events.NewTexts(s.cat, lang)} }
 
 // schedSubjects returns the schedule and poll subjects of one record.
 func (s *Service) schedSubjects(sc binding.Scope, key string) (sched, poll string, err error) {

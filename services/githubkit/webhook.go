@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // WebhookMaxBody is the largest delivery body the receiver reads. GitHub
@@ -109,19 +111,19 @@ type webhookEnvelope struct {
 // that do not parse). The payload stays the delivery body: the formatter's
 // payload type reads the webhook form too; a push gets its count of new
 // commits added, since webhooks carry the commits but no distinct_size.
-func WebhookEvent(name string, body []byte) (Event, bool) {
+func WebhookEvent(name string, body []byte) (ghclient.Event, bool) {
 	m, known := webhookTypes[name]
 	if !known {
-		return Event{}, false
+		return ghclient.Event{}, false
 	}
 	var env webhookEnvelope
 	if err := json.Unmarshal(body, &env); err != nil {
-		return Event{}, false
+		return ghclient.Event{}, false
 	}
 	if m.actions != nil && !contains(m.actions, env.Action) {
-		return Event{}, false
+		return ghclient.Event{}, false
 	}
-	ev := Event{Type: m.typ, Payload: body}
+	ev := ghclient.Event{Type: m.typ, Payload: body}
 	if env.Sender != nil {
 		ev.Actor = &struct {
 			Login string `json:"login"`
@@ -137,7 +139,7 @@ func WebhookEvent(name string, body []byte) (Event, bool) {
 	if m.typ == "PushEvent" {
 		var raw map[string]json.RawMessage
 		if err := json.Unmarshal(body, &raw); err != nil {
-			return Event{}, false
+			return ghclient.Event{}, false
 		}
 		n := 0
 		for _, c := range env.Commits {
@@ -148,7 +150,7 @@ func WebhookEvent(name string, body []byte) (Event, bool) {
 		raw["distinct_size"], _ = json.Marshal(n)
 		b, err := json.Marshal(raw)
 		if err != nil {
-			return Event{}, false
+			return ghclient.Event{}, false
 		}
 		ev.Payload = b
 	}
@@ -159,16 +161,16 @@ func WebhookEvent(name string, body []byte) (Event, bool) {
 // alerts read (ci.go), the same fields GET actions/runs lists. ok is true
 // only for a completed run: the alerts are about finished runs, as the
 // poller's status=completed.
-func WebhookRun(name string, body []byte) (WorkflowRun, bool) {
+func WebhookRun(name string, body []byte) (ghclient.WorkflowRun, bool) {
 	if name != "workflow_run" {
-		return WorkflowRun{}, false
+		return ghclient.WorkflowRun{}, false
 	}
 	var d struct {
-		Action string       `json:"action"`
-		Run    *WorkflowRun `json:"workflow_run"`
+		Action string                `json:"action"`
+		Run    *ghclient.WorkflowRun `json:"workflow_run"`
 	}
 	if err := json.Unmarshal(body, &d); err != nil || d.Action != "completed" || d.Run == nil || d.Run.ID <= 0 || d.Run.Status != "completed" {
-		return WorkflowRun{}, false
+		return ghclient.WorkflowRun{}, false
 	}
 	return *d.Run, true
 }

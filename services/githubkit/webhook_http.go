@@ -30,6 +30,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Webhook headers GitHub sends.
@@ -158,7 +159,7 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, r *http.Re
 		return http.StatusServiceUnavailable, "unavailable"
 	}
 	span.SetAttributes(bus.AttrScope.String(sc.String()))
-	ctx = withInstallation(ctx, sc.String())
+	ctx = ghclient.WithInstallation(ctx, sc.String())
 	hook, _, err := hookStore(kv).Get(ctx, sc, id)
 	if err != nil || hook == nil {
 		if err != nil {

@@ -4,6 +4,9 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 func TestVerifySignature(t *testing.T) {
@@ -33,12 +36,12 @@ func TestVerifySignature(t *testing.T) {
 }
 
 func TestWebhookEventFormats(t *testing.T) {
-	cat, err := LoadCatalog()
+	cat, err := Catalog()
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := texts{cat: cat, lang: "en_US"}
-	l := links{web: "https://github.com", repo: "o/r"}
+	x := events.NewTexts(cat, "en_US")
+	l := events.NewLinks("https://github.com", "o/r")
 	push := `{"ref":"refs/heads/main","before":"1111111111111111111111111111111111111111","after":"2222222222222222222222222222222222222222",
 		"commits":[{"id":"aaa","message":"first","distinct":true},{"id":"2222222222222222222222222222222222222222","message":"Fix the build\n\nbody","distinct":true}],
 		"head_commit":{"id":"2222222222222222222222222222222222222222","message":"Fix the build\n\nbody"},
@@ -47,14 +50,14 @@ func TestWebhookEventFormats(t *testing.T) {
 	if !ok || ev.Type != "PushEvent" || ev.Repo.Name != "o/r" || ev.Repo.ID != 7 {
 		t.Fatalf("push: %+v %v", ev, ok)
 	}
-	if _, _, need := ev.needsCompare(); need {
+	if _, _, need := events.NeedsCompare(ev); need {
 		t.Fatal("a webhook push with its head commit needs no compare")
 	}
-	line, ok := x.eventLine(ev, nil, l)
+	line, ok := x.EventLine(ev, nil, l)
 	if !ok || !strings.Contains(line, "octocat") || !strings.Contains(line, "2") || !strings.Contains(line, "Fix the build") || !strings.Contains(line, "main") {
 		t.Fatalf("push line %q", line)
 	}
-	if Select([]Event{{ID: "1", Type: ev.Type, Payload: ev.Payload}}, "0", []string{KindPush}, 5).Events == nil {
+	if Select([]ghclient.Event{{ID: "1", Type: ev.Type, Payload: ev.Payload}}, "0", []string{events.KindPush}, 5).Events == nil {
 		t.Fatal("push filter does not select the webhook push")
 	}
 	// actions polling never reports are dropped
@@ -72,7 +75,7 @@ func TestWebhookEventFormats(t *testing.T) {
 	if !ok {
 		t.Fatal("published release dropped")
 	}
-	if line, _ := x.eventLine(rel, nil, l); !strings.Contains(line, "v1.2") {
+	if line, _ := x.EventLine(rel, nil, l); !strings.Contains(line, "v1.2") {
 		t.Fatalf("release line %q", line)
 	}
 	if _, ok := WebhookEvent("push", []byte(`{not json`)); ok {
@@ -83,7 +86,7 @@ func TestWebhookEventFormats(t *testing.T) {
 func TestWebhookRun(t *testing.T) {
 	done := `{"action":"completed","workflow_run":{"id":9002,"name":"CI","head_branch":"main","head_sha":"aa218f5","status":"completed","conclusion":"failure","run_number":2,"run_attempt":1}}`
 	run, ok := WebhookRun("workflow_run", []byte(done))
-	if !ok || run.ID != 9002 || run.key() != "9002.1" || !run.failed() || run.HeadBranch != "main" {
+	if !ok || run.ID != 9002 || run.Key() != "9002.1" || !run.Failed() || run.HeadBranch != "main" {
 		t.Fatalf("completed run: %+v %v", run, ok)
 	}
 	for name, c := range map[string]struct{ event, body string }{

@@ -1,4 +1,4 @@
-package githubkit
+package ghclient
 
 import (
 	"context"
@@ -141,14 +141,14 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		req = req.WithContext(ctx)
 	}
 	cond := conditionalOf(ctx)
-	if cond != nil && cond.ifNoneMatch != "" {
+	if cond != nil && cond.IfNoneMatch != "" {
 		req = req.Clone(ctx) // a RoundTripper must not change the caller's request
-		req.Header.Set("If-None-Match", cond.ifNoneMatch)
+		req.Header.Set("If-None-Match", cond.IfNoneMatch)
 	}
 	start := time.Now()
 	resp, err := t.next.RoundTrip(req)
 	if cond != nil && err == nil {
-		cond.etag, cond.notModified = resp.Header.Get("ETag"), resp.StatusCode == http.StatusNotModified
+		cond.ETag, cond.NotModified = resp.Header.Get("ETag"), resp.StatusCode == http.StatusNotModified
 	}
 	if err == nil && resp.ContentLength > MaxBodyBytes {
 		_ = resp.Body.Close()
@@ -160,15 +160,15 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		resp.Body = &limitedBody{rc: resp.Body, left: MaxBodyBytes}
 	}
 	if t.metrics != nil {
-		t.metrics.githubRequests.WithLabelValues(route, code).Inc()
-		t.metrics.githubSeconds.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		t.metrics.Requests.WithLabelValues(route, code).Inc()
+		t.metrics.Seconds.WithLabelValues(route).Observe(time.Since(start).Seconds())
 		if err == nil {
 			if rem, perr := strconv.Atoi(resp.Header.Get("X-RateLimit-Remaining")); perr == nil {
 				res := resp.Header.Get("X-RateLimit-Resource")
 				if res == "" {
 					res = "core"
 				}
-				t.metrics.rateRemaining.WithLabelValues(res).Set(float64(rem))
+				t.metrics.RateRemaining.WithLabelValues(res).Set(float64(rem))
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package githubkit
+package events
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package githubkit
+package ghclient
 
 import (
 	"context"
@@ -71,9 +71,9 @@ func (l Limits) withDefaults() Limits {
 // installationKey carries the calling installation's scope to GitHub.do.
 type installationKey struct{}
 
-// withInstallation marks ctx as working for the installation named by
+// WithInstallation marks ctx as working for the installation named by
 // scope (a scope's string); calls without one share the key of "".
-func withInstallation(ctx context.Context, scope string) context.Context {
+func WithInstallation(ctx context.Context, scope string) context.Context {
 	return context.WithValue(ctx, installationKey{}, scope)
 }
 

@@ -1,14 +1,16 @@
-package githubkit
+package events
 
 import (
 	"net/url"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
-// formatted reports whether the event type has a formatter.
-func formatted(typ string) bool {
+// Formatted reports whether the event type has a formatter.
+func Formatted(typ string) bool {
 	switch typ {
 	case "PushEvent", "PullRequestEvent", "IssuesEvent", "IssueCommentEvent", "ReleaseEvent", "WatchEvent",
 		"ForkEvent", "CreateEvent", "DeleteEvent", "PullRequestReviewEvent", "PullRequestReviewCommentEvent",
@@ -39,11 +41,11 @@ func isZeroSHA(s string) bool { return s == "" || strings.Trim(s, "0") == "" }
 // needsCompare reports whether a PushEvent needs compare (§7.6 rule 2):
 // the payload gives no count (trimmed form), or the push has more commits
 // than the payload lists and its head is not among them.
-func (e Event) needsCompare() (base, head string, ok bool) {
+func NeedsCompare(e ghclient.Event) (base, head string, ok bool) {
 	if e.Type != "PushEvent" {
 		return "", "", false
 	}
-	p := e.payload()
+	p := payloadOf(e)
 	h := p.head()
 	if isZeroSHA(p.Before) || isZeroSHA(h) {
 		return "", "", false
@@ -55,11 +57,11 @@ func (e Event) needsCompare() (base, head string, ok bool) {
 }
 
 // needsPull reports whether a PullRequestEvent needs GET pulls/{n} (§7.6 rule 3).
-func (e Event) needsPull() (int, bool) {
+func NeedsPull(e ghclient.Event) (int, bool) {
 	if e.Type != "PullRequestEvent" {
 		return 0, false
 	}
-	p := e.payload()
+	p := payloadOf(e)
 	n := p.Number
 	if n == 0 && p.PullRequest != nil {
 		n = p.PullRequest.Number
@@ -82,10 +84,10 @@ func stripRef(ref string) string {
 	return ref
 }
 
-// clean makes a value from GitHub safe for one chat line: every control
+// Clean makes a value from GitHub safe for one chat line: every control
 // character (\r, \n, \t, ESC, ...) and every bidirectional override becomes
 // a space, runs of spaces collapse, the ends are trimmed.
-func clean(s string) string {
+func Clean(s string) string {
 	if s == "" {
 		return ""
 	}
@@ -105,18 +107,18 @@ func clean(s string) string {
 	return b.String()
 }
 
-// chatSafe keeps a multi-line reply's line breaks ("\r\n" and a lone "\r"
+// ChatSafe keeps a multi-line reply's line breaks ("\r\n" and a lone "\r"
 // become "\n") and turns every other control character into a space and
 // drops bidirectional overrides.
-func chatSafe(s string) string {
-	clean := true
+func ChatSafe(s string) string {
+	Clean := true
 	for _, r := range s {
 		if (r != '\n' && unicode.IsControl(r)) || unicode.Is(unicode.Bidi_Control, r) {
-			clean = false
+			Clean = false
 			break
 		}
 	}
-	if clean {
+	if Clean {
 		return s
 	}
 	s = strings.ReplaceAll(s, "\r\n", "\n")
@@ -149,15 +151,15 @@ func WebBase(apiURL string) string {
 	return u
 }
 
-// links builds the web addresses of one repository's events.
-type links struct {
+// Links builds the web addresses of one repository's events.
+type Links struct {
 	web  string // e.g. https://github.com
 	repo string // owner/name
 }
 
-func (l links) repoURL() string { return l.web + "/" + l.repo }
+func (l Links) repoURL() string { return l.web + "/" + l.repo }
 
-func (l links) path(parts ...string) string {
+func (l Links) path(parts ...string) string {
 	out := l.repoURL()
 	for _, p := range parts {
 		out += "/" + p
@@ -181,7 +183,7 @@ func short(sha string) string {
 	return sha
 }
 
-func (l links) issueOrPR(a Activity) string {
+func (l Links) issueOrPR(a Activity) string {
 	if a.Number <= 0 {
 		return l.repoURL()
 	}
@@ -192,7 +194,7 @@ func (l links) issueOrPR(a Activity) string {
 }
 
 // link returns the address a line about a points at.
-func (l links) link(a Activity) string {
+func (l Links) link(a Activity) string {
 	switch a.Type {
 	case "PushEvent":
 		ref := stripRef(a.Ref)
@@ -277,11 +279,11 @@ func (l links) link(a Activity) string {
 
 // eventLine formats one Events API item (spec §7.5); ok is false for types
 // without a formatter. en may be nil.
-func (x texts) eventLine(e Event, en *Enrichment, l links) (string, bool) {
-	if !formatted(e.Type) {
+func (x Texts) EventLine(e ghclient.Event, en *Enrichment, l Links) (string, bool) {
+	if !Formatted(e.Type) {
 		return "", false
 	}
-	return x.activityLine(fromEvent(e, en), l), true
+	return x.activityLine(FromEvent(e, en), l), true
 }
 
 // plural picks key+"_one" for n == 1 and key+"_many" otherwise; zh_Hans
@@ -295,75 +297,75 @@ func plural(key string, n int) string {
 
 // activityLine renders one normalized event and, on the next line, the
 // address it is about.
-func (x texts) activityLine(a Activity, l links) string {
-	return x.activityText(a) + "\n" + x.t("ev.link", "url", l.link(a))
+func (x Texts) activityLine(a Activity, l Links) string {
+	return x.activityText(a) + "\n" + x.T("ev.link", "url", l.link(a))
 }
 
-func (x texts) activityText(a Activity) string {
-	actor := clean(a.Actor)
+func (x Texts) activityText(a Activity) string {
+	actor := Clean(a.Actor)
 	if actor == "" {
-		actor = x.dash()
+		actor = x.Dash()
 	}
 	or := func(s string) string {
-		if s = clean(s); s == "" {
-			return x.dash()
+		if s = Clean(s); s == "" {
+			return x.Dash()
 		}
 		return s
 	}
 	title := func(t string) string {
-		if t = clean(t); t == "" {
+		if t = Clean(t); t == "" {
 			return ""
 		}
-		return x.t("ev.title", "title", truncate(t, pushTitleRunes))
+		return x.T("ev.title", "title", ghclient.Truncate(t, PushTitleRunes))
 	}
 	num := func(n int) string {
 		if n <= 0 {
-			return x.dash()
+			return x.Dash()
 		}
 		return strconv.Itoa(n)
 	}
-	what := x.t("ev.what_issue")
+	what := x.T("ev.what_issue")
 	if a.OnPR {
-		what = x.t("ev.what_pr")
+		what = x.T("ev.what_pr")
 	}
 	labels := ""
 	if len(a.Labels) > 0 {
 		ls := make([]string, 0, len(a.Labels))
 		for _, n := range a.Labels {
-			ls = append(ls, clean(n))
+			ls = append(ls, Clean(n))
 		}
-		labels = x.t("ev.labels", "labels", x.join(ls))
+		labels = x.T("ev.labels", "labels", x.Join(ls))
 	}
 	// the common arguments of the issue and PR templates
 	ip := func(key string, kv ...string) string {
-		return x.t(key, append([]string{"actor", actor, "what", what, "num", num(a.Number), "title", title(a.Title), "labels", labels}, kv...)...)
+		return x.T(key, append([]string{"actor", actor, "what", what, "num", num(a.Number), "title", title(a.Title), "labels", labels}, kv...)...)
 	}
 	switch a.Type {
 	case "PushEvent":
 		ref := or(stripRef(a.Ref))
 		head := ""
-		if m := clean(firstLine(a.HeadMessage)); m != "" {
-			head = x.t("ev.push_head", "msg", truncate(m, commitLineRunes))
+		if m := Clean(ghclient.FirstLine(a.HeadMessage)); m != "" {
+			head = x.T("ev.push_head", "msg", ghclient.Truncate(m, commitLineRunes))
 		}
 		n := strconv.Itoa(a.Commits)
 		switch {
 		case strings.HasPrefix(a.Ref, "refs/tags/"):
 			if isZeroSHA(a.Head) {
-				return x.t("ev.push_tag_deleted", "actor", actor, "ref", ref)
+				return x.T("ev.push_tag_deleted", "actor", actor, "ref", ref)
 			}
-			return x.t("ev.push_tag", "actor", actor, "ref", ref)
+			return x.T("ev.push_tag", "actor", actor, "ref", ref)
 		case isZeroSHA(a.Head) && !isZeroSHA(a.Before):
-			return x.t("ev.push_deleted", "actor", actor, "ref", ref)
+			return x.T("ev.push_deleted", "actor", actor, "ref", ref)
 		case a.Forced:
-			return x.t("ev.push_forced", "actor", actor, "ref", ref, "head", head)
+			return x.T("ev.push_forced", "actor", actor, "ref", ref, "head", head)
 		case isZeroSHA(a.Before) && a.Commits > 0:
-			return x.t(plural("ev.push_new_branch", a.Commits), "actor", actor, "n", n, "ref", ref, "head", head)
+			return x.T(plural("ev.push_new_branch", a.Commits), "actor", actor, "n", n, "ref", ref, "head", head)
 		case isZeroSHA(a.Before):
-			return x.t("ev.push_new_branch_nocount", "actor", actor, "ref", ref, "head", head)
+			return x.T("ev.push_new_branch_nocount", "actor", actor, "ref", ref, "head", head)
 		case a.Commits > 0:
-			return x.t(plural("ev.push", a.Commits), "actor", actor, "n", n, "ref", ref, "head", head)
+			return x.T(plural("ev.push", a.Commits), "actor", actor, "n", n, "ref", ref, "head", head)
 		}
-		return x.t("ev.push_nocount", "actor", actor, "ref", ref, "head", head)
+		return x.T("ev.push_nocount", "actor", actor, "ref", ref, "head", head)
 	case "PullRequestEvent", "IssuesEvent":
 		switch a.Action {
 		case "labeled", "unlabeled":
@@ -377,7 +379,7 @@ func (x texts) activityText(a Activity) string {
 			case "opened", "closed", "reopened", "edited", "deleted", "transferred", "pinned", "unpinned", "locked", "unlocked":
 				action = "ev.issue_" + a.Action
 			}
-			return ip("ev.issue", "action", x.t(action))
+			return ip("ev.issue", "action", x.T(action))
 		}
 		switch a.Action {
 		case "review_requested", "review_request_removed":
@@ -398,14 +400,14 @@ func (x texts) activityText(a Activity) string {
 				action = "ev.pr_merged"
 			}
 		}
-		return ip("ev.pr", "action", x.t(action))
+		return ip("ev.pr", "action", x.T(action))
 	case "IssueCommentEvent":
 		return ip("ev.comment")
 	case "ReleaseEvent":
-		tag, name := clean(a.Tag), clean(a.ReleaseName)
+		tag, name := Clean(a.Tag), Clean(a.ReleaseName)
 		pre := ""
 		if a.Prerelease {
-			pre = x.t("ev.prerelease")
+			pre = x.T("ev.prerelease")
 		}
 		key := "ev.release"
 		switch a.Action {
@@ -414,36 +416,36 @@ func (x texts) activityText(a Activity) string {
 		}
 		switch {
 		case tag == "" && name == "":
-			return x.t(key, "actor", actor, "release", x.dash(), "pre", pre)
+			return x.T(key, "actor", actor, "release", x.Dash(), "pre", pre)
 		case tag == "" || name == "" || name == tag:
-			return x.t(key, "actor", actor, "release", tag+name, "pre", pre)
+			return x.T(key, "actor", actor, "release", tag+name, "pre", pre)
 		}
-		return x.t(key, "actor", actor, "release", x.t("ev.release_named", "name", truncate(name, pushTitleRunes), "tag", tag), "pre", pre)
+		return x.T(key, "actor", actor, "release", x.T("ev.release_named", "name", ghclient.Truncate(name, PushTitleRunes), "tag", tag), "pre", pre)
 	case "WatchEvent":
-		return x.t("ev.star", "actor", actor)
+		return x.T("ev.star", "actor", actor)
 	case "ForkEvent":
-		if f := clean(a.Forkee); f != "" {
-			return x.t("ev.fork_to", "actor", actor, "fork", f)
+		if f := Clean(a.Forkee); f != "" {
+			return x.T("ev.fork_to", "actor", actor, "fork", f)
 		}
-		return x.t("ev.fork", "actor", actor)
+		return x.T("ev.fork", "actor", actor)
 	case "CreateEvent", "DeleteEvent":
 		key := "ev.create"
 		if a.Type == "DeleteEvent" {
 			key = "ev.delete"
 		}
 		if a.RefType == "repository" && a.Type == "CreateEvent" {
-			return x.t("ev.create_repo", "actor", actor)
+			return x.T("ev.create_repo", "actor", actor)
 		}
-		word := clean(a.RefType)
+		word := Clean(a.RefType)
 		switch a.RefType {
 		case "branch":
-			word = x.t("ev.ref_branch")
+			word = x.T("ev.ref_branch")
 		case "tag":
-			word = x.t("ev.ref_tag")
+			word = x.T("ev.ref_tag")
 		case "":
-			word = x.dash()
+			word = x.Dash()
 		}
-		return x.t(key, "actor", actor, "ref_type", word, "ref", or(a.Ref))
+		return x.T(key, "actor", actor, "ref_type", word, "ref", or(a.Ref))
 	case "PullRequestReviewEvent":
 		if a.Action == "dismissed" || a.ReviewState == "dismissed" {
 			return ip("ev.review_dismissed")
@@ -456,32 +458,32 @@ func (x texts) activityText(a Activity) string {
 	case "PullRequestReviewCommentEvent":
 		return ip("ev.review_comment")
 	case "CommitCommentEvent":
-		return x.t("ev.commit_comment", "actor", actor, "sha", or(a.CommitID[:min(7, len(a.CommitID))]))
+		return x.T("ev.commit_comment", "actor", actor, "sha", or(a.CommitID[:min(7, len(a.CommitID))]))
 	case "MemberEvent":
 		key := "ev.member_added"
 		switch a.Action {
 		case "removed", "edited":
 			key = "ev.member_" + a.Action
 		}
-		return x.t(key, "actor", actor, "member", or(a.Member))
+		return x.T(key, "actor", actor, "member", or(a.Member))
 	case "PublicEvent":
 		if a.Action == "privatized" {
-			return x.t("ev.private", "actor", actor)
+			return x.T("ev.private", "actor", actor)
 		}
-		return x.t("ev.public", "actor", actor)
+		return x.T("ev.public", "actor", actor)
 	case "GollumEvent":
 		if len(a.Pages) == 1 {
 			key := "ev.wiki_edited"
 			if a.Pages[0].Action == "created" {
 				key = "ev.wiki_created"
 			}
-			return x.t(key, "actor", actor, "page", or(a.Pages[0].Name))
+			return x.T(key, "actor", actor, "page", or(a.Pages[0].Name))
 		}
 		names := make([]string, 0, len(a.Pages))
 		for _, pg := range a.Pages {
 			names = append(names, or(pg.Name))
 		}
-		return x.t(plural("ev.wiki_pages", len(a.Pages)), "actor", actor, "n", strconv.Itoa(len(a.Pages)), "pages", x.join(names))
+		return x.T(plural("ev.wiki_pages", len(a.Pages)), "actor", actor, "n", strconv.Itoa(len(a.Pages)), "pages", x.Join(names))
 	case "DiscussionEvent":
 		action := "ev.discussion_other"
 		switch a.Action {
@@ -489,23 +491,63 @@ func (x texts) activityText(a Activity) string {
 			action = "ev.discussion_" + a.Action
 		}
 		cat := ""
-		if c := clean(a.Category); c != "" {
-			cat = x.t("ev.category", "category", c)
+		if c := Clean(a.Category); c != "" {
+			cat = x.T("ev.category", "category", c)
 		}
-		return x.t("ev.discussion", "actor", actor, "action", x.t(action), "num", num(a.Number), "title", title(a.Title), "category", cat)
+		return x.T("ev.discussion", "actor", actor, "action", x.T(action), "num", num(a.Number), "title", title(a.Title), "category", cat)
 	}
-	return x.dash()
+	return x.Dash()
 }
 
 // pushMessage assembles one push digest (spec §7.4 rule 1).
-func (x texts) pushMessage(repo string, lines []string, more int) string {
-	out := x.t("push.header", "repo", chatSafe(repo)) + "\n" + strings.Join(lines, "\n")
+func (x Texts) PushMessage(repo string, lines []string, more int) string {
+	out := x.T("push.header", "repo", ChatSafe(repo)) + "\n" + strings.Join(lines, "\n")
 	if more > 0 {
 		key := "push.more"
 		if more == 1 {
 			key = "push.more_one"
 		}
-		out += "\n" + x.t(key, "n", strconv.Itoa(more))
+		out += "\n" + x.T(key, "n", strconv.Itoa(more))
 	}
 	return out
+}
+
+// ciLine renders one run alert and its link.
+func (x Texts) CILine(r ghclient.WorkflowRun) string {
+	actor := ""
+	if r.TriggeringActor != nil {
+		actor = r.TriggeringActor.Login
+	}
+	if actor == "" && r.Actor != nil {
+		actor = r.Actor.Login
+	}
+	or := func(s string) string {
+		if s = Clean(s); s == "" {
+			return x.Dash()
+		}
+		return s
+	}
+	key := "ev.ci_other"
+	switch r.Conclusion {
+	case "failure", "timed_out", "startup_failure", "success", "cancelled", "action_required", "skipped", "neutral", "stale":
+		key = "ev.ci_" + r.Conclusion
+	}
+	title := ""
+	if t := Clean(ghclient.FirstLine(r.DisplayTitle)); t != "" {
+		title = x.T("ev.title", "title", ghclient.Truncate(t, PushTitleRunes))
+	}
+	sha := r.HeadSHA[:min(7, len(r.HeadSHA))]
+	line := x.T(key, "workflow", or(r.Name), "number", strconv.Itoa(r.RunNumber), "branch", or(r.HeadBranch),
+		"sha", or(sha), "actor", or(actor), "title", title)
+	return line + "\n" + x.T("ev.link", "url", Clean(r.HTMLURL))
+}
+
+// NewLinks builds the web addresses of repository repo (owner/name) on the
+// GitHub web root web (WebBase of the API root).
+func NewLinks(web, repo string) Links { return Links{web: web, repo: repo} }
+
+// FilterKind returns the event kind a filter word stands for.
+func FilterKind(word string) (string, bool) {
+	k, ok := filterWords[word]
+	return k, ok
 }
