@@ -18,7 +18,7 @@ const (
 	KindCards = "cards"
 )
 
-// Webhook kinds (hook.go, webhook_http.go, hook_consumer.go).
+// Webhook kinds (webhook_cmd.go, webhook_http.go, webhook_consume.go).
 const (
 	// KindHook is both the key kind of a webhook, <scope>.hook.<hook-id>
 	// (its sealed secret and liveness), and the subject kind of its

@@ -31,7 +31,7 @@ const (
 	outBackoff     = "backoff"
 	outConflict    = "conflict"
 	outConfigError = "config_error"
-	outBusy        = "busy" // the installation's or host's cap was taken (limits.go)
+	outBusy        = "busy" // the installation's or host's cap was taken (ghclient/limits.go)
 )
 
 // handlePoll handles one fired poll message (spec §7.2).

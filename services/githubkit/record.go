@@ -37,7 +37,7 @@ type RepoRecord struct {
 	CI          *CIState      `json:"ci,omitempty"`
 	Poll        PollState     `json:"poll"`
 	Subscribers []*Subscriber `json:"subscribers"`
-	// HookID names the repository's webhook (<scope>.hook.<id>, hook.go);
+	// HookID names the repository's webhook (<scope>.hook.<id>, webhook_cmd.go);
 	// empty when it has none.
 	HookID string `json:"hook_id,omitempty"`
 }

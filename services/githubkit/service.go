@@ -62,7 +62,7 @@ type Config struct {
 	// GitHubTimeout bounds one GitHub request; default 20 s.
 	GitHubTimeout time.Duration
 	// Limits caps GitHub calls per installation and per host and breaks
-	// the circuit to a failing host (limits.go); zero = defaults.
+	// the circuit to a failing host (ghclient/limits.go); zero = defaults.
 	Limits ghclient.Limits
 	// WebhookURL is the public base URL of the webhook receiver
 	// (LANGBOT_GITHUBKIT_WEBHOOK_URL): "!gh hook" gives

@@ -4,7 +4,7 @@ package githubkit
 // (unknown hook, oversize body, bad or missing signature, replayed body)
 // happens before anything is written. An accepted event is recorded
 // durably (a JetStream publish with the delivery as Nats-Msg-Id) before
-// the 2xx; the hook consumer (hook_consumer.go) pushes it.
+// the 2xx; the hook consumer (webhook_consume.go) pushes it.
 
 import (
 	"context"

@@ -327,7 +327,7 @@ type SubItem struct {
 	Kinds        []string
 	Refine       *Refine
 	BrokenStatus int       // 0 = not broken
-	Hook         *HookItem // nil: no webhook (hook.go)
+	Hook         *HookItem // nil: no webhook
 }
 
 func (x Texts) SubsList(items []SubItem, prefix string) string {
