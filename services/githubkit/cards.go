@@ -32,6 +32,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -345,7 +346,7 @@ func (c *cards) card(ctx context.Context, j *cardJob) string {
 	if account != "" && account == j.sender {
 		return cardOwn
 	}
-	links, limited := c.state.take(j.sc, hashOf(j.chat.BotUUID, j.chat.TargetType, j.chat.TargetID), j.links)
+	links, limited := c.state.take(j.sc, httpserve.LimitKeyOf(j.chat.BotUUID, j.chat.TargetType, j.chat.TargetID), j.links)
 	if len(links) == 0 {
 		if limited {
 			return cardLimited
@@ -404,7 +405,7 @@ func (c *cards) botAccount(ctx context.Context, j *cardJob) (string, bool) {
 // them), misses fetched. A not-found item is cached too, so a pasted
 // private link costs one request per TTL.
 func (c *cards) lookup(ctx context.Context, sc binding.Scope, t ghclient.Target, l events.Link) (cardFacts, error) {
-	key := hashOf(t.BaseURL, t.Token, l.Key())
+	key := httpserve.LimitKeyOf(t.BaseURL, t.Token, l.Key())
 	e, ok, fresh := c.state.cached(sc, key)
 	if ok && fresh {
 		c.lookups.WithLabelValues("hit").Inc()

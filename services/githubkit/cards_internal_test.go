@@ -9,6 +9,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
@@ -92,18 +93,18 @@ func TestCardStateBounds(t *testing.T) {
 	link := []events.Link{{Kind: events.LinkRepo, Repo: ghclient.Repo{Owner: "o", Name: "r"}}}
 
 	for i := range maxCardChats {
-		if got, _ := st.take(a, hashOf(fmt.Sprint(i)), link); len(got) != 1 {
+		if got, _ := st.take(a, httpserve.LimitKeyOf(fmt.Sprint(i)), link); len(got) != 1 {
 			t.Fatalf("chat %d refused below the cap", i)
 		}
 	}
-	if got, limited := st.take(a, hashOf("one more"), link); len(got) != 0 || !limited {
+	if got, limited := st.take(a, httpserve.LimitKeyOf("one more"), link); len(got) != 0 || !limited {
 		t.Fatalf("a chat past the cap got %v", got)
 	}
-	if got, _ := st.take(b, hashOf("one more"), link); len(got) != 1 {
+	if got, _ := st.take(b, httpserve.LimitKeyOf("one more"), link); len(got) != 1 {
 		t.Fatal("another installation's chat was refused")
 	}
 	clock.Advance(time.Minute)
-	if got, _ := st.take(a, hashOf("one more"), link); len(got) != 1 {
+	if got, _ := st.take(a, httpserve.LimitKeyOf("one more"), link); len(got) != 1 {
 		t.Fatal("a new chat refused once the idle ones could be swept")
 	}
 	st.sweep()
@@ -112,15 +113,15 @@ func TestCardStateBounds(t *testing.T) {
 	}
 
 	for i := range 3 {
-		st.store(a, cacheEntry{key: hashOf(fmt.Sprint(i))})
+		st.store(a, cacheEntry{key: httpserve.LimitKeyOf(fmt.Sprint(i))})
 	}
-	if _, ok, _ := st.cached(a, hashOf("0")); ok {
+	if _, ok, _ := st.cached(a, httpserve.LimitKeyOf("0")); ok {
 		t.Error("the least recently used entry survived a full cache")
 	}
-	if _, ok, fresh := st.cached(a, hashOf("2")); !ok || !fresh {
+	if _, ok, fresh := st.cached(a, httpserve.LimitKeyOf("2")); !ok || !fresh {
 		t.Error("the newest entry is not fresh")
 	}
-	if _, ok, _ := st.cached(b, hashOf("2")); ok {
+	if _, ok, _ := st.cached(b, httpserve.LimitKeyOf("2")); ok {
 		t.Error("an entry of one installation is seen by another")
 	}
 	clock.Advance(time.Hour)
