@@ -144,24 +144,64 @@ func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key 
 	return outcome, false
 }
 
+// run is steps 4-14 of spec §7.2 on the record read in step 3, one method
+// per step.
 func (p *pollRun) run(ctx context.Context) string {
-	r := p.rec
-	// 4. Skip.
-	if r.Poll.NotBefore != nil && p.now.Before(*r.Poll.NotBefore) {
-		return outBackoff
+	if out, skip := p.skip(); skip {
+		return out
 	}
-	if r.Poll.ClaimUntil != nil && p.now.Before(*r.Poll.ClaimUntil) {
+	head, target, lagging := p.lowestCursor()
+	page, out, done := p.firstPage(ctx, lagging)
+	if done {
+		return out
+	}
+	evs, out, ok := p.morePages(ctx, page, target)
+	if !ok {
+		return out
+	}
+	maxSeen := p.noteRead(page, evs)
+	if p.rec.Head == nil {
+		return p.prime(ctx, maxSeen)
+	}
+	newHead := head
+	if maxSeen != "" {
+		newHead = maxID(head, maxSeen)
+	}
+	plans := p.plan(ctx, evs, head, target)
+	if len(plans) == 0 {
+		return p.nothingToSend(ctx, newHead)
+	}
+	if !p.claim(ctx) {
 		return outConflict
 	}
-	if p.s.rates.blocked(p.fp, p.now) {
-		return outRateLimited
+	results, stale := p.send(ctx, plans, newHead)
+	return p.finish(ctx, plans, results, stale, newHead)
+}
+
+// skip is step 4: a backoff, another replica's claim or the rate-limit
+// memory holds the poll.
+func (p *pollRun) skip() (string, bool) {
+	r := p.rec
+	if r.Poll.NotBefore != nil && p.now.Before(*r.Poll.NotBefore) {
+		return outBackoff, true
 	}
-	// 5. Target.
-	head := ""
+	if r.Poll.ClaimUntil != nil && p.now.Before(*r.Poll.ClaimUntil) {
+		return outConflict, true
+	}
+	if p.s.rates.blocked(p.fp, p.now) {
+		return outRateLimited, true
+	}
+	return "", false
+}
+
+// lowestCursor is step 5: the head, the lowest subscriber cursor (the
+// target the pages are read down to) and whether a subscriber lags the
+// head.
+func (p *pollRun) lowestCursor() (head, target string, lagging bool) {
+	r := p.rec
 	if r.Head != nil {
 		head = *r.Head
 	}
-	target := ""
 	for _, sub := range r.Subscribers {
 		c := head
 		if sub.Cursor != nil {
@@ -171,35 +211,47 @@ func (p *pollRun) run(ctx context.Context) string {
 			target = c
 		}
 	}
-	lagging := r.Head != nil && CompareIDs(target, head) < 0
-	// 6. Page 1.
+	lagging = r.Head != nil && CompareIDs(target, head) < 0
+	return head, target, lagging
+}
+
+// firstPage is step 6: page 1, conditional on the ETag unless a subscriber
+// lags. done reports that the poll ends here with out (a failure, or a 304).
+func (p *pollRun) firstPage(ctx context.Context, lagging bool) (page ghclient.EventsPage, out string, done bool) {
+	r := p.rec
 	etag := ""
 	if r.ETag != "" && !lagging {
 		etag = r.ETag
 	}
 	page, err := p.s.gh.Events(ctx, p.target, r.FullName, 1, EventsPerPage, etag)
 	if err != nil {
-		return p.failure(ctx, err)
+		return page, p.failure(ctx, err), true
 	}
 	if page.NotModified {
 		changed := p.success(page.PollInterval)
 		if changed {
 			if !p.writeAt(ctx) {
-				return outConflict
+				return page, outConflict, true
 			}
 			p.rearmIfNeeded(ctx)
 		}
-		return outNotModified
+		return page, outNotModified, true
 	}
-	evs := page.Events
-	// 7. More pages.
+	return page, "", false
+}
+
+// morePages is step 7: further pages while the last one was full and
+// still above target, at most MaxEventPages in all.
+func (p *pollRun) morePages(ctx context.Context, page ghclient.EventsPage, target string) (evs []ghclient.Event, out string, ok bool) {
+	r := p.rec
+	evs = page.Events
 	last := page.Events
 	for n := 2; n <= MaxEventPages && r.Head != nil && len(last) == EventsPerPage &&
 		CompareIDs(last[len(last)-1].ID, target) > 0; n++ {
 		p.progress()
 		more, err := p.s.gh.Events(ctx, p.target, r.FullName, n, EventsPerPage, "")
 		if err != nil {
-			return p.failure(ctx, err)
+			return nil, p.failure(ctx, err), false
 		}
 		evs = append(evs, more.Events...)
 		last = more.Events
@@ -207,7 +259,13 @@ func (p *pollRun) run(ctx context.Context) string {
 	if r.Head != nil && len(last) == EventsPerPage && len(evs) > 0 && CompareIDs(evs[len(evs)-1].ID, target) > 0 {
 		p.s.log.WarnContext(ctx, "poll_gap: older events were not read", "scope", p.sc.String(), "events", len(evs))
 	}
-	// 8. Record updates.
+	return evs, "", true
+}
+
+// noteRead is step 8: the record takes the success, the repository's
+// current name and id and the ETag; it returns the highest event id read.
+func (p *pollRun) noteRead(page ghclient.EventsPage, evs []ghclient.Event) (maxSeen string) {
+	r := p.rec
 	p.success(page.PollInterval)
 	if len(evs) > 0 {
 		ev := evs[0]
@@ -220,32 +278,44 @@ func (p *pollRun) run(ctx context.Context) string {
 		}
 	}
 	r.ETag = page.ETag
-	maxSeen := ""
 	for _, e := range evs {
 		if isDecimal(e.ID) && (maxSeen == "" || CompareIDs(e.ID, maxSeen) > 0) {
 			maxSeen = e.ID
 		}
 	}
-	// 9. Unprimed.
-	if r.Head == nil {
-		h := maxSeen
-		if h == "" {
-			h = "0"
-		}
-		r.Head = &h
-		for _, sub := range r.Subscribers {
-			c := h
-			sub.Cursor = &c
-		}
-		p.writeAt(ctx)
-		p.rearmIfNeeded(ctx)
-		return outNoNew
+	return maxSeen
+}
+
+// prime is step 9: an unprimed record takes the newest id as its head and
+// every cursor, and sends nothing.
+func (p *pollRun) prime(ctx context.Context, maxSeen string) string {
+	r := p.rec
+	h := maxSeen
+	if h == "" {
+		h = "0"
 	}
-	// 10. Build lines.
-	newHead := head
-	if maxSeen != "" {
-		newHead = maxID(head, maxSeen)
+	r.Head = &h
+	for _, sub := range r.Subscribers {
+		c := h
+		sub.Cursor = &c
 	}
+	p.writeAt(ctx)
+	p.rearmIfNeeded(ctx)
+	return outNoNew
+}
+
+// pushPlan is one subscriber's share of a poll: its selection and the
+// cursor it was selected from.
+type pushPlan struct {
+	sub *Subscriber
+	sel Selection
+	cur string
+}
+
+// plan is step 10: the events oldest first (the ones a webhook already
+// delivered left out), then each subscriber's selection.
+func (p *pollRun) plan(ctx context.Context, evs []ghclient.Event, head, target string) []pushPlan {
+	r := p.rec
 	asc := make([]ghclient.Event, 0, len(evs))
 	for i := len(evs) - 1; i >= 0; i-- {
 		if isDecimal(evs[i].ID) {
@@ -255,12 +325,7 @@ func (p *pollRun) run(ctx context.Context) string {
 	if p.hooked {
 		asc = p.s.claimPolled(ctx, p.sc, p.key, newerThan(asc, target), p.now)
 	}
-	type plan struct {
-		sub *Subscriber
-		sel Selection
-		cur string
-	}
-	var plans []plan
+	var plans []pushPlan
 	for _, sub := range r.Subscribers {
 		c := head
 		if sub.Cursor != nil {
@@ -268,39 +333,53 @@ func (p *pollRun) run(ctx context.Context) string {
 		}
 		sel := SelectRefined(asc, c, sub.Kinds, sub.Refine, p.st.MaxEventsPerPush)
 		if len(sel.Events) > 0 {
-			plans = append(plans, plan{sub: sub, sel: sel, cur: c})
+			plans = append(plans, pushPlan{sub: sub, sel: sel, cur: c})
 		}
 	}
-	// 11. Nothing to send.
-	if len(plans) == 0 {
-		nh := newHead
-		r.Head = &nh
-		for _, sub := range r.Subscribers {
-			c := newHead
-			sub.Cursor = &c
-		}
-		p.writeAt(ctx)
-		p.rearmIfNeeded(ctx)
-		return outNoNew
+	return plans
+}
+
+// nothingToSend is step 11: head and every cursor move to newHead.
+func (p *pollRun) nothingToSend(ctx context.Context, newHead string) string {
+	r := p.rec
+	nh := newHead
+	r.Head = &nh
+	for _, sub := range r.Subscribers {
+		c := newHead
+		sub.Cursor = &c
 	}
-	// 12. Claim.
+	p.writeAt(ctx)
+	p.rearmIfNeeded(ctx)
+	return outNoNew
+}
+
+// claim is step 12: the record is claimed for ClaimFor before anything is
+// sent; false means another replica wrote it first.
+func (p *pollRun) claim(ctx context.Context) bool {
 	until := p.now.Add(ClaimFor)
-	r.Poll.ClaimUntil = &until
+	p.rec.Poll.ClaimUntil = &until
 	if !p.writeAt(ctx) {
-		return outConflict
+		return false
 	}
 	if h := p.s.hooks.afterClaim; h != nil {
 		h(ctx, p.sc, p.key)
 	}
-	// 13. Send.
+	return true
+}
+
+// sendResult is how one subscriber's push went.
+type sendResult struct {
+	sent, failed bool
+}
+
+// send is step 13: one message per plan, until the context ends or the
+// binding is refused (stale: the authority was superseded).
+func (p *pollRun) send(ctx context.Context, plans []pushPlan, newHead string) (results map[Identity]sendResult, stale bool) {
+	r := p.rec
 	x := p.s.texts(p.st.Language)
 	en := newEnricher(p)
 	ln := events.NewLinks(events.WebBase(p.st.APIURL), r.FullName)
-	type result struct {
-		sent, failed bool
-	}
-	results := map[Identity]result{}
-	stale := false
+	results = map[Identity]sendResult{}
 	for _, pl := range plans {
 		if ctx.Err() != nil || stale {
 			break
@@ -321,18 +400,25 @@ func (p *pollRun) run(ctx context.Context) string {
 		cancel()
 		switch {
 		case err == nil:
-			results[pl.sub.Identity] = result{sent: true}
+			results[pl.sub.Identity] = sendResult{sent: true}
 			p.s.metrics.push.WithLabelValues("sent").Inc()
 		case errors.Is(err, bus.ErrBindingRefused):
 			// the runner's host client marked the authority superseded
 			stale = true
 			p.s.metrics.push.WithLabelValues("failed").Inc()
 		default:
-			results[pl.sub.Identity] = result{failed: true}
+			results[pl.sub.Identity] = sendResult{failed: true}
 			p.s.metrics.push.WithLabelValues("failed").Inc()
 		}
 	}
-	// 14. Final write.
+	return results, stale
+}
+
+// finish is step 14: the final write releases the claim and moves the
+// cursors of the subscribers served (or dropped after SendFailuresToDrop
+// failures, or with nothing to send) to newHead.
+func (p *pollRun) finish(ctx context.Context, plans []pushPlan, results map[Identity]sendResult, stale bool, newHead string) string {
+	r := p.rec
 	withLines := map[Identity]bool{}
 	for _, pl := range plans {
 		withLines[pl.sub.Identity] = true
@@ -347,7 +433,7 @@ func (p *pollRun) run(ctx context.Context) string {
 	// the final write must happen even when the poll deadline cut the sends
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer fcancel()
-	_, _, err = updateRecord(fctx, p.s.runner.KV(), p.sc, p.key, func(cur *RepoRecord) (*RepoRecord, error) {
+	_, _, err := updateRecord(fctx, p.s.runner.KV(), p.sc, p.key, func(cur *RepoRecord) (*RepoRecord, error) {
 		dropped = 0
 		if cur == nil {
 			return nil, bus.ErrNoChange

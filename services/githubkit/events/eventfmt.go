@@ -9,17 +9,6 @@ import (
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
-// Formatted reports whether the event type has a formatter.
-func Formatted(typ string) bool {
-	switch typ {
-	case "PushEvent", "PullRequestEvent", "IssuesEvent", "IssueCommentEvent", "ReleaseEvent", "WatchEvent",
-		"ForkEvent", "CreateEvent", "DeleteEvent", "PullRequestReviewEvent", "PullRequestReviewCommentEvent",
-		"CommitCommentEvent", "MemberEvent", "PublicEvent", "GollumEvent", "DiscussionEvent":
-		return true
-	}
-	return false
-}
-
 // Enrichment is what extra GitHub calls found out about an event (§7.6).
 type Enrichment struct {
 	// Commits is the compare total_commits (0 = unknown).
@@ -38,7 +27,7 @@ type Enrichment struct {
 
 func isZeroSHA(s string) bool { return s == "" || strings.Trim(s, "0") == "" }
 
-// needsCompare reports whether a PushEvent needs compare (§7.6 rule 2):
+// NeedsCompare reports whether a PushEvent needs compare (§7.6 rule 2):
 // the payload gives no count (trimmed form), or the push has more commits
 // than the payload lists and its head is not among them.
 func NeedsCompare(e ghclient.Event) (base, head string, ok bool) {
@@ -56,7 +45,7 @@ func NeedsCompare(e ghclient.Event) (base, head string, ok bool) {
 	return p.Before, h, true
 }
 
-// needsPull reports whether a PullRequestEvent needs GET pulls/{n} (§7.6 rule 3).
+// NeedsPull reports whether a PullRequestEvent needs GET pulls/{n} (§7.6 rule 3).
 func NeedsPull(e ghclient.Event) (int, bool) {
 	if e.Type != "PullRequestEvent" {
 		return 0, false
@@ -277,7 +266,7 @@ func (l Links) link(a Activity) string {
 	return l.repoURL()
 }
 
-// eventLine formats one Events API item (spec §7.5); ok is false for types
+// EventLine formats one Events API item (spec §7.5); ok is false for types
 // without a formatter. en may be nil.
 func (x Texts) EventLine(e ghclient.Event, en *Enrichment, l Links) (string, bool) {
 	if !Formatted(e.Type) {
@@ -301,205 +290,7 @@ func (x Texts) activityLine(a Activity, l Links) string {
 	return x.activityText(a) + "\n" + x.T("ev.link", "url", l.link(a))
 }
 
-func (x Texts) activityText(a Activity) string {
-	actor := Clean(a.Actor)
-	if actor == "" {
-		actor = x.Dash()
-	}
-	or := func(s string) string {
-		if s = Clean(s); s == "" {
-			return x.Dash()
-		}
-		return s
-	}
-	title := func(t string) string {
-		if t = Clean(t); t == "" {
-			return ""
-		}
-		return x.T("ev.title", "title", ghclient.Truncate(t, PushTitleRunes))
-	}
-	num := func(n int) string {
-		if n <= 0 {
-			return x.Dash()
-		}
-		return strconv.Itoa(n)
-	}
-	what := x.T("ev.what_issue")
-	if a.OnPR {
-		what = x.T("ev.what_pr")
-	}
-	labels := ""
-	if len(a.Labels) > 0 {
-		ls := make([]string, 0, len(a.Labels))
-		for _, n := range a.Labels {
-			ls = append(ls, Clean(n))
-		}
-		labels = x.T("ev.labels", "labels", x.Join(ls))
-	}
-	// the common arguments of the issue and PR templates
-	ip := func(key string, kv ...string) string {
-		return x.T(key, append([]string{"actor", actor, "what", what, "num", num(a.Number), "title", title(a.Title), "labels", labels}, kv...)...)
-	}
-	switch a.Type {
-	case "PushEvent":
-		ref := or(stripRef(a.Ref))
-		head := ""
-		if m := Clean(ghclient.FirstLine(a.HeadMessage)); m != "" {
-			head = x.T("ev.push_head", "msg", ghclient.Truncate(m, commitLineRunes))
-		}
-		n := strconv.Itoa(a.Commits)
-		switch {
-		case strings.HasPrefix(a.Ref, "refs/tags/"):
-			if isZeroSHA(a.Head) {
-				return x.T("ev.push_tag_deleted", "actor", actor, "ref", ref)
-			}
-			return x.T("ev.push_tag", "actor", actor, "ref", ref)
-		case isZeroSHA(a.Head) && !isZeroSHA(a.Before):
-			return x.T("ev.push_deleted", "actor", actor, "ref", ref)
-		case a.Forced:
-			return x.T("ev.push_forced", "actor", actor, "ref", ref, "head", head)
-		case isZeroSHA(a.Before) && a.Commits > 0:
-			return x.T(plural("ev.push_new_branch", a.Commits), "actor", actor, "n", n, "ref", ref, "head", head)
-		case isZeroSHA(a.Before):
-			return x.T("ev.push_new_branch_nocount", "actor", actor, "ref", ref, "head", head)
-		case a.Commits > 0:
-			return x.T(plural("ev.push", a.Commits), "actor", actor, "n", n, "ref", ref, "head", head)
-		}
-		return x.T("ev.push_nocount", "actor", actor, "ref", ref, "head", head)
-	case "PullRequestEvent", "IssuesEvent":
-		switch a.Action {
-		case "labeled", "unlabeled":
-			return ip("ev."+a.Action, "label", or(a.Label))
-		case "assigned", "unassigned":
-			return ip("ev."+a.Action, "assignee", or(a.Assignee))
-		}
-		if a.Type == "IssuesEvent" {
-			action := "ev.issue_other"
-			switch a.Action {
-			case "opened", "closed", "reopened", "edited", "deleted", "transferred", "pinned", "unpinned", "locked", "unlocked":
-				action = "ev.issue_" + a.Action
-			}
-			return ip("ev.issue", "action", x.T(action))
-		}
-		switch a.Action {
-		case "review_requested", "review_request_removed":
-			return ip("ev.pr_"+a.Action, "reviewer", or(a.Reviewer))
-		case "ready_for_review", "converted_to_draft", "synchronize":
-			return ip("ev.pr_" + a.Action)
-		}
-		if a.Action == "opened" && a.Draft {
-			return ip("ev.pr_draft")
-		}
-		action := "ev.pr_other"
-		switch a.Action {
-		case "opened", "reopened", "edited":
-			action = "ev.pr_" + a.Action
-		case "closed":
-			action = "ev.pr_closed"
-			if a.Merged {
-				action = "ev.pr_merged"
-			}
-		}
-		return ip("ev.pr", "action", x.T(action))
-	case "IssueCommentEvent":
-		return ip("ev.comment")
-	case "ReleaseEvent":
-		tag, name := Clean(a.Tag), Clean(a.ReleaseName)
-		pre := ""
-		if a.Prerelease {
-			pre = x.T("ev.prerelease")
-		}
-		key := "ev.release"
-		switch a.Action {
-		case "edited", "deleted":
-			key = "ev.release_" + a.Action
-		}
-		switch {
-		case tag == "" && name == "":
-			return x.T(key, "actor", actor, "release", x.Dash(), "pre", pre)
-		case tag == "" || name == "" || name == tag:
-			return x.T(key, "actor", actor, "release", tag+name, "pre", pre)
-		}
-		return x.T(key, "actor", actor, "release", x.T("ev.release_named", "name", ghclient.Truncate(name, PushTitleRunes), "tag", tag), "pre", pre)
-	case "WatchEvent":
-		return x.T("ev.star", "actor", actor)
-	case "ForkEvent":
-		if f := Clean(a.Forkee); f != "" {
-			return x.T("ev.fork_to", "actor", actor, "fork", f)
-		}
-		return x.T("ev.fork", "actor", actor)
-	case "CreateEvent", "DeleteEvent":
-		key := "ev.create"
-		if a.Type == "DeleteEvent" {
-			key = "ev.delete"
-		}
-		if a.RefType == "repository" && a.Type == "CreateEvent" {
-			return x.T("ev.create_repo", "actor", actor)
-		}
-		word := Clean(a.RefType)
-		switch a.RefType {
-		case "branch":
-			word = x.T("ev.ref_branch")
-		case "tag":
-			word = x.T("ev.ref_tag")
-		case "":
-			word = x.Dash()
-		}
-		return x.T(key, "actor", actor, "ref_type", word, "ref", or(a.Ref))
-	case "PullRequestReviewEvent":
-		if a.Action == "dismissed" || a.ReviewState == "dismissed" {
-			return ip("ev.review_dismissed")
-		}
-		switch a.ReviewState {
-		case "approved", "changes_requested", "commented":
-			return ip("ev.review_" + a.ReviewState)
-		}
-		return ip("ev.review_other")
-	case "PullRequestReviewCommentEvent":
-		return ip("ev.review_comment")
-	case "CommitCommentEvent":
-		return x.T("ev.commit_comment", "actor", actor, "sha", or(a.CommitID[:min(7, len(a.CommitID))]))
-	case "MemberEvent":
-		key := "ev.member_added"
-		switch a.Action {
-		case "removed", "edited":
-			key = "ev.member_" + a.Action
-		}
-		return x.T(key, "actor", actor, "member", or(a.Member))
-	case "PublicEvent":
-		if a.Action == "privatized" {
-			return x.T("ev.private", "actor", actor)
-		}
-		return x.T("ev.public", "actor", actor)
-	case "GollumEvent":
-		if len(a.Pages) == 1 {
-			key := "ev.wiki_edited"
-			if a.Pages[0].Action == "created" {
-				key = "ev.wiki_created"
-			}
-			return x.T(key, "actor", actor, "page", or(a.Pages[0].Name))
-		}
-		names := make([]string, 0, len(a.Pages))
-		for _, pg := range a.Pages {
-			names = append(names, or(pg.Name))
-		}
-		return x.T(plural("ev.wiki_pages", len(a.Pages)), "actor", actor, "n", strconv.Itoa(len(a.Pages)), "pages", x.Join(names))
-	case "DiscussionEvent":
-		action := "ev.discussion_other"
-		switch a.Action {
-		case "created", "closed", "reopened", "answered", "unanswered", "edited", "deleted", "locked", "unlocked", "pinned", "unpinned", "transferred":
-			action = "ev.discussion_" + a.Action
-		}
-		cat := ""
-		if c := Clean(a.Category); c != "" {
-			cat = x.T("ev.category", "category", c)
-		}
-		return x.T("ev.discussion", "actor", actor, "action", x.T(action), "num", num(a.Number), "title", title(a.Title), "category", cat)
-	}
-	return x.Dash()
-}
-
-// pushMessage assembles one push digest (spec §7.4 rule 1).
+// PushMessage assembles one push digest (spec §7.4 rule 1).
 func (x Texts) PushMessage(repo string, lines []string, more int) string {
 	out := x.T("push.header", "repo", ChatSafe(repo)) + "\n" + strings.Join(lines, "\n")
 	if more > 0 {
@@ -512,7 +303,7 @@ func (x Texts) PushMessage(repo string, lines []string, more int) string {
 	return out
 }
 
-// ciLine renders one run alert and its link.
+// CILine renders one run alert and its link.
 func (x Texts) CILine(r ghclient.WorkflowRun) string {
 	actor := ""
 	if r.TriggeringActor != nil {

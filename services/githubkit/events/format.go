@@ -35,7 +35,7 @@ func NewTexts(cat *i18n.Catalog, lang string) Texts { return Texts{cat: cat, lan
 // Lang is the language the texts render in.
 func (x Texts) Lang() string { return x.lang }
 
-// t renders key with alternating name, value arguments.
+// T renders key with alternating name, value arguments.
 func (x Texts) T(key string, kv ...string) string {
 	var args map[string]string
 	if len(kv) > 0 {
@@ -70,7 +70,7 @@ func (x Texts) num(p *int) string {
 
 func (x Texts) Join(items []string) string { return strings.Join(items, x.T("misc.sep")) }
 
-// apiErrorText renders a GitHub failure (spec §3.4).
+// APIErrorText renders a GitHub failure (spec §3.4).
 func (x Texts) APIErrorText(e *ghclient.APIError) string {
 	st := strconv.Itoa(e.Status)
 	switch e.Code {

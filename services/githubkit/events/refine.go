@@ -197,7 +197,7 @@ func anyMatch(patterns []string, s string, fold bool) bool {
 	return false
 }
 
-// refined reports whether r would look at an event of type typ at all; the
+// Refined reports whether r would look at an event of type typ at all; the
 // poll parses a payload for refinement only when it does.
 func (r *Refine) Refined(typ string) bool {
 	if r.empty() {
@@ -267,7 +267,7 @@ func (r *Refine) AllowsBranch(branch string) bool {
 	return r == nil || len(r.Branches) == 0 || anyMatch(r.Branches, branch, false)
 }
 
-// filterText renders a subscription's filter: its kinds (or allKey's
+// FilterText renders a subscription's filter: its kinds (or allKey's
 // text) and then its refinements.
 func (x Texts) FilterText(kinds []string, r *Refine, allKey string) string {
 	out := x.KindsText(kinds, allKey)
