@@ -1,6 +1,6 @@
 package githubkit
 
-// Link cards (issue 21): a GitHub repository, issue, pull request,
+// Link cards: a GitHub repository, issue, pull request,
 // release or commit address pasted in a chat gets a short card.
 //
 // The event endpoint only decides whether a message may get cards (the

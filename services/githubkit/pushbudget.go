@@ -1,6 +1,6 @@
 package githubkit
 
-// The push budget (issue 33): webhook deliveries are pushed as they come,
+// The push budget: webhook deliveries are pushed as they come,
 // so 200 validly signed deliveries used to become 200 chat messages in a
 // second. Each chat and each webhook has a token bucket; a message that
 // finds either empty is held back and counted, and once SummaryAfter has

@@ -301,7 +301,7 @@ type rateMemory struct {
 }
 
 // rateKey is whose GitHub rate limit a poll spends: the credential and
-// the GitHub address together (issue 33). GitHub counts a token's limit
+// the GitHub address together. GitHub counts a token's limit
 // per token on each server, and the anonymous limit per client address
 // on each server: installations without a token share one key only when
 // they poll the same GitHub address (this process is one egress), and a

@@ -1,6 +1,6 @@
 package githubkit
 
-// Webhooks, the command side (issue 21): "!gh hook <repo>" gives an admin
+// Webhooks, the command side: "!gh hook <repo>" gives an admin
 // the URL and a fresh secret of the repository's webhook, "!gh hook <repo>
 // off" removes it. A webhook belongs to a repo record (every chat
 // subscribed to the repository in the installation gets its deliveries,
@@ -137,7 +137,7 @@ func (s *Service) hookCommand(ctx context.Context, inv *bus.Invocation, st Setti
 	}
 	if !off && inv.Command.Session.LauncherType != bus.LauncherPerson {
 		// the reply carries the secret, and every member of a group
-		// reads it and could sign deliveries (issue 33): the secret is
+		// reads it and could sign forged deliveries: the secret is
 		// shown in a private chat only, and nothing is rotated here
 		return x.T("hook.private_only", "repo", repo.String(), "prefix", prefix), nil
 	}

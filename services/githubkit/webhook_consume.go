@@ -24,7 +24,7 @@ import (
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
-// Hook stream and consumer (issue 21).
+// Hook stream and consumer: recorded deliveries, pushed in order.
 const (
 	// HookStreamName is the work-queue stream of recorded deliveries.
 	HookStreamName = "LANGBOT_GITHUBKIT_HOOKS"

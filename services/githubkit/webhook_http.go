@@ -170,7 +170,7 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, r *http.Re
 	}
 	// the body is admitted to the receiver's budget before a byte of it
 	// is read, and must arrive within the read timeout, whatever server
-	// mounts the receiver: slow clients cannot hold memory (issue 33)
+	// mounts the receiver: slow clients cannot hold memory
 	release, err := s.bodies.Admit(r, s.cfg.WebhookMaxBody)
 	switch {
 	case errors.Is(err, httpserve.ErrTooLarge):

@@ -1,6 +1,6 @@
 package githubkit
 
-// Webhook deliveries (issue 21, webhook part). This file holds the pieces
+// Webhook deliveries, the pure part. This file holds the pieces
 // of the receiver that touch no I/O: the signature check, done before any
 // JSON is parsed, and the mapping of a verified delivery onto the Events
 // API item the poller already formats (eventLine, SelectRefined), so both
@@ -22,7 +22,8 @@ import (
 // a compact event is stored, so 1 MiB bounds the memory of a request.
 const WebhookMaxBody = 1 << 20
 
-// Receiver bounds against slow and heavy clients (issue 33).
+// Receiver bounds against slow and heavy clients: a client that sends
+// a large body slowly must not hold the service's memory.
 const (
 	// DefaultWebhookBodyBudget is sixteen full deliveries held at once.
 	DefaultWebhookBodyBudget = 16 * WebhookMaxBody

@@ -19,7 +19,7 @@ const (
 	KindBranch       = "branch"
 	KindTag          = "tag"
 	KindReview       = "review"
-	// Kinds of the events the formatter has handled since issue 21.
+	// Kinds of the events added with link cards and webhooks.
 	KindCommitComment = "commit_comment"
 	KindMember        = "member"
 	KindPublic        = "public"

@@ -11,7 +11,7 @@ import (
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
-// Link kinds a chat message may carry (issue 21, link cards).
+// Link kinds a chat message may carry (link cards).
 const (
 	LinkRepo    = "repo"
 	LinkIssue   = "issue" // an issue or a pull request: one API call reads both

@@ -48,7 +48,7 @@ func ShownBad(bad []string) []string {
 
 // Refine narrows a subscription inside the kinds it applies to; a kind it
 // does not name passes unchanged, so "push release branch:main" still gets
-// every release. A nil *Refine (every record written before issue 21)
+// every release. A nil *Refine (every record written before refinements existed)
 // narrows nothing. Patterns are globs: * matches any run of characters,
 // slashes included, ? one character.
 type Refine struct {

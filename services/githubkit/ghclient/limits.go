@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// Codes of calls refused before they reach GitHub (issue 19): the
-// installation or the upstream host has its in-flight cap taken, or the
-// host's circuit breaker is open.
+// Codes of calls refused before they reach GitHub by the shared-pool
+// limits: the installation or the upstream host has its in-flight cap
+// taken, or the host's circuit breaker is open.
 const (
 	CodeBusy        = "busy"
 	CodeUnavailable = "unavailable"
