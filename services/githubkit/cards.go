@@ -15,8 +15,6 @@ package githubkit
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -162,7 +160,8 @@ func isCommand(text string) bool {
 
 // cards runs the card workers and holds their state.
 type cards struct {
-	s       *Service
+	s       *shared
+	gh      *ghclient.GitHub
 	state   *cardState
 	outcome *prometheus.CounterVec
 	lookups *prometheus.CounterVec
@@ -173,8 +172,8 @@ type cards struct {
 	wg     sync.WaitGroup
 }
 
-func newCards(s *Service, lim CardLimits, reg prometheus.Registerer) (*cards, error) {
-	c := &cards{s: s, state: newCardState(lim, s.now),
+func newCards(s *shared, gh *ghclient.GitHub, lim CardLimits, reg prometheus.Registerer) (*cards, error) {
+	c := &cards{s: s, gh: gh, state: newCardState(lim, s.now),
 		outcome: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "githubkit_link_cards_total", Help: "Messages with GitHub links by card outcome.",
 		}, []string{"outcome"}),
@@ -274,43 +273,6 @@ func (c *cards) work(ctx context.Context) {
 			return
 		}
 	}
-}
-
-// handleEvent answers a message event at once and queues its cards.
-func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, error) {
-	ev := inv.Event
-	reply := bus.EventReply{}
-	if ev.Name != EventPersonMessage && ev.Name != EventGroupMessage {
-		return reply, nil
-	}
-	st, _ := s.settings(inv.Config)
-	if !st.LinkCards || st.APIErr != nil {
-		return reply, nil
-	}
-	var data cardEventData
-	if json.Unmarshal(ev.Data, &data) != nil {
-		return reply, nil // an event githubkit cannot read passes unchanged
-	}
-	text := data.text()
-	if isCommand(text) {
-		return reply, nil
-	}
-	links := events.ParseLinks(text, apiHost(st))
-	chat := Identity{BotUUID: strings.TrimSpace(ev.BotUUID), TargetType: data.LauncherType, TargetID: data.LauncherID.String()}
-	if len(links) == 0 || chat.BotUUID == "" || chat.TargetID == "" || (chat.TargetType != bus.LauncherPerson && chat.TargetType != bus.LauncherGroup) {
-		return reply, nil
-	}
-	origin := string(ev.QueryUUID)
-	if origin == "" {
-		origin = inv.ID
-	}
-	sum := sha256.Sum256([]byte(origin))
-	j := &cardJob{sc: inv.Scope, b: inv.Binding, st: st, chat: chat, sender: data.SenderID.String(), links: links,
-		idem: "githubkit:" + inv.Scope.String() + ":card:" + hex.EncodeToString(sum[:16]), link: trace.SpanContextFromContext(ctx)}
-	if out := s.cards.state.enqueue(j); out != cardQueued {
-		s.cards.outcome.WithLabelValues(out).Inc()
-	}
-	return reply, nil
 }
 
 // run handles one job: the checks in order of cost, then the lookups and
@@ -440,7 +402,7 @@ func (c *cards) lookup(ctx context.Context, sc binding.Scope, t ghclient.Target,
 
 // fetch reads one item from GitHub and keeps its card facts.
 func (c *cards) fetch(ctx context.Context, t ghclient.Target, l events.Link) (cardFacts, error) {
-	gh := c.s.gh
+	gh := c.gh
 	f := cardFacts{Kind: l.Kind, Repo: l.Repo.String()}
 	switch l.Kind {
 	case events.LinkRepo:

@@ -32,10 +32,10 @@ func chatCardsOff(ctx context.Context, kv *bus.KV, sc binding.Scope, chat Identi
 	return r != nil && r.Off, nil
 }
 
-// cardsCommand is "gh cards [on|off]": the state of this chat, or (admins
+// command is "gh cards [on|off]": the state of this chat, or (admins
 // only) a change of it. Turning cards on deletes the record; off writes
 // it. Both are idempotent, so a retried invocation needs no dedupe.
-func (s *Service) cardsCommand(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
+func (c *cards) command(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
 	id, ok := identity(inv.Command)
 	if !ok {
 		return x.T("err.no_bot"), nil
@@ -50,14 +50,14 @@ func (s *Service) cardsCommand(ctx context.Context, inv *bus.Invocation, st Sett
 	if word != "" && inv.Command.Privilege < adminPrivilege {
 		return x.T("cards.admin_only", "prefix", prefix), nil
 	}
-	kv := s.runner.KV()
+	kv := c.s.runner.KV()
 	switch word {
 	case "on":
 		if err := chatCards(kv).Delete(ctx, inv.Scope, 0, id.SID()); err != nil {
 			return "", errStore(err)
 		}
 	case "off":
-		now := s.now().UTC()
+		now := c.s.now().UTC()
 		if _, _, err := chatCards(kv).Update(ctx, inv.Scope, func(*ChatCards) (*ChatCards, error) {
 			return &ChatCards{V: 1, Off: true, UpdatedAt: now}, nil
 		}, id.SID()); err != nil {

@@ -51,7 +51,7 @@ func TestCardGoldens(t *testing.T) {
 				if len(links) != 1 {
 					t.Fatalf("ParseLinks(%q) = %v", c.link, links)
 				}
-				cs := &cards{s: &Service{gh: gh}}
+				cs := &cards{gh: gh}
 				st := fakeSettings(fake, "tok")
 				f, err := cs.fetch(context.Background(), ghclient.Target{BaseURL: st.APIURL, Token: st.Token}, links[0])
 				if err != nil {

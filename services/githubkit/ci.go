@@ -186,7 +186,7 @@ func pushIdem(sc binding.Scope, repoKey string, sub *Subscriber, what ...string)
 // recording claimed it on an earlier attempt, which is ours to retry), or
 // when it finished before CI alerts were turned on. A record without CI
 // state gets it, since when at.
-func (s *Service) claimRun(ctx context.Context, sc binding.Scope, key string, run ghclient.WorkflowRun, at time.Time, own bool) (bool, error) {
+func (s *shared) claimRun(ctx context.Context, sc binding.Scope, key string, run ghclient.WorkflowRun, at time.Time, own bool) (bool, error) {
 	k := run.Key()
 	mine := false
 	_, _, err := updateRecord(ctx, s.runner.KV(), sc, key, func(c *RepoRecord) (*RepoRecord, error) {

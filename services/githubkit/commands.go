@@ -8,13 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -40,59 +35,6 @@ func dedupes(inv *bus.Invocation) bool {
 // log (the wire carries only the *bus.Error's message).
 func errStore(err error) error {
 	return fmt.Errorf("%w: %w", bus.Errorf(bus.ErrUnavailable, "githubkit state store unavailable"), err)
-}
-
-func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, error) {
-	ctx = ghclient.WithInstallation(ctx, inv.Scope.String())
-	cmd := inv.Command
-	if !strings.EqualFold(cmd.Name, CommandWord) {
-		return nil, bus.Errorf(bus.ErrNotFound, "githubkit serves only the gh command")
-	}
-	st, _ := s.settings(inv.Config)
-	x := s.texts(st.Language)
-	p := events.ParseCommand(cmd.Params)
-	prefix := plugin.CommandPrefix(plugin.TypedPrefix(CommandWord, cmd.Prefix, cmd.FullText), st.CommandPrefix)
-	ctx, span := s.tracer.Start(ctx, "githubkit.command", trace.WithAttributes(
-		attribute.String("githubkit.subcommand", p.Sub), bus.AttrScope.String(inv.Scope.String())))
-	defer span.End()
-
-	var text string
-	var err error
-	switch p.Sub {
-	case events.SubSub:
-		text, err = s.subscribe(ctx, inv, st, x, p, prefix)
-	case events.SubUnsub:
-		text, err = s.unsubscribe(ctx, inv, st, x, p, prefix)
-	case events.SubSubs:
-		text, err = s.listSubs(ctx, inv, x, prefix)
-	case events.SubHook:
-		text, err = s.hookCommand(ctx, inv, st, x, p, prefix)
-	case events.SubCards:
-		text, err = s.cardsCommand(ctx, inv, st, x, p, prefix)
-	default:
-		text = x.queryCommand(ctx, s.gh, st, p, prefix)
-		if p.Sub == events.SubHelp && s.cfg.WebhookURL != "" {
-			text += "\n" + x.T("help.hook", "prefix", prefix)
-		}
-	}
-	if err != nil {
-		span.SetStatus(codes.Error, "command failed")
-		return nil, err
-	}
-	return bus.CommandReply{Returns: []bus.Return{{Text: text}}}, nil
-}
-
-func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, error) {
-	ctx = ghclient.WithInstallation(ctx, inv.Scope.String())
-	st, _ := s.settings(inv.Config)
-	ctx, span := s.tracer.Start(ctx, "githubkit.tool", trace.WithAttributes(
-		attribute.String("githubkit.tool", inv.Tool.Name), bus.AttrScope.String(inv.Scope.String())))
-	defer span.End()
-	res, err := runTool(ctx, s.gh, st, inv.Tool.Name, inv.Tool.Parameters)
-	if errors.Is(err, errUnknownTool) {
-		return nil, bus.Errorf(bus.ErrNotFound, "githubkit has no such tool")
-	}
-	return bus.ToolReply{Result: res}, nil
 }
 
 // identity is the subscriber identity of the invoking chat (spec §3.6).
@@ -133,7 +75,7 @@ func findRecord(ctx context.Context, kv *bus.KV, sc binding.Scope, key string, r
 	return cur, all, true, nil
 }
 
-func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
+func (s *subscriptions) subscribe(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
 	if st.SubscribeRequiresAdmin && inv.Command.Privilege < adminPrivilege {
 		return x.T("err.admin_only"), nil
 	}
@@ -254,7 +196,7 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 		"interval", strconv.Itoa(interval), "prefix", prefix), nil
 }
 
-func (s *Service) unsubscribe(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
+func (s *subscriptions) unsubscribe(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
 	if st.SubscribeRequiresAdmin && inv.Command.Privilege < adminPrivilege {
 		return x.T("err.admin_only"), nil
 	}
@@ -302,7 +244,7 @@ func (s *Service) unsubscribe(ctx context.Context, inv *bus.Invocation, st Setti
 		if len(r.Subscribers) == 0 {
 			err = repos(kv).Delete(ctx, sc, found.Rev, found.Key)
 			if err == nil {
-				s.dropHook(ctx, sc, r.HookID)
+				s.wh.dropHook(ctx, sc, r.HookID)
 				if err := s.disarm(ctx, sc, found.Key); err != nil {
 					return "", errStore(err)
 				}
@@ -321,7 +263,7 @@ func (s *Service) unsubscribe(ctx context.Context, inv *bus.Invocation, st Setti
 	return "", errStore(bus.ErrCASExhausted)
 }
 
-func (s *Service) listSubs(ctx context.Context, inv *bus.Invocation, x texts, prefix string) (string, error) {
+func (s *subscriptions) listSubs(ctx context.Context, inv *bus.Invocation, x texts, prefix string) (string, error) {
 	id, ok := identity(inv.Command)
 	if !ok {
 		return x.T("err.no_bot"), nil
@@ -340,8 +282,8 @@ func (s *Service) listSubs(ctx context.Context, inv *bus.Invocation, x texts, pr
 		if r.Rec.Poll.Broken != nil {
 			it.BrokenStatus = r.Rec.Poll.Broken.Status
 		}
-		if h := s.hookStatus(ctx, inv.Scope, r.Rec); h != nil {
-			it.Hook = &events.HookItem{Last: h.LastDelivery(), Live: h.Live(s.now(), s.hookLiveFor())}
+		if h := s.wh.hookStatus(ctx, inv.Scope, r.Rec); h != nil {
+			it.Hook = &events.HookItem{Last: h.LastDelivery(), Live: h.Live(s.now(), s.wh.hookLiveFor())}
 		}
 		items = append(items, it)
 	}

@@ -35,7 +35,7 @@ const (
 )
 
 // handlePoll handles one fired poll message (spec §7.2).
-func (s *Service) handlePoll(ctx context.Context, f *bus.Fired) {
+func (s *poller) handlePoll(ctx context.Context, f *bus.Fired) {
 	ctx = ghclient.WithInstallation(ctx, f.Scope.String())
 	opts := []trace.SpanStartOption{trace.WithAttributes(bus.AttrScope.String(f.Scope.String()))}
 	if f.Origin.IsValid() {
@@ -63,7 +63,7 @@ func (s *Service) handlePoll(ctx context.Context, f *bus.Fired) {
 
 // pollRun carries one poll's state.
 type pollRun struct {
-	s        *Service
+	s        *poller
 	sc       binding.Scope
 	key      string
 	auth     *bus.Authority
@@ -82,7 +82,7 @@ type pollRun struct {
 
 // poll runs the steps of spec §7.2; retry asks for redelivery (the state
 // store failed before anything was decided).
-func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key string) (outcome string, retry bool) {
+func (s *poller) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key string) (outcome string, retry bool) {
 	kv := s.runner.KV()
 	// 2. Authority.
 	a, err := s.runner.Authority(ctx, sc)
@@ -129,8 +129,8 @@ func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key 
 	run := &pollRun{s: s, sc: sc, key: key, auth: a, st: st, fp: s.rateKey(st),
 		target: ghclient.Target{BaseURL: st.APIURL, Token: st.Token}, now: s.now(), rev: cur.Rev, rec: cur.Rec,
 		progress: func() { _ = f.InProgress() }}
-	if h := s.hookStatus(ctx, sc, cur.Rec); h != nil {
-		run.hooked, run.hookLive = true, h.Live(run.now, s.hookLiveFor())
+	if h := s.wh.hookStatus(ctx, sc, cur.Rec); h != nil {
+		run.hooked, run.hookLive = true, h.Live(run.now, s.wh.hookLiveFor())
 	}
 	outcome = run.run(ctx)
 	switch outcome {
@@ -513,7 +513,7 @@ func (p *pollRun) success(xpoll int) bool {
 func (p *pollRun) interval() int {
 	eff := EffectiveInterval(p.st.PollInterval, p.rec.Poll.XPollIntervalS)
 	if p.hookLive {
-		eff = max(eff, p.s.healthIntervalS())
+		eff = max(eff, p.s.wh.healthIntervalS())
 	}
 	return eff
 }

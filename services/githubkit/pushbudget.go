@@ -204,7 +204,7 @@ func (p *pushBudget) due(all bool) map[heldKey]*held {
 // pushSummaries is the part that sends due summaries: a goroutine looking
 // every Tick, stopped and awaited by Stop, which sends the held ones left.
 type pushSummaries struct {
-	s    *Service
+	s    *webhooks
 	quit chan struct{}
 	done chan struct{}
 }
@@ -243,7 +243,7 @@ func (ps *pushSummaries) Stop(ctx context.Context) error {
 // sendSummaries sends each chat its summary under the installation's
 // active authority; a summary that cannot be sent is counted and logged
 // (the events it counts were acknowledged).
-func (s *Service) sendSummaries(ctx context.Context, due map[heldKey]*held) {
+func (s *webhooks) sendSummaries(ctx context.Context, due map[heldKey]*held) {
 	for k, h := range due {
 		a, err := s.runner.Authority(ctx, k.scope)
 		if err != nil || a == nil || !a.Active() {

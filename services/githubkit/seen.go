@@ -140,7 +140,7 @@ func eventTime(e ghclient.Event) time.Time {
 // webhook has not claimed, in order. When the set cannot be read or
 // written it returns events unchanged: a second push is better than a
 // lost one.
-func (s *Service) claimPolled(ctx context.Context, sc binding.Scope, key string, events []ghclient.Event, now time.Time) []ghclient.Event {
+func (s *shared) claimPolled(ctx context.Context, sc binding.Scope, key string, events []ghclient.Event, now time.Time) []ghclient.Event {
 	if len(events) == 0 {
 		return events
 	}
@@ -190,7 +190,7 @@ func runIdentity(r ghclient.WorkflowRun) string {
 // reports whether this recording may push it (false: the poller or
 // another delivery of the same event or body did), and own when this
 // recording claimed it on an earlier attempt.
-func (s *Service) claimDelivery(ctx context.Context, sc binding.Scope, key, id string, m hookMessage) (mine, own bool, err error) {
+func (s *shared) claimDelivery(ctx context.Context, sc binding.Scope, key, id string, m hookMessage) (mine, own bool, err error) {
 	_, _, err = seenStore(s.runner.KV()).Update(ctx, sc, func(cur *SeenSet) (*SeenSet, error) {
 		if cur == nil {
 			cur = &SeenSet{}
@@ -222,7 +222,7 @@ func (s *Service) claimDelivery(ctx context.Context, sc binding.Scope, key, id s
 // bodyRecorded returns the delivery id whose entry in the recent set of
 // repo record key holds the body hash bodyHash and is younger than
 // deliveryKeep by the service clock, or "" when there is none.
-func (s *Service) bodyRecorded(ctx context.Context, sc binding.Scope, key, bodyHash string) (string, error) {
+func (s *shared) bodyRecorded(ctx context.Context, sc binding.Scope, key, bodyHash string) (string, error) {
 	set, _, err := seenStore(s.runner.KV()).Get(ctx, sc, key)
 	if err != nil || set == nil {
 		return "", err

@@ -95,32 +95,66 @@ type Config struct {
 }
 
 // Service is the githubkit service. Create it with New and serve with Run.
+// It declares and wires; the behaviour lives in its parts.
 type Service struct {
+	*shared
+	gh    *ghclient.GitHub
+	hc    *http.Client
+	poll  *poller        // fired polls (poll.go, ci.go)
+	wh    *webhooks      // the webhook command, receiver and consumer (webhook_*.go)
+	subs  *subscriptions // sub, unsub, subs and the installation lifecycle (commands.go, lifecycle.go)
+	cards *cards         // link cards (cards*.go)
+}
+
+// shared is what every part reads: the config, the runner (set once New
+// has built it), the clock, the logger and tracer, the catalogue, the
+// subjects, the keyring and the metrics. Its methods are the helpers the
+// parts have in common: settings and texts of an installation, a record's
+// schedule (arm, disarm) and the recent-event sets of seen.go.
+type shared struct {
 	cfg     Config
 	nc      *nats.Conn
 	keyring *bus.Keyring
 	now     func() time.Time
-	rand    func() float64
 	log     *slog.Logger
 	tracer  trace.Tracer
 	cat     *i18n.Catalog
 	metrics *Metrics
-	gh      *ghclient.GitHub
-	hc      *http.Client
 	runner  *bus.Runner
 	subj    bus.Subjects
-	rates   rateMemory
-	hm      *hookMetrics
-	bodies  *httpserve.Budget // delivery bodies being read
-	pushes  *pushBudget
-	cards   *cards
+}
 
-	hooks hooks // tests only (export_test.go)
+// poller runs the fired polls of spec §7.2 and the Actions step after
+// them. Its only state across polls is the rate-limit memory.
+type poller struct {
+	*shared
+	gh    *ghclient.GitHub
+	rand  func() float64
+	rates rateMemory
+	wh    *webhooks // whether a repository's webhook delivers
+	hooks hooks     // tests only (export_test.go)
 }
 
 // hooks let tests hold a poll at a chosen point.
 type hooks struct {
 	afterClaim func(ctx context.Context, sc binding.Scope, key string)
+}
+
+// webhooks is the "gh hook" command, the HTTP receiver, the hook stream's
+// consumer and the push budget with its summaries.
+type webhooks struct {
+	*shared
+	hm     *hookMetrics
+	bodies *httpserve.Budget // delivery bodies being read
+	pushes *pushBudget
+}
+
+// subscriptions is "gh sub", "gh unsub" and "gh subs", and what an
+// installation's lifecycle does to its records and schedules.
+type subscriptions struct {
+	*shared
+	gh *ghclient.GitHub
+	wh *webhooks
 }
 
 // New checks cfg, fills defaults and returns the service; it does no I/O.
@@ -186,21 +220,23 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", bus.ErrInvalidConfig, err)
 	}
-	s := &Service{cfg: cfg, nc: deps.Conn, keyring: deps.Keyring, now: deps.Clock, rand: rand.Float64, log: deps.Logger,
+	sh := &shared{cfg: cfg, nc: deps.Conn, keyring: deps.Keyring, now: deps.Clock, log: deps.Logger,
 		cat: cat, subj: deps.Subjects, tracer: deps.TracerProvider.Tracer(tracerName)}
-	if s.metrics, err = NewMetrics(deps.Registerer); err != nil {
+	if sh.metrics, err = NewMetrics(deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
-	s.bodies = httpserve.NewBudget(cfg.WebhookBodyBudget)
-	if s.hm, err = newHookMetrics(deps.Registerer, s.bodies); err != nil {
+	s := &Service{shared: sh}
+	wh := &webhooks{shared: sh, bodies: httpserve.NewBudget(cfg.WebhookBodyBudget), pushes: newPushBudget(cfg.Pushes, sh.now)}
+	if wh.hm, err = newHookMetrics(deps.Registerer, wh.bodies); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
-	s.hc = ghclient.NewHTTPClient(ghclient.HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: s.tracer, Metrics: &s.metrics.github, Timeout: cfg.GitHubTimeout})
-	s.gh = ghclient.NewGitHub(s.hc, cfg.GitHubTimeout, s.now)
+	s.hc = ghclient.NewHTTPClient(ghclient.HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: sh.tracer, Metrics: &sh.metrics.github, Timeout: cfg.GitHubTimeout})
+	s.gh = ghclient.NewGitHub(s.hc, cfg.GitHubTimeout, sh.now)
 	s.gh.SetLimits(cfg.Limits, cfg.DefaultAPIURL)
-	s.rates.m = make(map[string]time.Time)
-	s.pushes = newPushBudget(cfg.Pushes, s.now)
-	if s.cards, err = newCards(s, cfg.Cards, deps.Registerer); err != nil {
+	s.wh = wh
+	s.poll = &poller{shared: sh, gh: s.gh, rand: rand.Float64, rates: rateMemory{m: make(map[string]time.Time)}, wh: wh}
+	s.subs = &subscriptions{shared: sh, gh: s.gh, wh: wh}
+	if s.cards, err = newCards(sh, s.gh, cfg.Cards, deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
 	s.runner, err = bus.NewRunner(bus.RunnerConfig{
@@ -218,22 +254,22 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			Event:   s.handleEvent,
 			Dedupe:  dedupes,
 		},
-		Purge:        s.purgeScope,
-		OnTransition: s.onTransition,
+		Purge:        s.subs.purgeScope,
+		OnTransition: s.subs.onTransition,
 		Streams: []bus.StreamSpec{{
 			Name:              StreamName,
 			Subjects:          []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindPoll)},
 			Replicas:          cfg.Replicas,
 			Schedules:         true,
 			MaxMsgsPerSubject: 1,
-		}, s.hookStream()},
+		}, wh.hookStream()},
 		Consumers: []bus.Consumer{{FiredConfig: bus.FiredConfig{
 			Stream: StreamName, Durable: PollConsumer, Filter: s.subj.InternalAll(Plugin, KindPoll),
 			Workers: cfg.PollWorkers, AckWait: cfg.AckWait, MaxDeliver: 3, Timeout: cfg.PollDeadline,
-		}, Handler: s.handlePoll}, s.hookConsumer()},
+		}, Handler: s.poll.handlePoll}, wh.hookConsumer()},
 		// the GitHub client's idle connections close once no poll runs
 		Parts: []bus.Part{bus.PartFuncs{StopFunc: func(context.Context) error { s.hc.CloseIdleConnections(); return nil }},
-			s.hookListener(), s.cards, &pushSummaries{s: s}},
+			wh.hookListener(), s.cards, &pushSummaries{s: wh}},
 		HostTimeout:     cfg.HostTimeout,
 		ShutdownTimeout: cfg.PollDeadline + 5*time.Second,
 	}, deps)
@@ -253,14 +289,14 @@ func (s *Service) Run(ctx context.Context) error { return s.runner.Run(ctx) }
 func (s *Service) Ready() bool { return s.runner.Ready() }
 
 // settings normalises a plain-text config with the service's flags.
-func (s *Service) settings(raw []byte) (Settings, []Warning) {
+func (s *shared) settings(raw []byte) (Settings, []Warning) {
 	return normalizeSettings(raw, normOptions{allowHTTP: s.cfg.AllowHTTP, minPoll: s.cfg.MinPollInterval, defaultURL: s.cfg.DefaultAPIURL})
 }
 
-func (s *Service) texts(lang string) texts { return texts{events.NewTexts(s.cat, lang)} }
+func (s *shared) texts(lang string) texts { return texts{events.NewTexts(s.cat, lang)} }
 
 // schedSubjects returns the schedule and poll subjects of one record.
-func (s *Service) schedSubjects(sc binding.Scope, key string) (sched, poll string, err error) {
+func (s *shared) schedSubjects(sc binding.Scope, key string) (sched, poll string, err error) {
 	if sched, err = s.subj.Internal(Plugin, KindSched, sc, key); err != nil {
 		return "", "", err
 	}
@@ -268,10 +304,10 @@ func (s *Service) schedSubjects(sc binding.Scope, key string) (sched, poll strin
 	return sched, poll, err
 }
 
-func (s *Service) streamHandle() jetstream.Stream { return s.runner.Stream(StreamName) }
+func (s *shared) streamHandle() jetstream.Stream { return s.runner.Stream(StreamName) }
 
 // arm publishes (or replaces) the @every schedule of one record.
-func (s *Service) arm(ctx context.Context, sc binding.Scope, key string, intervalS int) error {
+func (s *shared) arm(ctx context.Context, sc binding.Scope, key string, intervalS int) error {
 	sched, poll, err := s.schedSubjects(sc, key)
 	if err != nil {
 		return err
@@ -280,7 +316,7 @@ func (s *Service) arm(ctx context.Context, sc binding.Scope, key string, interva
 }
 
 // disarm cancels the schedule of one record and drops a pending fire.
-func (s *Service) disarm(ctx context.Context, sc binding.Scope, key string) error {
+func (s *shared) disarm(ctx context.Context, sc binding.Scope, key string) error {
 	sched, poll, err := s.schedSubjects(sc, key)
 	if err != nil {
 		return err
@@ -307,7 +343,7 @@ type rateMemory struct {
 // they poll the same GitHub address (this process is one egress), and a
 // token never shares the anonymous key, so one installation's block
 // stops only the requests that would have been refused too.
-func (s *Service) rateKey(st Settings) string {
+func (s *poller) rateKey(st Settings) string {
 	cred := "anonymous"
 	if st.Token != "" {
 		cred = "token:" + s.keyring.Fingerprint([]byte(st.Token))

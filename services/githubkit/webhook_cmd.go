@@ -102,18 +102,18 @@ func checkWebhookURL(raw string) (string, error) {
 }
 
 // hookURL is the URL GitHub posts one webhook's deliveries to.
-func (s *Service) hookURL(id string) string { return s.cfg.WebhookURL + WebhookPath + id }
+func (s *webhooks) hookURL(id string) string { return s.cfg.WebhookURL + WebhookPath + id }
 
 // healthIntervalS is the poll interval, in seconds, of a repository whose
 // webhook delivers.
-func (s *Service) healthIntervalS() int { return int(s.cfg.HookHealthInterval / time.Second) }
+func (s *webhooks) healthIntervalS() int { return int(s.cfg.HookHealthInterval / time.Second) }
 
 // hookLiveFor is how long after its last delivery a webhook counts as
 // delivering: two health intervals, so one health poll always falls inside.
-func (s *Service) hookLiveFor() time.Duration { return 2 * s.cfg.HookHealthInterval }
+func (s *webhooks) hookLiveFor() time.Duration { return 2 * s.cfg.HookHealthInterval }
 
 // hookCommand serves "!gh hook <repo> [off]" (admins only).
-func (s *Service) hookCommand(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
+func (s *webhooks) hookCommand(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
 	if inv.Command.Privilege < adminPrivilege {
 		return x.T("hook.admin_only"), nil
 	}
@@ -163,7 +163,7 @@ func (s *Service) hookCommand(ctx context.Context, inv *bus.Invocation, st Setti
 
 // hookOn makes sure the record has a webhook and sets its secret; a retry
 // of the same invocation gets the secret it set.
-func (s *Service) hookOn(ctx context.Context, sc binding.Scope, found *storedRecord, invID string) (id, secret string, err error) {
+func (s *webhooks) hookOn(ctx context.Context, sc binding.Scope, found *storedRecord, invID string) (id, secret string, err error) {
 	kv := s.runner.KV()
 	now := s.now().UTC()
 	id = found.Rec.HookID
@@ -225,7 +225,7 @@ func (s *Service) hookOn(ctx context.Context, sc binding.Scope, found *storedRec
 
 // hookOff removes the record's webhook: its record and the repo record's
 // reference. Deliveries to its URL then answer 404.
-func (s *Service) hookOff(ctx context.Context, sc binding.Scope, x texts, found *storedRecord) (string, error) {
+func (s *webhooks) hookOff(ctx context.Context, sc binding.Scope, x texts, found *storedRecord) (string, error) {
 	id := found.Rec.HookID
 	if id == "" {
 		return x.T("hook.none", "repo", found.Rec.FullName), nil
@@ -250,7 +250,7 @@ func (s *Service) hookOff(ctx context.Context, sc binding.Scope, x texts, found 
 // dropHook removes the webhook of a repo record that is being deleted
 // (its last subscriber left). A failure leaves a hook whose deliveries
 // find no record and push nothing.
-func (s *Service) dropHook(ctx context.Context, sc binding.Scope, id string) {
+func (s *webhooks) dropHook(ctx context.Context, sc binding.Scope, id string) {
 	if id == "" {
 		return
 	}
@@ -261,7 +261,7 @@ func (s *Service) dropHook(ctx context.Context, sc binding.Scope, id string) {
 
 // touchHook records a delivery: a ping always, an event at most every
 // hookTouchEvery. It reports whether the record exists.
-func (s *Service) touchHook(ctx context.Context, sc binding.Scope, id string, ping bool) (bool, error) {
+func (s *webhooks) touchHook(ctx context.Context, sc binding.Scope, id string, ping bool) (bool, error) {
 	now := s.now().UTC()
 	h, _, err := hookStore(s.runner.KV()).Update(ctx, sc, func(h *HookRecord) (*HookRecord, error) {
 		if h == nil {
@@ -282,7 +282,7 @@ func (s *Service) touchHook(ctx context.Context, sc binding.Scope, id string, pi
 
 // hookStatus reads the webhook of a repo record for "!gh subs" and the
 // poller; nil when it has none or it cannot be read.
-func (s *Service) hookStatus(ctx context.Context, sc binding.Scope, r *RepoRecord) *HookRecord {
+func (s *webhooks) hookStatus(ctx context.Context, sc binding.Scope, r *RepoRecord) *HookRecord {
 	if r.HookID == "" {
 		return nil
 	}

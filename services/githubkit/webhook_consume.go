@@ -48,7 +48,7 @@ func hookRetry(n uint64) time.Duration {
 }
 
 // handleHook handles one recorded delivery.
-func (s *Service) handleHook(ctx context.Context, f *bus.Fired) {
+func (s *webhooks) handleHook(ctx context.Context, f *bus.Fired) {
 	ctx = ghclient.WithInstallation(ctx, f.Scope.String())
 	opts := []trace.SpanStartOption{trace.WithAttributes(bus.AttrScope.String(f.Scope.String()))}
 	if f.Origin.IsValid() {
@@ -68,7 +68,7 @@ func (s *Service) handleHook(ctx context.Context, f *bus.Fired) {
 }
 
 // pushDelivery does the work of one delivery; retry asks for redelivery.
-func (s *Service) pushDelivery(ctx context.Context, f *bus.Fired) (outcome string, retry bool) {
+func (s *webhooks) pushDelivery(ctx context.Context, f *bus.Fired) (outcome string, retry bool) {
 	if f.Kind != KindHook || len(f.IDs) != 1 {
 		_ = f.Term()
 		return "malformed", false
@@ -151,7 +151,7 @@ func (s *Service) pushDelivery(ctx context.Context, f *bus.Fired) (outcome strin
 // others for their chat's summary (pushbudget.go). A redelivery after a
 // failed send is budgeted again, so a chat's summary may count an event
 // held on a retry once more: it over-counts, it never loses one.
-func (s *Service) sendBudgeted(ctx context.Context, f *bus.Fired, a *bus.Authority, hookID, repoKey, fullName, lang string, sends []hookSend) (string, bool) {
+func (s *webhooks) sendBudgeted(ctx context.Context, f *bus.Fired, a *bus.Authority, hookID, repoKey, fullName, lang string, sends []hookSend) (string, bool) {
 	sends, n := s.pushes.admit(f.Scope, hookID, repoKey, fullName, lang, sends)
 	if n > 0 {
 		s.metrics.push.WithLabelValues("held").Add(float64(n))
@@ -166,7 +166,7 @@ func (s *Service) sendBudgeted(ctx context.Context, f *bus.Fired, a *bus.Authori
 // the subscribers' CI words and branch refinements, the same line and
 // idempotency key, and the record's CI state as the dedupe shared with
 // the poller.
-func (s *Service) pushRun(ctx context.Context, f *bus.Fired, a *bus.Authority, repoKey string, r *RepoRecord, x texts, run ghclient.WorkflowRun, m hookMessage) (string, bool) {
+func (s *webhooks) pushRun(ctx context.Context, f *bus.Fired, a *bus.Authority, repoKey string, r *RepoRecord, x texts, run ghclient.WorkflowRun, m hookMessage) (string, bool) {
 	sc := f.Scope
 	var sends []hookSend
 	for _, sub := range r.Subscribers {
@@ -201,7 +201,7 @@ type hookSend struct {
 
 // sendHook sends a claimed delivery's messages; a failed send asks for
 // redelivery until SendFailuresToDrop.
-func (s *Service) sendHook(ctx context.Context, f *bus.Fired, a *bus.Authority, sends []hookSend) (string, bool) {
+func (s *webhooks) sendHook(ctx context.Context, f *bus.Fired, a *bus.Authority, sends []hookSend) (string, bool) {
 	failed := false
 	for _, sd := range sends {
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
@@ -235,7 +235,7 @@ func (s *Service) sendHook(ctx context.Context, f *bus.Fired, a *bus.Authority, 
 }
 
 // hookStream declares the stream of recorded deliveries.
-func (s *Service) hookStream() bus.StreamSpec {
+func (s *webhooks) hookStream() bus.StreamSpec {
 	return bus.StreamSpec{
 		Name:       HookStreamName,
 		Subjects:   []string{s.subj.InternalAll(Plugin, KindHook)},
@@ -249,7 +249,7 @@ func (s *Service) hookStream() bus.StreamSpec {
 // hookConsumer declares the consumer of recorded deliveries, shared by the
 // replicas. Its redeliveries are the send retries: SendFailuresToDrop of
 // them, as the poller allows a subscriber.
-func (s *Service) hookConsumer() bus.Consumer {
+func (s *webhooks) hookConsumer() bus.Consumer {
 	return bus.Consumer{FiredConfig: bus.FiredConfig{
 		Stream: HookStreamName, Durable: HookConsumer, Filter: s.subj.InternalAll(Plugin, KindHook),
 		Workers: s.cfg.PollWorkers, AckWait: s.cfg.AckWait, MaxDeliver: SendFailuresToDrop + 1,
@@ -258,7 +258,7 @@ func (s *Service) hookConsumer() bus.Consumer {
 }
 
 // purgeHooks drops a removed scope's recorded deliveries.
-func (s *Service) purgeHooks(ctx context.Context, sc binding.Scope) error {
+func (s *webhooks) purgeHooks(ctx context.Context, sc binding.Scope) error {
 	st := s.runner.Stream(HookStreamName)
 	if st == nil {
 		return errors.New("githubkit: hook stream not ready")
@@ -269,7 +269,7 @@ func (s *Service) purgeHooks(ctx context.Context, sc binding.Scope) error {
 // hookListener serves the receiver on Config.WebhookAddr, when set, as a
 // part of the runner: it listens before intake opens and shuts down after
 // intake drained.
-func (s *Service) hookListener() bus.Part {
+func (s *webhooks) hookListener() bus.Part {
 	var srv *httpserve.Server
 	return bus.PartFuncs{
 		StartFunc: func(context.Context) error {
@@ -277,7 +277,7 @@ func (s *Service) hookListener() bus.Part {
 				return nil
 			}
 			mux := http.NewServeMux()
-			mux.Handle(WebhookPath, s.WebhookHandler())
+			mux.Handle(WebhookPath, http.HandlerFunc(s.serveWebhook))
 			var err error
 			srv, err = httpserve.Listen(s.cfg.WebhookAddr, mux, httpserve.Limits{
 				ReadTimeout: s.cfg.WebhookReadTimeout + httpserve.DefaultReadHeaderTimeout, WriteTimeout: 30 * time.Second,

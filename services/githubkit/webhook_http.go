@@ -102,20 +102,7 @@ type hookMessage struct {
 	Body     json.RawMessage `json:"body"`
 }
 
-// WebhookHandler returns the receiver's HTTP handler. It serves
-// POST WebhookPath<hook-id> and answers anything else 404 or 405; mount
-// it on WebhookPath.
-func (s *Service) WebhookHandler() http.Handler { return http.HandlerFunc(s.serveWebhook) }
-
-// hookReply answers a delivery with a short plain-text reason.
-func hookReply(w http.ResponseWriter, status int, reason string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(reason + "\n"))
-}
-
-func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request) {
+func (s *webhooks) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(r.Context(), hookRequestTimeout)
 	defer cancel()
@@ -133,7 +120,7 @@ func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request) {
 
 // receive handles one delivery and returns the status and reason word to
 // answer with.
-func (s *Service) receive(ctx context.Context, w http.ResponseWriter, r *http.Request, span trace.Span) (int, string) {
+func (s *webhooks) receive(ctx context.Context, w http.ResponseWriter, r *http.Request, span trace.Span) (int, string) {
 	id, ok := parseHookPath(r.URL.Path)
 	if !ok {
 		return http.StatusNotFound, "unknown_hook"
@@ -305,7 +292,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 
 // authorityOf returns a scope's authority from the in-process view, or
 // from storage when the view has not seen it.
-func (s *Service) authorityOf(ctx context.Context, sc binding.Scope) (*bus.Authority, error) {
+func (s *webhooks) authorityOf(ctx context.Context, sc binding.Scope) (*bus.Authority, error) {
 	if a, ok := s.runner.View().Lookup(sc); ok {
 		return &a, nil
 	}
