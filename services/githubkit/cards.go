@@ -37,7 +37,7 @@ import (
 
 // The events githubkit listens to: every message a chat receives.
 const (
-	EventPersonMessage = "PersonMessageReceived"
+	eventPersonMessage = "PersonMessageReceived"
 	EventGroupMessage  = "GroupMessageReceived"
 )
 

@@ -10,17 +10,17 @@ import (
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
-// ChatCards is the stored link-card choice of one chat,
+// chatCardChoice is the stored link-card choice of one chat,
 // <scope>.cards.<chat sid>. Only "off" is stored: a chat without a record
 // gets cards (when the installation's link_cards setting is on).
-type ChatCards struct {
+type chatCardChoice struct {
 	V         int       `json:"v"`
 	Off       bool      `json:"off"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-func chatCards(kv *bus.KV) *bus.Records[ChatCards] {
-	return bus.NewRecords(kv, KindCards, bus.RecordsConfig[ChatCards]{})
+func chatCards(kv *bus.KV) *bus.Records[chatCardChoice] {
+	return bus.NewRecords(kv, kindCards, bus.RecordsConfig[chatCardChoice]{})
 }
 
 // chatCardsOff reports whether a chat turned link cards off.
@@ -58,8 +58,8 @@ func (c *cards) command(ctx context.Context, inv *bus.Invocation, st Settings, x
 		}
 	case "off":
 		now := c.s.now().UTC()
-		if _, _, err := chatCards(kv).Update(ctx, inv.Scope, func(*ChatCards) (*ChatCards, error) {
-			return &ChatCards{V: 1, Off: true, UpdatedAt: now}, nil
+		if _, _, err := chatCards(kv).Update(ctx, inv.Scope, func(*chatCardChoice) (*chatCardChoice, error) {
+			return &chatCardChoice{V: 1, Off: true, UpdatedAt: now}, nil
 		}, id.SID()); err != nil {
 			return "", errStore(err)
 		}

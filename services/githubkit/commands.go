@@ -176,7 +176,7 @@ func (s *subscriptions) subscribe(ctx context.Context, inv *bus.Invocation, st S
 			r.Poll.PermanentFailures, r.Poll.TransientFailures = 0, 0
 			r.Poll.NotBefore = nil
 		}
-		interval = EffectiveInterval(st.PollInterval, r.Poll.XPollIntervalS)
+		interval = effectiveInterval(st.PollInterval, r.Poll.XPollIntervalS)
 		r.Poll.IntervalS = interval
 		return r, nil
 	})

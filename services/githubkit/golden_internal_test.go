@@ -282,7 +282,7 @@ func TestGoldenEvents(t *testing.T) {
 		for _, name := range fakegithub.WebhookFixtures() {
 			t.Run(lang+"/hook_"+name, func(t *testing.T) {
 				event, body := fakegithub.Webhook(name)
-				ev, ok := WebhookEvent(event, body)
+				ev, ok := webhookEvent(event, body)
 				if !ok {
 					t.Fatalf("%s (%s) not mapped", name, event)
 				}

@@ -79,7 +79,7 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, error) {
 	ev := inv.Event
 	reply := bus.EventReply{}
-	if ev.Name != EventPersonMessage && ev.Name != EventGroupMessage {
+	if ev.Name != eventPersonMessage && ev.Name != EventGroupMessage {
 		return reply, nil
 	}
 	st, _ := s.settings(inv.Config)

@@ -169,12 +169,12 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 			if r == nil {
 				n := ir.Record
 				n.Subscribers = cloneSubs(ir.Record.Subscribers)
-				interval = EffectiveInterval(st.PollInterval, 0)
+				interval = effectiveInterval(st.PollInterval, 0)
 				n.Poll = PollState{IntervalS: interval}
 				changed = true
 				return &n, nil
 			}
-			interval = EffectiveInterval(st.PollInterval, r.Poll.XPollIntervalS)
+			interval = effectiveInterval(st.PollInterval, r.Poll.XPollIntervalS)
 			if r.Head == nil && ir.Record.Head != nil {
 				h := *ir.Record.Head
 				r.Head = &h

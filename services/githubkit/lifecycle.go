@@ -72,7 +72,7 @@ func (s *subscriptions) resync(ctx context.Context, sc binding.Scope, st Setting
 		if r.Rec.Poll.Broken != nil || len(r.Rec.Subscribers) == 0 {
 			continue
 		}
-		eff := EffectiveInterval(st.PollInterval, r.Rec.Poll.XPollIntervalS)
+		eff := effectiveInterval(st.PollInterval, r.Rec.Poll.XPollIntervalS)
 		arm := eff != r.Rec.Poll.IntervalS
 		if arm {
 			_, _, err := updateRecord(ctx, kv, sc, r.Key, func(cur *RepoRecord) (*RepoRecord, error) {

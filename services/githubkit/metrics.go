@@ -6,8 +6,8 @@ import (
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
-// Metrics are the service's Prometheus metrics (spec §7.7).
-type Metrics struct {
+// serviceMetrics are the service's Prometheus metrics (spec §7.7).
+type serviceMetrics struct {
 	github         ghclient.Metrics
 	polls          *prometheus.CounterVec
 	push           *prometheus.CounterVec
@@ -15,10 +15,10 @@ type Metrics struct {
 	configWarnings *prometheus.CounterVec
 }
 
-// NewMetrics creates the metrics and registers them with reg (nil = not
+// newMetrics creates the metrics and registers them with reg (nil = not
 // registered, for tests that only read them).
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{
+func newMetrics(reg prometheus.Registerer) (*serviceMetrics, error) {
+	m := &serviceMetrics{
 		github: ghclient.NewMetrics(),
 		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "githubkit_polls_total", Help: "Polls by outcome.",

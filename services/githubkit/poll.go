@@ -223,7 +223,7 @@ func (p *pollRun) firstPage(ctx context.Context, lagging bool) (page ghclient.Ev
 	if r.ETag != "" && !lagging {
 		etag = r.ETag
 	}
-	page, err := p.s.gh.Events(ctx, p.target, r.FullName, 1, EventsPerPage, etag)
+	page, err := p.s.gh.Events(ctx, p.target, r.FullName, 1, eventsPerPage, etag)
 	if err != nil {
 		return page, p.failure(ctx, err), true
 	}
@@ -241,22 +241,22 @@ func (p *pollRun) firstPage(ctx context.Context, lagging bool) (page ghclient.Ev
 }
 
 // morePages is step 7: further pages while the last one was full and
-// still above target, at most MaxEventPages in all.
+// still above target, at most maxEventPages in all.
 func (p *pollRun) morePages(ctx context.Context, page ghclient.EventsPage, target string) (evs []ghclient.Event, out string, ok bool) {
 	r := p.rec
 	evs = page.Events
 	last := page.Events
-	for n := 2; n <= MaxEventPages && r.Head != nil && len(last) == EventsPerPage &&
+	for n := 2; n <= maxEventPages && r.Head != nil && len(last) == eventsPerPage &&
 		CompareIDs(last[len(last)-1].ID, target) > 0; n++ {
 		p.progress()
-		more, err := p.s.gh.Events(ctx, p.target, r.FullName, n, EventsPerPage, "")
+		more, err := p.s.gh.Events(ctx, p.target, r.FullName, n, eventsPerPage, "")
 		if err != nil {
 			return nil, p.failure(ctx, err), false
 		}
 		evs = append(evs, more.Events...)
 		last = more.Events
 	}
-	if r.Head != nil && len(last) == EventsPerPage && len(evs) > 0 && CompareIDs(evs[len(evs)-1].ID, target) > 0 {
+	if r.Head != nil && len(last) == eventsPerPage && len(evs) > 0 && CompareIDs(evs[len(evs)-1].ID, target) > 0 {
 		p.s.log.WarnContext(ctx, "poll_gap: older events were not read", "scope", p.sc.String(), "events", len(evs))
 	}
 	return evs, "", true
@@ -353,10 +353,10 @@ func (p *pollRun) nothingToSend(ctx context.Context, newHead string) string {
 	return outNoNew
 }
 
-// claim is step 12: the record is claimed for ClaimFor before anything is
+// claim is step 12: the record is claimed for claimFor before anything is
 // sent; false means another replica wrote it first.
 func (p *pollRun) claim(ctx context.Context) bool {
-	until := p.now.Add(ClaimFor)
+	until := p.now.Add(claimFor)
 	p.rec.Poll.ClaimUntil = &until
 	if !p.writeAt(ctx) {
 		return false
@@ -511,7 +511,7 @@ func (p *pollRun) success(xpoll int) bool {
 // configured one (or GitHub's X-Poll-Interval), and while the webhook
 // delivers at least the health interval.
 func (p *pollRun) interval() int {
-	eff := EffectiveInterval(p.st.PollInterval, p.rec.Poll.XPollIntervalS)
+	eff := effectiveInterval(p.st.PollInterval, p.rec.Poll.XPollIntervalS)
 	if p.hookLive {
 		eff = max(eff, p.s.wh.healthIntervalS())
 	}
@@ -589,7 +589,7 @@ func (p *pollRun) failure(ctx context.Context, err error) string {
 	case ae.Permanent():
 		r.Poll.PermanentFailures++
 		r.Poll.LastStatus = ae.Status
-		if r.Poll.PermanentFailures < BrokenAfter {
+		if r.Poll.PermanentFailures < brokenAfter {
 			p.writeAt(ctx)
 			return outPermanent
 		}
@@ -648,7 +648,7 @@ type enricher struct {
 }
 
 func newEnricher(p *pollRun) *enricher {
-	return &enricher{p: p, budget: EnrichmentBudget, compare: map[string]*events.Enrichment{}, pulls: map[int]*events.Enrichment{}}
+	return &enricher{p: p, budget: enrichmentBudget, compare: map[string]*events.Enrichment{}, pulls: map[int]*events.Enrichment{}}
 }
 
 // enrich returns what extra calls found out about e, or nil.

@@ -14,14 +14,14 @@ import (
 
 // Poll limits (spec §9).
 const (
-	BrokenAfter        = 5
+	brokenAfter        = 5
 	SendFailuresToDrop = 10
 	BackoffCap         = 3600 * time.Second
-	ClaimFor           = 120 * time.Second
-	PollDeadline       = 110 * time.Second
-	EventsPerPage      = 100
-	MaxEventPages      = 3
-	EnrichmentBudget   = 5
+	claimFor           = 120 * time.Second
+	pollDeadline       = 110 * time.Second
+	eventsPerPage      = 100
+	maxEventPages      = 3
+	enrichmentBudget   = 5
 )
 
 // RepoRecord is the stored state of one subscribed repository,
@@ -223,5 +223,5 @@ func RateJitter(u func() float64) time.Duration {
 	return time.Second + time.Duration(u()*float64(4*time.Second))
 }
 
-// EffectiveInterval is max(config interval, X-Poll-Interval).
-func EffectiveInterval(config, xPoll int) int { return max(config, xPoll) }
+// effectiveInterval is max(config interval, X-Poll-Interval).
+func effectiveInterval(config, xPoll int) int { return max(config, xPoll) }

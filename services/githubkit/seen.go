@@ -43,8 +43,8 @@ const (
 	byPoll = "poll"
 )
 
-// SeenEntry is one claimed event.
-type SeenEntry struct {
+// seenEntry is one claimed event.
+type seenEntry struct {
 	ID string    `json:"id"` // eventIdentity
 	At time.Time `json:"at"`
 	// By is byPoll or the delivery id that claimed it; Msg the nonce of
@@ -54,20 +54,20 @@ type SeenEntry struct {
 	Body string `json:"body,omitempty"`
 }
 
-// SeenSet is the recent set of one repo record.
-type SeenSet struct {
+// seenSet is the recent set of one repo record.
+type seenSet struct {
 	V       int         `json:"v"`
-	Entries []SeenEntry `json:"entries"`
+	Entries []seenEntry `json:"entries"`
 }
 
-func seenStore(kv *bus.KV) *bus.Records[SeenSet] {
-	return bus.NewRecords[SeenSet](kv, KindSeen, bus.RecordsConfig[SeenSet]{})
+func seenStore(kv *bus.KV) *bus.Records[seenSet] {
+	return bus.NewRecords[seenSet](kv, kindSeen, bus.RecordsConfig[seenSet]{})
 }
 
 // prune drops entries older than they are kept (seenKeep for the
 // poller's, deliveryKeep for a delivery's) and then the oldest beyond
 // room free slots under seenMax.
-func (s *SeenSet) prune(now time.Time, room int) {
+func (s *seenSet) prune(now time.Time, room int) {
 	keep := s.Entries[:0]
 	for _, e := range s.Entries {
 		ttl := deliveryKeep
@@ -85,7 +85,7 @@ func (s *SeenSet) prune(now time.Time, room int) {
 }
 
 // match returns the entry claiming identity id at time at, or nil.
-func (s *SeenSet) match(id string, at time.Time) *SeenEntry {
+func (s *seenSet) match(id string, at time.Time) *seenEntry {
 	for i := range s.Entries {
 		e := &s.Entries[i]
 		if e.ID == id && e.At.Sub(at).Abs() <= seenMatch {
@@ -145,9 +145,9 @@ func (s *shared) claimPolled(ctx context.Context, sc binding.Scope, key string, 
 		return events
 	}
 	var keep []ghclient.Event
-	_, _, err := seenStore(s.runner.KV()).Update(ctx, sc, func(cur *SeenSet) (*SeenSet, error) {
+	_, _, err := seenStore(s.runner.KV()).Update(ctx, sc, func(cur *seenSet) (*seenSet, error) {
 		if cur == nil {
-			cur = &SeenSet{}
+			cur = &seenSet{}
 		}
 		cur.prune(now, len(events))
 		keep = keep[:0]
@@ -160,7 +160,7 @@ func (s *shared) claimPolled(ctx context.Context, sc binding.Scope, key string, 
 			m := cur.match(id, at)
 			switch {
 			case m == nil:
-				cur.Entries = append(cur.Entries, SeenEntry{ID: id, At: at, By: byPoll})
+				cur.Entries = append(cur.Entries, seenEntry{ID: id, At: at, By: byPoll})
 				changed = true
 				keep = append(keep, e)
 			case m.By == byPoll:
@@ -191,9 +191,9 @@ func runIdentity(r ghclient.WorkflowRun) string {
 // another delivery of the same event or body did), and own when this
 // recording claimed it on an earlier attempt.
 func (s *shared) claimDelivery(ctx context.Context, sc binding.Scope, key, id string, m hookMessage) (mine, own bool, err error) {
-	_, _, err = seenStore(s.runner.KV()).Update(ctx, sc, func(cur *SeenSet) (*SeenSet, error) {
+	_, _, err = seenStore(s.runner.KV()).Update(ctx, sc, func(cur *seenSet) (*seenSet, error) {
 		if cur == nil {
-			cur = &SeenSet{}
+			cur = &seenSet{}
 		}
 		mine, own = false, false
 		for _, x := range cur.Entries {
@@ -211,7 +211,7 @@ func (s *shared) claimDelivery(ctx context.Context, sc binding.Scope, key, id st
 			return nil, bus.ErrNoChange
 		}
 		cur.prune(s.now(), 1)
-		cur.Entries = append(cur.Entries, SeenEntry{ID: id, At: m.At, By: m.Delivery, Msg: m.Nonce, Body: m.BodyHash})
+		cur.Entries = append(cur.Entries, seenEntry{ID: id, At: m.At, By: m.Delivery, Msg: m.Nonce, Body: m.BodyHash})
 		cur.V = 1
 		mine = true
 		return cur, nil

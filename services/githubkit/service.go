@@ -77,14 +77,14 @@ type Config struct {
 	// WebhookBodyBudget bounds the delivery bodies the receiver holds at
 	// once, wherever it is mounted (httpserve.Budget); a delivery that
 	// does not fit gets 503 before its body is read. Default
-	// DefaultWebhookBodyBudget.
+	// defaultWebhookBodyBudget.
 	WebhookBodyBudget int64
 	// WebhookReadTimeout bounds reading a delivery's body, wherever the
 	// receiver is mounted; a client slower than that is cut off. Default
-	// DefaultWebhookReadTimeout.
+	// defaultWebhookReadTimeout.
 	WebhookReadTimeout time.Duration
 	// HookHealthInterval is the poll interval of a repository whose
-	// webhook delivers; default DefaultHookHealthInterval.
+	// webhook delivers; default defaultHookHealthInterval.
 	HookHealthInterval time.Duration
 	// Cards bounds link cards: workers, per-chat rate, cache (cards_state.go);
 	// zero = defaults.
@@ -119,7 +119,7 @@ type shared struct {
 	log     *slog.Logger
 	tracer  trace.Tracer
 	cat     *i18n.Catalog
-	metrics *Metrics
+	metrics *serviceMetrics
 	runner  *bus.Runner
 	subj    bus.Subjects
 }
@@ -171,16 +171,16 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		cfg.PollWorkers = 16
 	}
 	if cfg.MinPollInterval <= 0 {
-		cfg.MinPollInterval = MinPollInterval
+		cfg.MinPollInterval = minPollInterval
 	}
-	if cfg.MinPollInterval > MinPollInterval {
-		return nil, fmt.Errorf("%w: MinPollInterval above %d", bus.ErrInvalidConfig, MinPollInterval)
+	if cfg.MinPollInterval > minPollInterval {
+		return nil, fmt.Errorf("%w: minPollInterval above %d", bus.ErrInvalidConfig, minPollInterval)
 	}
 	if cfg.AckWait <= 0 {
 		cfg.AckWait = 30 * time.Second
 	}
 	if cfg.PollDeadline <= 0 {
-		cfg.PollDeadline = PollDeadline
+		cfg.PollDeadline = pollDeadline
 	}
 	if cfg.HostTimeout <= 0 {
 		cfg.HostTimeout = bus.DefaultHostTimeout
@@ -202,16 +202,16 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		cfg.WebhookMaxBody = WebhookMaxBody
 	}
 	if cfg.WebhookBodyBudget <= 0 {
-		cfg.WebhookBodyBudget = DefaultWebhookBodyBudget
+		cfg.WebhookBodyBudget = defaultWebhookBodyBudget
 	}
 	if cfg.WebhookBodyBudget < cfg.WebhookMaxBody {
 		return nil, fmt.Errorf("%w: WebhookBodyBudget below WebhookMaxBody", bus.ErrInvalidConfig)
 	}
 	if cfg.WebhookReadTimeout <= 0 {
-		cfg.WebhookReadTimeout = DefaultWebhookReadTimeout
+		cfg.WebhookReadTimeout = defaultWebhookReadTimeout
 	}
 	if cfg.HookHealthInterval <= 0 {
-		cfg.HookHealthInterval = DefaultHookHealthInterval
+		cfg.HookHealthInterval = defaultHookHealthInterval
 	}
 	if cfg.HookHealthInterval < time.Second {
 		return nil, fmt.Errorf("%w: HookHealthInterval below 1 s", bus.ErrInvalidConfig)
@@ -222,7 +222,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	}
 	sh := &shared{cfg: cfg, nc: deps.Conn, keyring: deps.Keyring, now: deps.Clock, log: deps.Logger,
 		cat: cat, subj: deps.Subjects, tracer: deps.TracerProvider.Tracer(tracerName)}
-	if sh.metrics, err = NewMetrics(deps.Registerer); err != nil {
+	if sh.metrics, err = newMetrics(deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
 	s := &Service{shared: sh}

@@ -14,12 +14,12 @@ import (
 
 // Defaults and bounds of the installation settings (spec §2).
 const (
-	DefaultLanguage         = i18n.ZhHans
-	DefaultPollInterval     = 120
-	MinPollInterval         = 60
-	MaxPollInterval         = 3600
-	DefaultMaxEventsPerPush = 5
-	MaxMaxEventsPerPush     = 30
+	defaultLanguage         = i18n.ZhHans
+	defaultPollInterval     = 120
+	minPollInterval         = 60
+	maxPollInterval         = 3600
+	defaultMaxEventsPerPush = 5
+	maxMaxEventsPerPush     = 30
 )
 
 // Settings is an installation's normalised plugin config (spec §2). The
@@ -69,7 +69,7 @@ func (w Warning) String() string { return w.Field + ": " + w.Reason }
 // --github-allow-http. It never fails: an unusable github_api_url is
 // reported in Settings.APIErr, the rest through warnings.
 func NormalizeSettings(raw json.RawMessage, allowHTTP bool) (Settings, []Warning) {
-	return normalizeSettings(raw, normOptions{allowHTTP: allowHTTP, minPoll: MinPollInterval, defaultURL: ghclient.DefaultAPIURL})
+	return normalizeSettings(raw, normOptions{allowHTTP: allowHTTP, minPoll: minPollInterval, defaultURL: ghclient.DefaultAPIURL})
 }
 
 // normOptions are the operator settings normalisation depends on.
@@ -82,10 +82,10 @@ type normOptions struct {
 func normalizeSettings(raw json.RawMessage, o normOptions) (Settings, []Warning) {
 	r := settings.Read(raw)
 	s := Settings{
-		Language:         r.String("language", DefaultLanguage, settings.Strings{Trim: true, EmptyIsDefault: true}),
+		Language:         r.String("language", defaultLanguage, settings.Strings{Trim: true, EmptyIsDefault: true}),
 		Token:            r.String("github_token", "", settings.Strings{Trim: true}),
-		PollInterval:     r.Int("poll_interval", DefaultPollInterval, settings.Ints{Min: o.minPoll, Max: MaxPollInterval, Strings: true}),
-		MaxEventsPerPush: r.Int("max_events_per_push", DefaultMaxEventsPerPush, settings.Ints{Min: 1, Max: MaxMaxEventsPerPush, Strings: true}),
+		PollInterval:     r.Int("poll_interval", defaultPollInterval, settings.Ints{Min: o.minPoll, Max: maxPollInterval, Strings: true}),
+		MaxEventsPerPush: r.Int("max_events_per_push", defaultMaxEventsPerPush, settings.Ints{Min: 1, Max: maxMaxEventsPerPush, Strings: true}),
 		APIURL:           o.defaultURL,
 	}
 	if v, ok := r.Raw("github_api_url"); ok {

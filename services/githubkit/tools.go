@@ -30,8 +30,8 @@ const MaxToolResult = 8 << 10
 // errUnknownTool is returned by runTool for a name it does not serve.
 var errUnknownTool = errors.New("githubkit: unknown tool")
 
-// ToolError is the result of a failed tool call (spec §4).
-type ToolError struct {
+// toolError is the result of a failed tool call (spec §4).
+type toolError struct {
 	Code        string `json:"code"`
 	Message     string `json:"message"`
 	Status      int    `json:"status,omitempty"`
@@ -39,19 +39,19 @@ type ToolError struct {
 }
 
 type toolErrorResult struct {
-	Error ToolError `json:"error"`
+	Error toolError `json:"error"`
 }
 
 func badInput(msg string) any {
-	return toolErrorResult{ToolError{Code: ghclient.CodeBadInput, Message: msg}}
+	return toolErrorResult{toolError{Code: ghclient.CodeBadInput, Message: msg}}
 }
 
 func toolFailure(err error) any {
 	var ae *ghclient.APIError
 	if !errors.As(err, &ae) {
-		return toolErrorResult{ToolError{Code: ghclient.CodeNetwork, Message: "GitHub could not be reached"}}
+		return toolErrorResult{toolError{Code: ghclient.CodeNetwork, Message: "GitHub could not be reached"}}
 	}
-	te := ToolError{Code: ae.Code}
+	te := toolError{Code: ae.Code}
 	switch ae.Code {
 	case ghclient.CodeNetwork:
 		te.Message = "GitHub could not be reached or did not answer in time"

@@ -29,9 +29,9 @@ import (
 const (
 	// WebhookPath is where the receiver serves: POST <base>/github/webhook/<hook-id>.
 	WebhookPath = "/github/webhook/"
-	// DefaultHookHealthInterval is the poll interval of a repository whose
+	// defaultHookHealthInterval is the poll interval of a repository whose
 	// webhook delivers: polling is then only the safety net.
-	DefaultHookHealthInterval = 15 * time.Minute
+	defaultHookHealthInterval = 15 * time.Minute
 	// hookTouchEvery throttles the liveness writes of event deliveries
 	// (a ping is always written): liveness is judged over minutes.
 	hookTouchEvery = 30 * time.Second

@@ -1,7 +1,7 @@
 package githubkit
 
 // The webhook consumer: a durable consumer shared by the replicas takes
-// each recorded delivery, maps it with WebhookEvent, applies every
+// each recorded delivery, maps it with webhookEvent, applies every
 // subscriber's filters and pushes through the poller's formatter, then
 // acks once the host accepted (or the retries of spec §7 ran out).
 
@@ -113,10 +113,10 @@ func (s *webhooks) pushDelivery(ctx context.Context, f *bus.Fired) (outcome stri
 	}
 	st, _ := s.settings(raw)
 	x := s.texts(st.Language)
-	if run, ok := WebhookRun(m.Event, m.Body); ok {
+	if run, ok := webhookRun(m.Event, m.Body); ok {
 		return s.pushRun(ctx, f, a, hook.RepoKey, cur.Rec, x, run, m)
 	}
-	ev, ok := WebhookEvent(m.Event, m.Body)
+	ev, ok := webhookEvent(m.Event, m.Body)
 	if !ok {
 		return "ignored", false
 	}

@@ -187,7 +187,7 @@ func (s *webhooks) receive(ctx context.Context, w http.ResponseWriter, r *http.R
 		s.log.ErrorContext(ctx, "webhook: sealed secret cannot be opened", "scope", sc.String())
 		return http.StatusInternalServerError, "internal"
 	}
-	if !VerifySignature(secret, body, hh.Signature) {
+	if !verifySignature(secret, body, hh.Signature) {
 		return http.StatusUnauthorized, "bad_signature"
 	}
 	a, err := s.authorityOf(ctx, sc)
@@ -206,8 +206,8 @@ func (s *webhooks) receive(ctx context.Context, w http.ResponseWriter, r *http.R
 		}
 		return http.StatusOK, "pong"
 	}
-	_, isEvent := WebhookEvent(hh.Event, body)
-	if _, isRun := WebhookRun(hh.Event, body); !isEvent && !isRun {
+	_, isEvent := webhookEvent(hh.Event, body)
+	if _, isRun := webhookRun(hh.Event, body); !isEvent && !isRun {
 		// nothing to push, but the webhook delivers
 		if _, err := s.touchHook(ctx, sc, id, false); err != nil {
 			return http.StatusServiceUnavailable, "unavailable"

@@ -12,7 +12,7 @@ import (
 func TestVerifySignature(t *testing.T) {
 	secret, body := []byte("s3cret"), []byte(`{"zen":"x"}`)
 	good := "sha256=" + hex.EncodeToString(Sign(secret, body))
-	if !VerifySignature(secret, body, good) {
+	if !verifySignature(secret, body, good) {
 		t.Fatal("good signature refused")
 	}
 	for name, c := range map[string]struct {
@@ -29,7 +29,7 @@ func TestVerifySignature(t *testing.T) {
 		"short":        {secret, body, good[:len(good)-2]},
 		"missing":      {secret, body, ""},
 	} {
-		if VerifySignature(c.secret, c.body, c.header) {
+		if verifySignature(c.secret, c.body, c.header) {
 			t.Errorf("%s: verified", name)
 		}
 	}
@@ -46,7 +46,7 @@ func TestWebhookEventFormats(t *testing.T) {
 		"commits":[{"id":"aaa","message":"first","distinct":true},{"id":"2222222222222222222222222222222222222222","message":"Fix the build\n\nbody","distinct":true}],
 		"head_commit":{"id":"2222222222222222222222222222222222222222","message":"Fix the build\n\nbody"},
 		"sender":{"login":"octocat"},"repository":{"id":7,"full_name":"o/r"}}`
-	ev, ok := WebhookEvent("push", []byte(push))
+	ev, ok := webhookEvent("push", []byte(push))
 	if !ok || ev.Type != "PushEvent" || ev.Repo.Name != "o/r" || ev.Repo.ID != 7 {
 		t.Fatalf("push: %+v %v", ev, ok)
 	}
@@ -67,25 +67,25 @@ func TestWebhookEventFormats(t *testing.T) {
 		"ping":          `{"zen":"x","hook_id":1}`,
 		"star":          `{"action":"created"}`,
 	} {
-		if _, ok := WebhookEvent(name, []byte(body)); ok {
+		if _, ok := webhookEvent(name, []byte(body)); ok {
 			t.Errorf("%s kept", name)
 		}
 	}
-	rel, ok := WebhookEvent("release", []byte(`{"action":"published","release":{"tag_name":"v1.2","name":"Big"},"sender":{"login":"a"}}`))
+	rel, ok := webhookEvent("release", []byte(`{"action":"published","release":{"tag_name":"v1.2","name":"Big"},"sender":{"login":"a"}}`))
 	if !ok {
 		t.Fatal("published release dropped")
 	}
 	if line, _ := x.EventLine(rel, nil, l); !strings.Contains(line, "v1.2") {
 		t.Fatalf("release line %q", line)
 	}
-	if _, ok := WebhookEvent("push", []byte(`{not json`)); ok {
+	if _, ok := webhookEvent("push", []byte(`{not json`)); ok {
 		t.Fatal("bad JSON kept")
 	}
 }
 
 func TestWebhookRun(t *testing.T) {
 	done := `{"action":"completed","workflow_run":{"id":9002,"name":"CI","head_branch":"main","head_sha":"aa218f5","status":"completed","conclusion":"failure","run_number":2,"run_attempt":1}}`
-	run, ok := WebhookRun("workflow_run", []byte(done))
+	run, ok := webhookRun("workflow_run", []byte(done))
 	if !ok || run.ID != 9002 || run.Key() != "9002.1" || !run.Failed() || run.HeadBranch != "main" {
 		t.Fatalf("completed run: %+v %v", run, ok)
 	}
@@ -97,11 +97,11 @@ func TestWebhookRun(t *testing.T) {
 		"no id":        {"workflow_run", `{"action":"completed","workflow_run":{"status":"completed"}}`},
 		"bad JSON":     {"workflow_run", `{"action":`},
 	} {
-		if _, ok := WebhookRun(c.event, []byte(c.body)); ok {
+		if _, ok := webhookRun(c.event, []byte(c.body)); ok {
 			t.Errorf("%s mapped", name)
 		}
 	}
-	if _, ok := WebhookEvent("workflow_run", []byte(done)); ok {
+	if _, ok := webhookEvent("workflow_run", []byte(done)); ok {
 		t.Error("a workflow_run is an event line too")
 	}
 }

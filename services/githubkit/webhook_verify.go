@@ -25,20 +25,20 @@ const WebhookMaxBody = 1 << 20
 // Receiver bounds against slow and heavy clients: a client that sends
 // a large body slowly must not hold the service's memory.
 const (
-	// DefaultWebhookBodyBudget is sixteen full deliveries held at once.
-	DefaultWebhookBodyBudget = 16 * WebhookMaxBody
-	// DefaultWebhookReadTimeout is how long a delivery's body may take to
+	// defaultWebhookBodyBudget is sixteen full deliveries held at once.
+	defaultWebhookBodyBudget = 16 * WebhookMaxBody
+	// defaultWebhookReadTimeout is how long a delivery's body may take to
 	// arrive; GitHub itself gives up on a delivery after 10 s.
-	DefaultWebhookReadTimeout = 10 * time.Second
+	defaultWebhookReadTimeout = 10 * time.Second
 )
 
 // signaturePrefix starts the X-Hub-Signature-256 header.
 const signaturePrefix = "sha256="
 
-// VerifySignature reports whether header (X-Hub-Signature-256) is the
+// verifySignature reports whether header (X-Hub-Signature-256) is the
 // HMAC-SHA256 of body under secret. The comparison is constant time; an
 // empty secret never verifies.
-func VerifySignature(secret, body []byte, header string) bool {
+func verifySignature(secret, body []byte, header string) bool {
 	if len(secret) == 0 {
 		return false
 	}
@@ -106,13 +106,13 @@ type webhookEnvelope struct {
 	} `json:"commits"`
 }
 
-// WebhookEvent maps a verified delivery (its X-GitHub-Event name and body)
+// webhookEvent maps a verified delivery (its X-GitHub-Event name and body)
 // to the Events API item the formatter reads. ok is false for events that
 // push nothing (ping, types and actions polling does not report, bodies
 // that do not parse). The payload stays the delivery body: the formatter's
 // payload type reads the webhook form too; a push gets its count of new
 // commits added, since webhooks carry the commits but no distinct_size.
-func WebhookEvent(name string, body []byte) (ghclient.Event, bool) {
+func webhookEvent(name string, body []byte) (ghclient.Event, bool) {
 	m, known := webhookTypes[name]
 	if !known {
 		return ghclient.Event{}, false
@@ -158,11 +158,11 @@ func WebhookEvent(name string, body []byte) (ghclient.Event, bool) {
 	return ev, true
 }
 
-// WebhookRun maps a verified workflow_run delivery to the run the CI
+// webhookRun maps a verified workflow_run delivery to the run the CI
 // alerts read (ci.go), the same fields GET actions/runs lists. ok is true
 // only for a completed run: the alerts are about finished runs, as the
 // poller's status=completed.
-func WebhookRun(name string, body []byte) (ghclient.WorkflowRun, bool) {
+func webhookRun(name string, body []byte) (ghclient.WorkflowRun, bool) {
 	if name != "workflow_run" {
 		return ghclient.WorkflowRun{}, false
 	}

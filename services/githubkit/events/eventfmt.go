@@ -325,7 +325,7 @@ func (x Texts) CILine(r ghclient.WorkflowRun) string {
 	}
 	title := ""
 	if t := Clean(ghclient.FirstLine(r.DisplayTitle)); t != "" {
-		title = x.T("ev.title", "title", ghclient.Truncate(t, PushTitleRunes))
+		title = x.T("ev.title", "title", ghclient.Truncate(t, pushTitleRunes))
 	}
 	sha := r.HeadSHA[:min(7, len(r.HeadSHA))]
 	line := x.T(key, "workflow", or(r.Name), "number", strconv.Itoa(r.RunNumber), "branch", or(r.HeadBranch),

@@ -18,7 +18,7 @@ const (
 	issueBodyRunes     = 400
 	searchDescRunes    = 50
 	commitLineRunes    = 60
-	PushTitleRunes     = 100
+	pushTitleRunes     = 100
 	MaxReposPerInst    = 50
 	MaxSubscribersRepo = 20
 )

@@ -16,7 +16,7 @@ import (
 const (
 	MaxSearchRunes   = 256
 	MaxUsernameRunes = 100
-	MaxEchoRunes     = 60
+	maxEchoRunes     = 60
 )
 
 // RepoKey returns the repo-key of a full name: unpadded base64url of its
@@ -77,8 +77,8 @@ func hostOnly(h string) string {
 	return h
 }
 
-// Echo cuts user input for an error message to MaxEchoRunes runes.
-func Echo(s string) string { return ghclient.Truncate(strings.TrimSpace(s), MaxEchoRunes) }
+// Echo cuts user input for an error message to maxEchoRunes runes.
+func Echo(s string) string { return ghclient.Truncate(strings.TrimSpace(s), maxEchoRunes) }
 
 var issueNumRE = regexp.MustCompile(`^[1-9][0-9]{0,9}$`)
 

@@ -71,7 +71,7 @@ func (l line) title(t string) string {
 	if t = Clean(t); t == "" {
 		return ""
 	}
-	return l.x.T("ev.title", "title", ghclient.Truncate(t, PushTitleRunes))
+	return l.x.T("ev.title", "title", ghclient.Truncate(t, pushTitleRunes))
 }
 
 // num is n, or a dash when unknown.
@@ -184,7 +184,7 @@ func releaseLine(l line) string {
 	case tag == "" || name == "" || name == tag:
 		return x.T(key, "actor", actor, "release", tag+name, "pre", pre)
 	}
-	return x.T(key, "actor", actor, "release", x.T("ev.release_named", "name", ghclient.Truncate(name, PushTitleRunes), "tag", tag), "pre", pre)
+	return x.T(key, "actor", actor, "release", x.T("ev.release_named", "name", ghclient.Truncate(name, pushTitleRunes), "tag", tag), "pre", pre)
 }
 
 func forkLine(l line) string {

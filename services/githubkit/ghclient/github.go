@@ -98,13 +98,13 @@ type GitHub struct {
 }
 
 // NewGitHub wraps the shared HTTP client (see NewHTTPClient). timeout
-// bounds each call, body included (0 = GitHubTimeout).
+// bounds each call, body included (0 = gitHubTimeout).
 func NewGitHub(hc *http.Client, timeout time.Duration, now func() time.Time) *GitHub {
 	if now == nil {
 		now = time.Now
 	}
 	if timeout <= 0 {
-		timeout = GitHubTimeout
+		timeout = gitHubTimeout
 	}
 	return &GitHub{hc: hc, timeout: timeout, now: now, lim: newLimiter(Limits{}, DefaultAPIURL, now)}
 }
