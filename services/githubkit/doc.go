@@ -20,7 +20,7 @@
 //   - handlers.go: the command, tool, event and webhook HTTP handlers; each
 //     decodes, calls one part and encodes.
 //   - parts, each holding shared (config, runner, clock, logger, tracer,
-//     catalogue, subjects, keyring, metrics) and what it alone uses:
+//     catalogue, subjects, metrics) and what it alone uses:
 //     poller (poll.go: pollRun, one method per step of spec §7.2; ci.go:
 //     the Actions step), webhooks (webhook_cmd.go: "gh hook";
 //     webhook_verify.go: signature and mapping; webhook_http.go: the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -725,4 +726,49 @@ func (en *enricher) failed(kind string, err error) bool {
 	}
 	en.p.s.metrics.enrichment.WithLabelValues(kind, "error").Inc()
 	return true
+}
+
+// rateMemory is the process-local rate-limit memory: rate key (rateKey)
+// -> the time polls under that key may resume (spec §7.3). It is the only
+// state shared across scopes.
+type rateMemory struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+// rateKey is whose GitHub rate limit a poll spends: the credential and
+// the GitHub address together. GitHub counts a token's limit
+// per token on each server, and the anonymous limit per client address
+// on each server: installations without a token share one key only when
+// they poll the same GitHub address (this process is one egress), and a
+// token never shares the anonymous key, so one installation's block
+// stops only the requests that would have been refused too.
+func (s *poller) rateKey(st Settings) string {
+	cred := "anonymous"
+	if st.Token != "" {
+		cred = "token:" + s.keyring.Fingerprint([]byte(st.Token))
+	}
+	return s.keyring.Fingerprint([]byte(cred + "\n" + st.APIURL))
+}
+
+func (r *rateMemory) blocked(fp string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	until, ok := r.m[fp]
+	if !ok {
+		return false
+	}
+	if !now.Before(until) {
+		delete(r.m, fp)
+		return false
+	}
+	return true
+}
+
+func (r *rateMemory) set(fp string, until time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if until.After(r.m[fp]) {
+		r.m[fp] = until
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -108,13 +107,11 @@ type Service struct {
 
 // shared is what every part reads: the config, the runner (set once New
 // has built it), the clock, the logger and tracer, the catalogue, the
-// subjects, the keyring and the metrics. Its methods are the helpers the
+// subjects and the metrics. Its methods are the helpers the
 // parts have in common: settings and texts of an installation, a record's
 // schedule (arm, disarm) and the recent-event sets of seen.go.
 type shared struct {
 	cfg     Config
-	nc      *nats.Conn
-	keyring *bus.Keyring
 	now     func() time.Time
 	log     *slog.Logger
 	tracer  trace.Tracer
@@ -128,11 +125,12 @@ type shared struct {
 // them. Its only state across polls is the rate-limit memory.
 type poller struct {
 	*shared
-	gh    *ghclient.GitHub
-	rand  func() float64
-	rates rateMemory
-	wh    *webhooks // whether a repository's webhook delivers
-	hooks hooks     // tests only (export_test.go)
+	gh      *ghclient.GitHub
+	keyring *bus.Keyring // the rate key's credential fingerprint
+	rand    func() float64
+	rates   rateMemory
+	wh      *webhooks // whether a repository's webhook delivers
+	hooks   hooks     // tests only (export_test.go)
 }
 
 // hooks let tests hold a poll at a chosen point.
@@ -144,9 +142,11 @@ type hooks struct {
 // consumer and the push budget with its summaries.
 type webhooks struct {
 	*shared
-	hm     *hookMetrics
-	bodies *httpserve.Budget // delivery bodies being read
-	pushes *pushBudget
+	nc      *nats.Conn   // the receiver publishes deliveries
+	keyring *bus.Keyring // webhook secrets are sealed
+	hm      *hookMetrics
+	bodies  *httpserve.Budget // delivery bodies being read
+	pushes  *pushBudget
 }
 
 // subscriptions is "gh sub", "gh unsub" and "gh subs", and what an
@@ -220,13 +220,13 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", bus.ErrInvalidConfig, err)
 	}
-	sh := &shared{cfg: cfg, nc: deps.Conn, keyring: deps.Keyring, now: deps.Clock, log: deps.Logger,
+	sh := &shared{cfg: cfg, now: deps.Clock, log: deps.Logger,
 		cat: cat, subj: deps.Subjects, tracer: deps.TracerProvider.Tracer(tracerName)}
 	if sh.metrics, err = newMetrics(deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
 	s := &Service{shared: sh}
-	wh := &webhooks{shared: sh, bodies: httpserve.NewBudget(cfg.WebhookBodyBudget), pushes: newPushBudget(cfg.Pushes, sh.now)}
+	wh := &webhooks{shared: sh, nc: deps.Conn, keyring: deps.Keyring, bodies: httpserve.NewBudget(cfg.WebhookBodyBudget), pushes: newPushBudget(cfg.Pushes, sh.now)}
 	if wh.hm, err = newHookMetrics(deps.Registerer, wh.bodies); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
@@ -234,7 +234,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	s.gh = ghclient.NewGitHub(s.hc, cfg.GitHubTimeout, sh.now)
 	s.gh.SetLimits(cfg.Limits, cfg.DefaultAPIURL)
 	s.wh = wh
-	s.poll = &poller{shared: sh, gh: s.gh, rand: rand.Float64, rates: rateMemory{m: make(map[string]time.Time)}, wh: wh}
+	s.poll = &poller{shared: sh, gh: s.gh, keyring: deps.Keyring, rand: rand.Float64, rates: rateMemory{m: make(map[string]time.Time)}, wh: wh}
 	s.subs = &subscriptions{shared: sh, gh: s.gh, wh: wh}
 	if s.cards, err = newCards(sh, s.gh, cfg.Cards, deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
@@ -326,49 +326,4 @@ func (s *shared) disarm(ctx context.Context, sc binding.Scope, key string) error
 		return errors.New("githubkit: stream not ready")
 	}
 	return bus.PurgeSubjects(ctx, st, sched, poll)
-}
-
-// rateMemory is the process-local rate-limit memory: rate key (rateKey)
-// -> the time polls under that key may resume (spec §7.3). It is the only
-// state shared across scopes.
-type rateMemory struct {
-	mu sync.Mutex
-	m  map[string]time.Time
-}
-
-// rateKey is whose GitHub rate limit a poll spends: the credential and
-// the GitHub address together. GitHub counts a token's limit
-// per token on each server, and the anonymous limit per client address
-// on each server: installations without a token share one key only when
-// they poll the same GitHub address (this process is one egress), and a
-// token never shares the anonymous key, so one installation's block
-// stops only the requests that would have been refused too.
-func (s *poller) rateKey(st Settings) string {
-	cred := "anonymous"
-	if st.Token != "" {
-		cred = "token:" + s.keyring.Fingerprint([]byte(st.Token))
-	}
-	return s.keyring.Fingerprint([]byte(cred + "\n" + st.APIURL))
-}
-
-func (r *rateMemory) blocked(fp string, now time.Time) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	until, ok := r.m[fp]
-	if !ok {
-		return false
-	}
-	if !now.Before(until) {
-		delete(r.m, fp)
-		return false
-	}
-	return true
-}
-
-func (r *rateMemory) set(fp string, until time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if until.After(r.m[fp]) {
-		r.m[fp] = until
-	}
 }
