@@ -117,11 +117,11 @@ func (s *subscriptions) subscribe(ctx context.Context, inv *bus.Invocation, st S
 	repoID := rp.GetID()
 	kv := s.runner.KV()
 	sc := inv.Scope
-	found, all, listed, err := findRecord(ctx, kv, sc, events.RepoKey(fullName), &repoID, fullName)
+	found, all, listed, err := findRecord(ctx, kv, sc, RepoKey(fullName), &repoID, fullName)
 	if err != nil {
 		return "", errStore(err)
 	}
-	key := events.RepoKey(fullName)
+	key := RepoKey(fullName)
 	var head *string
 	xpoll := 0
 	if found != nil {
@@ -215,7 +215,7 @@ func (s *subscriptions) unsubscribe(ctx context.Context, inv *bus.Invocation, st
 	kv := s.runner.KV()
 	sc := inv.Scope
 	notSubbed := x.T("unsub.not_subbed", "repo", repo.String())
-	key, name := events.RepoKey(repo.String()), repo.String()
+	key, name := RepoKey(repo.String()), repo.String()
 	var repoID *int64
 	resolved := false
 	for range 10 {
@@ -236,7 +236,7 @@ func (s *subscriptions) unsubscribe(ctx context.Context, inv *bus.Invocation, st
 				return notSubbed, nil
 			}
 			rid := rp.GetID()
-			key, name, repoID = events.RepoKey(rp.GetFullName()), rp.GetFullName(), &rid
+			key, name, repoID = RepoKey(rp.GetFullName()), rp.GetFullName(), &rid
 			continue
 		}
 		r := found.Rec

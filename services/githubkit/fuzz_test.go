@@ -46,7 +46,7 @@ func FuzzParseRepo(f *testing.F) {
 			t.Fatalf("round trip %q -> %q", s, again)
 		}
 		// The key decodes to the lower-cased name and is subject-safe.
-		k := events.RepoKey(r.String())
+		k := githubkit.RepoKey(r.String())
 		b, err := base64.RawURLEncoding.DecodeString(k)
 		if err != nil || string(b) != strings.ToLower(s) || strings.ContainsAny(k, ".*> \t") {
 			t.Fatalf("key %q of %q", k, s)
@@ -119,7 +119,7 @@ func FuzzParseImport(f *testing.F) {
 		}
 		seen := map[string]bool{}
 		for _, r := range plan.Records {
-			if seen[r.Key] || r.Key != events.RepoKey(r.Record.FullName) {
+			if seen[r.Key] || r.Key != githubkit.RepoKey(r.Record.FullName) {
 				t.Fatalf("record key %q for %q", r.Key, r.Record.FullName)
 			}
 			seen[r.Key] = true

@@ -21,7 +21,6 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/githubkit"
-	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
 
@@ -262,7 +261,7 @@ func (h *harness) tool(in *inst, name string, params any) (json.RawMessage, erro
 }
 
 func (h *harness) pollSubject(sc binding.Scope, fullName string) string {
-	s, err := h.subj.Internal(githubkit.Plugin, githubkit.KindPoll, sc, events.RepoKey(fullName))
+	s, err := h.subj.Internal(githubkit.Plugin, githubkit.KindPoll, sc, githubkit.RepoKey(fullName))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -270,7 +269,7 @@ func (h *harness) pollSubject(sc binding.Scope, fullName string) string {
 }
 
 func (h *harness) schedSubject(sc binding.Scope, fullName string) string {
-	s, err := h.subj.Internal(githubkit.Plugin, githubkit.KindSched, sc, events.RepoKey(fullName))
+	s, err := h.subj.Internal(githubkit.Plugin, githubkit.KindSched, sc, githubkit.RepoKey(fullName))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -307,7 +306,7 @@ func (h *harness) record(in *inst, fullName string) *githubkit.RepoRecord {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	key, err := bus.Key(in.sc, githubkit.KindRepo, events.RepoKey(fullName))
+	key, err := bus.Key(in.sc, githubkit.KindRepo, githubkit.RepoKey(fullName))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -329,7 +328,7 @@ func (h *harness) record(in *inst, fullName string) *githubkit.RepoRecord {
 func (h *harness) recordRev(in *inst, fullName string) uint64 {
 	h.t.Helper()
 	kv, _ := h.js.KeyValue(context.Background(), bus.Bucket(githubkit.Plugin))
-	key, _ := bus.Key(in.sc, githubkit.KindRepo, events.RepoKey(fullName))
+	key, _ := bus.Key(in.sc, githubkit.KindRepo, githubkit.RepoKey(fullName))
 	e, err := kv.Get(context.Background(), key)
 	if err != nil {
 		return 0

@@ -122,7 +122,7 @@ func ParseImport(doc []byte, now time.Time) (*ImportPlan, error) {
 			plan.Notes = append(plan.Notes, fmt.Sprintf("repo %q skipped: not a repository", events.Echo(kv.name)))
 			continue
 		}
-		key := events.RepoKey(repo.String())
+		key := RepoKey(repo.String())
 		i, seen := index[key]
 		if !seen {
 			i = len(plan.Records)

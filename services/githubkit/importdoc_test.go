@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/services/githubkit"
-	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 // originalDoc has the shape of the original plugin's stored document, with
@@ -51,7 +50,7 @@ func TestParseImport(t *testing.T) {
 		t.Fatalf("records %d, want 2", len(plan.Records))
 	}
 	or := plan.Records[0]
-	if or.Key != events.RepoKey("o/r") || or.Record.FullName != "O/R" || or.Merged != 3 {
+	if or.Key != githubkit.RepoKey("o/r") || or.Record.FullName != "O/R" || or.Merged != 3 {
 		t.Fatalf("o/r record %+v", or)
 	}
 	if or.Record.Head == nil || *or.Record.Head != "99999999999" || or.Record.RepoID != nil {

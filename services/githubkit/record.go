@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -23,6 +24,10 @@ const (
 	maxEventPages      = 3
 	enrichmentBudget   = 5
 )
+
+// RepoKey returns the repo-key of a full name: unpadded base64url of its
+// lower-cased form.
+func RepoKey(fullName string) string { return binding.Token(strings.ToLower(fullName)) }
 
 // RepoRecord is the stored state of one subscribed repository,
 // <scope>.repo.<repo-key> (spec §6.2).

@@ -3,6 +3,7 @@ package githubkit_test
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +124,14 @@ func TestRecordSubscribers(t *testing.T) {
 	}
 	if _, err := strconv.ParseUint(id.SID(), 16, 64); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestRepoKey(t *testing.T) {
+	if a, b := githubkit.RepoKey("O/R"), githubkit.RepoKey("o/r"); a != b || a != "by9y" {
+		t.Fatalf("keys %q %q, want both by9y", a, b)
+	}
+	if k := githubkit.RepoKey("octocat/Hello-World"); strings.ContainsAny(k, ".*> =+/") {
+		t.Fatalf("key %q is not subject-safe", k)
 	}
 }

@@ -143,7 +143,7 @@ func (s *webhooks) hookCommand(ctx context.Context, inv *bus.Invocation, st Sett
 	}
 	kv := s.runner.KV()
 	sc := inv.Scope
-	found, _, _, err := findRecord(ctx, kv, sc, events.RepoKey(repo.String()), nil, repo.String())
+	found, _, _, err := findRecord(ctx, kv, sc, RepoKey(repo.String()), nil, repo.String())
 	if err != nil {
 		return "", errStore(err)
 	}

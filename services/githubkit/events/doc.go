@@ -19,6 +19,6 @@
 // # Imports
 //
 // This package may import ../ghclient (the raw Event, WorkflowRun and
-// APIError types), pkg/i18n, pkg/binding, go-github's types and the
-// standard library; never pkg/bus, NATS or the service root.
+// APIError types), pkg/i18n, go-github's types and the standard library;
+// never pkg/bus, NATS or the service root (TestImportsAsDocumented).
 package events

@@ -8,7 +8,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
@@ -18,10 +17,6 @@ const (
 	MaxUsernameRunes = 100
 	maxEchoRunes     = 60
 )
-
-// RepoKey returns the repo-key of a full name: unpadded base64url of its
-// lower-cased form.
-func RepoKey(fullName string) string { return binding.Token(strings.ToLower(fullName)) }
 
 var repoRE = regexp.MustCompile(`^[A-Za-z0-9-]{1,39}/[A-Za-z0-9._-]{1,100}$`)
 

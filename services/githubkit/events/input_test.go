@@ -63,15 +63,6 @@ func TestParseRepo(t *testing.T) {
 	}
 }
 
-func TestRepoKey(t *testing.T) {
-	if a, b := events.RepoKey("O/R"), events.RepoKey("o/r"); a != b || a != "by9y" {
-		t.Fatalf("keys %q %q, want both by9y", a, b)
-	}
-	if k := events.RepoKey("octocat/Hello-World"); strings.ContainsAny(k, ".*> =+/") {
-		t.Fatalf("key %q is not subject-safe", k)
-	}
-}
-
 func TestParseIssueNumber(t *testing.T) {
 	tests := []struct {
 		in   string

@@ -15,5 +15,6 @@
 //
 // This package may import go-github, OpenTelemetry's API, Prometheus'
 // client and the standard library; never pkg/bus, NATS or the service
-// root. The formatting core (../events) and the service root import it.
+// root (TestImportsAsDocumented). The formatting core (../events) and the
+// service root import it.
 package ghclient
