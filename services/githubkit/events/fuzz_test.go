@@ -1,10 +1,12 @@
-package githubkit
+package events_test
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
@@ -21,7 +23,7 @@ func FuzzEventLine(f *testing.F) {
 	}
 	f.Add("PushEvent", `{"size":null,"commits":null,"ref":null}`)
 	f.Add("PullRequestEvent", `{"pull_request":{"title":null,"merged":null},"number":-3}`)
-	cat, err := Catalog()
+	cat, err := i18n.Load(os.DirFS(".."), "messages") // the service's catalogue
 	if err != nil {
 		f.Fatal(err)
 	}
