@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -17,31 +18,31 @@ type Op string
 
 // The console operations.
 const (
-	OpInfo           Op = "GET /info"
-	OpSessions       Op = "GET /sessions"
-	OpMessages       Op = "GET /messages"
-	OpTakeoverStatus Op = "GET /takeover_status"
-	OpTakeover       Op = "POST /takeover"
-	OpRelease        Op = "DELETE /takeover"
-	OpMarkHandled    Op = "POST /mark_handled"
-	OpReply          Op = "POST /reply"
-	OpUserInfo       Op = "GET /user_info"
-	OpGroupInfo      Op = "GET /group_info"
-	OpBlob           Op = "GET /blob"
-	OpExport         Op = "GET /export"
-	OpDeleteSession  Op = "DELETE /session"
-	OpClear          Op = "DELETE /clear"
+	opInfo           Op = "GET /info"
+	opSessions       Op = "GET /sessions"
+	opMessages       Op = "GET /messages"
+	opTakeoverStatus Op = "GET /takeover_status"
+	opTakeover       Op = "POST /takeover"
+	opRelease        Op = "DELETE /takeover"
+	opMarkHandled    Op = "POST /mark_handled"
+	opReply          Op = "POST /reply"
+	opUserInfo       Op = "GET /user_info"
+	opGroupInfo      Op = "GET /group_info"
+	opBlob           Op = "GET /blob"
+	opExport         Op = "GET /export"
+	opDeleteSession  Op = "DELETE /session"
+	opClear          Op = "DELETE /clear"
 )
 
-// Ops lists every operation.
-var Ops = []Op{OpInfo, OpSessions, OpMessages, OpTakeoverStatus, OpTakeover, OpRelease,
-	OpMarkHandled, OpReply, OpUserInfo, OpGroupInfo, OpBlob, OpExport, OpDeleteSession, OpClear}
+// allOps lists every operation.
+var allOps = []Op{opInfo, opSessions, opMessages, opTakeoverStatus, opTakeover, opRelease,
+	opMarkHandled, opReply, opUserInfo, opGroupInfo, opBlob, opExport, opDeleteSession, opClear}
 
 // IsAction reports whether the operation changes state (the rest are reads,
 // which have no side effects and skip invocation dedupe).
 func (o Op) IsAction() bool {
 	switch o {
-	case OpTakeover, OpRelease, OpMarkHandled, OpReply, OpDeleteSession, OpClear:
+	case opTakeover, opRelease, opMarkHandled, opReply, opDeleteSession, opClear:
 		return true
 	}
 	return false
@@ -49,11 +50,11 @@ func (o Op) IsAction() bool {
 
 // Paging bounds (spec §11).
 const (
-	DefaultSessionPage = 100
-	MaxSessionPage     = 500
-	DefaultHistoryPage = 50
-	MaxHistoryPage     = 200
-	MaxReplyRunes      = 10000
+	defaultSessionPage = 100
+	maxSessionPage     = 500
+	defaultHistoryPage = 50
+	maxHistoryPage     = 200
+	maxReplyRunes      = 10000
 	maxQueryRunes      = 200
 	maxCursorLen       = 512
 	maxBlobNameLen     = 512
@@ -62,9 +63,9 @@ const (
 
 // Session list filters.
 const (
-	TypeAll    = "all"
-	TypePerson = "person"
-	TypeGroup  = "group"
+	typeAll    = "all"
+	typePerson = "person"
+	typeGroup  = "group"
 )
 
 // PageRequest is a parsed and validated console request. Which fields are
@@ -80,13 +81,13 @@ type PageRequest struct {
 	MemberID    string // user_info
 	Name        string // blob
 	InlineBlobs bool   // export
-	Reply       *ReplyRequest
+	Reply       *replyRequest
 }
 
-// ReplyRequest is an operator reply (spec §7.4). The HTTP transport fills
+// replyRequest is an operator reply (spec §7.4). The HTTP transport fills
 // the attachment bytes from multipart parts and calls Validate; the page
 // transport decodes them from data URLs.
-type ReplyRequest struct {
+type replyRequest struct {
 	IdempotencyKey string
 	Text           string
 	Image          []byte
@@ -103,19 +104,19 @@ var (
 	blobNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 )
 
-// HostOperator is the operator of page calls that carry no valid caller.
-const HostOperator = "host"
+// hostOperator is the operator of page calls that carry no valid caller.
+const hostOperator = "host"
 
-// ValidOperator reports whether id is a valid operator id (spec §9).
-func ValidOperator(id string) bool { return operatorRE.MatchString(id) }
+// validOperator reports whether id is a valid operator id (spec §9).
+func validOperator(id string) bool { return operatorRE.MatchString(id) }
 
 // OperatorOf is the operator of a page call: caller.operator when valid,
 // else "host" (spec §7.1).
 func OperatorOf(callerOperator string) string {
-	if ValidOperator(callerOperator) {
+	if validOperator(callerOperator) {
 		return callerOperator
 	}
-	return HostOperator
+	return hostOperator
 }
 
 // ParseOp resolves a method and endpoint ("/sessions" or "sessions") to an
@@ -123,7 +124,7 @@ func OperatorOf(callerOperator string) string {
 func ParseOp(method, endpoint string) (Op, error) {
 	ep := "/" + strings.TrimPrefix(strings.TrimSpace(endpoint), "/")
 	op := Op(strings.ToUpper(strings.TrimSpace(method)) + " " + ep)
-	for _, o := range Ops {
+	for _, o := range allOps {
 		if o == op {
 			return o, nil
 		}
@@ -153,14 +154,14 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 	}
 	req := PageRequest{Op: op}
 	switch op {
-	case OpInfo:
-	case OpSessions:
-		req.Type = TypeAll
+	case opInfo:
+	case opSessions:
+		req.Type = typeAll
 		if t, ok, err := p.str("type"); err != nil {
 			return req, err
 		} else if ok && t != "" {
 			switch t {
-			case TypeAll, TypePerson, TypeGroup:
+			case typeAll, typePerson, typeGroup:
 				req.Type = t
 			default:
 				return req, bus.Errorf(bus.ErrBadRequest, "type must be all, person or group")
@@ -170,8 +171,8 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 		if err != nil {
 			return req, err
 		}
-		req.Query = model.CutRunes(strings.TrimSpace(q), maxQueryRunes)
-		if req.Limit, err = p.limit(DefaultSessionPage, MaxSessionPage); err != nil {
+		req.Query = settings.CutRunes(strings.TrimSpace(q), maxQueryRunes)
+		if req.Limit, err = p.limit(defaultSessionPage, maxSessionPage); err != nil {
 			return req, err
 		}
 		c, _, err := p.str("cursor")
@@ -182,21 +183,21 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			return req, bus.Errorf(bus.ErrBadRequest, "cursor is malformed")
 		}
 		req.Cursor = c
-	case OpMessages:
+	case opMessages:
 		if req.SID, err = p.sid(); err != nil {
 			return req, err
 		}
 		if req.Before, err = p.uint("before"); err != nil {
 			return req, err
 		}
-		if req.Limit, err = p.limit(DefaultHistoryPage, MaxHistoryPage); err != nil {
+		if req.Limit, err = p.limit(defaultHistoryPage, maxHistoryPage); err != nil {
 			return req, err
 		}
-	case OpTakeoverStatus, OpTakeover, OpRelease, OpMarkHandled, OpGroupInfo, OpDeleteSession:
+	case opTakeoverStatus, opTakeover, opRelease, opMarkHandled, opGroupInfo, opDeleteSession:
 		if req.SID, err = p.sid(); err != nil {
 			return req, err
 		}
-	case OpUserInfo:
+	case opUserInfo:
 		if req.SID, err = p.sid(); err != nil {
 			return req, err
 		}
@@ -208,7 +209,7 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			return req, bus.Errorf(bus.ErrBadRequest, "member_id is too long")
 		}
 		req.MemberID = m
-	case OpBlob:
+	case opBlob:
 		if req.SID, err = p.sid(); err != nil {
 			return req, err
 		}
@@ -220,14 +221,14 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			return req, bus.Errorf(bus.ErrBadRequest, "name is missing or malformed")
 		}
 		req.Name = n
-	case OpExport:
+	case opExport:
 		if req.SID, err = p.sid(); err != nil {
 			return req, err
 		}
 		if req.InlineBlobs, _, err = p.bool("inline_blobs"); err != nil {
 			return req, err
 		}
-	case OpClear:
+	case opClear:
 		confirm, _, err := p.bool("confirm")
 		if err != nil {
 			return req, err
@@ -235,11 +236,11 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 		if !confirm {
 			return req, bus.Errorf(bus.ErrBadRequest, "clear needs confirm: true")
 		}
-	case OpReply:
+	case opReply:
 		if req.SID, err = p.sid(); err != nil {
 			return req, err
 		}
-		r := &ReplyRequest{Image: image, File: file}
+		r := &replyRequest{Image: image, File: file}
 		if r.IdempotencyKey, _, err = p.str("idempotency_key"); err != nil {
 			return req, err
 		}
@@ -291,7 +292,7 @@ func decodeAttachment(field, s string) ([]byte, error) {
 // image or file, an image that sniffs as a raster image
 // (model.RasterImage), attachments of at most 10 MiB, and a sanitised file
 // name. It sets the sniffed mime types.
-func (r *ReplyRequest) Validate() error {
+func (r *replyRequest) Validate() error {
 	if !idemKeyRE.MatchString(r.IdempotencyKey) {
 		return bus.Errorf(bus.ErrBadRequest, "idempotency_key must be 8-128 of A-Z a-z 0-9 _ -")
 	}
@@ -299,8 +300,8 @@ func (r *ReplyRequest) Validate() error {
 		return bus.Errorf(bus.ErrBadRequest, "text is not valid UTF-8")
 	}
 	r.Text = strings.TrimSpace(r.Text)
-	if utf8.RuneCountInString(r.Text) > MaxReplyRunes {
-		return bus.Errorf(bus.ErrTooLarge, "text is over %d characters", MaxReplyRunes)
+	if utf8.RuneCountInString(r.Text) > maxReplyRunes {
+		return bus.Errorf(bus.ErrTooLarge, "text is over %d characters", maxReplyRunes)
 	}
 	if r.Text == "" && len(r.Image) == 0 && len(r.File) == 0 {
 		return bus.Errorf(bus.ErrBadRequest, "a reply needs text, an image or a file")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -13,11 +14,55 @@ import (
 
 // New returns a store over js with subjects subj; it does no I/O. fault,
 // when non-nil (tests only), is consulted before each storage call: a
-// non-nil error fails the call as if JetStream had. The service then calls
-// Ensure, UseKV and UseDedupe; tools call Open instead.
+// non-nil error fails the call as if JetStream had. The service starts it
+// as a bus.Part (Serve, then Start); tools call Open instead.
 func New(js jetstream.JetStream, subj bus.Subjects, fault func(op string, sc binding.Scope) error) *Store {
 	return &Store{js: js, subj: subj, fault: fault}
 }
+
+// Serving is what the service's store needs to start as a bus.Part.
+type Serving struct {
+	// Replicas of the streams, the object store and the session bucket.
+	Replicas int
+	// Dedupe returns the runner's dedupe bucket (it holds the reply
+	// idempotency records, 24 h TTL); the runner has made it before any
+	// part starts.
+	Dedupe func() *bus.KV
+}
+
+// Serve sets what Start needs; call it before the runner starts.
+func (st *Store) Serve(s Serving) { st.serving = s }
+
+// setupTimeout bounds the setup a part does when it starts.
+const setupTimeout = time.Minute
+
+// Start creates the streams, the blob store and the session bucket (after
+// the runner made its buckets, before any intake opens): Store is a
+// bus.Part of the service, closed last.
+func (st *Store) Start(parent context.Context) (err error) {
+	ctx, cancel := context.WithTimeout(parent, setupTimeout)
+	defer cancel()
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
+	if err := st.Ensure(ctx, st.serving.Replicas); err != nil {
+		return err
+	}
+	mainKV, err := bus.EnsureBucket(ctx, st.js, bus.Bucket(Plugin), bus.BucketSpec{Replicas: st.serving.Replicas})
+	if err != nil {
+		return err
+	}
+	st.UseKV(bus.NewKV(st.js.Conn(), mainKV))
+	if st.serving.Dedupe != nil {
+		st.UseDedupe(st.serving.Dedupe())
+	}
+	return nil
+}
+
+// Stop closes the store (bus.Part).
+func (st *Store) Stop(context.Context) error { st.Close(); return nil }
 
 // UseKV sets the session bucket (the service ensures it beside the runner's).
 func (st *Store) UseKV(kv *bus.KV) { st.kv, st.records = kv, st.sessionRecords(kv) }
