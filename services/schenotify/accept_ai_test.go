@@ -305,3 +305,29 @@ func TestAIReminderWaitsForNextMessage(t *testing.T) {
 	}
 	bustest.EventuallyWithin(t, 5*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
 }
+
+// A snoozed AI-written reminder stays AI-written: the copy the snooze sets
+// after the delivery asks the LLM again at its own due second.
+func TestAIReminderSnoozeStaysAI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start(t, testConfig(), nil, nil, nil)
+	b := bind("installation-a", 1)
+	s := sess("bot", "person", "13")
+	e.schedule(t, b, cfgEN, s, map[string]any{"message": "a fresh joke", "time_str": rfc(nextSecond().Add(2 * time.Second)), "ai": true})
+	e.host.wait(t, 1, 10*time.Second)
+	bustest.EventuallyWithin(t, 5*time.Second, "one-shot finished", func() bool { return len(e.reminderKeys(t, scopeOf(b))) == 0 })
+	if got := e.cmd(t, b, cfgEN, s, "!sche snooze 2s"); !strings.Contains(got, "a fresh joke") {
+		t.Fatalf("snooze reply %q", got)
+	}
+	if got := e.cmd(t, b, cfgEN, s, "!sche"); !strings.Contains(got, "(AI) a fresh joke") {
+		t.Fatalf("list after the snooze %q", got)
+	}
+	calls := e.host.wait(t, 2, 10*time.Second)
+	if got := sentText(calls[1]); got != "[Notify] LLM: a fresh joke" {
+		t.Fatalf("snoozed delivery %q", got)
+	}
+	if n := len(e.host.llmCalls()); n != 2 {
+		t.Fatalf("%d invoke_llm calls, want 2", n)
+	}
+}

@@ -84,6 +84,9 @@ type lastDelivered struct {
 	Mentions   []string  `json:"mentions,omitempty"`
 	Occurrence time.Time `json:"occurrence"`
 	At         time.Time `json:"at"`
+	// Kind is the reminder's (Record.Kind): a snoozed AI-written reminder
+	// is written by the AI again.
+	Kind string `json:"kind,omitempty"`
 }
 
 // Created via.
