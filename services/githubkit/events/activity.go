@@ -1,0 +1,337 @@
+package events
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
+)
+
+// Activity is one GitHub event normalized for the formatter and the
+// refinement filters. The poller builds it from an Events API item
+// (FromEvent); a webhook receiver builds the same value from a delivery, so
+// both paths share one formatter. Type uses the Events API names
+// (PushEvent, PullRequestEvent, ...), whatever the source.
+type Activity struct {
+	Type   string
+	Action string
+	Actor  string
+
+	// Push: Ref is the full ref (refs/heads/x, refs/tags/v1) or a bare
+	// name; Commits counts the new (distinct) commits, 0 when unknown.
+	Ref         string
+	Before      string
+	Head        string
+	Commits     int
+	HeadMessage string
+	Forced      bool
+
+	// Pull requests, issues, comments, reviews, discussions.
+	Number      int
+	Title       string
+	OnPR        bool // an issue comment, label or assignment on a pull request
+	Merged      bool
+	Draft       bool
+	Labels      []string // the issue's or PR's labels, when the payload lists them
+	LabelsKnown bool     // the payload listed labels (possibly none)
+	Label       string   // the label added or removed
+	Assignee    string
+	Reviewer    string // requested reviewer (user login or team name)
+	ReviewState string // approved, changes_requested, commented, dismissed
+	CommentID   int64
+	ReviewID    int64
+
+	// Releases.
+	Tag         string
+	ReleaseName string
+	Prerelease  bool
+
+	// Create and Delete.
+	RefType string
+
+	// Forks, members, commit comments, wiki pages, discussions.
+	Forkee   string
+	Member   string
+	CommitID string
+	Pages    []WikiPage
+	Category string
+}
+
+// WikiPage is one page of a wiki edit (GollumEvent).
+type WikiPage struct {
+	Name   string
+	Action string // created or edited
+}
+
+type ghLabel struct {
+	Name string `json:"name"`
+}
+
+type ghUser struct {
+	Login string `json:"login"`
+}
+
+// payload is the union of the payload fields the formatters read, in the
+// full and the trimmed (October 2025) Events API forms and the webhook form.
+// Unknown fields are ignored and a field of an unexpected type leaves the
+// payload empty.
+type payload struct {
+	Action       string  `json:"action"`
+	Ref          *string `json:"ref"`
+	RefType      string  `json:"ref_type"`
+	Size         *int    `json:"size"`
+	DistinctSize *int    `json:"distinct_size"`
+	Before       string  `json:"before"`
+	Head         string  `json:"head"`
+	After        string  `json:"after"`  // webhook push
+	Forced       bool    `json:"forced"` // webhook push
+	Commits      []struct {
+		SHA      string `json:"sha"`
+		ID       string `json:"id"` // webhook push
+		Message  string `json:"message"`
+		Distinct *bool  `json:"distinct"`
+	} `json:"commits"`
+	HeadCommit *struct {
+		ID      string `json:"id"`
+		Message string `json:"message"`
+	} `json:"head_commit"` // webhook push
+	Number      int `json:"number"`
+	PullRequest *struct {
+		Number   int       `json:"number"`
+		Title    *string   `json:"title"`
+		Merged   *bool     `json:"merged"`
+		MergedAt *string   `json:"merged_at"`
+		Draft    bool      `json:"draft"`
+		Labels   []ghLabel `json:"labels"`
+	} `json:"pull_request"`
+	Issue *struct {
+		Number      int       `json:"number"`
+		Title       string    `json:"title"`
+		Labels      []ghLabel `json:"labels"`
+		PullRequest *struct{} `json:"pull_request"`
+	} `json:"issue"`
+	Label             *ghLabel `json:"label"`
+	Assignee          *ghUser  `json:"assignee"`
+	RequestedReviewer *ghUser  `json:"requested_reviewer"`
+	RequestedTeam     *struct {
+		Name string `json:"name"`
+	} `json:"requested_team"`
+	Release *struct {
+		TagName    string `json:"tag_name"`
+		Name       string `json:"name"`
+		Prerelease bool   `json:"prerelease"`
+	} `json:"release"`
+	Review *struct {
+		ID    int64  `json:"id"`
+		State string `json:"state"`
+	} `json:"review"`
+	Comment *struct {
+		ID       int64  `json:"id"`
+		CommitID string `json:"commit_id"`
+	} `json:"comment"`
+	Forkee *struct {
+		FullName string `json:"full_name"`
+	} `json:"forkee"`
+	Member *ghUser `json:"member"`
+	Pages  []struct {
+		PageName string `json:"page_name"`
+		Title    string `json:"title"`
+		Action   string `json:"action"`
+	} `json:"pages"`
+	Discussion *struct {
+		Number   int    `json:"number"`
+		Title    string `json:"title"`
+		Category *struct {
+			Name string `json:"name"`
+		} `json:"category"`
+	} `json:"discussion"`
+}
+
+func payloadOf(e ghclient.Event) payload {
+	var p payload
+	if len(e.Payload) > 0 {
+		if err := json.Unmarshal(e.Payload, &p); err != nil {
+			return payload{}
+		}
+	}
+	return p
+}
+
+// RefType returns payload.ref_type (Create and Delete events).
+// RefType is a create or delete event's ref type ("branch", "tag").
+func RefType(e ghclient.Event) string { return payloadOf(e).RefType }
+
+func actorOf(e ghclient.Event) string {
+	if e.Actor == nil {
+		return ""
+	}
+	return e.Actor.Login
+}
+
+func labelNames(ls []ghLabel) []string {
+	out := make([]string, 0, len(ls))
+	for _, l := range ls {
+		if n := strings.TrimSpace(l.Name); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// pushCount returns the count of new commits: distinct_size, else size,
+// else the distinct entries of a non-empty commits list, else 0 (unknown).
+// size counts every commit of the push, also those already on another
+// branch; distinct_size counts those new to the repository.
+func (p payload) pushCount() int {
+	if p.DistinctSize != nil {
+		return *p.DistinctSize
+	}
+	if p.Size != nil && *p.Size > 0 {
+		return *p.Size
+	}
+	n := 0
+	for _, c := range p.Commits {
+		if c.Distinct == nil || *c.Distinct {
+			n++
+		}
+	}
+	return n
+}
+
+// countKnown reports whether the payload says how many commits came.
+func (p payload) countKnown() bool {
+	return p.DistinctSize != nil || (p.Size != nil && *p.Size > 0) || len(p.Commits) > 0
+}
+
+func (p payload) head() string {
+	if p.Head != "" {
+		return p.Head
+	}
+	return p.After
+}
+
+// headMessage returns the head commit's message when the payload has it.
+// The Events API lists at most 20 commits (the oldest of a longer push are
+// listed, not the head), so the head is found by its sha, not by position.
+func (p payload) headMessage() string {
+	head := p.head()
+	if p.HeadCommit != nil && (head == "" || p.HeadCommit.ID == head) {
+		return p.HeadCommit.Message
+	}
+	for i := len(p.Commits) - 1; i >= 0; i-- {
+		c := p.Commits[i]
+		if sha := c.SHA + c.ID; sha != "" && sha == head {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// FromEvent normalizes an Events API item; en (may be nil) adds what extra
+// GitHub calls found out.
+func FromEvent(e ghclient.Event, en *Enrichment) Activity {
+	p := payloadOf(e)
+	a := Activity{Type: e.Type, Action: p.Action, Actor: actorOf(e), RefType: strings.ToLower(p.RefType)}
+	if p.Ref != nil {
+		a.Ref = *p.Ref
+	}
+	switch e.Type {
+	case "PushEvent":
+		a.Before, a.Head, a.Forced = p.Before, p.head(), p.Forced
+		a.Commits, a.HeadMessage = p.pushCount(), p.headMessage()
+		if en != nil {
+			if !p.countKnown() {
+				a.Commits = en.Commits
+			}
+			if a.HeadMessage == "" {
+				a.HeadMessage = en.HeadMessage
+			}
+			a.Forced = a.Forced || en.Forced
+		}
+	case "PullRequestEvent":
+		a.Number = p.Number
+		if pr := p.PullRequest; pr != nil {
+			if a.Number == 0 {
+				a.Number = pr.Number
+			}
+			if pr.Title != nil {
+				a.Title = *pr.Title
+			}
+			a.Merged = (pr.Merged != nil && *pr.Merged) || (pr.MergedAt != nil && *pr.MergedAt != "")
+			a.Draft = pr.Draft
+			if pr.Labels != nil {
+				a.Labels, a.LabelsKnown = labelNames(pr.Labels), true
+			}
+		}
+		if en != nil && en.HasPR {
+			if strings.TrimSpace(a.Title) == "" {
+				a.Title = en.Title
+			}
+			a.Merged = a.Merged || en.Merged
+			if !a.LabelsKnown && en.Labels != nil {
+				a.Labels, a.LabelsKnown = en.Labels, true
+			}
+		}
+		a.OnPR = true
+	case "IssuesEvent", "IssueCommentEvent":
+		if is := p.Issue; is != nil {
+			a.Number, a.Title, a.OnPR = is.Number, is.Title, is.PullRequest != nil
+			if is.Labels != nil {
+				a.Labels, a.LabelsKnown = labelNames(is.Labels), true
+			}
+		}
+	case "PullRequestReviewEvent", "PullRequestReviewCommentEvent":
+		if pr := p.PullRequest; pr != nil {
+			a.Number = pr.Number
+			if pr.Title != nil {
+				a.Title = *pr.Title
+			}
+		}
+		if p.Review != nil {
+			a.ReviewState, a.ReviewID = strings.ToLower(p.Review.State), p.Review.ID
+		}
+		a.OnPR = true
+	case "ReleaseEvent":
+		if r := p.Release; r != nil {
+			a.Tag, a.ReleaseName, a.Prerelease = strings.TrimSpace(r.TagName), strings.TrimSpace(r.Name), r.Prerelease
+		}
+	case "ForkEvent":
+		if p.Forkee != nil {
+			a.Forkee = p.Forkee.FullName
+		}
+	case "MemberEvent":
+		if p.Member != nil {
+			a.Member = p.Member.Login
+		}
+	case "GollumEvent":
+		for _, pg := range p.Pages {
+			name := pg.Title
+			if strings.TrimSpace(name) == "" {
+				name = pg.PageName
+			}
+			a.Pages = append(a.Pages, WikiPage{Name: name, Action: pg.Action})
+		}
+	case "DiscussionEvent":
+		if d := p.Discussion; d != nil {
+			a.Number, a.Title = d.Number, d.Title
+			if d.Category != nil {
+				a.Category = d.Category.Name
+			}
+		}
+	}
+	if p.Label != nil {
+		a.Label = p.Label.Name
+	}
+	if p.Assignee != nil {
+		a.Assignee = p.Assignee.Login
+	}
+	if p.RequestedReviewer != nil {
+		a.Reviewer = p.RequestedReviewer.Login
+	} else if p.RequestedTeam != nil {
+		a.Reviewer = p.RequestedTeam.Name
+	}
+	if p.Comment != nil {
+		a.CommentID, a.CommitID = p.Comment.ID, p.Comment.CommitID
+	}
+	return a
+}
