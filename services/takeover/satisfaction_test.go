@@ -54,6 +54,9 @@ func TestSatisfactionAfterRelease(t *testing.T) {
 	if len(list.Sessions) != 1 || list.Sessions[0].Satisfaction == nil || list.Sessions[0].Satisfaction.Score != 5 {
 		t.Errorf("console list %+v", list.Sessions)
 	}
+	if d := h.messages(b, surveyConfig, sid).Session; d.Satisfaction == nil || d.Satisfaction.Score != 5 {
+		t.Errorf("console conversation %+v", d.Satisfaction)
+	}
 	var exp takeover.Export
 	h.mustPage(b, surveyConfig, "GET", "/export", map[string]any{"sid": sid}, &exp)
 	if exp.Session.Satisfaction == nil || exp.Session.Satisfaction.Score != 5 {
