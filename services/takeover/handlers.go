@@ -39,6 +39,12 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	if !ok {
 		return nil, bus.Errorf(bus.ErrBadRequest, "launcher_id must be a string or number of 1 to 256 characters")
 	}
+	if len(inv.Config) > 0 && data.LauncherType == model.LauncherPerson && ev.Name == EventPersonMessage {
+		// an operator chat's plain message to the chat it relays (relay.go)
+		if reply, ok := s.ops.relayEvent(ctx, inv, s.settings.get(inv.Scope, inv.Binding, inv.Config), data, lid); ok {
+			return reply, nil
+		}
+	}
 	return s.rec.event(ctx, inv, data, lid), nil
 }
 

@@ -37,4 +37,8 @@ const (
 	KeyAlert   = "alert"   // dedupe bucket: <scope>.alert.<sid>, a chat's alert state
 	KeyNumbers = "numbers" // dedupe bucket: <scope>.numbers.<hash>, an operator chat's short numbers
 	KeyClaim   = "claim"   // dedupe bucket: <scope>.claim.<sid>, a chat's last "taken by" note
+
+	// relay mode (issue 31)
+	KeyRelay   = "relay"   // dedupe bucket: <scope>.relay.<hash>, the chat an operator chat relays
+	KeyRelayTo = "relayto" // dedupe bucket: <scope>.relayto.<sid>, the operator chat a chat is relayed to
 )
