@@ -39,9 +39,14 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	if !ok {
 		return nil, bus.Errorf(bus.ErrBadRequest, "launcher_id must be a string or number of 1 to 256 characters")
 	}
-	if len(inv.Config) > 0 && data.LauncherType == model.LauncherPerson && ev.Name == EventPersonMessage {
+	if ev.Name != EventResponded {
+		set := s.settings.get(inv.Scope, inv.Binding, inv.Config)
 		// an operator chat's plain message to the chat it relays (relay.go)
-		if reply, ok := s.ops.relayEvent(ctx, inv, s.settings.get(inv.Scope, inv.Binding, inv.Config), data, lid); ok {
+		if reply, ok := s.ops.relayEvent(ctx, inv, set, data, lid); ok {
+			return reply, nil
+		}
+		// a user's cancel word (escalation.go)
+		if reply, ok := s.ops.cancelEvent(ctx, inv, set, data, lid); ok {
 			return reply, nil
 		}
 	}
