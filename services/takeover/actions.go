@@ -38,6 +38,7 @@ func (n *notices) afterRelease(ctx context.Context, ses session, cancelTimer boo
 	n.publishLive(ses.sc, model.Live{Type: model.LiveTakeover, SID: ses.sid, Data: n.takeoverView(ses.rec, ses.set)})
 	n.notify(ctx, ses, ses.set.NoticeOnRelease, false, false)
 	n.resolveAlert(ctx, ses.sc, ses.set, ses.sid)
+	n.relayReleased(ctx, ses) // relay.go
 }
 
 // TakeoverView is the console's Takeover shape (spec §7.3).

@@ -315,6 +315,33 @@ func (n *notices) relayUser(ctx context.Context, sc binding.Scope, b binding.Bin
 	})
 }
 
+// relayReleased ends the relay of a released chat (release, timeout, a
+// user's cancel, an idle return) and tells its operator chat. A failure
+// here leaves the binding, which the operator chat's next message finds
+// ended (relayOut).
+func (n *notices) relayReleased(ctx context.Context, ses session) {
+	kv := n.runner.Dedupe()
+	ent, err := kv.Get(ctx, ses.sc, store.KeyRelayTo, ses.sid)
+	if err != nil {
+		return
+	}
+	var t relayTarget
+	if json.Unmarshal(ent.Value(), &t) != nil {
+		return
+	}
+	_ = kv.Delete(ctx, ses.sc, store.KeyRelayTo, ent.Revision(), ses.sid)
+	cur, ok, err := readRelay(ctx, kv, ses.sc, t.Key)
+	if err != nil || !ok || cur.SID != ses.sid {
+		return // the operator chat has moved on
+	}
+	if e, err := kv.Get(ctx, ses.sc, store.KeyRelay, t.Key); err == nil {
+		_ = kv.Delete(ctx, ses.sc, store.KeyRelay, e.Revision(), t.Key)
+	}
+	msg := text(n.catalog, ses.set, "relay.released", map[string]string{"n": t.N})
+	key := "relay-end:" + ses.sid + ":" + strconv.FormatInt(ses.rec.Takeover.ReleasedAt, 10) + ":" + t.Key
+	n.goBackground(ctx, func(ctx context.Context) { n.sendOperator(ctx, ses.sc, ses.b, t.chat(), msg, key) })
+}
+
 // sendOperator sends one plain text to an operator chat (relay notes),
 // once per key.
 func (n *notices) sendOperator(ctx context.Context, sc binding.Scope, b binding.Binding, to model.OperatorChat, text, key string) {

@@ -184,20 +184,37 @@ func TestRelaySwitchAndRelease(t *testing.T) {
 		t.Fatal("a chat switched away from still forwards")
 	}
 
-	// release ends the relay: the next plain message is not sent, the
-	// operator is told, and the one after it is the operator's own again
+	// release ends the relay: the operator chat is told, and its next
+	// plain message is the operator's own again (not sent, left to the AI)
 	h.command(b, relayConfig, 1, privateOp, "!ho release 1")
-	if r := opMessage(h, b, plain("after release")); !r.PreventDefault {
-		t.Fatalf("the message that finds the relay ended was not blocked: %+v", r)
-	}
 	bustest.Eventually(t, "the operator is told the relay ended", func() bool {
 		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "relay ended")
 	})
+	if r := opMessage(h, b, plain("after release")); r.PreventDefault {
+		t.Fatalf("a plain message after the relay ended was blocked: %+v", r)
+	}
+	h.command(b, relayConfig, 1, privateOp, "!ho reply 1 barrier")
+	bustest.Eventually(t, "the barrier reply", func() bool { return hasText(sendsTo(h, b, "bot-a", "person", "43"), "barrier") })
 	if hasText(sendsTo(h, b, "bot-a", "person", "43"), "after release") {
 		t.Fatal("a message after release reached the user")
 	}
-	if r := opMessage(h, b, plain("own again")); r.PreventDefault {
-		t.Fatalf("a plain message after the relay ended was blocked: %+v", r)
+}
+
+// TestRelayEndsOnTimeout: the takeover's expiry ends the relay too.
+func TestRelayEndsOnTimeout(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("relay-timeout")
+	cfg := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"takeover_timeout":2,"operator_chats":["op-bot:person:77"]}`
+	h.attach(b, cfg, true)
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("help")))
+	bustest.Eventually(t, "unread", func() bool { r := h.record(b, sidOf("bot-a", "person", "42")); return r != nil && r.Unread })
+	h.command(b, cfg, 1, privateOp, "!ho list")
+	h.command(b, cfg, 1, privateOp, "!ho take 1")
+	bustest.Eventually(t, "the operator is told the relay ended at the timeout", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "relay ended")
+	})
+	if r := h.mustEvent(b, cfg, takeover.EventPersonMessage, "op-bot", msgData("person", "77", "77", plain("still there?"))); r.PreventDefault {
+		t.Fatalf("a plain message after the timeout was blocked: %+v", r)
 	}
 }
 
@@ -231,5 +248,31 @@ func TestRelayGroupNeedsPrefix(t *testing.T) {
 	other := bus.Session{LauncherType: "person", LauncherID: "5", SenderID: "5", BotUUID: "op-bot"}
 	if got := h.command(b, relayConfig, 1, other, "!ho r x"); !strings.Contains(got, "operator chat") {
 		t.Fatalf("!ho r outside an operator chat: %q", got)
+	}
+}
+
+// TestRelayFindsTheTakeoverOver: a deadline passed before its expiry
+// fired (or a release whose relay note failed) leaves the binding; the
+// operator chat's next message finds the takeover over, is not sent, and
+// ends the relay.
+func TestRelayFindsTheTakeoverOver(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("relay-over")
+	h.attach(b, relayConfig, true)
+	askHuman(h, b, "42")
+	h.command(b, relayConfig, 1, privateOp, "!ho list")
+	h.command(b, relayConfig, 1, privateOp, "!ho take 1 30m")
+	h.clock.Advance(time.Hour) // past the deadline; the schedule fires in 30 real minutes
+	if r := opMessage(h, b, plain("too late")); !r.PreventDefault {
+		t.Fatalf("the message that finds the relay over was left to the AI: %+v", r)
+	}
+	bustest.Eventually(t, "the operator is told", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "your message was not sent")
+	})
+	if hasText(sendsTo(h, b, "bot-a", "person", "42"), "too late") {
+		t.Fatal("a message after the deadline reached the user")
+	}
+	if r := opMessage(h, b, plain("my own")); r.PreventDefault {
+		t.Fatalf("the relay did not end: %+v", r)
 	}
 }
