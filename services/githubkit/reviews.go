@@ -46,6 +46,8 @@ const (
 	kindPulls = "pulls"
 	// maxReviewTimes is how many times a day one chat may choose.
 	maxReviewTimes = 4
+	// maxChatsPerSlot caps the chats of one reminder time (one record).
+	maxChatsPerSlot = 500
 	// maxReviewList is how many pull requests one reminder lists.
 	maxReviewList = 20
 )
@@ -143,13 +145,13 @@ func (s *reviewReminders) reviewSubjects(sc binding.Scope, id string) (sched, fi
 	return sched, fire, err
 }
 
-// armSlot schedules a slot's next fire: the earliest next time of its chats.
-func (s *reviewReminders) armSlot(ctx context.Context, sc binding.Scope, st Settings, sl *reviewSlot) error {
+// armSlot schedules a slot's next fire after now: the earliest next time
+// of its chats.
+func (s *reviewReminders) armSlot(ctx context.Context, sc binding.Scope, st Settings, sl *reviewSlot, now time.Time) error {
 	sched, fire, err := s.reviewSubjects(sc, slotID(sl.Minute))
 	if err != nil {
 		return err
 	}
-	now := s.now()
 	at := NextReviewTime(now, st.Zone, sl.Minute, true)
 	for _, c := range sl.Chats {
 		if !c.Weekdays {
@@ -253,7 +255,7 @@ func (s *reviewReminders) command(ctx context.Context, inv *bus.Invocation, st S
 				cur = &reviewSlot{V: 1, Minute: m}
 			}
 			cur.Chats = slices.DeleteFunc(cur.Chats, func(c reviewChat) bool { return c.Identity == id })
-			if len(cur.Chats) >= events.MaxSubscribersRepo {
+			if len(cur.Chats) >= maxChatsPerSlot {
 				return nil, &errAbort{x.T("reviews.too_many_chats")}
 			}
 			cur.Chats = append(cur.Chats, reviewChat{Identity: id, Weekdays: weekdays, Prefix: prefix})
@@ -266,7 +268,7 @@ func (s *reviewReminders) command(ctx context.Context, inv *bus.Invocation, st S
 		if err != nil {
 			return "", errStore(err)
 		}
-		if err := s.armSlot(ctx, sc, st, sl); err != nil {
+		if err := s.armSlot(ctx, sc, st, sl, s.now()); err != nil {
 			return "", errStore(err)
 		}
 	}
@@ -297,7 +299,7 @@ func (s *reviewReminders) leave(ctx context.Context, sc binding.Scope, st Settin
 		return err
 	}
 	if sl != nil && len(sl.Chats) > 0 {
-		return s.armSlot(ctx, sc, st, sl)
+		return s.armSlot(ctx, sc, st, sl, s.now())
 	}
 	if err := slots(kv).Purge(ctx, sc, id); err != nil {
 		return err
@@ -355,10 +357,11 @@ func (s *reviewReminders) fire(ctx context.Context, sc binding.Scope, id string)
 		return false
 	}
 	st, _ := s.settings(raw)
-	// the next occurrence is armed first: a failed send never stops the
-	// reminders
+	// the next occurrence is armed whatever happens to the sends; a minute
+	// on, so that a fire a little early (another replica's clock) never
+	// arms this same occurrence again
 	defer func() {
-		if err := s.armSlot(context.WithoutCancel(ctx), sc, st, sl); err != nil {
+		if err := s.armSlot(context.WithoutCancel(ctx), sc, st, sl, s.now().Add(time.Minute)); err != nil {
 			s.log.WarnContext(ctx, "reviews: next reminder not armed", "scope", sc.String(), "err", err)
 		}
 	}()
