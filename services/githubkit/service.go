@@ -99,10 +99,10 @@ type Service struct {
 	*shared
 	gh    *ghclient.GitHub
 	hc    *http.Client
-	poll  *poller        // fired polls (poll.go, ci.go)
-	wh    *webhooks      // the webhook command, receiver and consumer (webhook_*.go)
-	subs  *subscriptions // sub, unsub, subs and the installation lifecycle (commands.go, lifecycle.go)
-	cards *cards         // link cards (cards*.go)
+	poll  *poller          // fired polls (poll.go, ci.go)
+	wh    *webhooks        // the webhook command, receiver and consumer (webhook_*.go)
+	subs  *subscriptions   // sub, unsub, subs and the installation lifecycle (commands.go, lifecycle.go)
+	cards *cards           // link cards (cards*.go)
 	revs  *reviewReminders // gh reviews and the fired reminders (reviews.go)
 	me    *personal        // gh me and personal pushes (personal.go)
 	orgs  *orgs            // organisation subscriptions (orgs.go)
@@ -271,7 +271,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		},
 		OnTransition: s.subs.onTransition,
 		Streams: []bus.StreamSpec{{
-			Name:              StreamName,
+			Name: StreamName,
 			Subjects: []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindPoll),
 				s.subj.InternalAll(Plugin, KindReviewSched), s.subj.InternalAll(Plugin, KindReviewFire),
 				s.subj.InternalAll(Plugin, KindOrgSched), s.subj.InternalAll(Plugin, KindOrgPoll)},
