@@ -1,8 +1,10 @@
 package githubkit_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -416,4 +418,77 @@ func (h *harness) schedule2(subject string) string {
 		return ""
 	}
 	return m.Header.Get("Nats-Schedule")
+}
+
+// TestOrgSubscriptionWebhook: an organisation's webhook delivery (it
+// carries "organization" and the repository) is pushed once to the
+// organisation's subscribers, with a personal message to a linked login
+// it mentions; the same event read later by the org poll is not pushed
+// again, the poll still costs one request, and a delivery about a
+// repository outside the organisation pushes nothing.
+func TestOrgSubscriptionWebhook(t *testing.T) {
+	e := newHookEnv(t, githubkit.Config{})
+	e.fake.AddOrgEvents("acme", "acme/api", fakegithub.Event("watch", 100))
+	if got := e.cmd(e.a, "sub acme"); !strings.Contains(got, "organisation acme") {
+		t.Fatalf("sub: %q", got)
+	}
+	alice := bus.Session{LauncherType: "person", LauncherID: "alice-qq", SenderID: "alice-qq", BotUUID: e.a.session.BotUUID}
+	e.cmd(e.a, "me alice-gh", withSession(alice))
+	key := githubkit.OrgKey("acme")
+	poll := e.featSubject(e.a, githubkit.KindOrgPoll, key)
+	e.fireOn(poll, githubkit.OrgConsumer) // primes
+	if got := e.cmd(e.a, "hook acme"); !strings.Contains(got, "admins") {
+		t.Fatalf("hook by a user: %q", got)
+	}
+	id, secret := e.hook("acme")
+	body := []byte(`{"action":"opened","issue":{"number":3,"title":"Broken build","state":"open","html_url":"https://github.com/acme/web/issues/3",` +
+		`"body":"cc @alice-gh","user":{"login":"bob"}},"repository":{"id":5,"full_name":"acme/web"},"organization":{"login":"acme"},"sender":{"login":"bob"}}`)
+	if code, why := e.post(delivery{id: id, event: "issues", guid: "d-1", body: body, secret: secret}); code != http.StatusAccepted {
+		t.Fatalf("delivery: %d %s", code, why)
+	}
+	sends := e.host.WaitSends(t, 2, 10*time.Second)
+	e.idle()
+	var group, private []string
+	for _, c := range e.sends() {
+		if c.SendMessage().TargetType == "person" {
+			private = append(private, sendText(c))
+		} else {
+			group = append(group, sendText(c))
+		}
+	}
+	if len(sends) != 2 || len(group) != 1 || len(private) != 1 || !strings.Contains(group[0], "acme/web: ") ||
+		!strings.Contains(private[0], "bob mentioned you in acme/web#3") {
+		t.Fatalf("group %q private %q", group, private)
+	}
+	// the same event in the organisation's feed: the poll reads it (one
+	// request) and sends nothing more
+	polled := fakegithub.RawEvent("IssuesEvent", 101, "bob", map[string]any{"action": "opened",
+		"issue": map[string]any{"number": 3, "title": "Broken build", "state": "open", "body": "cc @alice-gh"}})
+	// GitHub's created_at of the event: a minute before the delivery arrived
+	polled = bytes.Replace(polled, []byte(`"2026-01-01T00:00:00Z"`), []byte(`"`+e.clock.Now().Add(-time.Minute).UTC().Format(time.RFC3339)+`"`), 1)
+	e.fake.AddOrgEvents("acme", "acme/web", polled)
+	e.fake.ResetRequests()
+	e.fireOn(poll, githubkit.OrgConsumer)
+	if n := len(e.fake.Requests()); n != 1 {
+		t.Fatalf("org poll with a hook: %d requests", n)
+	}
+	if n := len(e.sends()); n != 2 {
+		t.Fatalf("the polled copy was sent again: %d sends", n)
+	}
+	// a delivery about a repository outside the organisation
+	other := bytes.ReplaceAll(body, []byte(`"acme/web"`), []byte(`"evil/web"`))
+	other = bytes.ReplaceAll(other, []byte(`"number":3`), []byte(`"number":4`))
+	if code, why := e.post(delivery{id: id, event: "issues", guid: "d-2", body: other, secret: secret}); code != http.StatusAccepted {
+		t.Fatalf("delivery: %d %s", code, why)
+	}
+	e.idle()
+	if n := len(e.sends()); n != 2 {
+		t.Fatalf("an outside repository's delivery pushed: %d sends", n)
+	}
+	if got := e.cmd(e.a, "hook acme off", withPrivilege(2)); !strings.Contains(got, "removed") {
+		t.Fatalf("hook off: %q", got)
+	}
+	if code, _ := e.post(delivery{id: id, event: "issues", guid: "d-3", body: body, secret: secret}); code != http.StatusNotFound {
+		t.Fatalf("delivery after hook off: %d", code)
+	}
 }

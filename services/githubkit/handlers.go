@@ -63,6 +63,10 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	case events.SubMe:
 		text, err = s.me.command(ctx, inv, x, p, prefix)
 	case events.SubHook:
+		if orgHookArg(p) {
+			text, err = s.orgs.hookCommand(ctx, inv, x, p, prefix)
+			break
+		}
 		text, err = s.wh.hookCommand(ctx, inv, st, x, p, prefix)
 	case events.SubCards:
 		text, err = s.cards.command(ctx, inv, st, x, p, prefix)

@@ -46,6 +46,8 @@ type OrgRecord struct {
 	ETag        string        `json:"etag,omitempty"`
 	IntervalS   int           `json:"interval_s"`
 	Subscribers []*Subscriber `json:"subscribers"`
+	// HookID names the organisation's webhook (orgs_hook.go); "" for none.
+	HookID string `json:"hook_id,omitempty"`
 }
 
 func orgStore(kv *bus.KV) *bus.Records[OrgRecord] {
@@ -64,6 +66,7 @@ type orgs struct {
 	*shared
 	gh *ghclient.GitHub
 	me *personal
+	wh *webhooks
 }
 
 func (s *orgs) subjects(sc binding.Scope, key string) (sched, poll string, err error) {
@@ -303,6 +306,12 @@ func (s *orgs) poll(ctx context.Context, sc binding.Scope, key string) (retry bo
 	if rec.Head == nil {
 		return false // primed: nothing older is pushed
 	}
+	asc = newerThan(asc, head)
+	if rec.HookID != "" {
+		// what the webhook delivered is left out, and what is pushed here
+		// is claimed against the webhook (seen.go)
+		asc = s.claimPolled(ctx, sc, key, asc, s.now())
+	}
 	x := s.texts(st.Language)
 	base := events.WebBase(st.APIURL)
 	for _, sub := range rec.Subscribers {
@@ -332,9 +341,7 @@ func (s *orgs) poll(ctx context.Context, sc binding.Scope, key string) (retry bo
 	// personal notifications: the organisation's repositories are followed
 	byRepo := map[string][]ghclient.Event{}
 	for _, e := range asc {
-		if CompareIDs(e.ID, head) > 0 {
-			byRepo[e.Repo.Name] = append(byRepo[e.Repo.Name], e)
-		}
+		byRepo[e.Repo.Name] = append(byRepo[e.Repo.Name], e)
 	}
 	for repo, evs := range byRepo {
 		s.me.notify(ctx, sc, a, st, repo, evs)

@@ -152,6 +152,7 @@ type webhooks struct {
 	bodies  *httpserve.Budget // delivery bodies being read
 	pushes  *pushBudget
 	me      *personal // personal pushes of delivered events (personal.go)
+	orgs    *orgs     // organisations' deliveries (orgs_hook.go)
 }
 
 // subscriptions is "gh sub", "gh unsub" and "gh subs", and what an
@@ -244,7 +245,8 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	s.me = &personal{shared: sh}
 	s.poll.me, wh.me = s.me, s.me
 	s.revs = &reviewReminders{shared: sh, gh: s.gh}
-	s.orgs = &orgs{shared: sh, gh: s.gh, me: s.me}
+	s.orgs = &orgs{shared: sh, gh: s.gh, me: s.me, wh: wh}
+	wh.orgs = s.orgs
 	if s.cards, err = newCards(sh, s.gh, cfg.Cards, deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}

@@ -95,6 +95,9 @@ func (s *webhooks) pushDelivery(ctx context.Context, f *bus.Fired) (outcome stri
 	if hook == nil {
 		return "no_hook", false
 	}
+	if hook.Org != "" {
+		return s.orgs.pushDelivery(ctx, f, a, id, hook, m)
+	}
 	cur, err := getRecord(ctx, kv, sc, hook.RepoKey)
 	if err != nil {
 		return "store", true
