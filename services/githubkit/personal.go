@@ -190,8 +190,35 @@ type personalTarget struct {
 	login, reason string
 }
 
-// mentionRE finds @login mentions (not e-mail addresses or team paths).
-var mentionRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9_@/.])@([A-Za-z0-9](?:[A-Za-z0-9]|-[A-Za-z0-9]){0,38})\b`)
+// mentions returns the @login mentions of a text, at most max: not
+// e-mail addresses (a word character before the @) nor team mentions
+// (@org/team).
+func mentions(text string, max int) []string {
+	var out []string
+	for i := 0; i < len(text) && len(out) < max; i++ {
+		if text[i] != '@' || (i > 0 && isMentionStop(text[i-1])) {
+			continue
+		}
+		j := i + 1
+		for j < len(text) && (isAlnum(text[j]) || text[j] == '-') {
+			j++
+		}
+		if j < len(text) && (text[j] == '/' || text[j] == '_' || text[j] == '@') {
+			i = j
+			continue
+		}
+		if login := strings.TrimRight(text[i+1:j], "-"); len(login) == j-i-1 && loginRE.MatchString(login) {
+			out = append(out, login)
+		}
+		i = j - 1
+	}
+	return out
+}
+
+func isAlnum(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// isMentionStop: a character before @ that makes it no mention.
+func isMentionStop(c byte) bool { return isAlnum(c) || c == '_' || c == '@' || c == '/' || c == '.' || c == '-' || c == '`' }
 
 // personalTargets returns the logins an event concerns: the requested
 // reviewer, the assignee, and the logins mentioned in a new issue, pull
@@ -232,8 +259,8 @@ func personalTargets(e ghclient.Event) []personalTarget {
 	case p.Action == "opened" && p.Issue != nil:
 		body = p.Issue.Body
 	}
-	for _, m := range mentionRE.FindAllStringSubmatch(body, 20) {
-		add(m[1], reasonMention)
+	for _, m := range mentions(body, 20) {
+		add(m, reasonMention)
 	}
 	return out
 }

@@ -126,6 +126,11 @@ func NextReviewTime(now time.Time, loc *time.Location, minute int, weekdays bool
 	l := now.In(loc)
 	for d := 0; d < 9; d++ {
 		c := time.Date(l.Year(), l.Month(), l.Day()+d, minute/60, minute%60, 0, 0, loc)
+		if got := c.Hour()*60 + c.Minute(); got < minute && c.Day() == time.Date(l.Year(), l.Month(), l.Day()+d, 12, 0, 0, 0, loc).Day() {
+			// a time the clocks skip: time.Date may give the hour
+			// before the gap; the reminder comes as much later
+			c = c.Add(time.Duration(minute-got) * time.Minute)
+		}
 		if weekdays && (c.Weekday() == time.Saturday || c.Weekday() == time.Sunday) {
 			continue
 		}
