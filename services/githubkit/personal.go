@@ -215,10 +215,14 @@ func mentions(text string, max int) []string {
 	return out
 }
 
-func isAlnum(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
 
 // isMentionStop: a character before @ that makes it no mention.
-func isMentionStop(c byte) bool { return isAlnum(c) || c == '_' || c == '@' || c == '/' || c == '.' || c == '-' || c == '`' }
+func isMentionStop(c byte) bool {
+	return isAlnum(c) || c == '_' || c == '@' || c == '/' || c == '.' || c == '-' || c == '`'
+}
 
 // personalTargets returns the logins an event concerns: the requested
 // reviewer, the assignee, and the logins mentioned in a new issue, pull
