@@ -492,3 +492,35 @@ func TestOrgSubscriptionWebhook(t *testing.T) {
 		t.Fatalf("delivery after hook off: %d", code)
 	}
 }
+
+// TestFeatSchedulesFollowConfig: a new timezone re-arms every reminder
+// time in it, a new poll_interval every organisation poll, and an
+// uninstall cancels both.
+func TestFeatSchedulesFollowConfig(t *testing.T) {
+	h := newHarness(t)
+	h.start(githubkit.Config{}, nil)
+	a := newInst(t, "a", h.baseConfig("en_US", "token-a", 120))
+	a.cfg["timezone"] = "Asia/Shanghai"
+	h.attach(a, true)
+	h.clock.Set(time.Date(2027, 6, 1, 0, 0, 0, 0, time.UTC))
+	h.fake.AddOrgEvents("acme", "acme/api", fakegithub.Event("watch", 100))
+	h.cmd(a, "sub acme")
+	h.cmd(a, "reviews 09:30")
+	sched := h.featSubject(a, githubkit.KindReviewSched, "0930")
+	osched := h.featSubject(a, githubkit.KindOrgSched, githubkit.OrgKey("acme"))
+	if at, _ := h.scheduledAt(sched); at.Format(time.RFC3339) != "2027-06-01T01:30:00Z" {
+		t.Fatalf("Shanghai 09:30 is %s", at)
+	}
+	a.cfg["timezone"] = "Europe/London"
+	a.cfg["poll_interval"] = 300
+	h.attach(a, true)
+	bustest.Eventually(t, "re-armed", func() bool {
+		at, _ := h.scheduledAt(sched)
+		return at.Format(time.RFC3339) == "2027-06-01T08:30:00Z" && h.schedule2(osched) == "@every 5m0s"
+	})
+	h.revoke(a, a.b, bus.ReasonUninstall)
+	bustest.Eventually(t, "cancelled", func() bool {
+		_, ok := h.scheduledAt(sched)
+		return !ok && h.schedule2(osched) == ""
+	})
+}

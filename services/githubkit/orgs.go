@@ -366,3 +366,53 @@ func purgeFeatSchedules(ctx context.Context, sh *shared, sc binding.Scope) error
 	return bus.PurgeSubjects(ctx, st, sh.subj.InternalScope(Plugin, KindReviewSched, sc), sh.subj.InternalScope(Plugin, KindReviewFire, sc),
 		sh.subj.InternalScope(Plugin, KindOrgSched, sc), sh.subj.InternalScope(Plugin, KindOrgPoll, sc))
 }
+
+// featTransition re-arms, for an active authority, every reminder time
+// (its zone may have changed) and every organisation poll whose interval
+// changed. A reminder re-armed from the same zone is the same "@at".
+func featTransition(ctx context.Context, revs *reviewReminders, o *orgs, sc binding.Scope, next bus.Authority) error {
+	if next.State != bus.StateActive {
+		return nil
+	}
+	raw, err := revs.runner.OpenConfig(sc, &next)
+	if err != nil {
+		return nil
+	}
+	st, _ := revs.settings(raw)
+	kv := revs.runner.KV()
+	var errs []error
+	sl, err := slots(kv).List(ctx, sc)
+	if err != nil {
+		return err
+	}
+	for _, l := range sl {
+		if l.Value != nil && len(l.Value.Chats) > 0 {
+			errs = append(errs, revs.armSlot(ctx, sc, st, l.Value, revs.now()))
+		}
+	}
+	ol, err := orgStore(kv).List(ctx, sc)
+	if err != nil {
+		return err
+	}
+	for _, l := range ol {
+		if l.Value == nil || len(l.Value.Subscribers) == 0 || l.Value.IntervalS == st.PollInterval {
+			continue
+		}
+		if _, _, err := orgStore(kv).Update(ctx, sc, func(r *OrgRecord) (*OrgRecord, error) {
+			if r == nil {
+				return nil, bus.ErrNoChange
+			}
+			r.IntervalS = st.PollInterval
+			return r, nil
+		}, l.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		sched, poll, err := o.subjects(sc, l.ID)
+		if err == nil {
+			err = bus.ScheduleEvery(ctx, o.runner.JetStream(), sched, poll, time.Duration(st.PollInterval)*time.Second, []byte(`{"v":1}`))
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -271,7 +271,9 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			}
 			return purgeFeatSchedules(ctx, sh, sc)
 		},
-		OnTransition: s.subs.onTransition,
+		OnTransition: func(ctx context.Context, sc binding.Scope, prev *bus.Authority, next bus.Authority) error {
+			return errors.Join(s.subs.onTransition(ctx, sc, prev, next), featTransition(ctx, s.revs, s.orgs, sc, next))
+		},
 		Streams: []bus.StreamSpec{{
 			Name: StreamName,
 			Subjects: []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindPoll),
