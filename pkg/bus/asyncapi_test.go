@@ -31,7 +31,7 @@ func TestAsyncAPIMatchesSubjects(t *testing.T) {
 	}
 	add(s.Lifecycle(bustest.DocPlugin, bus.LifecycleAttach, sc))
 	add(s.Lifecycle(bustest.DocPlugin, bus.LifecycleRevoke, sc))
-	for _, a := range []string{bus.ActionSendMessage, bus.ActionGetBotInfo, bus.ActionGetBots} {
+	for _, a := range []string{bus.ActionSendMessage, bus.ActionGetBotInfo, bus.ActionGetBots, bus.ActionInvokeLLM} {
 		add(s.HostAction(a, sc))
 	}
 	slices.Sort(built)

@@ -28,6 +28,10 @@ const (
 	// HostCallTimeout bounds one runtime call of a host action; the
 	// service's own host timeout is bus.DefaultHostTimeout.
 	HostCallTimeout = 12 * time.Second
+	// LLMCallTimeout caps one runtime call of invoke_llm (a model may
+	// answer slowly); the service's own deadline, sent as timeout_ms,
+	// shortens it. LangBot's SDK default is 120 s.
+	LLMCallTimeout = 110 * time.Second
 	// AttachRefresh is how often a worker republishes its attach, so a
 	// live installation is never taken for gone by a retention rule.
 	AttachRefresh = time.Hour
@@ -83,6 +87,9 @@ type protocol struct {
 	// Refusals: reason -> phrases of a platform's permanent refusal in
 	// LangBot's exception text (refusals.go).
 	Refusals map[string][]string `json:"refusals"`
+	// LLMNoModel is the reason of the 404 invoke_llm answers when the
+	// workspace has no LLM model.
+	LLMNoModel string `json:"llm_no_model_reason"`
 }
 
 // template turns a subject built from placeholders into a Python format
@@ -125,7 +132,7 @@ func buildProtocol(configKeys []string) (protocol, error) {
 		Endpoints:   endpoints,
 		Attach:      bus.LifecycleAttach,
 		Stream:      bus.LifecycleStream,
-		HostActions: []string{bus.ActionSendMessage, bus.ActionGetBotInfo, bus.ActionGetBots},
+		HostActions: []string{bus.ActionSendMessage, bus.ActionGetBotInfo, bus.ActionGetBots, bus.ActionInvokeLLM},
 		Headers: map[string]string{
 			"invocation_id":   bus.HeaderInvocationID,
 			"idempotency_key": bus.HeaderIdempotencyKey,
@@ -148,11 +155,12 @@ func buildProtocol(configKeys []string) (protocol, error) {
 		Timeouts: map[string]int{
 			"command": int(CommandTimeout.Milliseconds()), "tool": int(ToolTimeout.Milliseconds()),
 			"page": int(PageTimeout.Milliseconds()), "event": int(EventTimeout.Milliseconds()),
-			"host_call": int(HostCallTimeout.Milliseconds()), "attach_refresh": int(AttachRefresh.Milliseconds()),
+			"host_call": int(HostCallTimeout.Milliseconds()), "llm_call": int(LLMCallTimeout.Milliseconds()), "attach_refresh": int(AttachRefresh.Milliseconds()),
 			"attach_backoff_max": int(AttachBackoffMax.Milliseconds()), "connect_grace": int(ConnectGrace.Milliseconds()),
 		},
-		IdemKeys: IdempotencyKeys,
-		Refusals: refusalPhrases(),
+		IdemKeys:   IdempotencyKeys,
+		Refusals:   refusalPhrases(),
+		LLMNoModel: bus.ReasonNoLLMModel,
 	}
 	return p, nil
 }

@@ -30,6 +30,25 @@ func (c HostCall) SendMessage() bus.SendMessage {
 	return m
 }
 
+// InvokeLLM decodes the call's data as invoke_llm data.
+func (c HostCall) InvokeLLM() bus.InvokeLLM {
+	var m bus.InvokeLLM
+	_ = json.Unmarshal(c.Request.Data, &m)
+	return m
+}
+
+// LLMModel is the model the fake host's LLM answers as.
+const LLMModel = "test-model"
+
+// LLMAnswer is the fake host's default invoke_llm answer to req: "LLM: "
+// and the last message's content.
+func LLMAnswer(req bus.InvokeLLM) string {
+	if len(req.Messages) == 0 {
+		return "LLM:"
+	}
+	return "LLM: " + req.Messages[len(req.Messages)-1].Content
+}
+
 // HostReply is how the fake host answers one call.
 type HostReply struct {
 	Data any        // success body; nil means {}
@@ -45,9 +64,13 @@ type Host struct {
 	mu      sync.Mutex
 	calls   []HostCall
 	respond func(HostCall) HostReply
+	llm     func(bus.InvokeLLM) HostReply
 	changed chan struct{}
 }
 
+// By default invoke_llm answers LLMAnswer as LLMModel; AnswerLLM
+// scripts it.
+//
 // NewHost subscribes a fake host on nc until cleanup. Each call is
 // answered on its own goroutine, so a responder that blocks (to hold a
 // send in flight) does not hold up the others.
@@ -63,7 +86,7 @@ func NewHost(t testing.TB, nc *nats.Conn, subjects bus.Subjects) *Host {
 		_ = json.Unmarshal(m.Data, &call.Request)
 		h.mu.Lock()
 		h.calls = append(h.calls, call)
-		respond := h.respond
+		respond, llm := h.respond, h.llm
 		close(h.changed)
 		h.changed = make(chan struct{})
 		h.mu.Unlock()
@@ -72,8 +95,11 @@ func NewHost(t testing.TB, nc *nats.Conn, subjects bus.Subjects) *Host {
 		go func() {
 			defer h.wg.Done()
 			reply := defaultReply(call)
-			if respond != nil {
+			switch {
+			case respond != nil:
 				reply = respond(call)
+			case llm != nil && call.Action == bus.ActionInvokeLLM:
+				reply = llm(call.InvokeLLM())
 			}
 			if reply.Drop {
 				return
@@ -119,6 +145,8 @@ func defaultReply(c HostCall) HostReply {
 		return HostReply{Data: map[string]any{"bot": bus.BotInfo{UUID: d.BotUUID, Name: "Test Bot", Adapter: "test"}}}
 	case bus.ActionGetBots:
 		return HostReply{Data: map[string]any{"bots": []bus.BotInfo{}}}
+	case bus.ActionInvokeLLM:
+		return HostReply{Data: bus.LLMAnswer{Text: LLMAnswer(c.InvokeLLM()), Model: LLMModel}}
 	}
 	return HostReply{}
 }
@@ -140,6 +168,19 @@ func (h *Host) Respond(f func(HostCall) HostReply) {
 	h.mu.Unlock()
 }
 
+// AnswerLLM sets how later invoke_llm calls are answered (nil: the
+// default answer), unless Respond has taken over every action.
+func (h *Host) AnswerLLM(f func(bus.InvokeLLM) HostReply) {
+	h.mu.Lock()
+	h.llm = f
+	h.mu.Unlock()
+}
+
+// NoLLMModel is the reply of a host whose workspace has no LLM model.
+func NoLLMModel(bus.InvokeLLM) HostReply {
+	return HostReply{Err: bus.ErrNoLLMModel}
+}
+
 // Calls returns the calls received so far.
 func (h *Host) Calls() []HostCall {
 	h.mu.Lock()
@@ -152,6 +193,17 @@ func (h *Host) Sends() []HostCall {
 	var out []HostCall
 	for _, c := range h.Calls() {
 		if c.Action == bus.ActionSendMessage {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// LLMCalls returns the invoke_llm calls received so far.
+func (h *Host) LLMCalls() []HostCall {
+	var out []HostCall
+	for _, c := range h.Calls() {
+		if c.Action == bus.ActionInvokeLLM {
 			out = append(out, c)
 		}
 	}
