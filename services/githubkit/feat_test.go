@@ -524,3 +524,92 @@ func TestFeatSchedulesFollowConfig(t *testing.T) {
 		return !ok && h.schedule2(osched) == ""
 	})
 }
+
+// TestAISummary: "gh summary" gives the host's LLM the issue and its
+// newest comments and answers its summary; the budget counts a day's
+// summaries (a retried invocation once); no model, a failing LLM and a
+// turned-off setting each answer clearly; the discussion never reaches the
+// logs.
+func TestAISummary(t *testing.T) {
+	h := newHarness(t)
+	h.start(githubkit.Config{}, nil)
+	a := newInst(t, "a", h.baseConfig("en_US", "token-a", 120))
+	a.cfg["ai_summaries_per_day"] = 2
+	a.cfg["timezone"] = "UTC"
+	h.attach(a, true)
+	h.clock.Set(time.Date(2027, 6, 1, 12, 0, 0, 0, time.UTC))
+	const secretWords = "the-private-discussion-words"
+	h.fake.SetComments(hw, 1347, fakegithub.Comment{Author: "bob", Body: "I can reproduce it. " + secretWords},
+		fakegithub.Comment{Author: "carol", Body: "Fixed in #1350?"})
+	h.host.AnswerLLM(func(req bus.InvokeLLM) bustest.HostReply {
+		return bustest.HostReply{Data: bus.LLMAnswer{Text: "A crash on the second run; a fix is proposed.", Model: "m"}}
+	})
+	got := h.cmd(a, "summary "+hw+"#1347")
+	if !strings.Contains(got, "AI summary of "+hw+"#1347 Found a bug") || !strings.Contains(got, "a fix is proposed") ||
+		!strings.Contains(got, "https://github.com/"+hw+"/issues/1347") {
+		t.Fatalf("summary: %q", got)
+	}
+	var calls []bustest.HostCall
+	for _, c := range h.host.Calls() {
+		if c.Action == bus.ActionInvokeLLM {
+			calls = append(calls, c)
+		}
+	}
+	if len(calls) != 1 || calls[0].Scope != a.sc {
+		t.Fatalf("%d LLM calls", len(calls))
+	}
+	req := calls[0].InvokeLLM()
+	if len(req.Messages) != 2 || req.Messages[0].Role != bus.RoleSystem || !strings.Contains(req.Messages[0].Content, "English") {
+		t.Fatalf("LLM request %+v", req)
+	}
+	in := req.Messages[1].Content
+	if !strings.Contains(in, "Found a bug") || !strings.Contains(in, "run it twice") || !strings.Contains(in, "bob: I can reproduce it") ||
+		strings.Index(in, "bob:") > strings.Index(in, "carol:") {
+		t.Fatalf("LLM input:\n%s", in)
+	}
+	// the same invocation retried is charged once: one more summary today
+	id := h.newID()
+	for range 2 {
+		if got, err := h.cmdID(a, id, "summary "+hw+" 1347"); err != nil || !strings.Contains(got, "a fix is proposed") {
+			t.Fatalf("retried summary: %q %v", got, err)
+		}
+	}
+	if got := h.cmd(a, "summary "+hw+"#1347"); !strings.Contains(got, "used up (2 a day") {
+		t.Fatalf("over budget: %q", got)
+	}
+	// the next day starts again; a failing LLM and no model answer clearly
+	h.clock.Set(time.Date(2027, 6, 2, 12, 0, 0, 0, time.UTC))
+	h.host.AnswerLLM(func(bus.InvokeLLM) bustest.HostReply {
+		return bustest.HostReply{Err: bus.Errorf(bus.ErrInternal, "model down")}
+	})
+	if got := h.cmd(a, "summary "+hw+"#1347"); !strings.Contains(got, "could not be written") {
+		t.Fatalf("failing LLM: %q", got)
+	}
+	h.host.AnswerLLM(bustest.NoLLMModel)
+	if got := h.cmd(a, "summary "+hw+"#1347"); !strings.Contains(got, "no LLM model") {
+		t.Fatalf("no model: %q", got)
+	}
+	if got := h.cmd(a, "summary "+hw+"#1347"); !strings.Contains(got, "used up") {
+		t.Fatalf("budget after failures: %q", got)
+	}
+	if got := h.cmd(a, "summary "+hw); !strings.Contains(got, "Usage") {
+		t.Fatalf("usage: %q", got)
+	}
+	if got := h.cmd(a, "summary "+hw+"#999999"); !strings.Contains(strings.ToLower(got), "not found") {
+		t.Fatalf("missing issue: %q", got)
+	}
+	a.cfg["ai_summaries_per_day"] = 0
+	h.attach(a, true)
+	before := len(h.host.Calls())
+	if got := h.cmd(a, "summary "+hw+"#1347"); !strings.Contains(got, "turned off") {
+		t.Fatalf("off: %q", got)
+	}
+	for _, c := range h.host.Calls()[before:] {
+		if c.Action == bus.ActionInvokeLLM {
+			t.Fatal("the LLM was asked with summaries off")
+		}
+	}
+	if logs := h.logs.String(); strings.Contains(logs, secretWords) || strings.Contains(logs, "run it twice") || strings.Contains(logs, "a fix is proposed") {
+		t.Fatal("discussion or answer text in the logs")
+	}
+}

@@ -62,6 +62,8 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		text, err = s.revs.command(ctx, inv, st, x, p, prefix)
 	case events.SubMe:
 		text, err = s.me.command(ctx, inv, x, p, prefix)
+	case events.SubSummary:
+		text, err = s.sums.command(ctx, inv, st, x, p.Args, prefix)
 	case events.SubHook:
 		if orgHookArg(p) {
 			text, err = s.orgs.hookCommand(ctx, inv, x, p, prefix)

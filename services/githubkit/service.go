@@ -106,6 +106,7 @@ type Service struct {
 	revs  *reviewReminders // gh reviews and the fired reminders (reviews.go)
 	me    *personal        // gh me and personal pushes (personal.go)
 	orgs  *orgs            // organisation subscriptions (orgs.go)
+	sums  *summaries       // gh summary (summary.go)
 }
 
 // shared is what every part reads: the config, the runner (set once New
@@ -247,6 +248,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	s.revs = &reviewReminders{shared: sh, gh: s.gh}
 	s.orgs = &orgs{shared: sh, gh: s.gh, me: s.me, wh: wh}
 	wh.orgs = s.orgs
+	s.sums = &summaries{shared: sh, gh: s.gh}
 	if s.cards, err = newCards(sh, s.gh, cfg.Cards, deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
