@@ -103,6 +103,10 @@ func TestReviewRemindersWeekAcrossDST(t *testing.T) {
 		fakegithub.Pull{Number: 9, Title: "Nobody asked", Author: "dave", CreatedAt: old},
 		fakegithub.Pull{Number: 10, Title: "Draft", Author: "erin", CreatedAt: old, Draft: true, Reviewers: []string{"bob"}},
 	)
+	if got := h.cmd(a, "help"); !strings.Contains(got, "!gh reviews <HH:MM>") || !strings.Contains(got, "!gh me <github-login>") ||
+		!strings.Contains(got, "!gh summary <owner/repo>#<number>") || !strings.Contains(got, "!gh sub <org>") {
+		t.Fatalf("help: %q", got)
+	}
 	if got := h.cmd(a, "reviews 9:30 weekdays"); !strings.Contains(got, "09:30") || !strings.Contains(got, "Monday to Friday") || !strings.Contains(got, "America/New_York") {
 		t.Fatalf("reviews: %q", got)
 	}
