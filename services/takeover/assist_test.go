@@ -74,7 +74,7 @@ func TestAIAssistSummaryAndSuggest(t *testing.T) {
 		t.Fatalf("suggest answered %q", got)
 	}
 	h.command(b, assistConfig, 1, opSession, "!ho reply 1 Sorry for the wait, I can refund order 7 today.")
-	if s := sendsTo(h, "71"); len(s) != 1 || s[0] != "Sorry for the wait, I can refund order 7 today." {
+	if s := textsTo(h, "71"); len(s) != 1 || s[0] != "Sorry for the wait, I can refund order 7 today." {
 		t.Fatalf("sent %q", s)
 	}
 	// the budget: two calls today, the third is refused without a call

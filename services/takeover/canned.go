@@ -155,6 +155,16 @@ func (o *ops) expandCanned(ctx context.Context, sc binding.Scope, text string) (
 	return r.Text, nil
 }
 
+// cannedRefusal is the catalogue key that tells an operator chat why
+// expandCanned refused a relayed text: no such canned reply, or the
+// message was not sent.
+func cannedRefusal(err error) string {
+	if be, ok := bus.AsError(err); ok && be.Reason == reasonCannedNotFound {
+		return "error." + reasonCannedNotFound
+	}
+	return "relay.not_sent"
+}
+
 // cannedCommand serves `!ho canned list | add <name> <text> | del <name>`.
 func (o *ops) cannedCommand(ctx context.Context, c pageCall, cmd *bus.Command, say func(string, map[string]string) (any, error)) (any, error) {
 	sub := ""

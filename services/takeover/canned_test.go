@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
-// sendsTo returns the texts the host sent into chat lid.
-func sendsTo(h *harness, lid string) []string {
+// textsTo returns the texts the host sent into chat lid.
+func textsTo(h *harness, lid string) []string {
 	var out []string
 	for _, c := range h.host.Sends() {
 		if m := c.SendMessage(); m.TargetID == lid && len(m.MessageChain) > 0 {
@@ -75,7 +76,7 @@ func TestCannedReplies(t *testing.T) {
 	if got := h.command(b, cannedConfig, 1, opSession, "!ho reply 1 /hi"); !strings.Contains(got, "no canned reply") {
 		t.Errorf("B's reply /hi answered %q", got)
 	}
-	if got := sendsTo(h, "61"); len(got) != 0 {
+	if got := textsTo(h, "61"); len(got) != 0 {
 		t.Fatalf("a refused canned reply sent %q", got)
 	}
 	if got := h.command(a, cannedConfig, 1, opSession, "!ho reply 1 /nope"); !strings.Contains(got, "no canned reply") {
@@ -88,7 +89,7 @@ func TestCannedReplies(t *testing.T) {
 		t.Fatalf("reply //hi answered %q", got)
 	}
 	want := []string{"Hello there,\nhow can I help?", "/hi is a path"}
-	if got := sendsTo(h, "61"); strings.Join(got, "|") != strings.Join(want, "|") {
+	if got := textsTo(h, "61"); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("sent %q, want %q", got, want)
 	}
 	// the history holds the text sent, not the name
@@ -160,5 +161,43 @@ func TestCannedRefusals(t *testing.T) {
 	user.LauncherType, user.LauncherID = "person", "5"
 	if got := h.command(a, cannedConfig, 1, user, "!ho canned del raa"); !strings.Contains(got, "Only admins") {
 		t.Errorf("a user's canned del answered %q", got)
+	}
+}
+
+// TestCannedRepliesInRelay: in relay mode a plain `/name` sends the
+// canned reply, `!ho r /name` too; an unknown name sends nothing and the
+// operator chat is told.
+func TestCannedRepliesInRelay(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("canned-relay")
+	h.attach(b, relayConfig, true)
+	h.mustPage(b, relayConfig, "POST", "/canned", map[string]any{"name": "wait", "text": "One moment please, I am checking."}, nil)
+	askHuman(h, b, "43")
+	h.command(b, relayConfig, 1, privateOp, "!ho list")
+	if got := h.command(b, relayConfig, 1, privateOp, "!ho take 1"); !strings.Contains(got, "Relay on") {
+		t.Fatalf("take: %q", got)
+	}
+	opMessage(h, b, plain("/wait"))
+	bustest.Eventually(t, "the canned reply reaches the user", func() bool {
+		return hasText(sendsTo(h, b, "bot-a", "person", "43"), "One moment please, I am checking.")
+	})
+	opMessage(h, b, plain("/nope"))
+	bustest.Eventually(t, "the operator chat told", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "no canned reply")
+	})
+	if got := h.command(b, relayConfig, 1, privateOp, "!ho r /wait"); !strings.Contains(got, "Sent") {
+		t.Fatalf("!ho r /wait: %q", got)
+	}
+	n := 0
+	for _, m := range sendsTo(h, b, "bot-a", "person", "43") {
+		if hasText([]bus.SendMessage{m}, "/nope") {
+			t.Error("an unknown canned name reached the user")
+		}
+		if hasText([]bus.SendMessage{m}, "One moment please") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d canned sends, want 2", n)
 	}
 }

@@ -33,7 +33,7 @@ func TestSatisfactionAfterRelease(t *testing.T) {
 	h.attach(b, surveyConfig, true)
 	sid := takenAndReleased(t, h, b, surveyConfig, "64", "help please")
 	sends := h.host.WaitSends(t, 2, 10*time.Second)
-	if got := sendsTo(h, "64"); len(got) != 2 || got[0] != "bye" || !strings.Contains(got[1], "How did we do?") {
+	if got := textsTo(h, "64"); len(got) != 2 || got[0] != "bye" || !strings.Contains(got[1], "How did we do?") {
 		t.Fatalf("sent %q (%d sends)", got, len(sends))
 	}
 	r := h.record(b, sid)
@@ -85,7 +85,7 @@ func TestSatisfactionIgnoredAnswers(t *testing.T) {
 	h.attach(b, surveyConfig, true)
 
 	sid := takenAndReleased(t, h, b, surveyConfig, "65", "help")
-	bustest.Eventually(t, "asked", func() bool { return len(sendsTo(h, "65")) == 2 })
+	bustest.Eventually(t, "asked", func() bool { return len(textsTo(h, "65")) == 2 })
 	if rep := h.mustEvent(b, surveyConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "65", "65", plain("thanks, 5 stars!"))); rep.PreventDefault {
 		t.Error("a text answer was blocked")
 	}
@@ -98,7 +98,7 @@ func TestSatisfactionIgnoredAnswers(t *testing.T) {
 	}
 
 	sid = takenAndReleased(t, h, b, surveyConfig, "66", "help")
-	bustest.Eventually(t, "asked", func() bool { return len(sendsTo(h, "66")) == 2 })
+	bustest.Eventually(t, "asked", func() bool { return len(textsTo(h, "66")) == 2 })
 	h.clock.Advance(121 * time.Second)
 	if rep := h.mustEvent(b, surveyConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "66", "66", plain("3"))); rep.PreventDefault {
 		t.Error("a number after the window was blocked")
@@ -108,8 +108,8 @@ func TestSatisfactionIgnoredAnswers(t *testing.T) {
 	}
 
 	takenAndReleased(t, h, b, surveyConfig, "67", "我要人工")
-	bustest.Eventually(t, "asked", func() bool { return len(sendsTo(h, "67")) == 2 })
-	if got := sendsTo(h, "67")[1]; !strings.Contains(got, "满意") {
+	bustest.Eventually(t, "asked", func() bool { return len(textsTo(h, "67")) == 2 })
+	if got := textsTo(h, "67")[1]; !strings.Contains(got, "满意") {
 		t.Errorf("a Chinese user was asked %q", got)
 	}
 
@@ -117,7 +117,7 @@ func TestSatisfactionIgnoredAnswers(t *testing.T) {
 	offCfg := `{"trigger_words":["help"],"user_notice_on_release":"bye"}`
 	h.attach(off, offCfg, true)
 	sid = takenAndReleased(t, h, off, offCfg, "68", "help")
-	bustest.Eventually(t, "release notice", func() bool { return len(sendsTo(h, "68")) == 1 })
+	bustest.Eventually(t, "release notice", func() bool { return len(textsTo(h, "68")) == 1 })
 	if rep := h.mustEvent(off, offCfg, takeover.EventPersonMessage, "bot-a", msgData("person", "68", "68", plain("5"))); rep.PreventDefault {
 		t.Error("with the survey off a number was blocked")
 	}
@@ -129,13 +129,13 @@ func TestSatisfactionIgnoredAnswers(t *testing.T) {
 	h.mustEvent(b, surveyConfig, takeover.EventGroupMessage, "bot-a", msgData("group", "69", "70", plain("help")))
 	bustest.Eventually(t, "group taken over", func() bool { r := h.record(b, gsid); return r != nil && r.Takeover.Active })
 	h.mustPage(b, surveyConfig, "DELETE", "/takeover", map[string]any{"sid": gsid}, nil)
-	bustest.Eventually(t, "group release notice", func() bool { return len(sendsTo(h, "69")) == 1 })
+	bustest.Eventually(t, "group release notice", func() bool { return len(textsTo(h, "69")) == 1 })
 	if r := h.record(b, gsid); r.Satisfaction != nil {
 		t.Errorf("a group was asked: %+v", r.Satisfaction)
 	}
 	// a group's question would have been asked right after the notice's
 	// first try, before DELETE /takeover answered
-	if got := sendsTo(h, "69"); len(got) != 1 {
+	if got := textsTo(h, "69"); len(got) != 1 {
 		t.Errorf("group sends %q", got)
 	}
 }

@@ -80,6 +80,8 @@ type Settings struct {
 	// AICallsPerDay bounds the installation's LLM calls per UTC day
 	// (ai_calls_per_day).
 	AICallsPerDay int `json:"ai_calls_per_day"`
+	// Escalation is the queue's escalation (escalation.go, issue 31).
+	Escalation
 }
 
 // DefaultSettings returns the settings of an empty config.
@@ -97,6 +99,7 @@ func DefaultSettings() Settings {
 		CommandPrefix:         settings.DefaultCommandPrefix,
 		SatisfactionWindow:    DefaultSatisfactionWindow,
 		AICallsPerDay:         DefaultAICallsPerDay,
+		Escalation:            Escalation{Timezone: DefaultTimezone, CancelWords: DefaultCancelWords(), FallbackChats: []OperatorChat{}},
 	}
 }
 
@@ -161,9 +164,12 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 	s.SatisfactionWindow = r.Int("satisfaction_window", s.SatisfactionWindow, ints(MinSatisfactionWindow, MaxSatisfactionWindow))
 	s.AIAssist = r.Bool("ai_assist", s.AIAssist, bools)
 	s.AICallsPerDay = r.Int("ai_calls_per_day", s.AICallsPerDay, ints(1, MaxAICallsPerDay))
+	esc, escProblems := parseEscalation(r, minTimeout)
+	s.Escalation = esc
 	for _, w := range r.Warnings() {
 		problems = append(problems, w.Field)
 	}
+	problems = append(problems, escProblems...)
 	if v, ok := r.Raw("operator_chats"); ok {
 		chats, clean := parseOperatorChats(v)
 		s.OperatorChats = chats
