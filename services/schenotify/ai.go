@@ -3,7 +3,6 @@ package schenotify
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -96,18 +95,6 @@ func (rd Renderer) kindMark(set Settings, rec *Record) string {
 	return ""
 }
 
-// AIBudget is <scope>.aibudget: the AI-written deliveries of one day.
-type AIBudget struct {
-	V int `json:"v"`
-	// Day is the installation zone's date the counts belong to
-	// (YYYY-MM-DD); another day starts from zero.
-	Day  string `json:"day"`
-	Used int    `json:"used"`
-	// Charged are the occurrences charged on Day (<id>:<occurrence>), so a
-	// retried delivery of one occurrence is charged once.
-	Charged []string `json:"charged"`
-}
-
 // aiCharge is the budget decision of one AI-written delivery, taken by
 // render: while a held delivery waits for its instant (so the LLM request
 // goes out at the due second), or at the send.
@@ -136,36 +123,15 @@ func (d *delivery) chargeAI(ctx context.Context, c *claimed, set Settings, at ti
 }
 
 // charge takes one call of the day's budget (<scope>.aibudget) for
-// occurrence key occ, unless occ was charged already; it reports whether
-// the LLM may be asked. A stored later day (another replica's clock
-// ahead) is kept: the count never goes back to an earlier day.
+// occurrence key occ (bus.DailyBudget: charged once per occurrence); it
+// reports whether the LLM may be asked.
 func (d *delivery) charge(ctx context.Context, sc binding.Scope, limit int, day, occ string) (bool, error) {
-	allowed := false
-	budgets := bus.NewRecords(d.runner.KV(), keyAIBudget, bus.RecordsConfig[AIBudget]{})
 	d.rem.writes.Add(1)
-	_, _, err := budgets.Update(ctx, sc, func(cur *AIBudget) (*AIBudget, error) {
-		b := AIBudget{V: 1, Day: day}
-		if cur != nil && cur.Day >= day {
-			b = *cur
-			b.Charged = slices.Clone(cur.Charged)
-		}
-		switch {
-		case slices.Contains(b.Charged, occ):
-			allowed = true
-			return nil, bus.ErrNoChange
-		case b.Used >= limit:
-			allowed = false
-			return nil, bus.ErrNoChange
-		}
-		allowed = true
-		b.Used++
-		b.Charged = append(b.Charged, occ)
-		return &b, nil
-	})
+	ok, err := bus.NewDailyBudget(d.runner.KV(), keyAIBudget, nil).Charge(ctx, sc, limit, day, occ)
 	if err != nil {
 		return false, storeErr("ai budget", err)
 	}
-	return allowed, nil
+	return ok, nil
 }
 
 // claimExtra is how much longer than a fixed text's the send claim of rec
