@@ -47,8 +47,8 @@ type reminders struct {
 	// calendarEnd is Config.calendarEnd: 0 in production (ruleOf).
 	calendarEnd int
 	now         func() time.Time
-	log        *slog.Logger
-	metrics    *metrics
+	log         *slog.Logger
+	metrics     *metrics
 }
 
 func newReminders(cfg Config, deps bus.Deps, zone *time.Location, lead time.Duration, m *metrics) *reminders {
