@@ -81,6 +81,10 @@ func BenchmarkScheNotifyDelivery(b *testing.B) {
 			fmu.Unlock()
 		})
 		svcRun := bustest.Start(b, svc)
+		cfg := json.RawMessage(`{"language":"en_US","max_reminders":1000}`)
+		// An invocation never creates an installation (not_attached):
+		// without its attach every add would be refused.
+		attachAll(b, srv, svc, installations, cfg)
 		inv := bus.NewInvoker(srv.Conn(b), bus.Subjects{}, nil)
 		// created counts the due reminders whose add succeeded: a refused
 		// add (an error above) is not a lost delivery
@@ -89,7 +93,7 @@ func BenchmarkScheNotifyDelivery(b *testing.B) {
 			bd := bind(fmt.Sprintf("bench-%04d", i%installations), 1)
 			p, _ := json.Marshal(map[string]any{"message": fmt.Sprintf("reminder %d", i), "time_str": rfc(due)})
 			raw, err := inv.Invoke(context.Background(), schenotify.Plugin, bus.EndpointTool, bus.NewInvocationID(), &bus.Request{
-				Binding: bd, Config: json.RawMessage(`{"language":"en_US","max_reminders":1000}`),
+				Binding: bd, Config: cfg,
 				Tool: &bus.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: sess("bot", "group", fmt.Sprint(i))}})
 			if err != nil {
 				return err
@@ -326,34 +330,7 @@ func BenchmarkScheNotifyAIDelivery(b *testing.B) {
 		}
 		svcRun := bustest.Start(b, svc)
 		cfg := json.RawMessage(`{"language":"en_US","max_reminders":1000}`)
-		js := srv.JetStream(b)
-		// Every installation attached before the measured rounds, as its
-		// host would have.
-		{
-			var wg sync.WaitGroup
-			errs := make(chan error, dueCount)
-			for i := range dueCount {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					defer cancel()
-					if _, err := bus.PublishAttach(ctx, js, bus.Subjects{}, schenotify.Plugin,
-						bus.Attach{Binding: bind(fmt.Sprintf("bench-%04d", i), 1), Config: cfg, Enabled: true}, ""); err != nil {
-						errs <- err
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				b.Fatal(err)
-			}
-			bustest.WaitLifecycle(b, js, bus.Subjects{}, schenotify.Plugin, time.Minute)
-			for i := range dueCount {
-				bustest.WaitAuthority(b, svc.Runner(), bus.ScopeOf(bind(fmt.Sprintf("bench-%04d", i), 1)), nil)
-			}
-		}
+		attachAll(b, srv, svc, dueCount, cfg)
 		inv := bus.NewInvoker(srv.Conn(b), bus.Subjects{}, nil)
 		// round creates dueCount reminders of one kind due in the same
 		// second, waits for their deliveries (and 3 s for duplicates), and
@@ -445,5 +422,37 @@ func BenchmarkScheNotifyAIDelivery(b *testing.B) {
 		_ = subSend.Unsubscribe()
 		_ = subLLM.Unsubscribe()
 		answering.Wait()
+	}
+}
+
+// attachAll attaches installations bench-0000 ... bench-<n-1> (binding
+// revision 1) with cfg and waits until svc's view has them all active, as
+// their host would have before any invocation: an invocation on a scope
+// without an attach is refused (not_attached).
+func attachAll(b *testing.B, srv *bustest.Server, svc *schenotify.Service, n int, cfg json.RawMessage) {
+	b.Helper()
+	js := srv.JetStream(b)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := bus.PublishAttach(ctx, js, bus.Subjects{}, schenotify.Plugin,
+				bus.Attach{Binding: bind(fmt.Sprintf("bench-%04d", i), 1), Config: cfg, Enabled: true}, ""); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	bustest.WaitLifecycle(b, js, bus.Subjects{}, schenotify.Plugin, time.Minute)
+	for i := range n {
+		bustest.WaitAuthority(b, svc.Runner(), bus.ScopeOf(bind(fmt.Sprintf("bench-%04d", i), 1)), nil)
 	}
 }
