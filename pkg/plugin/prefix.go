@@ -75,8 +75,8 @@ func CommandPrefixConfig() ConfigItem {
 		Name: settings.CommandPrefixItem, Type: "string", Default: settings.DefaultCommandPrefix,
 		Label: Text{EnUS: "Command prefix", ZhHans: "命令前缀"},
 		Description: Text{
-			EnUS:   "The bots' command prefix (LangBot: !, or / from 4.12), for commands in messages the plugin sends on its own. 1-8 symbols.",
-			ZhHans: "机器人的命令前缀（LangBot 为 !，4.12 起为 /），用于插件主动发出的消息。1-8 个符号。",
+			EnUS:   "The bots' prefix: ! (/ for bots made on LangBot 4.12); 1-8 symbols.",
+			ZhHans: "机器人的命令前缀：!（LangBot 4.12 新建的为 /），1-8 个符号。",
 		},
 	}
 }

@@ -45,7 +45,7 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 		Meta: plugin.Meta{
 			Name:        "HumanTakeover",
 			Label:       t("Human Takeover", "人工接管"),
-			Description: t("Lets a human operator take over a chat from the AI, reply as the bot and hand the chat back.", "让人工客服从 AI 手中接管会话、以机器人身份回复，并在结束后交还。"),
+			Description: t("A human takes over a chat from the AI, replies as the bot and hands it back.", "人工从 AI 接管会话，以机器人身份回复后交还。"),
 			Original:    plugin.Identity{Author: "langbot-team", Name: "HumanTakeover"},
 			Repository:  "https://github.com/langbot-nats/plugins",
 		},
@@ -62,9 +62,9 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 			cfg("takeover_on_reply", "boolean", def.TakeoverOnReply),
 			cfg("history_limit", "integer", def.HistoryLimit),
 			cfg("record_groups", "select", def.RecordGroups,
-				plugin.Option{Name: model.RecordAll, Label: t("All messages", "全部消息")},
-				plugin.Option{Name: model.RecordAddressed, Label: t("Addressed messages", "相关消息")},
-				plugin.Option{Name: model.RecordActiveOnly, Label: t("Only chats needing a human", "仅需人工处理的会话")}),
+				plugin.Option{Name: model.RecordAll, Label: t("All", "全部")},
+				plugin.Option{Name: model.RecordAddressed, Label: t("Addressed", "相关")},
+				plugin.Option{Name: model.RecordActiveOnly, Label: t("Needing a human", "需人工")}),
 			cfg("user_notice_on_takeover", "text", def.NoticeOnTakeover),
 			cfg("user_notice_on_release", "text", def.NoticeOnRelease),
 			cfg("operator_chats", "array[string]", []string{}),
@@ -91,7 +91,7 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 			Label: plugin.TextFrom(cat, "command.ho.label"), Description: plugin.TextFrom(cat, "command.ho.description")}},
 		Tools: []plugin.Tool{{Name: toolRequestHuman,
 			Label: plugin.TextFrom(cat, "tool.request_human.label"), Description: plugin.TextFrom(cat, "tool.request_human.description"),
-			LLMPrompt:  "Hand this chat to a human operator when you cannot help the user (they ask for a person, the request needs a decision or access you do not have, or they are upset). It flags the chat as waiting and alerts the operators; it does not stop you from answering, and an operator may take a while. Call it once per request; give a one-sentence reason without personal data. Then tell the user what the result's say_to_user says, in the user's language.",
+			LLMPrompt:  "Hand the chat to a human operator when you cannot help: the user asks for a person, needs a decision or access you lack, or is upset. It marks the chat waiting and alerts the operators; it does not stop you from answering, and a human may take a while. Call it once per request. Then tell the user the result's say_to_user, in their language.",
 			Parameters: json.RawMessage(requestHumanSchema)}},
 		Texts: plugin.Texts{
 			// what the package says when the service does not answer it:

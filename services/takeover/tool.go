@@ -12,7 +12,7 @@ import (
 const toolRequestHuman = "request_human"
 
 // requestHumanSchema is the tool's JSON Schema: one short reason.
-const requestHumanSchema = `{"type":"object","properties":{"reason":{"type":"string","maxLength":200,"description":"One sentence: why a human is needed. Operators see it; do not include personal data."}},"required":["reason"],"additionalProperties":false}`
+const requestHumanSchema = `{"type":"object","properties":{"reason":{"type":"string","maxLength":200,"description":"Why a human is needed: one sentence, no personal data (operators see it)."}},"required":["reason"],"additionalProperties":false}`
 
 // ToolResult is what request_human tells the model.
 type ToolResult struct {
