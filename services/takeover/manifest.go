@@ -45,7 +45,7 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 		Meta: plugin.Meta{
 			Name:        "HumanTakeover",
 			Label:       t("Human Takeover", "人工接管"),
-			Description: t("A human takes over a chat from the AI, replies as the bot and hands it back.", "人工从 AI 接管会话，以机器人身份回复后交还。"),
+			Description: t("Hands a chat from the AI to a human operator and back.", "在 AI 与人工客服之间转交会话。"),
 			Original:    plugin.Identity{Author: "langbot-team", Name: "HumanTakeover"},
 			Repository:  "https://github.com/langbot-nats/plugins",
 		},
@@ -70,7 +70,7 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 			cfg("operator_chats", "array[string]", []string{}),
 			cfg("language", "select", def.Language,
 				plugin.Option{Name: model.LanguageEnUS, Label: t("English", "英语")},
-				plugin.Option{Name: model.LanguageZhHans, Label: t("Simplified Chinese", "简体中文")}),
+				plugin.Option{Name: model.LanguageZhHans, Label: t("Chinese", "中文")}),
 			plugin.CommandPrefixConfig(),
 			// issue 31: satisfaction and AI assist
 			cfg("satisfaction_survey", "boolean", def.SatisfactionSurvey),
