@@ -23,11 +23,11 @@ const (
 // them), and forms other tools share are given in schedule_notify's.
 const (
 	promptNow      = "The installation's current date, time, weekday and IANA zone (RFC 3339). Call it first for any date or time."
-	promptSchedule = "Sets a reminder the bot sends into this chat when due. Call get_current_time_str first. " +
+	promptSchedule = "Sets a reminder the bot sends here when due. Call get_current_time_str first. " +
 		"Give 'message' and one way to say when: " +
 		"'time_str': 'YYYY-MM-DD HH:MM:SS' in the installation's zone, RFC 3339 with an offset if the user names a zone, " +
 		"or the user's words in English or Chinese ('tomorrow 3pm', '明天下午3点'), repeating ones too (" +
-		"'每个工作日 9点' (China's workdays), '农历八月十五', 'last friday of every month', '每月最后一天'; then no recurrence), " +
+		"'每个工作日 9点' (China's workdays), '农历八月十五', 'last friday of every month'; then no recurrence), " +
 		"with advance notice ('10 minutes before', '提前10分钟'); or 'delay': 30m, 2h15m. " +
 		"Or 'recurrence': a 5-field cron, @daily etc. or '@every 2h' (>= 1m); the start is then optional. 'until' (as time_str) ends a series. " +
 		"In a group, 'mentions': up to 10 member ids to @-mention. " +
@@ -72,7 +72,7 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 		Meta: plugin.Meta{
 			Name:        "ScheNotify",
 			Label:       t("ScheNotify", "日程提醒"),
-			Description: t("One-time and repeating reminders in chat, set by command or by the assistant.", "聊天中的一次性和重复提醒，由命令或助手设置。"),
+			Description: t("One-time and repeating reminders in chat.", "聊天中的一次性和重复提醒。"),
 			Original:    plugin.Identity{Author: "langbot-team", Name: "ScheNotify"},
 			Repository:  "https://github.com/langbot-nats/plugins",
 		},
