@@ -159,7 +159,7 @@ func (d *delivery) writeAI(ctx context.Context, c *claimed) {
 	if !stored && why == "" {
 		answer, why = d.askLLM(ctx, c, set)
 		if why == "" {
-			d.keepAnswer(ctx, c, answer)
+			d.keepAnswer(c, answer)
 		}
 	}
 	now := d.now()
@@ -189,20 +189,18 @@ func (r *Record) storedAnswer(occ time.Time) (string, bool) {
 	return r.AIAnswer.Text, true
 }
 
-// keepAnswer stores answer in the claimed record before the send, so a
-// retry of the occurrence (on any replica) sends the same text under the
-// same idempotency key instead of asking the LLM again. The claim is held,
-// so only a user's change or delete can race it; then, or when the store
-// fails, the send goes on with the answer and a retry would ask again.
-func (d *delivery) keepAnswer(ctx context.Context, c *claimed, answer string) {
+// keepAnswer puts answer into the claimed record, in memory: the send's
+// outcome write (a retry, a refusal, a pause) stores it with the rest, so
+// a retry of the occurrence (on any replica) sends the same text under the
+// same idempotency key instead of asking the LLM again, and a delivered
+// occurrence clears it (advance). It costs no write of its own: a burst of
+// AI-written reminders due in one second must not pay one more KV write
+// each before its sends. Only a crash between the answer and the outcome
+// write loses it; the retry then asks again.
+func (d *delivery) keepAnswer(c *claimed, answer string) {
 	r := *c.rec
 	r.AIAnswer = &aiAnswer{Occurrence: c.occ.UTC(), Text: answer}
-	rev, err := d.rem.casRecord(ctx, c.sc, &r, c.rev)
-	if err != nil {
-		d.log.WarnContext(ctx, "ai answer not kept for retries", "scope", c.sc.String(), "id", c.rec.ID, "err", err)
-		return
-	}
-	c.rec, c.rev = &r, rev
+	c.rec = &r
 }
 
 // askLLM asks the host's LLM for the text of c; why is "" with an answer,

@@ -384,7 +384,7 @@ func (d *delivery) send(ctx context.Context, cl *claimed) (string, error) {
 	now := d.now()
 	d.metrics.lateness.Observe(now.Sub(cl.target).Seconds())
 	err := d.sendMessage(ctx, cl)
-	rec = cl.rec // an AI-written send may have stored its answer
+	rec = cl.rec // an AI-written send carries its answer, for the outcome write
 	if h := d.hooks.afterSend; h != nil {
 		h(ctx, sc, rec.ID)
 	}
