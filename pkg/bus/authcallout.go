@@ -374,7 +374,7 @@ func (a *AuthCallout) authorize(req *jwt.AuthorizationRequestClaims, kp nkeys.Ke
 			return "", false, err.Error()
 		}
 	}
-	g, err := a.cfg.Subjects.TenantGrants(t)
+	g, err := t.Grants(a.cfg.Subjects)
 	if err != nil {
 		return "", false, err.Error()
 	}

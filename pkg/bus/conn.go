@@ -36,16 +36,6 @@ type ConnConfig struct {
 	Logger    *slog.Logger
 }
 
-// InboxPrefixFor returns the reply-subject prefix Connect uses for cfg.
-func InboxPrefixFor(cfg ConnConfig) string {
-	switch {
-	case cfg.InboxPrefix != "":
-		return cfg.InboxPrefix
-	case cfg.User != "":
-		return "_INBOX_" + cfg.User
-	}
-	return "_INBOX"
-}
 
 // ErrConnect wraps a failure to connect.
 var ErrConnect = errors.New("bus: cannot connect to NATS")
@@ -91,7 +81,11 @@ func Connect(ctx context.Context, cfg ConnConfig) (*nats.Conn, error) {
 	if cfg.User != "" {
 		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
 	}
-	if p := InboxPrefixFor(cfg); p != nats.InboxPrefix[:len(nats.InboxPrefix)-1] {
+	p := cfg.InboxPrefix
+	if p == "" {
+		p = wire.InboxPrefixFor(cfg.User)
+	}
+	if p != nats.InboxPrefix[:len(nats.InboxPrefix)-1] {
 		opts = append(opts, nats.CustomInboxPrefix(p))
 	}
 	if cfg.InProcess != nil {

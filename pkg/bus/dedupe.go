@@ -23,7 +23,7 @@ type dedupeRecord struct {
 
 func (d *dedupeRecord) header() nats.Header {
 	h := nats.Header{}
-	h.Set(HeaderContentType, contentTypeJSON)
+	h.Set(HeaderContentType, wire.ContentTypeJSON)
 	if d.Code >= 400 {
 		h.Set(HeaderServiceError, d.Word)
 		h.Set(HeaderServiceCode, strconv.Itoa(d.Code))

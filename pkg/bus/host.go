@@ -14,9 +14,6 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 )
 
-// DefaultHostTimeout bounds a host action whose ctx has no earlier deadline.
-const DefaultHostTimeout = 15 * time.Second
-
 // ErrHostTimeout is returned when a host action got no reply in time: the
 // outcome is unknown (the host may have acted), so callers retry with the
 // same idempotency key.

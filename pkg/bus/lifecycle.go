@@ -79,7 +79,7 @@ func publishLifecycle(ctx context.Context, js jetstream.JetStream, subjects Subj
 		return 0, err
 	}
 	msg := &nats.Msg{Subject: subjects.Lifecycle(plugin, kind, sc), Header: nats.Header{}, Data: data}
-	msg.Header.Set(HeaderContentType, contentTypeJSON)
+	msg.Header.Set(HeaderContentType, wire.ContentTypeJSON)
 	Inject(ctx, msg.Header)
 	var opts []jetstream.PublishOpt
 	if msgID != "" {

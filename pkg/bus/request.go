@@ -37,7 +37,7 @@ func (r request) do(ctx context.Context, nc *nats.Conn, tracer trace.Tracer, bod
 		trace.WithAttributes(MessagingAttrs(r.subject, r.template, "send", r.op)...), trace.WithAttributes(r.attrs...))
 	defer span.End()
 	msg := &nats.Msg{Subject: r.subject, Header: nats.Header{}, Data: body}
-	msg.Header.Set(HeaderContentType, contentTypeJSON)
+	msg.Header.Set(HeaderContentType, wire.ContentTypeJSON)
 	if r.key != "" {
 		msg.Header.Set(r.keyHeader, r.key)
 	}

@@ -709,7 +709,7 @@ func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Heade
 	fail := func(e *Error) (nats.Header, []byte, string) {
 		span.SetStatus(codes.Error, e.Word)
 		span.SetAttributes(attrErrorType.String(e.Word))
-		h, b := e.encode()
+		h, b := e.Encode()
 		return h, b, e.Word
 	}
 	_, ep, subjScope, err := r.subjects.ParseInvocation(j.subject)
@@ -719,7 +719,12 @@ func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Heade
 	span.SetAttributes(AttrScope.String(subjScope.String()))
 	req, err := DecodeRequest(j.ep, j.data)
 	if err != nil {
-		return fail(Errorf(ErrBadRequest, "%s", safeEnvelopeError(err)))
+		// the refusal's Reason never quotes the body; anything else might
+		reason := "malformed request body"
+		if env := (*wire.EnvelopeError)(nil); errors.As(err, &env) {
+			reason = env.Reason
+		}
+		return fail(Errorf(ErrBadRequest, "%s", reason))
 	}
 	bodyScope, _ := req.Binding.Scope()
 	if bodyScope != subjScope {
@@ -788,7 +793,7 @@ func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Heade
 			h, body, outcome = fail(&Error{Code: 500, Word: "internal", Message: "internal error"})
 		} else {
 			h = nats.Header{}
-			h.Set(HeaderContentType, contentTypeJSON)
+			h.Set(HeaderContentType, wire.ContentTypeJSON)
 		}
 	}
 	if dedupe && !errors.Is(herr, ErrInProgress) {
@@ -807,43 +812,6 @@ func (r *Runner) call(ctx context.Context, h Handler, inv *Invocation) (reply an
 		}
 	}()
 	return h(ctx, inv)
-}
-
-// safeEnvelopeError is the caller's text for a DecodeRequest error: field
-// names and JSON positions, never a value of the body nor a Go error chain
-// ("json: cannot unmarshal ...", "binding: invalid scope: ...").
-func safeEnvelopeError(err error) string {
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		return fmt.Sprintf("malformed JSON at byte %d", syn.Offset)
-	}
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) {
-		if typ.Field == "" {
-			return "the body must be a JSON object"
-		}
-		return fmt.Sprintf("field %q has the wrong type", typ.Field)
-	}
-	switch {
-	case errors.Is(err, binding.ErrInvalidScope):
-		return "the binding's instance, workspace or installation id is not a valid token"
-	case errors.Is(err, binding.ErrInvalidBinding):
-		return "the binding is invalid (generation and revision must be >= 1, the digest printable)"
-	case errors.Is(err, settings.ErrTooLong):
-		// names the field and the cap, never the value
-		_, msg, _ := strings.Cut(err.Error(), settings.ErrTooLong.Error()+": ")
-		return msg
-	}
-	// DecodeRequest's own refusals are fixed texts after the sentinel's.
-	// DecodeRequest's own refusals and ID's are fixed texts after the
-	// sentinel's; anything else may quote the body.
-	if msg, ok := strings.CutPrefix(err.Error(), ErrEnvelope.Error()+": "); ok {
-		msg = strings.TrimPrefix(msg, "bus: ")
-		if !strings.Contains(msg, ": ") && !strings.Contains(msg, "\"") {
-			return msg
-		}
-	}
-	return "malformed request body"
 }
 
 // admit decides from the in-process view whether inv is served (DESIGN
@@ -931,7 +899,7 @@ func waitWrite(ch <-chan error) error {
 }
 
 func (r *Runner) answerError(reply string, e *Error) {
-	h, b := e.encode()
+	h, b := e.Encode()
 	if err := r.nc.PublishMsg(&nats.Msg{Subject: reply, Header: h, Data: b}); err != nil {
 		r.log.Error("error reply not sent", "err", err)
 	}

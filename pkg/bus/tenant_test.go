@@ -398,7 +398,7 @@ func TestTenantClaim(t *testing.T) {
 }
 
 func TestTenantGrants(t *testing.T) {
-	g, err := bus.Subjects{}.TenantGrants(bus.Tenant{Name: "t-x", Instance: "i1", Workspace: "w1", SecretSHA256: strings.Repeat("0", 64)})
+	g, err := bus.Tenant{Name: "t-x", Instance: "i1", Workspace: "w1", SecretSHA256: strings.Repeat("0", 64)}.Grants(bus.Subjects{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +417,7 @@ func TestTenantGrants(t *testing.T) {
 		"name not a tenant's": {Name: "host", Instance: "i", SecretSHA256: strings.Repeat("0", 64)},
 		"no hash":             {Name: "t-x", Instance: "i"},
 	} {
-		if _, err := (bus.Subjects{}).TenantGrants(bad); !errors.Is(err, bus.ErrTenant) {
+		if _, err := bad.Grants(bus.Subjects{}); !errors.Is(err, bus.ErrTenant) {
 			t.Errorf("%s: got %v, want %v", name, err, bus.ErrTenant)
 		}
 	}
@@ -453,8 +453,8 @@ func TestLegacyUserWarning(t *testing.T) {
 	}
 }
 
-func ExampleSubjects_TenantGrants() {
-	g, _ := bus.Subjects{}.TenantGrants(bus.Tenant{Name: "t-acme", Instance: "inst-1", SecretSHA256: strings.Repeat("0", 64)})
+func ExampleTenant_Grants() {
+	g, _ := bus.Tenant{Name: "t-acme", Instance: "inst-1", SecretSHA256: strings.Repeat("0", 64)}.Grants(bus.Subjects{})
 	for _, s := range g.Publish {
 		fmt.Println("publish  ", s)
 	}

@@ -1,4 +1,4 @@
-package bus_test
+package wire_test
 
 import (
 	"encoding/json"
