@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -21,9 +22,9 @@ type ConnConfig struct {
 	TLSCert   string // client certificate (mutual TLS)
 	TLSKey    string
 	// InboxPrefix is the prefix of this client's reply subjects. Empty
-	// means "_INBOX_<User>" when a user is set (so the deployment can let
-	// each user subscribe only to its own replies, DESIGN 7) and NATS's
-	// "_INBOX" otherwise.
+	// means wire.InboxPrefixFor(User): "_INBOX_<User>" when a user is set
+	// (so the deployment can let each user subscribe only to its own
+	// replies, DESIGN 7) and NATS's "_INBOX" otherwise.
 	InboxPrefix string
 	// MaxReconnectWait caps the reconnect backoff; default 5 s.
 	MaxReconnectWait time.Duration
@@ -35,7 +36,6 @@ type ConnConfig struct {
 	InProcess nats.InProcessConnProvider
 	Logger    *slog.Logger
 }
-
 
 // ErrConnect wraps a failure to connect.
 var ErrConnect = errors.New("bus: cannot connect to NATS")

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 func FuzzDecodeRequest(f *testing.F) {
@@ -16,9 +17,9 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add("page", []byte(`{"binding":{"instance_uuid":"a.b"},"page":{"endpoint":"list"}}`))
 	f.Add("command", []byte(`{"binding":{"instance_uuid":"i","workspace_uuid":"w","installation_uuid":"n","placement_generation":1,"runtime_revision":1,"artifact_digest":"d"},"command":{"name":"x","session":{"launcher_id":true}}}`))
 	f.Fuzz(func(t *testing.T, ep string, body []byte) {
-		req, err := bus.DecodeRequest(bus.Endpoint(ep), body)
+		req, err := wire.DecodeRequest(wire.Endpoint(ep), body)
 		if err != nil {
-			if !errors.Is(err, bus.ErrEnvelope) {
+			if !errors.Is(err, wire.ErrEnvelope) {
 				t.Fatalf("error %v does not wrap ErrEnvelope", err)
 			}
 			return
@@ -40,7 +41,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := bus.DecodeRequest(bus.Endpoint(ep), again); err != nil {
+		if _, err := wire.DecodeRequest(wire.Endpoint(ep), again); err != nil {
 			t.Fatalf("round trip refused: %v", err)
 		}
 	})
@@ -51,7 +52,7 @@ func FuzzParseSubjects(f *testing.F) {
 		"langbot.schenotify.due.i.w.n.abc", "langbot.plugin.gh.command.i.*.n", "langbot.plugin..command.i.w.n"} {
 		f.Add(s)
 	}
-	s := bus.Subjects{}
+	s := wire.Subjects{}
 	f.Fuzz(func(t *testing.T, subject string) {
 		if p, ep, sc, err := s.ParseInvocation(subject); err == nil {
 			if s.Invocation(p, ep, sc) != subject {

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // ErrHostTimeout is returned when a host action got no reply in time: the
@@ -26,7 +27,7 @@ var ErrNoHost = errors.New("bus: no host is serving actions")
 // Host calls the host's actions (DESIGN 3.4) for a plugin.
 type Host struct {
 	nc       *nats.Conn
-	subjects Subjects
+	subjects wire.Subjects
 	plugin   string
 	tracer   trace.Tracer
 	timeout  time.Duration
@@ -40,22 +41,22 @@ type Host struct {
 // NewHost returns a host-action client without a binding_refused hook, for
 // tools that are not a Runner (the Runner's Host marks authorities
 // superseded).
-func NewHost(nc *nats.Conn, subjects Subjects, plugin string, tp trace.TracerProvider) *Host {
-	return &Host{nc: nc, subjects: subjects, plugin: plugin, tracer: tracerOrNoop(tp), timeout: DefaultHostTimeout}
+func NewHost(nc *nats.Conn, subjects wire.Subjects, plugin string, tp trace.TracerProvider) *Host {
+	return &Host{nc: nc, subjects: subjects, plugin: plugin, tracer: tracerOrNoop(tp), timeout: wire.DefaultHostTimeout}
 }
 
 // SendMessage sends a message chain into a chat. idemKey must be stable per
 // logical delivery and contain the scope, so the host can drop duplicates.
-func (h *Host) SendMessage(ctx context.Context, b binding.Binding, msg SendMessage, idemKey string) error {
-	return h.Call(ctx, ActionSendMessage, b, msg, idemKey, nil)
+func (h *Host) SendMessage(ctx context.Context, b binding.Binding, msg wire.SendMessage, idemKey string) error {
+	return h.Call(ctx, wire.ActionSendMessage, b, msg, idemKey, nil)
 }
 
 // BotInfo asks the host about one bot.
-func (h *Host) BotInfo(ctx context.Context, b binding.Binding, botUUID string) (BotInfo, error) {
+func (h *Host) BotInfo(ctx context.Context, b binding.Binding, botUUID string) (wire.BotInfo, error) {
 	var out struct {
-		Bot BotInfo `json:"bot"`
+		Bot wire.BotInfo `json:"bot"`
 	}
-	err := h.Call(ctx, ActionGetBotInfo, b, map[string]string{"bot_uuid": botUUID}, "", &out)
+	err := h.Call(ctx, wire.ActionGetBotInfo, b, map[string]string{"bot_uuid": botUUID}, "", &out)
 	return out.Bot, err
 }
 
@@ -82,7 +83,7 @@ func (h *Host) Call(ctx context.Context, action string, b binding.Binding, data 
 	}
 	for attempt := 0; ; attempt++ {
 		err = h.call(ctx, action, sc, b, raw, idemKey, out)
-		var e *Error
+		var e *wire.Error
 		if !errors.As(err, &e) || e.Code != 403 || h.onRefused == nil {
 			return err
 		}
@@ -99,14 +100,14 @@ func (h *Host) Call(ctx context.Context, action string, b binding.Binding, data 
 
 // call sends one host action under b and decodes a success reply.
 func (h *Host) call(ctx context.Context, action string, sc binding.Scope, b binding.Binding, raw json.RawMessage, idemKey string, out any) error {
-	body, err := json.Marshal(HostRequest{Binding: b, Plugin: h.plugin, Data: raw})
+	body, err := json.Marshal(wire.HostRequest{Binding: b, Plugin: h.plugin, Data: raw})
 	if err != nil {
 		return err
 	}
 	reply, err := request{subject: h.subjects.HostAction(action, sc), template: h.subjects.HostActionAll(action), op: action,
 		attrs:     []attribute.KeyValue{AttrPlugin.String(h.plugin), AttrScope.String(sc.String())},
-		keyHeader: HeaderIdempotencyKey, key: idemKey, timeout: h.timeout}.do(ctx, h.nc, h.tracer, body, nil)
-	var e *Error
+		keyHeader: wire.HeaderIdempotencyKey, key: idemKey, timeout: h.timeout}.do(ctx, h.nc, h.tracer, body, nil)
+	var e *wire.Error
 	switch {
 	case errors.As(err, &e): // the host's answer
 		return e

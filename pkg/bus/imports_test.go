@@ -25,6 +25,7 @@ func TestImportsAsDocumented(t *testing.T) {
 	}
 	allowed := []string{
 		"github.com/langbot-nats/plugins/pkg/binding", "github.com/langbot-nats/plugins/pkg/settings",
+		"github.com/langbot-nats/plugins/pkg/wire",
 		"github.com/nats-io/nats.go", "github.com/nats-io/nuid", "github.com/nats-io/jwt/v2", "github.com/nats-io/nkeys",
 		"go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes",
 		"go.opentelemetry.io/otel/propagation", "go.opentelemetry.io/otel/trace",

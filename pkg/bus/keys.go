@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // KV key kinds: the token after "<scope>." of a key (DESIGN 4; the
@@ -42,11 +43,11 @@ func Key(sc binding.Scope, kind string, ids ...string) (string, error) {
 	if sc.IsZero() {
 		return "", fmt.Errorf("%w: zero scope", binding.ErrInvalidScope)
 	}
-	if err := CheckID(kind); err != nil {
+	if err := wire.CheckID(kind); err != nil {
 		return "", err
 	}
 	for _, id := range ids {
-		if err := CheckID(id); err != nil {
+		if err := wire.CheckID(id); err != nil {
 			return "", err
 		}
 	}
@@ -90,7 +91,7 @@ func InvocationKey(sc binding.Scope, invocationID string) string {
 func ParseKey(key string) (sc binding.Scope, kind string, ids []string, err error) {
 	t := strings.Split(key, ".")
 	if len(t) < 4 {
-		return binding.Scope{}, "", nil, fmt.Errorf("%w: %q", ErrKey, key)
+		return binding.Scope{}, "", nil, fmt.Errorf("%w: %q", wire.ErrKey, key)
 	}
 	sc, err = binding.ScopeFromTokens(t[:3])
 	if err != nil {
@@ -104,3 +105,5 @@ func checkPlugin(plugin string) error {
 	}
 	return nil
 }
+
+func join(parts ...string) string { return strings.Join(parts, ".") }

@@ -11,12 +11,12 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // A tenant is one LangBot instance, or one workspace of it (DESIGN 7).
@@ -135,7 +135,7 @@ type TenantGrants struct {
 // its own host actions, and receive on its own inbox. No JetStream API,
 // no revoke, no other tenant's subjects; replies to the host actions it
 // received are allowed by the response permission the callout adds.
-func (t Tenant) Grants(s Subjects) (TenantGrants, error) {
+func (t Tenant) Grants(s wire.Subjects) (TenantGrants, error) {
 	if err := t.Check(); err != nil {
 		return TenantGrants{}, err
 	}
@@ -147,10 +147,10 @@ func (t Tenant) Grants(s Subjects) (TenantGrants, error) {
 		ws = "*"
 	}
 	var g TenantGrants
-	for _, ep := range Endpoints {
+	for _, ep := range wire.Endpoints {
 		g.Publish = append(g.Publish, s.InvocationTenant(ep, t.Instance, ws))
 	}
-	g.Publish = append(g.Publish, s.LifecycleTenant(LifecycleAttach, t.Instance, ws))
+	g.Publish = append(g.Publish, s.LifecycleTenant(wire.LifecycleAttach, t.Instance, ws))
 	g.Subscribe = []string{s.HostTenant(t.Instance, ws), wire.InboxPrefixFor(t.Name) + ".>"}
 	return g, nil
 }

@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 func TestDecodeRequestRefusesMalformedBodies(t *testing.T) {
 	const bnd = `"binding":{"instance_uuid":"i","workspace_uuid":"w","installation_uuid":"n","placement_generation":1,"runtime_revision":1,"artifact_digest":"d"}`
 	const event = `{` + bnd + `,"event":{"name":"PersonMessageReceived","bot_uuid":"b","data":{"launcher_id":12345678901234567890}}}`
-	if req, err := bus.DecodeRequest(bus.EndpointEvent, []byte(event)); err != nil {
+	if req, err := wire.DecodeRequest(wire.EndpointEvent, []byte(event)); err != nil {
 		t.Fatalf("a well-formed event was refused: %v", err)
 	} else if string(req.Config) != "{}" || string(req.Event.Data) != `{"launcher_id":12345678901234567890}` {
 		t.Fatalf("config %s, data %s: want {} and the data as sent", req.Config, req.Event.Data)
@@ -29,8 +29,8 @@ func TestDecodeRequestRefusesMalformedBodies(t *testing.T) {
 		"incomplete binding": `{"binding":{"instance_uuid":"i"},"event":{"name":"e"}}`,
 		"truncated":          event[:len(event)-1],
 	} {
-		_, err := bus.DecodeRequest(bus.EndpointEvent, []byte(body))
-		if !errors.Is(err, bus.ErrEnvelope) {
+		_, err := wire.DecodeRequest(wire.EndpointEvent, []byte(body))
+		if !errors.Is(err, wire.ErrEnvelope) {
 			t.Errorf("%s: error %v, want ErrEnvelope", name, err)
 		}
 	}
@@ -40,7 +40,7 @@ func TestDecodeRequestRefusesMalformedBodies(t *testing.T) {
 // refused by its kind, without echoing the value (it echoed up to 20 bytes).
 func TestIDErrorEchoesNothing(t *testing.T) {
 	for raw, kind := range map[string]string{`{"secret-token-value":1}`: "an object", `["secret-token-value"]`: "an array", `true`: "a boolean"} {
-		var id bus.ID
+		var id wire.ID
 		err := json.Unmarshal([]byte(raw), &id)
 		if err == nil || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "true") || !strings.Contains(err.Error(), kind) {
 			t.Errorf("%s: %v, want an error naming %s and echoing nothing", raw, err, kind)

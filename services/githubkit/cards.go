@@ -32,6 +32,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // The events githubkit listens to: every message a chat receives.
@@ -105,8 +106,8 @@ type cardJob struct {
 // cardEventData is what a message event carries that cards read.
 type cardEventData struct {
 	LauncherType string          `json:"launcher_type"`
-	LauncherID   bus.ID          `json:"launcher_id"`
-	SenderID     bus.ID          `json:"sender_id"`
+	LauncherID   wire.ID         `json:"launcher_id"`
+	SenderID     wire.ID         `json:"sender_id"`
 	MessageChain json.RawMessage `json:"message_chain"`
 	MessageEvent *struct {
 		MessageChain json.RawMessage `json:"message_chain"`
@@ -276,7 +277,7 @@ func (c *cards) work(ctx context.Context) {
 // handleEvent answers a message event at once and queues its cards.
 func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, error) {
 	ev := inv.Event
-	reply := bus.EventReply{}
+	reply := wire.EventReply{}
 	if ev.Name != EventPersonMessage && ev.Name != EventGroupMessage {
 		return reply, nil
 	}
@@ -294,7 +295,7 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	}
 	links := ParseLinks(text, apiHost(st))
 	chat := Identity{BotUUID: strings.TrimSpace(ev.BotUUID), TargetType: data.LauncherType, TargetID: data.LauncherID.String()}
-	if len(links) == 0 || chat.BotUUID == "" || chat.TargetID == "" || (chat.TargetType != bus.LauncherPerson && chat.TargetType != bus.LauncherGroup) {
+	if len(links) == 0 || chat.BotUUID == "" || chat.TargetID == "" || (chat.TargetType != wire.LauncherPerson && chat.TargetType != wire.LauncherGroup) {
 		return reply, nil
 	}
 	origin := string(ev.QueryUUID)
@@ -366,8 +367,8 @@ func (c *cards) card(ctx context.Context, j *cardJob) string {
 	text := chatSafe(strings.Join(parts, "\n\n"))
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
 	defer cancel()
-	err = s.runner.Host().SendMessage(sctx, j.b, bus.SendMessage{BotUUID: j.chat.BotUUID, TargetType: j.chat.TargetType,
-		TargetID: j.chat.TargetID, MessageChain: bus.Plain(text)}, j.idem)
+	err = s.runner.Host().SendMessage(sctx, j.b, wire.SendMessage{BotUUID: j.chat.BotUUID, TargetType: j.chat.TargetType,
+		TargetID: j.chat.TargetID, MessageChain: wire.Plain(text)}, j.idem)
 	if err != nil {
 		return cardFailed
 	}

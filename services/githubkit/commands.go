@@ -15,6 +15,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // CommandWord is the command the service serves (case-insensitive).
@@ -35,16 +36,16 @@ func dedupes(inv *bus.Invocation) bool {
 
 // errStore is the protocol error of a state-store or schedule failure
 // during a command (spec §3.4): 503, with the cause kept for the runner's
-// log (the wire carries only the *bus.Error's message).
+// log (the wire carries only the *wire.Error's message).
 func errStore(err error) error {
-	return fmt.Errorf("%w: %w", bus.Errorf(bus.ErrUnavailable, "githubkit state store unavailable"), err)
+	return fmt.Errorf("%w: %w", wire.Errorf(wire.ErrUnavailable, "githubkit state store unavailable"), err)
 }
 
 func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, error) {
 	ctx = withInstallation(ctx, inv.Scope.String())
 	cmd := inv.Command
 	if !strings.EqualFold(cmd.Name, CommandWord) {
-		return nil, bus.Errorf(bus.ErrNotFound, "githubkit serves only the gh command")
+		return nil, wire.Errorf(wire.ErrNotFound, "githubkit serves only the gh command")
 	}
 	st, _ := s.settings(inv.Config)
 	x := s.texts(st.Language)
@@ -77,7 +78,7 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		span.SetStatus(codes.Error, "command failed")
 		return nil, err
 	}
-	return bus.CommandReply{Returns: []bus.Return{{Text: text}}}, nil
+	return wire.CommandReply{Returns: []wire.Return{{Text: text}}}, nil
 }
 
 func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, error) {
@@ -88,15 +89,15 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 	defer span.End()
 	res, err := runTool(ctx, s.gh, st, inv.Tool.Name, inv.Tool.Parameters)
 	if errors.Is(err, errUnknownTool) {
-		return nil, bus.Errorf(bus.ErrNotFound, "githubkit has no such tool")
+		return nil, wire.Errorf(wire.ErrNotFound, "githubkit has no such tool")
 	}
-	return bus.ToolReply{Result: res}, nil
+	return wire.ToolReply{Result: res}, nil
 }
 
 // identity is the subscriber identity of the invoking chat (spec §3.6).
-func identity(c *bus.Command) (Identity, bool) {
+func identity(c *wire.Command) (Identity, bool) {
 	id := Identity{BotUUID: strings.TrimSpace(c.Session.BotUUID), TargetType: c.Session.LauncherType, TargetID: c.Session.LauncherID.String()}
-	ok := id.BotUUID != "" && id.TargetID != "" && (id.TargetType == bus.LauncherPerson || id.TargetType == bus.LauncherGroup)
+	ok := id.BotUUID != "" && id.TargetID != "" && (id.TargetType == wire.LauncherPerson || id.TargetType == wire.LauncherGroup)
 	return id, ok
 }
 

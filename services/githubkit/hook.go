@@ -22,6 +22,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // Webhook defaults.
@@ -134,7 +135,7 @@ func (s *Service) hookCommand(ctx context.Context, inv *bus.Invocation, st Setti
 	case len(p.Args) > 1:
 		return x.usage(SubHook, prefix), nil
 	}
-	if !off && inv.Command.Session.LauncherType != bus.LauncherPerson {
+	if !off && inv.Command.Session.LauncherType != wire.LauncherPerson {
 		// the reply carries the secret, and every member of a group
 		// reads it and could sign deliveries (issue 33): the secret is
 		// shown in a private chat only, and nothing is rotated here

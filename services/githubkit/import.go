@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // ImportOptions configure Import (lbctl import githubkit).
@@ -69,7 +70,7 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 	if err != nil {
 		return nil, err
 	}
-	subj, err := bus.NewSubjects(o.Prefix)
+	subj, err := wire.NewSubjects(o.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrImport, err)
 	}

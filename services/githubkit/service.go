@@ -18,6 +18,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // Plugin is the plugin name: micro service name, subject and key token.
@@ -106,7 +107,7 @@ type Service struct {
 	gh      *GitHub
 	hc      *http.Client
 	runner  *bus.Runner
-	subj    bus.Subjects
+	subj    wire.Subjects
 	rates   rateMemory
 	hm      *hookMetrics
 	bodies  *httpserve.Budget // delivery bodies being read
@@ -147,7 +148,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		cfg.PollDeadline = PollDeadline
 	}
 	if cfg.HostTimeout <= 0 {
-		cfg.HostTimeout = bus.DefaultHostTimeout
+		cfg.HostTimeout = wire.DefaultHostTimeout
 	}
 	if cfg.DefaultAPIURL == "" {
 		cfg.DefaultAPIURL = DefaultAPIURL

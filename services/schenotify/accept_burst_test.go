@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -68,7 +68,7 @@ func TestBurstOfOneInstallationIsAllCreatedAndDelivered(t *testing.T) {
 
 // addBurst adds n reminders of b's session s, all due at due, from callers
 // concurrent tool calls, and returns the adds refused.
-func addBurst(t testing.TB, e *env, b binding.Binding, s bus.Session, conf string, n, callers int, due time.Time) []string {
+func addBurst(t testing.TB, e *env, b binding.Binding, s wire.Session, conf string, n, callers int, due time.Time) []string {
 	t.Helper()
 	var (
 		mu      sync.Mutex
@@ -82,8 +82,8 @@ func addBurst(t testing.TB, e *env, b binding.Binding, s bus.Session, conf strin
 			defer wg.Done()
 			for i := range work {
 				p, _ := json.Marshal(map[string]any{"message": "m" + strconv.Itoa(i), "time_str": rfc(due)})
-				raw, err := e.call(t, bus.EndpointTool, "", &bus.Request{Binding: b, Config: json.RawMessage(conf),
-					Tool: &bus.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: s}})
+				raw, err := e.call(t, wire.EndpointTool, "", &wire.Request{Binding: b, Config: json.RawMessage(conf),
+					Tool: &wire.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: s}})
 				var reply struct {
 					Result struct{ Status, Code string }
 				}

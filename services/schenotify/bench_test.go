@@ -20,6 +20,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -56,11 +57,11 @@ func BenchmarkScheNotifyDelivery(b *testing.B) {
 		var mu sync.Mutex
 		arrivals := map[string][]time.Time{}
 		var sends atomic.Int64
-		sub, err := hostConn.Subscribe(bus.Subjects{}.HostActionAll(bus.ActionSendMessage), func(m *nats.Msg) {
+		sub, err := hostConn.Subscribe(wire.Subjects{}.HostActionAll(wire.ActionSendMessage), func(m *nats.Msg) {
 			at := time.Now()
 			sends.Add(1)
 			mu.Lock()
-			key := m.Header.Get(bus.HeaderIdempotencyKey)
+			key := m.Header.Get(wire.HeaderIdempotencyKey)
 			arrivals[key] = append(arrivals[key], at)
 			mu.Unlock()
 			_ = m.Respond([]byte(`{}`))
@@ -81,16 +82,16 @@ func BenchmarkScheNotifyDelivery(b *testing.B) {
 			fmu.Unlock()
 		})
 		svcRun := bustest.Start(b, svc)
-		inv := bus.NewInvoker(srv.Conn(b), bus.Subjects{}, nil)
+		inv := bus.NewInvoker(srv.Conn(b), wire.Subjects{}, nil)
 		// created counts the due reminders whose add succeeded: a refused
 		// add (an error above) is not a lost delivery
 		var created atomic.Int64
 		add := func(i int, due time.Time) error {
 			bd := bind(fmt.Sprintf("bench-%04d", i%installations), 1)
 			p, _ := json.Marshal(map[string]any{"message": fmt.Sprintf("reminder %d", i), "time_str": rfc(due)})
-			raw, err := inv.Invoke(context.Background(), schenotify.Plugin, bus.EndpointTool, bus.NewInvocationID(), &bus.Request{
+			raw, err := inv.Invoke(context.Background(), schenotify.Plugin, wire.EndpointTool, bus.NewInvocationID(), &wire.Request{
 				Binding: bd, Config: json.RawMessage(`{"language":"en_US","max_reminders":1000}`),
-				Tool: &bus.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: sess("bot", "group", fmt.Sprint(i))}})
+				Tool: &wire.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: sess("bot", "group", fmt.Sprint(i))}})
 			if err != nil {
 				return err
 			}

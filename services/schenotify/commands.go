@@ -8,6 +8,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -29,9 +30,9 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	case CommandDsche:
 		body = s.dsche(ctx, inv, set, ParseDsche(in))
 	default:
-		return nil, bus.Errorf(bus.ErrNotFound, "schenotify has no such command")
+		return nil, wire.Errorf(wire.ErrNotFound, "schenotify has no such command")
 	}
-	return bus.CommandReply{Returns: []bus.Return{{Text: s.rd.Reply(set, body)}}}, nil
+	return wire.CommandReply{Returns: []wire.Return{{Text: s.rd.Reply(set, body)}}}, nil
 }
 
 func (s *Service) text(set Settings, key string, args map[string]string) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -229,7 +230,7 @@ func (s *Service) send(ctx context.Context, f *bus.Fired, auth *bus.Authority, r
 // outgoing is a delivery's message, built before the send (a held
 // delivery builds it while it waits, so the instant costs only the send).
 type outgoing struct {
-	msg  bus.SendMessage
+	msg  wire.SendMessage
 	rule *when.Rule
 	loc  *time.Location
 }
@@ -256,7 +257,7 @@ func (s *Service) prepare(sc binding.Scope, auth *bus.Authority, rec *Record, oc
 		skipped = rule.Skipped(occ, now, loc, 10000)
 	}
 	text := s.rd.DeliveryText(set, rec, occ, now, skipped)
-	msg := bus.SendMessage{BotUUID: rec.Session.BotUUID, TargetType: rec.Session.TargetType, TargetID: rec.Session.TargetID,
+	msg := wire.SendMessage{BotUUID: rec.Session.BotUUID, TargetType: rec.Session.TargetType, TargetID: rec.Session.TargetID,
 		MessageChain: deliveryChain(set, rec, text)}
 	return outgoing{msg: msg, rule: rule, loc: loc}
 }
@@ -279,7 +280,7 @@ func (s *Service) sendPrepared(ctx context.Context, f *bus.Fired, auth *bus.Auth
 	c := *rec
 	c.Claim = nil
 	var outcome string
-	var hostErr *bus.Error
+	var hostErr *wire.Error
 	switch {
 	case err == nil:
 		outcome = OutcomeDelivered
@@ -431,7 +432,7 @@ func (s *Service) advance(ctx context.Context, sc binding.Scope, c *Record, rule
 
 // errorCode maps a failed send to the stored code.
 func errorCode(err error) string {
-	var e *bus.Error
+	var e *wire.Error
 	switch {
 	case errors.Is(err, bus.ErrHostTimeout), errors.Is(err, context.DeadlineExceeded):
 		return ErrCodeTimeout
@@ -446,7 +447,7 @@ func errorCode(err error) string {
 
 // errorDetail is a short, text-free description of a failed send.
 func errorDetail(err error) string {
-	var e *bus.Error
+	var e *wire.Error
 	switch {
 	case errors.As(err, &e):
 		d := strconv.Itoa(e.Code) + " " + e.Word

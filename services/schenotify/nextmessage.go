@@ -9,6 +9,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // Events schenotify listens to: a chat's incoming message is when a chat
@@ -31,7 +32,7 @@ type eventData struct {
 // ignore reply_message_chain on message events, and the reply must not
 // wait for the claims and sends).
 func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, error) {
-	reply := bus.EventReply{}
+	reply := wire.EventReply{}
 	ev := inv.Event
 	if ev == nil || (ev.Name != EventPersonMessage && ev.Name != EventGroupMessage) {
 		return reply, nil
@@ -183,7 +184,7 @@ func (s *Service) sendWaiting(ctx context.Context, sc binding.Scope, auth *bus.A
 		cancel()
 		now = s.now()
 		c.Claim = nil
-		var hostErr *bus.Error
+		var hostErr *wire.Error
 		switch {
 		case err == nil:
 			c.Delivered++

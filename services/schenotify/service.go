@@ -17,6 +17,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -79,7 +80,7 @@ type Service struct {
 	rd      Renderer
 	metrics *metrics
 	runner  *bus.Runner
-	subj    bus.Subjects
+	subj    wire.Subjects
 
 	// writes counts the JetStream writes the service asked for (KV writes,
 	// schedule publishes, purges), for the benchmark's writes per delivery.
@@ -124,7 +125,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		cfg.AckWait = 30 * time.Second
 	}
 	if cfg.HostTimeout <= 0 {
-		cfg.HostTimeout = bus.DefaultHostTimeout
+		cfg.HostTimeout = wire.DefaultHostTimeout
 	}
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = 30 * time.Minute

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -85,7 +85,7 @@ func (s *Service) notify(ctx context.Context, sc binding.Scope, b binding.Bindin
 	}
 	startedAt := rec.Takeover.StartedAt
 	idem := "takeover:" + sc.String() + ":" + sid + ":" + strconv.FormatInt(startedAt, 10) + ":" + model.OnOff(on)
-	msg := bus.SendMessage{BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: bus.Plain(text)}
+	msg := wire.SendMessage{BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: wire.Plain(text)}
 	gen := rec.Gen
 	try := func(ctx context.Context) bool {
 		tctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -44,13 +45,13 @@ type numbers struct {
 func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, error) {
 	cmd := inv.Command
 	if cmd.Name != commandWord {
-		return nil, bus.Errorf(bus.ErrNotFound, "unknown command")
+		return nil, wire.Errorf(wire.ErrNotFound, "unknown command")
 	}
 	set := s.settingsFor(inv.Scope, inv.Binding, inv.Config)
 	// the answer names commands with the prefix the user typed
 	set.CommandPrefix = plugin.CommandPrefix(plugin.TypedPrefix(commandWord, cmd.Prefix, cmd.FullText), set.CommandPrefix)
 	say := func(key string, args map[string]string) (any, error) {
-		return bus.CommandReply{Returns: []bus.Return{{Text: s.text(set, key, args)}}}, nil
+		return wire.CommandReply{Returns: []wire.Return{{Text: s.text(set, key, args)}}}, nil
 	}
 	sub := ""
 	if len(cmd.Params) > 0 {
@@ -149,7 +150,7 @@ func (s *Service) operate(ctx context.Context, c PageCall, req PageRequest) (any
 // 503 error reply would reach the user as the package's own "no answer
 // from the service" text, which names the wrong component (issue 32).
 func (s *Service) sayError(set model.Settings, err error) (any, error) {
-	var be *bus.Error
+	var be *wire.Error
 	if !errors.As(wireError(err), &be) {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func (s *Service) sayError(set model.Settings, err error) (any, error) {
 	if errors.Is(err, bus.ErrNoHost) {
 		key = "error.no_host"
 	}
-	return bus.CommandReply{Returns: []bus.Return{{Text: s.text(set, key, nil)}}}, nil
+	return wire.CommandReply{Returns: []wire.Return{{Text: s.text(set, key, nil)}}}, nil
 }
 
 // text renders key in the settings' language, naming commands with the
@@ -176,7 +177,7 @@ func (s *Service) pauseCommand(ctx context.Context, c PageCall, inv *bus.Invocat
 	ses := inv.Command.Session
 	lid := string(ses.LauncherID)
 	if !model.ValidBotUUID(ses.BotUUID) || (ses.LauncherType != model.LauncherPerson && ses.LauncherType != model.LauncherGroup) || lid == "" {
-		return nil, bus.Errorf(bus.ErrBadRequest, "the command's session names no chat")
+		return nil, wire.Errorf(wire.ErrBadRequest, "the command's session names no chat")
 	}
 	sid := model.SID(model.SessionKey(ses.BotUUID, ses.LauncherType, lid))
 	if !pause {
@@ -273,7 +274,7 @@ func (s *Service) listCommand(ctx context.Context, c PageCall, numKey string) (a
 	}
 	lang := c.Settings.Language
 	if len(recs) == 0 {
-		return bus.CommandReply{Returns: []bus.Return{{Text: s.text(c.Settings, "cmd.list.empty", nil)}}}, nil
+		return wire.CommandReply{Returns: []wire.Return{{Text: s.text(c.Settings, "cmd.list.empty", nil)}}}, nil
 	}
 	var b strings.Builder
 	b.WriteString(s.text(c.Settings, "cmd.list.head", nil))
@@ -293,7 +294,7 @@ func (s *Service) listCommand(ctx context.Context, c PageCall, numKey string) (a
 			"preview": capPreview(r.LastPreview.Text),
 		}))
 	}
-	return bus.CommandReply{Returns: []bus.Return{{Text: b.String()}}}, nil
+	return wire.CommandReply{Returns: []wire.Return{{Text: b.String()}}}, nil
 }
 
 // listState is a listed chat's state as `!ho list` shows it: waiting, or
@@ -338,7 +339,7 @@ func (s *Service) numbered(ctx context.Context, c PageCall, numKey, word string)
 
 // numbersKey names an operator chat's numbers record: a hash of the chat,
 // so no chat id appears in a key.
-func numbersKey(ses bus.Session) string {
+func numbersKey(ses wire.Session) string {
 	h := sha256.Sum256([]byte(model.SessionKey(ses.BotUUID, ses.LauncherType, string(ses.LauncherID))))
 	return hex.EncodeToString(h[:16])
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -46,7 +46,7 @@ func (s *Service) userInfo(ctx context.Context, c PageCall, req PageRequest) (Us
 	if rec.Type == model.LauncherGroup && req.MemberID != "" {
 		i := slices.IndexFunc(rec.Members, func(m model.Member) bool { return m.ID == req.MemberID })
 		if i < 0 {
-			return UserCard{}, bus.Errorf(bus.ErrNotFound, "no such member")
+			return UserCard{}, wire.Errorf(wire.ErrNotFound, "no such member")
 		}
 		card.ID, card.Name, card.FromGroup, card.GroupID = rec.Members[i].ID, rec.Members[i].Name, true, rec.TargetID
 		return card, nil
@@ -61,7 +61,7 @@ func (s *Service) groupInfo(ctx context.Context, c PageCall, sid string) (GroupC
 		return GroupCard{}, err
 	}
 	if rec.Type != model.LauncherGroup {
-		return GroupCard{}, bus.Errorf(bus.ErrBadRequest, "not a group session")
+		return GroupCard{}, wire.Errorf(wire.ErrBadRequest, "not a group session")
 	}
 	bot := s.bots.get(ctx, c.Scope, c.Binding, rec.BotUUID)
 	return GroupCard{Type: "group", ID: rec.TargetID, Name: rec.Name, MemberCount: len(rec.Members), Members: members(rec),
@@ -81,7 +81,7 @@ func (s *Service) blob(ctx context.Context, c PageCall, req PageRequest) (BlobDa
 		return BlobData{}, err
 	}
 	if (len(data)+2)/3*4 > s.cfg.MaxBody-(64<<10) {
-		return BlobData{}, bus.Errorf(bus.ErrTooLarge, "the attachment does not fit a page reply")
+		return BlobData{}, wire.Errorf(wire.ErrTooLarge, "the attachment does not fit a page reply")
 	}
 	return BlobData{Mime: mime, Size: len(data), DataURL: model.DataURL(mime, data)}, nil
 }
@@ -89,17 +89,17 @@ func (s *Service) blob(ctx context.Context, c PageCall, req PageRequest) (BlobDa
 // blobBytes reads one of the session's blobs and its mime type.
 func (s *Service) blobBytes(ctx context.Context, c PageCall, req PageRequest) ([]byte, string, error) {
 	if !strings.HasPrefix(req.Name, c.Scope.String()+"."+req.SID+".") {
-		return nil, "", bus.Errorf(bus.ErrNotFound, "no such attachment")
+		return nil, "", wire.Errorf(wire.ErrNotFound, "no such attachment")
 	}
 	if _, err := s.mustRecord(ctx, c.Scope, req.SID); err != nil {
 		return nil, "", err
 	}
 	data, mime, err := s.st.GetBlob(ctx, c.Scope, req.Name, s.cfg.MaxBody)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, "", bus.Errorf(bus.ErrNotFound, "no such attachment")
+		return nil, "", wire.Errorf(wire.ErrNotFound, "no such attachment")
 	}
 	if errors.Is(err, store.ErrBlobTooLarge) {
-		return nil, "", bus.Errorf(bus.ErrTooLarge, "the attachment does not fit a page reply")
+		return nil, "", wire.Errorf(wire.ErrTooLarge, "the attachment does not fit a page reply")
 	}
 	if err != nil {
 		return nil, "", err

@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -43,7 +43,7 @@ func (s *Service) export(ctx context.Context, c PageCall, req PageRequest) (Expo
 				// a blob past what is left of the inline limit is not read
 				data, mime, err := s.st.GetBlob(ctx, c.Scope, p.Blob, maxExportInline-total)
 				if errors.Is(err, store.ErrBlobTooLarge) {
-					return Export{}, bus.Errorf(bus.ErrTooLarge, "inline attachments exceed 64 MiB")
+					return Export{}, wire.Errorf(wire.ErrTooLarge, "inline attachments exceed 64 MiB")
 				}
 				if err == nil {
 					total += len(data)
@@ -70,7 +70,7 @@ func (s *Service) deleteSession(ctx context.Context, c PageCall, sid string) (ma
 		return nil, err
 	}
 	if !existed && !left {
-		return nil, bus.Errorf(bus.ErrNotFound, "no such session")
+		return nil, wire.Errorf(wire.ErrNotFound, "no such session")
 	}
 	s.publishLive(c.Scope, model.Live{Type: model.LiveDeleted, SID: sid, Data: map[string]string{"sid": sid}})
 	return map[string]bool{"deleted": true}, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/console"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -55,16 +56,16 @@ func (s *Service) consoleCall(ctx context.Context, sc binding.Scope, operator st
 			return PageCall{}, storageError()
 		}
 		if stored == nil {
-			return PageCall{}, bus.Errorf(bus.ErrBindingRefused, "the installation is unknown")
+			return PageCall{}, wire.Errorf(wire.ErrBindingRefused, "the installation is unknown")
 		}
 		a = *stored
 	}
 	if a.State == bus.StateRemoved {
-		return PageCall{}, bus.Errorf(bus.ErrBindingRefused, "the installation was removed")
+		return PageCall{}, wire.Errorf(wire.ErrBindingRefused, "the installation was removed")
 	}
 	cfg, err := s.runner.OpenConfig(sc, &a)
 	if err != nil {
-		return PageCall{}, bus.Errorf(bus.ErrInternal, "the installation's config could not be opened")
+		return PageCall{}, wire.Errorf(wire.ErrInternal, "the installation's config could not be opened")
 	}
 	return PageCall{
 		Scope: sc, Binding: a.Binding, Settings: s.settingsFor(sc, a.Binding, cfg),
@@ -73,7 +74,7 @@ func (s *Service) consoleCall(ctx context.Context, sc binding.Scope, operator st
 }
 
 // ConsoleDo runs one HTTP console operation for a verified token's scope
-// and operator; errors are *bus.Error. Actions write the audit line.
+// and operator; errors are *wire.Error. Actions write the audit line.
 func (s *Service) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 	req, err := parsePageRequest(c.Method, c.Endpoint, c.Params, c.Image, c.File)
 	if err != nil {
@@ -110,14 +111,14 @@ func (s *Service) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 // an unknown or removed scope.
 func (s *Service) ConsoleCheck(sc binding.Scope) error {
 	if !s.Ready() {
-		return bus.WithReason(bus.ErrUnavailable, ReasonNotReady, "takeover service: not ready (starting or stopping), retry later")
+		return wire.WithReason(wire.ErrUnavailable, ReasonNotReady, "takeover service: not ready (starting or stopping), retry later")
 	}
 	a, ok := s.runner.View().Lookup(sc)
 	if !ok {
-		return bus.Errorf(bus.ErrBindingRefused, "the installation is unknown")
+		return wire.Errorf(wire.ErrBindingRefused, "the installation is unknown")
 	}
 	if a.State == bus.StateRemoved {
-		return bus.Errorf(bus.ErrBindingRefused, "the installation was removed")
+		return wire.Errorf(wire.ErrBindingRefused, "the installation was removed")
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -46,23 +47,23 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	switch ev.Name {
 	case EventPersonMessage, EventGroupMessage, EventResponded:
 	default:
-		return bus.EventReply{}, nil
+		return wire.EventReply{}, nil
 	}
 	if !model.ValidBotUUID(ev.BotUUID) {
 		s.metrics.unkeyed.Inc()
 		s.log.ErrorContext(ctx, "event without a valid trusted bot uuid is not keyed", "scope", inv.Scope.String(), "event", ev.Name)
-		return bus.EventReply{}, nil
+		return wire.EventReply{}, nil
 	}
 	var data model.EventData
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
-		return nil, bus.Errorf(bus.ErrBadRequest, "event data is malformed")
+		return nil, wire.Errorf(wire.ErrBadRequest, "event data is malformed")
 	}
 	if data.LauncherType != model.LauncherPerson && data.LauncherType != model.LauncherGroup {
-		return nil, bus.Errorf(bus.ErrBadRequest, "launcher_type must be person or group")
+		return nil, wire.Errorf(wire.ErrBadRequest, "launcher_type must be person or group")
 	}
 	lid, ok := model.LauncherID(data.LauncherID)
 	if !ok {
-		return nil, bus.Errorf(bus.ErrBadRequest, "launcher_id must be a string or number of 1 to 256 characters")
+		return nil, wire.Errorf(wire.ErrBadRequest, "launcher_id must be a string or number of 1 to 256 characters")
 	}
 
 	start := time.Now()
@@ -96,7 +97,7 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	s.metrics.decisions.WithLabelValues(path, strconv.FormatBool(blocked)).Inc()
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(attrPath.String(path), attrBlocked.Bool(blocked))
-	reply := bus.EventReply{PreventDefault: blocked, PreventPostorder: blocked}
+	reply := wire.EventReply{PreventDefault: blocked, PreventPostorder: blocked}
 
 	job := &recordJob{
 		sc: inv.Scope, b: inv.Binding, set: set, event: ev.Name, invID: inv.ID,

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -119,7 +119,7 @@ func OperatorOf(callerOperator string) string {
 }
 
 // ParseOp resolves a method and endpoint ("/sessions" or "sessions") to an
-// operation; an unknown pair is bus.ErrNotFound.
+// operation; an unknown pair is wire.ErrNotFound.
 func ParseOp(method, endpoint string) (Op, error) {
 	ep := "/" + strings.TrimPrefix(strings.TrimSpace(endpoint), "/")
 	op := Op(strings.ToUpper(strings.TrimSpace(method)) + " " + ep)
@@ -128,7 +128,7 @@ func ParseOp(method, endpoint string) (Op, error) {
 			return o, nil
 		}
 	}
-	return "", bus.Errorf(bus.ErrNotFound, "unknown console operation")
+	return "", wire.Errorf(wire.ErrNotFound, "unknown console operation")
 }
 
 // ParsePageRequest parses and validates one console request: its method,
@@ -163,7 +163,7 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			case TypeAll, TypePerson, TypeGroup:
 				req.Type = t
 			default:
-				return req, bus.Errorf(bus.ErrBadRequest, "type must be all, person or group")
+				return req, wire.Errorf(wire.ErrBadRequest, "type must be all, person or group")
 			}
 		}
 		q, _, err := p.str("q")
@@ -179,7 +179,7 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			return req, err
 		}
 		if len(c) > maxCursorLen || !cursorRE.MatchString(c) {
-			return req, bus.Errorf(bus.ErrBadRequest, "cursor is malformed")
+			return req, wire.Errorf(wire.ErrBadRequest, "cursor is malformed")
 		}
 		req.Cursor = c
 	case OpMessages:
@@ -205,7 +205,7 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			return req, err
 		}
 		if len(m) > maxMemberIDLen {
-			return req, bus.Errorf(bus.ErrBadRequest, "member_id is too long")
+			return req, wire.Errorf(wire.ErrBadRequest, "member_id is too long")
 		}
 		req.MemberID = m
 	case OpBlob:
@@ -217,7 +217,7 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			return req, err
 		}
 		if n == "" || len(n) > maxBlobNameLen || !blobNameRE.MatchString(n) {
-			return req, bus.Errorf(bus.ErrBadRequest, "name is missing or malformed")
+			return req, wire.Errorf(wire.ErrBadRequest, "name is missing or malformed")
 		}
 		req.Name = n
 	case OpExport:
@@ -233,7 +233,7 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			return req, err
 		}
 		if !confirm {
-			return req, bus.Errorf(bus.ErrBadRequest, "clear needs confirm: true")
+			return req, wire.Errorf(wire.ErrBadRequest, "clear needs confirm: true")
 		}
 	case OpReply:
 		if req.SID, err = p.sid(); err != nil {
@@ -279,9 +279,9 @@ func decodeAttachment(field, s string) ([]byte, error) {
 	b, err := model.DecodeDataURL(s, model.MaxAttachmentBytes)
 	switch {
 	case err == model.ErrTooLarge:
-		return nil, bus.Errorf(bus.ErrTooLarge, "%s is over the attachment limit", field)
+		return nil, wire.Errorf(wire.ErrTooLarge, "%s is over the attachment limit", field)
 	case err != nil:
-		return nil, bus.Errorf(bus.ErrBadRequest, "%s is not valid base64", field)
+		return nil, wire.Errorf(wire.ErrBadRequest, "%s is not valid base64", field)
 	}
 	return b, nil
 }
@@ -293,25 +293,25 @@ func decodeAttachment(field, s string) ([]byte, error) {
 // name. It sets the sniffed mime types.
 func (r *ReplyRequest) Validate() error {
 	if !idemKeyRE.MatchString(r.IdempotencyKey) {
-		return bus.Errorf(bus.ErrBadRequest, "idempotency_key must be 8-128 of A-Z a-z 0-9 _ -")
+		return wire.Errorf(wire.ErrBadRequest, "idempotency_key must be 8-128 of A-Z a-z 0-9 _ -")
 	}
 	if !utf8.ValidString(r.Text) {
-		return bus.Errorf(bus.ErrBadRequest, "text is not valid UTF-8")
+		return wire.Errorf(wire.ErrBadRequest, "text is not valid UTF-8")
 	}
 	r.Text = strings.TrimSpace(r.Text)
 	if utf8.RuneCountInString(r.Text) > MaxReplyRunes {
-		return bus.Errorf(bus.ErrTooLarge, "text is over %d characters", MaxReplyRunes)
+		return wire.Errorf(wire.ErrTooLarge, "text is over %d characters", MaxReplyRunes)
 	}
 	if r.Text == "" && len(r.Image) == 0 && len(r.File) == 0 {
-		return bus.Errorf(bus.ErrBadRequest, "a reply needs text, an image or a file")
+		return wire.Errorf(wire.ErrBadRequest, "a reply needs text, an image or a file")
 	}
 	if len(r.Image) > model.MaxAttachmentBytes || len(r.File) > model.MaxAttachmentBytes {
-		return bus.Errorf(bus.ErrTooLarge, "an attachment is over the limit")
+		return wire.Errorf(wire.ErrTooLarge, "an attachment is over the limit")
 	}
 	if len(r.Image) > 0 {
 		r.ImageMime = model.SniffMime(r.Image)
 		if !model.RasterImage(r.ImageMime) {
-			return bus.Errorf(bus.ErrBadRequest, "the image is not an image")
+			return wire.Errorf(wire.ErrBadRequest, "the image is not an image")
 		}
 	}
 	if len(r.File) > 0 {
@@ -334,9 +334,9 @@ func newParams(body []byte) (params, error) {
 	var p params
 	if err := json.Unmarshal(body, &p); err != nil {
 		if body[0] == '[' {
-			return nil, bus.Errorf(bus.ErrBadRequest, "parameters are a JSON array; they must be a JSON object")
+			return nil, wire.Errorf(wire.ErrBadRequest, "parameters are a JSON array; they must be a JSON object")
 		}
-		return nil, bus.Errorf(bus.ErrBadRequest, "parameters must be a JSON object")
+		return nil, wire.Errorf(wire.ErrBadRequest, "parameters must be a JSON object")
 	}
 	return p, nil
 }
@@ -351,7 +351,7 @@ func (p params) str(name string) (string, bool, error) {
 	if s, ok := model.IDText(v); ok {
 		return s, true, nil
 	}
-	return "", false, bus.Errorf(bus.ErrBadRequest, "%s must be a string", name)
+	return "", false, wire.Errorf(wire.ErrBadRequest, "%s must be a string", name)
 }
 
 func (p params) bool(name string) (bool, bool, error) {
@@ -362,7 +362,7 @@ func (p params) bool(name string) (bool, bool, error) {
 	if b, ok := model.ParseBool(v); ok {
 		return b, true, nil
 	}
-	return false, false, bus.Errorf(bus.ErrBadRequest, "%s must be a boolean", name)
+	return false, false, wire.Errorf(wire.ErrBadRequest, "%s must be a boolean", name)
 }
 
 func (p params) sid() (string, error) {
@@ -371,7 +371,7 @@ func (p params) sid() (string, error) {
 		return "", err
 	}
 	if !model.ValidSID(s) {
-		return "", bus.Errorf(bus.ErrBadRequest, "sid is missing or malformed")
+		return "", wire.Errorf(wire.ErrBadRequest, "sid is missing or malformed")
 	}
 	return s, nil
 }
@@ -384,7 +384,7 @@ func (p params) limit(def, maxN int) (int, error) {
 	}
 	n, ok := model.ParseInt(v)
 	if !ok {
-		return 0, bus.Errorf(bus.ErrBadRequest, "limit must be an integer")
+		return 0, wire.Errorf(wire.ErrBadRequest, "limit must be an integer")
 	}
 	return int(min(max(n, 1), int64(maxN))), nil
 }
@@ -396,14 +396,14 @@ func (p params) uint(name string) (uint64, error) {
 	}
 	s, ok := model.IDText(v)
 	if !ok {
-		return 0, bus.Errorf(bus.ErrBadRequest, "%s must be a sequence number", name)
+		return 0, wire.Errorf(wire.ErrBadRequest, "%s must be a sequence number", name)
 	}
 	if s == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, bus.Errorf(bus.ErrBadRequest, "%s must be a sequence number", name)
+		return 0, wire.Errorf(wire.ErrBadRequest, "%s must be a sequence number", name)
 	}
 	return n, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -52,11 +53,11 @@ type Origin struct {
 }
 
 // Do runs one console operation (spec §7.2) and returns its result. The
-// error is a *bus.Error, store.ErrCorrupt for an unreadable record, or a storage
+// error is a *wire.Error, store.ErrCorrupt for an unreadable record, or a storage
 // error (wireError maps the last two).
 func (s *Service) Do(ctx context.Context, c PageCall, req PageRequest) (any, error) {
 	if c.Inactive && req.Op.IsAction() {
-		return nil, bus.WithReason(bus.ErrBindingRefused, ReasonInstallationInactive, "the installation is disabled or superseded")
+		return nil, wire.WithReason(wire.ErrBindingRefused, ReasonInstallationInactive, "the installation is disabled or superseded")
 	}
 	if req.Op.IsAction() {
 		// An action runs to its end once started: a caller that goes away
@@ -101,7 +102,7 @@ func (s *Service) Do(ctx context.Context, c PageCall, req PageRequest) (any, err
 	case OpClear:
 		return s.clear(ctx, c)
 	}
-	return nil, bus.Errorf(bus.ErrNotFound, "unknown console operation")
+	return nil, wire.Errorf(wire.ErrNotFound, "unknown console operation")
 }
 
 // dedupePage: page actions run under the invocation dedupe record; reads
@@ -127,7 +128,7 @@ func pageRead(inv *bus.Invocation) bool {
 func (s *Service) handlePage(ctx context.Context, inv *bus.Invocation) (any, error) {
 	p := inv.Page
 	if p.PageID != ConsolePageID {
-		return nil, bus.Errorf(bus.ErrNotFound, "unknown page")
+		return nil, wire.Errorf(wire.ErrNotFound, "unknown page")
 	}
 	req, err := ParsePageRequest(p.Method, p.Endpoint, p.Body)
 	if err != nil {
@@ -156,7 +157,7 @@ func (s *Service) handlePage(ctx context.Context, inv *bus.Invocation) (any, err
 	if req.Op.IsAction() {
 		s.audit(ctx, c, req, "ok")
 	}
-	return bus.PageReply{Data: data}, nil
+	return wire.PageReply{Data: data}, nil
 }
 
 // audit logs one line per action: never text, names or file names.
@@ -165,17 +166,17 @@ func (s *Service) audit(ctx context.Context, c PageCall, req PageRequest, outcom
 }
 
 // wireError maps an operation error to the wire error (DESIGN §3.1): a
-// *bus.Error as it is, anything else by what went wrong.
+// *wire.Error as it is, anything else by what went wrong.
 func wireError(err error) error {
-	var be *bus.Error
+	var be *wire.Error
 	if errors.As(err, &be) {
 		return be
 	}
 	if errors.Is(err, store.ErrCorrupt) {
-		return bus.WithReason(bus.ErrInternal, ReasonUnreadable, "the session's stored record is unreadable")
+		return wire.WithReason(wire.ErrInternal, ReasonUnreadable, "the session's stored record is unreadable")
 	}
 	if errors.Is(err, context.Canceled) {
-		return bus.Errorf(bus.ErrUnavailable, "the request was cancelled")
+		return wire.Errorf(wire.ErrUnavailable, "the request was cancelled")
 	}
 	return storageError()
 }
@@ -197,11 +198,11 @@ func (s *Service) mustRecord(ctx context.Context, sc binding.Scope, sid string) 
 		return nil, err
 	}
 	if rec == nil {
-		return nil, bus.Errorf(bus.ErrNotFound, "no such session")
+		return nil, wire.Errorf(wire.ErrNotFound, "no such session")
 	}
 	return rec, nil
 }
 
 func legacyErr() error {
-	return bus.WithReason(bus.ErrConflict, ReasonLegacyReadOnly, "a legacy session is read-only")
+	return wire.WithReason(wire.ErrConflict, ReasonLegacyReadOnly, "a legacy session is read-only")
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -28,7 +29,7 @@ type ReplyResult struct {
 
 // errReplyRecord answers a reply whose idempotency record could not be
 // read or written: nothing was sent, and a retry with the same key is safe.
-var errReplyRecord = bus.Errorf(bus.ErrUnavailable, "the reply could not be recorded; nothing was sent")
+var errReplyRecord = wire.Errorf(wire.ErrUnavailable, "the reply could not be recorded; nothing was sent")
 
 func replyKeyID(sid, idem string) string {
 	sum := sha256.Sum256([]byte(sid + ":" + idem))
@@ -46,7 +47,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		return ReplyResult{}, legacyErr()
 	}
 	if len(r.Image) > s.attachmentLimit() || len(r.File) > s.attachmentLimit() {
-		return ReplyResult{}, bus.Errorf(bus.ErrTooLarge, "an attachment is over the limit")
+		return ReplyResult{}, wire.Errorf(wire.ErrTooLarge, "an attachment is over the limit")
 	}
 	now := s.nowMS()
 	dk := replyKeyID(sid, r.IdempotencyKey)
@@ -71,7 +72,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 					return res, nil
 				}
 			case (d.State == model.ReplySending || d.State == model.ReplyDelivered) && now-d.At < replyStaleMS:
-				return ReplyResult{}, bus.WithReason(bus.ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
+				return ReplyResult{}, wire.WithReason(wire.ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
 			case d.State == model.ReplyDelivered:
 				// delivered long ago and never saved: never send it again
 				return ReplyResult{Delivered: true, Warning: "history_not_saved", Takeover: s.takeoverView(rec, c.Settings)}, nil
@@ -80,7 +81,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		// take the record over; losing the race means another attempt did
 		rev, err = s.st.Dedupe().UpdateAt(ctx, c.Scope, store.KeyReply, sending, e.Revision(), dk)
 		if bus.IsCASConflict(err) {
-			return ReplyResult{}, bus.WithReason(bus.ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
+			return ReplyResult{}, wire.WithReason(wire.ErrConflict, ReasonReplyInProgress, "this reply is still being sent")
 		}
 	}
 	if err != nil {
@@ -102,7 +103,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 	rec, krev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		tr, claimed = model.Unchanged, false
 		if cur == nil {
-			refused = bus.Errorf(bus.ErrNotFound, "no such session")
+			refused = wire.Errorf(wire.ErrNotFound, "no such session")
 			return nil, refused
 		}
 		if model.IsLegacy(cur) {
@@ -127,7 +128,7 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 		if refused != nil && errors.Is(err, refused) {
 			return ReplyResult{}, err
 		}
-		return ReplyResult{}, bus.Errorf(bus.ErrUnavailable, "the takeover could not be stored; nothing was sent")
+		return ReplyResult{}, wire.Errorf(wire.ErrUnavailable, "the takeover could not be stored; nothing was sent")
 	}
 	if tr != model.Unchanged {
 		s.view.ApplyRecord(c.Scope, sid, rec, krev)
@@ -138,33 +139,33 @@ func (s *Service) reply(ctx context.Context, c PageCall, sid string, r *ReplyReq
 	}
 
 	// 3. the send
-	chain := []bus.Component{}
+	chain := []wire.Component{}
 	if r.Text != "" {
-		chain = append(chain, bus.Component{Type: "Plain", Text: r.Text})
+		chain = append(chain, wire.Component{Type: "Plain", Text: r.Text})
 	}
 	if len(r.Image) > 0 {
-		chain = append(chain, bus.Component{Type: "Image", Base64: model.DataURL(r.ImageMime, r.Image)})
+		chain = append(chain, wire.Component{Type: "Image", Base64: model.DataURL(r.ImageMime, r.Image)})
 	}
 	if len(r.File) > 0 {
-		chain = append(chain, bus.Component{Type: "File", Base64: model.DataURL(r.FileMime, r.File), Name: r.FileName})
+		chain = append(chain, wire.Component{Type: "File", Base64: model.DataURL(r.FileMime, r.File), Name: r.FileName})
 	}
 	idem := "takeover:" + c.Scope.String() + ":" + sid + ":" + r.IdempotencyKey
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
 	defer cancel()
-	err = s.runner.Host().SendMessage(sctx, c.Binding, bus.SendMessage{
+	err = s.runner.Host().SendMessage(sctx, c.Binding, wire.SendMessage{
 		BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: chain,
 	}, idem)
 	if err != nil {
 		setDedupe(model.ReplyDedupe{State: model.ReplyFailed, At: now})
 		if errors.Is(err, bus.ErrHostTimeout) {
-			return ReplyResult{}, bus.WithReason(bus.ErrUnavailable, ReasonOutcomeUnknown, "the host did not answer; retrying with the same key is safe")
+			return ReplyResult{}, wire.WithReason(wire.ErrUnavailable, ReasonOutcomeUnknown, "the host did not answer; retrying with the same key is safe")
 		}
 		if errors.Is(err, bus.ErrNoHost) {
 			// ErrNoHost stays in the chain so the chat command can say no
 			// host answered; the wire carries only the fixed message.
-			return ReplyResult{}, fmt.Errorf("%w: %w", bus.WithReason(bus.ErrUnavailable, ReasonSendFailed, "no host is connected to deliver the message; nothing was sent"), err)
+			return ReplyResult{}, fmt.Errorf("%w: %w", wire.WithReason(wire.ErrUnavailable, ReasonSendFailed, "no host is connected to deliver the message; nothing was sent"), err)
 		}
-		return ReplyResult{}, bus.WithReason(bus.ErrUnavailable, ReasonSendFailed, "the host refused the message")
+		return ReplyResult{}, wire.WithReason(wire.ErrUnavailable, ReasonSendFailed, "the host refused the message")
 	}
 	setDedupe(model.ReplyDedupe{State: model.ReplyDelivered, At: now})
 	s.resolveAlert(ctx, c.Scope, c.Settings, sid)
@@ -204,7 +205,7 @@ func (s *Service) saveReply(ctx context.Context, c PageCall, sid, gen string, r 
 	}
 	rec, rev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil {
-			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
+			return nil, wire.Errorf(wire.ErrNotFound, "no such session")
 		}
 		r := cur.Clone()
 		r.LastMsgAt = max(r.LastMsgAt, now)

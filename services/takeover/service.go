@@ -18,6 +18,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -81,7 +82,7 @@ type Service struct {
 	now     func() time.Time
 	log     *slog.Logger
 	tracer  trace.Tracer
-	subj    bus.Subjects
+	subj    wire.Subjects
 	runner  *bus.Runner
 	st      *store.Store
 	view    *store.View
@@ -141,7 +142,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		return nil, fmt.Errorf("%w: MinTakeoverTimeout must be within [0, 30s]", bus.ErrInvalidConfig)
 	}
 	if cfg.HostTimeout <= 0 {
-		cfg.HostTimeout = bus.DefaultHostTimeout
+		cfg.HostTimeout = wire.DefaultHostTimeout
 	}
 	if cfg.NoticeRetry == nil {
 		cfg.NoticeRetry = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second}

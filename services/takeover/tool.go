@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -33,19 +34,19 @@ type ToolResult struct {
 func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, error) {
 	tool := inv.Tool
 	if tool.Name != toolRequestHuman {
-		return nil, bus.Errorf(bus.ErrNotFound, "unknown tool")
+		return nil, wire.Errorf(wire.ErrNotFound, "unknown tool")
 	}
 	var p struct {
 		Reason string `json:"reason"`
 	}
 	if len(tool.Parameters) > 0 && json.Unmarshal(tool.Parameters, &p) != nil {
-		return nil, bus.Errorf(bus.ErrBadRequest, "parameters must be {\"reason\": string}")
+		return nil, wire.Errorf(wire.ErrBadRequest, "parameters must be {\"reason\": string}")
 	}
 	reason := model.CutRunes(strings.TrimSpace(p.Reason), model.MaxHandoffReason)
 	ses := tool.Session
 	lid := string(ses.LauncherID)
 	if !model.ValidBotUUID(ses.BotUUID) || (ses.LauncherType != model.LauncherPerson && ses.LauncherType != model.LauncherGroup) || lid == "" || len(lid) > 256 {
-		return nil, bus.Errorf(bus.ErrBadRequest, "the tool call's session names no chat")
+		return nil, wire.Errorf(wire.ErrBadRequest, "the tool call's session names no chat")
 	}
 	set := s.settingsFor(inv.Scope, inv.Binding, inv.Config)
 	sid := model.SID(model.SessionKey(ses.BotUUID, ses.LauncherType, lid))
@@ -56,7 +57,7 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 			r = model.NewRecord(ses.BotUUID, ses.LauncherType, lid, lid, now)
 		} else {
 			if model.IsLegacy(cur) || model.IdentityConflict(cur, ses.BotUUID, "") {
-				return nil, bus.Errorf(bus.ErrConflict, "the chat's session belongs to another bot")
+				return nil, wire.Errorf(wire.ErrConflict, "the chat's session belongs to another bot")
 			}
 			if cur.Unread {
 				return nil, store.ErrNoChange
@@ -72,6 +73,6 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 	s.view.ApplyRecord(inv.Scope, sid, rec, rev)
 	s.publishLive(inv.Scope, model.Live{Type: model.LiveSession, SID: sid, Data: s.summary(ctx, inv.Scope, inv.Binding, sid, rec)})
 	s.raiseAlert(ctx, inv.Scope, set, sid, rec, causeTool, "", reason)
-	return bus.ToolReply{Result: ToolResult{Status: "waiting", SayToUser: s.catalog.Text(set.Language, "tool.say_to_user", nil),
+	return wire.ToolReply{Result: ToolResult{Status: "waiting", SayToUser: s.catalog.Text(set.Language, "tool.say_to_user", nil),
 		Alerted: len(set.OperatorChats) > 0}}, nil
 }

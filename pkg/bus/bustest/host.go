@@ -10,31 +10,31 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // HostCall is one host action the fake host received.
 type HostCall struct {
 	Action         string
 	Scope          binding.Scope
-	Request        bus.HostRequest
+	Request        wire.HostRequest
 	IdempotencyKey string
 	Header         nats.Header
 	At             time.Time
 }
 
 // SendMessage decodes the call's data as send_message data.
-func (c HostCall) SendMessage() bus.SendMessage {
-	var m bus.SendMessage
+func (c HostCall) SendMessage() wire.SendMessage {
+	var m wire.SendMessage
 	_ = json.Unmarshal(c.Request.Data, &m)
 	return m
 }
 
 // HostReply is how the fake host answers one call.
 type HostReply struct {
-	Data any        // success body; nil means {}
-	Err  *bus.Error // error reply
-	Drop bool       // no reply at all: the caller times out
+	Data any         // success body; nil means {}
+	Err  *wire.Error // error reply
+	Drop bool        // no reply at all: the caller times out
 }
 
 // Host is a fake LangBot host: it answers every host action on
@@ -51,7 +51,7 @@ type Host struct {
 // NewHost subscribes a fake host on nc until cleanup. Each call is
 // answered on its own goroutine, so a responder that blocks (to hold a
 // send in flight) does not hold up the others.
-func NewHost(t testing.TB, nc *nats.Conn, subjects bus.Subjects) *Host {
+func NewHost(t testing.TB, nc *nats.Conn, subjects wire.Subjects) *Host {
 	t.Helper()
 	h := &Host{changed: make(chan struct{})}
 	sub, err := nc.Subscribe(subjects.HostAll(), func(m *nats.Msg) {
@@ -59,7 +59,7 @@ func NewHost(t testing.TB, nc *nats.Conn, subjects bus.Subjects) *Host {
 		if err != nil {
 			return
 		}
-		call := HostCall{Action: action, Scope: sc, IdempotencyKey: m.Header.Get(bus.HeaderIdempotencyKey), Header: m.Header, At: time.Now()}
+		call := HostCall{Action: action, Scope: sc, IdempotencyKey: m.Header.Get(wire.HeaderIdempotencyKey), Header: m.Header, At: time.Now()}
 		_ = json.Unmarshal(m.Data, &call.Request)
 		h.mu.Lock()
 		h.calls = append(h.calls, call)
@@ -111,24 +111,24 @@ func NewHost(t testing.TB, nc *nats.Conn, subjects bus.Subjects) *Host {
 
 func defaultReply(c HostCall) HostReply {
 	switch c.Action {
-	case bus.ActionGetBotInfo:
+	case wire.ActionGetBotInfo:
 		var d struct {
 			BotUUID string `json:"bot_uuid"`
 		}
 		_ = json.Unmarshal(c.Request.Data, &d)
-		return HostReply{Data: map[string]any{"bot": bus.BotInfo{UUID: d.BotUUID, Name: "Test Bot", Adapter: "test"}}}
-	case bus.ActionGetBots:
-		return HostReply{Data: map[string]any{"bots": []bus.BotInfo{}}}
+		return HostReply{Data: map[string]any{"bot": wire.BotInfo{UUID: d.BotUUID, Name: "Test Bot", Adapter: "test"}}}
+	case wire.ActionGetBots:
+		return HostReply{Data: map[string]any{"bots": []wire.BotInfo{}}}
 	}
 	return HostReply{}
 }
 
 // ErrorMsg returns a reply message carrying e, as a peer following the
 // protocol would send it.
-func ErrorMsg(e *bus.Error) *nats.Msg {
+func ErrorMsg(e *wire.Error) *nats.Msg {
 	h := nats.Header{}
-	h.Set(bus.HeaderServiceError, e.Word)
-	h.Set(bus.HeaderServiceCode, strconv.Itoa(e.Code))
+	h.Set(wire.HeaderServiceError, e.Word)
+	h.Set(wire.HeaderServiceCode, strconv.Itoa(e.Code))
 	body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": e.Word, "message": e.Message, "reason": e.Reason}})
 	return &nats.Msg{Header: h, Data: body}
 }
@@ -151,7 +151,7 @@ func (h *Host) Calls() []HostCall {
 func (h *Host) Sends() []HostCall {
 	var out []HostCall
 	for _, c := range h.Calls() {
-		if c.Action == bus.ActionSendMessage {
+		if c.Action == wire.ActionSendMessage {
 			out = append(out, c)
 		}
 	}
