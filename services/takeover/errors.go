@@ -4,7 +4,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
-// Request failures are *wire.Error values (pkg/bus/errors.go, DESIGN §3.1):
+// Request failures are *wire.Error values (pkg/wire/errors.go, DESIGN §3.1):
 // handlers return wire.Errorf or wire.WithReason of a bus sentinel with a
 // message safe to show the caller (never chat text or config values), and
 // wireError maps the rest (corrupt records, storage failures) onto them.
