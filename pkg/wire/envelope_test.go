@@ -47,3 +47,42 @@ func TestIDErrorEchoesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeRequestRefusalsAreTyped: every refusal is an *EnvelopeError
+// naming the part at fault, and its Reason (what the caller reads) names
+// fields, kinds and byte positions, never a value sent.
+func TestDecodeRequestRefusalsAreTyped(t *testing.T) {
+	const bnd = `"binding":{"instance_uuid":"i","workspace_uuid":"w","installation_uuid":"n","placement_generation":1,"runtime_revision":1,"artifact_digest":"d"}`
+	long := `{` + bnd + `,"config":{"notice":"` + strings.Repeat("s", 40<<10) + `"},"command":{"name":"c"}}`
+	for _, c := range []struct {
+		name, body, field, reason string
+	}{
+		{"invalid utf-8", "{\xff}", "body", "body is not valid UTF-8"},
+		{"array", `["secret"]`, "body", "body is a JSON array, expected an object"},
+		{"string", `"secret"`, "body", "the body must be a JSON object"},
+		{"truncated", `{"binding":{"instance_uuid":"secret`, "body", "malformed JSON at byte 35"},
+		{"wrong type", `{` + bnd + `,"command":{"name":"c","params":"secret"}}`, "command.params", `field "command.params" has the wrong type`},
+		{"id of an object", `{` + bnd + `,"command":{"name":"c","session":{"launcher_id":{"secret":1}}}}`, "id", "id must be a string or a number, not an object"},
+		{"bad scope token", `{"binding":{"instance_uuid":"i","workspace_uuid":"w*secret","installation_uuid":"n","placement_generation":1,"runtime_revision":1,"artifact_digest":"d"},"command":{"name":"c"}}`,
+			"binding", "the binding's instance, workspace or installation id is not a valid token"},
+		{"generation 0", `{"binding":{"instance_uuid":"i","workspace_uuid":"w","installation_uuid":"n","placement_generation":0,"runtime_revision":1,"artifact_digest":"d"},"command":{"name":"c"}}`,
+			"binding", "the binding is invalid (generation and revision must be >= 1, the digest printable)"},
+		{"config array", `{` + bnd + `,"config":["secret"],"command":{"name":"c"}}`, "config", "config must be an object"},
+		{"config string too long", long, "config", "config field notice has a string longer than 32768 bytes"},
+		{"no command", `{` + bnd + `}`, "command", "missing command"},
+		{"unnamed command", `{` + bnd + `,"command":{"name":" "}}`, "command", "command has no name"},
+	} {
+		_, err := wire.DecodeRequest(wire.EndpointCommand, []byte(c.body))
+		var env *wire.EnvelopeError
+		if !errors.As(err, &env) {
+			t.Errorf("%s: %v, want an *EnvelopeError", c.name, err)
+			continue
+		}
+		if env.Field != c.field || env.Reason != c.reason || !errors.Is(err, wire.ErrEnvelope) {
+			t.Errorf("%s: Field %q Reason %q, want %q %q (and ErrEnvelope)", c.name, env.Field, env.Reason, c.field, c.reason)
+		}
+		if strings.Contains(env.Reason, "secret") || strings.Contains(env.Reason, "sss") {
+			t.Errorf("%s: Reason %q echoes the body", c.name, env.Reason)
+		}
+	}
+}
