@@ -128,6 +128,8 @@ func TestArchitectureRuleCatches(t *testing.T) {
 		{"package builder links the runtime",
 			listedPackage{ImportPath: m("pkg/lbpkg"), Imports: []string{m("pkg/wire")},
 				Deps: []string{"github.com/prometheus/client_golang/prometheus"}}, "links no service runtime"},
+		{"fake LangBot links the runtime",
+			listedPackage{ImportPath: m("cmd/fakelangbot"), Name: "main", Deps: []string{"github.com/nats-io/nats.go/micro"}}, "links no service runtime"},
 		{"service binary links a server",
 			listedPackage{ImportPath: m("services/githubkit/cmd/githubkit"), Name: "main",
 				Imports: []string{m("services/githubkit")}, Deps: []string{"github.com/nats-io/nats-server/v2/server"}}, "NATS server"},
@@ -170,9 +172,10 @@ var pureCores = map[string][]string{
 // tracing, not pkg/bus), so whoever speaks the protocol links none.
 var wireImports = []string{module + "/pkg/binding", module + "/pkg/settings"}
 
-// hostSide packages speak the protocol without running a service: they
-// link none of runtimeDeps.
-var hostSide = []string{"pkg/lbpkg"}
+// hostSide packages speak the protocol without running a service (the
+// package builder, the runtime driver and the fake LangBot built on it):
+// they link none of runtimeDeps.
+var hostSide = []string{"pkg/lbpkg", "pkg/lbpkg/runtimetest", "cmd/fakelangbot"}
 
 // runtimeDeps are the service runtime's libraries, by import path prefix.
 var runtimeDeps = []string{"github.com/nats-io/nats.go/micro", "github.com/nats-io/nats.go/jetstream",
@@ -264,16 +267,16 @@ func architectureViolations(pkgs []listedPackage) []string {
 					}
 				}
 			}
-			if slices.Contains(hostSide, rel) {
-				for _, d := range p.Deps {
-					if slices.ContainsFunc(runtimeDeps, func(r string) bool { return strings.HasPrefix(d, r) }) {
-						out = append(out, p.ImportPath+" links "+d+": the package builder speaks the protocol (pkg/wire) and links no service runtime")
-						break
-					}
-				}
-			}
 		default:
 			out = append(out, p.ImportPath+": no rule for this folder in docs/architecture.md")
+		}
+		if slices.Contains(hostSide, rel) {
+			for _, d := range p.Deps {
+				if slices.ContainsFunc(runtimeDeps, func(r string) bool { return strings.HasPrefix(d, r) }) {
+					out = append(out, p.ImportPath+" links "+d+": the host side speaks the protocol (pkg/wire) and links no service runtime")
+					break
+				}
+			}
 		}
 	}
 	return out
