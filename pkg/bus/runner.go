@@ -781,8 +781,8 @@ func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Heade
 	var body []byte
 	outcome := "ok"
 	if herr != nil {
-		e, wire := wire.AsError(herr)
-		if !wire || e.Code >= 500 {
+		e, known := wire.AsError(herr)
+		if !known || e.Code >= 500 {
 			r.log.ErrorContext(ctx, "invocation failed", "scope", subjScope.String(), "endpoint", j.ep, "err", herr)
 		}
 		h, body, outcome = fail(e)
