@@ -32,7 +32,7 @@ func TestNoTextHardCodesACommandPrefix(t *testing.T) {
 		"githubkit":        githubkit.LoadCatalog,
 		"takeover":         takeover.Messages,
 		"takeover console": console.Catalog,
-		"schenotify":       schenotify.LoadCatalog,
+		"schenotify":       schenotify.Catalog,
 	} {
 		t.Run(name, func(t *testing.T) {
 			cat, err := load()

@@ -50,7 +50,7 @@ func TestBurstOfOneInstallationIsAllCreatedAndDelivered(t *testing.T) {
 	seen := map[string]int{}
 	last := due
 	for _, c := range e.host.sends() {
-		seen[c.Key]++
+		seen[c.IdempotencyKey]++
 		if c.At.After(last) {
 			last = c.At
 		}
@@ -135,7 +135,7 @@ func TestBurstOnASmallPoolIsDeliveredInBoundedTime(t *testing.T) {
 	last := due
 	seen := map[string]int{}
 	for _, c := range sends {
-		seen[c.Key]++
+		seen[c.IdempotencyKey]++
 		if c.At.After(last) {
 			last = c.At
 		}

@@ -42,8 +42,8 @@ func TestSnoozeLastDelivered(t *testing.T) {
 		t.Fatalf("%d reminders after a retried snooze, want 1", n)
 	}
 	calls := e.host.wait(t, 2, 6*time.Second)
-	if calls[1].Text() != "[Notify] stretch" || len(calls[1].Data.MessageChain) != 3 {
-		t.Fatalf("snoozed delivery: %q chain %+v", calls[1].Text(), calls[1].Data.MessageChain)
+	if sentText(calls[1]) != "[Notify] stretch" || len(calls[1].SendMessage().MessageChain) != 3 {
+		t.Fatalf("snoozed delivery: %q chain %+v", sentText(calls[1]), calls[1].SendMessage().MessageChain)
 	}
 
 	// By id: a pending one-shot moves, it is not copied.

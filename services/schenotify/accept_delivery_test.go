@@ -28,7 +28,7 @@ func TestO12FailedDeliveryIsRetried(t *testing.T) {
 	s := sess("bot", "person", "1")
 	var mu sync.Mutex
 	failed := false
-	e.host.respond(func(hostCall) hostAction {
+	e.host.respond(func(bustest.HostCall) hostAction {
 		mu.Lock()
 		defer mu.Unlock()
 		if !failed {
@@ -49,8 +49,8 @@ func TestO12FailedDeliveryIsRetried(t *testing.T) {
 		t.Fatalf("record after failure: attempt %d, last_error %+v", r.Attempt, r.LastError)
 	}
 	calls := e.host.wait(t, 2, 5*time.Second)
-	if calls[0].Key != calls[1].Key {
-		t.Fatalf("keys differ: %q %q", calls[0].Key, calls[1].Key)
+	if calls[0].IdempotencyKey != calls[1].IdempotencyKey {
+		t.Fatalf("keys differ: %q %q", calls[0].IdempotencyKey, calls[1].IdempotencyKey)
 	}
 	if d := calls[1].At.Sub(calls[0].At); d < 500*time.Millisecond || d > 2500*time.Millisecond {
 		t.Errorf("retry after %v, want about 1 s", d)
@@ -70,8 +70,8 @@ func TestO13DeleteDuringSend(t *testing.T) {
 	b := bind("installation-a", 1)
 	s := sess("bot", "person", "1")
 	release := make(chan struct{})
-	e.host.respond(func(c hostCall) hostAction {
-		if strings.HasSuffix(c.Text(), "two") {
+	e.host.respond(func(c bustest.HostCall) hostAction {
+		if strings.HasSuffix(sentText(c), "two") {
 			return hostAction{Hang: release}
 		}
 		return hostAction{}
@@ -174,7 +174,7 @@ func TestN7DeleteRaceConcurrentSafe(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	sent := map[string]int{}
 	for _, c := range e.host.sends() {
-		sent[c.Data.TargetID]++
+		sent[c.SendMessage().TargetID]++
 	}
 	for _, r := range rs {
 		n := sent[r.session]
@@ -254,14 +254,14 @@ func TestO15UpgradeKeepsReminders(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := e.host.wait(t, 2, 10*time.Second)
-	if calls[0].Text() != "[Notify] R2" || calls[1].Text() != "[Notify] R1" {
+	if sentText(calls[0]) != "[Notify] R2" || sentText(calls[1]) != "[Notify] R1" {
 		t.Fatalf("sends %q", e.host.texts())
 	}
 	checkOnTime(t, calls[0], T.Add(3*time.Second))
 	checkOnTime(t, calls[1], T.Add(6*time.Second))
 	for _, c := range calls {
-		if c.Binding != b2 {
-			t.Errorf("%q sent under revision %d", c.Text(), c.Binding.RuntimeRevision)
+		if c.Request.Binding != b2 {
+			t.Errorf("%q sent under revision %d", sentText(c), c.Request.Binding.RuntimeRevision)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func TestHeldCapFallsBack(t *testing.T) {
 	time.Sleep(time.Second)
 	keys := map[string]int{}
 	for _, c := range e.host.sends() {
-		keys[c.Key]++
+		keys[c.IdempotencyKey]++
 		checkOnTime(t, c, due)
 	}
 	if len(e.host.sends()) != 8 || len(keys) != 8 {

@@ -41,7 +41,7 @@ func TestN14Lateness(t *testing.T) {
 	}
 	keys := map[string]bool{}
 	for _, c := range calls {
-		keys[c.Key] = true
+		keys[c.IdempotencyKey] = true
 	}
 	if len(keys) != 100 {
 		t.Fatalf("%d distinct keys", len(keys))
@@ -67,10 +67,10 @@ func TestN15DeliveryFormat(t *testing.T) {
 	calls := e.host.wait(t, 3, 5*time.Second)
 	got := map[string]bool{}
 	for _, c := range calls {
-		if len(c.Data.MessageChain) != 1 || c.Data.MessageChain[0].Type != "Plain" {
-			t.Errorf("chain %+v", c.Data.MessageChain)
+		if len(c.SendMessage().MessageChain) != 1 || c.SendMessage().MessageChain[0].Type != "Plain" {
+			t.Errorf("chain %+v", c.SendMessage().MessageChain)
 		}
-		got[c.Text()] = true
+		got[sentText(c)] = true
 	}
 	for _, want := range []string{"bare", "⏰ clock", "[Notify] newline"} {
 		if !got[want] {
@@ -137,7 +137,7 @@ func TestN16ListAndCancel(t *testing.T) {
 	c := bind("installation-markers", 1)
 	cfg := testConfig()
 	_ = cfg
-	e.host.respond(func(hc hostCall) hostAction {
+	e.host.respond(func(hc bustest.HostCall) hostAction {
 		if hc.Scope == scopeOf(c) {
 			return hostAction{Err: wire.Errorf(wire.ErrInternal, "down")}
 		}

@@ -27,7 +27,7 @@ func TestMentionsOnDelivery(t *testing.T) {
 	calls := e.host.wait(t, 3, 10*time.Second)
 	chains := map[string][]wire.Component{}
 	for _, c := range calls {
-		chains[c.Text()] = c.Data.MessageChain
+		chains[sentText(c)] = c.SendMessage().MessageChain
 	}
 	check := func(text string, want ...string) {
 		t.Helper()

@@ -48,7 +48,7 @@ func TestRefusedChatGetsRemindersOnNextMessage(t *testing.T) {
 			in := e.start(t, testConfig(), nil, nil, nil)
 			var refuse atomic.Bool
 			refuse.Store(true)
-			e.host.respond(func(hostCall) hostAction {
+			e.host.respond(func(bustest.HostCall) hostAction {
 				if refuse.Load() {
 					return hostAction{Err: &wire.Error{Code: 400, Word: "bad_request", Reason: reason, Message: "the platform refused"}}
 				}
@@ -89,10 +89,10 @@ func TestRefusedChatGetsRemindersOnNextMessage(t *testing.T) {
 			calls := e.host.wait(t, 4, 10*time.Second)
 			got := map[string]string{}
 			for _, c := range calls[2:] {
-				got[c.Text()] = c.Key
+				got[sentText(c)] = c.IdempotencyKey
 			}
-			if got["[Notify] first"] != first.Key || got["[Notify] second"] == "" {
-				t.Fatalf("next-message sends %v (first key %q)", got, first.Key)
+			if got["[Notify] first"] != first.IdempotencyKey || got["[Notify] second"] == "" {
+				t.Fatalf("next-message sends %v (first key %q)", got, first.IdempotencyKey)
 			}
 			bustest.EventuallyWithin(t, 5*time.Second, "records gone", func() bool {
 				return e.record(t, scopeOf(b), id) == nil && e.record(t, scopeOf(b), id2) == nil
@@ -130,7 +130,7 @@ func TestTransientFailureStillRetries(t *testing.T) {
 		{Code: 400, Word: "bad_request", Reason: "something_else", Message: "?"},
 	}
 	var n atomic.Int32
-	e.host.respond(func(hostCall) hostAction {
+	e.host.respond(func(bustest.HostCall) hostAction {
 		if i := int(n.Add(1)) - 1; i < len(errs) {
 			return hostAction{Err: errs[i]}
 		}
@@ -140,8 +140,8 @@ func TestTransientFailureStillRetries(t *testing.T) {
 	id := e.schedule(t, b, cfgEN, sess("bot", "group", "9"), map[string]any{"message": "retried", "time_str": rfc(nextSecond().Add(time.Second))})
 	calls := e.host.wait(t, 4, 30*time.Second)
 	for _, c := range calls {
-		if c.Key != calls[0].Key {
-			t.Fatalf("retry with another key: %q vs %q", c.Key, calls[0].Key)
+		if c.IdempotencyKey != calls[0].IdempotencyKey {
+			t.Fatalf("retry with another key: %q vs %q", c.IdempotencyKey, calls[0].IdempotencyKey)
 		}
 	}
 	bustest.EventuallyWithin(t, 5*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })

@@ -38,7 +38,7 @@ func TestN4ServiceRestart(t *testing.T) {
 	})
 	calls := e.host.wait(t, 2, 5*time.Second)
 	for _, c := range calls {
-		switch c.Text() {
+		switch sentText(c) {
 		case "[Notify] while down":
 			if c.At.Sub(start) > 2*time.Second {
 				t.Errorf("late reminder %v after the start", c.At.Sub(start))
@@ -46,7 +46,7 @@ func TestN4ServiceRestart(t *testing.T) {
 		case "[Notify] on time":
 			checkOnTime(t, c, T.Add(5*time.Second))
 		default:
-			t.Errorf("unexpected send %q", c.Text())
+			t.Errorf("unexpected send %q", sentText(c))
 		}
 	}
 }
@@ -68,7 +68,7 @@ func TestN4LateNoteAfterRestart(t *testing.T) {
 		}
 	})
 	calls := e.host.wait(t, 1, 6*time.Second)
-	text := calls[0].Text()
+	text := sentText(calls[0])
 	// 90 s minus up to the lead (5 s): the schedule fires the lead ahead
 	// of the due second, and this clock already has it past.
 	if !strings.HasPrefix(text, "[Notify] late\n") || !regexp.MustCompile(`1 min (2\d|3\d) s`).MatchString(text) {
@@ -115,7 +115,7 @@ func TestN5NATSRestart(t *testing.T) {
 	back := time.Now()
 	calls := e.host.wait(t, 2, 8*time.Second)
 	for _, c := range calls {
-		switch c.Text() {
+		switch sentText(c) {
 		case "[Notify] while down":
 			if c.At.Sub(back) > 2*time.Second {
 				t.Errorf("delivered %v after the server's return", c.At.Sub(back))
@@ -123,7 +123,7 @@ func TestN5NATSRestart(t *testing.T) {
 		case "[Notify] after restart":
 			checkOnTime(t, c, T.Add(5*time.Second))
 		default:
-			t.Errorf("unexpected send %q", c.Text())
+			t.Errorf("unexpected send %q", sentText(c))
 		}
 	}
 }
@@ -150,7 +150,7 @@ func TestN6TwoReplicas(t *testing.T) {
 	time.Sleep(time.Second)
 	keys := map[string]int{}
 	for _, c := range e.host.sends() {
-		keys[c.Key]++
+		keys[c.IdempotencyKey]++
 		checkOnTime(t, c, T)
 	}
 	if len(e.host.sends()) != 50 || len(keys) != 50 {
@@ -173,7 +173,7 @@ func TestN6ReplicaCrash(t *testing.T) {
 	hang := make(chan struct{})
 	t.Cleanup(func() { close(hang) })
 	var calls atomic.Int32
-	e.host.respond(func(hostCall) hostAction {
+	e.host.respond(func(bustest.HostCall) hostAction {
 		if calls.Add(1) == 1 {
 			return hostAction{Hang: hang}
 		}
@@ -193,8 +193,8 @@ func TestN6ReplicaCrash(t *testing.T) {
 	}
 	victimConn.Close() // the crash: its ack and outcome never happen
 	got := e.host.wait(t, 2, 15*time.Second)
-	if got[0].Key != got[1].Key {
-		t.Fatalf("keys %q and %q", got[0].Key, got[1].Key)
+	if got[0].IdempotencyKey != got[1].IdempotencyKey {
+		t.Fatalf("keys %q and %q", got[0].IdempotencyKey, got[1].IdempotencyKey)
 	}
 	bustest.EventuallyWithin(t, 5*time.Second, "record gone", func() bool { return e.record(t, scopeOf(b), id) == nil })
 }
@@ -241,9 +241,9 @@ func TestN6TwoReplicasR3Cluster(t *testing.T) {
 	time.Sleep(time.Second)
 	keys := map[string]int{}
 	for _, s := range e.host.sends() {
-		keys[s.Key]++
+		keys[s.IdempotencyKey]++
 		if s.At.Before(T) {
-			t.Errorf("%q early", s.Key)
+			t.Errorf("%q early", s.IdempotencyKey)
 		}
 	}
 	if len(e.host.sends()) != 50 || len(keys) != 50 {

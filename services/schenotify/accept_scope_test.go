@@ -45,25 +45,25 @@ func TestO1ScheduleIsPerInstallation(t *testing.T) {
 		t.Fatalf("B's list %q", got)
 	}
 	first := e.host.wait(t, 1, 5*time.Second)
-	if first[0].Text() != "[Notify] A reminder" || first[0].Scope != scopeOf(a) {
-		t.Fatalf("first send %q under %v", first[0].Text(), first[0].Scope)
+	if sentText(first[0]) != "[Notify] A reminder" || first[0].Scope != scopeOf(a) {
+		t.Fatalf("first send %q under %v", sentText(first[0]), first[0].Scope)
 	}
 	checkOnTime(t, first[0], T.Add(2*time.Second))
-	if first[0].Binding != a {
-		t.Errorf("binding %+v, want all six fields of %+v", first[0].Binding, a)
+	if first[0].Request.Binding != a {
+		t.Errorf("binding %+v, want all six fields of %+v", first[0].Request.Binding, a)
 	}
-	if want := scopeOf(a).String() + ":" + idA + ":" + rfc(T.Add(2*time.Second)); first[0].Key != want {
-		t.Errorf("idempotency key %q, want %q", first[0].Key, want)
+	if want := scopeOf(a).String() + ":" + idA + ":" + rfc(T.Add(2*time.Second)); first[0].IdempotencyKey != want {
+		t.Errorf("idempotency key %q, want %q", first[0].IdempotencyKey, want)
 	}
-	if d := first[0].Data; d.BotUUID != "bot" || d.TargetType != "person" || d.TargetID != "1" || len(d.MessageChain) != 1 || d.MessageChain[0].Type != "Plain" {
+	if d := first[0].SendMessage(); d.BotUUID != "bot" || d.TargetType != "person" || d.TargetID != "1" || len(d.MessageChain) != 1 || d.MessageChain[0].Type != "Plain" {
 		t.Errorf("send data %+v", d)
 	}
 	if got := e.list(t, b, cfgZH, sb); len(got) != 1 {
 		t.Fatalf("B not listed after A's delivery: %q", got)
 	}
 	all := e.host.wait(t, 2, 5*time.Second)
-	if all[1].Text() != "[Notify] B reminder" || all[1].Scope != scopeOf(b) {
-		t.Fatalf("second send %q under %v", all[1].Text(), all[1].Scope)
+	if sentText(all[1]) != "[Notify] B reminder" || all[1].Scope != scopeOf(b) {
+		t.Fatalf("second send %q under %v", sentText(all[1]), all[1].Scope)
 	}
 	checkOnTime(t, all[1], T.Add(4*time.Second))
 	for _, bb := range []struct{ name string }{{"a"}, {"b"}} {
@@ -110,7 +110,7 @@ func TestO2UninstallStopsScope(t *testing.T) {
 	sends := e.host.wait(t, 1, 6*time.Second)
 	time.Sleep(time.Until(T.Add(6 * time.Second))) // the window in which A would have fired
 	sends = e.host.sends()
-	if len(sends) != 1 || sends[0].Text() != "[Notify] B reminder" {
+	if len(sends) != 1 || sentText(sends[0]) != "[Notify] B reminder" {
 		t.Fatalf("sends %q", e.host.texts())
 	}
 	if _, err := e.call(t, wire.EndpointTool, "", &wire.Request{Binding: a, Config: []byte(cfgEN),
@@ -195,8 +195,8 @@ func TestO4ScopeKeyIsTheFullBinding(t *testing.T) {
 	T := nextSecond()
 	e.schedule(t, w1, cfgEN, s, map[string]any{"message": "fires", "time_str": rfc(T.Add(time.Second))})
 	got := e.host.wait(t, 1, 5*time.Second)
-	if got[0].Text() != "[Notify] fires" {
-		t.Fatalf("sent %q", got[0].Text())
+	if sentText(got[0]) != "[Notify] fires" {
+		t.Fatalf("sent %q", sentText(got[0]))
 	}
 	if e.streamMsgs(t, scopeOf(w1)) == 0 {
 		t.Fatalf("w1's far reminder lost its schedule")

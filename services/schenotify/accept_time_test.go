@@ -177,7 +177,7 @@ func TestN3Recurrence(t *testing.T) {
 	s := sess("bot", "person", "1")
 	var mu sync.Mutex
 	failedB := false
-	e.host.respond(func(c hostCall) hostAction {
+	e.host.respond(func(c bustest.HostCall) hostAction {
 		mu.Lock()
 		defer mu.Unlock()
 		if c.Scope == scopeOf(b) && !failedB {
@@ -195,18 +195,18 @@ func TestN3Recurrence(t *testing.T) {
 		return e.record(t, scopeOf(a), idA) == nil && e.record(t, scopeOf(b), idB) == nil
 	})
 	time.Sleep(500 * time.Millisecond)
-	byScope := map[binding.Scope][]hostCall{}
+	byScope := map[binding.Scope][]bustest.HostCall{}
 	for _, c := range e.host.sends() {
 		byScope[c.Scope] = append(byScope[c.Scope], c)
 	}
-	check := func(name string, calls []hostCall, due []int) {
+	check := func(name string, calls []bustest.HostCall, due []int) {
 		if len(calls) != len(due) {
 			t.Fatalf("%s: %d sends, want %d", name, len(calls), len(due))
 		}
 		keys := map[string]bool{}
 		for i, c := range calls {
 			checkOnTime(t, c, T.Add(time.Duration(due[i])*time.Second))
-			keys[c.Key] = true
+			keys[c.IdempotencyKey] = true
 		}
 		if name == "a" && len(keys) != 3 {
 			t.Errorf("%s: keys not distinct: %v", name, keys)
@@ -214,8 +214,8 @@ func TestN3Recurrence(t *testing.T) {
 	}
 	check("a", byScope[scopeOf(a)], []int{1, 3, 5})
 	check("b", byScope[scopeOf(b)], []int{1, 2, 3, 5})
-	if k := byScope[scopeOf(b)]; k[0].Key != k[1].Key {
-		t.Errorf("retry key %q differs from %q", k[1].Key, k[0].Key)
+	if k := byScope[scopeOf(b)]; k[0].IdempotencyKey != k[1].IdempotencyKey {
+		t.Errorf("retry key %q differs from %q", k[1].IdempotencyKey, k[0].IdempotencyKey)
 	}
 	for _, expr := range []string{"@every 1d12h", "@every PT90M"} {
 		e.schedule(t, a, cfgEN, s, map[string]any{"message": "ok", "recurrence": expr})

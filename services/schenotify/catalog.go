@@ -12,12 +12,12 @@ import (
 //go:embed messages/*.json
 var messagesFS embed.FS
 
-// LoadCatalog loads the embedded en_US and zh_Hans message catalogues.
-func LoadCatalog() (*i18n.Catalog, error) { return i18n.Load(messagesFS, "messages") }
+// Catalog loads the embedded en_US and zh_Hans message catalogues.
+func Catalog() (*i18n.Catalog, error) { return i18n.Load(messagesFS, "messages") }
 
-// CoarseDuration renders d with its two largest units in lang, e.g.
+// coarseDuration renders d with its two largest units in lang, e.g.
 // "2 h 5 min"; under a second is "0 s".
-func CoarseDuration(cat *i18n.Catalog, lang string, d time.Duration) string {
+func coarseDuration(cat *i18n.Catalog, lang string, d time.Duration) string {
 	d = d.Truncate(time.Second)
 	units := []struct {
 		key string
@@ -41,7 +41,7 @@ func CoarseDuration(cat *i18n.Catalog, lang string, d time.Duration) string {
 	return strings.Join(parts, " ")
 }
 
-// Weekday is the localized day name.
-func Weekday(cat *i18n.Catalog, lang string, d time.Weekday) string {
+// weekday is the localized day name.
+func weekday(cat *i18n.Catalog, lang string, d time.Weekday) string {
 	return cat.Text(lang, "weekday."+strings.ToLower(d.String()), nil)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
-// Changes of an existing reminder (issue 22): snooze, edit, pause and
+// Changes of an existing reminder: snooze, edit, pause and
 // resume. Each is a compare-and-set of the record, retried on conflict,
 // followed by what add and delete do to its schedule: a new target is
 // armed (publishing on the sched subject replaces the schedule), a pause
@@ -45,24 +45,24 @@ var errNotFound = errors.New("schenotify: reminder not found")
 // returns a *when.Failure to refuse the change. A reminder being sent at
 // that moment is refused as unavailable (its retry comes after the send):
 // the send's own outcome would otherwise race the change.
-func (s *Service) changeRecord(ctx context.Context, sc binding.Scope, sess Session, id string,
+func (rm *reminders) changeRecord(ctx context.Context, sc binding.Scope, sess session, id string,
 	fn func(r *Record) *when.Failure) (*Record, error) {
 	for range 10 {
-		r, rev, err := s.loadRecord(ctx, sc, id)
+		r, rev, err := rm.loadRecord(ctx, sc, id)
 		if err != nil {
 			return nil, err
 		}
 		if r == nil || r.Session != sess {
 			return nil, errNotFound
 		}
-		if r.State == StateSending && r.Claim != nil && s.now().Before(r.Claim.Until) {
+		if r.State == StateSending && r.Claim != nil && rm.now().Before(r.Claim.Until) {
 			return nil, storeErr("change reminder", errors.New("being sent"))
 		}
 		c := *r
 		if f := fn(&c); f != nil {
 			return nil, f
 		}
-		if _, err := s.casRecord(ctx, sc, &c, rev); err != nil {
+		if _, err := rm.casRecord(ctx, sc, &c, rev); err != nil {
 			if bus.IsCASConflict(err) {
 				continue
 			}
@@ -70,15 +70,15 @@ func (s *Service) changeRecord(ctx context.Context, sc binding.Scope, sess Sessi
 		}
 		switch {
 		case c.Held:
-			if err := s.cancel(ctx, sc, id); err != nil {
+			if err := rm.cancel(ctx, sc, id); err != nil {
 				return nil, err
 			}
 		case c.Target() != r.Target() || r.Held || r.State == StateFailed:
-			if err := s.arm(ctx, sc, id, c.Target()); err != nil {
+			if err := rm.arm(ctx, sc, id, c.Target()); err != nil {
 				return nil, err
 			}
 		}
-		s.log.InfoContext(ctx, "reminder changed", "scope", sc.String(), "id", id, "state", c.State)
+		rm.log.InfoContext(ctx, "reminder changed", "scope", sc.String(), "id", id, "state", c.State)
 		return &c, nil
 	}
 	return nil, storeErr("change reminder", bus.ErrCASExhausted)
@@ -99,9 +99,9 @@ func rescheduled(r *Record, due time.Time) {
 
 // editTime moves a reminder to the plan's first occurrence; a plan with a
 // rule replaces the reminder's rule (and drops its end).
-func (s *Service) editTime(ctx context.Context, sc binding.Scope, sess Session, id string, p when.Plan) (changeOutcome, error) {
+func (rm *reminders) editTime(ctx context.Context, sc binding.Scope, sess session, id string, p when.Plan) (changeOutcome, error) {
 	kind := changedTime
-	rec, err := s.changeRecord(ctx, sc, sess, id, func(r *Record) *when.Failure {
+	rec, err := rm.changeRecord(ctx, sc, sess, id, func(r *Record) *when.Failure {
 		if p.Rule != nil {
 			rr := p.Rule.Recurrence
 			r.Recurrence, r.Until = &rr, nil
@@ -114,9 +114,9 @@ func (s *Service) editTime(ctx context.Context, sc binding.Scope, sess Session, 
 }
 
 // editText replaces a reminder's text (cut as an add cuts it).
-func (s *Service) editText(ctx context.Context, sc binding.Scope, sess Session, id, text string) (changeOutcome, error) {
+func (rm *reminders) editText(ctx context.Context, sc binding.Scope, sess session, id, text string) (changeOutcome, error) {
 	msg, n, _ := when.CutMessage(text)
-	rec, err := s.changeRecord(ctx, sc, sess, id, func(r *Record) *when.Failure {
+	rec, err := rm.changeRecord(ctx, sc, sess, id, func(r *Record) *when.Failure {
 		r.Message, r.OriginalLength = msg, n
 		return nil
 	})
@@ -124,8 +124,8 @@ func (s *Service) editText(ctx context.Context, sc binding.Scope, sess Session, 
 }
 
 // pause holds a recurring reminder until resumed; its schedule is cancelled.
-func (s *Service) pause(ctx context.Context, sc binding.Scope, sess Session, id string) (changeOutcome, error) {
-	rec, err := s.changeRecord(ctx, sc, sess, id, func(r *Record) *when.Failure {
+func (rm *reminders) pause(ctx context.Context, sc binding.Scope, sess session, id string) (changeOutcome, error) {
+	rec, err := rm.changeRecord(ctx, sc, sess, id, func(r *Record) *when.Failure {
 		switch {
 		case r.Recurrence == nil:
 			return fail("not_recurring", "id", map[string]string{"id": id})
@@ -140,9 +140,9 @@ func (s *Service) pause(ctx context.Context, sc binding.Scope, sess Session, id 
 
 // resume re-arms a held reminder at its next occurrence from now (the
 // occurrences missed while held are skipped, not delivered late).
-func (s *Service) resumeHeld(ctx context.Context, sc binding.Scope, sess Session, id string) (changeOutcome, error) {
-	now := s.now().UTC().Truncate(time.Second)
-	rec, err := s.changeRecord(ctx, sc, sess, id, func(r *Record) *when.Failure {
+func (rm *reminders) resumeHeld(ctx context.Context, sc binding.Scope, sess session, id string) (changeOutcome, error) {
+	now := rm.now().UTC().Truncate(time.Second)
+	rec, err := rm.changeRecord(ctx, sc, sess, id, func(r *Record) *when.Failure {
 		if !r.Held {
 			return fail("not_paused", "id", map[string]string{"id": id})
 		}
@@ -152,7 +152,7 @@ func (s *Service) resumeHeld(ctx context.Context, sc binding.Scope, sess Session
 			if err != nil {
 				return fail("internal", "", nil)
 			}
-			loc := s.zone
+			loc := rm.zone
 			if l, ok := when.LoadZone(r.Zone); ok {
 				loc = l
 			}
@@ -172,7 +172,7 @@ type snoozeRequest struct {
 	scope    binding.Scope
 	invID    string
 	settings Settings
-	session  Session
+	session  session
 	sender   string
 	id       string // "" for the last delivered
 	expr     string // duration or expression; "" for DefaultSnooze
@@ -183,14 +183,14 @@ type snoozeRequest struct {
 // moved; otherwise (a delivered one-shot is gone, or the reminder
 // repeats) a new one-shot with the same text and members is created, with
 // the caps and retry dedupe of an add.
-func (s *Service) snooze(ctx context.Context, req snoozeRequest) (changeOutcome, error) {
-	sc, now := req.scope, s.now()
-	in := when.ScheduleInput{Now: now, Zone: req.settings.Zone, MinEvery: s.cfg.MinEvery}
+func (rm *reminders) snooze(ctx context.Context, req snoozeRequest) (changeOutcome, error) {
+	sc, now := req.scope, rm.now()
+	in := when.ScheduleInput{Now: now, Zone: req.settings.Zone, MinEvery: rm.minEvery}
 	var msg string
 	var mentions []string
 	id := req.id
 	if id == "" {
-		last, err := s.loadLast(ctx, sc, req.session)
+		last, err := rm.loadLast(ctx, sc, req.session)
 		if err != nil {
 			return changeOutcome{}, err
 		}
@@ -199,7 +199,7 @@ func (s *Service) snooze(ctx context.Context, req snoozeRequest) (changeOutcome,
 		}
 		id, msg, mentions = last.ID, last.Message, last.Mentions
 	}
-	rec, _, err := s.loadRecord(ctx, sc, id)
+	rec, _, err := rm.loadRecord(ctx, sc, id)
 	if err != nil {
 		return changeOutcome{}, err
 	}
@@ -217,16 +217,16 @@ func (s *Service) snooze(ctx context.Context, req snoozeRequest) (changeOutcome,
 		return changeOutcome{}, f
 	}
 	if rec != nil && rec.Recurrence == nil {
-		out, err := s.editTime(ctx, sc, req.session, id, p)
+		out, err := rm.editTime(ctx, sc, req.session, id, p)
 		out.kind = changedSnooze
 		return out, err
 	}
-	newID, err := s.add(ctx, addRequest{scope: sc, invID: req.invID, settings: req.settings, session: req.session,
+	newID, err := rm.add(ctx, addRequest{scope: sc, invID: req.invID, settings: req.settings, session: req.session,
 		sender: req.sender, plan: p, via: req.via, mentions: mentions})
 	if err != nil {
 		return changeOutcome{}, err
 	}
-	created, _, err := s.loadRecord(ctx, sc, newID)
+	created, _, err := rm.loadRecord(ctx, sc, newID)
 	if err != nil || created == nil {
 		return changeOutcome{}, storeErr("read snoozed reminder", errors.Join(err, errNotFound))
 	}
@@ -234,15 +234,15 @@ func (s *Service) snooze(ctx context.Context, req snoozeRequest) (changeOutcome,
 }
 
 // loadLast reads the session's last delivery (nil when none).
-func (s *Service) loadLast(ctx context.Context, sc binding.Scope, sess Session) (*LastDelivered, error) {
-	e, err := s.runner.KV().Get(ctx, sc, keyLast, sess.Token())
+func (rm *reminders) loadLast(ctx context.Context, sc binding.Scope, sess session) (*lastDelivered, error) {
+	e, err := rm.runner.KV().Get(ctx, sc, keyLast, sess.Token())
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, nil
 		}
 		return nil, storeErr("read last delivery", err)
 	}
-	var l LastDelivered
+	var l lastDelivered
 	if err := json.Unmarshal(e.Value(), &l); err != nil {
 		return nil, nil // unreadable: as if none
 	}
@@ -251,15 +251,15 @@ func (s *Service) loadLast(ctx context.Context, sc binding.Scope, sess Session) 
 
 // rememberLast records what the chat was sent last; an older delivery
 // never replaces a newer one.
-func (s *Service) rememberLast(ctx context.Context, sc binding.Scope, rec *Record, occ, at time.Time) error {
-	l := LastDelivered{V: 1, ID: rec.ID, Message: rec.Message, Mentions: rec.Mentions, Occurrence: occ.UTC(), At: at.UTC().Truncate(time.Second)}
+func (rm *reminders) rememberLast(ctx context.Context, sc binding.Scope, rec *Record, occ, at time.Time) error {
+	l := lastDelivered{V: 1, ID: rec.ID, Message: rec.Message, Mentions: rec.Mentions, Occurrence: occ.UTC(), At: at.UTC().Truncate(time.Second)}
 	val, err := json.Marshal(l)
 	if err != nil {
 		return err
 	}
-	s.writes.Add(1)
-	_, _, err = s.runner.KV().Update(ctx, sc, keyLast, func(cur []byte, exists bool) ([]byte, error) {
-		var old LastDelivered
+	rm.writes.Add(1)
+	_, _, err = rm.runner.KV().Update(ctx, sc, keyLast, func(cur []byte, exists bool) ([]byte, error) {
+		var old lastDelivered
 		if exists && json.Unmarshal(cur, &old) == nil && old.At.After(l.At) {
 			return nil, bus.ErrNoChange
 		}

@@ -3,12 +3,12 @@ package schenotify
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/plugin"
-	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -18,191 +18,186 @@ const (
 	CommandDsche = "dsche"
 )
 
-func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, error) {
-	set := NormalizeConfig(inv.Config, s.zone)
-	// the answer names commands with the prefix the user typed
-	set.CommandPrefix = plugin.CommandPrefix(plugin.TypedPrefix(inv.Command.Name, inv.Command.Prefix, inv.Command.FullText), set.CommandPrefix)
-	in := CommandIn{Name: inv.Command.Name, Params: inv.Command.Params, FullText: inv.Command.FullText, Prefix: inv.Command.Prefix}
-	var body string
-	switch inv.Command.Name {
-	case CommandSche:
-		body = s.sche(ctx, inv, set, ParseSche(in))
-	case CommandDsche:
-		body = s.dsche(ctx, inv, set, ParseDsche(in))
-	default:
-		return nil, wire.Errorf(wire.ErrNotFound, "schenotify has no such command")
-	}
-	return wire.CommandReply{Returns: []wire.Return{{Text: s.rd.Reply(set, body)}}}, nil
+// replies is the part that answers commands and tools: it plans, calls
+// reminders, and renders the answer in the installation's language.
+type replies struct {
+	rem         *reminders
+	rd          Renderer
+	zone        *time.Location // the default zone
+	now         func() time.Time
+	log         *slog.Logger
+	minEvery    time.Duration // the shortest @every
+	maxAttempts int           // Config.Retry.MaxAttempts, for the list
 }
 
-func (s *Service) text(set Settings, key string, args map[string]string) string {
-	return s.rd.text(set, key, args)
+func (rp *replies) text(set Settings, key string, args map[string]string) string {
+	return rp.rd.text(set, key, args)
 }
 
-func (s *Service) failText(ctx context.Context, inv *bus.Invocation, set Settings, err error) string {
+func (rp *replies) failText(ctx context.Context, inv *bus.Invocation, set Settings, err error) string {
 	var f *when.Failure
 	if !errors.As(err, &f) {
-		f = s.internalFailure(ctx, inv, err)
+		f = rp.internalFailure(ctx, inv, err)
 	}
-	return s.rd.FailureText(set, f)
+	return rp.rd.failureText(set, f)
 }
 
-func (s *Service) sche(ctx context.Context, inv *bus.Invocation, set Settings, c Command) string {
-	now := s.now()
+func (rp *replies) sche(ctx context.Context, inv *bus.Invocation, set Settings, c command) string {
+	now := rp.now()
 	switch c.Kind {
 	case CmdHelp:
-		return s.text(set, "cmd.help", nil)
+		return rp.text(set, "cmd.help", nil)
 	case CmdAddUsage:
-		return s.text(set, "cmd.add_usage", nil)
+		return rp.text(set, "cmd.add_usage", nil)
 	case CmdAdd:
-		plan, f := when.PlanAdd(c.Add, when.ScheduleInput{Now: now, Zone: set.Zone, MinEvery: s.cfg.MinEvery})
+		plan, f := when.PlanAdd(c.Add, when.ScheduleInput{Now: now, Zone: set.Zone, MinEvery: rp.minEvery})
 		if f != nil {
-			return s.rd.FailureText(set, f)
+			return rp.rd.failureText(set, f)
 		}
 		msg, mentions, f := takeMentions(plan.Message)
 		if f != nil {
-			return s.rd.FailureText(set, f)
+			return rp.rd.failureText(set, f)
 		}
 		if strings.TrimSpace(msg) == "" {
-			return s.text(set, "cmd.add_usage", nil)
+			return rp.text(set, "cmd.add_usage", nil)
 		}
 		plan.Message = msg
-		sess, sender, ok := sessionOf(inv.Command.Session).Resolve()
+		sess, sender, ok := sessionOf(inv.Command.Session).resolve()
 		if !ok {
-			return s.text(set, "err.no_session", nil)
+			return rp.text(set, "err.no_session", nil)
 		}
-		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaCommand, mentions: mentions})
+		id, err := rp.rem.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: viaCommand, mentions: mentions})
 		if err != nil {
-			return s.failText(ctx, inv, set, err)
+			return rp.failText(ctx, inv, set, err)
 		}
-		return s.rd.Scheduled(set, id, plan, now)
-	case CmdChangeUsage:
-		if c.Verb == CmdEdit {
-			return s.text(set, "cmd.edit_usage", nil)
+		return rp.rd.scheduled(set, id, plan, now)
+	case cmdChangeUsage:
+		if c.Verb == cmdEdit {
+			return rp.text(set, "cmd.edit_usage", nil)
 		}
-		return s.text(set, "cmd.id_usage", map[string]string{"verb": c.Verb})
-	case CmdSnooze, CmdEdit, CmdPause, CmdResume:
-		sess, sender, ok := sessionOf(inv.Command.Session).Resolve()
+		return rp.text(set, "cmd.id_usage", map[string]string{"verb": c.Verb})
+	case cmdSnooze, cmdEdit, cmdPause, cmdResume:
+		sess, sender, ok := sessionOf(inv.Command.Session).resolve()
 		if !ok {
-			return s.text(set, "err.no_session", nil)
+			return rp.text(set, "err.no_session", nil)
 		}
-		out, err := s.change(ctx, inv, set, sess, sender, c, ViaCommand)
+		out, err := rp.change(ctx, inv, set, sess, sender, c, viaCommand)
 		switch {
 		case errors.Is(err, errNotFound):
-			return s.text(set, "cmd.delete_not_found", map[string]string{"id": c.ID})
+			return rp.text(set, "cmd.delete_not_found", map[string]string{"id": c.ID})
 		case err != nil:
-			return s.failText(ctx, inv, set, err)
+			return rp.failText(ctx, inv, set, err)
 		}
-		return s.rd.Changed(set, out, now)
+		return rp.rd.changed(set, out, now)
 	case CmdList:
-		sess, _, ok := sessionOf(inv.Command.Session).Resolve()
+		sess, _, ok := sessionOf(inv.Command.Session).resolve()
 		if !ok {
-			return s.text(set, "err.no_session", nil)
+			return rp.text(set, "err.no_session", nil)
 		}
-		recs, err := s.sessionRecords(ctx, inv.Scope, sess)
+		recs, err := rp.rem.sessionRecords(ctx, inv.Scope, sess)
 		if err != nil {
-			return s.failText(ctx, inv, set, err)
+			return rp.failText(ctx, inv, set, err)
 		}
-		return s.rd.ListBody(set, recs, c.Page, s.cfg.Retry.MaxAttempts, now)
+		return rp.rd.listBody(set, recs, c.Page, rp.maxAttempts, now)
 	}
-	return s.text(set, "cmd.help", nil)
+	return rp.text(set, "cmd.help", nil)
 }
 
-func (s *Service) dsche(ctx context.Context, inv *bus.Invocation, set Settings, c Command) string {
+func (rp *replies) dsche(ctx context.Context, inv *bus.Invocation, set Settings, c command) string {
 	switch c.Kind {
 	case CmdDelUsage:
-		return s.text(set, "cmd.delete_usage", nil)
+		return rp.text(set, "cmd.delete_usage", nil)
 	case CmdDelInvalid:
-		return s.text(set, "cmd.delete_invalid", map[string]string{"token": Preview(c.Token, 32)})
+		return rp.text(set, "cmd.delete_invalid", map[string]string{"token": preview(c.Token, 32)})
 	}
-	sess, _, ok := sessionOf(inv.Command.Session).Resolve()
+	sess, _, ok := sessionOf(inv.Command.Session).resolve()
 	if !ok {
-		return s.text(set, "err.no_session", nil)
+		return rp.text(set, "err.no_session", nil)
 	}
 	switch c.Kind {
 	case CmdDelAll:
-		recs, err := s.sessionRecords(ctx, inv.Scope, sess)
+		recs, err := rp.rem.sessionRecords(ctx, inv.Scope, sess)
 		if err != nil {
-			return s.failText(ctx, inv, set, err)
+			return rp.failText(ctx, inv, set, err)
 		}
 		n := 0
 		for _, r := range recs {
-			_, _, found, err := s.remove(ctx, inv.Scope, sess, r.ID)
+			_, _, found, err := rp.rem.remove(ctx, inv.Scope, sess, r.ID)
 			if err != nil {
-				return s.failText(ctx, inv, set, err)
+				return rp.failText(ctx, inv, set, err)
 			}
 			if found {
 				n++
 			}
 		}
-		return s.text(set, "cmd.deleted_all", map[string]string{"count": strconv.Itoa(n)})
+		return rp.text(set, "cmd.deleted_all", map[string]string{"count": strconv.Itoa(n)})
 	case CmdDelIndex:
-		recs, err := s.sessionRecords(ctx, inv.Scope, sess)
+		recs, err := rp.rem.sessionRecords(ctx, inv.Scope, sess)
 		if err != nil {
-			return s.failText(ctx, inv, set, err)
+			return rp.failText(ctx, inv, set, err)
 		}
-		rangeText := s.text(set, "cmd.delete_range", map[string]string{"index": strconv.Itoa(c.Index), "count": strconv.Itoa(len(recs))})
+		rangeText := rp.text(set, "cmd.delete_range", map[string]string{"index": strconv.Itoa(c.Index), "count": strconv.Itoa(len(recs))})
 		if c.Index < 1 || c.Index > len(recs) {
 			return rangeText
 		}
-		rec, inFlight, found, err := s.remove(ctx, inv.Scope, sess, recs[c.Index-1].ID)
+		rec, inFlight, found, err := rp.rem.remove(ctx, inv.Scope, sess, recs[c.Index-1].ID)
 		if err != nil {
-			return s.failText(ctx, inv, set, err)
+			return rp.failText(ctx, inv, set, err)
 		}
 		if !found {
 			return rangeText
 		}
-		return s.rd.Deleted(set, rec, inFlight)
+		return rp.rd.Deleted(set, rec, inFlight)
 	case CmdDelID:
-		rec, inFlight, found, err := s.remove(ctx, inv.Scope, sess, c.ID)
+		rec, inFlight, found, err := rp.rem.remove(ctx, inv.Scope, sess, c.ID)
 		if err != nil {
-			return s.failText(ctx, inv, set, err)
+			return rp.failText(ctx, inv, set, err)
 		}
 		if !found {
-			return s.text(set, "cmd.delete_not_found", map[string]string{"id": c.ID})
+			return rp.text(set, "cmd.delete_not_found", map[string]string{"id": c.ID})
 		}
-		return s.rd.Deleted(set, rec, inFlight)
+		return rp.rd.Deleted(set, rec, inFlight)
 	}
-	return s.text(set, "cmd.delete_usage", nil)
+	return rp.text(set, "cmd.delete_usage", nil)
 }
 
 // change runs a snooze, edit, pause or resume of the command or tool c.
-func (s *Service) change(ctx context.Context, inv *bus.Invocation, set Settings, sess Session, sender string, c Command, via string) (changeOutcome, error) {
+func (rp *replies) change(ctx context.Context, inv *bus.Invocation, set Settings, sess session, sender string, c command, via string) (changeOutcome, error) {
 	sc := inv.Scope
 	switch c.Kind {
-	case CmdSnooze:
+	case cmdSnooze:
 		id, expr := c.ID, c.Rest
 		if id == "" {
 			// "!sche snooze <id> [<when>]": an id-shaped first word is an id
 			// only if this chat has that reminder ("sunday 9am" is a time).
 			w, after := cutWord(expr)
-			if cand, ok := NormalizeID(FoldWidth(w)); ok {
-				if r, _, err := s.loadRecord(ctx, sc, cand); err == nil && r != nil && r.Session == sess {
+			if cand, ok := NormalizeID(foldWidth(w)); ok {
+				if r, _, err := rp.rem.loadRecord(ctx, sc, cand); err == nil && r != nil && r.Session == sess {
 					id, expr = cand, strings.TrimSpace(after)
 				}
 			}
 		}
-		return s.snooze(ctx, snoozeRequest{scope: sc, invID: inv.ID, settings: set, session: sess, sender: sender, id: id, expr: expr, via: via})
-	case CmdEdit:
+		return rp.rem.snooze(ctx, snoozeRequest{scope: sc, invID: inv.ID, settings: set, session: sess, sender: sender, id: id, expr: expr, via: via})
+	case cmdEdit:
 		if c.Rest == "" {
-			return s.editText(ctx, sc, sess, c.ID, c.Text)
+			return rp.rem.editText(ctx, sc, sess, c.ID, c.Text)
 		}
-		rec, _, err := s.loadRecord(ctx, sc, c.ID)
+		rec, _, err := rp.rem.loadRecord(ctx, sc, c.ID)
 		if err != nil {
 			return changeOutcome{}, err
 		}
 		if rec == nil || rec.Session != sess {
 			return changeOutcome{}, errNotFound
 		}
-		p, f := when.PlanWhen(c.Rest, rec.Message, true, when.ScheduleInput{Now: s.now(), Zone: set.Zone, MinEvery: s.cfg.MinEvery})
+		p, f := when.PlanWhen(c.Rest, rec.Message, true, when.ScheduleInput{Now: rp.now(), Zone: set.Zone, MinEvery: rp.minEvery})
 		if f != nil {
 			return changeOutcome{}, f
 		}
-		return s.editTime(ctx, sc, sess, c.ID, p)
-	case CmdPause:
-		return s.pause(ctx, sc, sess, c.ID)
-	case CmdResume:
-		return s.resumeHeld(ctx, sc, sess, c.ID)
+		return rp.rem.editTime(ctx, sc, sess, c.ID, p)
+	case cmdPause:
+		return rp.rem.pause(ctx, sc, sess, c.ID)
+	case cmdResume:
+		return rp.rem.resumeHeld(ctx, sc, sess, c.ID)
 	}
 	return changeOutcome{}, fail("internal", "", nil)
 }

@@ -3,6 +3,26 @@
 // the chat at the due second, one-shot or recurring. The behaviour is
 // specified in spec/schenotify.md; this comment is the map of the code.
 //
+// # Layout
+//
+// The root declares and wires: service.go (Plugin, Config, New, which
+// builds the parts below and the bus.RunnerConfig; Run, Ready), build.go
+// (Binary, Build), manifest.go (Declaration), catalog.go (Catalog),
+// metrics.go, and handlers.go, whose handlers decode, call one part and
+// encode. The behaviour lives in three unexported parts, each holding
+// exactly what it uses:
+//
+//   - reminders (reminders.go, store.go, change.go, lifecycle.go): the
+//     records, the scope indexes and their per-scope lock, the schedules,
+//     the chats' last deliveries and refusal marks; adds, deletes,
+//     changes, the resume of an attach and the recovery sweep (its
+//     background work, as a bus.Part).
+//   - delivery (deliver.go, hold.go, janitor.go, waiting.go,
+//     nextmessage.go): a fired reminder is claimed into one claimed value
+//     that the hold, the send and the outcome pass on; its janitor, held
+//     deliveries and next-message sends start and stop with it (bus.Part).
+//   - replies (commands.go, tools.go): the command and tool answers.
+//
 // # State
 //
 // One KV record per reminder (<scope>.reminder.<id>, Record) and one index
@@ -50,7 +70,7 @@
 // Time is package when: time forms, durations, zones and the DST policy,
 // recurrence, and the validation of a schedule into a plan (PlanTool,
 // PlanAdd). Here: configuration normalisation (NormalizeConfig), command
-// parsing (ParseSche, ParseDsche), ids, the retry schedule and the rendering
+// parsing (ParseSche, ParseDsche in parse_command.go), ids, the retry schedule and the rendering
 // of replies (Renderer). They are tested without a server; the acceptance
 // tests of spec section 10 run the service against an embedded NATS server.
 //

@@ -13,17 +13,17 @@ import (
 // SetBeforeClaim installs a hook run by the due handler after it fetched
 // a record and before it claims it (spec 10, N7).
 func (s *Service) SetBeforeClaim(f func(ctx context.Context, sc binding.Scope, id string)) {
-	s.hooks.beforeClaim = f
+	s.dl.hooks.beforeClaim = f
 }
 
 // SetOnFired installs a hook called as each fired message reaches its
 // handler, with the server's publish time of the fired message.
 func (s *Service) SetOnFired(f func(published, fetched time.Time)) {
-	s.hooks.onFired = func(m *bus.Fired, fetched time.Time) { f(m.Published, fetched) }
+	s.dl.hooks.onFired = func(m *bus.Fired, fetched time.Time) { f(m.Published, fetched) }
 }
 
 // Writes is the number of JetStream writes the service asked for.
-func (s *Service) Writes() int64 { return s.writes.Load() }
+func (s *Service) Writes() int64 { return s.rem.writes.Load() }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -33,5 +33,5 @@ func (s *Service) Runner() *bus.Runner { return s.runner }
 // SetAfterSend installs a hook run by a delivery right after its send
 // returned and before its outcome is written.
 func (s *Service) SetAfterSend(f func(ctx context.Context, sc binding.Scope, id string)) {
-	s.hooks.afterSend = f
+	s.dl.hooks.afterSend = f
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 )
 
 // TestSlowInstallationDoesNotHoldEveryDelivery (issue 19, docs/reliability.md
@@ -32,7 +34,7 @@ func TestSlowInstallationDoesNotHoldEveryDelivery(t *testing.T) {
 			close(release)
 		}
 	}()
-	e.host.respond(func(c hostCall) hostAction {
+	e.host.respond(func(c bustest.HostCall) hostAction {
 		if c.Scope == scopeOf(a) {
 			return hostAction{Hang: release}
 		}
@@ -44,7 +46,7 @@ func TestSlowInstallationDoesNotHoldEveryDelivery(t *testing.T) {
 	}
 	e.schedule(t, b, cfgEN, s, map[string]any{"message": "b", "time_str": rfc(T.Add(3 * time.Second))})
 
-	var atB []hostCall
+	var atB []bustest.HostCall
 	deadline := time.Now().Add(15 * time.Second)
 	for atB == nil {
 		sends := e.host.sends()

@@ -17,31 +17,17 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
-	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
-// hostCall is one send_message the fake host (bustest.Host) received, in
-// the terms of these tests.
-type hostCall struct {
-	Binding binding.Binding
-	Scope   binding.Scope
-	Data    wire.SendMessage
-	Key     string
-	Header  nats.Header
-	At      time.Time
-}
-
-func toHostCall(c bustest.HostCall) hostCall {
-	return hostCall{Binding: c.Request.Binding, Scope: c.Scope, Data: c.SendMessage(), Key: c.IdempotencyKey, Header: c.Header, At: c.At}
-}
-
-// Text is the text of the delivery: its Plain component, after the At
-// mentions of a group delivery and the space that follows them.
-func (c hostCall) Text() string {
-	for _, p := range c.Data.MessageChain {
+// sentText is the text of a send_message the fake host received: its
+// Plain component, after the At mentions of a group delivery and the space
+// that follows them.
+func sentText(c bustest.HostCall) string {
+	m := c.SendMessage()
+	for _, p := range m.MessageChain {
 		if p.Type == "Plain" {
-			if c.Data.MessageChain[0].Type == "At" {
+			if m.MessageChain[0].Type == "At" {
 				return strings.TrimPrefix(p.Text, " ")
 			}
 			return p.Text
@@ -52,22 +38,22 @@ func (c hostCall) Text() string {
 
 // hostAction says how the fake host answers one send_message.
 type hostAction struct {
-	Err  *wire.Error   // error reply
+	Err  *bus.Error    // error reply
 	Hang chan struct{} // answer (success) only once closed
 	Drop bool          // never answer
 }
 
-// fakeHost is bustest.Host seen through hostCall and hostAction.
+// fakeHost is bustest.Host answering through hostAction.
 type fakeHost struct{ *bustest.Host }
 
 func newFakeHost(t testing.TB, nc *nats.Conn) *fakeHost {
 	t.Helper()
-	return &fakeHost{bustest.NewHost(t, nc, wire.Subjects{})}
+	return &fakeHost{bustest.NewHost(t, nc, bus.Subjects{})}
 }
 
-func (h *fakeHost) respond(f func(hostCall) hostAction) {
+func (h *fakeHost) respond(f func(bustest.HostCall) hostAction) {
 	h.Respond(func(c bustest.HostCall) bustest.HostReply {
-		a := f(toHostCall(c))
+		a := f(c)
 		if a.Hang != nil && !a.Drop && a.Err == nil {
 			<-a.Hang // bustest.Host answers each call on its own goroutine
 		}
@@ -75,24 +61,18 @@ func (h *fakeHost) respond(f func(hostCall) hostAction) {
 	})
 }
 
-func (h *fakeHost) sends() []hostCall {
-	var out []hostCall
-	for _, c := range h.Sends() {
-		out = append(out, toHostCall(c))
-	}
-	return out
-}
+func (h *fakeHost) sends() []bustest.HostCall { return h.Sends() }
 
 func (h *fakeHost) texts() []string {
 	var out []string
 	for _, c := range h.sends() {
-		out = append(out, c.Text())
+		out = append(out, sentText(c))
 	}
 	return out
 }
 
 // wait waits until at least n calls arrived, up to timeout.
-func (h *fakeHost) wait(t testing.TB, n int, timeout time.Duration) []hostCall {
+func (h *fakeHost) wait(t testing.TB, n int, timeout time.Duration) []bustest.HostCall {
 	t.Helper()
 	h.WaitSends(t, n, timeout)
 	return h.sends()
@@ -117,7 +97,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{srv: srv, nc: nc, js: js, inv: bus.NewInvoker(nc, wire.Subjects{}, nil)}
+	e := &env{srv: srv, nc: nc, js: js, inv: bus.NewInvoker(nc, bus.Subjects{}, nil)}
 	e.host = newFakeHost(t, nc)
 	return e
 }
@@ -177,12 +157,12 @@ func bindIn(workspace, installation string, rev int64) binding.Binding {
 		InstallationUUID: installation, RuntimeRevision: rev, ArtifactDigest: "sha256:test"}
 }
 
-func sess(bot, typ, id string) wire.Session {
-	return wire.Session{LauncherType: typ, LauncherID: wire.ID(id), SenderID: wire.ID("sender-" + id), BotUUID: bot}
+func sess(bot, typ, id string) bus.Session {
+	return bus.Session{LauncherType: typ, LauncherID: bus.ID(id), SenderID: bus.ID("sender-" + id), BotUUID: bot}
 }
 
 // call invokes the plugin; cfg is the installation config JSON.
-func (e *env) call(t testing.TB, ep wire.Endpoint, invID string, req *wire.Request) (json.RawMessage, error) {
+func (e *env) call(t testing.TB, ep bus.Endpoint, invID string, req *bus.Request) (json.RawMessage, error) {
 	t.Helper()
 	if invID == "" {
 		invID = bus.NewInvocationID()
@@ -213,16 +193,16 @@ func (e *env) attached(t testing.TB, b binding.Binding, cfg json.RawMessage) {
 }
 
 // tool calls a tool and returns its result object.
-func (e *env) tool(t testing.TB, b binding.Binding, cfg string, s wire.Session, name string, params any) map[string]any {
+func (e *env) tool(t testing.TB, b binding.Binding, cfg string, s bus.Session, name string, params any) map[string]any {
 	t.Helper()
 	return e.toolID(t, "", b, cfg, s, name, params)
 }
 
-func (e *env) toolID(t testing.TB, invID string, b binding.Binding, cfg string, s wire.Session, name string, params any) map[string]any {
+func (e *env) toolID(t testing.TB, invID string, b binding.Binding, cfg string, s bus.Session, name string, params any) map[string]any {
 	t.Helper()
 	p, _ := json.Marshal(params)
-	raw, err := e.call(t, wire.EndpointTool, invID, &wire.Request{Binding: b, Config: json.RawMessage(cfg),
-		Tool: &wire.Tool{Name: name, Parameters: p, Session: s}})
+	raw, err := e.call(t, bus.EndpointTool, invID, &bus.Request{Binding: b, Config: json.RawMessage(cfg),
+		Tool: &bus.Tool{Name: name, Parameters: p, Session: s}})
 	if err != nil {
 		t.Fatalf("tool %s: %v", name, err)
 	}
@@ -236,7 +216,7 @@ func (e *env) toolID(t testing.TB, invID string, b binding.Binding, cfg string, 
 }
 
 // cmd sends a chat command ("!sche add ...") and returns the reply text.
-func (e *env) cmd(t testing.TB, b binding.Binding, cfg string, s wire.Session, full string) string {
+func (e *env) cmd(t testing.TB, b binding.Binding, cfg string, s bus.Session, full string) string {
 	t.Helper()
 	text, err := e.cmdErr(t, "", b, cfg, s, full)
 	if err != nil {
@@ -245,15 +225,15 @@ func (e *env) cmd(t testing.TB, b binding.Binding, cfg string, s wire.Session, f
 	return text
 }
 
-func (e *env) cmdErr(t testing.TB, invID string, b binding.Binding, cfg string, s wire.Session, full string) (string, error) {
+func (e *env) cmdErr(t testing.TB, invID string, b binding.Binding, cfg string, s bus.Session, full string) (string, error) {
 	t.Helper()
 	words := strings.Split(full, " ")
-	raw, err := e.call(t, wire.EndpointCommand, invID, &wire.Request{Binding: b, Config: json.RawMessage(cfg),
-		Command: &wire.Command{Name: strings.TrimPrefix(words[0], "!"), Params: words[1:], FullText: full, Session: s}})
+	raw, err := e.call(t, bus.EndpointCommand, invID, &bus.Request{Binding: b, Config: json.RawMessage(cfg),
+		Command: &bus.Command{Name: strings.TrimPrefix(words[0], "!"), Params: words[1:], FullText: full, Session: s}})
 	if err != nil {
 		return "", err
 	}
-	var reply wire.CommandReply
+	var reply bus.CommandReply
 	if err := json.Unmarshal(raw, &reply); err != nil || len(reply.Returns) != 1 {
 		t.Fatalf("command %q reply %s: %v", full, raw, err)
 	}
@@ -261,7 +241,7 @@ func (e *env) cmdErr(t testing.TB, invID string, b binding.Binding, cfg string, 
 }
 
 // schedule sets a reminder through the tool and fails the test unless ok.
-func (e *env) schedule(t testing.TB, b binding.Binding, cfg string, s wire.Session, params map[string]any) string {
+func (e *env) schedule(t testing.TB, b binding.Binding, cfg string, s bus.Session, params map[string]any) string {
 	t.Helper()
 	r := e.tool(t, b, cfg, s, schenotify.ToolSchedule, params)
 	if r["status"] != "ok" {
@@ -271,7 +251,7 @@ func (e *env) schedule(t testing.TB, b binding.Binding, cfg string, s wire.Sessi
 }
 
 // list returns the messages of a session's reminders (list tool).
-func (e *env) list(t testing.TB, b binding.Binding, cfg string, s wire.Session) []string {
+func (e *env) list(t testing.TB, b binding.Binding, cfg string, s bus.Session) []string {
 	t.Helper()
 	r := e.tool(t, b, cfg, s, schenotify.ToolList, map[string]any{})
 	if r["status"] != "ok" {
@@ -334,7 +314,7 @@ func (e *env) streamMsgs(t testing.TB, sc binding.Scope) uint64 {
 	}
 	var n uint64
 	for _, kind := range []string{schenotify.KindSched, schenotify.KindDue} {
-		info, err := st.Info(ctx, jetstream.WithSubjectFilter(wire.Subjects{}.InternalScope(schenotify.Plugin, kind, sc)))
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(bus.Subjects{}.InternalScope(schenotify.Plugin, kind, sc)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -346,10 +326,10 @@ func (e *env) streamMsgs(t testing.TB, sc binding.Scope) uint64 {
 }
 
 // checkOnTime checks that a send arrived in [due, due+2s].
-func checkOnTime(t testing.TB, c hostCall, due time.Time) {
+func checkOnTime(t testing.TB, c bustest.HostCall, due time.Time) {
 	t.Helper()
 	if c.At.Before(due) || c.At.After(due.Add(2*time.Second)) {
-		t.Errorf("%q arrived at %s, due %s", c.Text(), c.At.Format(time.StampMilli), due.Format(time.StampMilli))
+		t.Errorf("%q arrived at %s, due %s", sentText(c), c.At.Format(time.StampMilli), due.Format(time.StampMilli))
 	}
 }
 

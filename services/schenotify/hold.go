@@ -10,7 +10,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
-// The exact second (issue 22). The server fires a large batch of @at
+// The exact second. The server fires a large batch of @at
 // schedules up to a second late (its fire floor), so each schedule is armed
 // Lead ahead of its due instant. A fire that arrives inside the lead window
 // is claimed at once (the record decides, as on every fire), and the claimed
@@ -28,33 +28,13 @@ import (
 const (
 	DefaultLead    = 5 * time.Second
 	MaxLead        = 10 * time.Second
-	DefaultMaxHeld = 4096
+	defaultMaxHeld = 4096
 )
-
-// holdPart runs the held deliveries and the next-message sends
-// (nextmessage.go): both stop with the service, after its intake drained.
-func (s *Service) holdPart() bus.Part {
-	return bus.PartFuncs{
-		StartFunc: func(ctx context.Context) error { s.flusher.open(ctx); return nil },
-		StopFunc: func(context.Context) error {
-			s.stopHolds()
-			s.flusher.close()
-			return nil
-		},
-	}
-}
 
 // held is one claimed delivery waiting in memory for its instant.
 type held struct {
-	f      *bus.Fired
-	auth   *bus.Authority
-	orig   Record  // the record as it was before the claim
-	rec    *Record // the claimed record
-	rev    uint64  // its revision
-	occ    time.Time
-	target time.Time
-	out    outgoing // the message, built while it waits
-	timer  *time.Timer
+	*claimed
+	timer *time.Timer
 }
 
 // holder owns the held deliveries: membership of the map is ownership, so
@@ -88,40 +68,68 @@ func (h *holder) unreserve() {
 	h.mu.Unlock()
 }
 
-// Held is the number of deliveries waiting for their instant.
-func (s *Service) Held() int {
-	s.holds.mu.Lock()
-	defer s.holds.mu.Unlock()
-	return len(s.holds.held)
+// len is the number of deliveries waiting for their instant.
+func (h *holder) len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.held)
+}
+
+// holdSlot is the place in the holder one fired message's handling may
+// take: taken while the fire is inside the hold window, given back unless
+// the delivery is held (the holder then owns it).
+type holdSlot struct {
+	h     *holder
+	taken bool
+}
+
+// want takes the slot for an early fire (when the holder has room) and
+// gives it back for one that is not early any more.
+func (sl *holdSlot) want(early bool) {
+	switch {
+	case early && !sl.taken:
+		sl.taken = sl.h.reserve()
+	case !early && sl.taken:
+		sl.h.unreserve()
+		sl.taken = false
+	}
+}
+
+// giveBack gives the slot back unless the holder took it over.
+func (sl *holdSlot) giveBack() {
+	if sl.taken {
+		sl.h.unreserve()
+		sl.taken = false
+	}
 }
 
 // holdWindow is how far ahead of its target a fire is held in memory: the
 // lead plus a second of clock difference, and never more than half the
 // ack wait, so a held message is not redelivered while it waits.
-func (s *Service) holdWindow() time.Duration {
-	return min(s.lead+time.Second, s.cfg.AckWait/2)
+func (d *delivery) holdWindow() time.Duration {
+	return min(d.lead+time.Second, d.ackWait/2)
 }
 
 // hold hands a claimed delivery (a reserved slot) to a timer at its
 // target. The handler's slot is free once it returns.
-func (s *Service) hold(it *held) {
-	h := s.holds
+func (d *delivery) hold(it *held) {
+	h := d.holds
 	h.mu.Lock()
 	if h.stopped {
 		h.reserved--
 		h.mu.Unlock()
-		s.putBack(it)
+		d.putBack(it)
 		return
 	}
 	h.held[it] = struct{}{}
-	wait := it.target.Sub(s.now())
-	it.timer = time.AfterFunc(max(0, wait), func() { s.release(it) })
+	wait := it.target.Sub(d.now())
+	it.timer = time.AfterFunc(max(0, wait), func() { d.release(it) })
 	h.mu.Unlock()
 }
 
 // release sends a held delivery at its instant.
-func (s *Service) release(it *held) {
-	h := s.holds
+func (d *delivery) release(it *held) {
+	h := d.holds
 	h.mu.Lock()
 	if _, ok := h.held[it]; !ok || h.stopped {
 		h.mu.Unlock()
@@ -132,35 +140,35 @@ func (s *Service) release(it *held) {
 	h.running.Add(1)
 	h.mu.Unlock()
 	defer h.running.Done()
-	if a, ok := s.runner.View().Lookup(it.f.Scope); ok && !a.Active() {
+	if a, ok := d.runner.View().Lookup(it.f.Scope); ok && !a.Active() {
 		// Disabled, superseded or removed while it waited: the record
 		// decides again, on the fire's own path (which pauses or purges).
-		s.putBackClaim(it)
+		d.putBackClaim(it.claimed)
 		_ = it.f.Nak(0)
 		return
 	}
-	s.active.begin()
-	defer s.active.end()
+	d.active.begin()
+	defer d.active.end()
 	opts := []trace.SpanStartOption{
 		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(bus.MessagingAttrs(it.f.Subject, s.subj.InternalAll(Plugin, KindDue), "process", DueConsumer)...),
+		trace.WithAttributes(bus.MessagingAttrs(it.f.Subject, d.subj.InternalAll(Plugin, KindDue), "process", DueConsumer)...),
 	}
 	if it.f.Origin.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: it.f.Origin}))
 	}
-	ctx, span := s.tracer.Start(context.Background(), "release held reminder", opts...)
+	ctx, span := d.tracer.Start(context.Background(), "release held reminder", opts...)
 	defer span.End()
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout+10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, d.hostTimeout+10*time.Second)
 	defer cancel()
-	outcome, err := s.sendPrepared(ctx, it.f, it.auth, it.rec, it.rev, it.occ, it.target, it.out)
-	s.settle(ctx, it.f, outcome, err)
+	outcome, err := d.send(ctx, it.claimed)
+	d.settle(ctx, it.f, outcome, err)
 }
 
 // stopHolds stops every timer, puts their records back and naks their
 // messages with a delay until their targets, then waits for the releases
 // already running. Nothing is held afterwards.
-func (s *Service) stopHolds() {
-	h := s.holds
+func (d *delivery) stopHolds() {
+	h := d.holds
 	h.mu.Lock()
 	h.stopped = true
 	var back []*held
@@ -178,7 +186,7 @@ func (s *Service) stopHolds() {
 		go func() {
 			defer wg.Done()
 			for it := range work {
-				s.putBack(it)
+				d.putBack(it)
 			}
 		}()
 	}
@@ -196,30 +204,30 @@ func (s *Service) stopHolds() {
 // due subject keeps the last fired message only), so the next replica sends
 // it at the instant. A nak with a delay was tried first: its redelivery
 // could wait for AckWait after a restart.
-func (s *Service) putBack(it *held) {
+func (d *delivery) putBack(it *held) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	sc, id := it.f.Scope, it.rec.ID
-	if !s.putBackClaim(it) {
+	if !d.putBackClaim(it.claimed) {
 		return
 	}
-	if err := s.arm(ctx, sc, id, it.target); err != nil {
-		s.log.WarnContext(ctx, "held reminder: not re-armed", "scope", sc.String(), "id", id, "err", err)
-		_ = it.f.Nak(max(0, it.target.Sub(s.now())))
+	if err := d.rem.arm(ctx, sc, id, it.target); err != nil {
+		d.log.WarnContext(ctx, "held reminder: not re-armed", "scope", sc.String(), "id", id, "err", err)
+		_ = it.f.Nak(max(0, it.target.Sub(d.now())))
 		return
 	}
-	s.ack(ctx, it.f)
+	d.ack(ctx, it.f)
 }
 
 // putBackClaim writes the record as it was before the claim, unless it
 // changed meanwhile (that write wins); false when the store failed, and the
 // claim then stays until it expires.
-func (s *Service) putBackClaim(it *held) bool {
+func (d *delivery) putBackClaim(it *claimed) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	orig := it.orig
-	if _, err := s.casRecord(ctx, it.f.Scope, &orig, it.rev); err != nil && !bus.IsCASConflict(err) {
-		s.log.WarnContext(ctx, "held reminder: claim not released", "scope", it.f.Scope.String(), "id", it.rec.ID, "err", err)
+	if _, err := d.rem.casRecord(ctx, it.sc, &orig, it.rev); err != nil && !bus.IsCASConflict(err) {
+		d.log.WarnContext(ctx, "held reminder: claim not released", "scope", it.sc.String(), "id", it.rec.ID, "err", err)
 		return false
 	}
 	return true

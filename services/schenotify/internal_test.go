@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 func TestErrorMapping(t *testing.T) {
@@ -18,11 +17,11 @@ func TestErrorMapping(t *testing.T) {
 	}{
 		{fmt.Errorf("send: %w", bus.ErrHostTimeout), ErrCodeTimeout, "no reply in time"},
 		{context.DeadlineExceeded, ErrCodeTimeout, "transport error"},
-		{wire.Errorf(wire.ErrInternal, "secret text must not leak"), ErrCodeHost, "500 internal"},
-		{wire.WithReason(wire.ErrConflict, "dup", "x"), ErrCodeHost, "409 conflict (dup)"},
-		{wire.Errorf(wire.ErrUnavailable, "busy"), ErrCodeUnavailable, "503 unavailable"},
-		{fmt.Errorf("x: %w", bus.ErrNoHost), ErrCodeUnavailable, "no host is serving actions"},
-		{errors.New("nats: connection closed"), ErrCodeUnavailable, "transport error"},
+		{bus.Errorf(bus.ErrInternal, "secret text must not leak"), ErrCodeHost, "500 internal"},
+		{bus.WithReason(bus.ErrConflict, "dup", "x"), ErrCodeHost, "409 conflict (dup)"},
+		{bus.Errorf(bus.ErrUnavailable, "busy"), errCodeUnavailable, "503 unavailable"},
+		{fmt.Errorf("x: %w", bus.ErrNoHost), errCodeUnavailable, "no host is serving actions"},
+		{errors.New("nats: connection closed"), errCodeUnavailable, "transport error"},
 	}
 	for _, tt := range tests {
 		if got := errorCode(tt.err); got != tt.code {
@@ -37,8 +36,8 @@ func TestErrorMapping(t *testing.T) {
 // TestInternalFailure: storage failures are unavailable, anything else is
 // internal, and neither carries the cause in its text.
 func TestInternalFailure(t *testing.T) {
-	s := &Service{log: discardLogger()}
-	cat, err := LoadCatalog()
+	s := &replies{log: discardLogger()}
+	cat, err := Catalog()
 	if err != nil {
 		t.Fatal(err)
 	}

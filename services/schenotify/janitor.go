@@ -30,36 +30,61 @@ const janitorYield = 5 * time.Second
 // past it, a handler cleans up after itself.
 const janitorQueue = 4096
 
-// startJanitor starts the janitor and opens its queue. The returned stop
-// closes the queue (finish then cleans up at once) and waits until the
-// janitor has worked through what was queued.
-func (s *Service) startJanitor() (stop func()) {
+// janitor removes finished deliveries' fired messages off the handlers'
+// slots: one goroutine over a bounded queue, started and stopped by
+// delivery.
+type janitor struct {
+	active  *activity                                 // the handlers it yields to
+	cleanUp func(ctx context.Context, it janitorItem) // the removal itself
+
+	mu   sync.Mutex
+	q    chan janitorItem // nil while stopped
+	done chan struct{}    // closed when the goroutine has returned
+}
+
+func newJanitor(active *activity, cleanUp func(context.Context, janitorItem)) *janitor {
+	return &janitor{active: active, cleanUp: cleanUp}
+}
+
+// start starts the janitor and opens its queue.
+func (j *janitor) start() {
 	q := make(chan janitorItem, janitorQueue)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.runJanitor(q)
+		j.run(q)
 	}()
-	s.mu.Lock()
-	s.janitor = q
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		s.janitor = nil
-		s.mu.Unlock()
-		close(q)
-		<-done
-	}
+	j.mu.Lock()
+	j.q, j.done = q, done
+	j.mu.Unlock()
 }
 
-// janitorPart is the janitor as a part of the runner: started before the
-// due consumer opens, stopped after its handlers returned, so no finished
-// delivery is queued to a stopped janitor.
-func (s *Service) janitorPart() bus.Part {
-	var stop func()
-	return bus.PartFuncs{
-		StartFunc: func(context.Context) error { stop = s.startJanitor(); return nil },
-		StopFunc:  func(context.Context) error { stop(); return nil },
+// stop closes the queue (finish then cleans up at once) and waits until
+// the janitor has worked through what was queued.
+func (j *janitor) stop() {
+	j.mu.Lock()
+	q, done := j.q, j.done
+	j.q = nil
+	j.mu.Unlock()
+	if q == nil {
+		return
+	}
+	close(q)
+	<-done
+}
+
+// queue hands it to the janitor; false when the queue is full or stopped.
+func (j *janitor) queue(it janitorItem) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.q == nil {
+		return false
+	}
+	select {
+	case j.q <- it:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -67,45 +92,37 @@ func (s *Service) janitorPart() bus.Part {
 // janitor, or does it at once when the queue is full or stopped. Deferring them
 // keeps the handler's slot, and the schedule stream the server fires into,
 // free for the next claims during a burst of due reminders.
-func (s *Service) finish(ctx context.Context, f *bus.Fired, both bool) {
-	s.mu.Lock()
-	q := s.janitor
-	s.mu.Unlock()
-	if q != nil {
-		select {
-		case q <- janitorItem{f: f, both: both, at: time.Now()}:
-			return
-		default:
-		}
+func (d *delivery) finish(ctx context.Context, f *bus.Fired, both bool) {
+	if d.janitor.queue(janitorItem{f: f, both: both, at: time.Now()}) {
+		return
 	}
-	s.cleanUp(ctx, janitorItem{f: f, both: both})
+	d.cleanUp(ctx, janitorItem{f: f, both: both})
 }
 
-func (s *Service) cleanUp(ctx context.Context, it janitorItem) {
+func (d *delivery) cleanUp(ctx context.Context, it janitorItem) {
 	if it.both {
-		if err := s.cancel(ctx, it.f.Scope, it.f.IDs[0]); err != nil {
-			s.log.WarnContext(ctx, "schedule not cancelled after delivery", "scope", it.f.Scope.String(), "id", it.f.IDs[0], "err", err)
+		if err := d.rem.cancel(ctx, it.f.Scope, it.f.IDs[0]); err != nil {
+			d.log.WarnContext(ctx, "schedule not cancelled after delivery", "scope", it.f.Scope.String(), "id", it.f.IDs[0], "err", err)
 		}
 	}
-	s.ack(ctx, it.f)
+	d.ack(ctx, it.f)
 }
 
-// runJanitor removes the fired messages of finished deliveries until q is
-// closed. Each
-// item waits until no fired message is being handled, or until it has
-// waited janitorYield since it was queued.
-func (s *Service) runJanitor(q <-chan janitorItem) {
+// run removes the fired messages of finished deliveries until q is
+// closed. Each item waits until no fired message is being handled, or
+// until it has waited janitorYield since it was queued.
+func (j *janitor) run(q <-chan janitorItem) {
 	for it := range q {
 		if wait := janitorYield - time.Since(it.at); wait > 0 {
 			timer := time.NewTimer(wait)
 			select {
-			case <-s.active.idle():
+			case <-j.active.idle():
 			case <-timer.C:
 			}
 			timer.Stop()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		s.cleanUp(ctx, it)
+		j.cleanUp(ctx, it)
 		cancel()
 	}
 }

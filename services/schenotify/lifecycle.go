@@ -11,24 +11,24 @@ import (
 // onTransition is the runner's authority hook (spec 8): when a scope
 // becomes active (an attach, or an invocation with a newer binding), every
 // paused reminder returns to scheduled (or retrying) and is armed.
-func (s *Service) onTransition(ctx context.Context, sc binding.Scope, prev *bus.Authority, next bus.Authority) error {
+func (rm *reminders) onTransition(ctx context.Context, sc binding.Scope, prev *bus.Authority, next bus.Authority) error {
 	if next.State != bus.StateActive {
 		return nil
 	}
 	if prev != nil && prev.State == bus.StateActive && prev.Binding == next.Binding {
 		return nil
 	}
-	return s.resume(ctx, sc)
+	return rm.resume(ctx, sc)
 }
 
 // resume re-arms the paused reminders of sc.
-func (s *Service) resume(ctx context.Context, sc binding.Scope) error {
-	ix, err := s.loadIndex(ctx, sc)
+func (rm *reminders) resume(ctx context.Context, sc binding.Scope) error {
+	ix, err := rm.loadIndex(ctx, sc)
 	if err != nil {
 		return err
 	}
 	for id := range ix.Entries {
-		if err := s.resumeOne(ctx, sc, id); err != nil {
+		if err := rm.resumeOne(ctx, sc, id); err != nil {
 			return err
 		}
 	}
@@ -37,9 +37,9 @@ func (s *Service) resume(ctx context.Context, sc binding.Scope) error {
 
 // resumeOne returns one paused reminder to scheduled (or retrying) and
 // arms it; any other state is left alone.
-func (s *Service) resumeOne(ctx context.Context, sc binding.Scope, id string) error {
+func (rm *reminders) resumeOne(ctx context.Context, sc binding.Scope, id string) error {
 	for range 5 {
-		rec, rev, err := s.loadRecord(ctx, sc, id)
+		rec, rev, err := rm.loadRecord(ctx, sc, id)
 		if err != nil {
 			return err
 		}
@@ -51,16 +51,16 @@ func (s *Service) resumeOne(ctx context.Context, sc binding.Scope, id string) er
 		if c.NextAttemptAt != nil && c.Attempt > 0 {
 			c.State = StateRetrying
 		}
-		if err := s.arm(ctx, sc, id, c.Target()); err != nil {
+		if err := rm.arm(ctx, sc, id, c.Target()); err != nil {
 			return err
 		}
-		if _, err := s.casRecord(ctx, sc, &c, rev); err != nil {
+		if _, err := rm.casRecord(ctx, sc, &c, rev); err != nil {
 			if bus.IsCASConflict(err) {
 				continue
 			}
 			return storeErr("resume", err)
 		}
-		s.log.InfoContext(ctx, "reminder resumed", "scope", sc.String(), "id", id)
+		rm.log.InfoContext(ctx, "reminder resumed", "scope", sc.String(), "id", id)
 		return nil
 	}
 	return nil
@@ -74,31 +74,31 @@ func (s *Service) resumeOne(ctx context.Context, sc binding.Scope, id string) er
 // superseded revision never parks it for good. The pkg/bus host client has
 // already resent with the binding current at the refusal; this covers a
 // change after it.
-func (s *Service) pausedByRefusal(ctx context.Context, sc binding.Scope, id string, sent binding.Binding) {
-	if !s.runner.MovedOn(ctx, sc, sent) {
+func (rm *reminders) pausedByRefusal(ctx context.Context, sc binding.Scope, id string, sent binding.Binding) {
+	if !rm.runner.MovedOn(ctx, sc, sent) {
 		return // the next transition to active resumes it
 	}
-	if err := s.resumeOne(ctx, sc, id); err != nil {
-		s.log.WarnContext(ctx, "refused reminder not resumed", "scope", sc.String(), "id", id, "err", err)
+	if err := rm.resumeOne(ctx, sc, id); err != nil {
+		rm.log.WarnContext(ctx, "refused reminder not resumed", "scope", sc.String(), "id", id, "err", err)
 	}
 }
 
-// Sweep is one pass of the recovery sweep (spec 7.6 rule 2) over the
+// sweep is one pass of the recovery sweep (spec 7.6 rule 2) over the
 // scopes with an active authority, one at a time: it re-arms reminders
 // whose target (or send claim) is more than 60 s in the past, at that past
 // instant, which fires at once (spec: "@at now"; the past instant does not
 // depend on this replica's clock agreeing with the server's);
 // drops index entries without a record that are more than 60 s old, and
 // refreshes the pending gauge.
-func (s *Service) Sweep(ctx context.Context) {
+func (rm *reminders) sweep(ctx context.Context) {
 	pending := 0
-	for _, sc := range s.runner.View().Scopes(bus.StateActive) {
+	for _, sc := range rm.runner.View().Scopes(bus.StateActive) {
 		if ctx.Err() != nil {
 			return
 		}
-		n, err := s.sweepScope(ctx, sc)
+		n, err := rm.sweepScope(ctx, sc)
 		if err != nil {
-			s.log.WarnContext(ctx, "recovery sweep of a scope failed", "scope", sc.String(), "err", err)
+			rm.log.WarnContext(ctx, "recovery sweep of a scope failed", "scope", sc.String(), "err", err)
 		}
 		pending += n
 		select { // a bounded rate: other work goes first
@@ -107,18 +107,18 @@ func (s *Service) Sweep(ctx context.Context) {
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
-	s.metrics.pending.Set(float64(pending))
+	rm.metrics.pending.Set(float64(pending))
 }
 
-func (s *Service) sweepScope(ctx context.Context, sc binding.Scope) (int, error) {
-	ix, err := s.loadIndex(ctx, sc)
+func (rm *reminders) sweepScope(ctx context.Context, sc binding.Scope) (int, error) {
+	ix, err := rm.loadIndex(ctx, sc)
 	if err != nil {
 		return 0, err
 	}
-	now := s.now()
+	now := rm.now()
 	var orphans []string
 	for id, e := range ix.Entries {
-		rec, _, err := s.loadRecord(ctx, sc, id)
+		rec, _, err := rm.loadRecord(ctx, sc, id)
 		if err != nil {
 			return len(ix.Entries), err
 		}
@@ -135,14 +135,14 @@ func (s *Service) sweepScope(ctx context.Context, sc binding.Scope) (int, error)
 			if rec.State == StateSending {
 				at = rec.Claim.Until
 			}
-			if err := s.arm(ctx, sc, id, at); err != nil {
+			if err := rm.arm(ctx, sc, id, at); err != nil {
 				return len(ix.Entries), err
 			}
-			s.log.InfoContext(ctx, "recovery sweep re-armed a reminder", "scope", sc.String(), "id", id)
+			rm.log.InfoContext(ctx, "recovery sweep re-armed a reminder", "scope", sc.String(), "id", id)
 		}
 	}
 	if len(orphans) > 0 {
-		err := s.updateIndex(ctx, sc, func(ix *Index) error {
+		err := rm.updateIndex(ctx, sc, func(ix *Index) error {
 			for _, id := range orphans {
 				if e, ok := ix.Entries[id]; ok && now.Sub(e.CreatedAt) > sweepGrace {
 					delete(ix.Entries, id)

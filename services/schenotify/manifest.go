@@ -45,7 +45,7 @@ const (
 // (keys config.*, command.*, tool.*). The package builder and lbctl read it;
 // nothing else declares these names.
 func Declaration() (plugin.Declaration, error) {
-	cat, err := LoadCatalog()
+	cat, err := Catalog()
 	if err != nil {
 		return plugin.Declaration{}, err
 	}
@@ -75,13 +75,13 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 			Repository:  "https://github.com/langbot-nats/plugins",
 		},
 		Config: []plugin.ConfigItem{
-			cfg("language", "select", DefaultLanguage,
+			cfg("language", "select", defaultLanguage,
 				plugin.Option{Name: i18n.EnUS, Label: t("English", "英文")},
 				plugin.Option{Name: i18n.ZhHans, Label: t("Chinese (Simplified)", "简体中文")}),
 			cfg("timezone", "string", ""),
-			cfg("notify_prefix", "string", DefaultPrefix),
-			cfg("max_reminders", "integer", DefaultMaxReminders),
-			cfg("max_per_session", "integer", DefaultMaxPerSession),
+			cfg("notify_prefix", "string", defaultPrefix),
+			cfg("max_reminders", "integer", defaultMaxReminders),
+			cfg("max_per_session", "integer", defaultMaxPerSession),
 			cfg("mention_creator", "boolean", true),
 			plugin.CommandPrefixConfig(),
 		},

@@ -33,7 +33,7 @@ func TestTakeMentions(t *testing.T) {
 }
 
 func TestDeliveryChain(t *testing.T) {
-	rec := &Record{Session: Session{TargetType: "group"}, CreatorSenderID: "c", Mentions: []string{"c", "m"}}
+	rec := &Record{Session: session{TargetType: "group"}, CreatorSenderID: "c", Mentions: []string{"c", "m"}}
 	on := Settings{MentionCreator: true}
 	got := deliveryChain(on, rec, "hi")
 	if len(got) != 3 || got[0].Target != "c" || got[1].Target != "m" || got[2].Text != " hi" {

@@ -4,12 +4,12 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Delivery outcomes counted by schenotify_deliveries_total.
 const (
-	OutcomeDelivered = "delivered"
-	OutcomeRetry     = "retry"
-	OutcomeFailed    = "failed"
-	OutcomePaused    = "paused"
-	OutcomeNotDue    = "not_due"
-	OutcomeDeleted   = "deleted"
+	outcomeDelivered = "delivered"
+	outcomeRetry     = "retry"
+	outcomeFailed    = "failed"
+	outcomePaused    = "paused"
+	outcomeNotDue    = "not_due"
+	outcomeDeleted   = "deleted"
 )
 
 type metrics struct {
@@ -44,7 +44,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			return nil, err
 		}
 	}
-	for _, o := range []string{OutcomeDelivered, OutcomeRetry, OutcomeFailed, OutcomePaused, OutcomeNotDue, OutcomeDeleted, OutcomeWaiting} {
+	for _, o := range []string{outcomeDelivered, outcomeRetry, outcomeFailed, outcomePaused, outcomeNotDue, outcomeDeleted, outcomeWaiting} {
 		m.deliveries.WithLabelValues(o)
 	}
 	return m, nil

@@ -2,102 +2,87 @@ package schenotify
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
-// Events schenotify listens to: a chat's incoming message is when a chat
-// that refused proactive messages can be answered (waiting.go).
-const (
-	EventPersonMessage = "PersonMessageReceived"
-	EventGroupMessage  = "GroupMessageReceived"
-)
-
-// eventData is what the event handler reads of a message event.
-type eventData struct {
-	LauncherType string          `json:"launcher_type"`
-	LauncherID   json.RawMessage `json:"launcher_id"`
-}
-
-// handleEvent answers every event at once with both prevent flags false:
-// reminders never block a message. When the event's chat is marked as
+// nextMessage is a chat's incoming message: when the chat is marked as
 // refusing proactive messages, its waiting reminders are sent in the
 // background, each as a send_message of its own (the LangBot packages
 // ignore reply_message_chain on message events, and the reply must not
 // wait for the claims and sends).
-func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, error) {
-	reply := wire.EventReply{}
-	ev := inv.Event
-	if ev == nil || (ev.Name != EventPersonMessage && ev.Name != EventGroupMessage) {
-		return reply, nil
-	}
-	var d eventData
-	if err := json.Unmarshal(ev.Data, &d); err != nil {
-		return reply, nil
-	}
-	sess, _, ok := SessionIn{LauncherType: d.LauncherType, LauncherID: d.LauncherID, BotUUID: ev.BotUUID}.Resolve()
-	if !ok {
-		return reply, nil
-	}
-	marked, _, err := s.chatWaiting(ctx, inv.Scope, sess)
+func (d *delivery) nextMessage(ctx context.Context, sc binding.Scope, sess session) {
+	marked, _, err := d.rem.chatWaiting(ctx, sc, sess)
 	if err != nil {
-		s.log.WarnContext(ctx, "chat mark not read", "scope", inv.Scope.String(), "err", err)
-		return reply, nil
+		d.log.WarnContext(ctx, "chat mark not read", "scope", sc.String(), "err", err)
+		return
 	}
 	if marked {
-		s.flusher.start(inv.Scope, sess, s.flush)
+		d.flusher.start(sc, sess, d.flush)
 	}
-	return reply, nil
 }
 
 // flusher runs at most one background send of a chat's waiting reminders
-// per chat in this replica, and stops with the service.
+// per chat in this replica, and stops with delivery. A flush runs under a
+// context of its own, which close cancels once its ctx is done.
 type flusher struct {
-	mu      sync.Mutex
-	ctx     context.Context
-	running map[string]bool
-	wg      sync.WaitGroup
+	mu        sync.Mutex
+	accepting bool
+	running   map[string]context.CancelFunc
+	wg        sync.WaitGroup
 }
 
-func newFlusher() *flusher { return &flusher{running: map[string]bool{}} }
+func newFlusher() *flusher { return &flusher{running: map[string]context.CancelFunc{}} }
 
-// open lets flushes run under ctx until close.
-func (fl *flusher) open(ctx context.Context) {
+// open lets flushes run until close.
+func (fl *flusher) open() {
 	fl.mu.Lock()
-	fl.ctx = ctx
+	fl.accepting = true
 	fl.mu.Unlock()
 }
 
-// close waits for the running flushes (their ctx is already done).
-func (fl *flusher) close() {
+// close lets no new flush start and waits for the running ones; when ctx
+// is done first, it cancels them and waits for them to return.
+func (fl *flusher) close(ctx context.Context) {
 	fl.mu.Lock()
-	fl.ctx = nil
+	fl.accepting = false
 	fl.mu.Unlock()
-	fl.wg.Wait()
+	done := make(chan struct{})
+	go func() { fl.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	fl.mu.Lock()
+	for _, cancel := range fl.running {
+		cancel()
+	}
+	fl.mu.Unlock()
+	<-done
 }
 
-func (fl *flusher) start(sc binding.Scope, sess Session, run func(context.Context, binding.Scope, Session)) {
+func (fl *flusher) start(sc binding.Scope, sess session, run func(context.Context, binding.Scope, session)) {
 	key := sc.String() + "/" + sess.Token()
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
-	if fl.ctx == nil || fl.running[key] {
+	if !fl.accepting || fl.running[key] != nil {
 		return
 	}
-	fl.running[key] = true
+	ctx, cancel := context.WithCancel(context.Background())
+	fl.running[key] = cancel
 	fl.wg.Add(1)
-	ctx := fl.ctx
 	go func() {
 		defer fl.wg.Done()
 		defer func() {
 			fl.mu.Lock()
 			delete(fl.running, key)
 			fl.mu.Unlock()
+			cancel()
 		}()
 		run(ctx, sc, sess)
 	}()
@@ -116,20 +101,20 @@ const (
 // flush sends the chat's waiting reminders, soonest first, and removes the
 // chat's mark once one was sent. A new refusal stops it: the rest wait for
 // the next message.
-func (s *Service) flush(ctx context.Context, sc binding.Scope, sess Session) {
+func (d *delivery) flush(ctx context.Context, sc binding.Scope, sess session) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	auth, err := s.authority(ctx, sc)
+	auth, err := d.authority(ctx, sc)
 	if err != nil || auth == nil || !auth.Active() {
 		return
 	}
-	_, markRev, err := s.chatWaiting(ctx, sc, sess)
+	_, markRev, err := d.rem.chatWaiting(ctx, sc, sess)
 	if err != nil || markRev == 0 {
 		return
 	}
-	recs, err := s.sessionRecords(ctx, sc, sess)
+	recs, err := d.rem.sessionRecords(ctx, sc, sess)
 	if err != nil {
-		s.log.WarnContext(ctx, "waiting reminders not listed", "scope", sc.String(), "err", err)
+		d.log.WarnContext(ctx, "waiting reminders not listed", "scope", sc.String(), "err", err)
 		return
 	}
 	sent := false
@@ -137,7 +122,7 @@ func (s *Service) flush(ctx context.Context, sc binding.Scope, sess Session) {
 		if r.State != StateWaiting {
 			continue
 		}
-		res := s.sendWaiting(ctx, sc, auth, r.ID)
+		res := d.sendWaiting(ctx, sc, auth, r.ID)
 		if res == flushSent {
 			sent = true
 		}
@@ -146,79 +131,96 @@ func (s *Service) flush(ctx context.Context, sc binding.Scope, sess Session) {
 		}
 	}
 	if sent {
-		s.writes.Add(1)
-		if err := s.runner.KV().Delete(ctx, sc, keyWaiting, markRev, sess.Token()); err != nil && !bus.IsCASConflict(err) {
-			s.log.WarnContext(ctx, "chat mark not removed", "scope", sc.String(), "err", err)
+		if err := d.rem.unmark(ctx, sc, sess, markRev); err != nil && !bus.IsCASConflict(err) {
+			d.log.WarnContext(ctx, "chat mark not removed", "scope", sc.String(), "err", err)
 		}
 	}
 }
 
-// sendWaiting claims one waiting reminder and sends it: the claim keeps
-// replicas that got the same message from sending it twice.
-func (s *Service) sendWaiting(ctx context.Context, sc binding.Scope, auth *bus.Authority, id string) flushResult {
+// claimWaiting claims the occurrence of the waiting reminder cl.orig,
+// read at revision rev, for the send on the chat's message: the claim
+// keeps replicas that got the same message from sending it twice. Its
+// first attempt is now. It fills in the rest of cl.
+func (d *delivery) claimWaiting(ctx context.Context, cl *claimed, rev uint64, now time.Time) error {
+	nowSec := now.UTC().Truncate(time.Second)
+	occ := cl.orig.NextDue
+	c := cl.orig
+	c.State = StateSending
+	c.Claim = &claim{Occurrence: occ, Replica: d.replica, Until: nowSec.Add(d.claimFor)}
+	c.Attempt++
+	fa := nowSec
+	c.FirstAttemptAt = &fa
+	crev, err := d.rem.casRecord(ctx, cl.sc, &c, rev)
+	if err != nil {
+		return err
+	}
+	cl.rec, cl.rev, cl.occ, cl.target = &c, crev, occ, cl.orig.Target()
+	return nil
+}
+
+// sendWaiting claims one waiting reminder and sends it.
+func (d *delivery) sendWaiting(ctx context.Context, sc binding.Scope, auth *bus.Authority, id string) flushResult {
 	for range 5 {
-		rec, rev, err := s.loadRecord(ctx, sc, id)
+		rec, rev, err := d.rem.loadRecord(ctx, sc, id)
 		if err != nil || rec == nil || rec.State != StateWaiting {
 			return flushSkipped
 		}
-		now := s.now()
-		nowSec := now.UTC().Truncate(time.Second)
-		occ := rec.NextDue
-		c := *rec
-		c.State = StateSending
-		c.Claim = &Claim{Occurrence: occ, Replica: s.cfg.Replica, Until: nowSec.Add(s.cfg.Claim)}
-		c.Attempt++
-		fa := nowSec
-		c.FirstAttemptAt = &fa
-		crev, err := s.casRecord(ctx, sc, &c, rev)
+		now := d.now()
+		cl := &claimed{sc: sc, auth: auth, orig: *rec}
+		err = d.claimWaiting(ctx, cl, rev, now)
 		if bus.IsCASConflict(err) {
 			continue
 		}
 		if err != nil {
 			return flushFailed
 		}
-		out := s.prepare(sc, auth, &c, occ, now)
-		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
+		cl.out = d.render(ctx, cl, now)
 		// The key is the refused attempt's: one logical delivery.
-		err = s.runner.Host().SendMessage(sctx, auth.Binding, out.msg, IdempotencyKey(sc, id, occ))
-		cancel()
-		now = s.now()
-		c.Claim = nil
-		var hostErr *wire.Error
-		switch {
-		case err == nil:
-			c.Delivered++
-			o := occ
-			c.LastOccurrence = &o
-			_, aerr := s.advance(ctx, sc, &c, out.rule, out.loc, occ, now, crev, true)
-			var fin *finished
-			if errors.As(aerr, &fin) && fin.both {
-				_ = s.cancel(ctx, sc, id)
-			} else if aerr != nil && !errors.Is(aerr, errGone) {
-				s.log.WarnContext(ctx, "sent waiting reminder not recorded", "scope", sc.String(), "id", id, "err", aerr)
-			}
-			s.metrics.deliveries.WithLabelValues(OutcomeDelivered).Inc()
-			s.log.InfoContext(ctx, "reminder handled", "scope", sc.String(), "id", id, "outcome", OutcomeDelivered,
-				"attempt", c.Attempt, "occurrence", occ.UTC().Format(time.RFC3339), "path", "next_message")
-			return flushSent
-		case Refusal(err) != "":
-			_ = s.refused(ctx, sc, &c, crev, Refusal(err), now)
-			s.metrics.deliveries.WithLabelValues(OutcomeWaiting).Inc()
-			return flushRefused
-		case errors.As(err, &hostErr) && hostErr.Code == 403:
-			c.State, c.Attempt, c.FirstAttemptAt = StatePaused, 0, nil
-			if s.writeOutcome(ctx, sc, &c, crev) == nil {
-				s.pausedByRefusal(ctx, sc, id, auth.Binding)
-			}
-			s.metrics.deliveries.WithLabelValues(OutcomePaused).Inc()
-			return flushRefused
-		default:
-			// Still not sent proactively: it waits for the next message.
-			c.State = StateWaiting
-			c.LastError = &LastError{Code: errorCode(err), Detail: errorDetail(err), At: now.UTC().Truncate(time.Second)}
-			_ = s.writeOutcome(ctx, sc, &c, crev)
-			return flushFailed
-		}
+		err = d.sendMessage(ctx, cl)
+		return d.waitingOutcome(ctx, cl, err)
 	}
 	return flushFailed
+}
+
+// waitingOutcome records what the send of a waiting reminder came to.
+func (d *delivery) waitingOutcome(ctx context.Context, cl *claimed, err error) flushResult {
+	sc, id, occ := cl.sc, cl.rec.ID, cl.occ
+	now := d.now()
+	c := *cl.rec
+	c.Claim = nil
+	var hostErr *bus.Error
+	switch {
+	case err == nil:
+		c.Delivered++
+		o := occ
+		c.LastOccurrence = &o
+		_, aerr := d.advance(ctx, cl, &c, now, true)
+		var fin *finished
+		if errors.As(aerr, &fin) && fin.both {
+			_ = d.rem.cancel(ctx, sc, id)
+		} else if aerr != nil && !errors.Is(aerr, errGone) {
+			d.log.WarnContext(ctx, "sent waiting reminder not recorded", "scope", sc.String(), "id", id, "err", aerr)
+		}
+		d.metrics.deliveries.WithLabelValues(outcomeDelivered).Inc()
+		d.log.InfoContext(ctx, "reminder handled", "scope", sc.String(), "id", id, "outcome", outcomeDelivered,
+			"attempt", c.Attempt, "occurrence", occ.UTC().Format(time.RFC3339), "path", "next_message")
+		return flushSent
+	case Refusal(err) != "":
+		_ = d.refused(ctx, sc, &c, cl.rev, Refusal(err), now)
+		d.metrics.deliveries.WithLabelValues(outcomeWaiting).Inc()
+		return flushRefused
+	case errors.As(err, &hostErr) && hostErr.Code == 403:
+		c.State, c.Attempt, c.FirstAttemptAt = StatePaused, 0, nil
+		if d.writeOutcome(ctx, sc, &c, cl.rev) == nil {
+			d.rem.pausedByRefusal(ctx, sc, id, cl.auth.Binding)
+		}
+		d.metrics.deliveries.WithLabelValues(outcomePaused).Inc()
+		return flushRefused
+	default:
+		// Still not sent proactively: it waits for the next message.
+		c.State = StateWaiting
+		c.LastError = &LastError{Code: errorCode(err), Detail: errorDetail(err), At: now.UTC().Truncate(time.Second)}
+		_ = d.writeOutcome(ctx, sc, &c, cl.rev)
+		return flushFailed
+	}
 }

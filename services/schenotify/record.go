@@ -20,11 +20,11 @@ const (
 const (
 	ErrCodeHost        = "host_error"
 	ErrCodeTimeout     = "timeout"
-	ErrCodeUnavailable = "unavailable"
+	errCodeUnavailable = "unavailable"
 )
 
-// Claim marks the occurrence a replica is sending, until it expires.
-type Claim struct {
+// claim marks the occurrence a replica is sending, until it expires.
+type claim struct {
 	Occurrence time.Time `json:"occurrence"`
 	Replica    string    `json:"replica"`
 	Until      time.Time `json:"until"`
@@ -42,7 +42,7 @@ type LastError struct {
 type Record struct {
 	V                   int              `json:"v"`
 	ID                  string           `json:"id"`
-	Session             Session          `json:"session"`
+	Session             session          `json:"session"`
 	CreatorSenderID     string           `json:"creator_sender_id"`
 	CreatedAt           time.Time        `json:"created_at"`
 	CreatedVia          string           `json:"created_via"`
@@ -54,7 +54,7 @@ type Record struct {
 	Until               *time.Time       `json:"until"`
 	NextDue             time.Time        `json:"next_due"`
 	State               string           `json:"state"`
-	Claim               *Claim           `json:"claim"`
+	Claim               *claim           `json:"claim"`
 	Attempt             int              `json:"attempt"`
 	FirstAttemptAt      *time.Time       `json:"first_attempt_at"`
 	NextAttemptAt       *time.Time       `json:"next_attempt_at"`
@@ -71,10 +71,10 @@ type Record struct {
 	Held bool `json:"held,omitempty"`
 }
 
-// LastDelivered is <scope>.last.<session token>: what a chat was sent
+// lastDelivered is <scope>.last.<session token>: what a chat was sent
 // last, enough to snooze it after a one-shot's record is gone. Its
 // strings are a record's, within the same caps.
-type LastDelivered struct {
+type lastDelivered struct {
 	V          int       `json:"v"`
 	ID         string    `json:"id"`
 	Message    string    `json:"message"`
@@ -85,8 +85,8 @@ type LastDelivered struct {
 
 // Created via.
 const (
-	ViaTool    = "tool"
-	ViaCommand = "command"
+	viaTool    = "tool"
+	viaCommand = "command"
 )
 
 // Target is the instant the record's schedule is armed for: the retry time
@@ -98,8 +98,8 @@ func (r *Record) Target() time.Time {
 	return r.NextDue
 }
 
-// IndexEntry is one reminder in the scope index.
-type IndexEntry struct {
+// indexEntry is one reminder in the scope index.
+type indexEntry struct {
 	Session   string    `json:"s"`
 	CreatedAt time.Time `json:"c"`
 }
@@ -107,11 +107,11 @@ type IndexEntry struct {
 // Index is <scope>.index: every reminder of the scope by id.
 type Index struct {
 	V       int                   `json:"v"`
-	Entries map[string]IndexEntry `json:"entries"`
+	Entries map[string]indexEntry `json:"entries"`
 }
 
-// SessionIDs returns the ids of token's entries.
-func (ix *Index) SessionIDs(token string) []string {
+// sessionIDs returns the ids of token's entries.
+func (ix *Index) sessionIDs(token string) []string {
 	var ids []string
 	for id, e := range ix.Entries {
 		if e.Session == token {
@@ -137,9 +137,9 @@ func (ix *Index) Count(token string) int {
 	return n
 }
 
-// SortRecords orders reminders as lists show them (spec 4.2): by next_due,
+// sortRecords orders reminders as lists show them (spec 4.2): by next_due,
 // then created_at, then id.
-func SortRecords(rs []*Record) {
+func sortRecords(rs []*Record) {
 	sort.Slice(rs, func(i, j int) bool {
 		a, b := rs[i], rs[j]
 		if !a.NextDue.Equal(b.NextDue) {

@@ -3,7 +3,10 @@ package schenotify
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -14,12 +17,82 @@ import (
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
+// reminders is the part that owns the stored reminders: the records
+// (<scope>.reminder.<id>) and the scope indexes (<scope>.index), the
+// chats' last deliveries and refusal marks, and each reminder's schedule.
+// Adds, deletes and changes (change.go), the resume of an attach and the
+// recovery sweep (lifecycle.go) are its methods; delivery calls it for
+// every read and write. Its background work is the recovery sweep.
+type reminders struct {
+	// runner gives the storage handles, which exist once it started:
+	// the bucket, JetStream and the stream, and the authority view the
+	// sweep walks. Set by New after the runner is built.
+	runner  *bus.Runner
+	records *bus.Records[Record] // <scope>.reminder.<id>, built at Start
+	indexes *bus.Records[Index]  // <scope>.index, built at Start
+	// locks lets the updates of one installation's index take turns
+	// (updateIndex)
+	locks *keyLocks
+	subj  bus.Subjects
+	// writes counts the JetStream writes the service asked for (KV writes,
+	// schedule publishes, purges), for the benchmark's writes per delivery.
+	writes atomic.Int64
+
+	lead       time.Duration  // schedules fire this far ahead (arm)
+	zone       *time.Location // the default zone
+	minEvery   time.Duration  // the shortest @every (snooze plans)
+	sweepEvery time.Duration
+	sweepDelay time.Duration
+	sweeper    bus.Part // the recovery sweep's loop
+	now        func() time.Time
+	log        *slog.Logger
+	metrics    *metrics
+}
+
+func newReminders(cfg Config, deps bus.Deps, zone *time.Location, lead time.Duration, m *metrics) *reminders {
+	rm := &reminders{locks: newKeyLocks(), subj: deps.Subjects, lead: lead, zone: zone, minEvery: cfg.MinEvery,
+		sweepEvery: cfg.SweepInterval, sweepDelay: cfg.SweepDelay, now: deps.Clock, log: deps.Logger, metrics: m}
+	rm.sweeper = bus.Loop(rm.sweepLoop)
+	return rm
+}
+
+// Start binds the stores to the runner's bucket, which exists by now, and
+// starts the recovery sweep.
+func (rm *reminders) Start(ctx context.Context) error {
+	rm.records = bus.NewRecords(rm.runner.KV(), keyReminder, bus.RecordsConfig[Record]{})
+	rm.indexes = bus.NewRecords(rm.runner.KV(), keyIndex, bus.RecordsConfig[Index]{Decode: decodeIndex})
+	return rm.sweeper.Start(ctx)
+}
+
+// Stop stops the recovery sweep.
+func (rm *reminders) Stop(ctx context.Context) error { return rm.sweeper.Stop(ctx) }
+
+// sweepLoop runs the recovery sweep after a random delay and then every
+// sweepEvery, until ctx is done.
+func (rm *reminders) sweepLoop(ctx context.Context) {
+	delay := time.Duration(0)
+	if rm.sweepDelay > 0 {
+		delay = time.Duration(rand.Int64N(int64(rm.sweepDelay) + 1))
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rm.sweep(ctx)
+		t.Reset(rm.sweepEvery)
+	}
+}
+
 // addRequest is a validated reminder to create.
 type addRequest struct {
 	scope    binding.Scope
 	invID    string
 	settings Settings
-	session  Session
+	session  session
 	sender   string
 	plan     when.Plan
 	via      string
@@ -31,20 +104,20 @@ type addRequest struct {
 // then its @at schedule. A retried invocation finds its own record and
 // gets its id back without a second reminder. It returns a *Failure for
 // too_many / too_many_in_session, errStore-wrapped errors otherwise.
-func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
+func (rm *reminders) add(ctx context.Context, req addRequest) (string, error) {
 	sc := req.scope
 	id := DerivedID(sc.String(), req.invID)
-	existing, _, err := s.loadRecord(ctx, sc, id)
+	existing, _, err := rm.loadRecord(ctx, sc, id)
 	if err != nil {
 		return "", err
 	}
 	if existing != nil {
 		if existing.InvocationID == req.invID {
-			return s.ownRetry(ctx, sc, existing)
+			return rm.ownRetry(ctx, sc, existing)
 		}
 		id = RandomID()
 	}
-	now := s.now().UTC().Truncate(time.Second)
+	now := rm.now().UTC().Truncate(time.Second)
 	token := req.session.Token()
 	addEntry := func(dropOrphans map[string]bool) func(ix *Index) error {
 		return func(ix *Index) error {
@@ -64,16 +137,16 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 			if ix.Count(token) >= req.settings.MaxPerSession {
 				return &capError{"too_many_in_session"}
 			}
-			ix.Entries[id] = IndexEntry{Session: token, CreatedAt: now}
+			ix.Entries[id] = indexEntry{Session: token, CreatedAt: now}
 			return nil
 		}
 	}
-	err = s.updateIndex(ctx, sc, addEntry(nil))
+	err = rm.updateIndex(ctx, sc, addEntry(nil))
 	var ce *capError
 	if errors.As(err, &ce) {
 		// Finished reminders must not hold a cap: drop entries whose record
 		// is gone, then check again.
-		keys, kerr := s.reminders().IDs(ctx, sc)
+		keys, kerr := rm.records.IDs(ctx, sc)
 		if kerr != nil && !errors.Is(kerr, jetstream.ErrNoKeysFound) {
 			return "", storeErr("list reminders", kerr)
 		}
@@ -81,7 +154,7 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 		for _, k := range keys {
 			live[k] = true
 		}
-		err = s.updateIndex(ctx, sc, addEntry(live))
+		err = rm.updateIndex(ctx, sc, addEntry(live))
 	}
 	if errors.As(err, &ce) {
 		limit := req.settings.MaxReminders
@@ -111,30 +184,30 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 			rec.Until = &u
 		}
 	}
-	if _, err := s.casRecord(ctx, sc, rec, 0); err != nil {
+	if _, err := rm.casRecord(ctx, sc, rec, 0); err != nil {
 		if bus.IsCASConflict(err) {
-			if cur, _, lerr := s.loadRecord(ctx, sc, id); lerr == nil && cur != nil && cur.InvocationID == req.invID {
-				return s.ownRetry(ctx, sc, cur)
+			if cur, _, lerr := rm.loadRecord(ctx, sc, id); lerr == nil && cur != nil && cur.InvocationID == req.invID {
+				return rm.ownRetry(ctx, sc, cur)
 			}
 		}
-		_ = s.dropIndexEntry(context.WithoutCancel(ctx), sc, id)
+		_ = rm.dropIndexEntry(context.WithoutCancel(ctx), sc, id)
 		return "", storeErr("create reminder", err)
 	}
-	if err := s.arm(ctx, sc, id, rec.NextDue); err != nil {
+	if err := rm.arm(ctx, sc, id, rec.NextDue); err != nil {
 		// Undo, so that the caller's retry starts clean.
 		cctx := context.WithoutCancel(ctx)
-		if _, rev, lerr := s.loadRecord(cctx, sc, id); lerr == nil && rev != 0 {
-			_ = s.deleteRecord(cctx, sc, id, rev)
+		if _, rev, lerr := rm.loadRecord(cctx, sc, id); lerr == nil && rev != 0 {
+			_ = rm.deleteRecord(cctx, sc, id, rev)
 		}
-		_ = s.dropIndexEntry(cctx, sc, id)
+		_ = rm.dropIndexEntry(cctx, sc, id)
 		return "", err
 	}
 	kind := "once"
 	if rec.Recurrence != nil {
 		kind = rec.Recurrence.Kind
 	}
-	s.metrics.created.WithLabelValues(kind).Inc()
-	s.log.InfoContext(ctx, "reminder created", "scope", sc.String(), "id", id, "kind", kind, "via", req.via)
+	rm.metrics.created.WithLabelValues(kind).Inc()
+	rm.log.InfoContext(ctx, "reminder created", "scope", sc.String(), "id", id, "kind", kind, "via", req.via)
 	return id, nil
 }
 
@@ -143,9 +216,9 @@ func (s *Service) add(ctx context.Context, req addRequest) (string, error) {
 // it and to undo it (JetStream unavailable), so a scheduled reminder is
 // armed again; republishing replaces its schedule, and a second wake-up is
 // settled by the record like any other.
-func (s *Service) ownRetry(ctx context.Context, sc binding.Scope, r *Record) (string, error) {
+func (rm *reminders) ownRetry(ctx context.Context, sc binding.Scope, r *Record) (string, error) {
 	if r.State == StateScheduled {
-		if err := s.arm(ctx, sc, r.ID, r.NextDue); err != nil {
+		if err := rm.arm(ctx, sc, r.ID, r.NextDue); err != nil {
 			return "", err
 		}
 	}
@@ -156,31 +229,31 @@ func (s *Service) ownRetry(ctx context.Context, sc binding.Scope, r *Record) (st
 // record by compare-and-set, then both of its subjects, then its index
 // entry. found is false when the reminder is gone or belongs to another
 // session. inFlight reports an unexpired send claim at that moment.
-func (s *Service) remove(ctx context.Context, sc binding.Scope, sess Session, id string) (rec *Record, inFlight, found bool, err error) {
+func (rm *reminders) remove(ctx context.Context, sc binding.Scope, sess session, id string) (rec *Record, inFlight, found bool, err error) {
 	for range 10 {
-		r, rev, err := s.loadRecord(ctx, sc, id)
+		r, rev, err := rm.loadRecord(ctx, sc, id)
 		if err != nil {
 			return nil, false, false, err
 		}
 		if r == nil || r.Session != sess {
 			return nil, false, false, nil
 		}
-		now := s.now()
+		now := rm.now()
 		inFlight = r.State == StateSending && r.Claim != nil && now.Before(r.Claim.Until)
-		err = s.deleteRecord(ctx, sc, id, rev)
+		err = rm.deleteRecord(ctx, sc, id, rev)
 		if bus.IsCASConflict(err) {
 			continue
 		}
 		if err != nil {
 			return nil, false, false, storeErr("delete reminder", err)
 		}
-		if err := s.cancel(ctx, sc, id); err != nil {
-			s.log.WarnContext(ctx, "schedule not cancelled after delete", "scope", sc.String(), "id", id, "err", err)
+		if err := rm.cancel(ctx, sc, id); err != nil {
+			rm.log.WarnContext(ctx, "schedule not cancelled after delete", "scope", sc.String(), "id", id, "err", err)
 		}
-		if err := s.dropIndexEntry(ctx, sc, id); err != nil {
-			s.log.WarnContext(ctx, "index entry not dropped", "scope", sc.String(), "id", id, "err", err)
+		if err := rm.dropIndexEntry(ctx, sc, id); err != nil {
+			rm.log.WarnContext(ctx, "index entry not dropped", "scope", sc.String(), "id", id, "err", err)
 		}
-		s.log.InfoContext(ctx, "reminder deleted", "scope", sc.String(), "id", id, "in_flight", inFlight)
+		rm.log.InfoContext(ctx, "reminder deleted", "scope", sc.String(), "id", id, "in_flight", inFlight)
 		return r, inFlight, true, nil
 	}
 	return nil, false, false, storeErr("delete reminder", bus.ErrCASExhausted)

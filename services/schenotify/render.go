@@ -10,26 +10,26 @@ import (
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
-// Warning is one entry of a tool result's warnings.
-type Warning struct {
+// warning is one entry of a tool result's warnings.
+type warning struct {
 	Code string `json:"code"`
 	Text string `json:"text"`
 }
 
-// TimeResult is the result of get_current_time_str.
-type TimeResult struct {
+// timeResult is the result of get_current_time_str.
+type timeResult struct {
 	Status   string    `json:"status"`
 	Now      string    `json:"now"`
 	Zone     string    `json:"zone"`
 	Offset   string    `json:"offset"`
 	Weekday  string    `json:"weekday"`
 	Local    string    `json:"local"`
-	Warnings []Warning `json:"warnings"`
+	Warnings []warning `json:"warnings"`
 	Text     string    `json:"text"`
 }
 
-// ScheduleResult is the success result of schedule_notify.
-type ScheduleResult struct {
+// scheduleResult is the success result of schedule_notify.
+type scheduleResult struct {
 	Status         string           `json:"status"`
 	ID             string           `json:"id"`
 	Due            string           `json:"due"`
@@ -42,12 +42,12 @@ type ScheduleResult struct {
 	Truncated      bool             `json:"truncated"`
 	OriginalLength int              `json:"original_length"`
 	Adjusted       *when.Adjusted   `json:"adjusted"`
-	Warnings       []Warning        `json:"warnings"`
+	Warnings       []warning        `json:"warnings"`
 	Text           string           `json:"text"`
 }
 
-// ListItem is one reminder of list_notifications.
-type ListItem struct {
+// listItem is one reminder of list_notifications.
+type listItem struct {
 	ID         string           `json:"id"`
 	Due        string           `json:"due"`
 	Recurrence *when.Recurrence `json:"recurrence"`
@@ -61,33 +61,33 @@ type ListItem struct {
 	Mentions []string `json:"mentions"`
 }
 
-// ListResult is the result of list_notifications.
-type ListResult struct {
+// listResult is the result of list_notifications.
+type listResult struct {
 	Status    string     `json:"status"`
 	Zone      string     `json:"zone"`
 	Count     int        `json:"count"`
-	Reminders []ListItem `json:"reminders"`
-	Warnings  []Warning  `json:"warnings"`
+	Reminders []listItem `json:"reminders"`
+	Warnings  []warning  `json:"warnings"`
 	Text      string     `json:"text"`
 }
 
-// CancelResult is the success result of cancel_notification.
-type CancelResult struct {
+// cancelResult is the success result of cancel_notification.
+type cancelResult struct {
 	Status   string    `json:"status"`
 	ID       string    `json:"id"`
 	Due      string    `json:"due"`
 	Message  string    `json:"message"`
 	InFlight bool      `json:"in_flight"`
-	Warnings []Warning `json:"warnings"`
+	Warnings []warning `json:"warnings"`
 	Text     string    `json:"text"`
 }
 
-// ErrorResult is any tool's error result.
-type ErrorResult struct {
+// errorResult is any tool's error result.
+type errorResult struct {
 	Status   string    `json:"status"`
 	Code     string    `json:"code"`
 	Field    string    `json:"field,omitempty"`
-	Warnings []Warning `json:"warnings"`
+	Warnings []warning `json:"warnings"`
 	Text     string    `json:"text"`
 }
 
@@ -104,10 +104,10 @@ func (rd Renderer) text(s Settings, key string, args map[string]string) string {
 }
 
 // Warnings renders the settings' config warnings.
-func (rd Renderer) Warnings(s Settings) []Warning {
-	out := []Warning{}
+func (rd Renderer) Warnings(s Settings) []warning {
+	out := []warning{}
 	for _, w := range s.Warnings {
-		out = append(out, Warning{Code: "bad_config", Text: rd.text(s, "warn.bad_config",
+		out = append(out, warning{Code: "bad_config", Text: rd.text(s, "warn.bad_config",
 			map[string]string{"field": w.Field, "value": w.Value, "used": w.Used})})
 	}
 	return out
@@ -126,21 +126,21 @@ func (rd Renderer) Reply(s Settings, body string) string {
 	return b.String()
 }
 
-// FailureText is the localized text of a validation failure.
-func (rd Renderer) FailureText(s Settings, f *when.Failure) string {
+// failureText is the localized text of a validation failure.
+func (rd Renderer) failureText(s Settings, f *when.Failure) string {
 	return rd.text(s, "err."+f.Code, f.Args)
 }
 
 // ToolError is the error result of a failure.
-func (rd Renderer) ToolError(s Settings, f *when.Failure) ErrorResult {
-	return ErrorResult{Status: "error", Code: f.Code, Field: f.Field, Warnings: rd.Warnings(s), Text: rd.FailureText(s, f)}
+func (rd Renderer) ToolError(s Settings, f *when.Failure) errorResult {
+	return errorResult{Status: "error", Code: f.Code, Field: f.Field, Warnings: rd.Warnings(s), Text: rd.failureText(s, f)}
 }
 
 // Now is the result of get_current_time_str.
-func (rd Renderer) Now(s Settings, now time.Time) TimeResult {
+func (rd Renderer) Now(s Settings, now time.Time) timeResult {
 	now = now.Truncate(time.Second)
 	local := now.In(s.Zone)
-	return TimeResult{
+	return timeResult{
 		Status:   "ok",
 		Now:      when.RFC3339In(now, s.Zone),
 		Zone:     s.Zone.String(),
@@ -149,15 +149,15 @@ func (rd Renderer) Now(s Settings, now time.Time) TimeResult {
 		Local:    when.Local(now, s.Zone),
 		Warnings: rd.Warnings(s),
 		Text: rd.text(s, "time.now", map[string]string{"time": when.Local(now, s.Zone),
-			"zone": when.ZoneLabel(s.Zone, now), "weekday": Weekday(rd.Cat, s.Language, local.Weekday())}),
+			"zone": when.ZoneLabel(s.Zone, now), "weekday": weekday(rd.Cat, s.Language, local.Weekday())}),
 	}
 }
 
-// Scheduled is the text of a created reminder (ok.* plus notes), shared by
+// scheduled is the text of a created reminder (ok.* plus notes), shared by
 // the tool and !sche add.
-func (rd Renderer) Scheduled(s Settings, id string, p when.Plan, now time.Time) string {
+func (rd Renderer) scheduled(s Settings, id string, p when.Plan, now time.Time) string {
 	zone := when.ZoneLabel(s.Zone, now)
-	args := map[string]string{"id": id, "time": when.Local(p.First, s.Zone), "zone": zone, "message": Preview(p.Message, listPreviewRunes)}
+	args := map[string]string{"id": id, "time": when.Local(p.First, s.Zone), "zone": zone, "message": preview(p.Message, listPreviewRunes)}
 	var parts []string
 	if p.Rule == nil {
 		parts = append(parts, rd.text(s, "ok.scheduled", args))
@@ -181,7 +181,7 @@ func (rd Renderer) Scheduled(s Settings, id string, p when.Plan, now time.Time) 
 		// What the natural expression was read as, in the chat's zone, with
 		// the weekday: the answer to any ambiguity ("next friday", "3点").
 		u := map[string]string{"expr": p.Understood, "time": when.Local(p.First, s.Zone), "zone": zone,
-			"weekday": Weekday(rd.Cat, s.Language, p.First.In(s.Zone).Weekday())}
+			"weekday": weekday(rd.Cat, s.Language, p.First.In(s.Zone).Weekday())}
 		if p.Rule != nil {
 			u["recurrence"] = p.Rule.Display()
 			parts = append(parts, rd.text(s, "note.understood_rule", u))
@@ -204,12 +204,12 @@ func (rd Renderer) Scheduled(s Settings, id string, p when.Plan, now time.Time) 
 }
 
 // ScheduleResult is the success result of schedule_notify.
-func (rd Renderer) ScheduleResult(s Settings, id string, p when.Plan, now time.Time) ScheduleResult {
-	r := ScheduleResult{
+func (rd Renderer) ScheduleResult(s Settings, id string, p when.Plan, now time.Time) scheduleResult {
+	r := scheduleResult{
 		Status: "ok", ID: id, Due: when.RFC3339In(p.First, s.Zone), DueUTC: when.UTCString(p.First),
 		Zone: s.Zone.String(), Next: []string{}, Message: p.Message, Truncated: p.Truncated,
 		OriginalLength: p.OriginalLength, Adjusted: p.Adjusted, Warnings: rd.Warnings(s),
-		Text: rd.Scheduled(s, id, p, now),
+		Text: rd.scheduled(s, id, p, now),
 	}
 	if p.Rule != nil {
 		rec := p.Rule.Recurrence
@@ -236,11 +236,11 @@ func shownState(st string) string {
 
 // List is the result of list_notifications over the session's sorted
 // records.
-func (rd Renderer) List(s Settings, recs []*Record, now time.Time) ListResult {
+func (rd Renderer) List(s Settings, recs []*Record, now time.Time) listResult {
 	zone := when.ZoneLabel(s.Zone, now)
-	r := ListResult{Status: "ok", Zone: s.Zone.String(), Count: len(recs), Reminders: []ListItem{}, Warnings: rd.Warnings(s)}
+	r := listResult{Status: "ok", Zone: s.Zone.String(), Count: len(recs), Reminders: []listItem{}, Warnings: rd.Warnings(s)}
 	for _, rec := range recs {
-		it := ListItem{ID: rec.ID, Due: when.RFC3339In(rec.NextDue, s.Zone), Recurrence: rec.Recurrence,
+		it := listItem{ID: rec.ID, Due: when.RFC3339In(rec.NextDue, s.Zone), Recurrence: rec.Recurrence,
 			State: shownState(rec.State), Attempt: rec.Attempt, Held: rec.Held, Mentions: append([]string{}, rec.Mentions...)}
 		if rec.LastError != nil {
 			c := rec.LastError.Code
@@ -263,36 +263,36 @@ func (rd Renderer) List(s Settings, recs []*Record, now time.Time) ListResult {
 }
 
 // Cancelled is the success result of cancel_notification.
-func (rd Renderer) Cancelled(s Settings, rec *Record, inFlight bool) CancelResult {
+func (rd Renderer) Cancelled(s Settings, rec *Record, inFlight bool) cancelResult {
 	msg := cutRunes(rec.Message, toolPreviewRunes)
-	text := rd.text(s, "ok.cancelled", map[string]string{"id": rec.ID, "time": when.Local(rec.NextDue, s.Zone), "message": Preview(rec.Message, listPreviewRunes)})
+	text := rd.text(s, "ok.cancelled", map[string]string{"id": rec.ID, "time": when.Local(rec.NextDue, s.Zone), "message": preview(rec.Message, listPreviewRunes)})
 	if inFlight {
 		text += "\n" + rd.text(s, "note.in_flight", nil)
 	}
-	return CancelResult{Status: "ok", ID: rec.ID, Due: when.RFC3339In(rec.NextDue, s.Zone), Message: msg,
+	return cancelResult{Status: "ok", ID: rec.ID, Due: when.RFC3339In(rec.NextDue, s.Zone), Message: msg,
 		InFlight: inFlight, Warnings: rd.Warnings(s), Text: text}
 }
 
-// ListPageSize is the number of reminders per !sche page.
-const ListPageSize = 20
+// listPageSize is the number of reminders per !sche page.
+const listPageSize = 20
 
 // ListReply renders !sche page over the session's sorted records;
 // maxAttempts is the retry cap shown in retrying markers (0: none).
 func (rd Renderer) ListReply(s Settings, recs []*Record, page int, maxAttempts int, now time.Time) string {
-	return rd.Reply(s, rd.ListBody(s, recs, page, maxAttempts, now))
+	return rd.Reply(s, rd.listBody(s, recs, page, maxAttempts, now))
 }
 
-// ListBody is ListReply without the prefix and warnings.
-func (rd Renderer) ListBody(s Settings, recs []*Record, page int, maxAttempts int, now time.Time) string {
+// listBody is ListReply without the prefix and warnings.
+func (rd Renderer) listBody(s Settings, recs []*Record, page int, maxAttempts int, now time.Time) string {
 	zone := when.ZoneLabel(s.Zone, now)
 	if len(recs) == 0 {
 		return rd.text(s, "cmd.list_empty", map[string]string{"zone": zone})
 	}
-	pages := (len(recs) + ListPageSize - 1) / ListPageSize
+	pages := (len(recs) + listPageSize - 1) / listPageSize
 	page = max(1, min(page, pages))
 	lines := []string{rd.text(s, "cmd.list_header", map[string]string{"count": strconv.Itoa(len(recs)), "zone": zone})}
-	start := (page - 1) * ListPageSize
-	for i := start; i < min(start+ListPageSize, len(recs)); i++ {
+	start := (page - 1) * listPageSize
+	for i := start; i < min(start+listPageSize, len(recs)); i++ {
 		lines = append(lines, rd.listLine(s, i+1, recs[i], maxAttempts))
 	}
 	if pages > 1 {
@@ -333,12 +333,12 @@ func (rd Renderer) listLine(s Settings, n int, rec *Record, maxAttempts int) str
 		state = rd.text(s, "cmd.state_failed", map[string]string{"error": code})
 	}
 	return rd.text(s, "cmd.list_line", map[string]string{"n": strconv.Itoa(n), "id": rec.ID, "time": t,
-		"recurrence": rec2, "state": state, "message": Preview(rec.Message, listPreviewRunes)})
+		"recurrence": rec2, "state": state, "message": preview(rec.Message, listPreviewRunes)})
 }
 
 // Deleted is the !dsche success reply body (without prefix).
 func (rd Renderer) Deleted(s Settings, rec *Record, inFlight bool) string {
-	t := rd.text(s, "cmd.deleted", map[string]string{"id": rec.ID, "time": when.Local(rec.NextDue, s.Zone), "message": Preview(rec.Message, listPreviewRunes)})
+	t := rd.text(s, "cmd.deleted", map[string]string{"id": rec.ID, "time": when.Local(rec.NextDue, s.Zone), "message": preview(rec.Message, listPreviewRunes)})
 	if inFlight {
 		t += "\n" + rd.text(s, "note.in_flight", nil)
 	}
@@ -350,14 +350,14 @@ func (rd Renderer) Deleted(s Settings, rec *Record, inFlight bool) string {
 func (rd Renderer) DeliveryText(s Settings, rec *Record, occurrence, now time.Time, skipped int) string {
 	text := s.Prefix + rec.Message
 	late := now.Sub(occurrence)
-	if late <= LateThreshold {
+	if late <= lateThreshold {
 		return text
 	}
 	zone := s.Zone
 	if loc, ok := when.LoadZone(rec.Zone); ok && rec.Recurrence != nil {
 		zone = loc
 	}
-	args := map[string]string{"time": when.Local(occurrence, zone), "late": CoarseDuration(rd.Cat, s.Language, late), "skipped": strconv.Itoa(skipped)}
+	args := map[string]string{"time": when.Local(occurrence, zone), "late": coarseDuration(rd.Cat, s.Language, late), "skipped": strconv.Itoa(skipped)}
 	key := "deliver.late_single"
 	if skipped > 0 {
 		key = "deliver.late"
@@ -365,13 +365,13 @@ func (rd Renderer) DeliveryText(s Settings, rec *Record, occurrence, now time.Ti
 	return text + "\n" + rd.text(s, key, args)
 }
 
-// LateThreshold is the lateness above which a delivery carries the late
+// lateThreshold is the lateness above which a delivery carries the late
 // note.
-const LateThreshold = 60 * time.Second
+const lateThreshold = 60 * time.Second
 
-// ChangeResult is the success result of the change tools (snooze, edit,
+// changeResult is the success result of the change tools (snooze, edit,
 // pause, resume).
-type ChangeResult struct {
+type changeResult struct {
 	Status     string           `json:"status"`
 	ID         string           `json:"id"`
 	Due        string           `json:"due"`
@@ -380,16 +380,16 @@ type ChangeResult struct {
 	Held       bool             `json:"held"`
 	Recurrence *when.Recurrence `json:"recurrence"`
 	Message    string           `json:"message"`
-	Warnings   []Warning        `json:"warnings"`
+	Warnings   []warning        `json:"warnings"`
 	Text       string           `json:"text"`
 }
 
-// Changed is the text of a change (without prefix), shared by the
+// changed is the text of a change (without prefix), shared by the
 // commands and the tools.
-func (rd Renderer) Changed(s Settings, c changeOutcome, now time.Time) string {
+func (rd Renderer) changed(s Settings, c changeOutcome, now time.Time) string {
 	r := c.rec
 	zone := when.ZoneLabel(s.Zone, now)
-	args := map[string]string{"id": r.ID, "time": when.Local(r.NextDue, s.Zone), "zone": zone, "message": Preview(r.Message, listPreviewRunes)}
+	args := map[string]string{"id": r.ID, "time": when.Local(r.NextDue, s.Zone), "zone": zone, "message": preview(r.Message, listPreviewRunes)}
 	if r.Recurrence != nil {
 		args["recurrence"] = r.Recurrence.Display()
 	}
@@ -398,7 +398,7 @@ func (rd Renderer) Changed(s Settings, c changeOutcome, now time.Time) string {
 	parts := []string{rd.text(s, key, args)}
 	if c.plan.Understood != "" {
 		u := map[string]string{"expr": c.plan.Understood, "time": when.Local(r.NextDue, s.Zone), "zone": zone,
-			"weekday": Weekday(rd.Cat, s.Language, r.NextDue.In(s.Zone).Weekday()), "recurrence": args["recurrence"]}
+			"weekday": weekday(rd.Cat, s.Language, r.NextDue.In(s.Zone).Weekday()), "recurrence": args["recurrence"]}
 		k := "note.understood"
 		if c.kind == changedRule {
 			k = "note.understood_rule"
@@ -414,10 +414,10 @@ func (rd Renderer) Changed(s Settings, c changeOutcome, now time.Time) string {
 	return strings.Join(parts, "\n")
 }
 
-// ChangeResult is the tool result of a change.
-func (rd Renderer) ChangeResult(s Settings, c changeOutcome, now time.Time) ChangeResult {
+// changeResult is the tool result of a change.
+func (rd Renderer) changeResult(s Settings, c changeOutcome, now time.Time) changeResult {
 	r := c.rec
-	return ChangeResult{Status: "ok", ID: r.ID, Due: when.RFC3339In(r.NextDue, s.Zone), DueUTC: when.UTCString(r.NextDue),
+	return changeResult{Status: "ok", ID: r.ID, Due: when.RFC3339In(r.NextDue, s.Zone), DueUTC: when.UTCString(r.NextDue),
 		State: shownState(r.State), Held: r.Held, Recurrence: r.Recurrence, Message: cutRunes(r.Message, toolPreviewRunes),
-		Warnings: rd.Warnings(s), Text: rd.Changed(s, c, now)}
+		Warnings: rd.Warnings(s), Text: rd.changed(s, c, now)}
 }

@@ -49,7 +49,7 @@ func mustJSON(t testing.TB, v any) []byte {
 }
 
 func renderer(t testing.TB) schenotify.Renderer {
-	cat, err := schenotify.LoadCatalog()
+	cat, err := schenotify.Catalog()
 	if err != nil {
 		t.Fatal(err)
 	}

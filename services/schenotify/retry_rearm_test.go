@@ -61,8 +61,8 @@ func TestRetryArmsItsOwnUnarmedReminder(t *testing.T) {
 		t.Fatalf("the retry left the reminder unarmed: %v", err)
 	}
 	calls := e.host.wait(t, 1, 10*time.Second)
-	if calls[0].Text() != "[Notify] armed again" {
-		t.Fatalf("delivered %q", calls[0].Text())
+	if sentText(calls[0]) != "[Notify] armed again" {
+		t.Fatalf("delivered %q", sentText(calls[0]))
 	}
 	if n := len(e.host.sends()); n != 1 {
 		t.Fatalf("%d sends, want 1", n)

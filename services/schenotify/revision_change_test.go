@@ -14,7 +14,6 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
-	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -29,13 +28,13 @@ import (
 func configSave(js jetstream.JetStream, b binding.Binding) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	seq, err := bus.PublishAttach(ctx, js, wire.Subjects{}, schenotify.Plugin,
-		wire.Attach{Binding: b, Config: json.RawMessage(cfgEN), Enabled: true}, "")
+	seq, err := bus.PublishAttach(ctx, js, bus.Subjects{}, schenotify.Plugin,
+		bus.Attach{Binding: b, Config: json.RawMessage(cfgEN), Enabled: true}, "")
 	if err != nil {
 		return err
 	}
 	for ctx.Err() == nil {
-		c, err := js.Consumer(ctx, wire.LifecycleStream, bus.LifecycleConsumer(schenotify.Plugin))
+		c, err := js.Consumer(ctx, bus.LifecycleStream, bus.LifecycleConsumer(schenotify.Plugin))
 		if err == nil {
 			if info, err := c.Info(ctx); err == nil && info.AckFloor.Stream >= seq {
 				return nil
@@ -49,14 +48,14 @@ func configSave(js jetstream.JetStream, b binding.Binding) error {
 // refuseAllBut answers send_message as LangBot's worker of binding cur
 // does: 403 binding_refused for any other binding. The first send fails
 // with 500 when fail is set, so the reminder is retrying.
-func refuseAllBut(cur binding.Binding, fail bool) func(hostCall) hostAction {
+func refuseAllBut(cur binding.Binding, fail bool) func(bustest.HostCall) hostAction {
 	var n atomic.Int32
-	return func(c hostCall) hostAction {
+	return func(c bustest.HostCall) hostAction {
 		if n.Add(1) == 1 && fail {
-			return hostAction{Err: &wire.Error{Code: 500, Word: "internal", Message: "host action failed"}}
+			return hostAction{Err: &bus.Error{Code: 500, Word: "internal", Message: "host action failed"}}
 		}
-		if c.Binding != cur {
-			return hostAction{Err: &wire.Error{Code: 403, Word: "binding_refused", Message: "binding is not this worker's"}}
+		if c.Request.Binding != cur {
+			return hostAction{Err: &bus.Error{Code: 403, Word: "binding_refused", Message: "binding is not this worker's"}}
 		}
 		return hostAction{}
 	}
@@ -90,18 +89,18 @@ func TestRetryAfterConfigSaveSendsWithCurrentBinding(t *testing.T) {
 	if hookErr != nil {
 		t.Fatal(hookErr)
 	}
-	var delivered []hostCall
+	var delivered []bustest.HostCall
 	for _, c := range e.host.sends() {
-		if c.Binding == b2 {
+		if c.Request.Binding == b2 {
 			delivered = append(delivered, c)
 		}
 	}
-	if len(delivered) != 1 || delivered[0].Text() == "" {
+	if len(delivered) != 1 || sentText(delivered[0]) == "" {
 		t.Fatalf("sends with revision 2: %+v, want exactly one", delivered)
 	}
 	for _, c := range e.host.sends() {
-		if c.Key != delivered[0].Key {
-			t.Fatalf("a try with another idempotency key: %q vs %q", c.Key, delivered[0].Key)
+		if c.IdempotencyKey != delivered[0].IdempotencyKey {
+			t.Fatalf("a try with another idempotency key: %q vs %q", c.IdempotencyKey, delivered[0].IdempotencyKey)
 		}
 	}
 	if a, _ := in.svc.Runner().Authority(context.Background(), scopeOf(b2)); a == nil || a.State != bus.StateActive || a.Binding != b2 {
@@ -135,7 +134,7 @@ func TestRefusalRacingConfigSaveDoesNotPark(t *testing.T) {
 	}
 	n := 0
 	for _, c := range e.host.sends() {
-		if c.Binding == b2 {
+		if c.Request.Binding == b2 {
 			n++
 		}
 	}

@@ -8,32 +8,32 @@ import (
 	"strings"
 )
 
-// SessionIn is the session of an invocation as the host sends it; ids may
+// sessionIn is the session of an invocation as the host sends it; ids may
 // be JSON strings or numbers.
-type SessionIn struct {
+type sessionIn struct {
 	LauncherType string          `json:"launcher_type"`
 	LauncherID   json.RawMessage `json:"launcher_id"`
 	SenderID     json.RawMessage `json:"sender_id"`
 	BotUUID      string          `json:"bot_uuid"`
 }
 
-// Session is the trusted identity of a chat: the exact triple decides
+// session is the trusted identity of a chat: the exact triple decides
 // which reminders a caller sees (spec 6.2).
-type Session struct {
+type session struct {
 	BotUUID    string `json:"bot_uuid"`
 	TargetType string `json:"target_type"`
 	TargetID   string `json:"target_id"`
 }
 
-// Resolve returns the session triple and the creator's sender id, or ok
+// resolve returns the session triple and the creator's sender id, or ok
 // false when any part of the triple is missing (err.no_session).
-func (in SessionIn) Resolve() (s Session, sender string, ok bool) {
+func (in sessionIn) resolve() (s session, sender string, ok bool) {
 	s.BotUUID = strings.TrimSpace(in.BotUUID)
 	s.TargetType = in.LauncherType
 	s.TargetID = idText(in.LauncherID)
 	sender = idText(in.SenderID)
 	if s.BotUUID == "" || s.TargetID == "" || (s.TargetType != "person" && s.TargetType != "group") {
-		return Session{}, "", false
+		return session{}, "", false
 	}
 	return s, sender, true
 }
@@ -60,7 +60,7 @@ func idText(v json.RawMessage) string {
 
 // Token is the key-safe session token of the index: unpadded base64url of
 // the first 16 bytes of SHA-256 over the triple joined by U+0000.
-func (s Session) Token() string {
+func (s session) Token() string {
 	h := sha256.Sum256([]byte(s.BotUUID + "\x00" + s.TargetType + "\x00" + s.TargetID))
 	return base64.RawURLEncoding.EncodeToString(h[:16])
 }

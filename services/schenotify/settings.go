@@ -16,17 +16,17 @@ import (
 
 // Installation config defaults (spec 2).
 const (
-	DefaultLanguage      = i18n.ZhHans
-	DefaultPrefix        = "[Notify] "
-	DefaultMaxReminders  = 100
-	DefaultMaxPerSession = 50
+	defaultLanguage      = i18n.ZhHans
+	defaultPrefix        = "[Notify] "
+	defaultMaxReminders  = 100
+	defaultMaxPerSession = 50
 	maxCap               = 1000
 	maxPrefixRunes       = 32
 )
 
-// ConfigWarning records one invalid config value and the value used
+// configWarning records one invalid config value and the value used
 // instead; it renders as warn.bad_config.
-type ConfigWarning struct {
+type configWarning struct {
 	Field string
 	Value string // the offending value as written, shortened
 	Used  string
@@ -46,7 +46,7 @@ type Settings struct {
 	// with: the installation's command_prefix, replaced in a command's
 	// answer by the prefix the user typed (handleCommand).
 	CommandPrefix string
-	Warnings      []ConfigWarning
+	Warnings      []configWarning
 }
 
 // NormalizeConfig reads the installation config of spec 2 from raw (a JSON
@@ -56,7 +56,7 @@ type Settings struct {
 func NormalizeConfig(raw json.RawMessage, defaultZone *time.Location) Settings {
 	r := settings.Read(raw)
 	s := Settings{
-		Language: r.String("language", DefaultLanguage, settings.Strings{Quiet: true, Valid: func(l string) bool { return l == i18n.EnUS || l == i18n.ZhHans }}),
+		Language: r.String("language", defaultLanguage, settings.Strings{Quiet: true, Valid: func(l string) bool { return l == i18n.EnUS || l == i18n.ZhHans }}),
 		Zone:     defaultZone,
 	}
 	if v, ok := r.Raw("timezone"); ok {
@@ -71,14 +71,14 @@ func NormalizeConfig(raw json.RawMessage, defaultZone *time.Location) Settings {
 			}
 		}
 	}
-	s.Prefix = r.String("notify_prefix", DefaultPrefix, settings.Strings{Valid: validPrefix})
+	s.Prefix = r.String("notify_prefix", defaultPrefix, settings.Strings{Valid: validPrefix})
 	caps := settings.Ints{Min: 1, Max: maxCap, LowIsDefault: true}
-	s.MaxReminders = r.Int("max_reminders", DefaultMaxReminders, caps)
-	s.MaxPerSession = min(r.Int("max_per_session", DefaultMaxPerSession, caps), s.MaxReminders)
+	s.MaxReminders = r.Int("max_reminders", defaultMaxReminders, caps)
+	s.MaxPerSession = min(r.Int("max_per_session", defaultMaxPerSession, caps), s.MaxReminders)
 	s.MentionCreator = r.Bool("mention_creator", true, settings.Bools{})
 	s.CommandPrefix = r.CommandPrefix()
 	for _, w := range r.Warnings() {
-		s.Warnings = append(s.Warnings, ConfigWarning{Field: w.Field, Value: shownValue(w.Raw), Used: w.Used})
+		s.Warnings = append(s.Warnings, configWarning{Field: w.Field, Value: shownValue(w.Raw), Used: w.Used})
 	}
 	return s
 }

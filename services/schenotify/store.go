@@ -28,19 +28,9 @@ func storeErr(op string, err error) error {
 	return fmt.Errorf("%w: %s: %w", errStore, op, err)
 }
 
-// reminders is the store of reminder records, <scope>.reminder.<id>.
-func (s *Service) reminders() *bus.Records[Record] {
-	return bus.NewRecords(s.runner.KV(), keyReminder, bus.RecordsConfig[Record]{})
-}
-
-// indexes is the store of the scope indexes, <scope>.index.
-func (s *Service) indexes() *bus.Records[Index] {
-	return bus.NewRecords(s.runner.KV(), keyIndex, bus.RecordsConfig[Index]{Decode: decodeIndex})
-}
-
 // loadRecord reads a reminder; nil with revision 0 when absent.
-func (s *Service) loadRecord(ctx context.Context, sc binding.Scope, id string) (*Record, uint64, error) {
-	r, rev, err := s.reminders().Get(ctx, sc, id)
+func (rm *reminders) loadRecord(ctx context.Context, sc binding.Scope, id string) (*Record, uint64, error) {
+	r, rev, err := rm.records.Get(ctx, sc, id)
 	if errors.Is(err, bus.ErrCorruptRecord) {
 		return nil, 0, fmt.Errorf("schenotify: decode reminder: %w", err)
 	}
@@ -51,20 +41,20 @@ func (s *Service) loadRecord(ctx context.Context, sc binding.Scope, id string) (
 }
 
 // casRecord writes rec if the key is still at rev.
-func (s *Service) casRecord(ctx context.Context, sc binding.Scope, rec *Record, rev uint64) (uint64, error) {
-	s.writes.Add(1)
-	return s.reminders().UpdateAt(ctx, sc, rec, rev, rec.ID)
+func (rm *reminders) casRecord(ctx context.Context, sc binding.Scope, rec *Record, rev uint64) (uint64, error) {
+	rm.writes.Add(1)
+	return rm.records.UpdateAt(ctx, sc, rec, rev, rec.ID)
 }
 
 // deleteRecord places a delete marker on the record if it is still at rev.
-func (s *Service) deleteRecord(ctx context.Context, sc binding.Scope, id string, rev uint64) error {
-	s.writes.Add(1)
-	return s.reminders().Delete(ctx, sc, rev, id)
+func (rm *reminders) deleteRecord(ctx context.Context, sc binding.Scope, id string, rev uint64) error {
+	rm.writes.Add(1)
+	return rm.records.Delete(ctx, sc, rev, id)
 }
 
 // loadIndex reads the scope index (empty when absent).
-func (s *Service) loadIndex(ctx context.Context, sc binding.Scope) (*Index, error) {
-	ix, _, err := s.indexes().Get(ctx, sc)
+func (rm *reminders) loadIndex(ctx context.Context, sc binding.Scope) (*Index, error) {
+	ix, _, err := rm.indexes.Get(ctx, sc)
 	if errors.Is(err, bus.ErrCorruptRecord) {
 		return nil, fmt.Errorf("schenotify: decode index: %w", err)
 	}
@@ -77,7 +67,7 @@ func (s *Service) loadIndex(ctx context.Context, sc binding.Scope) (*Index, erro
 	return ix, nil
 }
 
-func newIndex() *Index { return &Index{V: 1, Entries: map[string]IndexEntry{}} }
+func newIndex() *Index { return &Index{V: 1, Entries: map[string]indexEntry{}} }
 
 // decodeIndex parses a stored index; an empty value is an empty index.
 func decodeIndex(b []byte) (*Index, error) {
@@ -89,7 +79,7 @@ func decodeIndex(b []byte) (*Index, error) {
 		return nil, err
 	}
 	if ix.Entries == nil {
-		ix.Entries = map[string]IndexEntry{}
+		ix.Entries = map[string]indexEntry{}
 	}
 	return ix, nil
 }
@@ -98,24 +88,24 @@ func decodeIndex(b []byte) (*Index, error) {
 // retried on contention, an ambiguous write re-read), and again up to five
 // times when the retries run out. fn returns bus.ErrNoChange to skip the
 // write. The updates of one installation's index take turns in this
-// replica (indexLocks), so its compare-and-set contends only with other
+// replica (locks), so its compare-and-set contends only with other
 // replicas: 64 adds of one installation at once, each racing the others
 // on the one record, made some run out of retries and answer unavailable.
-func (s *Service) updateIndex(ctx context.Context, sc binding.Scope, fn func(ix *Index) error) error {
-	unlock, err := s.indexLocks.lock(ctx, sc)
+func (rm *reminders) updateIndex(ctx context.Context, sc binding.Scope, fn func(ix *Index) error) error {
+	unlock, err := rm.locks.lock(ctx, sc)
 	if err != nil {
 		return storeErr("update index", err)
 	}
 	defer unlock()
 	for range 5 {
-		_, _, err = s.indexes().Update(ctx, sc, func(ix *Index) (*Index, error) {
+		_, _, err = rm.indexes.Update(ctx, sc, func(ix *Index) (*Index, error) {
 			if ix == nil {
 				ix = newIndex()
 			}
 			if err := fn(ix); err != nil {
 				return nil, err
 			}
-			s.writes.Add(1)
+			rm.writes.Add(1)
 			return ix, nil
 		})
 		if !errors.Is(err, bus.ErrCASExhausted) {
@@ -130,8 +120,8 @@ func (s *Service) updateIndex(ctx context.Context, sc binding.Scope, fn func(ix 
 }
 
 // dropIndexEntry removes id from the index.
-func (s *Service) dropIndexEntry(ctx context.Context, sc binding.Scope, id string) error {
-	return s.updateIndex(ctx, sc, func(ix *Index) error {
+func (rm *reminders) dropIndexEntry(ctx context.Context, sc binding.Scope, id string) error {
+	return rm.updateIndex(ctx, sc, func(ix *Index) error {
 		if _, ok := ix.Entries[id]; !ok {
 			return bus.ErrNoChange
 		}
@@ -142,14 +132,14 @@ func (s *Service) dropIndexEntry(ctx context.Context, sc binding.Scope, id strin
 
 // sessionRecords returns the session's reminders in list order (spec 4.2),
 // skipping index entries whose record is gone.
-func (s *Service) sessionRecords(ctx context.Context, sc binding.Scope, sess Session) ([]*Record, error) {
-	ix, err := s.loadIndex(ctx, sc)
+func (rm *reminders) sessionRecords(ctx context.Context, sc binding.Scope, sess session) ([]*Record, error) {
+	ix, err := rm.loadIndex(ctx, sc)
 	if err != nil {
 		return nil, err
 	}
 	var out []*Record
-	for _, id := range ix.SessionIDs(sess.Token()) {
-		r, _, err := s.loadRecord(ctx, sc, id)
+	for _, id := range ix.sessionIDs(sess.Token()) {
+		r, _, err := rm.loadRecord(ctx, sc, id)
 		if err != nil {
 			return nil, err
 		}
@@ -158,16 +148,16 @@ func (s *Service) sessionRecords(ctx context.Context, sc binding.Scope, sess Ses
 		}
 		out = append(out, r)
 	}
-	SortRecords(out)
+	sortRecords(out)
 	return out, nil
 }
 
 // subjects returns a reminder's schedule and due subjects.
-func (s *Service) subjects(sc binding.Scope, id string) (sched, due string, err error) {
-	if sched, err = s.subj.Internal(Plugin, KindSched, sc, id); err != nil {
+func (rm *reminders) subjects(sc binding.Scope, id string) (sched, due string, err error) {
+	if sched, err = rm.subj.Internal(Plugin, KindSched, sc, id); err != nil {
 		return "", "", err
 	}
-	due, err = s.subj.Internal(Plugin, KindDue, sc, id)
+	due, err = rm.subj.Internal(Plugin, KindDue, sc, id)
 	return sched, due, err
 }
 
@@ -179,15 +169,15 @@ type scheduleBody struct {
 // arm publishes the reminder's @at schedule for at (spec 7.2), replacing
 // any schedule on its subject. The schedule fires the lead ahead of at, and
 // the handler holds the claimed delivery until at (hold.go).
-func (s *Service) arm(ctx context.Context, sc binding.Scope, id string, at time.Time) error {
-	at = at.Add(-s.lead)
-	sched, due, err := s.subjects(sc, id)
+func (rm *reminders) arm(ctx context.Context, sc binding.Scope, id string, at time.Time) error {
+	at = at.Add(-rm.lead)
+	sched, due, err := rm.subjects(sc, id)
 	if err != nil {
 		return err
 	}
 	body, _ := json.Marshal(scheduleBody{ID: id})
-	s.writes.Add(1)
-	if err := bus.ScheduleAt(ctx, s.runner.JetStream(), sched, due, at, body); err != nil {
+	rm.writes.Add(1)
+	if err := bus.ScheduleAt(ctx, rm.runner.JetStream(), sched, due, at, body); err != nil {
 		return storeErr("arm", err)
 	}
 	return nil
@@ -198,13 +188,13 @@ func (s *Service) arm(ctx context.Context, sc binding.Scope, id string, at time.
 // (bus.Fired.Remove), so a fired message is removed only once handled,
 // by its sequence (ack), and one that fired before the cancel finds no
 // record (or a changed one) and is removed by its handler.
-func (s *Service) cancel(ctx context.Context, sc binding.Scope, id string) error {
-	sched, _, err := s.subjects(sc, id)
+func (rm *reminders) cancel(ctx context.Context, sc binding.Scope, id string) error {
+	sched, _, err := rm.subjects(sc, id)
 	if err != nil {
 		return err
 	}
-	s.writes.Add(1)
-	if err := bus.PurgeSubjects(ctx, s.streamHandle(), sched); err != nil {
+	rm.writes.Add(1)
+	if err := bus.PurgeSubjects(ctx, rm.runner.Stream(StreamName), sched); err != nil {
 		return storeErr("cancel schedule", err)
 	}
 	return nil
@@ -215,9 +205,9 @@ func (s *Service) cancel(ctx context.Context, sc binding.Scope, id string) error
 // Its purge of the scope's due subjects empties the due consumer's
 // redelivery queue (bus.Fired.Remove): an uninstall is rare enough to pay
 // that (messages due for redelivery then wait one AckWait).
-func (s *Service) purgeScope(ctx context.Context, sc binding.Scope) error {
-	return bus.PurgeSubjects(ctx, s.streamHandle(),
-		s.subj.InternalScope(Plugin, KindSched, sc), s.subj.InternalScope(Plugin, KindDue, sc))
+func (rm *reminders) purgeScope(ctx context.Context, sc binding.Scope) error {
+	return bus.PurgeSubjects(ctx, rm.runner.Stream(StreamName),
+		rm.subj.InternalScope(Plugin, KindSched, sc), rm.subj.InternalScope(Plugin, KindDue, sc))
 }
 
 // keyLocks serializes work per installation (its index): a lock is an
@@ -260,4 +250,12 @@ func (l *keyLocks) lock(ctx context.Context, key binding.Scope) (unlock func(), 
 		release()
 		return nil, ctx.Err()
 	}
+}
+
+// purgeReminder drops whatever an add that raced the scope's removal left:
+// the reminder's schedule, its record and the scope's index.
+func (rm *reminders) purgeReminder(ctx context.Context, sc binding.Scope, id string) {
+	_ = rm.cancel(ctx, sc, id)
+	_ = rm.records.Purge(ctx, sc, id)
+	_ = rm.indexes.Purge(ctx, sc)
 }

@@ -13,9 +13,9 @@ const (
 	toolPreviewRunes = 200
 )
 
-// Preview is a message on one line (line breaks become spaces) cut to n
+// preview is a message on one line (line breaks become spaces) cut to n
 // code points plus "…".
-func Preview(msg string, n int) string {
+func preview(msg string, n int) string {
 	msg = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\u2028", " ", "\u2029", " ").Replace(msg)
 	return cutRunes(msg, n)
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -25,7 +24,7 @@ const (
 )
 
 // changeTools maps the change tools to their command kind.
-var changeTools = map[string]string{ToolSnooze: CmdSnooze, ToolEdit: CmdEdit, ToolPause: CmdPause, ToolResume: CmdResume}
+var changeTools = map[string]string{ToolSnooze: cmdSnooze, ToolEdit: cmdEdit, ToolPause: cmdPause, ToolResume: cmdResume}
 
 // dedupes reports whether an invocation changes state (DESIGN 3.1): adds
 // and deletes do, lists and the clock do not.
@@ -43,55 +42,55 @@ func dedupes(inv *bus.Invocation) bool {
 			if len(toks) == 0 {
 				return false
 			}
-			_, change := changeVerbs[strings.ToLower(FoldWidth(toks[0]))]
-			return strings.EqualFold(FoldWidth(toks[0]), "add") || change
+			_, change := changeVerbs[strings.ToLower(foldWidth(toks[0]))]
+			return strings.EqualFold(foldWidth(toks[0]), "add") || change
 		}
 	}
 	return false
 }
 
 // sessionOf converts the envelope's session.
-func sessionOf(s wire.Session) SessionIn {
-	raw := func(id wire.ID) json.RawMessage {
+func sessionOf(s bus.Session) sessionIn {
+	raw := func(id bus.ID) json.RawMessage {
 		if id == "" {
 			return nil
 		}
 		b, _ := json.Marshal(string(id))
 		return b
 	}
-	return SessionIn{LauncherType: s.LauncherType, LauncherID: raw(s.LauncherID), SenderID: raw(s.SenderID), BotUUID: s.BotUUID}
+	return sessionIn{LauncherType: s.LauncherType, LauncherID: raw(s.LauncherID), SenderID: raw(s.SenderID), BotUUID: s.BotUUID}
 }
 
 // internalFailure maps an unexpected error to unavailable (storage) or
 // internal (anything else); the cause is logged, never returned.
-func (s *Service) internalFailure(ctx context.Context, inv *bus.Invocation, err error) *when.Failure {
-	s.log.ErrorContext(ctx, "invocation failed", "scope", inv.Scope.String(), "name", inv.Name(), "err", err)
+func (rp *replies) internalFailure(ctx context.Context, inv *bus.Invocation, err error) *when.Failure {
+	rp.log.ErrorContext(ctx, "invocation failed", "scope", inv.Scope.String(), "name", inv.Name(), "err", err)
 	if errors.Is(err, errStore) {
 		return fail("unavailable", "", nil)
 	}
 	return fail("internal", "", nil)
 }
 
-func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, error) {
-	set := NormalizeConfig(inv.Config, s.zone)
-	now := s.now()
-	result := func(v any) (any, error) { return wire.ToolReply{Result: v}, nil }
+func (rp *replies) tool(ctx context.Context, inv *bus.Invocation) (any, error) {
+	set := NormalizeConfig(inv.Config, rp.zone)
+	now := rp.now()
+	result := func(v any) (any, error) { return bus.ToolReply{Result: v}, nil }
 	failed := func(f *when.Failure) (any, error) {
 		if f.Code == "unavailable" || f.Code == "internal" {
 			// spec 3.1.5: not kept for retries, so a retry runs again
-			return bus.NotFinal(wire.ToolReply{Result: s.rd.ToolError(set, f)}), nil
+			return bus.NotFinal(bus.ToolReply{Result: rp.rd.ToolError(set, f)}), nil
 		}
-		return result(s.rd.ToolError(set, f))
+		return result(rp.rd.ToolError(set, f))
 	}
 	switch inv.Tool.Name {
 	case ToolNow:
-		return result(s.rd.Now(set, now))
+		return result(rp.rd.Now(set, now))
 	case ToolSchedule:
 		var params map[string]json.RawMessage
 		if json.Unmarshal(inv.Tool.Parameters, &params) != nil {
 			params = nil
 		}
-		plan, f := when.PlanTool(params, when.ScheduleInput{Now: now, Zone: set.Zone, MinEvery: s.cfg.MinEvery})
+		plan, f := when.PlanTool(params, when.ScheduleInput{Now: now, Zone: set.Zone, MinEvery: rp.minEvery})
 		if f != nil {
 			return failed(f)
 		}
@@ -106,29 +105,29 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 				return failed(mentionsFailure("mentions"))
 			}
 		}
-		sess, sender, ok := sessionOf(inv.Tool.Session).Resolve()
+		sess, sender, ok := sessionOf(inv.Tool.Session).resolve()
 		if !ok {
 			return failed(fail("no_session", "", nil))
 		}
-		id, err := s.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: ViaTool, mentions: mentions})
+		id, err := rp.rem.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: viaTool, mentions: mentions})
 		var vf *when.Failure
 		if errors.As(err, &vf) {
 			return failed(vf)
 		}
 		if err != nil {
-			return failed(s.internalFailure(ctx, inv, err))
+			return failed(rp.internalFailure(ctx, inv, err))
 		}
-		return result(s.rd.ScheduleResult(set, id, plan, now))
+		return result(rp.rd.ScheduleResult(set, id, plan, now))
 	case ToolList:
-		sess, _, ok := sessionOf(inv.Tool.Session).Resolve()
+		sess, _, ok := sessionOf(inv.Tool.Session).resolve()
 		if !ok {
 			return failed(fail("no_session", "", nil))
 		}
-		recs, err := s.sessionRecords(ctx, inv.Scope, sess)
+		recs, err := rp.rem.sessionRecords(ctx, inv.Scope, sess)
 		if err != nil {
-			return failed(s.internalFailure(ctx, inv, err))
+			return failed(rp.internalFailure(ctx, inv, err))
 		}
-		return result(s.rd.List(set, recs, now))
+		return result(rp.rd.List(set, recs, now))
 	case ToolCancel:
 		var params map[string]json.RawMessage
 		_ = json.Unmarshal(inv.Tool.Parameters, &params)
@@ -140,7 +139,7 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		if raw[0] != '"' || json.Unmarshal(raw, &idText) != nil {
 			return failed(fail("invalid_param", "id", map[string]string{"field": "id"}))
 		}
-		sess, _, ok := sessionOf(inv.Tool.Session).Resolve()
+		sess, _, ok := sessionOf(inv.Tool.Session).resolve()
 		if !ok {
 			return failed(fail("no_session", "", nil))
 		}
@@ -149,25 +148,25 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		if !ok {
 			return failed(notFound)
 		}
-		rec, inFlight, found, err := s.remove(ctx, inv.Scope, sess, id)
+		rec, inFlight, found, err := rp.rem.remove(ctx, inv.Scope, sess, id)
 		if err != nil {
-			return failed(s.internalFailure(ctx, inv, err))
+			return failed(rp.internalFailure(ctx, inv, err))
 		}
 		if !found {
 			return failed(notFound)
 		}
-		return result(s.rd.Cancelled(set, rec, inFlight))
+		return result(rp.rd.Cancelled(set, rec, inFlight))
 	}
 	if kind, ok := changeTools[inv.Tool.Name]; ok {
 		c, f := changeParams(kind, inv.Tool.Parameters)
 		if f != nil {
 			return failed(f)
 		}
-		sess, sender, ok := sessionOf(inv.Tool.Session).Resolve()
+		sess, sender, ok := sessionOf(inv.Tool.Session).resolve()
 		if !ok {
 			return failed(fail("no_session", "", nil))
 		}
-		out, err := s.change(ctx, inv, set, sess, sender, c, ViaTool)
+		out, err := rp.change(ctx, inv, set, sess, sender, c, viaTool)
 		var vf *when.Failure
 		switch {
 		case errors.Is(err, errNotFound):
@@ -175,18 +174,18 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 		case errors.As(err, &vf):
 			return failed(vf)
 		case err != nil:
-			return failed(s.internalFailure(ctx, inv, err))
+			return failed(rp.internalFailure(ctx, inv, err))
 		}
-		return result(s.rd.ChangeResult(set, out, now))
+		return result(rp.rd.changeResult(set, out, now))
 	}
-	return nil, wire.Errorf(wire.ErrNotFound, "schenotify has no such tool")
+	return nil, bus.Errorf(bus.ErrNotFound, "schenotify has no such tool")
 }
 
 // changeParams reads the parameters of a change tool: id (required except
 // for a snooze, which defaults to the chat's last delivery); a snooze's
 // delay or time_str; an edit's time_str (a time or a repeat rule) or
 // message. Strings only, as schedule_notify.
-func changeParams(kind string, raw json.RawMessage) (Command, *when.Failure) {
+func changeParams(kind string, raw json.RawMessage) (command, *when.Failure) {
 	var params map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &params)
 	str := map[string]string{}
@@ -197,41 +196,41 @@ func changeParams(kind string, raw json.RawMessage) (Command, *when.Failure) {
 		}
 		var sv string
 		if v[0] != '"' || json.Unmarshal(v, &sv) != nil {
-			return Command{}, fail("invalid_param", k, map[string]string{"field": k})
+			return command{}, fail("invalid_param", k, map[string]string{"field": k})
 		}
 		if strings.TrimSpace(sv) != "" {
 			str[k] = sv
 		}
 	}
-	c := Command{Kind: kind}
+	c := command{Kind: kind}
 	if idText, ok := str["id"]; ok {
 		id, ok := NormalizeID(strings.TrimSpace(idText))
 		if !ok {
-			return Command{}, fail("not_found", "id", map[string]string{"id": Preview(idText, 32)})
+			return command{}, fail("not_found", "id", map[string]string{"id": preview(idText, 32)})
 		}
 		c.ID = id
-	} else if kind != CmdSnooze {
-		return Command{}, fail("missing_params", "", nil)
+	} else if kind != cmdSnooze {
+		return command{}, fail("missing_params", "", nil)
 	}
 	_, hasDelay := str["delay"]
 	_, hasTime := str["time_str"]
 	switch kind {
-	case CmdSnooze:
+	case cmdSnooze:
 		if hasDelay && hasTime {
-			return Command{}, fail("conflicting_params", "delay", nil)
+			return command{}, fail("conflicting_params", "delay", nil)
 		}
 		c.Rest = str["delay"] + str["time_str"]
-	case CmdEdit:
+	case cmdEdit:
 		msg, hasMsg := str["message"]
 		switch {
 		case hasTime && hasMsg:
-			return Command{}, fail("conflicting_params", "message", nil)
+			return command{}, fail("conflicting_params", "message", nil)
 		case hasTime:
 			c.Rest = str["time_str"]
 		case hasMsg:
 			c.Text = msg
 		default:
-			return Command{}, fail("missing_params", "", nil)
+			return command{}, fail("missing_params", "", nil)
 		}
 	}
 	return c, nil

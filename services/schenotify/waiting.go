@@ -13,7 +13,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
-// Platforms that refuse proactive messages (issue 22). A host answers a
+// Platforms that refuse proactive messages. A host answers a
 // send_message the platform refused for good with a 4xx error whose reason
 // is one of the Reason* words below. After such a refusal the reminder is
 // not retried: it waits (StateWaiting), the chat is marked (a scoped key
@@ -38,10 +38,10 @@ const StateWaiting = "waiting"
 
 // ErrCodeRefused is the last_error code of a permanent refusal; its detail
 // is the reason.
-const ErrCodeRefused = "refused"
+const errCodeRefused = "refused"
 
 // OutcomeWaiting counts deliveries parked until the chat's next message.
-const OutcomeWaiting = "waiting"
+const outcomeWaiting = "waiting"
 
 // keyWaiting is the key kind of a chat's mark: <scope>.waiting.<token>.
 const keyWaiting = "waiting"
@@ -65,17 +65,17 @@ func Refusal(err error) string {
 // waitMark is the stored mark of a chat that refused a proactive message.
 type waitMark struct {
 	V       int       `json:"v"`
-	Session Session   `json:"session"`
+	Session session   `json:"session"`
 	Reason  string    `json:"reason"`
 	Since   time.Time `json:"since"`
 }
 
 // markWaiting marks sess as refusing proactive messages; an existing mark
 // stays as it is.
-func (s *Service) markWaiting(ctx context.Context, sc binding.Scope, sess Session, reason string, now time.Time) error {
+func (rm *reminders) markWaiting(ctx context.Context, sc binding.Scope, sess session, reason string, now time.Time) error {
 	b, _ := json.Marshal(waitMark{V: 1, Session: sess, Reason: reason, Since: now.UTC().Truncate(time.Second)})
-	s.writes.Add(1)
-	_, err := s.runner.KV().Create(ctx, sc, keyWaiting, b, sess.Token())
+	rm.writes.Add(1)
+	_, err := rm.runner.KV().Create(ctx, sc, keyWaiting, b, sess.Token())
 	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return storeErr("mark chat", err)
 	}
@@ -83,8 +83,8 @@ func (s *Service) markWaiting(ctx context.Context, sc binding.Scope, sess Sessio
 }
 
 // chatWaiting reports whether sess is marked, with the mark's revision.
-func (s *Service) chatWaiting(ctx context.Context, sc binding.Scope, sess Session) (bool, uint64, error) {
-	e, err := s.runner.KV().Get(ctx, sc, keyWaiting, sess.Token())
+func (rm *reminders) chatWaiting(ctx context.Context, sc binding.Scope, sess session) (bool, uint64, error) {
+	e, err := rm.runner.KV().Get(ctx, sc, keyWaiting, sess.Token())
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return false, 0, nil
 	}
@@ -94,29 +94,35 @@ func (s *Service) chatWaiting(ctx context.Context, sc binding.Scope, sess Sessio
 	return true, e.Revision(), nil
 }
 
+// unmark removes sess's mark if it is still at rev: a send went through.
+func (rm *reminders) unmark(ctx context.Context, sc binding.Scope, sess session, rev uint64) error {
+	rm.writes.Add(1)
+	return rm.runner.KV().Delete(ctx, sc, keyWaiting, rev, sess.Token())
+}
+
 // park puts a fired reminder of a marked chat into StateWaiting instead of
 // sending it. conflict asks the caller to reload the record.
-func (s *Service) park(ctx context.Context, sc binding.Scope, rec *Record, rev uint64) (conflict bool, err error) {
+func (d *delivery) park(ctx context.Context, sc binding.Scope, rec *Record, rev uint64) (conflict bool, err error) {
 	c := *rec
 	c.State, c.Claim, c.NextAttemptAt = StateWaiting, nil, nil
-	if _, err := s.casRecord(ctx, sc, &c, rev); err != nil {
+	if _, err := d.rem.casRecord(ctx, sc, &c, rev); err != nil {
 		if bus.IsCASConflict(err) {
 			return true, nil
 		}
 		return false, storeErr("park", err)
 	}
-	s.log.InfoContext(ctx, "reminder waits for the chat's next message", "scope", sc.String(), "id", rec.ID)
+	d.log.InfoContext(ctx, "reminder waits for the chat's next message", "scope", sc.String(), "id", rec.ID)
 	return false, nil
 }
 
 // refused records a permanent refusal of a claimed send: the chat is
 // marked and the reminder waits, without a retry.
-func (s *Service) refused(ctx context.Context, sc binding.Scope, c *Record, rev uint64, reason string, now time.Time) error {
-	if err := s.markWaiting(ctx, sc, c.Session, reason, now); err != nil {
+func (d *delivery) refused(ctx context.Context, sc binding.Scope, c *Record, rev uint64, reason string, now time.Time) error {
+	if err := d.rem.markWaiting(ctx, sc, c.Session, reason, now); err != nil {
 		return err
 	}
 	c.State, c.Claim, c.NextAttemptAt = StateWaiting, nil, nil
 	c.Attempt, c.FirstAttemptAt = 0, nil
-	c.LastError = &LastError{Code: ErrCodeRefused, Detail: reason, At: now.UTC().Truncate(time.Second)}
-	return s.writeOutcome(ctx, sc, c, rev)
+	c.LastError = &LastError{Code: errCodeRefused, Detail: reason, At: now.UTC().Truncate(time.Second)}
+	return d.writeOutcome(ctx, sc, c, rev)
 }

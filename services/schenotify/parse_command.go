@@ -27,28 +27,28 @@ const (
 	CmdDelAll     = "delete_all"
 	CmdDelIndex   = "delete_index"
 	CmdDelID      = "delete_id"
-	// Changes of a reminder (issue 22); Verb is the canonical verb, Rest
+	// Changes of a reminder (snooze, edit, pause, resume); Verb is the canonical verb, Rest
 	// the text after it as typed.
-	CmdSnooze      = "snooze"
-	CmdEdit        = "edit"
-	CmdPause       = "pause"
-	CmdResume      = "resume"
-	CmdChangeUsage = "change_usage"
+	cmdSnooze      = "snooze"
+	cmdEdit        = "edit"
+	cmdPause       = "pause"
+	cmdResume      = "resume"
+	cmdChangeUsage = "change_usage"
 )
 
 // changeVerbs maps the words of the change commands to their verb.
 var changeVerbs = map[string]string{
-	"snooze": CmdSnooze, "稍后": CmdSnooze, "延后": CmdSnooze,
-	"edit": CmdEdit, "修改": CmdEdit, "改": CmdEdit,
-	"pause": CmdPause, "暂停": CmdPause,
-	"resume": CmdResume, "恢复": CmdResume, "继续": CmdResume,
+	"snooze": cmdSnooze, "稍后": cmdSnooze, "延后": cmdSnooze,
+	"edit": cmdEdit, "修改": cmdEdit, "改": cmdEdit,
+	"pause": cmdPause, "暂停": cmdPause,
+	"resume": cmdResume, "恢复": cmdResume, "继续": cmdResume,
 }
 
 // textWords introduce a new text in "!sche edit <id> text <new text>".
 var textWords = map[string]bool{"text": true, "message": true, "内容": true, "文本": true}
 
-// Command is a parsed !sche or !dsche.
-type Command struct {
+// command is a parsed !sche or !dsche.
+type command struct {
 	Kind  string
 	Page  int          // CmdList
 	Add   when.AddSpec // CmdAdd
@@ -60,9 +60,9 @@ type Command struct {
 	Text  string       // CmdEdit: the new text, when Rest is empty
 }
 
-// FoldWidth maps full-width digits and the full-width colon to ASCII;
+// foldWidth maps full-width digits and the full-width colon to ASCII;
 // command input only (spec 4.1 rule 3).
-func FoldWidth(s string) string {
+func foldWidth(s string) string {
 	if !strings.ContainsFunc(s, func(r rune) bool { return (r >= '０' && r <= '９') || r == '：' }) {
 		return s
 	}
@@ -89,45 +89,45 @@ func tokens(params []string) []string {
 }
 
 // ParseSche parses the params of !sche.
-func ParseSche(in CommandIn) Command {
+func ParseSche(in CommandIn) command {
 	toks := tokens(in.Params)
 	if len(toks) == 0 {
-		return Command{Kind: CmdList, Page: 1}
+		return command{Kind: CmdList, Page: 1}
 	}
-	first := FoldWidth(toks[0])
+	first := foldWidth(toks[0])
 	if strings.EqualFold(first, "add") {
 		spec, ok := parseAdd(addRest(in, toks))
 		if !ok {
-			return Command{Kind: CmdAddUsage}
+			return command{Kind: CmdAddUsage}
 		}
-		return Command{Kind: CmdAdd, Add: spec}
+		return command{Kind: CmdAdd, Add: spec}
 	}
 	if verb, ok := changeVerbs[strings.ToLower(first)]; ok {
 		return parseChange(verb, restAfter(in, toks, toks[0]))
 	}
 	if len(toks) == 1 {
 		if n, ok := atoiStrict(first); ok && n > 0 && first[0] != '-' {
-			return Command{Kind: CmdList, Page: n}
+			return command{Kind: CmdList, Page: n}
 		}
 	}
-	return Command{Kind: CmdHelp}
+	return command{Kind: CmdHelp}
 }
 
 // parseChange parses the argument of snooze, edit, pause and resume.
-func parseChange(verb, rest string) Command {
-	usage := Command{Kind: CmdChangeUsage, Verb: verb}
+func parseChange(verb, rest string) command {
+	usage := command{Kind: cmdChangeUsage, Verb: verb}
 	arg := strings.TrimSpace(rest)
-	if verb == CmdSnooze {
-		return Command{Kind: CmdSnooze, Rest: arg}
+	if verb == cmdSnooze {
+		return command{Kind: cmdSnooze, Rest: arg}
 	}
 	idWord, after := cutWord(arg)
-	id, ok := NormalizeID(FoldWidth(idWord))
+	id, ok := NormalizeID(foldWidth(idWord))
 	if !ok {
 		return usage
 	}
 	switch verb {
-	case CmdPause, CmdResume:
-		return Command{Kind: verb, ID: id}
+	case cmdPause, cmdResume:
+		return command{Kind: verb, ID: id}
 	}
 	after = strings.TrimLeftFunc(after, unicode.IsSpace)
 	w, afterWord := cutWord(after)
@@ -136,12 +136,12 @@ func parseChange(verb, rest string) Command {
 		if !ok {
 			return usage
 		}
-		return Command{Kind: CmdEdit, ID: id, Text: text}
+		return command{Kind: cmdEdit, ID: id, Text: text}
 	}
 	if strings.TrimSpace(after) == "" {
 		return usage
 	}
-	return Command{Kind: CmdEdit, ID: id, Rest: strings.TrimSpace(after)}
+	return command{Kind: cmdEdit, ID: id, Rest: strings.TrimSpace(after)}
 }
 
 // naturalText is a new text after its separator, kept as typed.
@@ -236,14 +236,14 @@ func parseAdd(rest string) (when.AddSpec, bool) {
 	case strings.EqualFold(w1, "in"):
 		a := strings.TrimLeftFunc(after1, unicode.IsSpace)
 		w2, after2 := cutWord(a)
-		if w2 != "" && !startsWithDigit(FoldWidth(w2)) {
+		if w2 != "" && !startsWithDigit(foldWidth(w2)) {
 			return naturalAdd(s)
 		}
 		msg, ok := message(after2)
 		if w2 == "" || !ok {
 			return when.AddSpec{}, false
 		}
-		raw := FoldWidth(w2)
+		raw := foldWidth(w2)
 		d, err := when.ParseDuration(raw)
 		if err != nil {
 			// "in 10 minutes", "in the morning": a natural expression.
@@ -276,7 +276,7 @@ func parseAdd(rest string) (when.AddSpec, bool) {
 		}
 		return when.AddSpec{Form: when.WhenCron, Raw: expr, Expr: expr, Message: msg}, true
 	}
-	f1 := FoldWidth(w1)
+	f1 := foldWidth(w1)
 	if looksLikeDate(f1) {
 		// The date form: the time is the next word, after spaces or tabs.
 		a := strings.TrimLeft(after1, " \t")
@@ -284,7 +284,7 @@ func parseAdd(rest string) (when.AddSpec, bool) {
 			return when.AddSpec{}, false
 		}
 		w2, after2 := cutWord(a)
-		f2 := FoldWidth(w2)
+		f2 := foldWidth(w2)
 		if w2 != "" && !looksLikeClock(f2) {
 			// "2030-01-31 dentist", "2030-01-31 3pm": a natural date.
 			return naturalAdd(s)
@@ -353,30 +353,30 @@ func allDigits(s string) bool {
 }
 
 // ParseDsche parses the params of !dsche (spec 4.3).
-func ParseDsche(in CommandIn) Command {
+func ParseDsche(in CommandIn) command {
 	toks := tokens(in.Params)
 	if len(toks) == 0 {
-		return Command{Kind: CmdDelUsage}
+		return command{Kind: CmdDelUsage}
 	}
-	t := FoldWidth(toks[0])
+	t := foldWidth(toks[0])
 	switch {
 	case strings.EqualFold(t, "i"):
 		if len(toks) < 2 {
-			return Command{Kind: CmdDelUsage}
+			return command{Kind: CmdDelUsage}
 		}
-		n := FoldWidth(toks[1])
+		n := foldWidth(toks[1])
 		if idx, ok := atoiStrict(n); ok {
-			return Command{Kind: CmdDelIndex, Index: idx}
+			return command{Kind: CmdDelIndex, Index: idx}
 		}
-		return Command{Kind: CmdDelInvalid, Token: n}
+		return command{Kind: CmdDelInvalid, Token: n}
 	case strings.EqualFold(t, "all"):
-		return Command{Kind: CmdDelAll}
+		return command{Kind: CmdDelAll}
 	}
 	if idx, ok := atoiStrict(t); ok {
-		return Command{Kind: CmdDelIndex, Index: idx}
+		return command{Kind: CmdDelIndex, Index: idx}
 	}
 	if id, ok := NormalizeID(t); ok {
-		return Command{Kind: CmdDelID, ID: id}
+		return command{Kind: CmdDelID, ID: id}
 	}
-	return Command{Kind: CmdDelInvalid, Token: t}
+	return command{Kind: CmdDelInvalid, Token: t}
 }
