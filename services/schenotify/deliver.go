@@ -12,6 +12,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -56,7 +57,7 @@ type delivery struct {
 	hostTimeout time.Duration
 	replica     string
 	retry       RetryPolicy
-	subj        bus.Subjects
+	subj        wire.Subjects
 	now         func() time.Time
 	log         *slog.Logger
 	tracer      trace.Tracer
@@ -119,7 +120,7 @@ type claimed struct {
 // outgoing is a delivery's message, built before the send (a held
 // delivery builds it while it waits, so the instant costs only the send).
 type outgoing struct {
-	msg  bus.SendMessage
+	msg  wire.SendMessage
 	rule *when.Rule
 	loc  *time.Location
 }
@@ -358,7 +359,7 @@ func (d *delivery) render(ctx context.Context, c *claimed, now time.Time) outgoi
 		skipped = rule.Skipped(c.occ, now, loc, 10000)
 	}
 	text := d.rd.DeliveryText(set, c.rec, c.occ, now, skipped)
-	msg := bus.SendMessage{BotUUID: c.rec.Session.BotUUID, TargetType: c.rec.Session.TargetType, TargetID: c.rec.Session.TargetID,
+	msg := wire.SendMessage{BotUUID: c.rec.Session.BotUUID, TargetType: c.rec.Session.TargetType, TargetID: c.rec.Session.TargetID,
 		MessageChain: deliveryChain(set, c.rec, text)}
 	return outgoing{msg: msg, rule: rule, loc: loc}
 }
@@ -386,7 +387,7 @@ func (d *delivery) send(ctx context.Context, cl *claimed) (string, error) {
 	c := *rec
 	c.Claim = nil
 	var outcome string
-	var hostErr *bus.Error
+	var hostErr *wire.Error
 	switch {
 	case err == nil:
 		outcome = outcomeDelivered
@@ -539,7 +540,7 @@ func (d *delivery) advance(ctx context.Context, cl *claimed, c *Record, now time
 
 // errorCode maps a failed send to the stored code.
 func errorCode(err error) string {
-	var e *bus.Error
+	var e *wire.Error
 	switch {
 	case errors.Is(err, bus.ErrHostTimeout), errors.Is(err, context.DeadlineExceeded):
 		return ErrCodeTimeout
@@ -554,7 +555,7 @@ func errorCode(err error) string {
 
 // errorDetail is a short, text-free description of a failed send.
 func errorDetail(err error) string {
-	var e *bus.Error
+	var e *wire.Error
 	switch {
 	case errors.As(err, &e):
 		d := strconv.Itoa(e.Code) + " " + e.Word

@@ -14,6 +14,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -33,7 +34,7 @@ type reminders struct {
 	// locks lets the updates of one installation's index take turns
 	// (updateIndex)
 	locks *keyLocks
-	subj  bus.Subjects
+	subj  wire.Subjects
 	// writes counts the JetStream writes the service asked for (KV writes,
 	// schedule publishes, purges), for the benchmark's writes per delivery.
 	writes atomic.Int64

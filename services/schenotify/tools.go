@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -50,8 +51,8 @@ func dedupes(inv *bus.Invocation) bool {
 }
 
 // sessionOf converts the envelope's session.
-func sessionOf(s bus.Session) sessionIn {
-	raw := func(id bus.ID) json.RawMessage {
+func sessionOf(s wire.Session) sessionIn {
+	raw := func(id wire.ID) json.RawMessage {
 		if id == "" {
 			return nil
 		}
@@ -74,11 +75,11 @@ func (rp *replies) internalFailure(ctx context.Context, inv *bus.Invocation, err
 func (rp *replies) tool(ctx context.Context, inv *bus.Invocation) (any, error) {
 	set := NormalizeConfig(inv.Config, rp.zone)
 	now := rp.now()
-	result := func(v any) (any, error) { return bus.ToolReply{Result: v}, nil }
+	result := func(v any) (any, error) { return wire.ToolReply{Result: v}, nil }
 	failed := func(f *when.Failure) (any, error) {
 		if f.Code == "unavailable" || f.Code == "internal" {
 			// spec 3.1.5: not kept for retries, so a retry runs again
-			return bus.NotFinal(bus.ToolReply{Result: rp.rd.ToolError(set, f)}), nil
+			return bus.NotFinal(wire.ToolReply{Result: rp.rd.ToolError(set, f)}), nil
 		}
 		return result(rp.rd.ToolError(set, f))
 	}
@@ -178,7 +179,7 @@ func (rp *replies) tool(ctx context.Context, inv *bus.Invocation) (any, error) {
 		}
 		return result(rp.rd.changeResult(set, out, now))
 	}
-	return nil, bus.Errorf(bus.ErrNotFound, "schenotify has no such tool")
+	return nil, wire.Errorf(wire.ErrNotFound, "schenotify has no such tool")
 }
 
 // changeParams reads the parameters of a change tool: id (required except
