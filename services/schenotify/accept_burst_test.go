@@ -17,7 +17,7 @@ import (
 // one installation, added by 64 callers at once and all due in the same
 // second, are all created and each delivered once. The adds of one
 // installation share its index record; before the replica serialized its
-// own index writes (store.go indexLocks), 64 concurrent compare-and-sets
+// own index writes (reminders.locks, a bus.KeyLocks), 64 concurrent compare-and-sets
 // on it made some adds run out of retries and answer unavailable (the
 // "lost" reminders of BenchmarkScheNotifyDelivery with one installation:
 // never created, not lost in delivery).

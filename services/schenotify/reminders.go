@@ -33,7 +33,7 @@ type reminders struct {
 	indexes *bus.Records[Index]  // <scope>.index, built at Start
 	// locks lets the updates of one installation's index take turns
 	// (updateIndex)
-	locks *keyLocks
+	locks bus.KeyLocks[binding.Scope]
 	subj  wire.Subjects
 	// writes counts the JetStream writes the service asked for (KV writes,
 	// schedule publishes, purges), for the benchmark's writes per delivery.
@@ -51,7 +51,7 @@ type reminders struct {
 }
 
 func newReminders(cfg Config, deps bus.Deps, zone *time.Location, lead time.Duration, m *metrics) *reminders {
-	rm := &reminders{locks: newKeyLocks(), subj: deps.Subjects, lead: lead, zone: zone, minEvery: cfg.MinEvery,
+	rm := &reminders{subj: deps.Subjects, lead: lead, zone: zone, minEvery: cfg.MinEvery,
 		sweepEvery: cfg.SweepInterval, sweepDelay: cfg.SweepDelay, now: deps.Clock, log: deps.Logger, metrics: m}
 	rm.sweeper = bus.Loop(rm.sweepLoop)
 	return rm
