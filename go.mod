@@ -24,6 +24,7 @@ require (
 )
 
 require (
+	github.com/6tail/lunar-go v1.4.7 // indirect
 	github.com/antithesishq/antithesis-sdk-go v0.8.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect

@@ -28,7 +28,7 @@ func TestConsoleBadInputChangesNothing(t *testing.T) {
 	svc := run.svc.(*takeover.Service)
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	h, err := console.New(console.Config{Key: base64.StdEncoding.EncodeToString(key)}, svc)
+	h, err := console.New(console.Config{Key: base64.StdEncoding.EncodeToString(key)}, svc.Console())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestNoTextHardCodesACommandPrefix(t *testing.T) {
 	type loader func() (*i18n.Catalog, error)
 	for name, load := range map[string]loader{
 		"githubkit":        githubkit.LoadCatalog,
-		"takeover":         takeover.Messages,
+		"takeover":         takeover.Catalog,
 		"takeover console": console.Catalog,
 		"schenotify":       schenotify.Catalog,
 	} {

@@ -236,7 +236,7 @@ func (r *Reader) String(field, def string, rule Strings) string {
 		return def
 	}
 	if rule.MaxRunes > 0 && utf8.RuneCountInString(s) > rule.MaxRunes {
-		s = firstRunes(s, rule.MaxRunes)
+		s = CutRunes(s, rule.MaxRunes)
 		if rule.Trim {
 			s = strings.TrimSpace(s)
 		}
@@ -245,8 +245,9 @@ func (r *Reader) String(field, def string, rule Strings) string {
 	return s
 }
 
-// firstRunes returns the first n code points of s.
-func firstRunes(s string, n int) string {
+// CutRunes returns the first n code points of s (s itself when it has no
+// more): the one rune cutter of the module.
+func CutRunes(s string, n int) string {
 	i := 0
 	for j := range s {
 		if i == n {

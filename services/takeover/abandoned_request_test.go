@@ -45,7 +45,7 @@ func newAbandonConsole(h *harness, sc binding.Scope) *abandonConsole {
 	h.t.Helper()
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	ch, err := console.New(console.Config{Key: base64.StdEncoding.EncodeToString(key), Logger: testLogger()}, h.svc)
+	ch, err := console.New(console.Config{Key: base64.StdEncoding.EncodeToString(key), Logger: testLogger()}, h.svc.Console())
 	if err != nil {
 		h.t.Fatal(err)
 	}

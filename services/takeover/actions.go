@@ -2,42 +2,41 @@ package takeover
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/model"
-	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // afterTakeover follows a committed start or extension: the schedule, the
-// live event and, for a start, the takeover notice (spec §6, §3.7).
-func (s *Service) afterTakeover(ctx context.Context, sc binding.Scope, b binding.Binding, set model.Settings, sid string, rec *model.Record, tr model.Transition) {
-	if err := s.st.Schedule(ctx, sc, sid, rec.Takeover.ExpiresAt); err != nil {
+// live event and, for a start, the takeover notice (spec §6, §3.7). With
+// sync the notice's first try is made before returning (a reply's notice
+// precedes the reply).
+func (n *notices) afterTakeover(ctx context.Context, ses session, tr model.Transition, sync bool) {
+	if err := n.st.Schedule(ctx, ses.sc, ses.sid, ses.rec.Takeover.ExpiresAt); err != nil {
 		// the resume sweep or the next action re-arms it; the deadline still
 		// holds for every decision
-		s.log.ErrorContext(ctx, "arming the takeover expiry failed", "scope", sc.String(), "sid", sid, "err", err)
+		n.log.ErrorContext(ctx, "arming the takeover expiry failed", "scope", ses.sc.String(), "sid", ses.sid, "err", err)
 	}
-	s.publishLive(sc, model.Live{Type: model.LiveTakeover, SID: sid, Data: s.takeoverView(rec, set)})
+	n.publishLive(ses.sc, model.Live{Type: model.LiveTakeover, SID: ses.sid, Data: n.takeoverView(ses.rec, ses.set)})
 	if tr == model.Started {
-		s.notify(ctx, sc, b, sid, rec, set.NoticeOnTakeover, true, false)
+		n.notify(ctx, ses, ses.set.NoticeOnTakeover, true, sync)
 	}
 }
 
 // afterRelease follows a committed release: the timer is removed (a manual
 // release), the live event, and the release notice.
-func (s *Service) afterRelease(ctx context.Context, sc binding.Scope, b binding.Binding, set model.Settings, sid string, rec *model.Record, cancelTimer bool) {
+func (n *notices) afterRelease(ctx context.Context, ses session, cancelTimer bool) {
 	if cancelTimer {
-		if err := s.st.CancelSchedule(ctx, sc, sid); err != nil {
+		if err := n.st.CancelSchedule(ctx, ses.sc, ses.sid); err != nil {
 			// a stray fire finds the record inactive and only acks
-			s.log.WarnContext(ctx, "removing the takeover expiry failed", "scope", sc.String(), "sid", sid, "err", err)
+			n.log.WarnContext(ctx, "removing the takeover expiry failed", "scope", ses.sc.String(), "sid", ses.sid, "err", err)
 		}
 	}
-	s.publishLive(sc, model.Live{Type: model.LiveTakeover, SID: sid, Data: s.takeoverView(rec, set)})
-	s.notify(ctx, sc, b, sid, rec, set.NoticeOnRelease, false, false)
-	s.resolveAlert(ctx, sc, set, sid)
+	n.publishLive(ses.sc, model.Live{Type: model.LiveTakeover, SID: ses.sid, Data: n.takeoverView(ses.rec, ses.set)})
+	n.notify(ctx, ses, ses.set.NoticeOnRelease, false, false)
+	n.resolveAlert(ctx, ses.sc, ses.set, ses.sid)
 }
 
 // TakeoverView is the console's Takeover shape (spec §7.3).
@@ -52,8 +51,9 @@ type TakeoverView struct {
 	Now       int64  `json:"now"`
 }
 
-func (s *Service) takeoverView(rec *model.Record, set model.Settings) TakeoverView {
-	now := s.nowMS()
+// takeoverView is rec's takeover as the console shows it now.
+func (n *notices) takeoverView(rec *model.Record, set model.Settings) TakeoverView {
+	now := n.now.ms()
 	t := rec.Takeover
 	return TakeoverView{
 		Active: t.TakenOver(now), StartedAt: t.StartedAt, ExpiresAt: t.ExpiresAt, Remaining: t.Remaining(now),
@@ -61,45 +61,32 @@ func (s *Service) takeoverView(rec *model.Record, set model.Settings) TakeoverVi
 	}
 }
 
-// publishLive sends a live message to the scope's live subject (best
-// effort, spec §7.5).
-func (s *Service) publishLive(sc binding.Scope, l model.Live) {
-	subject, err := s.subj.Internal(Plugin, store.KindLive, sc)
-	if err != nil {
-		return
-	}
-	b, err := json.Marshal(l)
-	if err != nil {
-		return
-	}
-	_ = s.nc.Publish(subject, b)
-}
-
 // notify sends a user notice (spec §3.7) and records it once delivered.
 // With sync the first try happens before notify returns (a reply that
 // starts a takeover sends the notice before itself); retries always run in
 // the background.
-func (s *Service) notify(ctx context.Context, sc binding.Scope, b binding.Binding, sid string, rec *model.Record, text string, on bool, sync bool) {
+func (n *notices) notify(ctx context.Context, ses session, text string, on bool, sync bool) {
+	sc, b, sid, rec := ses.sc, ses.b, ses.sid, ses.rec
 	if text == "" || rec.BotUUID == "" {
 		return
 	}
 	startedAt := rec.Takeover.StartedAt
 	idem := "takeover:" + sc.String() + ":" + sid + ":" + strconv.FormatInt(startedAt, 10) + ":" + model.OnOff(on)
-	msg := wire.SendMessage{BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: wire.Plain(text)}
+	msg := bus.SendMessage{BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: bus.Plain(text)}
 	gen := rec.Gen
 	try := func(ctx context.Context) bool {
-		tctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
+		tctx, cancel := context.WithTimeout(ctx, n.hostTimeout)
 		defer cancel()
-		if err := s.runner.Host().SendMessage(tctx, b, msg, idem); err != nil {
+		if err := n.runner.Host().SendMessage(tctx, b, msg, idem); err != nil {
 			return false
 		}
-		e := &model.Entry{V: 1, ID: model.NoticeEntryID(sc.String(), sid, startedAt, on), Gen: gen, TS: s.nowMS(), Role: model.RoleNotice,
+		e := &model.Entry{V: 1, ID: model.NoticeEntryID(sc.String(), sid, startedAt, on), Gen: gen, TS: n.now.ms(), Role: model.RoleNotice,
 			Parts: []model.Part{{Type: model.PartText, Text: text}}}
-		if err := s.storeEntry(ctx, sc, sid, e, e.Parts); err != nil {
-			s.log.WarnContext(ctx, "a delivered notice was not recorded", "scope", sc.String(), "sid", sid, "err", err)
+		if err := storeEntry(ctx, n.st, sc, sid, e, e.Parts); err != nil {
+			n.log.WarnContext(ctx, "a delivered notice was not recorded", "scope", sc.String(), "sid", sid, "err", err)
 			return true
 		}
-		s.publishLive(sc, model.Live{Type: model.LiveMessage, SID: sid, Data: map[string]any{"sid": sid, "gen": gen, "entry": e}})
+		n.publishLive(sc, model.Live{Type: model.LiveMessage, SID: sid, Data: map[string]any{"sid": sid, "gen": gen, "entry": e}})
 		return true
 	}
 	retries := func(ctx context.Context, delays []time.Duration) {
@@ -108,7 +95,7 @@ func (s *Service) notify(ctx context.Context, sc binding.Scope, b binding.Bindin
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				s.metrics.noticeFailed.Inc()
+				n.metrics.noticeFailed.Inc()
 				return
 			case <-t.C:
 			}
@@ -116,20 +103,20 @@ func (s *Service) notify(ctx context.Context, sc binding.Scope, b binding.Bindin
 				return
 			}
 		}
-		s.metrics.noticeFailed.Inc()
-		s.log.ErrorContext(ctx, "a user notice was dropped after its retries", "scope", sc.String(), "sid", sid)
+		n.metrics.noticeFailed.Inc()
+		n.log.ErrorContext(ctx, "a user notice was dropped after its retries", "scope", sc.String(), "sid", sid)
 	}
 	if sync {
 		if try(ctx) {
 			return
 		}
-		s.goBackground(ctx, func(bctx context.Context) { retries(bctx, s.cfg.NoticeRetry) })
+		n.goBackground(ctx, func(bctx context.Context) { retries(bctx, n.noticeRetry) })
 		return
 	}
-	s.goBackground(ctx, func(bctx context.Context) {
+	n.goBackground(ctx, func(bctx context.Context) {
 		if try(bctx) {
 			return
 		}
-		retries(bctx, s.cfg.NoticeRetry)
+		retries(bctx, n.noticeRetry)
 	})
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -63,7 +63,7 @@ type alertJob struct {
 	Type     string `json:"type"`
 	Preview  string `json:"preview,omitempty"`
 	// Taken is a note that Who took the chat over from Origin; the chat it
-	// came from (Origin.Chat of an OriginChat) is not told. StartedAt is
+	// came from (Origin.Chat of an originChat) is not told. StartedAt is
 	// the takeover's start: a note whose takeover ended before delivery is
 	// dropped.
 	Taken     bool   `json:"taken,omitempty"`
@@ -82,20 +82,21 @@ type alertJob struct {
 // several replicas raise one alert; the job is then published to the
 // timer stream, where the alert consumer delivers it even after a
 // restart.
-func (s *Service) raiseAlert(ctx context.Context, sc binding.Scope, set model.Settings, sid string, rec *model.Record, cause, who, preview string) {
+func (n *notices) raiseAlert(ctx context.Context, ses session, cause, who, preview string) {
+	sc, set, sid, rec := ses.sc, ses.set, ses.sid, ses.rec
 	if len(set.OperatorChats) == 0 || rec == nil {
 		return
 	}
-	now := s.nowMS()
+	now := n.now.ms()
 	var st alertState
 	raised := false // KV.Update answers a "no change" with no error
-	_, _, err := s.runner.Dedupe().Update(ctx, sc, store.KeyAlert, func(cur []byte, exists bool) ([]byte, error) {
+	_, _, err := n.runner.Dedupe().Update(ctx, sc, store.KeyAlert, func(cur []byte, exists bool) ([]byte, error) {
 		st, raised = alertState{}, false
 		if exists && json.Unmarshal(cur, &st) == nil {
 			if st.Pending && now-st.RaisedAt < alertPendingMax.Milliseconds() {
 				return nil, bus.ErrNoChange
 			}
-			if now-st.RaisedAt < s.cfg.AlertInterval.Milliseconds() {
+			if now-st.RaisedAt < n.alertInterval.Milliseconds() {
 				return nil, bus.ErrNoChange
 			}
 		}
@@ -106,7 +107,7 @@ func (s *Service) raiseAlert(ctx context.Context, sc binding.Scope, set model.Se
 		return
 	}
 	if err != nil {
-		s.log.WarnContext(ctx, "raising an operator alert failed", "scope", sc.String(), "sid", sid, "err", err)
+		n.log.WarnContext(ctx, "raising an operator alert failed", "scope", sc.String(), "sid", sid, "err", err)
 		return
 	}
 	chat := rec.Name
@@ -116,22 +117,22 @@ func (s *Service) raiseAlert(ctx context.Context, sc binding.Scope, set model.Se
 	if who == "" {
 		who = chat
 	}
-	job := alertJob{SID: sid, N: st.N, RaisedAt: now, Cause: cause, Who: model.CutRunes(who, 64), Chat: model.CutRunes(chat, 64),
+	job := alertJob{SID: sid, N: st.N, RaisedAt: now, Cause: cause, Who: settings.CutRunes(who, 64), Chat: settings.CutRunes(chat, 64),
 		Type: rec.Type, Preview: capPreview(preview)}
-	s.queueAlert(ctx, sc, job, "alert")
+	n.queueAlert(ctx, sc, job, "alert")
 }
 
 // queueAlert publishes an alert or note job to the timer stream, where the
 // alert consumer delivers it even after a restart. The message id makes a
 // second publish of the same job (a retried action) a no-op.
-func (s *Service) queueAlert(ctx context.Context, sc binding.Scope, job alertJob, kind string) {
+func (n *notices) queueAlert(ctx context.Context, sc binding.Scope, job alertJob, kind string) {
 	body, _ := json.Marshal(job)
-	subject, err := s.subj.Internal(Plugin, store.KindAlert, sc, job.SID)
+	subject, err := n.subj.Internal(Plugin, store.KindAlert, sc, job.SID)
 	if err == nil {
-		_, err = s.js.Publish(ctx, subject, body, jetstream.WithMsgID(kind+"|"+sc.String()+"|"+job.SID+"|"+strconv.Itoa(job.N)))
+		_, err = n.js.Publish(ctx, subject, body, jetstream.WithMsgID(kind+"|"+sc.String()+"|"+job.SID+"|"+strconv.Itoa(job.N)))
 	}
 	if err != nil {
-		s.log.WarnContext(ctx, "queueing an operator "+kind+" failed", "scope", sc.String(), "sid", job.SID, "err", err)
+		n.log.WarnContext(ctx, "queueing an operator "+kind+" failed", "scope", sc.String(), "sid", job.SID, "err", err)
 	}
 }
 
@@ -142,28 +143,28 @@ func (s *Service) queueAlert(ctx context.Context, sc binding.Scope, job alertJob
 // claimer (operator and origin) are those of the last note (a repeated
 // take, a reply's extension), or the last note is younger than
 // Config.AlertInterval (the per-chat rate limit).
-func (s *Service) noteTaken(ctx context.Context, c PageCall, sid string, rec *model.Record) {
+func (n *notices) noteTaken(ctx context.Context, c pageCall, sid string, rec *model.Record) {
 	kind, from := c.Origin.Kind, ""
 	if kind == "" {
-		kind = OriginConsole
+		kind = originConsole
 	}
-	if kind == OriginChat {
+	if kind == originChat {
 		from = c.Origin.Chat.Key()
 	}
 	if rec == nil || !rec.Takeover.Active || len(noteRecipients(c.Settings, from)) == 0 {
 		return
 	}
 	claimer := c.Operator + "|" + kind + "|" + from
-	now := s.nowMS()
+	now := n.now.ms()
 	var st claimState
 	noted := false // KV.Update answers a "no change" with no error
-	_, _, err := s.runner.Dedupe().Update(ctx, c.Scope, store.KeyClaim, func(cur []byte, exists bool) ([]byte, error) {
+	_, _, err := n.runner.Dedupe().Update(ctx, c.Scope, store.KeyClaim, func(cur []byte, exists bool) ([]byte, error) {
 		st, noted = claimState{}, false
 		if exists && json.Unmarshal(cur, &st) == nil {
 			if st.StartedAt == rec.Takeover.StartedAt && st.Claimer == claimer {
 				return nil, bus.ErrNoChange
 			}
-			if now-st.RaisedAt < s.cfg.AlertInterval.Milliseconds() {
+			if now-st.RaisedAt < n.alertInterval.Milliseconds() {
 				return nil, bus.ErrNoChange
 			}
 		}
@@ -174,22 +175,22 @@ func (s *Service) noteTaken(ctx context.Context, c PageCall, sid string, rec *mo
 		return
 	}
 	if err != nil {
-		s.log.WarnContext(ctx, "raising a taken-by note failed", "scope", c.Scope.String(), "sid", sid, "err", err)
+		n.log.WarnContext(ctx, "raising a taken-by note failed", "scope", c.Scope.String(), "sid", sid, "err", err)
 		return
 	}
 	chat := rec.Name
 	if chat == "" {
 		chat = rec.TargetID
 	}
-	job := alertJob{SID: sid, N: st.N, RaisedAt: now, Who: model.CutRunes(c.Operator, 64), Chat: model.CutRunes(chat, 64), Type: rec.Type,
+	job := alertJob{SID: sid, N: st.N, RaisedAt: now, Who: settings.CutRunes(c.Operator, 64), Chat: settings.CutRunes(chat, 64), Type: rec.Type,
 		Taken: true, Origin: kind, StartedAt: rec.Takeover.StartedAt}
-	if kind == OriginChat {
-		job.From, job.FromType, job.FromID = from, c.Origin.Chat.Type, model.CutRunes(c.Origin.Chat.ID, 64)
+	if kind == originChat {
+		job.From, job.FromType, job.FromID = from, c.Origin.Chat.Type, settings.CutRunes(c.Origin.Chat.ID, 64)
 		if from == model.SessionKey(rec.BotUUID, rec.Type, rec.TargetID) {
 			job.Origin = originItself
 		}
 	}
-	s.queueAlert(ctx, c.Scope, job, "taken")
+	n.queueAlert(ctx, c.Scope, job, "taken")
 }
 
 // noteRecipients is the operator chats a "taken by" note goes to: all of
@@ -209,7 +210,7 @@ func noteRecipients(set model.Settings, from string) []model.OperatorChat {
 // model.MaxAlertPreview runes, whitespace collapsed, an ellipsis when cut.
 func capPreview(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if cut := model.CutRunes(s, model.MaxAlertPreview); cut != s {
+	if cut := settings.CutRunes(s, model.MaxAlertPreview); cut != s {
 		return cut + "…"
 	}
 	return s
@@ -218,12 +219,12 @@ func capPreview(s string) string {
 // resolveAlert marks a chat's pending alert answered (an operator
 // replied, released or marked it handled), so the chat's next request
 // alerts again. Installations without operator chats skip the write.
-func (s *Service) resolveAlert(ctx context.Context, sc binding.Scope, set model.Settings, sid string) {
+func (n *notices) resolveAlert(ctx context.Context, sc binding.Scope, set model.Settings, sid string) {
 	if len(set.OperatorChats) == 0 {
 		return
 	}
-	now := s.nowMS()
-	_, _, err := s.runner.Dedupe().Update(ctx, sc, store.KeyAlert, func(cur []byte, exists bool) ([]byte, error) {
+	now := n.now.ms()
+	_, _, err := n.runner.Dedupe().Update(ctx, sc, store.KeyAlert, func(cur []byte, exists bool) ([]byte, error) {
 		var st alertState
 		if !exists || json.Unmarshal(cur, &st) != nil || !st.Pending {
 			return nil, bus.ErrNoChange
@@ -232,7 +233,7 @@ func (s *Service) resolveAlert(ctx context.Context, sc binding.Scope, set model.
 		return json.Marshal(st)
 	}, sid)
 	if err != nil {
-		s.log.WarnContext(ctx, "resolving an operator alert failed", "scope", sc.String(), "sid", sid, "err", err)
+		n.log.WarnContext(ctx, "resolving an operator alert failed", "scope", sc.String(), "sid", sid, "err", err)
 	}
 }
 
@@ -251,15 +252,15 @@ func alertKey(sc binding.Scope, kind, sid string, n int, o model.OperatorChat) s
 // counted). An alert answered before it was delivered, a note whose
 // takeover ended meanwhile, either superseded by a newer one, or of a
 // session deleted meanwhile, is not sent.
-func (s *Service) handleAlert(ctx context.Context, f *bus.Fired) {
+func (n *notices) handleAlert(ctx context.Context, f *bus.Fired) {
 	var job alertJob
 	if json.Unmarshal(f.Data, &job) != nil || !model.ValidSID(job.SID) || len(f.IDs) != 1 || f.IDs[0] != job.SID {
-		s.log.ErrorContext(ctx, "malformed alert message", "scope", f.Scope.String())
+		n.log.ErrorContext(ctx, "malformed alert message", "scope", f.Scope.String())
 		_ = f.Term()
 		return
 	}
 	sc := f.Scope
-	a, err := s.runner.Authority(ctx, sc)
+	a, err := n.runner.Authority(ctx, sc)
 	if err != nil {
 		_ = f.Nak(5 * time.Second)
 		return
@@ -269,14 +270,14 @@ func (s *Service) handleAlert(ctx context.Context, f *bus.Fired) {
 		return
 	}
 	if job.Taken {
-		if e, err := s.runner.Dedupe().Get(ctx, sc, store.KeyClaim, job.SID); err == nil {
+		if e, err := n.runner.Dedupe().Get(ctx, sc, store.KeyClaim, job.SID); err == nil {
 			var st claimState
 			if json.Unmarshal(e.Value(), &st) == nil && st.N != job.N {
 				_ = f.Ack(ctx) // superseded by a newer note
 				return
 			}
 		}
-	} else if e, err := s.runner.Dedupe().Get(ctx, sc, store.KeyAlert, job.SID); err == nil {
+	} else if e, err := n.runner.Dedupe().Get(ctx, sc, store.KeyAlert, job.SID); err == nil {
 		var st alertState
 		if json.Unmarshal(e.Value(), &st) == nil && (st.N != job.N || !st.Pending) {
 			_ = f.Ack(ctx) // answered already, or superseded by a newer alert
@@ -285,26 +286,26 @@ func (s *Service) handleAlert(ctx context.Context, f *bus.Fired) {
 	}
 	// a session deleted while its alert waited is not alerted later; a
 	// note of a takeover that ended meanwhile would mislead
-	if rec, _, err := s.st.GetRecord(ctx, sc, job.SID); err == nil &&
-		(rec == nil || job.Taken && (!rec.Takeover.TakenOver(s.nowMS()) || rec.Takeover.StartedAt != job.StartedAt)) {
+	if rec, _, err := n.st.GetRecord(ctx, sc, job.SID); err == nil &&
+		(rec == nil || job.Taken && (!rec.Takeover.TakenOver(n.now.ms()) || rec.Takeover.StartedAt != job.StartedAt)) {
 		_ = f.Ack(ctx)
 		return
 	}
-	cfg, err := s.runner.OpenConfig(sc, a)
+	cfg, err := n.runner.OpenConfig(sc, a)
 	if err != nil {
 		cfg = nil
 	}
-	set := s.settingsFor(sc, a.Binding, cfg)
-	text, kind, to := s.alertText(set, job), "alert", set.OperatorChats
+	set := n.settings.get(sc, a.Binding, cfg)
+	text, kind, to := n.alertText(set, job), "alert", set.OperatorChats
 	if job.Taken {
-		text, kind = s.noteText(set, job), "taken"
+		text, kind = n.noteText(set, job), "taken"
 		to = noteRecipients(set, job.From)
 	}
 	failed := 0
 	for _, o := range to {
-		tctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
-		err := s.runner.Host().SendMessage(tctx, a.Binding, wire.SendMessage{BotUUID: o.BotUUID, TargetType: o.Type, TargetID: o.ID,
-			MessageChain: wire.Plain(text)}, alertKey(sc, kind, job.SID, job.N, o))
+		tctx, cancel := context.WithTimeout(ctx, n.hostTimeout)
+		err := n.runner.Host().SendMessage(tctx, a.Binding, bus.SendMessage{BotUUID: o.BotUUID, TargetType: o.Type, TargetID: o.ID,
+			MessageChain: bus.Plain(text)}, alertKey(sc, kind, job.SID, job.N, o))
 		cancel()
 		if err != nil {
 			// a retry resends to every chat: the key lets the host drop the
@@ -316,12 +317,12 @@ func (s *Service) handleAlert(ctx context.Context, f *bus.Fired) {
 		_ = f.Ack(ctx)
 		return
 	}
-	if try := int(f.Delivered); try <= len(s.cfg.NoticeRetry) {
-		_ = f.Nak(s.cfg.NoticeRetry[try-1])
+	if try := int(f.Delivered); try <= len(n.noticeRetry) {
+		_ = f.Nak(n.noticeRetry[try-1])
 		return
 	}
-	s.metrics.alertFailed.Inc()
-	s.log.ErrorContext(ctx, "an operator alert was dropped after its retries", "scope", sc.String(), "sid", job.SID, "failed_chats", failed)
+	n.metrics.alertFailed.Inc()
+	n.log.ErrorContext(ctx, "an operator alert was dropped after its retries", "scope", sc.String(), "sid", job.SID, "failed_chats", failed)
 	_ = f.Term()
 }
 
@@ -329,23 +330,23 @@ func (s *Service) handleAlert(ctx context.Context, f *bus.Fired) {
 // chat, why, how long it has waited, the capped quote and how to answer
 // (the commands with the installation's command_prefix: no user typed
 // one).
-func (s *Service) alertText(set model.Settings, job alertJob) string {
-	cat := s.catalog
+func (n *notices) alertText(set model.Settings, job alertJob) string {
+	cat := n.catalog
 	lang := set.Language
 	kind := cat.Text(lang, "chat.type."+job.Type, nil)
 	args := map[string]string{
 		"who": job.Who, "chat": job.Chat, "kind": kind,
 		"cause":  cat.Text(lang, "alert.cause."+job.Cause, nil),
-		"waited": formatWait(lang, max(s.nowMS()-job.RaisedAt, 0)),
+		"waited": formatWait(lang, max(n.now.ms()-job.RaisedAt, 0)),
 	}
 	var b strings.Builder
-	b.WriteString(s.text(set, "alert.head", args))
+	b.WriteString(text(n.catalog, set, "alert.head", args))
 	if job.Preview != "" {
 		b.WriteString("\n")
-		b.WriteString(s.text(set, "alert.preview", map[string]string{"preview": job.Preview}))
+		b.WriteString(text(n.catalog, set, "alert.preview", map[string]string{"preview": job.Preview}))
 	}
 	b.WriteString("\n")
-	b.WriteString(s.text(set, "alert.howto", args))
+	b.WriteString(text(n.catalog, set, "alert.howto", args))
 	return b.String()
 }
 
@@ -355,16 +356,16 @@ const originItself = "itself"
 
 // noteText is the "taken by" note in the installation's language: which
 // chat, by whom, from where.
-func (s *Service) noteText(set model.Settings, job alertJob) string {
-	cat, lang := s.catalog, set.Language
+func (n *notices) noteText(set model.Settings, job alertJob) string {
+	cat, lang := n.catalog, set.Language
 	who := job.Who
-	if who == "" || who == HostOperator {
+	if who == "" || who == hostOperator {
 		who = cat.Text(lang, "note.who.host", nil)
 	}
 	where := cat.Text(lang, "note.where."+job.Origin, map[string]string{
 		"kind": cat.Text(lang, "chat.type."+job.FromType, nil), "id": job.FromID,
 	})
-	return s.text(set, "note.taken", map[string]string{
+	return text(n.catalog, set, "note.taken", map[string]string{
 		"who": who, "where": where, "chat": job.Chat, "kind": cat.Text(lang, "chat.type."+job.Type, nil),
 	})
 }

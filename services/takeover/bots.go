@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 )
@@ -121,20 +119,4 @@ func (c *botCache) fetch(ctx context.Context, key botKey, b binding.Binding, bot
 			e.accountID = fmt.Sprint(x)
 		}
 	}
-}
-
-// goBackground runs f on a goroutine the service owns and waits for at
-// shutdown. f's ctx is cancelled when the service stops.
-func (s *Service) goBackground(parent context.Context, f func(ctx context.Context)) {
-	ctx := s.runCtx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	// the work outlives the request but stays in its trace
-	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(parent))
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		f(ctx)
-	}()
 }

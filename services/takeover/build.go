@@ -33,7 +33,7 @@ func Build(_ context.Context, env *svcmain.Env) (svcmain.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := mountConsole(env, s); err != nil {
+	if err := mountConsole(env, s.ops); err != nil {
 		return nil, err
 	}
 	return s, nil

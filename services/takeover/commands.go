@@ -15,7 +15,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/plugin"
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -38,20 +38,17 @@ type numbers struct {
 	Sids []string `json:"sids"`
 }
 
-// handleCommand serves `!ho <sub> ...` (docs/protocol.md): list, take,
+// command serves `!ho <sub> ...` (docs/protocol.md): list, take,
 // reply and release from an operator chat; pause and resume by an admin
-// in any chat. Every change goes through the console's operations (Do)
+// in any chat. Every change goes through the console's operations (do)
 // and its audit line, so a command writes what the console writes.
-func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, error) {
+func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 	cmd := inv.Command
-	if cmd.Name != commandWord {
-		return nil, wire.Errorf(wire.ErrNotFound, "unknown command")
-	}
-	set := s.settingsFor(inv.Scope, inv.Binding, inv.Config)
+	set := o.settings.get(inv.Scope, inv.Binding, inv.Config)
 	// the answer names commands with the prefix the user typed
 	set.CommandPrefix = plugin.CommandPrefix(plugin.TypedPrefix(commandWord, cmd.Prefix, cmd.FullText), set.CommandPrefix)
 	say := func(key string, args map[string]string) (any, error) {
-		return wire.CommandReply{Returns: []wire.Return{{Text: s.text(set, key, args)}}}, nil
+		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, key, args)}}}, nil
 	}
 	sub := ""
 	if len(cmd.Params) > 0 {
@@ -60,9 +57,9 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	ses := cmd.Session
 	admin := cmd.Privilege >= adminPrivilege
 	operatorChat := set.IsOperatorChat(ses.BotUUID, ses.LauncherType, string(ses.LauncherID))
-	c := PageCall{Scope: inv.Scope, Binding: inv.Binding, Settings: set, Operator: OperatorOf(string(ses.SenderID)),
+	c := pageCall{Scope: inv.Scope, Binding: inv.Binding, Settings: set, Operator: OperatorOf(string(ses.SenderID)),
 		Inactive: inv.Authority.State != bus.StateActive,
-		Origin:   Origin{Kind: OriginChat, Chat: model.OperatorChat{BotUUID: ses.BotUUID, Type: ses.LauncherType, ID: string(ses.LauncherID)}}}
+		Origin:   origin{Kind: originChat, Chat: model.OperatorChat{BotUUID: ses.BotUUID, Type: ses.LauncherType, ID: string(ses.LauncherID)}}}
 	switch sub {
 	case "", "help":
 		return say("cmd.help", nil)
@@ -70,7 +67,7 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		if !admin {
 			return say("cmd.refused.admin", nil)
 		}
-		return s.pauseCommand(ctx, c, inv, sub == "pause", say)
+		return o.pauseCommand(ctx, c, inv, sub == "pause", say)
 	case "list", "take", "reply", "release":
 	default:
 		return say("cmd.unknown", nil)
@@ -80,14 +77,14 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	}
 	numKey := numbersKey(ses)
 	if sub == "list" {
-		return s.listCommand(ctx, c, numKey)
+		return o.listCommand(ctx, c, numKey)
 	}
 	if len(cmd.Params) < 2 {
 		return say("cmd.usage."+sub, nil)
 	}
-	sid, err := s.numbered(ctx, c, numKey, cmd.Params[1])
+	sid, err := o.numbered(ctx, c, numKey, cmd.Params[1])
 	if err != nil {
-		return s.sayError(set, err)
+		return o.sayError(set, err)
 	}
 	if sid == "" {
 		// only a well-formed number is repeated back, never arbitrary text
@@ -106,15 +103,15 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 			}
 			c.Settings.TakeoverTimeout = d
 		}
-		v, err := s.operate(ctx, c, PageRequest{Op: OpTakeover, SID: sid})
+		v, err := o.operate(ctx, c, PageRequest{Op: opTakeover, SID: sid})
 		if err != nil {
-			return s.sayError(set, err)
+			return o.sayError(set, err)
 		}
-		args["remaining"] = remainingWait(set.Language, v.(TakeoverView).ExpiresAt, s.nowMS())
+		args["remaining"] = remainingWait(set.Language, v.(TakeoverView).ExpiresAt, o.now.ms())
 		return say("cmd.taken", args)
 	case "release":
-		if _, err := s.operate(ctx, c, PageRequest{Op: OpRelease, SID: sid}); err != nil {
-			return s.sayError(set, err)
+		if _, err := o.operate(ctx, c, PageRequest{Op: opRelease, SID: sid}); err != nil {
+			return o.sayError(set, err)
 		}
 		return say("cmd.released", args)
 	}
@@ -123,9 +120,9 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		return say("cmd.usage.reply", nil)
 	}
 	sum := sha256.Sum256([]byte(inv.ID))
-	v, err := s.operate(ctx, c, PageRequest{Op: OpReply, SID: sid, Reply: &ReplyRequest{IdempotencyKey: "cmd-" + hex.EncodeToString(sum[:16]), Text: text}})
+	v, err := o.operate(ctx, c, PageRequest{Op: opReply, SID: sid, Reply: &replyRequest{IdempotencyKey: "cmd-" + hex.EncodeToString(sum[:16]), Text: text}})
 	if err != nil {
-		return s.sayError(set, err)
+		return o.sayError(set, err)
 	}
 	if r, ok := v.(ReplyResult); ok && !r.Saved {
 		return say("cmd.sent_not_saved", args)
@@ -133,56 +130,52 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	return say("cmd.sent", args)
 }
 
-// operate runs one console operation for a command, with the console's
-// audit line (handlePage's path without the page transport).
-func (s *Service) operate(ctx context.Context, c PageCall, req PageRequest) (any, error) {
-	v, err := s.Do(ctx, c, req)
-	outcome := "ok"
-	if err != nil {
-		outcome = "error"
+// operate runs one console operation for a command or the page endpoint,
+// with the console's audit line of an action.
+func (o *ops) operate(ctx context.Context, c pageCall, req PageRequest) (any, error) {
+	v, err := o.do(ctx, c, req)
+	if req.Op.IsAction() {
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+		}
+		o.audit(ctx, c, req, outcome)
 	}
-	s.audit(ctx, c, req, outcome)
 	return v, err
 }
 
 // sayError answers a refused or failed operation in the chat's words,
 // naming what failed (error.<reason>: the service's storage, LangBot): a
 // 503 error reply would reach the user as the package's own "no answer
-// from the service" text, which names the wrong component (issue 32).
-func (s *Service) sayError(set model.Settings, err error) (any, error) {
-	var be *wire.Error
+// from the service" text, which names the wrong component.
+func (o *ops) sayError(set model.Settings, err error) (any, error) {
+	var be *bus.Error
 	if !errors.As(wireError(err), &be) {
 		return nil, err
 	}
 	key := "error." + be.Word
-	if be.Reason != "" && s.text(set, "error."+be.Reason, nil) != "error."+be.Reason {
+	if be.Reason != "" && text(o.catalog, set, "error."+be.Reason, nil) != "error."+be.Reason {
 		key = "error." + be.Reason
 	}
 	if errors.Is(err, bus.ErrNoHost) {
 		key = "error.no_host"
 	}
-	return wire.CommandReply{Returns: []wire.Return{{Text: s.text(set, key, nil)}}}, nil
-}
-
-// text renders key in the settings' language, naming commands with the
-// settings' command prefix (the typed one in a command's answer).
-func (s *Service) text(set model.Settings, key string, args map[string]string) string {
-	return s.catalog.PrefixedText(set.Language, key, plugin.CommandPrefix("", set.CommandPrefix), args)
+	return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, key, nil)}}}, nil
 }
 
 // pauseCommand takes over (pause) or releases (resume) the chat the
 // command was sent in, creating its session record when the chat was
 // never recorded.
-func (s *Service) pauseCommand(ctx context.Context, c PageCall, inv *bus.Invocation, pause bool, say func(string, map[string]string) (any, error)) (any, error) {
+func (o *ops) pauseCommand(ctx context.Context, c pageCall, inv *bus.Invocation, pause bool, say func(string, map[string]string) (any, error)) (any, error) {
 	ses := inv.Command.Session
 	lid := string(ses.LauncherID)
 	if !model.ValidBotUUID(ses.BotUUID) || (ses.LauncherType != model.LauncherPerson && ses.LauncherType != model.LauncherGroup) || lid == "" {
-		return nil, wire.Errorf(wire.ErrBadRequest, "the command's session names no chat")
+		return nil, bus.Errorf(bus.ErrBadRequest, "the command's session names no chat")
 	}
 	sid := model.SID(model.SessionKey(ses.BotUUID, ses.LauncherType, lid))
 	if !pause {
-		if _, err := s.operate(ctx, c, PageRequest{Op: OpRelease, SID: sid}); err != nil {
-			return s.sayError(c.Settings, err)
+		if _, err := o.operate(ctx, c, PageRequest{Op: opRelease, SID: sid}); err != nil {
+			return o.sayError(c.Settings, err)
 		}
 		return say("cmd.resumed", nil)
 	}
@@ -194,34 +187,34 @@ func (s *Service) pauseCommand(ctx context.Context, c PageCall, inv *bus.Invocat
 		c.Settings.TakeoverTimeout = d
 	}
 	if !c.Inactive {
-		now := s.nowMS()
-		rec, rev, err := s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
+		now := o.now.ms()
+		rec, rev, err := o.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 			if cur != nil {
 				return nil, store.ErrNoChange
 			}
 			return model.NewRecord(ses.BotUUID, ses.LauncherType, lid, lid, now), nil
 		})
 		if err != nil {
-			return s.sayError(c.Settings, err)
+			return o.sayError(c.Settings, err)
 		}
-		s.view.ApplyRecord(c.Scope, sid, rec, rev)
+		o.view.ApplyRecord(c.Scope, sid, rec, rev)
 	}
-	v, err := s.operate(ctx, c, PageRequest{Op: OpTakeover, SID: sid})
+	v, err := o.operate(ctx, c, PageRequest{Op: opTakeover, SID: sid})
 	if err != nil {
-		return s.sayError(c.Settings, err)
+		return o.sayError(c.Settings, err)
 	}
-	return say("cmd.paused", map[string]string{"remaining": remainingWait(c.Settings.Language, v.(TakeoverView).ExpiresAt, s.nowMS())})
+	return say("cmd.paused", map[string]string{"remaining": remainingWait(c.Settings.Language, v.(TakeoverView).ExpiresAt, o.now.ms())})
 }
 
 // listCommand lists the chats waiting for a human (unread) or taken over,
 // with the operator chat's short numbers: a chat keeps its number while it
 // stays listed, new chats take the next free ones.
-func (s *Service) listCommand(ctx context.Context, c PageCall, numKey string) (any, error) {
-	stored, err := s.st.ListRecords(ctx, c.Scope)
+func (o *ops) listCommand(ctx context.Context, c pageCall, numKey string) (any, error) {
+	stored, err := o.st.ListRecords(ctx, c.Scope)
 	if err != nil {
-		return s.sayError(c.Settings, err)
+		return o.sayError(c.Settings, err)
 	}
-	now := s.nowMS()
+	now := o.now.ms()
 	recs := map[string]*model.Record{}
 	var fresh []string
 	for _, l := range stored {
@@ -233,7 +226,7 @@ func (s *Service) listCommand(ctx context.Context, c PageCall, numKey string) (a
 	}
 	sort.Slice(fresh, func(i, j int) bool { return recs[fresh[i]].LastMsgAt > recs[fresh[j]].LastMsgAt })
 	var nums numbers
-	_, _, err = s.runner.Dedupe().Update(ctx, c.Scope, store.KeyNumbers, func(cur []byte, exists bool) ([]byte, error) {
+	_, _, err = o.runner.Dedupe().Update(ctx, c.Scope, store.KeyNumbers, func(cur []byte, exists bool) ([]byte, error) {
 		nums = numbers{}
 		if exists {
 			_ = json.Unmarshal(cur, &nums)
@@ -270,14 +263,14 @@ func (s *Service) listCommand(ctx context.Context, c PageCall, numKey string) (a
 		return json.Marshal(nums)
 	}, numKey)
 	if err != nil {
-		return s.sayError(c.Settings, err)
+		return o.sayError(c.Settings, err)
 	}
 	lang := c.Settings.Language
 	if len(recs) == 0 {
-		return wire.CommandReply{Returns: []wire.Return{{Text: s.text(c.Settings, "cmd.list.empty", nil)}}}, nil
+		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, c.Settings, "cmd.list.empty", nil)}}}, nil
 	}
 	var b strings.Builder
-	b.WriteString(s.text(c.Settings, "cmd.list.head", nil))
+	b.WriteString(text(o.catalog, c.Settings, "cmd.list.head", nil))
 	for i, sid := range nums.Sids {
 		r := recs[sid]
 		if r == nil {
@@ -288,42 +281,42 @@ func (s *Service) listCommand(ctx context.Context, c PageCall, numKey string) (a
 			name = r.TargetID
 		}
 		b.WriteString("\n")
-		b.WriteString(s.catalog.Text(lang, "cmd.list.item", map[string]string{
-			"n": strconv.Itoa(i + 1), "chat": model.CutRunes(name, 64), "kind": s.catalog.Text(lang, "chat.type."+r.Type, nil),
-			"state":   s.listState(lang, r.Takeover, now),
+		b.WriteString(o.catalog.Text(lang, "cmd.list.item", map[string]string{
+			"n": strconv.Itoa(i + 1), "chat": settings.CutRunes(name, 64), "kind": o.catalog.Text(lang, "chat.type."+r.Type, nil),
+			"state":   o.listState(lang, r.Takeover, now),
 			"preview": capPreview(r.LastPreview.Text),
 		}))
 	}
-	return wire.CommandReply{Returns: []wire.Return{{Text: b.String()}}}, nil
+	return bus.CommandReply{Returns: []bus.Return{{Text: b.String()}}}, nil
 }
 
 // listState is a listed chat's state as `!ho list` shows it: waiting, or
 // taken over with who holds it and for how long. A takeover started by
-// the user's trigger word has no operator until one acts (issue 32: it
-// read "taken over by , 9m left"); one from LangBot's page, which names
+// the user's trigger word has no operator until one acts (it is not
+// "taken over by , 9m left"); one from LangBot's page, which names
 // no caller, is held by "an operator".
-func (s *Service) listState(lang string, t model.TakeoverState, now int64) string {
+func (o *ops) listState(lang string, t model.TakeoverState, now int64) string {
 	if !t.TakenOver(now) {
-		return s.catalog.Text(lang, "cmd.list.waiting", nil)
+		return o.catalog.Text(lang, "cmd.list.waiting", nil)
 	}
 	remaining := remainingWait(lang, t.ExpiresAt, now)
 	switch t.Operator {
 	case "":
-		return s.catalog.Text(lang, "cmd.list.taken_trigger", map[string]string{"remaining": remaining})
-	case HostOperator:
-		return s.catalog.Text(lang, "cmd.list.taken", map[string]string{"remaining": remaining, "operator": s.catalog.Text(lang, "note.who.host", nil)})
+		return o.catalog.Text(lang, "cmd.list.taken_trigger", map[string]string{"remaining": remaining})
+	case hostOperator:
+		return o.catalog.Text(lang, "cmd.list.taken", map[string]string{"remaining": remaining, "operator": o.catalog.Text(lang, "note.who.host", nil)})
 	}
-	return s.catalog.Text(lang, "cmd.list.taken", map[string]string{"remaining": remaining, "operator": t.Operator})
+	return o.catalog.Text(lang, "cmd.list.taken", map[string]string{"remaining": remaining, "operator": t.Operator})
 }
 
 // numbered resolves a short number of the operator chat's list to a sid
 // ("" when the number names no listed chat).
-func (s *Service) numbered(ctx context.Context, c PageCall, numKey, word string) (string, error) {
+func (o *ops) numbered(ctx context.Context, c pageCall, numKey, word string) (string, error) {
 	n, err := strconv.Atoi(strings.TrimPrefix(word, "#"))
 	if err != nil || n < 1 || n > maxNumbers {
 		return "", nil
 	}
-	e, err := s.runner.Dedupe().Get(ctx, c.Scope, store.KeyNumbers, numKey)
+	e, err := o.runner.Dedupe().Get(ctx, c.Scope, store.KeyNumbers, numKey)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return "", nil
 	}
@@ -339,7 +332,7 @@ func (s *Service) numbered(ctx context.Context, c PageCall, numKey, word string)
 
 // numbersKey names an operator chat's numbers record: a hash of the chat,
 // so no chat id appears in a key.
-func numbersKey(ses wire.Session) string {
+func numbersKey(ses bus.Session) string {
 	h := sha256.Sum256([]byte(model.SessionKey(ses.BotUUID, ses.LauncherType, string(ses.LauncherID))))
 	return hex.EncodeToString(h[:16])
 }

@@ -12,15 +12,15 @@ import (
 // must exist and be current-format before anything is tried, and the CAS
 // re-checks existence on every attempt before it hands the record to change.
 // change returns store.ErrNoChange when there is nothing to write.
-func (s *Service) consoleUpdate(ctx context.Context, c PageCall, sid string, change func(cur *model.Record) (*model.Record, error)) (*model.Record, uint64, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, sid)
+func (o *ops) consoleUpdate(ctx context.Context, c pageCall, sid string, change func(cur *model.Record) (*model.Record, error)) (*model.Record, uint64, error) {
+	rec, err := o.mustRecord(ctx, c.Scope, sid)
 	if err != nil {
 		return nil, 0, err
 	}
 	if model.IsLegacy(rec) {
 		return nil, 0, legacyErr()
 	}
-	return s.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
+	return o.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil {
 			return nil, wire.Errorf(wire.ErrNotFound, "no such session")
 		}
@@ -28,10 +28,10 @@ func (s *Service) consoleUpdate(ctx context.Context, c PageCall, sid string, cha
 	})
 }
 
-func (s *Service) consoleTakeover(ctx context.Context, c PageCall, sid string) (TakeoverView, error) {
-	now := s.nowMS()
+func (o *ops) consoleTakeover(ctx context.Context, c pageCall, sid string) (TakeoverView, error) {
+	now := o.now.ms()
 	var tr model.Transition
-	rec, rev, err := s.consoleUpdate(ctx, c, sid, func(cur *model.Record) (*model.Record, error) {
+	rec, rev, err := o.consoleUpdate(ctx, c, sid, func(cur *model.Record) (*model.Record, error) {
 		if model.IsLegacy(cur) {
 			return nil, legacyErr()
 		}
@@ -43,16 +43,16 @@ func (s *Service) consoleTakeover(ctx context.Context, c PageCall, sid string) (
 	if err != nil {
 		return TakeoverView{}, err
 	}
-	s.view.ApplyRecord(c.Scope, sid, rec, rev)
-	s.afterTakeover(ctx, c.Scope, c.Binding, c.Settings, sid, rec, tr)
-	s.noteTaken(ctx, c, sid, rec)
-	return s.takeoverView(rec, c.Settings), nil
+	o.view.ApplyRecord(c.Scope, sid, rec, rev)
+	o.notices.afterTakeover(ctx, c.session(sid, rec), tr, false)
+	o.notices.noteTaken(ctx, c, sid, rec)
+	return o.notices.takeoverView(rec, c.Settings), nil
 }
 
-func (s *Service) consoleRelease(ctx context.Context, c PageCall, sid string) (TakeoverView, error) {
-	now := s.nowMS()
+func (o *ops) consoleRelease(ctx context.Context, c pageCall, sid string) (TakeoverView, error) {
+	now := o.now.ms()
 	released := false
-	rec, rev, err := s.consoleUpdate(ctx, c, sid, func(cur *model.Record) (*model.Record, error) {
+	rec, rev, err := o.consoleUpdate(ctx, c, sid, func(cur *model.Record) (*model.Record, error) {
 		released = false
 		r := cur.Clone()
 		if r.Takeover.Release(now, c.Operator, model.ReasonManual) == model.Unchanged {
@@ -66,28 +66,28 @@ func (s *Service) consoleRelease(ctx context.Context, c PageCall, sid string) (T
 		return TakeoverView{}, err
 	}
 	if released {
-		s.view.ApplyRecord(c.Scope, sid, rec, rev)
-		s.afterRelease(ctx, c.Scope, c.Binding, c.Settings, sid, rec, true)
+		o.view.ApplyRecord(c.Scope, sid, rec, rev)
+		o.notices.afterRelease(ctx, c.session(sid, rec), true)
 	}
-	return s.takeoverView(rec, c.Settings), nil
+	return o.notices.takeoverView(rec, c.Settings), nil
 }
 
-func (s *Service) markHandled(ctx context.Context, c PageCall, sid string) (Summary, error) {
-	rec, rev, err := s.consoleUpdate(ctx, c, sid, func(cur *model.Record) (*model.Record, error) {
+func (o *ops) markHandled(ctx context.Context, c pageCall, sid string) (Summary, error) {
+	rec, rev, err := o.consoleUpdate(ctx, c, sid, func(cur *model.Record) (*model.Record, error) {
 		if !cur.Unread && cur.TriggeredWord == "" {
 			return nil, store.ErrNoChange
 		}
 		r := cur.Clone()
 		r.Unread, r.TriggeredWord = false, ""
-		r.UpdatedAt = s.nowMS()
+		r.UpdatedAt = o.now.ms()
 		return r, nil
 	})
 	if err != nil {
 		return Summary{}, err
 	}
-	s.view.ApplyRecord(c.Scope, sid, rec, rev)
-	s.resolveAlert(ctx, c.Scope, c.Settings, sid)
-	sum := s.summaryWith(sid, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID))
-	s.publishLive(c.Scope, model.Live{Type: model.LiveSession, SID: sid, Data: sum})
+	o.view.ApplyRecord(c.Scope, sid, rec, rev)
+	o.notices.resolveAlert(ctx, c.Scope, c.Settings, sid)
+	sum := o.notices.summaryWith(sid, rec, c.Settings, o.notices.botName(c.Scope, c.Binding, rec.BotUUID))
+	o.notices.publishLive(c.Scope, model.Live{Type: model.LiveSession, SID: sid, Data: sum})
 	return sum, nil
 }

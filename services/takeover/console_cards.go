@@ -8,12 +8,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
-// UserCard and GroupCard are the console's cards (spec §7.3).
+// UserCard and groupCard are the console's cards (spec §7.3).
 type UserCard struct {
 	Type      string `json:"type"`
 	ID        string `json:"id"`
@@ -25,28 +25,28 @@ type UserCard struct {
 	Adapter   string `json:"adapter"`
 }
 
-type GroupCard struct {
+type groupCard struct {
 	Type        string       `json:"type"`
 	ID          string       `json:"id"`
 	Name        string       `json:"name"`
 	MemberCount int          `json:"member_count"`
-	Members     []MemberView `json:"members"`
+	Members     []memberView `json:"members"`
 	BotUUID     string       `json:"bot_uuid"`
 	BotName     string       `json:"bot_name"`
 	Adapter     string       `json:"adapter"`
 }
 
-func (s *Service) userInfo(ctx context.Context, c PageCall, req PageRequest) (UserCard, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, req.SID)
+func (o *ops) userInfo(ctx context.Context, c pageCall, req PageRequest) (UserCard, error) {
+	rec, err := o.mustRecord(ctx, c.Scope, req.SID)
 	if err != nil {
 		return UserCard{}, err
 	}
-	bot := s.bots.get(ctx, c.Scope, c.Binding, rec.BotUUID)
+	bot := o.bots.get(ctx, c.Scope, c.Binding, rec.BotUUID)
 	card := UserCard{Type: "user", BotUUID: rec.BotUUID, BotName: bot.name, Adapter: rec.Adapter}
 	if rec.Type == model.LauncherGroup && req.MemberID != "" {
 		i := slices.IndexFunc(rec.Members, func(m model.Member) bool { return m.ID == req.MemberID })
 		if i < 0 {
-			return UserCard{}, wire.Errorf(wire.ErrNotFound, "no such member")
+			return UserCard{}, bus.Errorf(bus.ErrNotFound, "no such member")
 		}
 		card.ID, card.Name, card.FromGroup, card.GroupID = rec.Members[i].ID, rec.Members[i].Name, true, rec.TargetID
 		return card, nil
@@ -55,16 +55,16 @@ func (s *Service) userInfo(ctx context.Context, c PageCall, req PageRequest) (Us
 	return card, nil
 }
 
-func (s *Service) groupInfo(ctx context.Context, c PageCall, sid string) (GroupCard, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, sid)
+func (o *ops) groupInfo(ctx context.Context, c pageCall, sid string) (groupCard, error) {
+	rec, err := o.mustRecord(ctx, c.Scope, sid)
 	if err != nil {
-		return GroupCard{}, err
+		return groupCard{}, err
 	}
 	if rec.Type != model.LauncherGroup {
-		return GroupCard{}, wire.Errorf(wire.ErrBadRequest, "not a group session")
+		return groupCard{}, bus.Errorf(bus.ErrBadRequest, "not a group session")
 	}
-	bot := s.bots.get(ctx, c.Scope, c.Binding, rec.BotUUID)
-	return GroupCard{Type: "group", ID: rec.TargetID, Name: rec.Name, MemberCount: len(rec.Members), Members: members(rec),
+	bot := o.bots.get(ctx, c.Scope, c.Binding, rec.BotUUID)
+	return groupCard{Type: "group", ID: rec.TargetID, Name: rec.Name, MemberCount: len(rec.Members), Members: members(rec),
 		BotUUID: rec.BotUUID, BotName: bot.name, Adapter: rec.Adapter}, nil
 }
 
@@ -75,31 +75,31 @@ type BlobData struct {
 	DataURL string `json:"data_url,omitempty"`
 }
 
-func (s *Service) blob(ctx context.Context, c PageCall, req PageRequest) (BlobData, error) {
-	data, mime, err := s.blobBytes(ctx, c, req)
+func (o *ops) blob(ctx context.Context, c pageCall, req PageRequest) (BlobData, error) {
+	data, mime, err := o.blobBytes(ctx, c, req)
 	if err != nil {
 		return BlobData{}, err
 	}
-	if (len(data)+2)/3*4 > s.cfg.MaxBody-(64<<10) {
-		return BlobData{}, wire.Errorf(wire.ErrTooLarge, "the attachment does not fit a page reply")
+	if (len(data)+2)/3*4 > o.maxBody-(64<<10) {
+		return BlobData{}, bus.Errorf(bus.ErrTooLarge, "the attachment does not fit a page reply")
 	}
 	return BlobData{Mime: mime, Size: len(data), DataURL: model.DataURL(mime, data)}, nil
 }
 
 // blobBytes reads one of the session's blobs and its mime type.
-func (s *Service) blobBytes(ctx context.Context, c PageCall, req PageRequest) ([]byte, string, error) {
+func (o *ops) blobBytes(ctx context.Context, c pageCall, req PageRequest) ([]byte, string, error) {
 	if !strings.HasPrefix(req.Name, c.Scope.String()+"."+req.SID+".") {
-		return nil, "", wire.Errorf(wire.ErrNotFound, "no such attachment")
+		return nil, "", bus.Errorf(bus.ErrNotFound, "no such attachment")
 	}
-	if _, err := s.mustRecord(ctx, c.Scope, req.SID); err != nil {
+	if _, err := o.mustRecord(ctx, c.Scope, req.SID); err != nil {
 		return nil, "", err
 	}
-	data, mime, err := s.st.GetBlob(ctx, c.Scope, req.Name, s.cfg.MaxBody)
+	data, mime, err := o.st.GetBlob(ctx, c.Scope, req.Name, o.maxBody)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, "", wire.Errorf(wire.ErrNotFound, "no such attachment")
+		return nil, "", bus.Errorf(bus.ErrNotFound, "no such attachment")
 	}
 	if errors.Is(err, store.ErrBlobTooLarge) {
-		return nil, "", wire.Errorf(wire.ErrTooLarge, "the attachment does not fit a page reply")
+		return nil, "", bus.Errorf(bus.ErrTooLarge, "the attachment does not fit a page reply")
 	}
 	if err != nil {
 		return nil, "", err

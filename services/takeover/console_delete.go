@@ -21,17 +21,17 @@ type Export struct {
 	Blobs      map[string]BlobData `json:"blobs"`
 }
 
-func (s *Service) export(ctx context.Context, c PageCall, req PageRequest) (Export, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, req.SID)
+func (o *ops) export(ctx context.Context, c pageCall, req PageRequest) (Export, error) {
+	rec, err := o.mustRecord(ctx, c.Scope, req.SID)
 	if err != nil {
 		return Export{}, err
 	}
-	entries, _, err := s.st.ReadHistory(ctx, c.Scope, req.SID)
+	entries, _, err := o.st.ReadHistory(ctx, c.Scope, req.SID)
 	if err != nil {
 		return Export{}, err
 	}
-	out := Export{Format: "langbot.takeover.export", Version: 1, ExportedAt: s.nowMS(), ExportedBy: c.Operator,
-		Session: rec, Messages: visible(entries, rec.Gen, c.Settings.HistoryLimit, s.cfg.RecordBudget), Blobs: map[string]BlobData{}}
+	out := Export{Format: "langbot.takeover.export", Version: 1, ExportedAt: o.now.ms(), ExportedBy: c.Operator,
+		Session: rec, Messages: visible(entries, rec.Gen, c.Settings.HistoryLimit, o.recordBudget), Blobs: map[string]BlobData{}}
 	total := 0
 	for _, e := range out.Messages {
 		for _, p := range e.Parts {
@@ -41,7 +41,7 @@ func (s *Service) export(ctx context.Context, c PageCall, req PageRequest) (Expo
 			bd := BlobData{Mime: p.Mime, Size: int(p.Size)}
 			if req.InlineBlobs {
 				// a blob past what is left of the inline limit is not read
-				data, mime, err := s.st.GetBlob(ctx, c.Scope, p.Blob, maxExportInline-total)
+				data, mime, err := o.st.GetBlob(ctx, c.Scope, p.Blob, maxExportInline-total)
 				if errors.Is(err, store.ErrBlobTooLarge) {
 					return Export{}, wire.Errorf(wire.ErrTooLarge, "inline attachments exceed 64 MiB")
 				}
@@ -59,35 +59,35 @@ func (s *Service) export(ctx context.Context, c PageCall, req PageRequest) (Expo
 // deleteSession removes a session: the record first (a purge marker that
 // every view sees), then its blobs, history and timer (spec §5.5 rule 5).
 // A repeated call finishes what a failed one left.
-func (s *Service) deleteSession(ctx context.Context, c PageCall, sid string) (map[string]bool, error) {
-	rec, _, err := s.st.GetRecord(ctx, c.Scope, sid)
+func (o *ops) deleteSession(ctx context.Context, c pageCall, sid string) (map[string]bool, error) {
+	rec, _, err := o.st.GetRecord(ctx, c.Scope, sid)
 	existed := rec != nil || errors.Is(err, store.ErrCorrupt)
 	if err != nil && !errors.Is(err, store.ErrCorrupt) {
 		return nil, err
 	}
-	left, err := s.st.RemoveSession(ctx, c.Scope, sid, existed)
+	left, err := o.st.RemoveSession(ctx, c.Scope, sid, existed)
 	if err != nil {
 		return nil, err
 	}
 	if !existed && !left {
 		return nil, wire.Errorf(wire.ErrNotFound, "no such session")
 	}
-	s.publishLive(c.Scope, model.Live{Type: model.LiveDeleted, SID: sid, Data: map[string]string{"sid": sid}})
+	o.notices.publishLive(c.Scope, model.Live{Type: model.LiveDeleted, SID: sid, Data: map[string]string{"sid": sid}})
 	return map[string]bool{"deleted": true}, nil
 }
 
-func (s *Service) clear(ctx context.Context, c PageCall) (map[string]int, error) {
-	sids, err := s.st.SessionIDs(ctx, c.Scope)
+func (o *ops) clear(ctx context.Context, c pageCall) (map[string]int, error) {
+	sids, err := o.st.SessionIDs(ctx, c.Scope)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.st.PurgeRecords(ctx, c.Scope, sids); err != nil {
+	if err := o.st.PurgeRecords(ctx, c.Scope, sids); err != nil {
 		return nil, err
 	}
-	if err := s.st.SweepScope(ctx, c.Scope); err != nil {
+	if err := o.st.SweepScope(ctx, c.Scope); err != nil {
 		return nil, err
 	}
-	s.publishLive(c.Scope, model.Live{Type: model.LiveCleared})
+	o.notices.publishLive(c.Scope, model.Live{Type: model.LiveCleared})
 	return map[string]int{"cleared": len(sids)}, nil
 }
 

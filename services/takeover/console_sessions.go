@@ -13,8 +13,8 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
-// Info is the result of GET /info.
-type Info struct {
+// infoView is the result of GET /info.
+type infoView struct {
 	Scope    string `json:"scope"`
 	Operator string `json:"operator"`
 	Now      int64  `json:"now"`
@@ -28,11 +28,11 @@ type Info struct {
 	} `json:"limits"`
 }
 
-func (s *Service) info(c PageCall) Info {
-	var i Info
-	i.Scope, i.Operator, i.Now = c.Scope.String(), c.Operator, s.nowMS()
+func (o *ops) info(c pageCall) infoView {
+	var i infoView
+	i.Scope, i.Operator, i.Now = c.Scope.String(), c.Operator, o.now.ms()
 	i.Config.TakeoverTimeout, i.Config.TakeoverOnReply, i.Config.HistoryLimit = c.Settings.TakeoverTimeout, c.Settings.TakeoverOnReply, c.Settings.HistoryLimit
-	i.Limits.AttachmentBytes = s.attachmentLimit()
+	i.Limits.AttachmentBytes = o.attachmentLimit()
 	return i
 }
 
@@ -42,8 +42,8 @@ type SessionList struct {
 	NextCursor string    `json:"next_cursor"`
 }
 
-func (s *Service) listSessions(ctx context.Context, c PageCall, req PageRequest) (SessionList, error) {
-	stored, err := s.st.ListRecords(ctx, c.Scope)
+func (o *ops) listSessions(ctx context.Context, c pageCall, req PageRequest) (SessionList, error) {
+	stored, err := o.st.ListRecords(ctx, c.Scope)
 	if err != nil {
 		return SessionList{}, err
 	}
@@ -52,13 +52,13 @@ func (s *Service) listSessions(ctx context.Context, c PageCall, req PageRequest)
 	for _, l := range stored {
 		sid, rec := l.SID, l.Rec
 		if rec == nil {
-			all = append(all, Summary{SID: sid, Error: ReasonUnreadable})
+			all = append(all, Summary{SID: sid, Error: reasonUnreadable})
 			continue
 		}
-		if req.Type != TypeAll && rec.Type != req.Type {
+		if req.Type != typeAll && rec.Type != req.Type {
 			continue
 		}
-		sum := s.summaryWith(sid, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID))
+		sum := o.notices.summaryWith(sid, rec, c.Settings, o.notices.botName(c.Scope, c.Binding, rec.BotUUID))
 		if q != "" && !strings.Contains(strings.ToLower(sum.Name), q) && !strings.Contains(strings.ToLower(sum.TargetID), q) &&
 			!strings.Contains(strings.ToLower(sum.BotName), q) {
 			continue
@@ -103,46 +103,46 @@ func parseCursor(c string) (int64, string, bool) {
 	return n, sid, err == nil && model.ValidSID(sid)
 }
 
-// Detail is a Summary with the gen and the members (spec §7.3).
-type Detail struct {
+// sessionDetail is a Summary with the gen and the members (spec §7.3).
+type sessionDetail struct {
 	Summary
 	Gen     string       `json:"gen"`
-	Members []MemberView `json:"members"`
+	Members []memberView `json:"members"`
 }
 
-// MemberView is a member in the console.
-type MemberView struct {
+// memberView is a member in the console.
+type memberView struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
 }
 
-func members(rec *model.Record) []MemberView {
-	out := make([]MemberView, 0, len(rec.Members))
+func members(rec *model.Record) []memberView {
+	out := make([]memberView, 0, len(rec.Members))
 	for _, m := range rec.Members {
-		out = append(out, MemberView{ID: m.ID, Name: m.Name})
+		out = append(out, memberView{ID: m.ID, Name: m.Name})
 	}
 	return out
 }
 
 // MessagePage is the result of GET /messages.
 type MessagePage struct {
-	Session    Detail        `json:"session"`
+	Session    sessionDetail `json:"session"`
 	Messages   []model.Entry `json:"messages"`
 	NextBefore uint64        `json:"next_before"`
 }
 
-func (s *Service) messages(ctx context.Context, c PageCall, req PageRequest) (MessagePage, error) {
-	rec, err := s.mustRecord(ctx, c.Scope, req.SID)
+func (o *ops) messages(ctx context.Context, c pageCall, req PageRequest) (MessagePage, error) {
+	rec, err := o.mustRecord(ctx, c.Scope, req.SID)
 	if err != nil {
 		return MessagePage{}, err
 	}
-	entries, _, err := s.st.ReadHistory(ctx, c.Scope, req.SID)
+	entries, _, err := o.st.ReadHistory(ctx, c.Scope, req.SID)
 	if err != nil {
 		return MessagePage{}, err
 	}
-	vis := visible(entries, rec.Gen, c.Settings.HistoryLimit, s.cfg.RecordBudget)
-	out := MessagePage{Session: Detail{
-		Summary: s.summaryWith(req.SID, rec, c.Settings, s.botName(c.Scope, c.Binding, rec.BotUUID)),
+	vis := visible(entries, rec.Gen, c.Settings.HistoryLimit, o.recordBudget)
+	out := MessagePage{Session: sessionDetail{
+		Summary: o.notices.summaryWith(req.SID, rec, c.Settings, o.notices.botName(c.Scope, c.Binding, rec.BotUUID)),
 		Gen:     rec.Gen, Members: members(rec),
 	}, Messages: []model.Entry{}}
 	// newest first, older than the entry before names; by place, not by

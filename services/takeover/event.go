@@ -2,7 +2,6 @@ package takeover
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"time"
 
@@ -11,16 +10,15 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // Decision paths (spec §3.2).
 const (
-	PathView     = "view"
-	PathDirect   = "direct"
-	PathFallback = "fallback"
+	pathView     = "view"
+	pathDirect   = "direct"
+	pathFallback = "fallback"
 )
 
 // directReadWait bounds the direct read of a decision while the view is
@@ -40,38 +38,24 @@ var (
 	attrBlocked = attribute.Key("takeover.blocked")
 )
 
-// handleEvent answers an event: the blocking decision first, from the view
-// (spec §3.2), then the recording within the budget (spec §3.3).
-func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, error) {
-	ev := inv.Event
-	switch ev.Name {
-	case EventPersonMessage, EventGroupMessage, EventResponded:
-	default:
-		return wire.EventReply{}, nil
-	}
-	if !model.ValidBotUUID(ev.BotUUID) {
-		s.metrics.unkeyed.Inc()
-		s.log.ErrorContext(ctx, "event without a valid trusted bot uuid is not keyed", "scope", inv.Scope.String(), "event", ev.Name)
-		return wire.EventReply{}, nil
-	}
-	var data model.EventData
-	if err := json.Unmarshal(ev.Data, &data); err != nil {
-		return nil, wire.Errorf(wire.ErrBadRequest, "event data is malformed")
-	}
-	if data.LauncherType != model.LauncherPerson && data.LauncherType != model.LauncherGroup {
-		return nil, wire.Errorf(wire.ErrBadRequest, "launcher_type must be person or group")
-	}
-	lid, ok := model.LauncherID(data.LauncherID)
-	if !ok {
-		return nil, wire.Errorf(wire.ErrBadRequest, "launcher_id must be a string or number of 1 to 256 characters")
-	}
+// unkeyed accounts an event without a valid trusted bot uuid, which
+// cannot be keyed to a session.
+func (rc *recording) unkeyed(ctx context.Context, inv *bus.Invocation) {
+	rc.metrics.unkeyed.Inc()
+	rc.log.ErrorContext(ctx, "event without a valid trusted bot uuid is not keyed", "scope", inv.Scope.String(), "event", inv.Event.Name)
+}
 
+// event answers a decoded event of chat lid: the blocking decision first,
+// from the view (spec §3.2), then the recording within the budget (spec
+// §3.3).
+func (rc *recording) event(ctx context.Context, inv *bus.Invocation, data model.EventData, lid string) bus.EventReply {
+	ev := inv.Event
 	start := time.Now()
-	set := s.settingsFor(inv.Scope, inv.Binding, inv.Config)
-	now := s.nowMS()
+	set := rc.settings.get(inv.Scope, inv.Binding, inv.Config)
+	now := rc.now.ms()
 	sid := model.SID(model.SessionKey(ev.BotUUID, data.LauncherType, lid))
 	key := store.SessionKey(inv.Scope, sid)
-	taken, path := s.decide(ctx, inv.Scope, sid, key, now)
+	taken, path := rc.decide(ctx, inv.Scope, sid, key, now)
 	var chain model.Chain
 	var word string
 	var hit bool
@@ -87,17 +71,17 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 		blocked = false
 	}
 	if auto && !taken {
-		s.view.AddPending(key, now+set.TimeoutMillis())
+		rc.view.AddPending(key, now+set.TimeoutMillis())
 	}
 	took := time.Since(start)
-	s.metrics.decisionSeconds.Observe(took.Seconds())
-	if s.onDecision != nil {
-		s.onDecision(took)
+	rc.metrics.decisionSeconds.Observe(took.Seconds())
+	if rc.onDecision != nil {
+		rc.onDecision(took)
 	}
-	s.metrics.decisions.WithLabelValues(path, strconv.FormatBool(blocked)).Inc()
+	rc.metrics.decisions.WithLabelValues(path, strconv.FormatBool(blocked)).Inc()
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(attrPath.String(path), attrBlocked.Bool(blocked))
-	reply := wire.EventReply{PreventDefault: blocked, PreventPostorder: blocked}
+	reply := bus.EventReply{PreventDefault: blocked, PreventPostorder: blocked}
 
 	job := &recordJob{
 		sc: inv.Scope, b: inv.Binding, set: set, event: ev.Name, invID: inv.ID,
@@ -112,30 +96,30 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	} else {
 		// a blocked reply was never seen by the user; an empty one is not kept
 		if blocked || data.ResponseText == "" {
-			return reply, nil
+			return reply
 		}
 		job.ai = true
 		job.aiText = data.ResponseText
 	}
-	s.rec.submitAndWait(ctx, job, s.cfg.RecordBudget)
-	return reply, nil
+	rc.pool.submitAndWait(ctx, job, rc.budget)
+	return reply
 }
 
 // decide evaluates taken_over for a session key by the table of spec §3.2.
-func (s *Service) decide(ctx context.Context, sc binding.Scope, sid, key string, now int64) (bool, string) {
-	if s.view.PendingTakenOver(key, now) {
-		return true, PathView
+func (rc *recording) decide(ctx context.Context, sc binding.Scope, sid, key string, now int64) (bool, string) {
+	if rc.view.PendingTakenOver(key, now) {
+		return true, pathView
 	}
-	if s.view.Live() {
-		e, ok := s.view.Lookup(key)
-		return ok && e.TakenOver(now), PathView
+	if rc.view.Live() {
+		e, ok := rc.view.Lookup(key)
+		return ok && e.TakenOver(now), pathView
 	}
 	rctx, cancel := context.WithTimeout(ctx, directReadWait)
 	defer cancel()
-	rec, _, err := s.st.GetRecord(rctx, sc, sid)
+	rec, _, err := rc.st.GetRecord(rctx, sc, sid)
 	if err == nil {
-		return rec != nil && rec.Takeover.TakenOver(now), PathDirect
+		return rec != nil && rec.Takeover.TakenOver(now), pathDirect
 	}
-	e, ok := s.view.Lookup(key)
-	return ok && e.TakenOver(now), PathFallback
+	e, ok := rc.view.Lookup(key)
+	return ok && e.TakenOver(now), pathFallback
 }

@@ -14,15 +14,15 @@ import (
 
 // handleFired handles a fired expiry schedule (spec §6 rule 5). The fire
 // is only a wake-up: the stored record decides.
-func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
+func (n *notices) handleFired(ctx context.Context, f *bus.Fired) {
 	var body model.TimerBody
 	if json.Unmarshal(f.Data, &body) != nil || !model.ValidSID(body.SID) || len(f.IDs) != 1 || f.IDs[0] != body.SID {
-		s.log.ErrorContext(ctx, "malformed expiry message", "scope", f.Scope.String())
+		n.log.ErrorContext(ctx, "malformed expiry message", "scope", f.Scope.String())
 		_ = f.Term()
 		return
 	}
 	sc, sid := f.Scope, body.SID
-	a, err := s.runner.Authority(ctx, sc)
+	a, err := n.runner.Authority(ctx, sc)
 	if err != nil {
 		_ = f.Nak(5 * time.Second)
 		return
@@ -32,7 +32,7 @@ func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
 		_ = f.Ack(ctx)
 		return
 	}
-	rec, _, err := s.st.GetRecord(ctx, sc, sid)
+	rec, _, err := n.st.GetRecord(ctx, sc, sid)
 	if err != nil {
 		if errors.Is(err, store.ErrCorrupt) {
 			_ = f.Ack(ctx)
@@ -41,21 +41,21 @@ func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
 		_ = f.Nak(5 * time.Second)
 		return
 	}
-	now := s.nowMS()
+	now := n.now.ms()
 	switch model.OnFire(rec, body.ExpiresAt, now) {
 	case model.FireAck:
 		_ = f.Ack(ctx)
 	case model.FireNakUntil:
 		_ = f.Nak(time.Duration(rec.Takeover.ExpiresAt-now)*time.Millisecond + 50*time.Millisecond)
 	case model.FireRearm:
-		if err := s.st.Schedule(ctx, sc, sid, rec.Takeover.ExpiresAt); err != nil {
+		if err := n.st.Schedule(ctx, sc, sid, rec.Takeover.ExpiresAt); err != nil {
 			_ = f.Nak(5 * time.Second)
 			return
 		}
 		_ = f.Ack(ctx)
 	case model.FireRelease:
-		if err := s.expire(ctx, sc, a, sid); err != nil {
-			s.log.WarnContext(ctx, "expiry failed, will retry", "scope", sc.String(), "sid", sid, "err", err)
+		if err := n.expire(ctx, sc, a, sid); err != nil {
+			n.log.WarnContext(ctx, "expiry failed, will retry", "scope", sc.String(), "sid", sid, "err", err)
 			_ = f.Nak(5 * time.Second)
 			return
 		}
@@ -65,10 +65,10 @@ func (s *Service) handleFired(ctx context.Context, f *bus.Fired) {
 
 // expire releases a session whose deadline passed, with reason timeout,
 // under the authority's binding and config.
-func (s *Service) expire(ctx context.Context, sc binding.Scope, a *bus.Authority, sid string) error {
-	now := s.nowMS()
+func (n *notices) expire(ctx context.Context, sc binding.Scope, a *bus.Authority, sid string) error {
+	now := n.now.ms()
 	released := false
-	rec, rev, err := s.st.UpdateRecord(ctx, sc, sid, func(cur *model.Record) (*model.Record, error) {
+	rec, rev, err := n.st.UpdateRecord(ctx, sc, sid, func(cur *model.Record) (*model.Record, error) {
 		released = false
 		if cur == nil || !cur.Takeover.Active || now < cur.Takeover.ExpiresAt {
 			return nil, store.ErrNoChange
@@ -82,29 +82,29 @@ func (s *Service) expire(ctx context.Context, sc binding.Scope, a *bus.Authority
 	if err != nil || !released {
 		return err
 	}
-	s.view.ApplyRecord(sc, sid, rec, rev)
-	cfg, err := s.runner.OpenConfig(sc, a)
+	n.view.ApplyRecord(sc, sid, rec, rev)
+	cfg, err := n.runner.OpenConfig(sc, a)
 	if err != nil {
 		cfg = nil
 	}
-	set := s.settingsFor(sc, a.Binding, cfg)
-	s.afterRelease(ctx, sc, a.Binding, set, sid, rec, false)
+	set := n.settings.get(sc, a.Binding, cfg)
+	n.afterRelease(ctx, session{sc: sc, b: a.Binding, set: set, sid: sid, rec: rec}, false)
 	return nil
 }
 
 // onTransition runs on the replica that changed a scope's authority: a
 // transition to active runs the resume sweep (spec §6 rule 6).
-func (s *Service) onTransition(ctx context.Context, sc binding.Scope, prev *bus.Authority, next bus.Authority) error {
+func (n *notices) onTransition(ctx context.Context, sc binding.Scope, prev *bus.Authority, next bus.Authority) error {
 	if next.State != bus.StateActive || (prev != nil && prev.State == bus.StateActive) || prev == nil {
 		return nil
 	}
-	return s.resume(ctx, sc, &next)
+	return n.resume(ctx, sc, &next)
 }
 
 // resume releases every active session of the scope whose deadline passed
 // and re-arms the schedule of the others.
-func (s *Service) resume(ctx context.Context, sc binding.Scope, a *bus.Authority) error {
-	stored, err := s.st.ListRecords(ctx, sc)
+func (n *notices) resume(ctx context.Context, sc binding.Scope, a *bus.Authority) error {
+	stored, err := n.st.ListRecords(ctx, sc)
 	if err != nil {
 		return err
 	}
@@ -114,11 +114,11 @@ func (s *Service) resume(ctx context.Context, sc binding.Scope, a *bus.Authority
 		if rec == nil {
 			continue
 		}
-		switch model.ResumeAction(rec, s.nowMS()) {
+		switch model.ResumeAction(rec, n.now.ms()) {
 		case model.FireRelease:
-			errs = append(errs, s.expire(ctx, sc, a, sid))
+			errs = append(errs, n.expire(ctx, sc, a, sid))
 		case model.FireRearm:
-			errs = append(errs, s.st.Schedule(ctx, sc, sid, rec.Takeover.ExpiresAt))
+			errs = append(errs, n.st.Schedule(ctx, sc, sid, rec.Takeover.ExpiresAt))
 		}
 	}
 	return errors.Join(errs...)
@@ -126,15 +126,15 @@ func (s *Service) resume(ctx context.Context, sc binding.Scope, a *bus.Authority
 
 // onAuthority runs on every replica when a scope's authority changes: a
 // tombstone drops the scope from the session view.
-func (s *Service) onAuthority(sc binding.Scope, a bus.Authority) {
+func (n *notices) onAuthority(sc binding.Scope, a bus.Authority) {
 	if a.State == bus.StateRemoved {
-		s.view.DropScope(sc)
+		n.view.DropScope(sc)
 	}
 }
 
 // purgeScope removes a removed scope's data outside the buckets: blobs
 // named by its history, its history subjects and its timers (spec §10).
 // The runner purges the buckets afterwards, keeping the tombstone.
-func (s *Service) purgeScope(ctx context.Context, sc binding.Scope) error {
-	return s.st.SweepScope(ctx, sc)
+func (n *notices) purgeScope(ctx context.Context, sc binding.Scope) error {
+	return n.st.SweepScope(ctx, sc)
 }

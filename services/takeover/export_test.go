@@ -1,6 +1,7 @@
 package takeover
 
 import (
+	"context"
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
@@ -9,13 +10,13 @@ import (
 // SetFault installs the fault seam: f is consulted before each storage call
 // of the service (nil removes it).
 func SetFault(s *Service, f func(op string, sc binding.Scope) error) {
-	s.faultMu.Lock()
-	defer s.faultMu.Unlock()
-	s.fault = f
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	s.faults.f = f
 }
 
 // StopView stops the session view's consumer, so the view goes stale.
-func StopView(s *Service) { s.view.Stop() }
+func StopView(s *Service) { _ = s.view.Stop(context.Background()) }
 
 // ViewLive reports whether the session view is live.
 func ViewLive(s *Service) bool { return s.view.Live() }
@@ -25,4 +26,15 @@ func ViewLive(s *Service) bool { return s.view.Live() }
 func ViewConnected(s *Service) bool { return s.view.Connected() }
 
 // ObserveDecisions installs a hook that receives every decision's duration.
-func ObserveDecisions(s *Service, f func(time.Duration)) { s.onDecision = f }
+func ObserveDecisions(s *Service, f func(time.Duration)) { s.rec.onDecision = f }
+
+// The console operations and reasons the black-box tests name.
+const (
+	OpInfo                   = opInfo
+	OpTakeover               = opTakeover
+	OpRelease                = opRelease
+	OpReply                  = opReply
+	OpClear                  = opClear
+	ReasonSendFailed         = reasonSendFailed
+	ReasonStorageUnavailable = reasonStorageUnavailable
+)

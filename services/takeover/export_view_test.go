@@ -9,7 +9,7 @@ import (
 // it is taken over now, and whether the view has an entry at all.
 func ViewTakenOver(s *Service, sc binding.Scope, sid string) (takenOver, known bool) {
 	e, ok := s.view.Lookup(store.SessionKey(sc, sid))
-	return ok && e.TakenOver(s.nowMS()), ok
+	return ok && e.TakenOver(s.now.ms()), ok
 }
 
 // ViewRevision returns the record revision the session view holds for a

@@ -15,7 +15,7 @@ import (
 // the message catalogue (config.<field>.label|description). The package
 // builder and lbctl read it; nothing else declares these names.
 func Declaration() (plugin.Declaration, error) {
-	cat, err := Messages()
+	cat, err := Catalog()
 	if err != nil {
 		return plugin.Declaration{}, err
 	}

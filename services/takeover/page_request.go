@@ -8,7 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -17,31 +18,31 @@ type Op string
 
 // The console operations.
 const (
-	OpInfo           Op = "GET /info"
-	OpSessions       Op = "GET /sessions"
-	OpMessages       Op = "GET /messages"
-	OpTakeoverStatus Op = "GET /takeover_status"
-	OpTakeover       Op = "POST /takeover"
-	OpRelease        Op = "DELETE /takeover"
-	OpMarkHandled    Op = "POST /mark_handled"
-	OpReply          Op = "POST /reply"
-	OpUserInfo       Op = "GET /user_info"
-	OpGroupInfo      Op = "GET /group_info"
-	OpBlob           Op = "GET /blob"
-	OpExport         Op = "GET /export"
-	OpDeleteSession  Op = "DELETE /session"
-	OpClear          Op = "DELETE /clear"
+	opInfo           Op = "GET /info"
+	opSessions       Op = "GET /sessions"
+	opMessages       Op = "GET /messages"
+	opTakeoverStatus Op = "GET /takeover_status"
+	opTakeover       Op = "POST /takeover"
+	opRelease        Op = "DELETE /takeover"
+	opMarkHandled    Op = "POST /mark_handled"
+	opReply          Op = "POST /reply"
+	opUserInfo       Op = "GET /user_info"
+	opGroupInfo      Op = "GET /group_info"
+	opBlob           Op = "GET /blob"
+	opExport         Op = "GET /export"
+	opDeleteSession  Op = "DELETE /session"
+	opClear          Op = "DELETE /clear"
 )
 
-// Ops lists every operation.
-var Ops = []Op{OpInfo, OpSessions, OpMessages, OpTakeoverStatus, OpTakeover, OpRelease,
-	OpMarkHandled, OpReply, OpUserInfo, OpGroupInfo, OpBlob, OpExport, OpDeleteSession, OpClear}
+// allOps lists every operation.
+var allOps = []Op{opInfo, opSessions, opMessages, opTakeoverStatus, opTakeover, opRelease,
+	opMarkHandled, opReply, opUserInfo, opGroupInfo, opBlob, opExport, opDeleteSession, opClear}
 
 // IsAction reports whether the operation changes state (the rest are reads,
 // which have no side effects and skip invocation dedupe).
 func (o Op) IsAction() bool {
 	switch o {
-	case OpTakeover, OpRelease, OpMarkHandled, OpReply, OpDeleteSession, OpClear:
+	case opTakeover, opRelease, opMarkHandled, opReply, opDeleteSession, opClear:
 		return true
 	}
 	return false
@@ -49,11 +50,11 @@ func (o Op) IsAction() bool {
 
 // Paging bounds (spec §11).
 const (
-	DefaultSessionPage = 100
-	MaxSessionPage     = 500
-	DefaultHistoryPage = 50
-	MaxHistoryPage     = 200
-	MaxReplyRunes      = 10000
+	defaultSessionPage = 100
+	maxSessionPage     = 500
+	defaultHistoryPage = 50
+	maxHistoryPage     = 200
+	maxReplyRunes      = 10000
 	maxQueryRunes      = 200
 	maxCursorLen       = 512
 	maxBlobNameLen     = 512
@@ -62,9 +63,9 @@ const (
 
 // Session list filters.
 const (
-	TypeAll    = "all"
-	TypePerson = "person"
-	TypeGroup  = "group"
+	typeAll    = "all"
+	typePerson = "person"
+	typeGroup  = "group"
 )
 
 // PageRequest is a parsed and validated console request. Which fields are
@@ -80,13 +81,13 @@ type PageRequest struct {
 	MemberID    string // user_info
 	Name        string // blob
 	InlineBlobs bool   // export
-	Reply       *ReplyRequest
+	Reply       *replyRequest
 }
 
-// ReplyRequest is an operator reply (spec §7.4). The HTTP transport fills
+// replyRequest is an operator reply (spec §7.4). The HTTP transport fills
 // the attachment bytes from multipart parts and calls Validate; the page
 // transport decodes them from data URLs.
-type ReplyRequest struct {
+type replyRequest struct {
 	IdempotencyKey string
 	Text           string
 	Image          []byte
@@ -103,32 +104,32 @@ var (
 	blobNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 )
 
-// HostOperator is the operator of page calls that carry no valid caller.
-const HostOperator = "host"
+// hostOperator is the operator of page calls that carry no valid caller.
+const hostOperator = "host"
 
-// ValidOperator reports whether id is a valid operator id (spec §9).
-func ValidOperator(id string) bool { return operatorRE.MatchString(id) }
+// validOperator reports whether id is a valid operator id (spec §9).
+func validOperator(id string) bool { return operatorRE.MatchString(id) }
 
 // OperatorOf is the operator of a page call: caller.operator when valid,
 // else "host" (spec §7.1).
 func OperatorOf(callerOperator string) string {
-	if ValidOperator(callerOperator) {
+	if validOperator(callerOperator) {
 		return callerOperator
 	}
-	return HostOperator
+	return hostOperator
 }
 
 // ParseOp resolves a method and endpoint ("/sessions" or "sessions") to an
-// operation; an unknown pair is wire.ErrNotFound.
+// operation; an unknown pair is bus.ErrNotFound.
 func ParseOp(method, endpoint string) (Op, error) {
 	ep := "/" + strings.TrimPrefix(strings.TrimSpace(endpoint), "/")
 	op := Op(strings.ToUpper(strings.TrimSpace(method)) + " " + ep)
-	for _, o := range Ops {
+	for _, o := range allOps {
 		if o == op {
 			return o, nil
 		}
 	}
-	return "", wire.Errorf(wire.ErrNotFound, "unknown console operation")
+	return "", bus.Errorf(bus.ErrNotFound, "unknown console operation")
 }
 
 // ParsePageRequest parses and validates one console request: its method,
@@ -153,25 +154,25 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 	}
 	req := PageRequest{Op: op}
 	switch op {
-	case OpInfo:
-	case OpSessions:
-		req.Type = TypeAll
+	case opInfo:
+	case opSessions:
+		req.Type = typeAll
 		if t, ok, err := p.str("type"); err != nil {
 			return req, err
 		} else if ok && t != "" {
 			switch t {
-			case TypeAll, TypePerson, TypeGroup:
+			case typeAll, typePerson, typeGroup:
 				req.Type = t
 			default:
-				return req, wire.Errorf(wire.ErrBadRequest, "type must be all, person or group")
+				return req, bus.Errorf(bus.ErrBadRequest, "type must be all, person or group")
 			}
 		}
 		q, _, err := p.str("q")
 		if err != nil {
 			return req, err
 		}
-		req.Query = model.CutRunes(strings.TrimSpace(q), maxQueryRunes)
-		if req.Limit, err = p.limit(DefaultSessionPage, MaxSessionPage); err != nil {
+		req.Query = settings.CutRunes(strings.TrimSpace(q), maxQueryRunes)
+		if req.Limit, err = p.limit(defaultSessionPage, maxSessionPage); err != nil {
 			return req, err
 		}
 		c, _, err := p.str("cursor")
@@ -179,24 +180,24 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			return req, err
 		}
 		if len(c) > maxCursorLen || !cursorRE.MatchString(c) {
-			return req, wire.Errorf(wire.ErrBadRequest, "cursor is malformed")
+			return req, bus.Errorf(bus.ErrBadRequest, "cursor is malformed")
 		}
 		req.Cursor = c
-	case OpMessages:
+	case opMessages:
 		if req.SID, err = p.sid(); err != nil {
 			return req, err
 		}
 		if req.Before, err = p.uint("before"); err != nil {
 			return req, err
 		}
-		if req.Limit, err = p.limit(DefaultHistoryPage, MaxHistoryPage); err != nil {
+		if req.Limit, err = p.limit(defaultHistoryPage, maxHistoryPage); err != nil {
 			return req, err
 		}
-	case OpTakeoverStatus, OpTakeover, OpRelease, OpMarkHandled, OpGroupInfo, OpDeleteSession:
+	case opTakeoverStatus, opTakeover, opRelease, opMarkHandled, opGroupInfo, opDeleteSession:
 		if req.SID, err = p.sid(); err != nil {
 			return req, err
 		}
-	case OpUserInfo:
+	case opUserInfo:
 		if req.SID, err = p.sid(); err != nil {
 			return req, err
 		}
@@ -205,10 +206,10 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			return req, err
 		}
 		if len(m) > maxMemberIDLen {
-			return req, wire.Errorf(wire.ErrBadRequest, "member_id is too long")
+			return req, bus.Errorf(bus.ErrBadRequest, "member_id is too long")
 		}
 		req.MemberID = m
-	case OpBlob:
+	case opBlob:
 		if req.SID, err = p.sid(); err != nil {
 			return req, err
 		}
@@ -217,29 +218,29 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			return req, err
 		}
 		if n == "" || len(n) > maxBlobNameLen || !blobNameRE.MatchString(n) {
-			return req, wire.Errorf(wire.ErrBadRequest, "name is missing or malformed")
+			return req, bus.Errorf(bus.ErrBadRequest, "name is missing or malformed")
 		}
 		req.Name = n
-	case OpExport:
+	case opExport:
 		if req.SID, err = p.sid(); err != nil {
 			return req, err
 		}
 		if req.InlineBlobs, _, err = p.bool("inline_blobs"); err != nil {
 			return req, err
 		}
-	case OpClear:
+	case opClear:
 		confirm, _, err := p.bool("confirm")
 		if err != nil {
 			return req, err
 		}
 		if !confirm {
-			return req, wire.Errorf(wire.ErrBadRequest, "clear needs confirm: true")
+			return req, bus.Errorf(bus.ErrBadRequest, "clear needs confirm: true")
 		}
-	case OpReply:
+	case opReply:
 		if req.SID, err = p.sid(); err != nil {
 			return req, err
 		}
-		r := &ReplyRequest{Image: image, File: file}
+		r := &replyRequest{Image: image, File: file}
 		if r.IdempotencyKey, _, err = p.str("idempotency_key"); err != nil {
 			return req, err
 		}
@@ -279,9 +280,9 @@ func decodeAttachment(field, s string) ([]byte, error) {
 	b, err := model.DecodeDataURL(s, model.MaxAttachmentBytes)
 	switch {
 	case err == model.ErrTooLarge:
-		return nil, wire.Errorf(wire.ErrTooLarge, "%s is over the attachment limit", field)
+		return nil, bus.Errorf(bus.ErrTooLarge, "%s is over the attachment limit", field)
 	case err != nil:
-		return nil, wire.Errorf(wire.ErrBadRequest, "%s is not valid base64", field)
+		return nil, bus.Errorf(bus.ErrBadRequest, "%s is not valid base64", field)
 	}
 	return b, nil
 }
@@ -291,27 +292,27 @@ func decodeAttachment(field, s string) ([]byte, error) {
 // image or file, an image that sniffs as a raster image
 // (model.RasterImage), attachments of at most 10 MiB, and a sanitised file
 // name. It sets the sniffed mime types.
-func (r *ReplyRequest) Validate() error {
+func (r *replyRequest) Validate() error {
 	if !idemKeyRE.MatchString(r.IdempotencyKey) {
-		return wire.Errorf(wire.ErrBadRequest, "idempotency_key must be 8-128 of A-Z a-z 0-9 _ -")
+		return bus.Errorf(bus.ErrBadRequest, "idempotency_key must be 8-128 of A-Z a-z 0-9 _ -")
 	}
 	if !utf8.ValidString(r.Text) {
-		return wire.Errorf(wire.ErrBadRequest, "text is not valid UTF-8")
+		return bus.Errorf(bus.ErrBadRequest, "text is not valid UTF-8")
 	}
 	r.Text = strings.TrimSpace(r.Text)
-	if utf8.RuneCountInString(r.Text) > MaxReplyRunes {
-		return wire.Errorf(wire.ErrTooLarge, "text is over %d characters", MaxReplyRunes)
+	if utf8.RuneCountInString(r.Text) > maxReplyRunes {
+		return bus.Errorf(bus.ErrTooLarge, "text is over %d characters", maxReplyRunes)
 	}
 	if r.Text == "" && len(r.Image) == 0 && len(r.File) == 0 {
-		return wire.Errorf(wire.ErrBadRequest, "a reply needs text, an image or a file")
+		return bus.Errorf(bus.ErrBadRequest, "a reply needs text, an image or a file")
 	}
 	if len(r.Image) > model.MaxAttachmentBytes || len(r.File) > model.MaxAttachmentBytes {
-		return wire.Errorf(wire.ErrTooLarge, "an attachment is over the limit")
+		return bus.Errorf(bus.ErrTooLarge, "an attachment is over the limit")
 	}
 	if len(r.Image) > 0 {
 		r.ImageMime = model.SniffMime(r.Image)
 		if !model.RasterImage(r.ImageMime) {
-			return wire.Errorf(wire.ErrBadRequest, "the image is not an image")
+			return bus.Errorf(bus.ErrBadRequest, "the image is not an image")
 		}
 	}
 	if len(r.File) > 0 {
@@ -334,9 +335,9 @@ func newParams(body []byte) (params, error) {
 	var p params
 	if err := json.Unmarshal(body, &p); err != nil {
 		if body[0] == '[' {
-			return nil, wire.Errorf(wire.ErrBadRequest, "parameters are a JSON array; they must be a JSON object")
+			return nil, bus.Errorf(bus.ErrBadRequest, "parameters are a JSON array; they must be a JSON object")
 		}
-		return nil, wire.Errorf(wire.ErrBadRequest, "parameters must be a JSON object")
+		return nil, bus.Errorf(bus.ErrBadRequest, "parameters must be a JSON object")
 	}
 	return p, nil
 }
@@ -351,7 +352,7 @@ func (p params) str(name string) (string, bool, error) {
 	if s, ok := model.IDText(v); ok {
 		return s, true, nil
 	}
-	return "", false, wire.Errorf(wire.ErrBadRequest, "%s must be a string", name)
+	return "", false, bus.Errorf(bus.ErrBadRequest, "%s must be a string", name)
 }
 
 func (p params) bool(name string) (bool, bool, error) {
@@ -362,7 +363,7 @@ func (p params) bool(name string) (bool, bool, error) {
 	if b, ok := model.ParseBool(v); ok {
 		return b, true, nil
 	}
-	return false, false, wire.Errorf(wire.ErrBadRequest, "%s must be a boolean", name)
+	return false, false, bus.Errorf(bus.ErrBadRequest, "%s must be a boolean", name)
 }
 
 func (p params) sid() (string, error) {
@@ -371,7 +372,7 @@ func (p params) sid() (string, error) {
 		return "", err
 	}
 	if !model.ValidSID(s) {
-		return "", wire.Errorf(wire.ErrBadRequest, "sid is missing or malformed")
+		return "", bus.Errorf(bus.ErrBadRequest, "sid is missing or malformed")
 	}
 	return s, nil
 }
@@ -384,7 +385,7 @@ func (p params) limit(def, maxN int) (int, error) {
 	}
 	n, ok := model.ParseInt(v)
 	if !ok {
-		return 0, wire.Errorf(wire.ErrBadRequest, "limit must be an integer")
+		return 0, bus.Errorf(bus.ErrBadRequest, "limit must be an integer")
 	}
 	return int(min(max(n, 1), int64(maxN))), nil
 }
@@ -396,14 +397,14 @@ func (p params) uint(name string) (uint64, error) {
 	}
 	s, ok := model.IDText(v)
 	if !ok {
-		return 0, wire.Errorf(wire.ErrBadRequest, "%s must be a sequence number", name)
+		return 0, bus.Errorf(bus.ErrBadRequest, "%s must be a sequence number", name)
 	}
 	if s == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, wire.Errorf(wire.ErrBadRequest, "%s must be a sequence number", name)
+		return 0, bus.Errorf(bus.ErrBadRequest, "%s must be a sequence number", name)
 	}
 	return n, nil
 }

@@ -54,7 +54,7 @@ func (j *recordJob) release() { j.once.Do(func() { close(j.done) }) }
 // write (with a queue per worker, a trigger's CAS and append held up every
 // session hashed to the same worker). The bound holds over all sessions
 // together, and one installation may have at most half of it waiting, so
-// its flood cannot refuse another installation's recordings (issue 19).
+// its flood cannot refuse another installation's recordings.
 type recorder struct {
 	write   func(*recordJob)         // writes one recording
 	drop    func(*recordJob, string) // accounts a recording not queued, with the reason
@@ -197,9 +197,10 @@ func (r *recorder) submit(j *recordJob) (reason string) {
 	return ""
 }
 
-func (s *Service) dropRecording(j *recordJob, reason string) {
-	s.metrics.recordDropped.WithLabelValues(reason).Inc()
-	s.view.SettlePending(j.key)
+// dropRecording accounts a recording the pool did not queue.
+func (rc *recording) dropRecording(j *recordJob, reason string) {
+	rc.metrics.recordDropped.WithLabelValues(reason).Inc()
+	rc.view.SettlePending(j.key)
 }
 
 // errIdentity refuses a recording into a session of another bot or
@@ -210,23 +211,23 @@ var errIdentity = errors.New("takeover: session identity mismatch")
 // the head, decides whether the event is kept, and then either appends
 // before a coalesced metadata update (an existing session, no trigger) or
 // writes the record by CAS first (a new session or a trigger).
-func (s *Service) record(j *recordJob) {
-	ctx, cancel := context.WithTimeout(trace.ContextWithRemoteSpanContext(s.runCtx, j.span), 30*time.Second)
+func (rc *recording) record(j *recordJob) {
+	ctx, cancel := context.WithTimeout(trace.ContextWithRemoteSpanContext(rc.ctx, j.span), 30*time.Second)
 	defer cancel()
-	defer s.view.SettlePending(j.key)
+	defer rc.view.SettlePending(j.key)
 
 	parts, truncated, atTargets := j.parts()
-	bi := s.bots.lookup(j.sc, j.b, j.bot)
-	cur, err := s.recordHead(ctx, j)
+	bi := rc.bots.lookup(j.sc, j.b, j.bot)
+	cur, err := rc.recordHead(ctx, j)
 	if err != nil {
-		s.recordFailed(ctx, j, "storage", err)
+		rc.recordFailed(ctx, j, "storage", err)
 		return
 	}
 	if cur != nil && (model.IsLegacy(cur) || model.IdentityConflict(cur, j.bot, bi.adapter)) {
-		s.refuseIdentity(ctx, j)
+		rc.refuseIdentity(ctx, j)
 		return
 	}
-	keep := len(parts) > 0 && s.recordKept(ctx, j, cur, bi, atTargets)
+	keep := len(parts) > 0 && rc.recordKept(ctx, j, cur, bi, atTargets)
 	if !keep && !j.hit {
 		return
 	}
@@ -236,10 +237,10 @@ func (s *Service) record(j *recordJob) {
 	// writes its record first (spec §5.5 rule 5), and a trigger's CAS
 	// decides the takeover, so both CAS before appending.
 	if keep && cur != nil && !j.hit {
-		s.recordAppendFirst(ctx, j, cur, bi, e, parts)
+		rc.recordAppendFirst(ctx, j, cur, bi, e, parts)
 		return
 	}
-	s.recordWriteFirst(ctx, j, bi, e, parts, keep)
+	rc.recordWriteFirst(ctx, j, bi, e, parts, keep)
 }
 
 // parts is the content the job records: the AI's text cut to the entry
@@ -254,10 +255,10 @@ func (j *recordJob) parts() (parts []model.Part, truncated bool, atTargets []str
 }
 
 // recordKept applies the recording policy (record_groups) to the event.
-func (s *Service) recordKept(ctx context.Context, j *recordJob, cur *model.Record, bi botInfo, atTargets []string) bool {
+func (rc *recording) recordKept(ctx context.Context, j *recordJob, cur *model.Record, bi botInfo, atTargets []string) bool {
 	if j.set.RecordGroups == model.RecordAddressed && j.ltype == model.LauncherGroup && bi.accountID == "" {
-		if _, seen := s.unknownAccount.LoadOrStore(j.sc.String()+"|"+j.bot, true); !seen {
-			s.log.WarnContext(ctx, "record_groups=addressed: the bot's account id is unknown, so mentions cannot be matched", "scope", j.sc.String())
+		if _, seen := rc.unknownAccount.LoadOrStore(j.sc.String()+"|"+j.bot, true); !seen {
+			rc.log.WarnContext(ctx, "record_groups=addressed: the bot's account id is unknown, so mentions cannot be matched", "scope", j.sc.String())
 		}
 	}
 	facts := model.RecordFacts{
@@ -304,26 +305,26 @@ func (j *recordJob) metaDelta(bi botInfo, keep bool, parts []model.Part) store.M
 
 // recordAppendFirst appends to an existing session, releases the reply, and
 // hands the metadata to the coalescer (spec §3.3 step 3).
-func (s *Service) recordAppendFirst(ctx context.Context, j *recordJob, cur *model.Record, bi botInfo, e *model.Entry, parts []model.Part) {
+func (rc *recording) recordAppendFirst(ctx context.Context, j *recordJob, cur *model.Record, bi botInfo, e *model.Entry, parts []model.Part) {
 	e.Gen = cur.Gen
-	if err := s.storeEntry(ctx, j.sc, j.sid, e, parts); err != nil {
-		s.recordFailed(ctx, j, "append", err)
+	if err := storeEntry(ctx, rc.st, j.sc, j.sid, e, parts); err != nil {
+		rc.recordFailed(ctx, j, "append", err)
 		return
 	}
 	j.release()
-	s.publishLive(j.sc, model.Live{Type: model.LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": e.Gen, "entry": e}})
-	s.meta.Add(j.sc, j.sid, j.bot, j.set, j.metaDelta(bi, true, parts))
+	rc.notices.publishLive(j.sc, model.Live{Type: model.LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": e.Gen, "entry": e}})
+	rc.meta.Add(j.sc, j.sid, j.bot, j.set, j.metaDelta(bi, true, parts))
 }
 
 // recordCAS writes the job's record change by CAS under the session lock:
 // a new record, or the metadata, trigger mark and (auto_takeover_on_trigger)
 // takeover on the current one. It returns the takeover transition.
-func (s *Service) recordCAS(ctx context.Context, j *recordJob, bi botInfo, delta store.MetaDelta) (*model.Record, uint64, model.Transition, error) {
+func (rc *recording) recordCAS(ctx context.Context, j *recordJob, bi botInfo, delta store.MetaDelta) (*model.Record, uint64, model.Transition, error) {
 	auto := j.hit && j.set.AutoTakeoverOnTrigger
 	var tr model.Transition
-	unlock := s.locks.Lock(j.sc, j.sid)
+	unlock := rc.locks.Lock(j.sc, j.sid)
 	defer unlock()
-	rec, rev, err := s.st.UpdateRecord(ctx, j.sc, j.sid, func(cur *model.Record) (*model.Record, error) {
+	rec, rev, err := rc.st.UpdateRecord(ctx, j.sc, j.sid, func(cur *model.Record) (*model.Record, error) {
 		tr = model.Unchanged
 		var r *model.Record
 		if cur == nil {
@@ -348,20 +349,20 @@ func (s *Service) recordCAS(ctx context.Context, j *recordJob, bi botInfo, delta
 
 // recordWriteFirst writes the record by CAS, then the entry and the reply,
 // then the trigger's alert and takeover, the live events and the trim.
-func (s *Service) recordWriteFirst(ctx context.Context, j *recordJob, bi botInfo, e *model.Entry, parts []model.Part, keep bool) {
-	rec, rev, tr, err := s.recordCAS(ctx, j, bi, j.metaDelta(bi, keep, parts))
+func (rc *recording) recordWriteFirst(ctx context.Context, j *recordJob, bi botInfo, e *model.Entry, parts []model.Part, keep bool) {
+	rec, rev, tr, err := rc.recordCAS(ctx, j, bi, j.metaDelta(bi, keep, parts))
 	if errors.Is(err, errIdentity) {
-		s.refuseIdentity(ctx, j)
+		rc.refuseIdentity(ctx, j)
 		return
 	}
 	if err != nil {
-		s.recordFailed(ctx, j, "storage", err)
+		rc.recordFailed(ctx, j, "storage", err)
 		return
 	}
 	if rec == nil {
 		return
 	}
-	s.view.ApplyRecord(j.sc, j.sid, rec, rev)
+	rc.view.ApplyRecord(j.sc, j.sid, rec, rev)
 	// The entry goes first and the reply with it; arming the expiry, the
 	// live events and the notice follow, so a trigger's reply waits for
 	// two durable writes, not four. The record already holds the deadline
@@ -369,35 +370,36 @@ func (s *Service) recordWriteFirst(ctx context.Context, j *recordJob, bi botInfo
 	var appendErr error
 	if keep {
 		e.Gen = rec.Gen
-		appendErr = s.storeEntry(ctx, j.sc, j.sid, e, parts)
+		appendErr = storeEntry(ctx, rc.st, j.sc, j.sid, e, parts)
 	}
 	j.release()
+	ses := session{sc: j.sc, b: j.b, set: j.set, sid: j.sid, rec: rec}
 	if j.hit {
-		s.publishLive(j.sc, model.Live{Type: model.LiveTrigger, SID: j.sid, Data: map[string]any{"sid": j.sid, "name": rec.Name, "word": j.word, "at": j.now}})
-		s.raiseAlert(ctx, j.sc, j.set, j.sid, rec, causeTrigger, j.senderName, rec.LastPreview.Text)
+		rc.notices.publishLive(j.sc, model.Live{Type: model.LiveTrigger, SID: j.sid, Data: map[string]any{"sid": j.sid, "name": rec.Name, "word": j.word, "at": j.now}})
+		rc.notices.raiseAlert(ctx, ses, causeTrigger, j.senderName, rec.LastPreview.Text)
 	}
 	if tr == model.Started || tr == model.Extended {
-		s.afterTakeover(ctx, j.sc, j.b, j.set, j.sid, rec, tr)
+		rc.notices.afterTakeover(ctx, ses, tr, false)
 	}
 	if !keep {
-		s.publishLive(j.sc, model.Live{Type: model.LiveSession, SID: j.sid, Data: s.summary(ctx, j.sc, j.b, j.sid, rec)})
+		rc.notices.publishLive(j.sc, model.Live{Type: model.LiveSession, SID: j.sid, Data: rc.notices.summary(ctx, j.sc, j.b, j.sid, rec)})
 		return
 	}
 	if appendErr != nil {
-		s.recordFailed(ctx, j, "append", appendErr)
+		rc.recordFailed(ctx, j, "append", appendErr)
 		return
 	}
-	s.publishLive(j.sc, model.Live{Type: model.LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
-	s.trims.MaybeTrim(j.sc, j.sid, rec, j.set)
+	rc.notices.publishLive(j.sc, model.Live{Type: model.LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
+	rc.trims.MaybeTrim(j.sc, j.sid, rec, j.set)
 }
 
 // recordHead returns the head of a session's record for a recording (nil
 // when there is none): from the view while it is live, so the hot path
 // reads no storage, else by a read. Whatever it returns, a write that
 // depends on the record (a new session, a trigger) re-reads it by CAS.
-func (s *Service) recordHead(ctx context.Context, j *recordJob) (*model.Record, error) {
-	if s.view.Live() {
-		e, ok := s.view.Lookup(j.key)
+func (rc *recording) recordHead(ctx context.Context, j *recordJob) (*model.Record, error) {
+	if rc.view.Live() {
+		e, ok := rc.view.Lookup(j.key)
 		if !ok {
 			return nil, nil
 		}
@@ -406,37 +408,16 @@ func (s *Service) recordHead(ctx context.Context, j *recordJob) (*model.Record, 
 		}
 		// deleted or unreadable: the read tells which
 	}
-	cur, _, err := s.st.GetRecord(ctx, j.sc, j.sid)
+	cur, _, err := rc.st.GetRecord(ctx, j.sc, j.sid)
 	return cur, err
 }
 
-// storeEntry writes an entry's blobs, then appends it (spec §5.3 rule 7).
-func (s *Service) storeEntry(ctx context.Context, sc binding.Scope, sid string, e *model.Entry, parts []model.Part) error {
-	e.Parts = make([]model.Part, len(parts))
-	for i, p := range parts {
-		if p.Data != nil {
-			name := store.BlobName(sc, sid, e.ID, i)
-			if err := s.st.PutBlob(ctx, sc, name, p.Data, p.Mime, p.Name); err != nil {
-				return err
-			}
-			p.Blob, p.Data = name, nil
-		}
-		e.Parts[i] = p
-	}
-	seq, err := s.st.AppendEntry(ctx, sc, sid, e)
-	if err != nil {
-		return err
-	}
-	e.Seq = seq
-	return nil
+func (rc *recording) recordFailed(ctx context.Context, j *recordJob, reason string, err error) {
+	rc.metrics.recordDropped.WithLabelValues(reason).Inc()
+	rc.log.ErrorContext(ctx, "recording failed", "scope", j.sc.String(), "sid", j.sid, "event", j.event, "err", err)
 }
 
-func (s *Service) recordFailed(ctx context.Context, j *recordJob, reason string, err error) {
-	s.metrics.recordDropped.WithLabelValues(reason).Inc()
-	s.log.ErrorContext(ctx, "recording failed", "scope", j.sc.String(), "sid", j.sid, "event", j.event, "err", err)
-}
-
-func (s *Service) refuseIdentity(ctx context.Context, j *recordJob) {
-	s.metrics.identityRefused.Inc()
-	s.log.ErrorContext(ctx, "recording refused: the session belongs to another bot or adapter", "scope", j.sc.String(), "sid", j.sid, "event", j.event)
+func (rc *recording) refuseIdentity(ctx context.Context, j *recordJob) {
+	rc.metrics.identityRefused.Inc()
+	rc.log.ErrorContext(ctx, "recording refused: the session belongs to another bot or adapter", "scope", j.sc.String(), "sid", j.sid, "event", j.event)
 }

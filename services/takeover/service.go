@@ -11,17 +11,17 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/i18n"
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/services/takeover/console"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
+
+// Plugin is the service's name: the runner's plugin, and the token every
+// subject, key and resource of the service is named with (package store
+// names them).
+const Plugin = store.Plugin
 
 // Config is the service's configuration. The zero value is valid: every
 // field has a default.
@@ -73,45 +73,19 @@ type Config struct {
 	AlertInterval time.Duration
 }
 
-// Service is the takeover service: the event path, the recording, the
-// takeover timing and the console operations of one replica.
+// Service is the takeover service of one replica: it declares the runner
+// (streams, consumers, handlers, parts) and wires the parts that hold the
+// behaviour: notices (notices.go), recording (recording.go) and ops
+// (ops.go), over the store and the session view.
 type Service struct {
-	cfg     Config
-	nc      *nats.Conn
-	js      jetstream.JetStream
-	now     func() time.Time
-	log     *slog.Logger
-	tracer  trace.Tracer
-	subj    wire.Subjects
-	runner  *bus.Runner
-	st      *store.Store
-	view    *store.View
-	metrics *metrics
-	bots    *botCache
-	rec     *recorder
-	meta    *store.MetaWriter
-	trims   *store.Trimmer
-	locks   *store.Locks
-
-	catalog *i18n.Catalog // alerts, command answers, the handoff tool's text
-
-	onDecision func(time.Duration) // benchmarks only; set before Run
-
-	faultMu sync.RWMutex
-	fault   func(op string, sc binding.Scope) error // tests only
-
-	settings sync.Map // scope#config -> model.Settings
-	// unknownAccount remembers (scope, bot) pairs already logged for an
-	// unknown account id under record_groups=addressed.
-	unknownAccount sync.Map
-	settingsN      atomic.Int64
-
-	// runCtx is the context of background work (recordings, trims,
-	// notices): set when the background part starts, cancelled when it
-	// stops, after intake drained.
-	runCtx    context.Context
-	cancelRun context.CancelFunc
-	wg        sync.WaitGroup // notices and other background work
+	runner   *bus.Runner
+	view     *store.View
+	settings *settingsCache
+	notices  *notices
+	rec      *recording
+	ops      *ops
+	now      clock
+	faults   *faults // tests only
 }
 
 // New checks cfg and returns a Service; it does no I/O.
@@ -120,6 +94,85 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg, err = cfg.withDefaults(); err != nil {
+		return nil, err
+	}
+	cat, err := Catalog()
+	if err != nil {
+		return nil, fmt.Errorf("%w: messages: %w", bus.ErrInvalidConfig, err)
+	}
+	now, log := clock(deps.Clock), deps.Logger
+	s := &Service{now: now, faults: &faults{},
+		settings: &settingsCache{log: log, minTimeout: int(cfg.MinTakeoverTimeout / time.Second)}}
+	s.view = store.NewView(deps.Conn, deps.JetStream, bus.Bucket(Plugin))
+	met, err := newMetrics(deps.Registerer, s.view, now.ms)
+	if err != nil {
+		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
+	}
+	st := store.New(deps.JetStream, deps.Subjects, s.faults.check)
+	trims := store.NewTrimmer(st, s.view, met.trims, log)
+	locks := store.NewLocks()
+	s.notices = &notices{st: st, view: s.view, nc: deps.Conn, js: deps.JetStream, subj: deps.Subjects, catalog: cat,
+		metrics: met, settings: s.settings, now: now, log: log,
+		hostTimeout: cfg.HostTimeout, noticeRetry: cfg.NoticeRetry, alertInterval: cfg.AlertInterval}
+	s.rec = &recording{st: st, view: s.view, trims: trims, locks: locks, notices: s.notices, settings: s.settings,
+		metrics: met, now: now, log: log, budget: cfg.RecordBudget,
+		meta: store.NewMetaWriter(store.MetaConfig{Store: st, View: s.view, Locks: locks, Trims: trims, Rate: cfg.MetaWriteRate,
+			Pending: met.metaPending, Dropped: met.recordDropped, Log: log})}
+	s.rec.pool = newRecorder(s.rec.record, s.rec.dropRecording, cfg.RecordWorkers, cfg.RecordQueue)
+	s.ops = &ops{st: st, view: s.view, trims: trims, notices: s.notices, nc: deps.Conn, subj: deps.Subjects, catalog: cat,
+		settings: s.settings, now: now, log: log,
+		maxBody: cfg.MaxBody, recordBudget: cfg.RecordBudget, hostTimeout: cfg.HostTimeout}
+	n := s.notices
+	s.runner, err = bus.NewRunner(bus.RunnerConfig{
+		Plugin:      Plugin,
+		Description: "human takeover of chats",
+		Workers:     cfg.Workers,
+		MaxBody:     cfg.MaxBody,
+		Replicas:    cfg.Replicas,
+		Retention:   cfg.Retention,
+		Handlers: bus.Handlers{
+			Event:         s.handleEvent,
+			Command:       s.handleCommand,
+			Tool:          s.handleTool,
+			Page:          s.handlePage,
+			Dedupe:        dedupePage,
+			ServeInactive: pageRead,
+		},
+		Purge:        n.purgeScope,
+		OnTransition: n.onTransition,
+		OnAuthority:  n.onAuthority,
+		Consumers: []bus.Consumer{{FiredConfig: bus.FiredConfig{
+			Stream:  store.TimerStream,
+			Durable: store.ExpireDurable,
+			Filter:  deps.Subjects.InternalAll(Plugin, store.KindExpire),
+			AckWait: 30 * time.Second,
+		}, Handler: n.handleFired}, {FiredConfig: bus.FiredConfig{
+			Stream:  store.TimerStream,
+			Durable: store.AlertDurable,
+			Filter:  deps.Subjects.InternalAll(Plugin, store.KindAlert),
+			AckWait: 2 * time.Minute,
+		}, Handler: n.handleAlert}},
+		// started in this order before intake, stopped in reverse after
+		// it drained: the recordings and metadata writes finish first,
+		// then the background work and the trims end; the session view
+		// and the store outlive them
+		Parts:       []bus.Part{st, s.view, trims, s.notices, s.rec},
+		HostTimeout: cfg.HostTimeout,
+	}, deps)
+	if err != nil {
+		return nil, err
+	}
+	// reply idempotency records live in the runner's dedupe bucket (24 h TTL)
+	st.Serve(store.Serving{Replicas: cfg.Replicas, Dedupe: s.runner.Dedupe})
+	s.notices.runner, s.ops.runner = s.runner, s.runner
+	bots := newBotCache(s.runner.Host(), s.notices.goBackground)
+	s.notices.bots, s.rec.bots, s.ops.bots = bots, bots, bots
+	return s, nil
+}
+
+// withDefaults fills the zero fields of cfg and checks the rest.
+func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 1024
 	}
@@ -139,10 +192,10 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		cfg.MaxBody = 32 << 20
 	}
 	if cfg.MinTakeoverTimeout < 0 || cfg.MinTakeoverTimeout > model.MinTakeoverTimeout*time.Second {
-		return nil, fmt.Errorf("%w: MinTakeoverTimeout must be within [0, 30s]", bus.ErrInvalidConfig)
+		return cfg, fmt.Errorf("%w: MinTakeoverTimeout must be within [0, 30s]", bus.ErrInvalidConfig)
 	}
 	if cfg.HostTimeout <= 0 {
-		cfg.HostTimeout = wire.DefaultHostTimeout
+		cfg.HostTimeout = bus.DefaultHostTimeout
 	}
 	if cfg.NoticeRetry == nil {
 		cfg.NoticeRetry = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second}
@@ -150,72 +203,11 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	if cfg.AlertInterval <= 0 {
 		cfg.AlertInterval = time.Minute
 	}
-	cat, err := Messages()
-	if err != nil {
-		return nil, fmt.Errorf("%w: messages: %w", bus.ErrInvalidConfig, err)
-	}
-	s := &Service{catalog: cat,
-		cfg: cfg, nc: deps.Conn, js: deps.JetStream, now: deps.Clock, log: deps.Logger,
-		tracer: deps.TracerProvider.Tracer("github.com/langbot-nats/plugins/services/takeover"), subj: deps.Subjects,
-	}
-	s.view = store.NewView(deps.Conn, bus.Bucket(Plugin))
-	if s.metrics, err = newMetrics(deps.Registerer, s.view, s.nowMS); err != nil {
-		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
-	}
-	s.runner, err = bus.NewRunner(bus.RunnerConfig{
-		Plugin:      Plugin,
-		Description: "human takeover of chats",
-		Workers:     cfg.Workers,
-		MaxBody:     cfg.MaxBody,
-		Replicas:    cfg.Replicas,
-		Retention:   cfg.Retention,
-		Handlers: bus.Handlers{
-			Event:         s.handleEvent,
-			Command:       s.handleCommand,
-			Tool:          s.handleTool,
-			Page:          s.handlePage,
-			Dedupe:        dedupePage,
-			ServeInactive: pageRead,
-		},
-		Purge:        s.purgeScope,
-		OnTransition: s.onTransition,
-		OnAuthority:  s.onAuthority,
-		Consumers: []bus.Consumer{{FiredConfig: bus.FiredConfig{
-			Stream:  store.TimerStream,
-			Durable: store.ExpireDurable,
-			Filter:  s.subj.InternalAll(Plugin, store.KindExpire),
-			AckWait: 30 * time.Second,
-		}, Handler: s.handleFired}, {FiredConfig: bus.FiredConfig{
-			Stream:  store.TimerStream,
-			Durable: store.AlertDurable,
-			Filter:  s.subj.InternalAll(Plugin, store.KindAlert),
-			AckWait: 2 * time.Minute,
-		}, Handler: s.handleAlert}},
-		// started in this order before intake, stopped in reverse after
-		// it drained: the recordings finish before the background context
-		// ends, the session view and the store outlive them
-		Parts: []bus.Part{
-			bus.PartFuncs{StartFunc: s.startStore, StopFunc: s.stopStore},
-			bus.PartFuncs{StartFunc: s.startView, StopFunc: s.stopView},
-			bus.PartFuncs{StartFunc: s.startBackground, StopFunc: s.stopBackground},
-			bus.PartFuncs{StartFunc: s.startWriters, StopFunc: s.stopWriters},
-		},
-		HostTimeout: cfg.HostTimeout,
-	}, deps)
-	if err != nil {
-		return nil, err
-	}
-	s.st = store.New(s.js, s.subj, s.checkFault)
-	s.bots = newBotCache(s.runner.Host(), s.goBackground)
-	s.rec = newRecorder(s.record, s.dropRecording, cfg.RecordWorkers, cfg.RecordQueue)
-	s.locks = store.NewLocks()
-	s.trims = store.NewTrimmer(s.st, s.view, s.metrics.trims, s.log)
-	s.meta = store.NewMetaWriter(s.st, s.view, s.locks, s.trims, cfg.MetaWriteRate, s.metrics.metaPending, s.metrics.recordDropped, s.log)
-	return s, nil
+	return cfg, nil
 }
 
 // Run serves until ctx is done (bus.Runner.Run: the streams and buckets,
-// the parts below, the endpoints and the expiry consumer; then intake
+// the parts, the endpoints and the expiry and alert consumers; then intake
 // drains and the parts stop in reverse). It returns nil for a
 // ctx-requested stop and never closes the connection it was given.
 func (s *Service) Run(ctx context.Context) error { return s.runner.Run(ctx) }
@@ -226,113 +218,62 @@ func (s *Service) Ready() bool { return s.runner.Ready() }
 // Runner returns the bus runner (its View, Host and KV).
 func (s *Service) Runner() *bus.Runner { return s.runner }
 
-// setupTimeout bounds the setup a part does when it starts.
-const setupTimeout = time.Minute
+// clock is the injected clock (bus.Deps.Clock).
+type clock func() time.Time
 
-// startStore creates the streams, the blob store and the main bucket the
-// store uses (after the runner made its buckets, before the expiry
-// consumer opens); the store is closed last.
-func (s *Service) startStore(parent context.Context) (err error) {
-	ctx, cancel := context.WithTimeout(parent, setupTimeout)
-	defer cancel()
-	defer func() {
-		if err != nil {
-			s.st.Close()
-		}
-	}()
-	if err := s.st.Ensure(ctx, s.cfg.Replicas); err != nil {
-		return err
-	}
-	mainKV, err := bus.EnsureBucket(ctx, s.js, bus.Bucket(Plugin), bus.BucketSpec{Replicas: s.cfg.Replicas})
-	if err != nil {
-		return err
-	}
-	s.st.UseKV(bus.NewKV(s.nc, mainKV))
-	// reply idempotency records live in the runner's dedupe bucket (24 h TTL)
-	s.st.UseDedupe(s.runner.Dedupe())
-	return nil
+// ms is the time in Unix milliseconds.
+func (c clock) ms() int64 { return c().UnixMilli() }
+
+// faults is the test-only fault seam: f, when set, is consulted before
+// each storage call of the service.
+type faults struct {
+	mu sync.RWMutex
+	f  func(op string, sc binding.Scope) error
 }
 
-func (s *Service) stopStore(context.Context) error { s.st.Close(); return nil }
-
-// startView loads the session view (the list metadata of every session).
-func (s *Service) startView(parent context.Context) error {
-	ctx, cancel := context.WithTimeout(parent, setupTimeout)
-	defer cancel()
-	return s.view.Start(ctx, s.js, bus.Bucket(Plugin))
-}
-
-func (s *Service) stopView(context.Context) error { s.view.Stop(); return nil }
-
-// startBackground opens the context of background work and starts the
-// trim workers on it.
-func (s *Service) startBackground(ctx context.Context) error {
-	s.runCtx, s.cancelRun = context.WithCancel(ctx)
-	s.trims.Start(s.runCtx)
-	return nil
-}
-
-// stopBackground ends the background context and waits for the trims and
-// the notices.
-func (s *Service) stopBackground(context.Context) error {
-	s.cancelRun()
-	s.trims.Wait()
-	s.wg.Wait()
-	return nil
-}
-
-// startWriters starts the recorder and the metadata writer.
-func (s *Service) startWriters(context.Context) error {
-	s.rec.start()
-	s.meta.Start(s.runCtx)
-	return nil
-}
-
-// stopWriters lets the queued recordings and metadata writes finish once
-// no event can queue more; after a few seconds their storage calls are
-// cancelled, so a stop never waits out a dead JetStream.
-func (s *Service) stopWriters(context.Context) error {
-	grace := time.AfterFunc(2*time.Second, s.cancelRun)
-	defer grace.Stop()
-	s.rec.stop()
-	s.meta.Stop()
-	return nil
-}
-
-// settingsFor parses an installation's config once per (scope, config
-// bytes), logging the names of bad fields once. The hot path only reads a
-// sync.Map.
-func (s *Service) settingsFor(sc binding.Scope, b binding.Binding, raw json.RawMessage) model.Settings {
-	key := sc.String() + "#" + string(raw)
-	if len(raw) > 4096 {
-		sum := sha256.Sum256(raw)
-		key = sc.String() + "#" + hex.EncodeToString(sum[:])
-	}
-	if st, ok := s.settings.Load(key); ok {
-		return st.(model.Settings)
-	}
-	st, problems := model.ParseSettings(raw, int(s.cfg.MinTakeoverTimeout/time.Second))
-	if len(problems) > 0 {
-		s.log.Warn("config fields fell back to defaults", "scope", sc.String(), "runtime_revision", b.RuntimeRevision, "fields", problems)
-	}
-	if s.settingsN.Add(1) > 10000 {
-		s.settings.Clear()
-		s.settingsN.Store(0)
-	}
-	s.settings.Store(key, st)
-	return st
-}
-
-// nowMS is the injected clock in Unix milliseconds.
-func (s *Service) nowMS() int64 { return s.now().UnixMilli() }
-
-// checkFault consults the test-only fault seam.
-func (s *Service) checkFault(op string, sc binding.Scope) error {
-	s.faultMu.RLock()
-	f := s.fault
-	s.faultMu.RUnlock()
+// check consults the seam.
+func (x *faults) check(op string, sc binding.Scope) error {
+	x.mu.RLock()
+	f := x.f
+	x.mu.RUnlock()
 	if f == nil {
 		return nil
 	}
 	return f(op, sc)
 }
+
+// settingsCache parses an installation's config once per (scope, config
+// bytes), logging the names of bad fields once. The hot path only reads a
+// sync.Map.
+type settingsCache struct {
+	log        *slog.Logger
+	minTimeout int      // Config.MinTakeoverTimeout in seconds
+	m          sync.Map // scope#config -> model.Settings
+	n          atomic.Int64
+}
+
+// get returns the settings of an installation's config raw.
+func (c *settingsCache) get(sc binding.Scope, b binding.Binding, raw json.RawMessage) model.Settings {
+	key := sc.String() + "#" + string(raw)
+	if len(raw) > 4096 {
+		sum := sha256.Sum256(raw)
+		key = sc.String() + "#" + hex.EncodeToString(sum[:])
+	}
+	if st, ok := c.m.Load(key); ok {
+		return st.(model.Settings)
+	}
+	st, problems := model.ParseSettings(raw, c.minTimeout)
+	if len(problems) > 0 {
+		c.log.Warn("config fields fell back to defaults", "scope", sc.String(), "runtime_revision", b.RuntimeRevision, "fields", problems)
+	}
+	if c.n.Add(1) > 10000 {
+		c.m.Clear()
+		c.n.Store(0)
+	}
+	c.m.Store(key, st)
+	return st
+}
+
+// Console returns the console operations for an HTTP console
+// (console.New); Build mounts one when LANGBOT_CONSOLE_KEY is set.
+func (s *Service) Console() console.Operations { return s.ops }

@@ -27,20 +27,24 @@ type Summary struct {
 	Error         string        `json:"error,omitempty"`
 }
 
-// summary builds a Summary; bot names come from the cache without waiting.
-func (s *Service) summary(ctx context.Context, sc binding.Scope, b binding.Binding, sid string, rec *model.Record) Summary {
-	return s.summaryWith(sid, rec, model.Settings{TakeoverTimeout: model.DefaultTakeoverTimeout}, s.botName(sc, b, rec.BotUUID))
+// summary builds a session's Summary as the live events show it (the
+// recording's and the tool's); bot names come from the cache without
+// waiting.
+func (n *notices) summary(ctx context.Context, sc binding.Scope, b binding.Binding, sid string, rec *model.Record) Summary {
+	return n.summaryWith(sid, rec, model.Settings{TakeoverTimeout: model.DefaultTakeoverTimeout}, n.botName(sc, b, rec.BotUUID))
 }
 
-func (s *Service) botName(sc binding.Scope, b binding.Binding, bot string) string {
+// botName is a bot's name from the cache, without waiting.
+func (n *notices) botName(sc binding.Scope, b binding.Binding, bot string) string {
 	if bot == "" {
 		return ""
 	}
-	return s.bots.lookup(sc, b, bot).name
+	return n.bots.lookup(sc, b, bot).name
 }
 
-func (s *Service) summaryWith(sid string, rec *model.Record, set model.Settings, botName string) Summary {
-	tv := s.takeoverView(rec, set)
+// summaryWith builds a Summary with the given settings and bot name.
+func (n *notices) summaryWith(sid string, rec *model.Record, set model.Settings, botName string) Summary {
+	tv := n.takeoverView(rec, set)
 	return Summary{
 		SID: sid, SessionKey: rec.SessionKey, Type: rec.Type, TargetID: rec.TargetID, Name: rec.Name,
 		BotUUID: rec.BotUUID, BotName: botName, Adapter: rec.Adapter, Legacy: model.IsLegacy(rec),

@@ -2,11 +2,8 @@ package takeover
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -28,36 +25,22 @@ type ToolResult struct {
 	Alerted bool `json:"operators_alerted"`
 }
 
-// handleTool serves request_human: the chat of the tool call is marked
-// waiting (unread, as a trigger word marks it, without taking it over) and
-// the operator chats are alerted; the result tells the model what to say.
-func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, error) {
-	tool := inv.Tool
-	if tool.Name != toolRequestHuman {
-		return nil, wire.Errorf(wire.ErrNotFound, "unknown tool")
-	}
-	var p struct {
-		Reason string `json:"reason"`
-	}
-	if len(tool.Parameters) > 0 && json.Unmarshal(tool.Parameters, &p) != nil {
-		return nil, wire.Errorf(wire.ErrBadRequest, "parameters must be {\"reason\": string}")
-	}
-	reason := model.CutRunes(strings.TrimSpace(p.Reason), model.MaxHandoffReason)
-	ses := tool.Session
-	lid := string(ses.LauncherID)
-	if !model.ValidBotUUID(ses.BotUUID) || (ses.LauncherType != model.LauncherPerson && ses.LauncherType != model.LauncherGroup) || lid == "" || len(lid) > 256 {
-		return nil, wire.Errorf(wire.ErrBadRequest, "the tool call's session names no chat")
-	}
-	set := s.settingsFor(inv.Scope, inv.Binding, inv.Config)
+// requestHuman serves request_human for the chat lid of the tool call's
+// session: the chat is marked waiting (unread, as a trigger word marks
+// it, without taking it over) and the operator chats are alerted; the
+// result tells the model what to say.
+func (o *ops) requestHuman(ctx context.Context, inv *bus.Invocation, lid, reason string) (any, error) {
+	ses := inv.Tool.Session
+	set := o.settings.get(inv.Scope, inv.Binding, inv.Config)
 	sid := model.SID(model.SessionKey(ses.BotUUID, ses.LauncherType, lid))
-	now := s.nowMS()
-	rec, rev, err := s.st.UpdateRecord(ctx, inv.Scope, sid, func(cur *model.Record) (*model.Record, error) {
+	now := o.now.ms()
+	rec, rev, err := o.st.UpdateRecord(ctx, inv.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		var r *model.Record
 		if cur == nil {
 			r = model.NewRecord(ses.BotUUID, ses.LauncherType, lid, lid, now)
 		} else {
 			if model.IsLegacy(cur) || model.IdentityConflict(cur, ses.BotUUID, "") {
-				return nil, wire.Errorf(wire.ErrConflict, "the chat's session belongs to another bot")
+				return nil, bus.Errorf(bus.ErrConflict, "the chat's session belongs to another bot")
 			}
 			if cur.Unread {
 				return nil, store.ErrNoChange
@@ -70,9 +53,9 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 	if err != nil {
 		return nil, wireError(err)
 	}
-	s.view.ApplyRecord(inv.Scope, sid, rec, rev)
-	s.publishLive(inv.Scope, model.Live{Type: model.LiveSession, SID: sid, Data: s.summary(ctx, inv.Scope, inv.Binding, sid, rec)})
-	s.raiseAlert(ctx, inv.Scope, set, sid, rec, causeTool, "", reason)
-	return wire.ToolReply{Result: ToolResult{Status: "waiting", SayToUser: s.catalog.Text(set.Language, "tool.say_to_user", nil),
+	o.view.ApplyRecord(inv.Scope, sid, rec, rev)
+	o.notices.publishLive(inv.Scope, model.Live{Type: model.LiveSession, SID: sid, Data: o.notices.summary(ctx, inv.Scope, inv.Binding, sid, rec)})
+	o.notices.raiseAlert(ctx, session{sc: inv.Scope, b: inv.Binding, set: set, sid: sid, rec: rec}, causeTool, "", reason)
+	return bus.ToolReply{Result: ToolResult{Status: "waiting", SayToUser: o.catalog.Text(set.Language, "tool.say_to_user", nil),
 		Alerted: len(set.OperatorChats) > 0}}, nil
 }

@@ -2,6 +2,7 @@ package when
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -82,12 +83,11 @@ func PlanAdd(spec AddSpec, in ScheduleInput) (Plan, *Failure) {
 		ts := nextClock(spec.Wall, in.Now.Truncate(time.Second), in.Zone)
 		w.Time, w.TimeRaw = &ts, spec.Raw
 	case WhenNatural:
-		n, f := readNaturalFailure(spec.Raw, in, false)
-		if f != nil {
-			return Plan{}, f
+		n, msg, err := ReadReminder(spec.Raw, in)
+		if err != nil {
+			return Plan{}, failureOf(err, spec.Raw, in)
 		}
-		msg, ok := naturalMessage(n.Rest)
-		if !ok {
+		if msg == "" {
 			return Plan{}, fail("no_message", "", map[string]string{"value": cutExpr(n.Expr)})
 		}
 		w = n.start()
@@ -113,17 +113,35 @@ func readNaturalFailure(s string, in ScheduleInput, whole bool) (Natural, *Failu
 		read = ParseNatural
 	}
 	n, err := read(s, in)
+	if err != nil {
+		return Natural{}, failureOf(err, s, in)
+	}
+	return n, nil
+}
+
+// failureOf maps an error of the reader to its result code: a hint of its
+// own, interval_too_short, or natural_unreadable, whose text gives
+// examples.
+func failureOf(err error, s string, in ScheduleInput) *Failure {
+	var hint *hintError
 	switch {
+	case errors.Is(err, errCalendarRange):
+		return calendarRangeFailure("time_str")
+	case errors.As(err, &hint):
+		return fail(hint.code, "time_str", map[string]string{"value": cutExpr(s)})
 	case errors.Is(err, errIntervalShort):
 		minEvery := in.MinEvery
 		if minEvery <= 0 {
 			minEvery = DefaultMinEvery
 		}
-		return Natural{}, fail("interval_too_short", "recurrence", map[string]string{"value": cutExpr(s), "min": FormatDuration(minEvery)})
-	case err != nil:
-		return Natural{}, fail("natural_unreadable", "time_str", map[string]string{"value": cutExpr(s)})
+		return fail("interval_too_short", "recurrence", map[string]string{"value": cutExpr(s), "min": FormatDuration(minEvery)})
 	}
-	return n, nil
+	return fail("natural_unreadable", "time_str", map[string]string{"value": cutExpr(s)})
+}
+
+// calendarRangeFailure refuses a working day past the holiday data.
+func calendarRangeFailure(field string) *Failure {
+	return fail("calendar_range", field, map[string]string{"year": strconv.Itoa(CalendarLastYear())})
 }
 
 // start is the schedule start of a natural reading.
@@ -134,9 +152,9 @@ func (n Natural) start() Start {
 		w.Time, w.TimeRaw = n.Time, n.Expr
 	case n.Delay > 0:
 		w.Delay, w.DelayRaw = n.Delay, n.Expr
-	case n.Rule != nil:
-		w.Rule = n.Rule
 	}
+	// A rule may come with its start ("every other day at 7am").
+	w.Rule = n.Rule
 	return w
 }
 

@@ -15,3 +15,19 @@ var (
 	// errIntervalShort: an @every under the minimum (interval_too_short).
 	errIntervalShort = errors.New("schenotify: recurrence interval too short")
 )
+
+// hintError is an expression the reader understood well enough to know it
+// must not guess: the failure code names the hint the reply gives
+// (interval_with_clock, interval_ambiguous, calendar_range,
+// lunar_needs_date, advance_too_long).
+type hintError struct{ code string }
+
+func (e *hintError) Error() string { return "schenotify: time expression refused (" + e.code + ")" }
+
+// Hints of the reader.
+var (
+	errIntervalClock  = &hintError{"interval_with_clock"}
+	errIntervalAmbig  = &hintError{"interval_ambiguous"}
+	errLunarNeedsDate = &hintError{"lunar_needs_date"}
+	errAdvanceTooLong = &hintError{"advance_too_long"}
+)

@@ -44,7 +44,7 @@ type Natural struct {
 //     except when no day is named: then the next of h and h+12 is taken;
 //   - a weekday alone ("周五", "friday") is the next such day whose time is
 //     still ahead; "下周五"/"next friday" is the Friday of next week
-//     (weeks start on Monday); "这周五"/"this friday" is this week's;
+//     (weeks start on Monday); "这周五" is this week's, "this friday" the coming one;
 //   - a date without a year is the next such date still ahead;
 //   - days, weeks and months ("3天后", "in 2 weeks") keep the wall clock,
 //     hours, minutes and seconds are elapsed time;
@@ -114,8 +114,15 @@ func separated(r []rune, i int) bool {
 	for j < len(r) && unicode.IsSpace(r[j]) {
 		j++
 	}
-	if j < len(r) && (isASCIIDigit(r[j]) || timeish(r[j:])) {
+	if j < len(r) && (isASCIIDigit(r[j]) || timeish(r[j:]) || atClock(r[j:])) {
 		return false
+	}
+	if k := j; k < len(r) && (r[k] == ',' || r[k] == '，') {
+		for k++; k < len(r) && unicode.IsSpace(r[k]); k++ {
+		}
+		if atClock(r[k:]) {
+			return false
+		}
 	}
 	if j > i {
 		return true
@@ -128,6 +135,19 @@ func separated(r []rune, i int) bool {
 		return true
 	}
 	return false
+}
+
+// atClock reports whether r starts with "at" and a digit ("in 2 hours at
+// 3pm"): a clock time that would be left in the text.
+func atClock(r []rune) bool {
+	k := 2
+	if len(r) < 3 || r[0] != 'a' || r[1] != 't' {
+		return false
+	}
+	for k < len(r) && unicode.IsSpace(r[k]) {
+		k++
+	}
+	return k > 2 && k < len(r) && isASCIIDigit(r[k])
 }
 
 // timeish reports whether r starts with a Chinese numeral that reads as a
@@ -314,7 +334,10 @@ const (
 	dayOffset           // today + n days / months
 	dayWeekday          // a weekday, with a week rule
 	dayDate             // a month and day, with or without year
-	dayMonthDay         // a day of the month (5号)
+	dayMonthDay         // a day of the month (5号), months ahead when months > 0
+	dayMonthEnd         // the last day of a month (月底), months ahead
+	dayWorkday          // the next working day of China's calendar (下个工作日)
+	dayLunar            // a lunar month and day (农历八月十五)
 )
 
 // week rules of a weekday.
@@ -329,10 +352,14 @@ const (
 const (
 	recNone = iota
 	recDaily
-	recWeekdays // dows
-	recMonthly  // mday
-	recYearly   // month, mday
-	recEvery    // every
+	recWeekdays    // dows
+	recMonthly     // mday
+	recYearly      // month, mday
+	recEvery       // every
+	recMonthLast   // the last day of every month
+	recNthWeekday  // nth (or last) weekday of every month
+	recWorkdayCN   // China's working days
+	recLunarYearly // a lunar month and day every year
 )
 
 // reading is what the scanner understood, before now and the zone apply.
@@ -352,11 +379,79 @@ type reading struct {
 	rec   int
 	dows  []int
 	every time.Duration
+	nth   int // recNthWeekday: 1-5, -1 for the last
+
+	lm, ld  int           // dayLunar, recLunarYearly
+	advance time.Duration // "提前10分钟", "10 minutes before"
+	hint    error         // read, but refused with this hint
 }
 
 // expr reads one expression: a recurrence, a relative time or a day and
-// time of day.
+// time of day, and an advance notice after it ("提前10分钟提醒我",
+// "remind me 10 minutes before").
 func (s *scanner) expr() (reading, bool) {
+	rd, ok := s.expr0()
+	if ok {
+		if d, ok := s.advance(); ok {
+			rd.advance = d
+		}
+	}
+	return rd, ok
+}
+
+// advance reads an advance notice: [,] 提前 <amount> [提醒我], or
+// [,] [remind me] <amount> before|early|earlier|in advance|ahead.
+func (s *scanner) advance() (time.Duration, bool) {
+	at := s.i
+	s.space()
+	s.lit(",", "，")
+	s.space()
+	if _, ok := s.lit("提前"); ok {
+		s.space()
+		var d time.Duration
+		amt := s.i
+		if n, ok := s.number(3); ok {
+			s.lit("个", "個")
+			if _, ok := s.lit("天"); ok && n > 0 {
+				d = time.Duration(n) * 24 * time.Hour
+			} else {
+				s.i = amt
+			}
+		}
+		if d == 0 {
+			var total time.Duration
+			for {
+				x, ok := s.hanAmount()
+				if !ok {
+					break
+				}
+				total += x
+			}
+			d = total
+		}
+		if d <= 0 {
+			s.i = at
+			return 0, false
+		}
+		s.lit("提醒我", "提醒", "通知我", "通知", "叫我")
+		return d, true
+	}
+	s.word("remind me")
+	s.space()
+	d, ok := s.englishAmount()
+	if !ok {
+		s.i = at
+		return 0, false
+	}
+	if _, ok := s.word("in advance", "before", "beforehand", "earlier", "early", "ahead"); !ok {
+		s.i = at
+		return 0, false
+	}
+	return d, true
+}
+
+// expr0 is expr without the advance notice.
+func (s *scanner) expr0() (reading, bool) {
 	at := s.i
 	if rd, ok := s.recurrence(); ok {
 		return rd, true
@@ -381,7 +476,10 @@ func (s *scanner) components(rd *reading) bool {
 	for {
 		at := s.i
 		s.space()
-		s.word("at", "on", "the", "by", "around")
+		if _, ok := s.word("at", "on", "by", "around"); ok {
+			s.space()
+		}
+		s.word("the")
 		s.space()
 		s.lit(",", "，", "的")
 		s.space()
@@ -425,8 +523,60 @@ func (s *scanner) dayWord(rd *reading) bool {
 			return true
 		}
 	}
-	if s.weekdayWord(rd) || s.date(rd) || s.dayCount(rd) {
+	if s.monthDay(rd) || s.weekdayWord(rd) || s.date(rd) || s.dayCount(rd) {
 		return true
+	}
+	s.i = at
+	return false
+}
+
+// monthDay reads the month-relative days: 月底, 下个月底, 下个月1号,
+// 下个工作日, 农历八月十五, end of the month, the 1st of next month,
+// next month on the 15th.
+func (s *scanner) monthDay(rd *reading) bool {
+	at := s.i
+	switch w, _ := s.lit("下个月底", "下個月底", "下月底", "下个月末", "下月末", "这个月底", "這個月底", "本月底", "这个月末", "本月末", "月底", "月末",
+		"end of next month", "last day of next month", "end of the month", "end of this month", "end of month",
+		"last day of the month", "last day of this month"); w {
+	case "":
+	case "下个月底", "下個月底", "下月底", "下个月末", "下月末", "end of next month", "last day of next month":
+		rd.day, rd.months = dayMonthEnd, 1
+		return true
+	default:
+		rd.day = dayMonthEnd
+		return true
+	}
+	if _, ok := s.lit("下个月", "下個月", "下月"); ok {
+		s.lit("的")
+		if d, ok := s.number(2); ok {
+			if _, ok := s.lit("号", "號", "日"); ok {
+				rd.day, rd.months, rd.mday = dayMonthDay, 1, d
+				return true
+			}
+		}
+		s.i = at
+		return false
+	}
+	if _, ok := s.lit("next month"); ok {
+		s.word("on")
+		s.word("the")
+		s.space()
+		if d, ok := s.digits(2); ok && s.ordinal() {
+			rd.day, rd.months, rd.mday = dayMonthDay, 1, d
+			return true
+		}
+		s.i = at
+		return false
+	}
+	if _, ok := s.lit("下个工作日", "下個工作日", "下一个工作日", "下一個工作日"); ok {
+		rd.day = dayWorkday
+		return true
+	}
+	if _, ok := s.lit("农历", "農曆", "阴历", "陰曆"); ok {
+		if m, d, ok := s.lunarDate(); ok {
+			rd.day, rd.lm, rd.ld = dayLunar, m, d
+			return true
+		}
 	}
 	s.i = at
 	return false
@@ -475,11 +625,10 @@ func (s *scanner) weekdayWord(rd *reading) bool {
 	}
 	s.i = at
 	week = weekComing
-	switch w, _ := s.lit("this coming", "next", "this", "coming"); w {
-	case "next":
+	// "this friday" is the coming Friday (said on a Sunday too), unlike
+	// 这周五, which stays in this week.
+	if w, _ := s.lit("this coming", "next", "this", "coming"); w == "next" {
 		week = weekNext
-	case "this":
-		week = weekThis
 	}
 	s.space()
 	for _, e := range englishWeekdays {
@@ -513,7 +662,7 @@ func (s *scanner) monthName() (int, bool) {
 }
 
 // ordinal reads an English ordinal suffix.
-func (s *scanner) ordinal() { s.lit("st", "nd", "rd", "th") }
+func (s *scanner) ordinal() bool { _, ok := s.lit("st", "nd", "rd", "th"); return ok }
 
 // date reads 2030年12月24日, 12月24日/号, 5号, 2030-12-24, 2030/12/24,
 // 12/24, dec 24[, 2030], 24 dec, 24th of december.
@@ -600,7 +749,12 @@ func (s *scanner) date(rd *reading) bool {
 	}
 	s.i = at
 	if d, ok := s.digits(2); ok {
-		s.ordinal()
+		ord := s.ordinal()
+		oAt := s.i
+		if _, ok := s.word("of next month"); ok && ord {
+			rd.day, rd.months, rd.mday = dayMonthDay, 1, d
+			return true
+		}
 		s.word("of")
 		s.space()
 		if m, ok := s.monthName(); ok {
@@ -612,6 +766,12 @@ func (s *scanner) date(rd *reading) bool {
 			} else {
 				s.i = yAt
 			}
+			return true
+		}
+		if ord {
+			// "on the 15th": the next 15th of a month.
+			s.i = oAt
+			rd.day, rd.mday = dayMonthDay, d
 			return true
 		}
 	}
@@ -721,7 +881,12 @@ func (s *scanner) clock(rd *reading) bool {
 			}
 			c.sec, c.hasSeconds = sec, true
 		}
-	} else if _, ok := s.lit("点钟", "點鐘", "点", "點", "时", "時"); ok {
+	} else if s.hanClockMark() {
+		// Spaces may stand around 点 ("下午 3 点 30 分"); minutes after a
+		// space need their 分.
+		afterMark := s.i
+		s.space()
+		spaced := s.i > afterMark
 		switch w, _ := s.lit("半", "一刻", "三刻", "整"); w {
 		case "半":
 			c.m = 30
@@ -734,7 +899,15 @@ func (s *scanner) clock(rd *reading) bool {
 			mAt := s.i
 			s.lit("零", "〇")
 			if m, ok := s.number(2); ok && m < 60 {
+				s.space()
 				if _, ok := s.lit("分钟", "分"); !ok {
+					if spaced {
+						s.i = afterMark
+						break
+					}
+					s.i = mAt
+					s.lit("零", "〇")
+					s.number(2)
 					// "3点05": minutes without 分, unless a unit follows
 					// ("3点30秒", "3点两天"): that is not a clock.
 					if s.i < len(s.r) && strings.ContainsRune("点點时時秒天周月号號个", s.r[s.i]) {
@@ -744,7 +917,7 @@ func (s *scanner) clock(rd *reading) bool {
 				}
 				c.m = m
 			} else {
-				s.i = mAt
+				s.i = afterMark
 			}
 		}
 	} else if _, ok := s.word("o'clock", "oclock"); !ok {
@@ -781,6 +954,17 @@ func (s *scanner) clock(rd *reading) bool {
 	}
 	rd.clk = c
 	return true
+}
+
+// hanClockMark reads 点/点钟/时 after an hour, spaces allowed before it.
+func (s *scanner) hanClockMark() bool {
+	at := s.i
+	s.space()
+	if _, ok := s.lit("点钟", "點鐘", "点", "點", "时", "時"); ok {
+		return true
+	}
+	s.i = at
+	return false
 }
 
 // precededBy reports whether the word w (and spaces) ends just before the
@@ -987,11 +1171,25 @@ func (s *scanner) recurrence() (reading, bool) {
 		s.i = at
 		return reading{}, false
 	}
+	var tod reading
+	tAt := s.i
+	s.components(&tod)
 	if rd.rec == recEvery {
+		// An interval with a time of day: a whole number of days starts
+		// at the next such time ("every other day at 7am"); anything else
+		// is refused with a hint, never left in the text.
+		switch {
+		case tod.day != dayNone:
+			rd.hint = errIntervalClock
+		case !tod.clk.set && tod.part == "":
+			s.i = tAt
+		case rd.every%(24*time.Hour) != 0:
+			rd.hint = errIntervalClock
+		default:
+			rd.part, rd.clk = tod.part, tod.clk
+		}
 		return rd, true
 	}
-	var tod reading
-	s.components(&tod)
 	if tod.day != dayNone {
 		s.i = at
 		return reading{}, false
@@ -1010,7 +1208,12 @@ func (s *scanner) recurrence() (reading, bool) {
 func (s *scanner) hanRecurrence(rd *reading) bool {
 	at := s.i
 	if _, ok := s.lit("每个工作日", "每個工作日", "每工作日", "工作日", "每周工作日"); ok {
-		rd.rec, rd.dows = recWeekdays, []int{1, 2, 3, 4, 5}
+		// China's working days: holidays skipped, 调休 included.
+		rd.rec = recWorkdayCN
+		return true
+	}
+	if _, ok := s.lit("隔天", "隔一天"); ok {
+		rd.rec, rd.every = recEvery, 48*time.Hour
 		return true
 	}
 	if _, ok := s.lit("每个周末", "每個週末", "每周末", "每週末"); ok {
@@ -1069,6 +1272,37 @@ func (s *scanner) hanRecurrence(rd *reading) bool {
 	}
 	s.i = wAt
 	if _, ok := s.lit("月"); ok {
+		s.lit("的")
+		if _, ok := s.lit("最后一天", "最後一天", "月底", "月末", "底", "末"); ok {
+			rd.rec = recMonthLast
+			return true
+		}
+		nth := 0
+		if _, ok := s.lit("最后一个", "最後一個", "最后一", "最後一", "最后", "最後"); ok {
+			nth = -1
+		} else if _, ok := s.lit("第"); ok {
+			n, ok := s.number(1)
+			if !ok || n < 1 || n > 5 {
+				s.i = at
+				return false
+			}
+			nth = n
+			s.lit("个", "個")
+		}
+		if nth != 0 {
+			if !s.hanWeekPrefix() || s.i >= len(s.r) {
+				s.i = at
+				return false
+			}
+			wd, ok := hanWeekdays[s.r[s.i]]
+			if !ok {
+				s.i = at
+				return false
+			}
+			s.i++
+			rd.rec, rd.nth, rd.dows = recNthWeekday, nth, []int{int(wd)}
+			return true
+		}
 		d, ok := s.number(2)
 		if !ok {
 			s.i = at
@@ -1079,6 +1313,22 @@ func (s *scanner) hanRecurrence(rd *reading) bool {
 		return true
 	}
 	if _, ok := s.lit("年"); ok {
+		s.lit("的")
+		if _, ok := s.lit("农历", "農曆", "阴历", "陰曆"); ok {
+			_, birthday := s.lit("生日")
+			s.space()
+			m, d, ok := s.lunarDate()
+			if !ok {
+				if birthday {
+					rd.rec, rd.hint = recLunarYearly, errLunarNeedsDate
+					return true
+				}
+				s.i = at
+				return false
+			}
+			rd.rec, rd.lm, rd.ld = recLunarYearly, m, d
+			return true
+		}
 		var dr reading
 		if !s.date(&dr) || dr.day != dayDate || dr.year != 0 {
 			s.i = at
@@ -1088,7 +1338,7 @@ func (s *scanner) hanRecurrence(rd *reading) bool {
 		return true
 	}
 	// 每(隔)N(个)unit, 每小时.
-	s.lit("隔")
+	_, skip := s.lit("隔")
 	n, ok := s.number(4)
 	if !ok {
 		n = 1
@@ -1114,6 +1364,15 @@ func (s *scanner) hanRecurrence(rd *reading) bool {
 		s.i = at
 		return false
 	}
+	if skip && unit >= 24*time.Hour {
+		// 每隔一天 skips one day: every other day. 每隔两天 is read as
+		// every 2 or every 3 days by different people: refused.
+		if n != 1 {
+			rd.rec, rd.every, rd.hint = recEvery, time.Duration(n)*unit, errIntervalAmbig
+			return true
+		}
+		n = 2
+	}
 	rd.rec, rd.every = recEvery, time.Duration(n)*unit
 	return true
 }
@@ -1129,8 +1388,66 @@ func dowRange(from, to int, prefix []int) []int {
 	}
 }
 
+// englishOrdinal reads first..fifth, 1st..5th or last (-1).
+func (s *scanner) englishOrdinal() (int, bool) {
+	for _, e := range []struct {
+		w string
+		n int
+	}{{"first", 1}, {"1st", 1}, {"second", 2}, {"2nd", 2}, {"third", 3}, {"3rd", 3}, {"fourth", 4}, {"4th", 4},
+		{"fifth", 5}, {"5th", 5}, {"last", -1}} {
+		if _, ok := s.lit(e.w); ok {
+			return e.n, true
+		}
+	}
+	return 0, false
+}
+
+// monthlyDay reads "last day" or "<ordinal> <weekday>" of a monthly rule.
+func (s *scanner) monthlyDay(rd *reading) bool {
+	at := s.i
+	nth, ok := s.englishOrdinal()
+	if !ok {
+		return false
+	}
+	s.space()
+	if _, ok := s.lit("day"); ok && nth == -1 {
+		rd.rec = recMonthLast
+		return true
+	}
+	for _, e := range englishWeekdays {
+		if _, ok := s.lit(e.w); ok {
+			rd.rec, rd.nth, rd.dows = recNthWeekday, nth, []int{int(e.d)}
+			return true
+		}
+	}
+	s.i = at
+	return false
+}
+
+// englishMonthRule reads "[on] [the] last day of every month", "the third
+// friday of each month", "last friday of every month".
+func (s *scanner) englishMonthRule(rd *reading) bool {
+	at := s.i
+	s.word("on")
+	s.word("the")
+	s.space()
+	if !s.monthlyDay(rd) {
+		s.i = at
+		return false
+	}
+	if _, ok := s.word("of every month", "of each month", "every month", "each month"); !ok {
+		s.i = at
+		*rd = reading{}
+		return false
+	}
+	return true
+}
+
 func (s *scanner) englishRecurrence(rd *reading) bool {
 	at := s.i
+	if s.englishMonthRule(rd) {
+		return true
+	}
 	if _, ok := s.lit("hourly"); ok {
 		rd.rec, rd.every = recEvery, time.Hour
 		return true
@@ -1151,6 +1468,9 @@ func (s *scanner) englishRecurrence(rd *reading) bool {
 		s.word("on")
 		s.word("the")
 		s.space()
+		if s.monthlyDay(rd) {
+			return true
+		}
 		d, ok := s.digits(2)
 		if !ok {
 			s.i = at
@@ -1179,6 +1499,9 @@ func (s *scanner) englishRecurrence(rd *reading) bool {
 		s.word("on")
 		s.word("the")
 		s.space()
+		if s.monthlyDay(rd) {
+			return true
+		}
 		d, ok := s.digits(2)
 		if !ok {
 			s.i = at
@@ -1190,6 +1513,10 @@ func (s *scanner) englishRecurrence(rd *reading) bool {
 	}
 	if _, ok := s.lit("other day"); ok {
 		rd.rec, rd.every = recEvery, 48*time.Hour
+		return true
+	}
+	if _, ok := s.lit("other week"); ok {
+		rd.rec, rd.every = recEvery, 14*24*time.Hour
 		return true
 	}
 	// every monday[, wednesday and friday]
@@ -1311,8 +1638,49 @@ func hourOf(part string, c clock) (h, shift int, ambiguous, ok bool) {
 	return 0, 0, false, false
 }
 
-// resolve applies now and the zone to a reading.
+// resolve applies now and the zone to a reading, then its advance notice.
 func (rd reading) resolve(in ScheduleInput) (Natural, error) {
+	if rd.hint != nil {
+		return Natural{}, rd.hint
+	}
+	n, err := rd.resolveAt(in)
+	if err != nil || rd.advance == 0 {
+		return n, err
+	}
+	return n.early(rd.advance, in)
+}
+
+// early moves a reading d earlier: an instant or a start, a delay, or
+// each occurrence of a rule (a calendar spec with "early").
+func (n Natural) early(d time.Duration, in ScheduleInput) (Natural, error) {
+	if d > maxEarly {
+		return Natural{}, errAdvanceTooLong
+	}
+	switch {
+	case n.Rule != nil && n.Rule.Kind != KindEvery:
+		r, ok := withEarly(*n.Rule, d)
+		if !ok {
+			return Natural{}, errAdvanceTooLong
+		}
+		n.Rule = &r
+	case n.Time != nil:
+		ts := *n.Time
+		ts.At, ts.Adjust = ts.At.Add(-d), AdjustNone
+		n.Time = &ts
+	case n.Rule != nil:
+		// An elapsed interval ("every 2 hours") has no time to come early to.
+		return Natural{}, errAdvanceTooLong
+	case n.Delay > 0:
+		if d >= n.Delay {
+			return Natural{}, errAdvanceTooLong
+		}
+		n.Delay -= d
+	}
+	return n, nil
+}
+
+// resolveAt applies now and the zone to a reading.
+func (rd reading) resolveAt(in ScheduleInput) (Natural, error) {
 	if rd.delay > 0 {
 		return Natural{Delay: rd.delay}, nil
 	}
@@ -1414,9 +1782,39 @@ func (rd reading) resolve(in ScheduleInput) (Natural, error) {
 			return Natural{}, errNatural
 		}
 		return first(days)
+	case dayMonthEnd:
+		this := dateOf(today)
+		if rd.months > 0 {
+			return first([]time.Time{lastDayOf(dateOf(addMonthsClamped(today.AddDate(0, 0, 1-today.Day()), rd.months))).time()})
+		}
+		next := dateOf(today.AddDate(0, 0, 1-today.Day()).AddDate(0, 1, 0))
+		return first([]time.Time{lastDayOf(this).time(), lastDayOf(next).time()})
+	case dayWorkday:
+		d, ok := nextCNWorkday(dateOf(today).add(1), CalendarLastYear())
+		if !ok {
+			return Natural{}, errCalendarRange
+		}
+		return first([]time.Time{d.time()})
+	case dayLunar:
+		d1, ok := nextLunar(dateOf(today), rd.lm, rd.ld)
+		if !ok {
+			return Natural{}, errNatural
+		}
+		days := []time.Time{d1.time()}
+		if d2, ok := nextLunar(d1.add(1), rd.lm, rd.ld); ok {
+			days = append(days, d2.time())
+		}
+		return first(days)
 	case dayMonthDay:
 		if rd.mday < 1 || rd.mday > 31 {
 			return Natural{}, errNatural
+		}
+		if rd.months > 0 {
+			mo := today.AddDate(0, 0, 1-today.Day()).AddDate(0, rd.months, 0)
+			if rd.mday > daysIn(mo.Year(), int(mo.Month())) {
+				return Natural{}, errNatural
+			}
+			return first([]time.Time{mo.AddDate(0, 0, rd.mday-1)})
 		}
 		var days []time.Time
 		for k := 0; k < 13 && len(days) < 2; k++ {
@@ -1446,6 +1844,13 @@ func (rd reading) rule(in ScheduleInput) (Natural, error) {
 		minEvery = DefaultMinEvery
 	}
 	var expr string
+	switch rd.rec {
+	case recMonthLast, recNthWeekday, recWorkdayCN, recLunarYearly:
+		return rd.calendarRule(in)
+	}
+	if rd.rec == recEvery && (rd.clk.set || rd.part != "") {
+		return rd.everyDaysAt(in)
+	}
 	if rd.rec == recEvery {
 		expr = "@every " + FormatDuration(rd.every)
 	} else {
@@ -1485,6 +1890,47 @@ func (rd reading) rule(in ScheduleInput) (Natural, error) {
 	r, err := ParseRecurrence(expr, minEvery)
 	if err != nil {
 		return Natural{}, err
+	}
+	return Natural{Rule: &r}, nil
+}
+
+// everyDaysAt is "every other day at 7am": every n days at that wall
+// time (DST does not move it), from the next such time.
+func (rd reading) everyDaysAt(in ScheduleInput) (Natural, error) {
+	h, shift, _, ok := hourOf(rd.part, rd.clk)
+	if !ok || shift != 0 || rd.clk.sec != 0 || rd.every%(24*time.Hour) != 0 {
+		return Natural{}, errIntervalClock
+	}
+	next := nextClock(Wall{Hour: h, Minute: rd.clk.m}, in.Now.Truncate(time.Second), in.Zone)
+	c := &calRule{base: "days", every: int(rd.every / (24 * time.Hour)), h: h, m: rd.clk.m,
+		anchor: date{next.Requested.Year, next.Requested.Month, next.Requested.Day}}
+	r := calendarRule(c)
+	return Natural{Rule: &r}, nil
+}
+
+// calendarRule maps the rules cron cannot express onto a calendar spec.
+func (rd reading) calendarRule(in ScheduleInput) (Natural, error) {
+	h, shift, _, ok := hourOf(rd.part, rd.clk)
+	if !ok || shift != 0 || rd.clk.sec != 0 {
+		return Natural{}, errNatural
+	}
+	c := &calRule{h: h, m: rd.clk.m}
+	switch rd.rec {
+	case recMonthLast:
+		c.base = "last-day"
+	case recNthWeekday:
+		c.base, c.nth, c.wd = "nth", rd.nth, time.Weekday(rd.dows[0])
+	case recWorkdayCN:
+		c.base, c.lastYear = "workdays", CalendarLastYear()
+	case recLunarYearly:
+		if _, ok := lunarSolar(2000, rd.lm, rd.ld); !ok {
+			return Natural{}, errNatural
+		}
+		c.base, c.lm, c.ld = "lunar", rd.lm, rd.ld
+	}
+	r := calendarRule(c)
+	if r.beyondCalendar(in.Now, in.Zone) {
+		return Natural{}, errCalendarRange
 	}
 	return Natural{Rule: &r}, nil
 }

@@ -137,7 +137,12 @@ func PlanTool(params map[string]json.RawMessage, in ScheduleInput) (Plan, *Failu
 			// "every weekday 9am"), read by the same rules as !sche add.
 			n, f := readNaturalFailure(str["time_str"], in, true)
 			if f != nil {
-				f.Code, f.Field = "invalid_time", "time_str"
+				// The reader's own hints (calendar_range: the calendar's
+				// last year) reach the LLM; anything else is invalid_time.
+				if !isHint(f.Code) {
+					f.Code = "invalid_time"
+				}
+				f.Field = "time_str"
 				return Plan{}, f
 			}
 			if n.Rule != nil && given("recurrence") {
@@ -161,7 +166,8 @@ func PlanTool(params map[string]json.RawMessage, in ScheduleInput) (Plan, *Failu
 			// A natural recurrence ("每周一三五 9:00", "every 2 hours").
 			if n, nf := readNaturalFailure(rec, in, true); nf == nil && n.Rule != nil {
 				rule, f, understood = *n.Rule, nil, n.Expr
-			} else if nf != nil && nf.Code == "interval_too_short" {
+			} else if nf != nil && (nf.Code == "interval_too_short" || isHint(nf.Code)) {
+				nf.Field = "recurrence"
 				f = nf
 			}
 		}
@@ -183,6 +189,16 @@ func PlanTool(params map[string]json.RawMessage, in ScheduleInput) (Plan, *Failu
 	}
 	p.Understood = understood
 	return p, nil
+}
+
+// isHint reports the result codes of the reader's hints (hintError and
+// calendar_range), which name what to write instead.
+func isHint(code string) bool {
+	switch code {
+	case "interval_with_clock", "interval_ambiguous", "calendar_range", "lunar_needs_date", "advance_too_long":
+		return true
+	}
+	return false
 }
 
 // parseRule maps recurrence errors to their result codes.
@@ -216,7 +232,10 @@ func finishPlan(msg string, w Start, in ScheduleInput) (Plan, *Failure) {
 			return Plan{}, fail("invalid_delay", "delay", map[string]string{"value": w.DelayRaw})
 		}
 	}
-	if w.Rule != nil && w.Rule.Kind == KindCron && w.Rule.CronNext(now, zone).IsZero() {
+	if w.Rule != nil && w.Rule.Kind != KindEvery && w.Rule.CronNext(now, zone).IsZero() {
+		if w.Rule.beyondCalendar(now, zone) {
+			return Plan{}, calendarRangeFailure("recurrence")
+		}
 		return Plan{}, fail("invalid_recurrence", "recurrence", map[string]string{"value": w.Rule.Expr})
 	}
 	// 6. the start is after the current second.
@@ -227,9 +246,9 @@ func finishPlan(msg string, w Start, in ScheduleInput) (Plan, *Failure) {
 	first := start
 	if w.Rule != nil {
 		switch {
-		case w.Rule.Kind == KindCron && startField != "":
+		case w.Rule.Kind != KindEvery && startField != "":
 			first = w.Rule.CronNext(start.Add(-time.Second), zone)
-		case w.Rule.Kind == KindCron:
+		case w.Rule.Kind != KindEvery:
 			first = w.Rule.CronNext(now, zone)
 		case startField == "":
 			first = now.Add(w.Rule.every)

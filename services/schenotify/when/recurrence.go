@@ -26,6 +26,7 @@ type Rule struct {
 	Recurrence
 	every time.Duration
 	sched cron.Schedule
+	cal   *calRule // KindCalendar
 }
 
 // maxCronSteps bounds the matches a policy occurrence search may drop
@@ -56,7 +57,14 @@ func ParseRecurrence(expr string, minEvery time.Duration) (Rule, error) {
 	}
 	sched, err := parseCron(s)
 	if err != nil {
-		return Rule{}, errRecurrence
+		// Not cron: a calendar spec ("monthly last-day 09:00"). Every
+		// expression cron accepts was tried first, so stored cron rules
+		// read exactly as before.
+		c, cerr := parseCalendar(s)
+		if cerr != nil {
+			return Rule{}, errRecurrence
+		}
+		return calendarRule(c), nil
 	}
 	return Rule{Recurrence: Recurrence{Kind: KindCron, Expr: s}, sched: sched}, nil
 }
@@ -76,6 +84,13 @@ func RuleOf(r Recurrence) (Rule, error) {
 	if r.Kind == KindEvery {
 		return ParseRecurrence("@every "+r.Expr, time.Second)
 	}
+	if r.Kind == KindCalendar {
+		c, err := parseCalendar(r.Expr)
+		if err != nil {
+			return Rule{}, errRecurrence
+		}
+		return calendarRule(c), nil
+	}
 	if r.Kind != KindCron {
 		return Rule{}, errRecurrence
 	}
@@ -85,7 +100,8 @@ func RuleOf(r Recurrence) (Rule, error) {
 // Every is the interval of an @every rule, zero for cron.
 func (r Rule) Every() time.Duration { return r.every }
 
-// Display is the expression shown to users: the cron text, or "@every d".
+// Display is the expression shown to users: the cron text, the calendar
+// spec, or "@every d".
 func (r Recurrence) Display() string {
 	if r.Kind == KindEvery {
 		return "@every " + r.Expr
@@ -97,8 +113,12 @@ func (r Recurrence) Display() string {
 // after the instant after, in loc: robfig evaluates the expression over
 // naive wall time, each match is mapped through Resolve, and instants not
 // after the previous one are dropped. It returns the zero time when robfig
-// finds no match within its five-year window.
+// finds no match within its five-year window. A calendar rule gives its
+// own next occurrence (zero past the working calendar's coverage).
 func (r Rule) CronNext(after time.Time, loc *time.Location) time.Time {
+	if r.cal != nil {
+		return r.cal.next(after, loc)
+	}
 	after = after.Truncate(time.Second)
 	w := wallOf(after.In(loc)).naive()
 	for range maxCronSteps {

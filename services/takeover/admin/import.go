@@ -285,14 +285,14 @@ func planImport(sc binding.Scope, sid string, raw []byte, now int64) (*importPla
 		rec.LastMsgAt = secondsToMS(v)
 	}
 	if v, ok := str("last_msg_preview"); ok && v != "" {
-		rec.LastPreview = model.Preview{Kind: model.PartText, Text: model.CutRunes(v, model.MaxPreviewRunes)}
+		rec.LastPreview = model.Preview{Kind: model.PartText, Text: settings.CutRunes(v, model.MaxPreviewRunes)}
 	}
 	if v, ok := session["members"]; ok {
 		for _, m := range orderedMembers(v) {
 			if len(rec.Members) == model.MaxMembers {
 				break
 			}
-			rec.Members = append(rec.Members, model.Member{ID: m[0], Name: model.CutRunes(m[1], model.MaxMemberNameRunes)})
+			rec.Members = append(rec.Members, model.Member{ID: m[0], Name: settings.CutRunes(m[1], model.MaxMemberNameRunes)})
 		}
 	}
 	if v, ok := session["takeover"]; ok {

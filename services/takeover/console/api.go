@@ -52,8 +52,8 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 		}
 		endRead = end
 		defer end()
-		// Before the body is read (issue 33): the per-session limit below
-		// needs the body's sid, and four waves of twenty 9 MiB replies of
+		// Before the body is read, so a token's flood is not read whole:
+		// the per-session limit below needs the body's sid, and four waves of twenty 9 MiB replies of
 		// one token were read whole, 351 MiB, to be refused 429. A token
 		// sends replies no faster than a session takes them
 		// (tokenReplyBurst), one read at a time, and the session's check

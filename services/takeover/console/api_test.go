@@ -259,7 +259,7 @@ func TestAPIErrorsAndLimits(t *testing.T) {
 		t.Fatalf("page headers: %v", res.Header)
 	}
 	// production pages expose no test hooks
-	plain, err := console.New(console.Config{Key: h.keyStr}, h.svc)
+	plain, err := console.New(console.Config{Key: h.keyStr}, h.svc.Console())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestAPIErrorsAndLimits(t *testing.T) {
 	if !strings.Contains(rec.Body.String(), `data-hooks="off"`) {
 		t.Fatal("a production page has test hooks on")
 	}
-	if _, err := console.New(console.Config{Key: "c2hvcnQ="}, h.svc); err == nil {
+	if _, err := console.New(console.Config{Key: "c2hvcnQ="}, h.svc.Console()); err == nil {
 		t.Fatal("a short key was accepted")
 	}
 	// the rate limit: a burst of 40, then 429
@@ -438,7 +438,7 @@ func TestLiveEventsAcrossReplicas(t *testing.T) {
 	h.say(a, cfg, "person", "42", "42", "Alice", "hello")
 	// replica 2 with its own connection and console
 	svc2 := h.replica(h.srv.Conn(t))
-	c2, err := console.New(console.Config{Key: h.keyStr}, svc2)
+	c2, err := console.New(console.Config{Key: h.keyStr}, svc2.Console())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +446,7 @@ func TestLiveEventsAcrossReplicas(t *testing.T) {
 	mux.Handle("/console/", c2)
 	srv2 := httptest.NewServer(mux)
 	t.Cleanup(func() { c2.Close(); srv2.Close() })
-	bustest.Eventually(t, "replica 2 knows the installation", func() bool { return svc2.ConsoleCheck(sc) == nil })
+	bustest.Eventually(t, "replica 2 knows the installation", func() bool { return svc2.Console().ConsoleCheck(sc) == nil })
 
 	req, _ := http.NewRequest("GET", srv2.URL+"/console/api/events", nil)
 	req.Header.Set("Authorization", "Bearer "+h.token(sc, "bob", time.Hour))

@@ -78,7 +78,7 @@ func TestBodyBudgetRefusesWhenHeld(t *testing.T) {
 	h := newHarness(t)
 	_, sc := h.install("budget", `{}`)
 	tok := h.token(sc, "alice", time.Hour)
-	con, err := console.New(console.Config{Key: h.keyStr, BodyBudget: 2 << 20}, h.svc)
+	con, err := console.New(console.Config{Key: h.keyStr, BodyBudget: 2 << 20}, h.svc.Console())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 // once: four full replies. Memory grows with the bytes of the bodies being
 // read and decoded, not with the number of requests, so twenty concurrent
 // 29 MiB replies wait their turn (503 + Retry-After) instead of taking
-// gigabytes (issue 19).
+// gigabytes: one console's flood cannot starve the others.
 const defaultBodyBudget = 4 * maxReplyBody
 
 // bodyLimit is the largest body an endpoint accepts.

@@ -194,7 +194,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// the standalone console is never framed (clickjacking); a page that
 	// embeds the console in LangBot is a separate file with its own policy.
 	// Images come from the console itself only: a remote image in a chat
-	// would tell its server who reads the chat and when (issue 33), so the
+	// would tell its server who reads the chat and when, so the
 	// page offers it as a link the operator may open, and no remote origin
 	// may load even by mistake.
 	hd.Set("Content-Security-Policy", csp)

@@ -68,7 +68,7 @@ func newHarnessOn(t testing.TB, srv *bustest.Server, opts ...func(*takeover.Conf
 	h.key = make([]byte, 32)
 	_, _ = rand.Read(h.key)
 	h.keyStr = base64.StdEncoding.EncodeToString(h.key)
-	ch, err := console.New(console.Config{Key: h.keyStr, TestHooks: true, CheckEvery: 200 * time.Millisecond}, h.svc)
+	ch, err := console.New(console.Config{Key: h.keyStr, TestHooks: true, CheckEvery: 200 * time.Millisecond}, h.svc.Console())
 	if err != nil {
 		t.Fatal(err)
 	}

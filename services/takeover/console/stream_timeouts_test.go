@@ -20,7 +20,7 @@ import (
 func TestLiveStreamOutlivesServerTimeouts(t *testing.T) {
 	h := newHarness(t)
 	b, sc := h.install("timeouts", cfg)
-	c, err := console.New(console.Config{Key: h.keyStr, Heartbeat: 20 * time.Millisecond}, h.svc)
+	c, err := console.New(console.Config{Key: h.keyStr, Heartbeat: 20 * time.Millisecond}, h.svc.Console())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/langbot-nats/plugins/pkg/settings"
 )
 
 // Record limits (spec §5.2, §11).
@@ -100,7 +102,7 @@ func NewRecord(bot, launcherType, launcherID, name string, now int64) *Record {
 	}
 	return &Record{
 		V: 1, Gen: NewGen(), SessionKey: key, Type: launcherType, TargetID: launcherID,
-		BotUUID: bot, Name: CutRunes(name, MaxNameRunes), Members: []Member{},
+		BotUUID: bot, Name: settings.CutRunes(name, MaxNameRunes), Members: []Member{},
 		CreatedAt: now, UpdatedAt: now,
 	}
 }
@@ -144,7 +146,7 @@ func (r *Record) AddMember(id, name string, at int64) {
 	if name == "" {
 		name = id
 	}
-	name = CutRunes(name, MaxMemberNameRunes)
+	name = settings.CutRunes(name, MaxMemberNameRunes)
 	out := make([]Member, 0, min(len(r.Members)+1, MaxMembers))
 	out = append(out, Member{ID: id, Name: name, At: at})
 	for _, m := range r.Members {
@@ -215,9 +217,9 @@ func PreviewOf(parts []Part) Preview {
 	p := parts[0]
 	switch p.Type {
 	case PartText:
-		return Preview{Kind: PartText, Text: CutRunes(p.Text, MaxPreviewRunes)}
+		return Preview{Kind: PartText, Text: settings.CutRunes(p.Text, MaxPreviewRunes)}
 	case PartFile:
-		return Preview{Kind: PartFile, Text: CutRunes(p.Name, MaxPreviewRunes)}
+		return Preview{Kind: PartFile, Text: settings.CutRunes(p.Name, MaxPreviewRunes)}
 	case PartImage:
 		return Preview{Kind: PartImage}
 	}

@@ -150,18 +150,6 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 // IsNull reports whether v is the JSON null.
 func IsNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
 
-// CutRunes returns the first n runes of s.
-func CutRunes(s string, n int) string {
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
-		}
-		i++
-	}
-	return s
-}
-
 // ParseInt accepts a JSON integer, a float (truncated) or a decimal string
 // (the console's request parameters; settings go through pkg/settings).
 func ParseInt(v json.RawMessage) (int64, bool) {

@@ -4,21 +4,65 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // New returns a store over js with subjects subj; it does no I/O. fault,
 // when non-nil (tests only), is consulted before each storage call: a
-// non-nil error fails the call as if JetStream had. The service then calls
-// Ensure, UseKV and UseDedupe; tools call Open instead.
-func New(js jetstream.JetStream, subj wire.Subjects, fault func(op string, sc binding.Scope) error) *Store {
+// non-nil error fails the call as if JetStream had. The service starts it
+// as a bus.Part (Serve, then Start); tools call Open instead.
+func New(js jetstream.JetStream, subj bus.Subjects, fault func(op string, sc binding.Scope) error) *Store {
 	return &Store{js: js, subj: subj, fault: fault}
 }
+
+// Serving is what the service's store needs to start as a bus.Part.
+type Serving struct {
+	// Replicas of the streams, the object store and the session bucket.
+	Replicas int
+	// Dedupe returns the runner's dedupe bucket (it holds the reply
+	// idempotency records, 24 h TTL); the runner has made it before any
+	// part starts.
+	Dedupe func() *bus.KV
+}
+
+// Serve sets what Start needs; call it before the runner starts.
+func (st *Store) Serve(s Serving) { st.serving = s }
+
+// setupTimeout bounds the setup a part does when it starts.
+const setupTimeout = time.Minute
+
+// Start creates the streams, the blob store and the session bucket (after
+// the runner made its buckets, before any intake opens): Store is a
+// bus.Part of the service, closed last.
+func (st *Store) Start(parent context.Context) (err error) {
+	ctx, cancel := context.WithTimeout(parent, setupTimeout)
+	defer cancel()
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
+	if err := st.Ensure(ctx, st.serving.Replicas); err != nil {
+		return err
+	}
+	mainKV, err := bus.EnsureBucket(ctx, st.js, bus.Bucket(Plugin), bus.BucketSpec{Replicas: st.serving.Replicas})
+	if err != nil {
+		return err
+	}
+	st.UseKV(bus.NewKV(st.js.Conn(), mainKV))
+	if st.serving.Dedupe != nil {
+		st.UseDedupe(st.serving.Dedupe())
+	}
+	return nil
+}
+
+// Stop closes the store (bus.Part).
+func (st *Store) Stop(context.Context) error { st.Close(); return nil }
 
 // UseKV sets the session bucket (the service ensures it beside the runner's).
 func (st *Store) UseKV(kv *bus.KV) { st.kv, st.records = kv, st.sessionRecords(kv) }
@@ -31,7 +75,7 @@ func (st *Store) UseDedupe(kv *bus.KV) { st.dedupe = kv }
 func (st *Store) Dedupe() *bus.KV { return st.dedupe }
 
 // Subjects are the subjects the store builds its names with.
-func (st *Store) Subjects() wire.Subjects { return st.subj }
+func (st *Store) Subjects() bus.Subjects { return st.subj }
 
 // ErrNotSetUp is returned by Open when a resource the service creates is
 // not there.
@@ -40,7 +84,7 @@ var ErrNotSetUp = errors.New("takeover store: not set up")
 // Open opens the service's existing resources (the session bucket, the
 // history shards, the blob store) for tools that run outside the service.
 // It creates nothing.
-func Open(ctx context.Context, js jetstream.JetStream, subj wire.Subjects) (*Store, error) {
+func Open(ctx context.Context, js jetstream.JetStream, subj bus.Subjects) (*Store, error) {
 	st := New(js, subj, nil)
 	kv, err := js.KeyValue(ctx, bus.Bucket(Plugin))
 	if err != nil {

@@ -7,8 +7,9 @@
 // JetStream resources, subjects and keys (names.go).
 //
 // Each constructor takes the parts it uses (a JetStream context, the
-// subjects, the view, a metric, a logger), never the service. It may
-// import pkg/bus, pkg/binding, nats.go, prometheus and takeover's model and
-// batch packages; it must not import package takeover, its console or its
+// subjects, the view, a metric, a logger), never the service. Store, View,
+// Trimmer and MetaWriter are bus.Parts: the service's runner starts and
+// stops them. It may import pkg/bus, pkg/binding, pkg/settings, nats.go,
+// prometheus and takeover's model and batch packages; it must not import package takeover, its console or its
 // admin tools.
 package store

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -52,7 +53,7 @@ func (d *MetaDelta) Apply(r *model.Record) {
 		r.AddMember(m.ID, m.Name, m.At)
 	}
 	if d.Name != "" {
-		r.Name = model.CutRunes(d.Name, model.MaxNameRunes)
+		r.Name = settings.CutRunes(d.Name, model.MaxNameRunes)
 	}
 	if r.Adapter == "" && d.Adapter != "" {
 		r.Adapter = d.Adapter
@@ -99,28 +100,47 @@ type MetaWriter struct {
 	filled              time.Time
 }
 
-// NewMetaWriter returns a writer of coalesced list metadata over st, at
-// most rate writes a second: it serialises with the recordings through
-// locks, keeps view current, queues trims on trims, reports the sessions
-// waiting on gauge and counts failed writes in dropped (label "reason").
-func NewMetaWriter(st *Store, view *View, locks *Locks, trims *Trimmer, rate int, gauge prometheus.Gauge, dropped *prometheus.CounterVec, log *slog.Logger) *MetaWriter {
-	r := float64(max(rate, 1))
-	return &MetaWriter{st: st, view: view, locks: locks, trims: trims, gauge: gauge, dropped: dropped, log: log, pending: map[string]*pendingMeta{}, last: map[string]time.Time{},
+// MetaConfig is what a MetaWriter writes with.
+type MetaConfig struct {
+	Store *Store
+	// View is kept current with the records written.
+	View *View
+	// Locks serialise the writes with the recordings' record changes.
+	Locks *Locks
+	// Trims is where the writes queue the trims they make due.
+	Trims *Trimmer
+	// Rate is the most writes a second (at least 1).
+	Rate int
+	// Pending reports the sessions waiting.
+	Pending prometheus.Gauge
+	// Dropped counts failed writes (label "reason", value "metadata").
+	Dropped *prometheus.CounterVec
+	Log     *slog.Logger
+}
+
+// NewMetaWriter returns a writer of coalesced list metadata.
+func NewMetaWriter(c MetaConfig) *MetaWriter {
+	r := float64(max(c.Rate, 1))
+	return &MetaWriter{st: c.Store, view: c.View, locks: c.Locks, trims: c.Trims, gauge: c.Pending, dropped: c.Dropped, log: c.Log, pending: map[string]*pendingMeta{}, last: map[string]time.Time{},
 		stopc: make(chan struct{}), sem: make(chan struct{}, 32),
 		rate: r, burst: max(r/10, 1), tokens: max(r/10, 1), filled: time.Now()}
 }
 
-// Start runs the writer; ctx bounds its writes (each for 30 s at most).
-func (w *MetaWriter) Start(ctx context.Context) {
+// Start runs the writer (bus.Part); ctx bounds its writes (each for 30 s
+// at most).
+func (w *MetaWriter) Start(ctx context.Context) error {
 	w.ctx = ctx
 	w.wg.Add(1)
 	go w.loop()
+	return nil
 }
 
-// Stop writes what is pending and waits.
-func (w *MetaWriter) Stop() {
+// Stop writes what is pending and waits (bus.Part); the writes end early
+// when Start's context does.
+func (w *MetaWriter) Stop(context.Context) error {
 	close(w.stopc)
 	w.wg.Wait()
+	return nil
 }
 
 // Add queues a delta for a session.

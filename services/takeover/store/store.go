@@ -91,6 +91,8 @@ type Store struct {
 	// consumer reads, given the shard's name: a stand-in for the replica
 	// a cluster places that consumer on.
 	replica func(stream string) jetstream.Stream
+	// serving is what Start needs (Serve)
+	serving Serving
 }
 
 func (st *Store) Check(op string, sc binding.Scope) error {
@@ -593,7 +595,7 @@ func (st *Store) Schedule(ctx context.Context, sc binding.Scope, sid string, exp
 // handled stays: its handler compares it with the record (model.OnFire) and
 // acks it, and the stream keeps one per subject for at most 7 days. Purging
 // the expire subject too emptied the takeover-expire consumer's redelivery
-// queue on the server with each cancel (bus.Fired.Remove, issue 33).
+// queue on the server with each cancel (bus.Fired.Remove).
 func (st *Store) CancelSchedule(ctx context.Context, sc binding.Scope, sid string) error {
 	if err := st.Check("timer.cancel", sc); err != nil {
 		return err

@@ -40,7 +40,8 @@ type Trimmer struct {
 	view    *View
 	results *prometheus.CounterVec // by result: ok, failed, skipped
 	log     *slog.Logger
-	ctx     context.Context // set by Start
+	ctx     context.Context // the workers' context, set by Start
+	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	jobs    chan trimJob
 	mu      sync.Mutex
@@ -59,12 +60,11 @@ func NewTrimmer(st *Store, view *View, results *prometheus.CounterVec, log *slog
 	return &Trimmer{st: st, view: view, results: results, log: log, jobs: make(chan trimJob, trimQueue), pending: map[string]bool{}}
 }
 
-// Wait waits for the workers Start started, once its context has ended.
-func (t *Trimmer) Wait() { t.wg.Wait() }
-
-// Start runs the workers until ctx ends; Wait waits for them.
-func (t *Trimmer) Start(ctx context.Context) {
-	t.ctx = ctx
+// Start runs the workers until Stop (bus.Part); a trim running then is
+// cancelled.
+func (t *Trimmer) Start(parent context.Context) error {
+	ctx, cancel := context.WithCancel(parent)
+	t.ctx, t.cancel = ctx, cancel
 	for range trimWorkers {
 		t.wg.Add(1)
 		go func() {
@@ -79,6 +79,14 @@ func (t *Trimmer) Start(ctx context.Context) {
 			}
 		}()
 	}
+	return nil
+}
+
+// Stop cancels the workers and waits for them (bus.Part).
+func (t *Trimmer) Stop(context.Context) error {
+	t.cancel()
+	t.wg.Wait()
+	return nil
 }
 
 func (t *Trimmer) queue(j trimJob) {

@@ -46,6 +46,8 @@ func headOf(r *model.Record) *model.Record {
 // Entries are keyed by the full key <scope>.session.<sid>.
 type View struct {
 	nc     *nats.Conn
+	js     jetstream.JetStream
+	bucket string
 	prefix string // "$KV.<bucket>."
 
 	mu      sync.RWMutex
@@ -65,17 +67,23 @@ type View struct {
 	status    chan nats.Status
 }
 
-func NewView(nc *nats.Conn, bucket string) *View {
+// NewView returns the view of bucket's session records, read through js
+// on nc; Start loads it.
+func NewView(nc *nats.Conn, js jetstream.JetStream, bucket string) *View {
 	return &View{
-		nc: nc, prefix: bus.KVSubject(bucket, ""),
+		nc: nc, js: js, bucket: bucket, prefix: bus.KVSubject(bucket, ""),
 		entries: make(map[string]ViewEntry),
 		pending: make(map[string]int64),
 		removed: make(map[string]bool),
 	}
 }
 
-// Start creates the ordered consumer and begins consuming.
-func (v *View) Start(ctx context.Context, js jetstream.JetStream, bucket string) error {
+// Start creates the ordered consumer and begins consuming (bus.Part: the
+// service starts the view after the store, and stops it before).
+func (v *View) Start(parent context.Context) error {
+	ctx, cancel := context.WithTimeout(parent, setupTimeout)
+	defer cancel()
+	js, bucket := v.js, v.bucket
 	cons, err := js.OrderedConsumer(ctx, bus.KVStream(bucket), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{bus.KVSubject(bucket, bus.KVKeysFilter(KeySession))},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
@@ -108,8 +116,8 @@ func (v *View) Start(ctx context.Context, js jetstream.JetStream, bucket string)
 	return nil
 }
 
-// Stop ends consumption; the view is stale from then on.
-func (v *View) Stop() {
+// Stop ends consumption; the view is stale from then on (bus.Part).
+func (v *View) Stop(context.Context) error {
 	v.stopped.Store(true)
 	if v.cc != nil {
 		v.cc.Stop()
@@ -117,6 +125,7 @@ func (v *View) Stop() {
 	if v.status != nil {
 		v.nc.RemoveStatusListener(v.status) // ends the status goroutine
 	}
+	return nil
 }
 
 // Live reports whether decisions may come from the view alone.

@@ -8,7 +8,7 @@ import (
 )
 
 func TestMessagesCatalogue(t *testing.T) {
-	c, err := takeover.Messages()
+	c, err := takeover.Catalog()
 	if err != nil {
 		t.Fatal(err)
 	}
