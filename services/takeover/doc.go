@@ -56,7 +56,7 @@
 //     (console_delete.go). The NATS page endpoint and the HTTP console
 //     (package console, through Service.Console) sit on it. ParsePageRequest
 //     validates every operation; the operator is always a parameter. Errors
-//     are *bus.Error values (errors.go).
+//     are *wire.Error values (errors.go).
 //
 // The subpackages, none of which imports this one:
 //

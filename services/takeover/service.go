@@ -13,6 +13,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/console"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -195,7 +196,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: MinTakeoverTimeout must be within [0, 30s]", bus.ErrInvalidConfig)
 	}
 	if cfg.HostTimeout <= 0 {
-		cfg.HostTimeout = bus.DefaultHostTimeout
+		cfg.HostTimeout = wire.DefaultHostTimeout
 	}
 	if cfg.NoticeRetry == nil {
 		cfg.NoticeRetry = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second}
