@@ -112,7 +112,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	}
 	st := store.New(deps.JetStream, deps.Subjects, s.faults.check)
 	trims := store.NewTrimmer(st, s.view, met.trims, log)
-	locks := store.NewLocks()
+	locks := new(bus.KeyLocks[string])
 	s.notices = &notices{st: st, view: s.view, nc: deps.Conn, js: deps.JetStream, subj: deps.Subjects, catalog: cat,
 		metrics: met, settings: s.settings, now: now, log: log,
 		hostTimeout: cfg.HostTimeout, noticeRetry: cfg.NoticeRetry, alertInterval: cfg.AlertInterval}
