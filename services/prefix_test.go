@@ -29,7 +29,7 @@ var commandWords = []string{githubkit.CommandWord, "ho", schenotify.CommandSche,
 func TestNoTextHardCodesACommandPrefix(t *testing.T) {
 	type loader func() (*i18n.Catalog, error)
 	for name, load := range map[string]loader{
-		"githubkit":        githubkit.LoadCatalog,
+		"githubkit":        githubkit.Catalog,
 		"takeover":         takeover.Catalog,
 		"takeover console": console.Catalog,
 		"schenotify":       schenotify.Catalog,

@@ -15,6 +15,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // githubkitService registers the githubkit service with lbctl: lbctl dev
@@ -101,7 +102,7 @@ func devGitHubFlags(fake bool, apiURL string) (githubkit.Flags, error) {
 }
 
 // privateHost reports whether the API root's host is localhost or a literal
-// address the SSRF guard refuses (githubkit.RefusedAddr: anything not global
+// address the SSRF guard refuses (ghclient.RefusedAddr: anything not global
 // unicast), so lbctl dev refuses it up front; names that resolve there are
 // refused by the guard at dial.
 func privateHost(raw string) bool {
@@ -117,7 +118,7 @@ func privateHost(raw string) bool {
 	if err != nil {
 		return false
 	}
-	return githubkit.RefusedAddr(a)
+	return ghclient.RefusedAddr(a)
 }
 
 // fakeGitHubService runs the service and stops the fake GitHub after it.

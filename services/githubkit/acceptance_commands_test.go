@@ -13,7 +13,9 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 func oneInstall(t *testing.T, lang string) (*harness, *inst) {
@@ -288,7 +290,7 @@ func TestAT22Filters(t *testing.T) {
 
 func TestAT23Caps(t *testing.T) {
 	h, a := oneInstall(t, "en_US")
-	for i := range githubkit.MaxReposPerInst {
+	for i := range events.MaxReposPerInst {
 		name := fmt.Sprintf("o/r%d", i)
 		h.fake.AddRepo(name, 0)
 		if got := h.cmd(a, "sub "+name); !strings.Contains(got, "Subscribed") {
@@ -300,7 +302,7 @@ func TestAT23Caps(t *testing.T) {
 		t.Fatalf("51st repo: %q", got)
 	}
 	// 20 subscribers on one repo
-	for i := 1; i < githubkit.MaxSubscribersRepo; i++ {
+	for i := 1; i < events.MaxSubscribersRepo; i++ {
 		c := *a
 		c.session.LauncherID = wire.ID(fmt.Sprintf("chat-%d", i))
 		h.cmd(&c, "sub o/r0")
@@ -437,7 +439,7 @@ func TestRequestShapes(t *testing.T) {
 			t.Errorf("%s: %+v", c.line, r)
 			continue
 		}
-		if r[0].UserAgent != githubkit.UserAgent || r[0].APIVersion != "2022-11-28" || r[0].Authorization != "Bearer token-a" {
+		if r[0].UserAgent != ghclient.UserAgent || r[0].APIVersion != "2022-11-28" || r[0].Authorization != "Bearer token-a" {
 			t.Errorf("%s: headers %+v", c.line, r[0])
 		}
 	}

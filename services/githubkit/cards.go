@@ -1,6 +1,6 @@
 package githubkit
 
-// Link cards (issue 21): a GitHub repository, issue, pull request,
+// Link cards: a GitHub repository, issue, pull request,
 // release or commit address pasted in a chat gets a short card.
 //
 // The event endpoint only decides whether a message may get cards (the
@@ -15,8 +15,6 @@ package githubkit
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -32,12 +30,14 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // The events githubkit listens to: every message a chat receives.
 const (
-	EventPersonMessage = "PersonMessageReceived"
+	eventPersonMessage = "PersonMessageReceived"
 	EventGroupMessage  = "GroupMessageReceived"
 )
 
@@ -98,7 +98,7 @@ type cardJob struct {
 	st     Settings
 	chat   Identity
 	sender string
-	links  []Link
+	links  []events.Link
 	idem   string
 	link   trace.SpanContext
 }
@@ -106,8 +106,8 @@ type cardJob struct {
 // cardEventData is what a message event carries that cards read.
 type cardEventData struct {
 	LauncherType string          `json:"launcher_type"`
-	LauncherID   wire.ID         `json:"launcher_id"`
-	SenderID     wire.ID         `json:"sender_id"`
+	LauncherID   bus.ID          `json:"launcher_id"`
+	SenderID     bus.ID          `json:"sender_id"`
 	MessageChain json.RawMessage `json:"message_chain"`
 	MessageEvent *struct {
 		MessageChain json.RawMessage `json:"message_chain"`
@@ -160,7 +160,8 @@ func isCommand(text string) bool {
 
 // cards runs the card workers and holds their state.
 type cards struct {
-	s       *Service
+	s       *shared
+	gh      *ghclient.GitHub
 	state   *cardState
 	outcome *prometheus.CounterVec
 	lookups *prometheus.CounterVec
@@ -171,8 +172,8 @@ type cards struct {
 	wg     sync.WaitGroup
 }
 
-func newCards(s *Service, lim CardLimits, reg prometheus.Registerer) (*cards, error) {
-	c := &cards{s: s, state: newCardState(lim, s.now),
+func newCards(s *shared, gh *ghclient.GitHub, lim CardLimits, reg prometheus.Registerer) (*cards, error) {
+	c := &cards{s: s, gh: gh, state: newCardState(lim, s.now),
 		outcome: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "githubkit_link_cards_total", Help: "Messages with GitHub links by card outcome.",
 		}, []string{"outcome"}),
@@ -274,48 +275,11 @@ func (c *cards) work(ctx context.Context) {
 	}
 }
 
-// handleEvent answers a message event at once and queues its cards.
-func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, error) {
-	ev := inv.Event
-	reply := wire.EventReply{}
-	if ev.Name != EventPersonMessage && ev.Name != EventGroupMessage {
-		return reply, nil
-	}
-	st, _ := s.settings(inv.Config)
-	if !st.LinkCards || st.APIErr != nil {
-		return reply, nil
-	}
-	var data cardEventData
-	if json.Unmarshal(ev.Data, &data) != nil {
-		return reply, nil // an event githubkit cannot read passes unchanged
-	}
-	text := data.text()
-	if isCommand(text) {
-		return reply, nil
-	}
-	links := ParseLinks(text, apiHost(st))
-	chat := Identity{BotUUID: strings.TrimSpace(ev.BotUUID), TargetType: data.LauncherType, TargetID: data.LauncherID.String()}
-	if len(links) == 0 || chat.BotUUID == "" || chat.TargetID == "" || (chat.TargetType != wire.LauncherPerson && chat.TargetType != wire.LauncherGroup) {
-		return reply, nil
-	}
-	origin := string(ev.QueryUUID)
-	if origin == "" {
-		origin = inv.ID
-	}
-	sum := sha256.Sum256([]byte(origin))
-	j := &cardJob{sc: inv.Scope, b: inv.Binding, st: st, chat: chat, sender: data.SenderID.String(), links: links,
-		idem: "githubkit:" + inv.Scope.String() + ":card:" + hex.EncodeToString(sum[:16]), link: trace.SpanContextFromContext(ctx)}
-	if out := s.cards.state.enqueue(j); out != cardQueued {
-		s.cards.outcome.WithLabelValues(out).Inc()
-	}
-	return reply, nil
-}
-
 // run handles one job: the checks in order of cost, then the lookups and
 // the send.
 func (c *cards) run(parent context.Context, j *cardJob) {
 	s := c.s
-	ctx, cancel := context.WithTimeout(withInstallation(parent, j.sc.String()), cardJobTimeout)
+	ctx, cancel := context.WithTimeout(ghclient.WithInstallation(parent, j.sc.String()), cardJobTimeout)
 	defer cancel()
 	ctx, span := s.tracer.Start(ctx, "githubkit.cards", trace.WithLinks(trace.Link{SpanContext: j.link}),
 		trace.WithAttributes(bus.AttrScope.String(j.sc.String()), attribute.Int("githubkit.links", len(j.links))))
@@ -344,7 +308,7 @@ func (c *cards) card(ctx context.Context, j *cardJob) string {
 	if account != "" && account == j.sender {
 		return cardOwn
 	}
-	links, limited := c.state.take(j.sc, hashOf(j.chat.BotUUID, j.chat.TargetType, j.chat.TargetID), j.links)
+	links, limited := c.state.take(j.sc, httpserve.LimitKeyOf(j.chat.BotUUID, j.chat.TargetType, j.chat.TargetID), j.links)
 	if len(links) == 0 {
 		if limited {
 			return cardLimited
@@ -352,7 +316,7 @@ func (c *cards) card(ctx context.Context, j *cardJob) string {
 		return cardRepeat
 	}
 	x := s.texts(j.st.Language)
-	t := Target{BaseURL: j.st.APIURL, Token: j.st.Token}
+	t := ghclient.Target{BaseURL: j.st.APIURL, Token: j.st.Token}
 	var parts []string
 	for _, l := range links {
 		f, err := c.lookup(ctx, j.sc, t, l)
@@ -364,11 +328,11 @@ func (c *cards) card(ctx context.Context, j *cardJob) string {
 	if len(parts) == 0 {
 		return cardNoItem
 	}
-	text := chatSafe(strings.Join(parts, "\n\n"))
+	text := events.ChatSafe(strings.Join(parts, "\n\n"))
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
 	defer cancel()
-	err = s.runner.Host().SendMessage(sctx, j.b, wire.SendMessage{BotUUID: j.chat.BotUUID, TargetType: j.chat.TargetType,
-		TargetID: j.chat.TargetID, MessageChain: wire.Plain(text)}, j.idem)
+	err = s.runner.Host().SendMessage(sctx, j.b, bus.SendMessage{BotUUID: j.chat.BotUUID, TargetType: j.chat.TargetType,
+		TargetID: j.chat.TargetID, MessageChain: bus.Plain(text)}, j.idem)
 	if err != nil {
 		return cardFailed
 	}
@@ -402,28 +366,28 @@ func (c *cards) botAccount(ctx context.Context, j *cardJob) (string, bool) {
 // without a request, stale ones revalidated with their ETag (a 304 keeps
 // them), misses fetched. A not-found item is cached too, so a pasted
 // private link costs one request per TTL.
-func (c *cards) lookup(ctx context.Context, sc binding.Scope, t Target, l Link) (cardFacts, error) {
-	key := hashOf(t.BaseURL, t.Token, l.Key())
+func (c *cards) lookup(ctx context.Context, sc binding.Scope, t ghclient.Target, l events.Link) (cardFacts, error) {
+	key := httpserve.LimitKeyOf(t.BaseURL, t.Token, l.Key())
 	e, ok, fresh := c.state.cached(sc, key)
 	if ok && fresh {
 		c.lookups.WithLabelValues("hit").Inc()
 		if e.notFound {
-			return cardFacts{}, &APIError{Code: CodeNotFound, Status: 404}
+			return cardFacts{}, &ghclient.APIError{Code: ghclient.CodeNotFound, Status: 404}
 		}
 		return e.facts, nil
 	}
-	cond := &conditional{}
+	cond := &ghclient.Conditional{}
 	if ok && !e.notFound {
-		cond.ifNoneMatch = e.etag
+		cond.IfNoneMatch = e.etag
 	}
-	f, err := c.fetch(withConditional(ctx, cond), t, l)
-	var ae *APIError
+	f, err := c.fetch(ghclient.WithConditional(ctx, cond), t, l)
+	var ae *ghclient.APIError
 	switch {
-	case cond.notModified && ok:
+	case cond.NotModified && ok:
 		c.lookups.WithLabelValues("revalidated").Inc()
 		c.state.store(sc, e)
 		return e.facts, nil
-	case errors.As(err, &ae) && ae.Code == CodeNotFound:
+	case errors.As(err, &ae) && ae.Code == ghclient.CodeNotFound:
 		c.lookups.WithLabelValues("fetched").Inc()
 		c.state.store(sc, cacheEntry{key: key, notFound: true})
 		return cardFacts{}, err
@@ -432,16 +396,16 @@ func (c *cards) lookup(ctx context.Context, sc binding.Scope, t Target, l Link) 
 		return cardFacts{}, err
 	}
 	c.lookups.WithLabelValues("fetched").Inc()
-	c.state.store(sc, cacheEntry{key: key, facts: f, etag: cond.etag})
+	c.state.store(sc, cacheEntry{key: key, facts: f, etag: cond.ETag})
 	return f, nil
 }
 
 // fetch reads one item from GitHub and keeps its card facts.
-func (c *cards) fetch(ctx context.Context, t Target, l Link) (cardFacts, error) {
-	gh := c.s.gh
+func (c *cards) fetch(ctx context.Context, t ghclient.Target, l events.Link) (cardFacts, error) {
+	gh := c.gh
 	f := cardFacts{Kind: l.Kind, Repo: l.Repo.String()}
 	switch l.Kind {
-	case LinkRepo:
+	case events.LinkRepo:
 		r, err := gh.Repo(ctx, t, l.Repo)
 		if err != nil || r == nil {
 			return f, err
@@ -449,44 +413,44 @@ func (c *cards) fetch(ctx context.Context, t Target, l Link) (cardFacts, error) 
 		if n := r.GetFullName(); n != "" {
 			f.Repo = n
 		}
-		f.Desc = truncate(clean(r.GetDescription()), cardDescRunes)
-		f.Stars, f.Forks, f.Lang, f.Archived = r.GetStargazersCount(), r.GetForksCount(), clean(r.GetLanguage()), r.GetArchived()
+		f.Desc = ghclient.Truncate(events.Clean(r.GetDescription()), cardDescRunes)
+		f.Stars, f.Forks, f.Lang, f.Archived = r.GetStargazersCount(), r.GetForksCount(), events.Clean(r.GetLanguage()), r.GetArchived()
 		f.URL = r.GetHTMLURL()
-	case LinkIssue:
+	case events.LinkIssue:
 		is, err := gh.Issue(ctx, t, l.Repo, l.Number)
 		if err != nil || is == nil {
 			return f, err
 		}
-		f.Number, f.IsPR, f.State = is.GetNumber(), is.PullRequestLinks != nil, issueState(is)
+		f.Number, f.IsPR, f.State = is.GetNumber(), is.PullRequestLinks != nil, events.IssueState(is)
 		if f.IsPR && f.State == "open" && is.GetDraft() {
 			f.State = "draft"
 		}
-		f.Title = truncate(clean(is.GetTitle()), cardTitleRunes)
+		f.Title = ghclient.Truncate(events.Clean(is.GetTitle()), cardTitleRunes)
 		if is.User != nil {
-			f.Author = clean(is.User.GetLogin())
+			f.Author = events.Clean(is.User.GetLogin())
 		}
 		f.Comments = is.GetComments()
 		for _, lb := range is.Labels {
-			if n := clean(lb.GetName()); n != "" && len(f.Labels) < cardLabels {
+			if n := events.Clean(lb.GetName()); n != "" && len(f.Labels) < cardLabels {
 				f.Labels = append(f.Labels, n)
 			}
 		}
 		f.URL = is.GetHTMLURL()
-	case LinkRelease:
+	case events.LinkRelease:
 		r, err := gh.ReleaseByTag(ctx, t, l.Repo, l.Tag)
 		if err != nil || r == nil {
 			return f, err
 		}
-		f.Tag, f.Pre = truncate(clean(r.GetTagName()), cardTitleRunes), r.GetPrerelease()
-		if n := truncate(clean(r.GetName()), cardTitleRunes); n != f.Tag {
+		f.Tag, f.Pre = ghclient.Truncate(events.Clean(r.GetTagName()), cardTitleRunes), r.GetPrerelease()
+		if n := ghclient.Truncate(events.Clean(r.GetName()), cardTitleRunes); n != f.Tag {
 			f.Name = n
 		}
 		if r.Author != nil {
-			f.Author = clean(r.Author.GetLogin())
+			f.Author = events.Clean(r.Author.GetLogin())
 		}
 		f.Date = day(r.PublishedAt)
 		f.URL = r.GetHTMLURL()
-	case LinkCommit:
+	case events.LinkCommit:
 		cm, err := gh.Commit(ctx, t, l.Repo, l.SHA)
 		if err != nil || cm == nil {
 			return f, err
@@ -496,14 +460,14 @@ func (c *cards) fetch(ctx context.Context, t Target, l Link) (cardFacts, error) 
 			f.SHA = f.SHA[:7]
 		}
 		if cm.Commit != nil {
-			f.Title = truncate(firstLine(cm.Commit.GetMessage()), cardTitleRunes)
+			f.Title = ghclient.Truncate(ghclient.FirstLine(cm.Commit.GetMessage()), cardTitleRunes)
 			if cm.Commit.Author != nil {
-				f.Author = clean(cm.Commit.Author.GetName())
+				f.Author = events.Clean(cm.Commit.Author.GetName())
 				f.Date = day(cm.Commit.Author.Date)
 			}
 		}
 		if cm.Author != nil && cm.Author.GetLogin() != "" {
-			f.Author = clean(cm.Author.GetLogin())
+			f.Author = events.Clean(cm.Author.GetLogin())
 		}
 		if cm.Stats != nil {
 			f.Add, f.Del = cm.Stats.GetAdditions(), cm.Stats.GetDeletions()
@@ -524,69 +488,69 @@ func day(t *github.Timestamp) string {
 func (x texts) card(f cardFacts) string {
 	or := func(s string) string {
 		if s == "" {
-			return x.dash()
+			return x.Dash()
 		}
 		return s
 	}
-	url := or(clean(f.URL))
+	url := or(events.Clean(f.URL))
 	switch f.Kind {
-	case LinkRepo:
+	case events.LinkRepo:
 		desc, lang, archived := "", "", ""
 		if f.Desc != "" {
-			desc = x.t("card.desc", "desc", f.Desc)
+			desc = x.T("card.desc", "desc", f.Desc)
 		}
 		if f.Lang != "" {
-			lang = x.t("card.lang", "lang", f.Lang)
+			lang = x.T("card.lang", "lang", f.Lang)
 		}
 		if f.Archived {
-			archived = x.t("card.archived")
+			archived = x.T("card.archived")
 		}
-		return x.t("card.repo", "repo", f.Repo, "desc", desc, "stars", strconv.Itoa(f.Stars), "forks", strconv.Itoa(f.Forks),
+		return x.T("card.repo", "repo", f.Repo, "desc", desc, "stars", strconv.Itoa(f.Stars), "forks", strconv.Itoa(f.Forks),
 			"lang", lang, "archived", archived, "url", url)
-	case LinkIssue:
-		emoji, kind := "📝", x.t("issue.kind_issue")
+	case events.LinkIssue:
+		emoji, kind := "📝", x.T("issue.kind_issue")
 		if f.IsPR {
-			emoji, kind = "🔀", x.t("issue.kind_pr")
+			emoji, kind = "🔀", x.T("issue.kind_pr")
 		}
 		state := or(f.State)
 		switch f.State {
 		case "open", "closed", "merged":
-			state = x.t("state." + f.State)
+			state = x.T("state." + f.State)
 		case "draft":
-			state = x.t("card.draft")
+			state = x.T("card.draft")
 		}
-		comments := x.t("card.comments", "n", strconv.Itoa(f.Comments))
+		comments := x.T("card.comments", "n", strconv.Itoa(f.Comments))
 		switch f.Comments {
 		case 0:
-			comments = x.t("card.comments_none")
+			comments = x.T("card.comments_none")
 		case 1:
-			comments = x.t("card.comments_one")
+			comments = x.T("card.comments_one")
 		}
 		labels := ""
 		if len(f.Labels) > 0 {
-			labels = x.t("card.labels", "labels", x.join(f.Labels))
+			labels = x.T("card.labels", "labels", x.Join(f.Labels))
 		}
-		return x.t("card.issue", "emoji", emoji, "repo", f.Repo, "number", strconv.Itoa(f.Number), "state", state,
+		return x.T("card.issue", "emoji", emoji, "repo", f.Repo, "number", strconv.Itoa(f.Number), "state", state,
 			"title", or(f.Title), "kind", kind, "author", or(f.Author), "comments", comments, "labels", labels, "url", url)
-	case LinkRelease:
+	case events.LinkRelease:
 		name, pre, date := "", "", ""
 		if f.Name != "" {
-			name = x.t("releases.name", "name", f.Name)
+			name = x.T("releases.name", "name", f.Name)
 		}
 		if f.Pre {
-			pre = x.t("releases.prerelease")
+			pre = x.T("releases.prerelease")
 		}
 		if f.Date != "" {
-			date = x.t("releases.date", "date", f.Date)
+			date = x.T("releases.date", "date", f.Date)
 		}
-		return x.t("card.release", "repo", f.Repo, "tag", or(f.Tag), "name", name, "pre", pre, "author", or(f.Author),
+		return x.T("card.release", "repo", f.Repo, "tag", or(f.Tag), "name", name, "pre", pre, "author", or(f.Author),
 			"date", date, "url", url)
-	case LinkCommit:
+	case events.LinkCommit:
 		date := ""
 		if f.Date != "" {
-			date = x.t("card.commit_date", "date", f.Date)
+			date = x.T("card.commit_date", "date", f.Date)
 		}
-		return x.t("card.commit", "repo", f.Repo, "sha", or(f.SHA), "title", or(f.Title), "author", or(f.Author),
+		return x.T("card.commit", "repo", f.Repo, "sha", or(f.SHA), "title", or(f.Title), "author", or(f.Author),
 			"additions", strconv.Itoa(f.Add), "deletions", strconv.Itoa(f.Del), "date", date, "url", url)
 	}
 	return url

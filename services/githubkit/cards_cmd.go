@@ -7,19 +7,20 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
-// ChatCards is the stored link-card choice of one chat,
+// chatCardChoice is the stored link-card choice of one chat,
 // <scope>.cards.<chat sid>. Only "off" is stored: a chat without a record
 // gets cards (when the installation's link_cards setting is on).
-type ChatCards struct {
+type chatCardChoice struct {
 	V         int       `json:"v"`
 	Off       bool      `json:"off"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-func chatCards(kv *bus.KV) *bus.Records[ChatCards] {
-	return bus.NewRecords(kv, KindCards, bus.RecordsConfig[ChatCards]{})
+func chatCards(kv *bus.KV) *bus.Records[chatCardChoice] {
+	return bus.NewRecords(kv, kindCards, bus.RecordsConfig[chatCardChoice]{})
 }
 
 // chatCardsOff reports whether a chat turned link cards off.
@@ -31,34 +32,34 @@ func chatCardsOff(ctx context.Context, kv *bus.KV, sc binding.Scope, chat Identi
 	return r != nil && r.Off, nil
 }
 
-// cardsCommand is "gh cards [on|off]": the state of this chat, or (admins
+// command is "gh cards [on|off]": the state of this chat, or (admins
 // only) a change of it. Turning cards on deletes the record; off writes
 // it. Both are idempotent, so a retried invocation needs no dedupe.
-func (s *Service) cardsCommand(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p Parsed, prefix string) (string, error) {
+func (c *cards) command(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
 	id, ok := identity(inv.Command)
 	if !ok {
-		return x.t("err.no_bot"), nil
+		return x.T("err.no_bot"), nil
 	}
 	word := ""
 	if len(p.Args) > 0 {
 		word = strings.ToLower(p.Args[0])
 	}
 	if word != "" && word != "on" && word != "off" {
-		return x.usage(SubCards, prefix), nil
+		return x.Usage(events.SubCards, prefix), nil
 	}
 	if word != "" && inv.Command.Privilege < adminPrivilege {
-		return x.t("cards.admin_only", "prefix", prefix), nil
+		return x.T("cards.admin_only", "prefix", prefix), nil
 	}
-	kv := s.runner.KV()
+	kv := c.s.runner.KV()
 	switch word {
 	case "on":
 		if err := chatCards(kv).Delete(ctx, inv.Scope, 0, id.SID()); err != nil {
 			return "", errStore(err)
 		}
 	case "off":
-		now := s.now().UTC()
-		if _, _, err := chatCards(kv).Update(ctx, inv.Scope, func(*ChatCards) (*ChatCards, error) {
-			return &ChatCards{V: 1, Off: true, UpdatedAt: now}, nil
+		now := c.s.now().UTC()
+		if _, _, err := chatCards(kv).Update(ctx, inv.Scope, func(*chatCardChoice) (*chatCardChoice, error) {
+			return &chatCardChoice{V: 1, Off: true, UpdatedAt: now}, nil
 		}, id.SID()); err != nil {
 			return "", errStore(err)
 		}
@@ -70,12 +71,12 @@ func (s *Service) cardsCommand(ctx context.Context, inv *bus.Invocation, st Sett
 			return "", errStore(err)
 		}
 	}
-	out := x.t("cards.on", "prefix", prefix)
+	out := x.T("cards.on", "prefix", prefix)
 	if off {
-		out = x.t("cards.off", "prefix", prefix)
+		out = x.T("cards.off", "prefix", prefix)
 	}
 	if !st.LinkCards {
-		out += "\n" + x.t("cards.installation_off")
+		out += "\n" + x.T("cards.installation_off")
 	}
 	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 // FuzzCardEvent feeds arbitrary event data to the card reader: it never
@@ -50,8 +52,8 @@ func FuzzCardEvent(f *testing.F) {
 			t.Fatalf("text %q, want %q", text, want)
 		}
 		_ = isCommand(text)
-		links := ParseLinks(text, "")
-		if len(links) > MaxCardsPerMessage {
+		links := events.ParseLinks(text, "")
+		if len(links) > events.MaxCardsPerMessage {
 			t.Fatalf("%d links", len(links))
 		}
 		for _, l := range links {

@@ -9,8 +9,11 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // TestCardGoldens renders a card of every kind from the fake's fixtures in
@@ -44,17 +47,17 @@ func TestCardGoldens(t *testing.T) {
 				if c.prep != nil {
 					c.prep(fake)
 				}
-				links := ParseLinks(c.link, "")
+				links := events.ParseLinks(c.link, "")
 				if len(links) != 1 {
 					t.Fatalf("ParseLinks(%q) = %v", c.link, links)
 				}
-				cs := &cards{s: &Service{gh: gh}}
+				cs := &cards{gh: gh}
 				st := fakeSettings(fake, "tok")
-				f, err := cs.fetch(context.Background(), Target{BaseURL: st.APIURL, Token: st.Token}, links[0])
+				f, err := cs.fetch(context.Background(), ghclient.Target{BaseURL: st.APIURL, Token: st.Token}, links[0])
 				if err != nil {
 					t.Fatal(err)
 				}
-				checkGolden(t, lang, c.name, chatSafe(x.card(f)))
+				checkGolden(t, lang, c.name, events.ChatSafe(x.card(f)))
 			})
 		}
 	}
@@ -87,21 +90,21 @@ func TestCardStateBounds(t *testing.T) {
 	clock := bustest.FixedClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	st := newCardState(CardLimits{Burst: 1, Every: time.Second, RepeatWindow: time.Second, CacheEntries: 2, QueuePerInstallation: 2}, clock.Now)
 	a, b := testScope(t, "a"), testScope(t, "b")
-	link := []Link{{Kind: LinkRepo, Repo: Repo{Owner: "o", Name: "r"}}}
+	link := []events.Link{{Kind: events.LinkRepo, Repo: ghclient.Repo{Owner: "o", Name: "r"}}}
 
 	for i := range maxCardChats {
-		if got, _ := st.take(a, hashOf(fmt.Sprint(i)), link); len(got) != 1 {
+		if got, _ := st.take(a, httpserve.LimitKeyOf(fmt.Sprint(i)), link); len(got) != 1 {
 			t.Fatalf("chat %d refused below the cap", i)
 		}
 	}
-	if got, limited := st.take(a, hashOf("one more"), link); len(got) != 0 || !limited {
+	if got, limited := st.take(a, httpserve.LimitKeyOf("one more"), link); len(got) != 0 || !limited {
 		t.Fatalf("a chat past the cap got %v", got)
 	}
-	if got, _ := st.take(b, hashOf("one more"), link); len(got) != 1 {
+	if got, _ := st.take(b, httpserve.LimitKeyOf("one more"), link); len(got) != 1 {
 		t.Fatal("another installation's chat was refused")
 	}
 	clock.Advance(time.Minute)
-	if got, _ := st.take(a, hashOf("one more"), link); len(got) != 1 {
+	if got, _ := st.take(a, httpserve.LimitKeyOf("one more"), link); len(got) != 1 {
 		t.Fatal("a new chat refused once the idle ones could be swept")
 	}
 	st.sweep()
@@ -110,15 +113,15 @@ func TestCardStateBounds(t *testing.T) {
 	}
 
 	for i := range 3 {
-		st.store(a, cacheEntry{key: hashOf(fmt.Sprint(i))})
+		st.store(a, cacheEntry{key: httpserve.LimitKeyOf(fmt.Sprint(i))})
 	}
-	if _, ok, _ := st.cached(a, hashOf("0")); ok {
+	if _, ok, _ := st.cached(a, httpserve.LimitKeyOf("0")); ok {
 		t.Error("the least recently used entry survived a full cache")
 	}
-	if _, ok, fresh := st.cached(a, hashOf("2")); !ok || !fresh {
+	if _, ok, fresh := st.cached(a, httpserve.LimitKeyOf("2")); !ok || !fresh {
 		t.Error("the newest entry is not fresh")
 	}
-	if _, ok, _ := st.cached(b, hashOf("2")); ok {
+	if _, ok, _ := st.cached(b, httpserve.LimitKeyOf("2")); ok {
 		t.Error("an entry of one installation is seen by another")
 	}
 	clock.Advance(time.Hour)

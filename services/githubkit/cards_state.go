@@ -9,11 +9,12 @@ package githubkit
 
 import (
 	"container/list"
-	"crypto/sha256"
 	"sync"
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 // CardLimits bound link cards (docs/githubkit.md, "Link cards"). The zero
@@ -76,25 +77,11 @@ func (l CardLimits) withDefaults() CardLimits {
 	return l
 }
 
-// hashKey is the fixed-size key of every map here.
-type hashKey [sha256.Size]byte
-
-func hashOf(parts ...string) hashKey {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	var k hashKey
-	h.Sum(k[:0])
-	return k
-}
-
 // chatBucket is one chat's token bucket and the links it got cards for.
 type chatBucket struct {
 	bucket // tokens, and when they were last computed
 	recent [recentLinks]struct {
-		key hashKey
+		key httpserve.LimitKey
 		at  time.Time
 	}
 	next int // ring index into recent
@@ -109,7 +96,7 @@ type botAccount struct {
 // cacheEntry is one looked-up item: its card facts (or "not found"), the
 // ETag to revalidate it with, and until when it is fresh.
 type cacheEntry struct {
-	key      hashKey
+	key      httpserve.LimitKey
 	facts    cardFacts
 	notFound bool
 	etag     string
@@ -118,10 +105,10 @@ type cacheEntry struct {
 
 // instCards is one installation's card state.
 type instCards struct {
-	chats   map[hashKey]*chatBucket
-	bots    map[hashKey]botAccount
-	entries map[hashKey]*list.Element // of *cacheEntry
-	lru     *list.List                // front = most recently used
+	chats   map[httpserve.LimitKey]*chatBucket
+	bots    map[httpserve.LimitKey]botAccount
+	entries map[httpserve.LimitKey]*list.Element // of *cacheEntry
+	lru     *list.List                           // front = most recently used
 	queue   []*cardJob
 	ready   bool // in cardState.ready
 }
@@ -136,30 +123,30 @@ type cardState struct {
 	lim  CardLimits
 	now  func() time.Time
 	mu   sync.Mutex
-	inst map[hashKey]*instCards
+	inst map[httpserve.LimitKey]*instCards
 	// ready lists the installations with queued jobs, served round robin
 	// so that one installation's burst delays another's by one job at most.
-	ready []hashKey
+	ready []httpserve.LimitKey
 	wake  chan struct{}
 	stop  bool
 }
 
 func newCardState(lim CardLimits, now func() time.Time) *cardState {
 	lim = lim.withDefaults()
-	return &cardState{lim: lim, now: now, inst: make(map[hashKey]*instCards), wake: make(chan struct{}, lim.Workers)}
+	return &cardState{lim: lim, now: now, inst: make(map[httpserve.LimitKey]*instCards), wake: make(chan struct{}, lim.Workers)}
 }
 
-func scopeKey(sc binding.Scope) hashKey { return hashOf(sc.String()) }
+func scopeKey(sc binding.Scope) httpserve.LimitKey { return httpserve.LimitKeyOf(sc.String()) }
 
 // of returns sc's state, creating it; nil when the service already holds
 // maxCardInstallations others. s.mu is held.
-func (s *cardState) of(sk hashKey) *instCards {
+func (s *cardState) of(sk httpserve.LimitKey) *instCards {
 	in := s.inst[sk]
 	if in == nil {
 		if len(s.inst) >= maxCardInstallations {
 			return nil
 		}
-		in = &instCards{chats: map[hashKey]*chatBucket{}, bots: map[hashKey]botAccount{}, entries: map[hashKey]*list.Element{}, lru: list.New()}
+		in = &instCards{chats: map[httpserve.LimitKey]*chatBucket{}, bots: map[httpserve.LimitKey]botAccount{}, entries: map[httpserve.LimitKey]*list.Element{}, lru: list.New()}
 		s.inst[sk] = in
 	}
 	return in
@@ -226,7 +213,7 @@ func (s *cardState) next() (*cardJob, bool) {
 // take spends one token of chat for each link not carded there within the
 // repeat window, and returns the links that get a card. limited reports
 // whether the rate limit (not a repeat) held a link back.
-func (s *cardState) take(sc binding.Scope, chat hashKey, links []Link) (out []Link, limited bool) {
+func (s *cardState) take(sc binding.Scope, chat httpserve.LimitKey, links []events.Link) (out []events.Link, limited bool) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -247,7 +234,7 @@ func (s *cardState) take(sc binding.Scope, chat hashKey, links []Link) (out []Li
 	}
 	b.refill(now, s.lim.Burst, s.lim.Every)
 	for _, l := range links {
-		k := hashOf(l.Key())
+		k := httpserve.LimitKeyOf(l.Key())
 		if b.seen(k, now, s.lim.RepeatWindow) {
 			continue
 		}
@@ -263,7 +250,7 @@ func (s *cardState) take(sc binding.Scope, chat hashKey, links []Link) (out []Li
 	return out, limited
 }
 
-func (b *chatBucket) seen(k hashKey, now time.Time, window time.Duration) bool {
+func (b *chatBucket) seen(k httpserve.LimitKey, now time.Time, window time.Duration) bool {
 	for _, r := range b.recent {
 		if r.key == k && !r.at.IsZero() && now.Sub(r.at) < window {
 			return true
@@ -281,7 +268,7 @@ func (s *cardState) account(sc binding.Scope, bot string) (string, bool) {
 	if in == nil {
 		return "", false
 	}
-	a, ok := in.bots[hashOf(bot)]
+	a, ok := in.bots[httpserve.LimitKeyOf(bot)]
 	if !ok || now.Sub(a.at) >= botAccountTTL {
 		return "", false
 	}
@@ -298,12 +285,12 @@ func (s *cardState) setAccount(sc binding.Scope, bot, id string) {
 	if len(in.bots) >= maxCardBots {
 		clear(in.bots) // a refetch costs one host call per bot
 	}
-	in.bots[hashOf(bot)] = botAccount{id: id, at: s.now()}
+	in.bots[httpserve.LimitKeyOf(bot)] = botAccount{id: id, at: s.now()}
 }
 
 // cached returns the entry of key: fresh reports whether it may be used
 // without asking GitHub; a stale entry still gives its ETag.
-func (s *cardState) cached(sc binding.Scope, key hashKey) (e cacheEntry, ok, fresh bool) {
+func (s *cardState) cached(sc binding.Scope, key httpserve.LimitKey) (e cacheEntry, ok, fresh bool) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()

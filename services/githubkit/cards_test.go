@@ -10,6 +10,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
 
@@ -105,8 +106,8 @@ func TestLinkCardsOneMessagePerChatMessage(t *testing.T) {
 	}
 	text := m.MessageChain[0].Text
 	cards := strings.Split(text, "\n\n")
-	if len(cards) != githubkit.MaxCardsPerMessage {
-		t.Fatalf("%d cards, want %d (one per link, at most 3):\n%s", len(cards), githubkit.MaxCardsPerMessage, text)
+	if len(cards) != events.MaxCardsPerMessage {
+		t.Fatalf("%d cards, want %d (one per link, at most 3):\n%s", len(cards), events.MaxCardsPerMessage, text)
 	}
 	for i, want := range []string{"📦 octocat/Hello-World", "📝 octocat/Hello-World#1347 [open] Found a bug", "🔨 octocat/Hello-World commit 6dcb09b"} {
 		if !strings.HasPrefix(cards[i], want) {

@@ -8,14 +8,10 @@ import (
 	"strconv"
 	"strings"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/plugin"
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // CommandWord is the command the service serves (case-insensitive).
@@ -30,74 +26,21 @@ func dedupes(inv *bus.Invocation) bool {
 	if inv.Command == nil || !strings.EqualFold(inv.Command.Name, CommandWord) {
 		return false
 	}
-	sub := ParseCommand(inv.Command.Params).Sub
-	return sub == SubSub || sub == SubUnsub
+	sub := events.ParseCommand(inv.Command.Params).Sub
+	return sub == events.SubSub || sub == events.SubUnsub
 }
 
 // errStore is the protocol error of a state-store or schedule failure
 // during a command (spec §3.4): 503, with the cause kept for the runner's
-// log (the wire carries only the *wire.Error's message).
+// log (the wire carries only the *bus.Error's message).
 func errStore(err error) error {
-	return fmt.Errorf("%w: %w", wire.Errorf(wire.ErrUnavailable, "githubkit state store unavailable"), err)
-}
-
-func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, error) {
-	ctx = withInstallation(ctx, inv.Scope.String())
-	cmd := inv.Command
-	if !strings.EqualFold(cmd.Name, CommandWord) {
-		return nil, wire.Errorf(wire.ErrNotFound, "githubkit serves only the gh command")
-	}
-	st, _ := s.settings(inv.Config)
-	x := s.texts(st.Language)
-	p := ParseCommand(cmd.Params)
-	prefix := plugin.CommandPrefix(plugin.TypedPrefix(CommandWord, cmd.Prefix, cmd.FullText), st.CommandPrefix)
-	ctx, span := s.tracer.Start(ctx, "githubkit.command", trace.WithAttributes(
-		attribute.String("githubkit.subcommand", p.Sub), bus.AttrScope.String(inv.Scope.String())))
-	defer span.End()
-
-	var text string
-	var err error
-	switch p.Sub {
-	case SubSub:
-		text, err = s.subscribe(ctx, inv, st, x, p, prefix)
-	case SubUnsub:
-		text, err = s.unsubscribe(ctx, inv, st, x, p, prefix)
-	case SubSubs:
-		text, err = s.listSubs(ctx, inv, x, prefix)
-	case SubHook:
-		text, err = s.hookCommand(ctx, inv, st, x, p, prefix)
-	case SubCards:
-		text, err = s.cardsCommand(ctx, inv, st, x, p, prefix)
-	default:
-		text = x.queryCommand(ctx, s.gh, st, p, prefix)
-		if p.Sub == SubHelp && s.cfg.WebhookURL != "" {
-			text += "\n" + x.t("help.hook", "prefix", prefix)
-		}
-	}
-	if err != nil {
-		span.SetStatus(codes.Error, "command failed")
-		return nil, err
-	}
-	return wire.CommandReply{Returns: []wire.Return{{Text: text}}}, nil
-}
-
-func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, error) {
-	ctx = withInstallation(ctx, inv.Scope.String())
-	st, _ := s.settings(inv.Config)
-	ctx, span := s.tracer.Start(ctx, "githubkit.tool", trace.WithAttributes(
-		attribute.String("githubkit.tool", inv.Tool.Name), bus.AttrScope.String(inv.Scope.String())))
-	defer span.End()
-	res, err := runTool(ctx, s.gh, st, inv.Tool.Name, inv.Tool.Parameters)
-	if errors.Is(err, errUnknownTool) {
-		return nil, wire.Errorf(wire.ErrNotFound, "githubkit has no such tool")
-	}
-	return wire.ToolReply{Result: res}, nil
+	return fmt.Errorf("%w: %w", bus.Errorf(bus.ErrUnavailable, "githubkit state store unavailable"), err)
 }
 
 // identity is the subscriber identity of the invoking chat (spec §3.6).
-func identity(c *wire.Command) (Identity, bool) {
+func identity(c *bus.Command) (Identity, bool) {
 	id := Identity{BotUUID: strings.TrimSpace(c.Session.BotUUID), TargetType: c.Session.LauncherType, TargetID: c.Session.LauncherID.String()}
-	ok := id.BotUUID != "" && id.TargetID != "" && (id.TargetType == wire.LauncherPerson || id.TargetType == wire.LauncherGroup)
+	ok := id.BotUUID != "" && id.TargetID != "" && (id.TargetType == bus.LauncherPerson || id.TargetType == bus.LauncherGroup)
 	return id, ok
 }
 
@@ -132,19 +75,19 @@ func findRecord(ctx context.Context, kv *bus.KV, sc binding.Scope, key string, r
 	return cur, all, true, nil
 }
 
-func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p Parsed, prefix string) (string, error) {
+func (s *subscriptions) subscribe(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
 	if st.SubscribeRequiresAdmin && inv.Command.Privilege < adminPrivilege {
-		return x.t("err.admin_only"), nil
+		return x.T("err.admin_only"), nil
 	}
 	id, ok := identity(inv.Command)
 	if !ok {
-		return x.t("err.no_bot"), nil
+		return x.T("err.no_bot"), nil
 	}
 	arg := ""
 	if len(p.Args) > 0 {
 		arg = p.Args[0]
 	}
-	repo, msg, ok := x.repoArg(SubSub, arg, prefix, st)
+	repo, msg, ok := x.repoArg(events.SubSub, arg, prefix, st)
 	if !ok {
 		return msg, nil
 	}
@@ -152,17 +95,17 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 	if len(p.Args) > 1 {
 		words = p.Args[1:]
 	}
-	if FilterTooLong(words) {
-		return x.t("sub.filter_too_long", "max", strconv.Itoa(MaxFilterWordBytes)), nil
+	if events.FilterTooLong(words) {
+		return x.T("sub.filter_too_long", "max", strconv.Itoa(events.MaxFilterWordBytes)), nil
 	}
-	kinds, ref, unknown := ParseSubscription(words)
+	kinds, ref, unknown := events.ParseSubscription(words)
 	if len(unknown) > 0 {
-		return x.t("sub.bad_events", "tokens", x.join(shownBad(unknown)), "valid", x.join(FilterWords())), nil
+		return x.T("sub.bad_events", "tokens", x.Join(events.ShownBad(unknown)), "valid", x.Join(events.FilterWords())), nil
 	}
 	if st.APIErr != nil {
-		return x.t("err.config", "field", "github_api_url"), nil
+		return x.T("err.config", "field", "github_api_url"), nil
 	}
-	t := Target{BaseURL: st.APIURL, Token: st.Token}
+	t := ghclient.Target{BaseURL: st.APIURL, Token: st.Token}
 	rp, err := s.gh.Repo(ctx, t, repo)
 	if err != nil {
 		return x.failText(err), nil
@@ -189,8 +132,8 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 				return "", errStore(err)
 			}
 		}
-		if len(all) >= MaxReposPerInst {
-			return x.t("sub.cap_repos", "max", strconv.Itoa(MaxReposPerInst)), nil
+		if len(all) >= events.MaxReposPerInst {
+			return x.T("sub.cap_repos", "max", strconv.Itoa(events.MaxReposPerInst)), nil
 		}
 		page, err := s.gh.Events(ctx, t, fullName, 1, 1, "")
 		if err == nil {
@@ -218,8 +161,8 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 		if sub := r.Find(id); sub != nil {
 			sub.Kinds, sub.Refine, sub.Prefix = kinds, ref, prefix
 		} else {
-			if len(r.Subscribers) >= MaxSubscribersRepo {
-				return nil, &errAbort{x.t("sub.cap_subscribers", "repo", fullName, "max", strconv.Itoa(MaxSubscribersRepo))}
+			if len(r.Subscribers) >= events.MaxSubscribersRepo {
+				return nil, &errAbort{x.T("sub.cap_subscribers", "repo", fullName, "max", strconv.Itoa(events.MaxSubscribersRepo))}
 			}
 			var cursor *string
 			if r.Head != nil {
@@ -233,7 +176,7 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 			r.Poll.PermanentFailures, r.Poll.TransientFailures = 0, 0
 			r.Poll.NotBefore = nil
 		}
-		interval = EffectiveInterval(st.PollInterval, r.Poll.XPollIntervalS)
+		interval = effectiveInterval(st.PollInterval, r.Poll.XPollIntervalS)
 		r.Poll.IntervalS = interval
 		return r, nil
 	})
@@ -249,30 +192,30 @@ func (s *Service) subscribe(ctx context.Context, inv *bus.Invocation, st Setting
 	if err := s.arm(ctx, sc, key, interval); err != nil {
 		return "", errStore(err)
 	}
-	return x.t("sub.ok", "repo", rec.FullName, "events", x.filterText(kinds, ref, "sub.all_events"),
+	return x.T("sub.ok", "repo", rec.FullName, "events", x.FilterText(kinds, ref, "sub.all_events"),
 		"interval", strconv.Itoa(interval), "prefix", prefix), nil
 }
 
-func (s *Service) unsubscribe(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p Parsed, prefix string) (string, error) {
+func (s *subscriptions) unsubscribe(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
 	if st.SubscribeRequiresAdmin && inv.Command.Privilege < adminPrivilege {
-		return x.t("err.admin_only"), nil
+		return x.T("err.admin_only"), nil
 	}
 	id, ok := identity(inv.Command)
 	if !ok {
-		return x.t("err.no_bot"), nil
+		return x.T("err.no_bot"), nil
 	}
 	arg := ""
 	if len(p.Args) > 0 {
 		arg = p.Args[0]
 	}
-	repo, msg, ok := x.repoArg(SubUnsub, arg, prefix, st)
+	repo, msg, ok := x.repoArg(events.SubUnsub, arg, prefix, st)
 	if !ok {
 		return msg, nil
 	}
 	kv := s.runner.KV()
 	sc := inv.Scope
-	notSubbed := x.t("unsub.not_subbed", "repo", repo.String())
-	key, name := repo.Key(), repo.String()
+	notSubbed := x.T("unsub.not_subbed", "repo", repo.String())
+	key, name := RepoKey(repo.String()), repo.String()
 	var repoID *int64
 	resolved := false
 	for range 10 {
@@ -288,7 +231,7 @@ func (s *Service) unsubscribe(ctx context.Context, inv *bus.Invocation, st Setti
 				return notSubbed, nil
 			}
 			resolved = true
-			rp, err := s.gh.Repo(ctx, Target{BaseURL: st.APIURL, Token: st.Token}, repo)
+			rp, err := s.gh.Repo(ctx, ghclient.Target{BaseURL: st.APIURL, Token: st.Token}, repo)
 			if err != nil || rp.GetID() == 0 || rp.GetFullName() == "" {
 				return notSubbed, nil
 			}
@@ -301,16 +244,16 @@ func (s *Service) unsubscribe(ctx context.Context, inv *bus.Invocation, st Setti
 		if len(r.Subscribers) == 0 {
 			err = repos(kv).Delete(ctx, sc, found.Rev, found.Key)
 			if err == nil {
-				s.dropHook(ctx, sc, r.HookID)
+				s.wh.dropHook(ctx, sc, r.HookID)
 				if err := s.disarm(ctx, sc, found.Key); err != nil {
 					return "", errStore(err)
 				}
-				return x.t("unsub.ok", "repo", r.FullName), nil
+				return x.T("unsub.ok", "repo", r.FullName), nil
 			}
 		} else {
 			_, err = repos(kv).UpdateAt(ctx, sc, r, found.Rev, found.Key)
 			if err == nil {
-				return x.t("unsub.ok", "repo", r.FullName), nil
+				return x.T("unsub.ok", "repo", r.FullName), nil
 			}
 		}
 		if !bus.IsCASConflict(err) {
@@ -320,32 +263,32 @@ func (s *Service) unsubscribe(ctx context.Context, inv *bus.Invocation, st Setti
 	return "", errStore(bus.ErrCASExhausted)
 }
 
-func (s *Service) listSubs(ctx context.Context, inv *bus.Invocation, x texts, prefix string) (string, error) {
+func (s *subscriptions) listSubs(ctx context.Context, inv *bus.Invocation, x texts, prefix string) (string, error) {
 	id, ok := identity(inv.Command)
 	if !ok {
-		return x.t("err.no_bot"), nil
+		return x.T("err.no_bot"), nil
 	}
 	all, err := listRecords(ctx, s.runner.KV(), inv.Scope)
 	if err != nil {
 		return "", errStore(err)
 	}
-	var items []SubItem
+	var items []events.SubItem
 	for _, r := range all {
 		sub := r.Rec.Find(id)
 		if sub == nil {
 			continue
 		}
-		it := SubItem{FullName: r.Rec.FullName, Kinds: sub.Kinds, Refine: sub.Refine}
+		it := events.SubItem{FullName: r.Rec.FullName, Kinds: sub.Kinds, Refine: sub.Refine}
 		if r.Rec.Poll.Broken != nil {
 			it.BrokenStatus = r.Rec.Poll.Broken.Status
 		}
-		if h := s.hookStatus(ctx, inv.Scope, r.Rec); h != nil {
-			it.Hook = &HookItem{Last: h.LastDelivery(), Live: h.Live(s.now(), s.hookLiveFor())}
+		if h := s.wh.hookStatus(ctx, inv.Scope, r.Rec); h != nil {
+			it.Hook = &events.HookItem{Last: h.LastDelivery(), Live: h.Live(s.now(), s.wh.hookLiveFor())}
 		}
 		items = append(items, it)
 	}
-	slices.SortFunc(items, func(a, b SubItem) int {
+	slices.SortFunc(items, func(a, b events.SubItem) int {
 		return strings.Compare(strings.ToLower(a.FullName), strings.ToLower(b.FullName))
 	})
-	return x.subsList(items, prefix), nil
+	return x.SubsList(items, prefix), nil
 }

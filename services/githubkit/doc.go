@@ -5,14 +5,34 @@
 //
 // # Shape
 //
-// New(Config, bus.Deps) builds a Service without I/O. The service
-// declares and the runner of pkg/bus runs: New hands the runner its
-// handlers, the LANGBOT_GITHUBKIT stream, the durable githubkit-poll
-// consumer (fired polls on a bounded pool) and its parts; Run is the
-// runner's Run (endpoints, authority view, lifecycle consumer, dedupe,
-// then everything stopped in order when its context ends). Binary is what
-// the binary (cmd/githubkit) runs; Flags.Build is what it and lbctl dev
-// build.
+// The root declares and wires; behaviour lives in a few parts, and the two
+// pure halves are packages of their own:
+//
+//   - service.go: Config, Service, New (builds the parts and the runner's
+//     config: handlers, the LANGBOT_GITHUBKIT stream, the durable
+//     githubkit-poll consumer on a bounded pool, the hook stream and
+//     consumer, the parts), Run and Ready. Run is the runner's Run
+//     (endpoints, authority view, lifecycle consumer, dedupe, then
+//     everything stopped in order when its context ends).
+//   - build.go: Binary, what cmd/githubkit runs, and Flags.Build, what it
+//     and lbctl dev build. manifest.go: Declaration. catalog.go: Catalog,
+//     the embedded message catalogues. metrics.go: the service's metrics.
+//   - handlers.go: the command, tool, event and webhook HTTP handlers; each
+//     decodes, calls one part and encodes.
+//   - parts, each holding shared (config, runner, clock, logger, tracer,
+//     catalogue, subjects, metrics) and what it alone uses:
+//     poller (poll.go: pollRun, one method per step of spec §7.2; ci.go:
+//     the Actions step), webhooks (webhook_cmd.go: "gh hook";
+//     webhook_verify.go: signature and mapping; webhook_http.go: the
+//     receiver; webhook_consume.go: the hook consumer; pushbudget.go),
+//     subscriptions (commands.go: sub, unsub, subs; lifecycle.go) and
+//     cards (cards*.go: link cards, a bus.Part). seen.go's recent-event
+//     sets and the record schedules (arm, disarm) are shared's.
+//   - record.go, store.go, settings.go, kinds.go: the stored records, their
+//     keys and the installation settings. query.go and tools.go: the
+//     read-only lookups. import.go, importdoc.go: the one-shot import.
+//   - ghclient/: the GitHub client (no bus). events/: formatting, filters
+//     and parsing (no bus).
 //
 // # State
 //
@@ -28,25 +48,27 @@
 //
 // # GitHub
 //
-// All calls go through GitHub: a go-github client per call (the
+// All calls go through ghclient.GitHub: a go-github client per call (the
 // installation's token, its API root) over one pooled HTTP client built by
-// NewHTTPClient (SSRF-guarded dialer, same-host redirects, 5 MiB body cap,
-// client spans, metrics). Failures are classified into *APIError per spec
-// §3.3-3.4. The events feed is read with If-None-Match, so an unchanged
-// repository costs one 304 per interval.
+// ghclient.NewHTTPClient (SSRF-guarded dialer, same-host redirects, 5 MiB
+// body cap, client spans, metrics). Failures are classified into
+// *ghclient.APIError per spec §3.3-3.4. The events feed is read with
+// If-None-Match, so an unchanged repository costs one 304 per interval.
 //
 // # Formatting
 //
 // Every text comes from the embedded catalogues messages/en_US.json and
-// messages/zh_Hans.json; the formatters are covered by golden files in
-// testdata/golden (go test -run Golden -update rewrites them).
+// messages/zh_Hans.json (Catalog), rendered by events.Texts; the
+// formatters are covered by golden files in testdata/golden (go test -run
+// Golden -update rewrites them).
 //
 // The fake GitHub used by the tests and by lbctl dev --fake-github lives in
 // the fakegithub subpackage.
 //
 // # Imports
 //
-// This package may import pkg/bus, pkg/binding, pkg/i18n, pkg/plugin,
-// pkg/settings, pkg/svcmain, go-github, the NATS client, OpenTelemetry's
-// API and Prometheus' client; no other service. fakegithub never imports it.
+// This package may import pkg/bus, pkg/binding, pkg/httpserve, pkg/i18n,
+// pkg/plugin, pkg/settings, pkg/svcmain, its own ghclient and events,
+// go-github, the NATS client, OpenTelemetry's API and Prometheus' client;
+// no other service. ghclient, events and fakegithub never import it.
 package githubkit

@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // blockingGitHub answers nothing until released: every request is counted
@@ -49,7 +50,7 @@ func TestSlowInstallationDoesNotStarveOthers(t *testing.T) {
 	const workers, perInst, flood = 8, 2, 16
 	h := newHarness(t)
 	h.start(githubkit.Config{Workers: workers, InvocationTimeout: 2 * time.Minute, GitHubTimeout: 2 * time.Minute,
-		Limits: githubkit.Limits{PerInstallation: perInst, SlotWait: 100 * time.Millisecond, OtherHostTimeout: 2 * time.Minute}}, nil)
+		Limits: ghclient.Limits{PerInstallation: perInst, SlotWait: 100 * time.Millisecond, OtherHostTimeout: 2 * time.Minute}}, nil)
 	slow := newBlockingGitHub(t)
 	a := newInst(t, "a", map[string]any{"language": "en_US", "github_api_url": slow.srv.URL})
 	b := newInst(t, "b", map[string]any{"language": "en_US", "github_api_url": h.fake.URL})
@@ -93,7 +94,7 @@ func TestSlowInstallationDoesNotStarveOthers(t *testing.T) {
 // the breaker (controlled clock).
 func TestBreakerOpensAndRecovers(t *testing.T) {
 	h := newHarness(t)
-	h.start(githubkit.Config{Limits: githubkit.Limits{BreakerFailures: 3, BreakerCooldown: time.Minute}}, nil)
+	h.start(githubkit.Config{Limits: ghclient.Limits{BreakerFailures: 3, BreakerCooldown: time.Minute}}, nil)
 	var calls atomic.Int64
 	var healthy atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 // Fuzz targets added by the reliability work (issue 9) for the parsers the
@@ -43,14 +44,14 @@ func FuzzParseIssueNumber(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, ok := githubkit.ParseIssueNumber(s)
+		n, ok := events.ParseIssueNumber(s)
 		if !ok {
 			return
 		}
 		if n <= 0 {
 			t.Fatalf("%q gave %d", s, n)
 		}
-		if m, ok := githubkit.ParseIssueNumber(strconv.Itoa(n)); !ok || m != n {
+		if m, ok := events.ParseIssueNumber(strconv.Itoa(n)); !ok || m != n {
 			t.Fatalf("round trip %d: %d %v", n, m, ok)
 		}
 	})
@@ -61,17 +62,17 @@ func FuzzParseUsername(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		u, ok := githubkit.ParseUsername(s)
+		u, ok := events.ParseUsername(s)
 		if !ok {
 			return
 		}
 		// spec 3.2 only trims, strips '@' and bounds the length; the
 		// caller path-escapes (TestUserPathEscape). The result is a fixed
 		// point ("@ x" gives "x", "@ @" nothing).
-		if u == "" || strings.HasPrefix(u, "@") || u != strings.TrimSpace(u) || utf8.RuneCountInString(u) > githubkit.MaxUsernameRunes {
+		if u == "" || strings.HasPrefix(u, "@") || u != strings.TrimSpace(u) || utf8.RuneCountInString(u) > events.MaxUsernameRunes {
 			t.Fatalf("%q accepted as %q", s, u)
 		}
-		if again, ok := githubkit.ParseUsername(u); !ok || again != u {
+		if again, ok := events.ParseUsername(u); !ok || again != u {
 			t.Fatalf("%q accepted as %q", s, u)
 		}
 	})
@@ -82,7 +83,7 @@ func FuzzParseFilters(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		kinds, unknown := githubkit.ParseFilters(strings.Fields(line))
+		kinds, unknown := events.ParseFilters(strings.Fields(line))
 		if len(unknown) > 0 && kinds != nil {
 			t.Fatalf("%q: kinds %v with unknown %v", line, kinds, unknown)
 		}
@@ -94,7 +95,7 @@ func FuzzParseFilters(f *testing.F) {
 			seen[k] = true
 		}
 		if kinds != nil {
-			again, u := githubkit.ParseFilters(kinds)
+			again, u := events.ParseFilters(kinds)
 			if len(u) > 0 || !slices.Equal(again, kinds) {
 				t.Fatalf("canonical filters %v parse as %v %v", kinds, again, u)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 var validRepo = regexp.MustCompile(`^[A-Za-z0-9-]{1,39}/[A-Za-z0-9._-]{1,100}$`)
@@ -24,9 +25,9 @@ func FuzzParseRepo(f *testing.F) {
 		f.Add(s, "ghe.example.com")
 	}
 	f.Fuzz(func(t *testing.T, in, host string) {
-		r, err := githubkit.ParseRepo(in, host)
+		r, err := events.ParseRepo(in, host)
 		if err != nil {
-			if strings.TrimSpace(in) == "" && err != githubkit.ErrEmptyRepo {
+			if strings.TrimSpace(in) == "" && err != events.ErrEmptyRepo {
 				t.Fatalf("empty input gave %v", err)
 			}
 			return
@@ -37,7 +38,7 @@ func FuzzParseRepo(f *testing.F) {
 			t.Fatalf("ParseRepo(%q) = %q, not a valid repository", in, s)
 		}
 		// Round trip: the plain form parses to itself.
-		again, err := githubkit.ParseRepo(s, "")
+		again, err := events.ParseRepo(s, "")
 		if err != nil && !strings.HasSuffix(strings.ToLower(s), ".git") {
 			t.Fatalf("round trip of %q: %v", s, err)
 		}
@@ -45,7 +46,7 @@ func FuzzParseRepo(f *testing.F) {
 			t.Fatalf("round trip %q -> %q", s, again)
 		}
 		// The key decodes to the lower-cased name and is subject-safe.
-		k := r.Key()
+		k := githubkit.RepoKey(r.String())
 		b, err := base64.RawURLEncoding.DecodeString(k)
 		if err != nil || string(b) != strings.ToLower(s) || strings.ContainsAny(k, ".*> \t") {
 			t.Fatalf("key %q of %q", k, s)
@@ -58,7 +59,7 @@ func FuzzParseCommand(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		p := githubkit.ParseCommand(strings.Split(line, " "))
+		p := events.ParseCommand(strings.Split(line, " "))
 		canonical := []string{"repo", "issues", "prs", "issue", "releases", "user", "search", "sub", "unsub", "subs", "help"}
 		if !slices.Contains(canonical, p.Sub) {
 			t.Fatalf("sub %q", p.Sub)
@@ -75,7 +76,7 @@ func FuzzParseCommand(f *testing.F) {
 			}
 		}
 		// Round trip: the canonical form parses to the same thing.
-		again := githubkit.ParseCommand(append([]string{p.Sub}, p.Args...))
+		again := events.ParseCommand(append([]string{p.Sub}, p.Args...))
 		if p.Sub != "help" && (again.Sub != p.Sub || !slices.Equal(again.Args, p.Args)) {
 			t.Fatalf("round trip %+v -> %+v", p, again)
 		}

@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -40,11 +42,11 @@ func checkGolden(t *testing.T, lang, name, got string) {
 
 func testTexts(t testing.TB, lang string) texts {
 	t.Helper()
-	cat, err := LoadCatalog()
+	cat, err := Catalog()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return texts{cat: cat, lang: lang}
+	return texts{events.NewTexts(cat, lang)}
 }
 
 // fakeSettings points settings at a fake GitHub.
@@ -53,8 +55,8 @@ func fakeSettings(fake *fakegithub.Server, token string) Settings {
 	return s
 }
 
-func testGitHub() *GitHub {
-	return NewGitHub(NewHTTPClient(HTTPOptions{AllowPrivateNetworks: true}), 0, nil)
+func testGitHub() *ghclient.GitHub {
+	return ghclient.NewGitHub(ghclient.NewHTTPClient(ghclient.HTTPOptions{AllowPrivateNetworks: true}), 0, nil)
 }
 
 // commandCases are the §3.5 outputs, as command lines.
@@ -144,40 +146,40 @@ func TestGoldenCommands(t *testing.T) {
 					c.prep(fake)
 				}
 				s := fakeSettings(fake, "tok")
-				p := ParseCommand(strings.Fields(c.line))
+				p := events.ParseCommand(strings.Fields(c.line))
 				got := x.queryCommand(context.Background(), gh, s, p, "!")
 				checkGolden(t, lang, c.name, got)
 			})
 		}
 		t.Run(lang+"/others", func(t *testing.T) {
-			checkGolden(t, lang, "help_admin", x.help("/", true))
-			checkGolden(t, lang, "err_config", x.apiErrorText(&APIError{Code: CodeConfig}))
-			checkGolden(t, lang, "sub_ok", x.t("sub.ok", "repo", "octocat/Hello-World", "events", x.kindsText([]string{"push", "release"}, "sub.all_events"), "interval", "300", "prefix", "!"))
-			checkGolden(t, lang, "sub_ok_all", x.t("sub.ok", "repo", "octocat/Hello-World", "events", x.kindsText(nil, "sub.all_events"), "interval", "120", "prefix", "!"))
+			checkGolden(t, lang, "help_admin", x.Help("/", true))
+			checkGolden(t, lang, "err_config", x.APIErrorText(&ghclient.APIError{Code: ghclient.CodeConfig}))
+			checkGolden(t, lang, "sub_ok", x.T("sub.ok", "repo", "octocat/Hello-World", "events", x.KindsText([]string{"push", "release"}, "sub.all_events"), "interval", "300", "prefix", "!"))
+			checkGolden(t, lang, "sub_ok_all", x.T("sub.ok", "repo", "octocat/Hello-World", "events", x.KindsText(nil, "sub.all_events"), "interval", "120", "prefix", "!"))
 			for _, sub := range []string{"sub", "unsub"} {
-				checkGolden(t, lang, sub+"_usage", x.usage(sub, "!"))
+				checkGolden(t, lang, sub+"_usage", x.Usage(sub, "!"))
 			}
-			kinds, unknown := ParseFilters([]string{"push", "pushes", "Bogus"})
+			kinds, unknown := events.ParseFilters([]string{"push", "pushes", "Bogus"})
 			_ = kinds
-			checkGolden(t, lang, "sub_bad_events", x.t("sub.bad_events", "tokens", x.join(unknown), "valid", x.join(FilterWords())))
-			checkGolden(t, lang, "sub_cap_repos", x.t("sub.cap_repos", "max", "50"))
-			checkGolden(t, lang, "sub_cap_subscribers", x.t("sub.cap_subscribers", "repo", "octocat/Hello-World", "max", "20"))
-			checkGolden(t, lang, "unsub_ok", x.t("unsub.ok", "repo", "octocat/Hello-World"))
-			checkGolden(t, lang, "unsub_not_subbed", x.t("unsub.not_subbed", "repo", "octocat/hello-world"))
-			checkGolden(t, lang, "admin_only", x.t("err.admin_only"))
-			checkGolden(t, lang, "no_bot", x.t("err.no_bot"))
-			checkGolden(t, lang, "subs_none", x.subsList(nil, "!"))
-			checkGolden(t, lang, "subs", x.subsList([]SubItem{
+			checkGolden(t, lang, "sub_bad_events", x.T("sub.bad_events", "tokens", x.Join(unknown), "valid", x.Join(events.FilterWords())))
+			checkGolden(t, lang, "sub_cap_repos", x.T("sub.cap_repos", "max", "50"))
+			checkGolden(t, lang, "sub_cap_subscribers", x.T("sub.cap_subscribers", "repo", "octocat/Hello-World", "max", "20"))
+			checkGolden(t, lang, "unsub_ok", x.T("unsub.ok", "repo", "octocat/Hello-World"))
+			checkGolden(t, lang, "unsub_not_subbed", x.T("unsub.not_subbed", "repo", "octocat/hello-world"))
+			checkGolden(t, lang, "admin_only", x.T("err.admin_only"))
+			checkGolden(t, lang, "no_bot", x.T("err.no_bot"))
+			checkGolden(t, lang, "subs_none", x.SubsList(nil, "!"))
+			checkGolden(t, lang, "subs", x.SubsList([]events.SubItem{
 				{FullName: "langbot-app/LangBot", Kinds: nil},
 				{FullName: "octocat/Hello-World", Kinds: []string{"push", "pull_request"}},
 				{FullName: "octocat/gone", Kinds: []string{"release"}, BrokenStatus: 404},
-				{FullName: "octocat/linguist", Kinds: []string{"push", "issues", "release", "ci"}, Refine: &Refine{
+				{FullName: "octocat/linguist", Kinds: []string{"push", "issues", "release", "ci"}, Refine: &events.Refine{
 					Branches: []string{"main", "release/*"}, Labels: []string{"bug"}, NotLabels: []string{"wontfix"}, Tags: []string{"v*"}}},
-				{FullName: "octocat/spoon-knife", Refine: &Refine{Tags: []string{"v2.*"}}},
+				{FullName: "octocat/spoon-knife", Refine: &events.Refine{Tags: []string{"v2.*"}}},
 			}, "!"))
-			kinds, ref, _ := ParseSubscription([]string{"push", "branch:main,release/*", "-label:wip"})
-			checkGolden(t, lang, "sub_ok_refined", x.t("sub.ok", "repo", "octocat/Hello-World", "events", x.filterText(kinds, ref, "sub.all_events"), "interval", "300", "prefix", "!"))
-			checkGolden(t, lang, "push_broken", x.t("push.broken", "repo", "octocat/gone", "status", "404", "prefix", "!"))
+			kinds, ref, _ := events.ParseSubscription([]string{"push", "branch:main,release/*", "-label:wip"})
+			checkGolden(t, lang, "sub_ok_refined", x.T("sub.ok", "repo", "octocat/Hello-World", "events", x.FilterText(kinds, ref, "sub.all_events"), "interval", "300", "prefix", "!"))
+			checkGolden(t, lang, "push_broken", x.T("push.broken", "repo", "octocat/gone", "status", "404", "prefix", "!"))
 		})
 	}
 }
@@ -186,12 +188,12 @@ func TestGoldenCommands(t *testing.T) {
 var eventCases = []struct {
 	name    string
 	fixture string
-	en      *Enrichment
+	en      *events.Enrichment
 }{
 	{"push_full", "push_full", nil},
 	{"push_full_branch", "push_full_branch", nil},
 	{"push_trimmed", "push_trimmed", nil},
-	{"push_trimmed_enriched", "push_trimmed", &Enrichment{Commits: 3, HeadMessage: "Fix all the bugs\n\nA long description"}},
+	{"push_trimmed_enriched", "push_trimmed", &events.Enrichment{Commits: 3, HeadMessage: "Fix all the bugs\n\nA long description"}},
 	{"push_trimmed_newbranch", "push_trimmed_newbranch", nil},
 	{"push_tag_full", "push_tag_full", nil},
 	{"pr_opened_full", "pr_opened_full", nil},
@@ -200,9 +202,9 @@ var eventCases = []struct {
 	{"pr_reopened_full", "pr_reopened_full", nil},
 	{"pr_synchronize_full", "pr_synchronize_full", nil},
 	{"pr_opened_trimmed", "pr_opened_trimmed", nil},
-	{"pr_opened_trimmed_enriched", "pr_opened_trimmed", &Enrichment{HasPR: true, Title: "Update the greeting"}},
+	{"pr_opened_trimmed_enriched", "pr_opened_trimmed", &events.Enrichment{HasPR: true, Title: "Update the greeting"}},
 	{"pr_closed_trimmed", "pr_closed_trimmed", nil},
-	{"pr_closed_trimmed_enriched", "pr_closed_trimmed", &Enrichment{HasPR: true, Title: "Speed up the build", Merged: true}},
+	{"pr_closed_trimmed_enriched", "pr_closed_trimmed", &events.Enrichment{HasPR: true, Title: "Speed up the build", Merged: true}},
 	{"issue_opened", "issue_opened", nil},
 	{"issue_closed", "issue_closed", nil},
 	{"issue_reopened", "issue_reopened", nil},
@@ -224,10 +226,10 @@ var eventCases = []struct {
 	{"review_comment", "review_comment", nil},
 	{"no_actor", "no_actor", nil},
 	{"push_many_full", "push_many_full", nil},
-	{"push_many_full_enriched", "push_many_full", &Enrichment{HeadMessage: "Step 25 of the migration: done"}},
+	{"push_many_full_enriched", "push_many_full", &events.Enrichment{HeadMessage: "Step 25 of the migration: done"}},
 	{"push_distinct_full", "push_distinct_full", nil},
 	{"push_control_chars", "push_control_chars", nil},
-	{"push_forced_trimmed", "push_trimmed", &Enrichment{Forced: true, HeadMessage: "Rewrite history"}},
+	{"push_forced_trimmed", "push_trimmed", &events.Enrichment{Forced: true, HeadMessage: "Rewrite history"}},
 	{"pr_opened_draft_full", "pr_opened_draft_full", nil},
 	{"pr_review_requested_full", "pr_review_requested_full", nil},
 	{"pr_ready_for_review_full", "pr_ready_for_review_full", nil},
@@ -252,11 +254,11 @@ var eventCases = []struct {
 }
 
 // goldenLinks are the addresses of the fixtures' repository.
-var goldenLinks = links{web: "https://github.com", repo: "octocat/Hello-World"}
+var goldenLinks = events.NewLinks("https://github.com", "octocat/Hello-World")
 
-func fixtureEvent(t testing.TB, name string, id int64) Event {
+func fixtureEvent(t testing.TB, name string, id int64) ghclient.Event {
 	t.Helper()
-	var e Event
+	var e ghclient.Event
 	if err := json.Unmarshal(fakegithub.Event(name, id), &e); err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +270,7 @@ func TestGoldenEvents(t *testing.T) {
 		x := testTexts(t, lang)
 		for _, c := range eventCases {
 			t.Run(lang+"/"+c.name, func(t *testing.T) {
-				line, ok := x.eventLine(fixtureEvent(t, c.fixture, 1), c.en, goldenLinks)
+				line, ok := x.EventLine(fixtureEvent(t, c.fixture, 1), c.en, goldenLinks)
 				if !ok {
 					t.Fatalf("%s has no formatter", c.fixture)
 				}
@@ -280,35 +282,35 @@ func TestGoldenEvents(t *testing.T) {
 		for _, name := range fakegithub.WebhookFixtures() {
 			t.Run(lang+"/hook_"+name, func(t *testing.T) {
 				event, body := fakegithub.Webhook(name)
-				ev, ok := WebhookEvent(event, body)
+				ev, ok := webhookEvent(event, body)
 				if !ok {
 					t.Fatalf("%s (%s) not mapped", name, event)
 				}
-				if ev.Repo.Name != "octocat/Hello-World" || ev.actor() == "" {
-					t.Fatalf("%s: repo %q, actor %q", name, ev.Repo.Name, ev.actor())
+				if ev.Repo.Name != "octocat/Hello-World" || events.FromEvent(ev, nil).Actor == "" {
+					t.Fatalf("%s: repo %q, actor %q", name, ev.Repo.Name, events.FromEvent(ev, nil).Actor)
 				}
 				// the consumer formats without enrichment: the delivery must
 				// carry what the line needs
-				if _, _, need := ev.needsCompare(); need {
+				if _, _, need := events.NeedsCompare(ev); need {
 					t.Errorf("%s needs compare", name)
 				}
-				if _, need := ev.needsPull(); need {
+				if _, need := events.NeedsPull(ev); need {
 					t.Errorf("%s needs GET pulls", name)
 				}
 				ev.ID = "1"
-				line, ok := x.eventLine(ev, nil, goldenLinks)
+				line, ok := x.EventLine(ev, nil, goldenLinks)
 				if !ok {
 					t.Fatalf("%s (%s) has no formatter", name, ev.Type)
 				}
 				checkGolden(t, lang, "ev_hook_"+name, line)
 			})
 		}
-		if line, ok := x.eventLine(Event{ID: "1", Type: "SponsorshipEvent"}, nil, goldenLinks); ok {
+		if line, ok := x.EventLine(ghclient.Event{ID: "1", Type: "SponsorshipEvent"}, nil, goldenLinks); ok {
 			t.Errorf("SponsorshipEvent formatted as %q, want none", line)
 		}
 		t.Run(lang+"/ci", func(t *testing.T) {
-			run := func(concl string) WorkflowRun {
-				r := WorkflowRun{ID: 9002, Name: "CI", HeadBranch: "main", HeadSHA: "aa218f56b14c9653891f9e74264a383fa43fefbd",
+			run := func(concl string) ghclient.WorkflowRun {
+				r := ghclient.WorkflowRun{ID: 9002, Name: "CI", HeadBranch: "main", HeadSHA: "aa218f56b14c9653891f9e74264a383fa43fefbd",
 					Status: "completed", Conclusion: concl, RunNumber: 42, RunAttempt: 1, DisplayTitle: "Speed up the build\r\nmore",
 					HTMLURL: "https://github.com/octocat/Hello-World/actions/runs/9002"}
 				r.TriggeringActor = &struct {
@@ -318,15 +320,15 @@ func TestGoldenEvents(t *testing.T) {
 			}
 			var lines []string
 			for _, c := range []string{"failure", "timed_out", "startup_failure", "success", "cancelled", "action_required", "skipped", "neutral", "stale", ""} {
-				lines = append(lines, x.ciLine(run(c)))
+				lines = append(lines, x.CILine(run(c)))
 			}
-			checkGolden(t, lang, "ci_runs", x.pushMessage("octocat/Hello-World", lines, 0))
+			checkGolden(t, lang, "ci_runs", x.PushMessage("octocat/Hello-World", lines, 0))
 		})
 		t.Run(lang+"/push_message", func(t *testing.T) {
-			a, _ := x.eventLine(fixtureEvent(t, "push_full", 1), nil, goldenLinks)
-			b, _ := x.eventLine(fixtureEvent(t, "release_full", 2), nil, goldenLinks)
-			checkGolden(t, lang, "push_message", x.pushMessage("octocat/Hello-World", []string{a, b}, 7))
-			checkGolden(t, lang, "push_message_one_more", x.pushMessage("octocat/Hello-World", []string{a}, 1))
+			a, _ := x.EventLine(fixtureEvent(t, "push_full", 1), nil, goldenLinks)
+			b, _ := x.EventLine(fixtureEvent(t, "release_full", 2), nil, goldenLinks)
+			checkGolden(t, lang, "push_message", x.PushMessage("octocat/Hello-World", []string{a, b}, 7))
+			checkGolden(t, lang, "push_message_one_more", x.PushMessage("octocat/Hello-World", []string{a}, 1))
 		})
 	}
 }
@@ -366,7 +368,7 @@ func TestGoldensClean(t *testing.T) {
 }
 
 func TestCatalogueParity(t *testing.T) {
-	cat, err := LoadCatalog()
+	cat, err := Catalog()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 // ImportOptions configure Import (lbctl import githubkit).
@@ -70,7 +70,7 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 	if err != nil {
 		return nil, err
 	}
-	subj, err := wire.NewSubjects(o.Prefix)
+	subj, err := bus.NewSubjects(o.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrImport, err)
 	}
@@ -137,12 +137,12 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 		default:
 			sum.ReposUnchanged++
 		}
-		if n > MaxSubscribersRepo {
-			excess = append(excess, fmt.Sprintf("%s would have %d subscribers (max %d)", ir.Record.FullName, n, MaxSubscribersRepo))
+		if n > events.MaxSubscribersRepo {
+			excess = append(excess, fmt.Sprintf("%s would have %d subscribers (max %d)", ir.Record.FullName, n, events.MaxSubscribersRepo))
 		}
 	}
-	if total > MaxReposPerInst {
-		excess = append(excess, fmt.Sprintf("the installation would follow %d repositories (max %d)", total, MaxReposPerInst))
+	if total > events.MaxReposPerInst {
+		excess = append(excess, fmt.Sprintf("the installation would follow %d repositories (max %d)", total, events.MaxReposPerInst))
 	}
 	if len(excess) > 0 {
 		return sum, fmt.Errorf("%w: caps exceeded: %s", ErrImport, strings.Join(excess, "; "))
@@ -169,12 +169,12 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 			if r == nil {
 				n := ir.Record
 				n.Subscribers = cloneSubs(ir.Record.Subscribers)
-				interval = EffectiveInterval(st.PollInterval, 0)
+				interval = effectiveInterval(st.PollInterval, 0)
 				n.Poll = PollState{IntervalS: interval}
 				changed = true
 				return &n, nil
 			}
-			interval = EffectiveInterval(st.PollInterval, r.Poll.XPollIntervalS)
+			interval = effectiveInterval(st.PollInterval, r.Poll.XPollIntervalS)
 			if r.Head == nil && ir.Record.Head != nil {
 				h := *ir.Record.Head
 				r.Head = &h

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 // ImportPlan is the original plugin's subscription document, parsed and
@@ -43,13 +45,13 @@ type origSub struct {
 func importKind(k string) (string, bool) {
 	k = strings.ToLower(strings.TrimSpace(k))
 	switch k {
-	case KindPush, KindPullRequest, KindIssues, KindIssueComment, KindRelease, KindStar, KindFork,
-		KindCreate, KindDelete, KindBranch, KindTag, KindReview:
+	case events.KindPush, events.KindPullRequest, events.KindIssues, events.KindIssueComment, events.KindRelease, events.KindStar, events.KindFork,
+		events.KindCreate, events.KindDelete, events.KindBranch, events.KindTag, events.KindReview:
 		return k, true
 	case "pr_review", "pr_review_comment":
-		return KindReview, true
+		return events.KindReview, true
 	}
-	c, ok := filterWords[k]
+	c, ok := events.FilterKind(k)
 	return c, ok
 }
 
@@ -98,7 +100,7 @@ func ParseImport(doc []byte, now time.Time) (*ImportPlan, error) {
 		name, _ := t.(string)
 		var e origEntry
 		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("%w: invalid JSON at %q: %w", ErrImport, Echo(name), err)
+			return nil, fmt.Errorf("%w: invalid JSON at %q: %w", ErrImport, events.Echo(name), err)
 		}
 		entries = append(entries, kv{name, e})
 	}
@@ -115,12 +117,12 @@ func ParseImport(doc []byte, now time.Time) (*ImportPlan, error) {
 	plan := &ImportPlan{}
 	index := map[string]int{}
 	for _, kv := range entries {
-		repo, err := ParseRepo(kv.name, "")
+		repo, err := events.ParseRepo(kv.name, "")
 		if err != nil {
-			plan.Notes = append(plan.Notes, fmt.Sprintf("repo %q skipped: not a repository", Echo(kv.name)))
+			plan.Notes = append(plan.Notes, fmt.Sprintf("repo %q skipped: not a repository", events.Echo(kv.name)))
 			continue
 		}
-		key := repo.Key()
+		key := RepoKey(repo.String())
 		i, seen := index[key]
 		if !seen {
 			i = len(plan.Records)
@@ -144,7 +146,7 @@ func ParseImport(doc []byte, now time.Time) (*ImportPlan, error) {
 			tid, _ := jsonScalarString(os.TargetID)
 			id := Identity{BotUUID: strings.TrimSpace(os.BotUUID), TargetType: os.TargetType, TargetID: tid}
 			if id.BotUUID == "" || (id.TargetType != "person" && id.TargetType != "group") || id.TargetID == "" {
-				plan.Notes = append(plan.Notes, fmt.Sprintf("repo %s: subscriber %q skipped: no bot, bad target type or empty target", repo, Echo(sid)))
+				plan.Notes = append(plan.Notes, fmt.Sprintf("repo %s: subscriber %q skipped: no bot, bad target type or empty target", repo, events.Echo(sid)))
 				continue
 			}
 			var kinds []string
@@ -152,7 +154,7 @@ func ParseImport(doc []byte, now time.Time) (*ImportPlan, error) {
 				for _, k := range os.Events {
 					c, ok := importKind(k)
 					if !ok {
-						plan.Notes = append(plan.Notes, fmt.Sprintf("repo %s: subscriber %q: unknown kind %q dropped", repo, Echo(sid), Echo(k)))
+						plan.Notes = append(plan.Notes, fmt.Sprintf("repo %s: subscriber %q: unknown kind %q dropped", repo, events.Echo(sid), events.Echo(k)))
 						continue
 					}
 					if !slices.Contains(kinds, c) {
@@ -160,12 +162,12 @@ func ParseImport(doc []byte, now time.Time) (*ImportPlan, error) {
 					}
 				}
 				if len(kinds) == 0 {
-					plan.Notes = append(plan.Notes, fmt.Sprintf("repo %s: subscriber %q skipped: no known kinds left", repo, Echo(sid)))
+					plan.Notes = append(plan.Notes, fmt.Sprintf("repo %s: subscriber %q skipped: no known kinds left", repo, events.Echo(sid)))
 					continue
 				}
 			}
 			if rec.Record.Find(id) != nil {
-				plan.Notes = append(plan.Notes, fmt.Sprintf("repo %s: subscriber %q already listed, first kept", repo, Echo(sid)))
+				plan.Notes = append(plan.Notes, fmt.Sprintf("repo %s: subscriber %q already listed, first kept", repo, events.Echo(sid)))
 				continue
 			}
 			added, err := time.Parse(time.RFC3339Nano, os.AddedAt)

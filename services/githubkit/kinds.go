@@ -13,12 +13,12 @@ const (
 	KindPoll = "poll"
 	// KindRepo is the key kind of repo records: <scope>.repo.<repo-key>.
 	KindRepo = "repo"
-	// KindCards is the key kind of a chat's link-card choice:
+	// kindCards is the key kind of a chat's link-card choice:
 	// <scope>.cards.<chat sid> (cards_cmd.go).
-	KindCards = "cards"
+	kindCards = "cards"
 )
 
-// Webhook kinds (hook.go, webhook_http.go, hook_consumer.go).
+// Webhook kinds (webhook_cmd.go, webhook_http.go, webhook_consume.go).
 const (
 	// KindHook is both the key kind of a webhook, <scope>.hook.<hook-id>
 	// (its sealed secret and liveness), and the subject kind of its
@@ -28,7 +28,7 @@ const (
 	// <scope>.hookbody.<hash>: GitHub signs only the body, so a replayed
 	// body under a new delivery id is refused by it.
 	KindHookBody = "hookbody"
-	// KindSeen is the recent event identities of one repo record, read by
+	// kindSeen is the recent event identities of one repo record, read by
 	// the poller and the webhook consumer: <scope>.seen.<repo-key>.
-	KindSeen = "seen"
+	kindSeen = "seen"
 )

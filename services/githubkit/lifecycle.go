@@ -13,7 +13,7 @@ import (
 
 // purgeScope removes a removed scope's schedules and pending fires (spec
 // §8); the runner purges the buckets afterwards. It is idempotent.
-func (s *Service) purgeScope(ctx context.Context, sc binding.Scope) error {
+func (s *subscriptions) purgeScope(ctx context.Context, sc binding.Scope) error {
 	st := s.streamHandle()
 	if st == nil {
 		return errors.New("githubkit: stream not ready")
@@ -21,14 +21,14 @@ func (s *Service) purgeScope(ctx context.Context, sc binding.Scope) error {
 	if err := bus.PurgeSubjects(ctx, st, s.subj.InternalScope(Plugin, KindSched, sc), s.subj.InternalScope(Plugin, KindPoll, sc)); err != nil {
 		return err
 	}
-	return s.purgeHooks(ctx, sc)
+	return s.wh.purgeHooks(ctx, sc)
 }
 
 // onTransition runs on the replica that changed a scope's authority (spec
 // §8): it logs config warnings when the normalised config changed, and for
 // an active authority republishes every schedule whose effective interval
 // changed, and arms records that have no schedule (repair).
-func (s *Service) onTransition(ctx context.Context, sc binding.Scope, prev *bus.Authority, next bus.Authority) error {
+func (s *subscriptions) onTransition(ctx context.Context, sc binding.Scope, prev *bus.Authority, next bus.Authority) error {
 	if next.State != bus.StateActive {
 		return nil
 	}
@@ -60,7 +60,7 @@ func sameSettings(a, b Settings) bool {
 }
 
 // resync brings every live record's schedule in line with the settings.
-func (s *Service) resync(ctx context.Context, sc binding.Scope, st Settings) error {
+func (s *subscriptions) resync(ctx context.Context, sc binding.Scope, st Settings) error {
 	kv := s.runner.KV()
 	all, err := listRecords(ctx, kv, sc)
 	if err != nil {
@@ -72,7 +72,7 @@ func (s *Service) resync(ctx context.Context, sc binding.Scope, st Settings) err
 		if r.Rec.Poll.Broken != nil || len(r.Rec.Subscribers) == 0 {
 			continue
 		}
-		eff := EffectiveInterval(st.PollInterval, r.Rec.Poll.XPollIntervalS)
+		eff := effectiveInterval(st.PollInterval, r.Rec.Poll.XPollIntervalS)
 		arm := eff != r.Rec.Poll.IntervalS
 		if arm {
 			_, _, err := updateRecord(ctx, kv, sc, r.Key, func(cur *RepoRecord) (*RepoRecord, error) {
@@ -112,7 +112,7 @@ func (s *Service) resync(ctx context.Context, sc binding.Scope, st Settings) err
 
 // scheduleKeys lists the record keys of a scope that have a schedule
 // message (tests and the import summary).
-func (s *Service) scheduleKeys(ctx context.Context, sc binding.Scope) ([]string, error) {
+func (s *subscriptions) scheduleKeys(ctx context.Context, sc binding.Scope) ([]string, error) {
 	all, err := listRecords(ctx, s.runner.KV(), sc)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Declaration is what githubkit offers a host (spec §2, §3, §4): the gh
@@ -22,7 +23,7 @@ func Declaration() plugin.Declaration {
 			Original:    plugin.Identity{Author: "RockChinQ", Name: "GitHubKit"},
 			Repository:  "https://github.com/langbot-nats/plugins",
 		},
-		Events: []string{EventPersonMessage, EventGroupMessage},
+		Events: []string{eventPersonMessage, EventGroupMessage},
 		Commands: []plugin.Command{{
 			Name:        CommandWord,
 			Label:       t("GitHub", "GitHub"),
@@ -62,7 +63,7 @@ func Declaration() plugin.Declaration {
 		},
 		Config: []plugin.ConfigItem{
 			{
-				Name: "language", Type: "select", Default: DefaultLanguage,
+				Name: "language", Type: "select", Default: defaultLanguage,
 				Options: []plugin.Option{
 					{Name: i18n.EnUS, Label: t("English", "英文")},
 					{Name: i18n.ZhHans, Label: t("Chinese (Simplified)", "简体中文")},
@@ -76,17 +77,17 @@ func Declaration() plugin.Declaration {
 				Description: t("Optional. Raises GitHub's rate limit from 60 to 5000 requests an hour and gives access to private repositories the token can see. Stored encrypted.", "可选。把 GitHub 的速率限制从每小时 60 次提高到 5000 次，并能访问令牌可见的私有仓库。加密保存。"),
 			},
 			{
-				Name: "poll_interval", Type: "integer", Default: DefaultPollInterval,
+				Name: "poll_interval", Type: "integer", Default: defaultPollInterval,
 				Label:       t("Poll interval (seconds)", "轮询间隔（秒）"),
 				Description: t("How often subscribed repositories are checked for new activity, between 60 and 3600 seconds.", "检查订阅仓库新动态的间隔，60 到 3600 秒。"),
 			},
 			{
-				Name: "max_events_per_push", Type: "integer", Default: DefaultMaxEventsPerPush,
+				Name: "max_events_per_push", Type: "integer", Default: defaultMaxEventsPerPush,
 				Label:       t("Events per push", "每次推送的事件数"),
 				Description: t("Most events one push message lists, between 1 and 30.", "一条推送消息最多列出的事件数，1 到 30。"),
 			},
 			{
-				Name: "github_api_url", Type: "string", Default: DefaultAPIURL,
+				Name: "github_api_url", Type: "string", Default: ghclient.DefaultAPIURL,
 				Label:       t("GitHub API URL", "GitHub API 地址"),
 				Description: t("The API root, https only. For GitHub Enterprise Server give e.g. https://ghe.example.com/api/v3.", "API 根地址，仅限 https。GitHub Enterprise Server 请填写如 https://ghe.example.com/api/v3。"),
 			},

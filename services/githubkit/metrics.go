@@ -1,32 +1,25 @@
 package githubkit
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
 
-// Metrics are the service's Prometheus metrics (spec §7.7).
-type Metrics struct {
-	githubRequests *prometheus.CounterVec
-	githubSeconds  *prometheus.HistogramVec
-	rateRemaining  *prometheus.GaugeVec
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
+)
+
+// serviceMetrics are the service's Prometheus metrics (spec §7.7).
+type serviceMetrics struct {
+	github         ghclient.Metrics
 	polls          *prometheus.CounterVec
 	push           *prometheus.CounterVec
 	enrichment     *prometheus.CounterVec
 	configWarnings *prometheus.CounterVec
 }
 
-// NewMetrics creates the metrics and registers them with reg (nil = not
+// newMetrics creates the metrics and registers them with reg (nil = not
 // registered, for tests that only read them).
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{
-		githubRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "githubkit_github_requests_total", Help: "GitHub API requests by route template and status code.",
-		}, []string{"endpoint", "code"}),
-		githubSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "githubkit_github_request_seconds", Help: "GitHub API request latency by route template.",
-			Buckets: prometheus.DefBuckets,
-		}, []string{"endpoint"}),
-		rateRemaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "githubkit_github_ratelimit_remaining", Help: "Last X-RateLimit-Remaining seen, by resource.",
-		}, []string{"resource"}),
+func newMetrics(reg prometheus.Registerer) (*serviceMetrics, error) {
+	m := &serviceMetrics{
+		github: ghclient.NewMetrics(),
 		polls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "githubkit_polls_total", Help: "Polls by outcome.",
 		}, []string{"outcome"}),
@@ -41,7 +34,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"field"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.githubRequests, m.githubSeconds, m.rateRemaining, m.polls, m.push, m.enrichment, m.configWarnings} {
+		for _, c := range []prometheus.Collector{m.github.Requests, m.github.Seconds, m.github.RateRemaining, m.polls, m.push, m.enrichment, m.configWarnings} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

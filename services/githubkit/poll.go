@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -14,7 +15,8 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/plugin"
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Poll outcomes (spec §7.7, githubkit_polls_total).
@@ -30,12 +32,12 @@ const (
 	outBackoff     = "backoff"
 	outConflict    = "conflict"
 	outConfigError = "config_error"
-	outBusy        = "busy" // the installation's or host's cap was taken (limits.go)
+	outBusy        = "busy" // the installation's or host's cap was taken (ghclient/limits.go)
 )
 
 // handlePoll handles one fired poll message (spec §7.2).
-func (s *Service) handlePoll(ctx context.Context, f *bus.Fired) {
-	ctx = withInstallation(ctx, f.Scope.String())
+func (s *poller) handlePoll(ctx context.Context, f *bus.Fired) {
+	ctx = ghclient.WithInstallation(ctx, f.Scope.String())
 	opts := []trace.SpanStartOption{trace.WithAttributes(bus.AttrScope.String(f.Scope.String()))}
 	if f.Origin.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: f.Origin}))
@@ -62,13 +64,13 @@ func (s *Service) handlePoll(ctx context.Context, f *bus.Fired) {
 
 // pollRun carries one poll's state.
 type pollRun struct {
-	s        *Service
+	s        *poller
 	sc       binding.Scope
 	key      string
 	auth     *bus.Authority
 	st       Settings
 	fp       string
-	target   Target
+	target   ghclient.Target
 	now      time.Time
 	rev      uint64
 	rec      *RepoRecord
@@ -81,7 +83,7 @@ type pollRun struct {
 
 // poll runs the steps of spec §7.2; retry asks for redelivery (the state
 // store failed before anything was decided).
-func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key string) (outcome string, retry bool) {
+func (s *poller) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key string) (outcome string, retry bool) {
 	kv := s.runner.KV()
 	// 2. Authority.
 	a, err := s.runner.Authority(ctx, sc)
@@ -126,10 +128,10 @@ func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key 
 		return outPaused, false
 	}
 	run := &pollRun{s: s, sc: sc, key: key, auth: a, st: st, fp: s.rateKey(st),
-		target: Target{BaseURL: st.APIURL, Token: st.Token}, now: s.now(), rev: cur.Rev, rec: cur.Rec,
+		target: ghclient.Target{BaseURL: st.APIURL, Token: st.Token}, now: s.now(), rev: cur.Rev, rec: cur.Rec,
 		progress: func() { _ = f.InProgress() }}
-	if h := s.hookStatus(ctx, sc, cur.Rec); h != nil {
-		run.hooked, run.hookLive = true, h.Live(run.now, s.hookLiveFor())
+	if h := s.wh.hookStatus(ctx, sc, cur.Rec); h != nil {
+		run.hooked, run.hookLive = true, h.Live(run.now, s.wh.hookLiveFor())
 	}
 	outcome = run.run(ctx)
 	switch outcome {
@@ -143,24 +145,64 @@ func (s *Service) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key 
 	return outcome, false
 }
 
+// run is steps 4-14 of spec §7.2 on the record read in step 3, one method
+// per step.
 func (p *pollRun) run(ctx context.Context) string {
-	r := p.rec
-	// 4. Skip.
-	if r.Poll.NotBefore != nil && p.now.Before(*r.Poll.NotBefore) {
-		return outBackoff
+	if out, skip := p.skip(); skip {
+		return out
 	}
-	if r.Poll.ClaimUntil != nil && p.now.Before(*r.Poll.ClaimUntil) {
+	head, target, lagging := p.lowestCursor()
+	page, out, done := p.firstPage(ctx, lagging)
+	if done {
+		return out
+	}
+	evs, out, ok := p.morePages(ctx, page, target)
+	if !ok {
+		return out
+	}
+	maxSeen := p.noteRead(page, evs)
+	if p.rec.Head == nil {
+		return p.prime(ctx, maxSeen)
+	}
+	newHead := head
+	if maxSeen != "" {
+		newHead = maxID(head, maxSeen)
+	}
+	plans := p.plan(ctx, evs, head, target)
+	if len(plans) == 0 {
+		return p.nothingToSend(ctx, newHead)
+	}
+	if !p.claim(ctx) {
 		return outConflict
 	}
-	if p.s.rates.blocked(p.fp, p.now) {
-		return outRateLimited
+	results, stale := p.send(ctx, plans, newHead)
+	return p.finish(ctx, plans, results, stale, newHead)
+}
+
+// skip is step 4: a backoff, another replica's claim or the rate-limit
+// memory holds the poll.
+func (p *pollRun) skip() (string, bool) {
+	r := p.rec
+	if r.Poll.NotBefore != nil && p.now.Before(*r.Poll.NotBefore) {
+		return outBackoff, true
 	}
-	// 5. Target.
-	head := ""
+	if r.Poll.ClaimUntil != nil && p.now.Before(*r.Poll.ClaimUntil) {
+		return outConflict, true
+	}
+	if p.s.rates.blocked(p.fp, p.now) {
+		return outRateLimited, true
+	}
+	return "", false
+}
+
+// lowestCursor is step 5: the head, the lowest subscriber cursor (the
+// target the pages are read down to) and whether a subscriber lags the
+// head.
+func (p *pollRun) lowestCursor() (head, target string, lagging bool) {
+	r := p.rec
 	if r.Head != nil {
 		head = *r.Head
 	}
-	target := ""
 	for _, sub := range r.Subscribers {
 		c := head
 		if sub.Cursor != nil {
@@ -170,46 +212,64 @@ func (p *pollRun) run(ctx context.Context) string {
 			target = c
 		}
 	}
-	lagging := r.Head != nil && CompareIDs(target, head) < 0
-	// 6. Page 1.
+	lagging = r.Head != nil && CompareIDs(target, head) < 0
+	return head, target, lagging
+}
+
+// firstPage is step 6: page 1, conditional on the ETag unless a subscriber
+// lags. done reports that the poll ends here with out (a failure, or a 304).
+func (p *pollRun) firstPage(ctx context.Context, lagging bool) (page ghclient.EventsPage, out string, done bool) {
+	r := p.rec
 	etag := ""
 	if r.ETag != "" && !lagging {
 		etag = r.ETag
 	}
-	page, err := p.s.gh.Events(ctx, p.target, r.FullName, 1, EventsPerPage, etag)
+	page, err := p.s.gh.Events(ctx, p.target, r.FullName, 1, eventsPerPage, etag)
 	if err != nil {
-		return p.failure(ctx, err)
+		return page, p.failure(ctx, err), true
 	}
 	if page.NotModified {
 		changed := p.success(page.PollInterval)
 		if changed {
 			if !p.writeAt(ctx) {
-				return outConflict
+				return page, outConflict, true
 			}
 			p.rearmIfNeeded(ctx)
 		}
-		return outNotModified
+		return page, outNotModified, true
 	}
-	events := page.Events
-	// 7. More pages.
+	return page, "", false
+}
+
+// morePages is step 7: further pages while the last one was full and
+// still above target, at most maxEventPages in all.
+func (p *pollRun) morePages(ctx context.Context, page ghclient.EventsPage, target string) (evs []ghclient.Event, out string, ok bool) {
+	r := p.rec
+	evs = page.Events
 	last := page.Events
-	for n := 2; n <= MaxEventPages && r.Head != nil && len(last) == EventsPerPage &&
+	for n := 2; n <= maxEventPages && r.Head != nil && len(last) == eventsPerPage &&
 		CompareIDs(last[len(last)-1].ID, target) > 0; n++ {
 		p.progress()
-		more, err := p.s.gh.Events(ctx, p.target, r.FullName, n, EventsPerPage, "")
+		more, err := p.s.gh.Events(ctx, p.target, r.FullName, n, eventsPerPage, "")
 		if err != nil {
-			return p.failure(ctx, err)
+			return nil, p.failure(ctx, err), false
 		}
-		events = append(events, more.Events...)
+		evs = append(evs, more.Events...)
 		last = more.Events
 	}
-	if r.Head != nil && len(last) == EventsPerPage && len(events) > 0 && CompareIDs(events[len(events)-1].ID, target) > 0 {
-		p.s.log.WarnContext(ctx, "poll_gap: older events were not read", "scope", p.sc.String(), "events", len(events))
+	if r.Head != nil && len(last) == eventsPerPage && len(evs) > 0 && CompareIDs(evs[len(evs)-1].ID, target) > 0 {
+		p.s.log.WarnContext(ctx, "poll_gap: older events were not read", "scope", p.sc.String(), "events", len(evs))
 	}
-	// 8. Record updates.
+	return evs, "", true
+}
+
+// noteRead is step 8: the record takes the success, the repository's
+// current name and id and the ETag; it returns the highest event id read.
+func (p *pollRun) noteRead(page ghclient.EventsPage, evs []ghclient.Event) (maxSeen string) {
+	r := p.rec
 	p.success(page.PollInterval)
-	if len(events) > 0 {
-		ev := events[0]
+	if len(evs) > 0 {
+		ev := evs[0]
 		if ev.Repo.Name != "" && ev.Repo.Name != r.FullName {
 			r.FullName = ev.Repo.Name
 		}
@@ -219,47 +279,54 @@ func (p *pollRun) run(ctx context.Context) string {
 		}
 	}
 	r.ETag = page.ETag
-	maxSeen := ""
-	for _, e := range events {
+	for _, e := range evs {
 		if isDecimal(e.ID) && (maxSeen == "" || CompareIDs(e.ID, maxSeen) > 0) {
 			maxSeen = e.ID
 		}
 	}
-	// 9. Unprimed.
-	if r.Head == nil {
-		h := maxSeen
-		if h == "" {
-			h = "0"
-		}
-		r.Head = &h
-		for _, sub := range r.Subscribers {
-			c := h
-			sub.Cursor = &c
-		}
-		p.writeAt(ctx)
-		p.rearmIfNeeded(ctx)
-		return outNoNew
+	return maxSeen
+}
+
+// prime is step 9: an unprimed record takes the newest id as its head and
+// every cursor, and sends nothing.
+func (p *pollRun) prime(ctx context.Context, maxSeen string) string {
+	r := p.rec
+	h := maxSeen
+	if h == "" {
+		h = "0"
 	}
-	// 10. Build lines.
-	newHead := head
-	if maxSeen != "" {
-		newHead = maxID(head, maxSeen)
+	r.Head = &h
+	for _, sub := range r.Subscribers {
+		c := h
+		sub.Cursor = &c
 	}
-	asc := make([]Event, 0, len(events))
-	for i := len(events) - 1; i >= 0; i-- {
-		if isDecimal(events[i].ID) {
-			asc = append(asc, events[i])
+	p.writeAt(ctx)
+	p.rearmIfNeeded(ctx)
+	return outNoNew
+}
+
+// pushPlan is one subscriber's share of a poll: its selection and the
+// cursor it was selected from.
+type pushPlan struct {
+	sub *Subscriber
+	sel Selection
+	cur string
+}
+
+// plan is step 10: the events oldest first (the ones a webhook already
+// delivered left out), then each subscriber's selection.
+func (p *pollRun) plan(ctx context.Context, evs []ghclient.Event, head, target string) []pushPlan {
+	r := p.rec
+	asc := make([]ghclient.Event, 0, len(evs))
+	for i := len(evs) - 1; i >= 0; i-- {
+		if isDecimal(evs[i].ID) {
+			asc = append(asc, evs[i])
 		}
 	}
 	if p.hooked {
 		asc = p.s.claimPolled(ctx, p.sc, p.key, newerThan(asc, target), p.now)
 	}
-	type plan struct {
-		sub *Subscriber
-		sel Selection
-		cur string
-	}
-	var plans []plan
+	var plans []pushPlan
 	for _, sub := range r.Subscribers {
 		c := head
 		if sub.Cursor != nil {
@@ -267,39 +334,53 @@ func (p *pollRun) run(ctx context.Context) string {
 		}
 		sel := SelectRefined(asc, c, sub.Kinds, sub.Refine, p.st.MaxEventsPerPush)
 		if len(sel.Events) > 0 {
-			plans = append(plans, plan{sub: sub, sel: sel, cur: c})
+			plans = append(plans, pushPlan{sub: sub, sel: sel, cur: c})
 		}
 	}
-	// 11. Nothing to send.
-	if len(plans) == 0 {
-		nh := newHead
-		r.Head = &nh
-		for _, sub := range r.Subscribers {
-			c := newHead
-			sub.Cursor = &c
-		}
-		p.writeAt(ctx)
-		p.rearmIfNeeded(ctx)
-		return outNoNew
+	return plans
+}
+
+// nothingToSend is step 11: head and every cursor move to newHead.
+func (p *pollRun) nothingToSend(ctx context.Context, newHead string) string {
+	r := p.rec
+	nh := newHead
+	r.Head = &nh
+	for _, sub := range r.Subscribers {
+		c := newHead
+		sub.Cursor = &c
 	}
-	// 12. Claim.
-	until := p.now.Add(ClaimFor)
-	r.Poll.ClaimUntil = &until
+	p.writeAt(ctx)
+	p.rearmIfNeeded(ctx)
+	return outNoNew
+}
+
+// claim is step 12: the record is claimed for claimFor before anything is
+// sent; false means another replica wrote it first.
+func (p *pollRun) claim(ctx context.Context) bool {
+	until := p.now.Add(claimFor)
+	p.rec.Poll.ClaimUntil = &until
 	if !p.writeAt(ctx) {
-		return outConflict
+		return false
 	}
 	if h := p.s.hooks.afterClaim; h != nil {
 		h(ctx, p.sc, p.key)
 	}
-	// 13. Send.
+	return true
+}
+
+// sendResult is how one subscriber's push went.
+type sendResult struct {
+	sent, failed bool
+}
+
+// send is step 13: one message per plan, until the context ends or the
+// binding is refused (stale: the authority was superseded).
+func (p *pollRun) send(ctx context.Context, plans []pushPlan, newHead string) (results map[Identity]sendResult, stale bool) {
+	r := p.rec
 	x := p.s.texts(p.st.Language)
 	en := newEnricher(p)
-	ln := links{web: WebBase(p.st.APIURL), repo: r.FullName}
-	type result struct {
-		sent, failed bool
-	}
-	results := map[Identity]result{}
-	stale := false
+	ln := events.NewLinks(events.WebBase(p.st.APIURL), r.FullName)
+	results = map[Identity]sendResult{}
 	for _, pl := range plans {
 		if ctx.Err() != nil || stale {
 			break
@@ -307,31 +388,38 @@ func (p *pollRun) run(ctx context.Context) string {
 		p.progress()
 		var lines []string
 		for _, e := range pl.sel.Events {
-			if line, ok := x.eventLine(e, en.enrich(ctx, e), ln); ok {
+			if line, ok := x.EventLine(e, en.enrich(ctx, e), ln); ok {
 				lines = append(lines, line)
 			}
 		}
-		text := x.pushMessage(r.FullName, lines, pl.sel.More)
+		text := x.PushMessage(r.FullName, lines, pl.sel.More)
 		idem := pushIdem(p.sc, p.key, pl.sub, pl.cur+"-"+newHead)
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
-		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, wire.SendMessage{
-			BotUUID: pl.sub.BotUUID, TargetType: pl.sub.TargetType, TargetID: pl.sub.TargetID, MessageChain: wire.Plain(text),
+		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
+			BotUUID: pl.sub.BotUUID, TargetType: pl.sub.TargetType, TargetID: pl.sub.TargetID, MessageChain: bus.Plain(text),
 		}, idem)
 		cancel()
 		switch {
 		case err == nil:
-			results[pl.sub.Identity] = result{sent: true}
+			results[pl.sub.Identity] = sendResult{sent: true}
 			p.s.metrics.push.WithLabelValues("sent").Inc()
-		case errors.Is(err, wire.ErrBindingRefused):
+		case errors.Is(err, bus.ErrBindingRefused):
 			// the runner's host client marked the authority superseded
 			stale = true
 			p.s.metrics.push.WithLabelValues("failed").Inc()
 		default:
-			results[pl.sub.Identity] = result{failed: true}
+			results[pl.sub.Identity] = sendResult{failed: true}
 			p.s.metrics.push.WithLabelValues("failed").Inc()
 		}
 	}
-	// 14. Final write.
+	return results, stale
+}
+
+// finish is step 14: the final write releases the claim and moves the
+// cursors of the subscribers served (or dropped after SendFailuresToDrop
+// failures, or with nothing to send) to newHead.
+func (p *pollRun) finish(ctx context.Context, plans []pushPlan, results map[Identity]sendResult, stale bool, newHead string) string {
+	r := p.rec
 	withLines := map[Identity]bool{}
 	for _, pl := range plans {
 		withLines[pl.sub.Identity] = true
@@ -346,7 +434,7 @@ func (p *pollRun) run(ctx context.Context) string {
 	// the final write must happen even when the poll deadline cut the sends
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer fcancel()
-	_, _, err = updateRecord(fctx, p.s.runner.KV(), p.sc, p.key, func(cur *RepoRecord) (*RepoRecord, error) {
+	_, _, err := updateRecord(fctx, p.s.runner.KV(), p.sc, p.key, func(cur *RepoRecord) (*RepoRecord, error) {
 		dropped = 0
 		if cur == nil {
 			return nil, bus.ErrNoChange
@@ -424,15 +512,15 @@ func (p *pollRun) success(xpoll int) bool {
 // configured one (or GitHub's X-Poll-Interval), and while the webhook
 // delivers at least the health interval.
 func (p *pollRun) interval() int {
-	eff := EffectiveInterval(p.st.PollInterval, p.rec.Poll.XPollIntervalS)
+	eff := effectiveInterval(p.st.PollInterval, p.rec.Poll.XPollIntervalS)
 	if p.hookLive {
-		eff = max(eff, p.s.healthIntervalS())
+		eff = max(eff, p.s.wh.healthIntervalS())
 	}
 	return eff
 }
 
 // newerThan returns the events (oldest first) with ids above cursor.
-func newerThan(asc []Event, cursor string) []Event {
+func newerThan(asc []ghclient.Event, cursor string) []ghclient.Event {
 	for i, e := range asc {
 		if CompareIDs(e.ID, cursor) > 0 {
 			return asc[i:]
@@ -480,19 +568,19 @@ func (p *pollRun) rearmIfNeeded(ctx context.Context) {
 
 // failure applies a failed GitHub call to the record (spec §7.3).
 func (p *pollRun) failure(ctx context.Context, err error) string {
-	var ae *APIError
+	var ae *ghclient.APIError
 	if !errors.As(err, &ae) {
-		ae = &APIError{Code: CodeNetwork}
+		ae = &ghclient.APIError{Code: ghclient.CodeNetwork}
 	}
 	r := p.rec
 	switch {
-	case ae.Code == CodeConfig:
+	case ae.Code == ghclient.CodeConfig:
 		return outConfigError
-	case ae.Code == CodeBusy:
+	case ae.Code == ghclient.CodeBusy:
 		// not the repository's fault: this fire is skipped, the next one
 		// polls again with nothing counted against the record
 		return outBusy
-	case ae.Code == CodeRateLimited:
+	case ae.Code == ghclient.CodeRateLimited:
 		until := p.now.Add(ae.Wait + RateJitter(p.s.rand))
 		r.Poll.NotBefore = &until
 		r.Poll.LastStatus = ae.Status
@@ -502,7 +590,7 @@ func (p *pollRun) failure(ctx context.Context, err error) string {
 	case ae.Permanent():
 		r.Poll.PermanentFailures++
 		r.Poll.LastStatus = ae.Status
-		if r.Poll.PermanentFailures < BrokenAfter {
+		if r.Poll.PermanentFailures < brokenAfter {
 			p.writeAt(ctx)
 			return outPermanent
 		}
@@ -533,16 +621,16 @@ func (p *pollRun) notifyBroken(ctx context.Context, at time.Time, status int) {
 	for _, sub := range p.rec.Subscribers {
 		// the prefix the subscriber typed at sub time; the installation's
 		// for a record without one
-		text := x.t("push.broken", "repo", p.rec.FullName, "status", strconv.Itoa(status), "prefix", plugin.CommandPrefix(sub.Prefix, p.st.CommandPrefix))
+		text := x.T("push.broken", "repo", p.rec.FullName, "status", strconv.Itoa(status), "prefix", plugin.CommandPrefix(sub.Prefix, p.st.CommandPrefix))
 		idem := pushIdem(p.sc, p.key, sub, "broken", at.Format(time.RFC3339))
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
-		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, wire.SendMessage{
-			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID, MessageChain: wire.Plain(text),
+		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
+			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID, MessageChain: bus.Plain(text),
 		}, idem)
 		cancel()
 		if err != nil {
 			p.s.metrics.push.WithLabelValues("failed").Inc()
-			if errors.Is(err, wire.ErrBindingRefused) {
+			if errors.Is(err, bus.ErrBindingRefused) {
 				return
 			}
 			continue
@@ -556,17 +644,17 @@ type enricher struct {
 	p       *pollRun
 	budget  int
 	stopped bool
-	compare map[string]*Enrichment
-	pulls   map[int]*Enrichment
+	compare map[string]*events.Enrichment
+	pulls   map[int]*events.Enrichment
 }
 
 func newEnricher(p *pollRun) *enricher {
-	return &enricher{p: p, budget: EnrichmentBudget, compare: map[string]*Enrichment{}, pulls: map[int]*Enrichment{}}
+	return &enricher{p: p, budget: enrichmentBudget, compare: map[string]*events.Enrichment{}, pulls: map[int]*events.Enrichment{}}
 }
 
 // enrich returns what extra calls found out about e, or nil.
-func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
-	if base, head, ok := e.needsCompare(); ok {
+func (en *enricher) enrich(ctx context.Context, e ghclient.Event) *events.Enrichment {
+	if base, head, ok := events.NeedsCompare(e); ok {
 		k := base + "..." + head
 		if r, ok := en.compare[k]; ok {
 			return r
@@ -578,7 +666,7 @@ func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
 		if en.failed("compare", err) {
 			return nil
 		}
-		r := &Enrichment{}
+		r := &events.Enrichment{}
 		switch cmp.GetStatus() {
 		case "ahead":
 			r.Commits = cmp.GetTotalCommits()
@@ -591,7 +679,7 @@ func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
 		en.compare[k] = r
 		return r
 	}
-	if n, ok := e.needsPull(); ok {
+	if n, ok := events.NeedsPull(e); ok {
 		if r, ok := en.pulls[n]; ok {
 			return r
 		}
@@ -602,7 +690,7 @@ func (en *enricher) enrich(ctx context.Context, e Event) *Enrichment {
 		if en.failed("pull", err) {
 			return nil
 		}
-		r := &Enrichment{HasPR: true, Title: pr.GetTitle(), Merged: pr.GetMerged() || (pr.MergedAt != nil && !pr.MergedAt.IsZero()),
+		r := &events.Enrichment{HasPR: true, Title: pr.GetTitle(), Merged: pr.GetMerged() || (pr.MergedAt != nil && !pr.MergedAt.IsZero()),
 			Labels: []string{}}
 		for _, l := range pr.Labels {
 			if n := strings.TrimSpace(l.GetName()); n != "" {
@@ -629,8 +717,8 @@ func (en *enricher) failed(kind string, err error) bool {
 		en.p.s.metrics.enrichment.WithLabelValues(kind, "ok").Inc()
 		return false
 	}
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Code == CodeRateLimited {
+	var ae *ghclient.APIError
+	if errors.As(err, &ae) && ae.Code == ghclient.CodeRateLimited {
 		en.stopped = true
 		en.p.s.rates.set(en.p.fp, en.p.now.Add(ae.Wait+RateJitter(en.p.s.rand)))
 		en.p.s.metrics.enrichment.WithLabelValues(kind, "rate_limited").Inc()
@@ -638,4 +726,49 @@ func (en *enricher) failed(kind string, err error) bool {
 	}
 	en.p.s.metrics.enrichment.WithLabelValues(kind, "error").Inc()
 	return true
+}
+
+// rateMemory is the process-local rate-limit memory: rate key (rateKey)
+// -> the time polls under that key may resume (spec §7.3). It is the only
+// state shared across scopes.
+type rateMemory struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+// rateKey is whose GitHub rate limit a poll spends: the credential and
+// the GitHub address together. GitHub counts a token's limit
+// per token on each server, and the anonymous limit per client address
+// on each server: installations without a token share one key only when
+// they poll the same GitHub address (this process is one egress), and a
+// token never shares the anonymous key, so one installation's block
+// stops only the requests that would have been refused too.
+func (s *poller) rateKey(st Settings) string {
+	cred := "anonymous"
+	if st.Token != "" {
+		cred = "token:" + s.keyring.Fingerprint([]byte(st.Token))
+	}
+	return s.keyring.Fingerprint([]byte(cred + "\n" + st.APIURL))
+}
+
+func (r *rateMemory) blocked(fp string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	until, ok := r.m[fp]
+	if !ok {
+		return false
+	}
+	if !now.Before(until) {
+		delete(r.m, fp)
+		return false
+	}
+	return true
+}
+
+func (r *rateMemory) set(fp string, until time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if until.After(r.m[fp]) {
+		r.m[fp] = until
+	}
 }

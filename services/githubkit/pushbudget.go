@@ -1,6 +1,6 @@
 package githubkit
 
-// The push budget (issue 33): webhook deliveries are pushed as they come,
+// The push budget: webhook deliveries are pushed as they come,
 // so 200 validly signed deliveries used to become 200 chat messages in a
 // second. Each chat and each webhook has a token bucket; a message that
 // finds either empty is held back and counted, and once SummaryAfter has
@@ -19,7 +19,8 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 // PushBudget bounds webhook pushes; zero fields take the defaults.
@@ -203,7 +204,7 @@ func (p *pushBudget) due(all bool) map[heldKey]*held {
 // pushSummaries is the part that sends due summaries: a goroutine looking
 // every Tick, stopped and awaited by Stop, which sends the held ones left.
 type pushSummaries struct {
-	s    *Service
+	s    *webhooks
 	quit chan struct{}
 	done chan struct{}
 }
@@ -242,7 +243,7 @@ func (ps *pushSummaries) Stop(ctx context.Context) error {
 // sendSummaries sends each chat its summary under the installation's
 // active authority; a summary that cannot be sent is counted and logged
 // (the events it counts were acknowledged).
-func (s *Service) sendSummaries(ctx context.Context, due map[heldKey]*held) {
+func (s *webhooks) sendSummaries(ctx context.Context, due map[heldKey]*held) {
 	for k, h := range due {
 		a, err := s.runner.Authority(ctx, k.scope)
 		if err != nil || a == nil || !a.Active() {
@@ -250,10 +251,10 @@ func (s *Service) sendSummaries(ctx context.Context, due map[heldKey]*held) {
 			continue
 		}
 		x := s.texts(h.lang)
-		text := x.t("push.header", "repo", chatSafe(h.fullName)) + "\n" + x.t("push.held", "n", strconv.Itoa(h.n))
+		text := x.T("push.header", "repo", events.ChatSafe(h.fullName)) + "\n" + x.T("push.held", "n", strconv.Itoa(h.n))
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
-		err = s.runner.Host().SendMessage(sctx, a.Binding, wire.SendMessage{
-			BotUUID: h.sub.BotUUID, TargetType: h.sub.TargetType, TargetID: h.sub.TargetID, MessageChain: wire.Plain(text),
+		err = s.runner.Host().SendMessage(sctx, a.Binding, bus.SendMessage{
+			BotUUID: h.sub.BotUUID, TargetType: h.sub.TargetType, TargetID: h.sub.TargetID, MessageChain: bus.Plain(text),
 		}, pushIdem(k.scope, k.repo, &h.sub, "held", strconv.FormatInt(h.first.UnixNano(), 10)))
 		cancel()
 		if err != nil {

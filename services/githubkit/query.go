@@ -7,12 +7,15 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // apiHost is the host of a non-default API URL ("" for api.github.com), whose
 // repository links ParseRepo accepts.
 func apiHost(s Settings) string {
-	if s.APIErr != nil || strings.EqualFold(s.APIURL, DefaultAPIURL) {
+	if s.APIErr != nil || strings.EqualFold(s.APIURL, ghclient.DefaultAPIURL) {
 		return ""
 	}
 	u, err := url.Parse(s.APIURL)
@@ -23,48 +26,48 @@ func apiHost(s Settings) string {
 }
 
 // repoArg parses a repository argument; on failure it returns the reply.
-func (x texts) repoArg(sub, arg, prefix string, s Settings) (Repo, string, bool) {
-	r, err := ParseRepo(arg, apiHost(s))
+func (x texts) repoArg(sub, arg, prefix string, s Settings) (ghclient.Repo, string, bool) {
+	r, err := events.ParseRepo(arg, apiHost(s))
 	switch {
-	case errors.Is(err, ErrEmptyRepo):
-		return Repo{}, x.usage(sub, prefix), false
+	case errors.Is(err, events.ErrEmptyRepo):
+		return ghclient.Repo{}, x.Usage(sub, prefix), false
 	case err != nil:
-		return Repo{}, x.t("err.bad_repo", "input", Echo(arg), "prefix", prefix), false
+		return ghclient.Repo{}, x.T("err.bad_repo", "input", events.Echo(arg), "prefix", prefix), false
 	}
 	return r, "", true
 }
 
 // failText renders a GitHub failure.
 func (x texts) failText(err error) string {
-	var ae *APIError
+	var ae *ghclient.APIError
 	if errors.As(err, &ae) {
-		return x.apiErrorText(ae)
+		return x.APIErrorText(ae)
 	}
-	return x.t("err.network")
+	return x.T("err.network")
 }
 
 // queryCommand runs the read-only subcommands (repo, issues, prs, issue,
 // releases, user, search, help) and returns the reply text. GitHub failures
 // become texts per spec §3.4; it never returns a protocol error.
-func (x texts) queryCommand(ctx context.Context, gh *GitHub, s Settings, p Parsed, prefix string) (out string) {
+func (x texts) queryCommand(ctx context.Context, gh *ghclient.GitHub, s Settings, p events.Parsed, prefix string) (out string) {
 	// values from GitHub (titles, bodies, descriptions) may carry raw
 	// control characters; none reaches the chat
-	defer func() { out = chatSafe(out) }()
+	defer func() { out = events.ChatSafe(out) }()
 	arg := func(i int) string {
 		if i < len(p.Args) {
 			return p.Args[i]
 		}
 		return ""
 	}
-	needsAPI := func() (Target, string, bool) {
+	needsAPI := func() (ghclient.Target, string, bool) {
 		if s.APIErr != nil {
-			return Target{}, x.t("err.config", "field", "github_api_url"), false
+			return ghclient.Target{}, x.T("err.config", "field", "github_api_url"), false
 		}
-		return Target{BaseURL: s.APIURL, Token: s.Token}, "", true
+		return ghclient.Target{BaseURL: s.APIURL, Token: s.Token}, "", true
 	}
 	switch p.Sub {
-	case SubRepo:
-		r, msg, ok := x.repoArg(SubRepo, arg(0), prefix, s)
+	case events.SubRepo:
+		r, msg, ok := x.repoArg(events.SubRepo, arg(0), prefix, s)
 		if !ok {
 			return msg
 		}
@@ -76,10 +79,10 @@ func (x texts) queryCommand(ctx context.Context, gh *GitHub, s Settings, p Parse
 		if err != nil {
 			return x.failText(err)
 		}
-		return x.repoCard(rp)
-	case SubIssues, SubPRs:
+		return x.RepoCard(rp)
+	case events.SubIssues, events.SubPRs:
 		if len(p.Args) == 0 {
-			return x.usage(p.Sub, prefix)
+			return x.Usage(p.Sub, prefix)
 		}
 		r, msg, ok := x.repoArg(p.Sub, arg(0), prefix, s)
 		if !ok {
@@ -89,30 +92,30 @@ func (x texts) queryCommand(ctx context.Context, gh *GitHub, s Settings, p Parse
 		if !ok {
 			return msg
 		}
-		state := ParseState(p.Args[1:])
-		if p.Sub == SubIssues {
+		state := events.ParseState(p.Args[1:])
+		if p.Sub == events.SubIssues {
 			list, err := gh.Issues(ctx, t, r, state)
 			if err != nil {
 				return x.failText(err)
 			}
-			return x.issuesList(r.String(), state, list)
+			return x.IssuesList(r.String(), state, list)
 		}
 		list, err := gh.Pulls(ctx, t, r, state)
 		if err != nil {
 			return x.failText(err)
 		}
-		return x.pullsList(r.String(), state, list)
-	case SubIssue:
+		return x.PullsList(r.String(), state, list)
+	case events.SubIssue:
 		if len(p.Args) < 2 {
-			return x.usage(SubIssue, prefix)
+			return x.Usage(events.SubIssue, prefix)
 		}
-		r, msg, ok := x.repoArg(SubIssue, arg(0), prefix, s)
+		r, msg, ok := x.repoArg(events.SubIssue, arg(0), prefix, s)
 		if !ok {
 			return msg
 		}
-		n, ok := ParseIssueNumber(arg(1))
+		n, ok := events.ParseIssueNumber(arg(1))
 		if !ok {
-			return x.t("issue.bad_number")
+			return x.T("issue.bad_number")
 		}
 		t, msg, ok := needsAPI()
 		if !ok {
@@ -122,9 +125,9 @@ func (x texts) queryCommand(ctx context.Context, gh *GitHub, s Settings, p Parse
 		if err != nil {
 			return x.failText(err)
 		}
-		return x.issueCard(r.String(), is)
-	case SubReleases:
-		r, msg, ok := x.repoArg(SubReleases, arg(0), prefix, s)
+		return x.IssueCard(r.String(), is)
+	case events.SubReleases:
+		r, msg, ok := x.repoArg(events.SubReleases, arg(0), prefix, s)
 		if !ok {
 			return msg
 		}
@@ -136,11 +139,11 @@ func (x texts) queryCommand(ctx context.Context, gh *GitHub, s Settings, p Parse
 		if err != nil {
 			return x.failText(err)
 		}
-		return x.releasesList(r.String(), list)
-	case SubUser:
-		login, ok := ParseUsername(arg(0))
+		return x.ReleasesList(r.String(), list)
+	case events.SubUser:
+		login, ok := events.ParseUsername(arg(0))
 		if !ok {
-			return x.usage(SubUser, prefix)
+			return x.Usage(events.SubUser, prefix)
 		}
 		t, msg, ok := needsAPI()
 		if !ok {
@@ -150,14 +153,14 @@ func (x texts) queryCommand(ctx context.Context, gh *GitHub, s Settings, p Parse
 		if err != nil {
 			return x.failText(err)
 		}
-		return x.userCard(u)
-	case SubSearch:
+		return x.UserCard(u)
+	case events.SubSearch:
 		q := strings.TrimSpace(strings.Join(p.Args, " "))
 		if q == "" {
-			return x.usage(SubSearch, prefix)
+			return x.Usage(events.SubSearch, prefix)
 		}
-		if utf8.RuneCountInString(q) > MaxSearchRunes {
-			return x.t("search.too_long", "max", strconv.Itoa(MaxSearchRunes))
+		if utf8.RuneCountInString(q) > events.MaxSearchRunes {
+			return x.T("search.too_long", "max", strconv.Itoa(events.MaxSearchRunes))
 		}
 		t, msg, ok := needsAPI()
 		if !ok {
@@ -167,7 +170,7 @@ func (x texts) queryCommand(ctx context.Context, gh *GitHub, s Settings, p Parse
 		if err != nil {
 			return x.failText(err)
 		}
-		return x.searchList(q, res)
+		return x.SearchList(q, res)
 	}
-	return x.help(prefix, s.SubscribeRequiresAdmin)
+	return x.Help(prefix, s.SubscribeRequiresAdmin)
 }

@@ -7,19 +7,27 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Poll limits (spec §9).
 const (
-	BrokenAfter        = 5
+	brokenAfter        = 5
 	SendFailuresToDrop = 10
 	BackoffCap         = 3600 * time.Second
-	ClaimFor           = 120 * time.Second
-	PollDeadline       = 110 * time.Second
-	EventsPerPage      = 100
-	MaxEventPages      = 3
-	EnrichmentBudget   = 5
+	claimFor           = 120 * time.Second
+	pollDeadline       = 110 * time.Second
+	eventsPerPage      = 100
+	maxEventPages      = 3
+	enrichmentBudget   = 5
 )
+
+// RepoKey returns the repo-key of a full name: unpadded base64url of its
+// lower-cased form.
+func RepoKey(fullName string) string { return binding.Token(strings.ToLower(fullName)) }
 
 // RepoRecord is the stored state of one subscribed repository,
 // <scope>.repo.<repo-key> (spec §6.2).
@@ -34,7 +42,7 @@ type RepoRecord struct {
 	CI          *CIState      `json:"ci,omitempty"`
 	Poll        PollState     `json:"poll"`
 	Subscribers []*Subscriber `json:"subscribers"`
-	// HookID names the repository's webhook (<scope>.hook.<id>, hook.go);
+	// HookID names the repository's webhook (<scope>.hook.<id>, webhook_cmd.go);
 	// empty when it has none.
 	HookID string `json:"hook_id,omitempty"`
 }
@@ -76,7 +84,7 @@ type Subscriber struct {
 	Kinds []string `json:"kinds"`
 	// Refine narrows Kinds (branches, labels, tags); absent in records
 	// written before it existed, which then narrow nothing.
-	Refine *Refine `json:"refine,omitempty"`
+	Refine *events.Refine `json:"refine,omitempty"`
 	// Prefix is the command prefix the subscriber typed at sub time, for
 	// the notices pushed later; "" (an imported subscription) means the
 	// installation's command_prefix.
@@ -159,34 +167,34 @@ func maxID(a, b string) string {
 
 // Selection is what one subscriber gets from a poll.
 type Selection struct {
-	Events []Event // oldest first, after filter and cap
-	More   int     // matching events dropped by the cap
+	Events []ghclient.Event // oldest first, after filter and cap
+	More   int              // matching events dropped by the cap
 }
 
 // Select applies filter-then-cap (spec §7.2 step 10): the events (oldest
 // first) newer than cursor that match kinds and have a formatter, then the
 // newest max of them.
-func Select(events []Event, cursor string, kinds []string, max int) Selection {
-	return SelectRefined(events, cursor, kinds, nil, max)
+func Select(evs []ghclient.Event, cursor string, kinds []string, max int) Selection {
+	return SelectRefined(evs, cursor, kinds, nil, max)
 }
 
 // SelectRefined is Select with a subscription's refinements applied after
 // its kinds. A payload is decoded for refinement only when ref looks at the
 // event's type, so subscriptions without refinements cost what they did.
-func SelectRefined(events []Event, cursor string, kinds []string, ref *Refine, max int) Selection {
-	var keep []Event
-	for _, e := range events {
-		if CompareIDs(e.ID, cursor) <= 0 || !formatted(e.Type) {
+func SelectRefined(evs []ghclient.Event, cursor string, kinds []string, ref *events.Refine, max int) Selection {
+	var keep []ghclient.Event
+	for _, e := range evs {
+		if CompareIDs(e.ID, cursor) <= 0 || !events.Formatted(e.Type) {
 			continue
 		}
 		rt := ""
 		if e.Type == "CreateEvent" || e.Type == "DeleteEvent" {
-			rt = e.RefType()
+			rt = events.RefType(e)
 		}
-		if !Matches(kinds, e.Type, rt) {
+		if !events.Matches(kinds, e.Type, rt) {
 			continue
 		}
-		if ref.refined(e.Type) && !ref.Allows(fromEvent(e, nil)) {
+		if ref.Refined(e.Type) && !ref.Allows(events.FromEvent(e, nil)) {
 			continue
 		}
 		keep = append(keep, e)
@@ -220,5 +228,5 @@ func RateJitter(u func() float64) time.Duration {
 	return time.Second + time.Duration(u()*float64(4*time.Second))
 }
 
-// EffectiveInterval is max(config interval, X-Poll-Interval).
-func EffectiveInterval(config, xPoll int) int { return max(config, xPoll) }
+// effectiveInterval is max(config interval, X-Poll-Interval).
+func effectiveInterval(config, xPoll int) int { return max(config, xPoll) }

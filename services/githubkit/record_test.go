@@ -3,11 +3,13 @@ package githubkit_test
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 func TestCompareIDs(t *testing.T) {
@@ -25,11 +27,11 @@ func TestCompareIDs(t *testing.T) {
 	}
 }
 
-func events(t *testing.T, specs ...string) []githubkit.Event {
+func eventsOf(t *testing.T, specs ...string) []ghclient.Event {
 	t.Helper()
-	var out []githubkit.Event
+	var out []ghclient.Event
 	for i, f := range specs {
-		var e githubkit.Event
+		var e ghclient.Event
 		if err := json.Unmarshal(fakegithub.Event(f, int64(101+i)), &e); err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +52,7 @@ func TestSelectFilterThenCap(t *testing.T) {
 			specs = append(specs, "push_full")
 		}
 	}
-	evs := events(t, specs...)
+	evs := eventsOf(t, specs...)
 	rel := githubkit.Select(evs, "100", []string{"release"}, 5)
 	if len(rel.Events) != 2 || rel.More != 0 || rel.Events[0].ID != "102" || rel.Events[1].ID != "104" {
 		t.Fatalf("release subscriber got %+v", rel)
@@ -61,7 +63,7 @@ func TestSelectFilterThenCap(t *testing.T) {
 	}
 	// Cursor "99" against "100"-style ids compares numerically; events at or
 	// before the cursor are dropped, unformatted types never count.
-	mixed := events(t, "watch", "push_full", "watch")
+	mixed := eventsOf(t, "watch", "push_full", "watch")
 	mixed[0].Type, mixed[2].Type = "SponsorshipEvent", "PullRequestReviewThreadEvent"
 	sel := githubkit.Select(mixed, "99", nil, 5)
 	if len(sel.Events) != 1 || sel.Events[0].ID != "102" {
@@ -122,5 +124,14 @@ func TestRecordSubscribers(t *testing.T) {
 	}
 	if _, err := strconv.ParseUint(id.SID(), 16, 64); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestRepoKey(t *testing.T) {
+	if a, b := githubkit.RepoKey("O/R"), githubkit.RepoKey("o/r"); a != b || a != "by9y" {
+		t.Fatalf("keys %q %q, want both by9y", a, b)
+	}
+	if k := githubkit.RepoKey("octocat/Hello-World"); strings.ContainsAny(k, ".*> =+/") {
+		t.Fatalf("key %q is not subject-safe", k)
 	}
 }

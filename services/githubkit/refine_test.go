@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 func ids(sel githubkit.Selection) []string {
@@ -22,17 +23,17 @@ func TestParseSubscription(t *testing.T) {
 		name  string
 		words string
 		kinds []string
-		ref   *githubkit.Refine
+		ref   *events.Refine
 		bad   []string
 	}{
 		{"none", "", nil, nil, nil},
 		{"kinds only", "push pr", []string{"push", "pull_request"}, nil, nil},
 		{"branches", "push branch:main,release/* branches:dev", []string{"push"},
-			&githubkit.Refine{Branches: []string{"main", "release/*", "dev"}}, nil},
+			&events.Refine{Branches: []string{"main", "release/*", "dev"}}, nil},
 		{"labels folded, deduplicated", "issues label:Bug,bug -label:WontFix",
-			[]string{"issues"}, &githubkit.Refine{Labels: []string{"bug"}, NotLabels: []string{"wontfix"}}, nil},
-		{"tags", "release tag:v*", []string{"release"}, &githubkit.Refine{Tags: []string{"v*"}}, nil},
-		{"refinement without kinds", "TAG:v2.*", nil, &githubkit.Refine{Tags: []string{"v2.*"}}, nil},
+			[]string{"issues"}, &events.Refine{Labels: []string{"bug"}, NotLabels: []string{"wontfix"}}, nil},
+		{"tags", "release tag:v*", []string{"release"}, &events.Refine{Tags: []string{"v*"}}, nil},
+		{"refinement without kinds", "TAG:v2.*", nil, &events.Refine{Tags: []string{"v2.*"}}, nil},
 		{"ci words", "ci actions ci-all", []string{"ci", "ci_all"}, nil, nil},
 		{"empty value", "push branch:", nil, nil, []string{"branch:"}},
 		{"empty item", "push branch:main,,dev", nil, nil, []string{"branch:main,,dev"}},
@@ -42,7 +43,7 @@ func TestParseSubscription(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			kinds, ref, bad := githubkit.ParseSubscription(strings.Fields(tc.words))
+			kinds, ref, bad := events.ParseSubscription(strings.Fields(tc.words))
 			if !slices.Equal(kinds, tc.kinds) || !slices.Equal(bad, tc.bad) {
 				t.Fatalf("kinds %q bad %q; want %q %q", kinds, bad, tc.kinds, tc.bad)
 			}
@@ -59,7 +60,7 @@ func TestParseSubscription(t *testing.T) {
 // subscription; other kinds pass unchanged.
 func TestRefineBranches(t *testing.T) {
 	// 101 master, 102 feature/x, 103 release/1.x, 104 tag push, 105 release, 106 create branch feature/x
-	evs := events(t, "push_full", "push_full_branch", "push_distinct_full", "push_tag_full", "release_full", "create_branch")
+	evs := eventsOf(t, "push_full", "push_full_branch", "push_distinct_full", "push_tag_full", "release_full", "create_branch")
 	for _, tc := range []struct {
 		branches []string
 		want     []string
@@ -71,7 +72,7 @@ func TestRefineBranches(t *testing.T) {
 		{[]string{"Master"}, []string{"104", "105"}}, // git refs are case-sensitive
 		{[]string{"*"}, []string{"101", "102", "103", "104", "105", "106"}},
 	} {
-		got := ids(githubkit.SelectRefined(evs, "100", nil, &githubkit.Refine{Branches: tc.branches}, 0))
+		got := ids(githubkit.SelectRefined(evs, "100", nil, &events.Refine{Branches: tc.branches}, 0))
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("branches %q: %q, want %q", tc.branches, got, tc.want)
 		}
@@ -82,17 +83,17 @@ func TestRefineBranches(t *testing.T) {
 func TestRefineLabels(t *testing.T) {
 	// 101 issue [bug, help wanted], 102 issue [documentation], 103 PR [enhancement],
 	// 104 trimmed PR (labels unknown), 105 issue without labels listed, 106 push
-	evs := events(t, "issue_opened", "issue_labeled", "pr_labeled_full", "pr_opened_trimmed", "issue_closed", "push_full")
+	evs := eventsOf(t, "issue_opened", "issue_labeled", "pr_labeled_full", "pr_opened_trimmed", "issue_closed", "push_full")
 	for _, tc := range []struct {
 		name string
-		ref  githubkit.Refine
+		ref  events.Refine
 		want []string
 	}{
-		{"include", githubkit.Refine{Labels: []string{"bug"}}, []string{"101", "106"}},
-		{"include glob, any case", githubkit.Refine{Labels: []string{"HELP*"}}, []string{"101", "106"}},
-		{"include several", githubkit.Refine{Labels: []string{"bug", "enhancement"}}, []string{"101", "103", "106"}},
-		{"exclude", githubkit.Refine{NotLabels: []string{"documentation"}}, []string{"101", "103", "104", "105", "106"}},
-		{"include and exclude", githubkit.Refine{Labels: []string{"*"}, NotLabels: []string{"help wanted"}}, []string{"102", "103", "106"}},
+		{"include", events.Refine{Labels: []string{"bug"}}, []string{"101", "106"}},
+		{"include glob, any case", events.Refine{Labels: []string{"HELP*"}}, []string{"101", "106"}},
+		{"include several", events.Refine{Labels: []string{"bug", "enhancement"}}, []string{"101", "103", "106"}},
+		{"exclude", events.Refine{NotLabels: []string{"documentation"}}, []string{"101", "103", "104", "105", "106"}},
+		{"include and exclude", events.Refine{Labels: []string{"*"}, NotLabels: []string{"help wanted"}}, []string{"102", "103", "106"}},
 	} {
 		got := ids(githubkit.SelectRefined(evs, "100", nil, &tc.ref, 0))
 		if !slices.Equal(got, tc.want) {
@@ -104,7 +105,7 @@ func TestRefineLabels(t *testing.T) {
 // TestRefineTags: releases (and tag pushes and creations) by tag pattern.
 func TestRefineTags(t *testing.T) {
 	// 101 release v1.1.0, 102 release v2.0.0-rc.1, 103 tag push v1.2, 104 create tag v1.2, 105 branch push
-	evs := events(t, "release_full", "release_prerelease", "push_tag_full", "create_tag", "push_full")
+	evs := eventsOf(t, "release_full", "release_prerelease", "push_tag_full", "create_tag", "push_full")
 	for _, tc := range []struct {
 		tags []string
 		want []string
@@ -113,7 +114,7 @@ func TestRefineTags(t *testing.T) {
 		{[]string{"v2.*"}, []string{"102", "105"}},
 		{[]string{"*-rc*", "v1.1.0"}, []string{"101", "102", "105"}},
 	} {
-		got := ids(githubkit.SelectRefined(evs, "100", nil, &githubkit.Refine{Tags: tc.tags}, 0))
+		got := ids(githubkit.SelectRefined(evs, "100", nil, &events.Refine{Tags: tc.tags}, 0))
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("tags %q: %q, want %q", tc.tags, got, tc.want)
 		}
@@ -122,9 +123,9 @@ func TestRefineTags(t *testing.T) {
 
 // TestRefineCombined: kinds first, then every refinement, then the cap.
 func TestRefineCombined(t *testing.T) {
-	evs := events(t, "push_full", "push_distinct_full", "release_full", "release_prerelease",
+	evs := eventsOf(t, "push_full", "push_distinct_full", "release_full", "release_prerelease",
 		"issue_opened", "issue_labeled", "pr_labeled_full", "watch")
-	kinds, ref, bad := githubkit.ParseSubscription(strings.Fields("push release issues pr branch:release/* tag:v2.* label:bug,enhancement -label:help*"))
+	kinds, ref, bad := events.ParseSubscription(strings.Fields("push release issues pr branch:release/* tag:v2.* label:bug,enhancement -label:help*"))
 	if bad != nil {
 		t.Fatal(bad)
 	}
@@ -160,11 +161,11 @@ func TestRefineRecordCompat(t *testing.T) {
 	if s.Refine != nil {
 		t.Fatalf("old record has refinements %+v", s.Refine)
 	}
-	evs := events(t, "push_full", "push_full_branch", "release_full")
+	evs := eventsOf(t, "push_full", "push_full_branch", "release_full")
 	if got := ids(githubkit.SelectRefined(evs, *s.Cursor, s.Kinds, s.Refine, 5)); !slices.Equal(got, []string{"101", "102"}) {
 		t.Fatalf("old record selects %q", got)
 	}
-	s.Refine = &githubkit.Refine{Branches: []string{"feature/*"}, NotLabels: []string{"wip"}}
+	s.Refine = &events.Refine{Branches: []string{"feature/*"}, NotLabels: []string{"wip"}}
 	b, err := json.Marshal(&r)
 	if err != nil {
 		t.Fatal(err)
@@ -186,8 +187,8 @@ func FuzzGlob(f *testing.F) {
 	f.Add("*a*b?", "xxaxxbc")
 	f.Add("**", "")
 	f.Fuzz(func(t *testing.T, pattern, s string) {
-		r := &githubkit.Refine{Tags: []string{pattern}}
-		a := githubkit.Activity{Type: "ReleaseEvent", Tag: s}
+		r := &events.Refine{Tags: []string{pattern}}
+		a := events.Activity{Type: "ReleaseEvent", Tag: s}
 		got := r.Allows(a)
 		if pattern == s && !got {
 			t.Fatalf("%q does not match itself", s)
@@ -205,7 +206,7 @@ func FuzzParseSubscription(f *testing.F) {
 	f.Add("label:,")
 	f.Add("ci branch:\x00")
 	f.Fuzz(func(t *testing.T, line string) {
-		kinds, ref, bad := githubkit.ParseSubscription(strings.Fields(line))
+		kinds, ref, bad := events.ParseSubscription(strings.Fields(line))
 		if bad != nil {
 			if kinds != nil || ref != nil {
 				t.Fatalf("bad %q with kinds %q ref %+v", bad, kinds, ref)
@@ -227,7 +228,7 @@ func FuzzParseSubscription(f *testing.F) {
 				words = append(words, l.p+strings.Join(l.list, ","))
 			}
 		}
-		_, again, bad := githubkit.ParseSubscription(words)
+		_, again, bad := events.ParseSubscription(words)
 		a, _ := json.Marshal(ref)
 		b, _ := json.Marshal(again)
 		if bad != nil || string(a) != string(b) {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Recent-set bounds.
@@ -41,8 +43,8 @@ const (
 	byPoll = "poll"
 )
 
-// SeenEntry is one claimed event.
-type SeenEntry struct {
+// seenEntry is one claimed event.
+type seenEntry struct {
 	ID string    `json:"id"` // eventIdentity
 	At time.Time `json:"at"`
 	// By is byPoll or the delivery id that claimed it; Msg the nonce of
@@ -52,20 +54,20 @@ type SeenEntry struct {
 	Body string `json:"body,omitempty"`
 }
 
-// SeenSet is the recent set of one repo record.
-type SeenSet struct {
+// seenSet is the recent set of one repo record.
+type seenSet struct {
 	V       int         `json:"v"`
-	Entries []SeenEntry `json:"entries"`
+	Entries []seenEntry `json:"entries"`
 }
 
-func seenStore(kv *bus.KV) *bus.Records[SeenSet] {
-	return bus.NewRecords[SeenSet](kv, KindSeen, bus.RecordsConfig[SeenSet]{})
+func seenStore(kv *bus.KV) *bus.Records[seenSet] {
+	return bus.NewRecords[seenSet](kv, kindSeen, bus.RecordsConfig[seenSet]{})
 }
 
 // prune drops entries older than they are kept (seenKeep for the
 // poller's, deliveryKeep for a delivery's) and then the oldest beyond
 // room free slots under seenMax.
-func (s *SeenSet) prune(now time.Time, room int) {
+func (s *seenSet) prune(now time.Time, room int) {
 	keep := s.Entries[:0]
 	for _, e := range s.Entries {
 		ttl := deliveryKeep
@@ -83,7 +85,7 @@ func (s *SeenSet) prune(now time.Time, room int) {
 }
 
 // match returns the entry claiming identity id at time at, or nil.
-func (s *SeenSet) match(id string, at time.Time) *SeenEntry {
+func (s *seenSet) match(id string, at time.Time) *seenEntry {
 	for i := range s.Entries {
 		e := &s.Entries[i]
 		if e.ID == id && e.At.Sub(at).Abs() <= seenMatch {
@@ -95,8 +97,8 @@ func (s *SeenSet) match(id string, at time.Time) *SeenEntry {
 
 // eventIdentity names an event by its kind and natural ids, the same for
 // its Events API item and its webhook delivery.
-func eventIdentity(e Event) string {
-	a := fromEvent(e, nil)
+func eventIdentity(e ghclient.Event) string {
+	a := events.FromEvent(e, nil)
 	n := strconv.Itoa(a.Number)
 	var parts []string
 	switch a.Type {
@@ -129,7 +131,7 @@ func eventIdentity(e Event) string {
 }
 
 // eventTime is when GitHub created an Events API item (zero if unknown).
-func eventTime(e Event) time.Time {
+func eventTime(e ghclient.Event) time.Time {
 	t, _ := time.Parse(time.RFC3339, e.CreatedAt)
 	return t
 }
@@ -138,14 +140,14 @@ func eventTime(e Event) time.Time {
 // webhook has not claimed, in order. When the set cannot be read or
 // written it returns events unchanged: a second push is better than a
 // lost one.
-func (s *Service) claimPolled(ctx context.Context, sc binding.Scope, key string, events []Event, now time.Time) []Event {
+func (s *shared) claimPolled(ctx context.Context, sc binding.Scope, key string, events []ghclient.Event, now time.Time) []ghclient.Event {
 	if len(events) == 0 {
 		return events
 	}
-	var keep []Event
-	_, _, err := seenStore(s.runner.KV()).Update(ctx, sc, func(cur *SeenSet) (*SeenSet, error) {
+	var keep []ghclient.Event
+	_, _, err := seenStore(s.runner.KV()).Update(ctx, sc, func(cur *seenSet) (*seenSet, error) {
 		if cur == nil {
-			cur = &SeenSet{}
+			cur = &seenSet{}
 		}
 		cur.prune(now, len(events))
 		keep = keep[:0]
@@ -158,7 +160,7 @@ func (s *Service) claimPolled(ctx context.Context, sc binding.Scope, key string,
 			m := cur.match(id, at)
 			switch {
 			case m == nil:
-				cur.Entries = append(cur.Entries, SeenEntry{ID: id, At: at, By: byPoll})
+				cur.Entries = append(cur.Entries, seenEntry{ID: id, At: at, By: byPoll})
 				changed = true
 				keep = append(keep, e)
 			case m.By == byPoll:
@@ -179,8 +181,8 @@ func (s *Service) claimPolled(ctx context.Context, sc binding.Scope, key string,
 }
 
 // runIdentity names a workflow run attempt in the recent set.
-func runIdentity(r WorkflowRun) string {
-	sum := sha256.Sum256([]byte("WorkflowRun\x00" + r.key()))
+func runIdentity(r ghclient.WorkflowRun) string {
+	sum := sha256.Sum256([]byte("WorkflowRun\x00" + r.Key()))
 	return hex.EncodeToString(sum[:12])
 }
 
@@ -188,10 +190,10 @@ func runIdentity(r WorkflowRun) string {
 // reports whether this recording may push it (false: the poller or
 // another delivery of the same event or body did), and own when this
 // recording claimed it on an earlier attempt.
-func (s *Service) claimDelivery(ctx context.Context, sc binding.Scope, key, id string, m hookMessage) (mine, own bool, err error) {
-	_, _, err = seenStore(s.runner.KV()).Update(ctx, sc, func(cur *SeenSet) (*SeenSet, error) {
+func (s *shared) claimDelivery(ctx context.Context, sc binding.Scope, key, id string, m hookMessage) (mine, own bool, err error) {
+	_, _, err = seenStore(s.runner.KV()).Update(ctx, sc, func(cur *seenSet) (*seenSet, error) {
 		if cur == nil {
-			cur = &SeenSet{}
+			cur = &seenSet{}
 		}
 		mine, own = false, false
 		for _, x := range cur.Entries {
@@ -209,7 +211,7 @@ func (s *Service) claimDelivery(ctx context.Context, sc binding.Scope, key, id s
 			return nil, bus.ErrNoChange
 		}
 		cur.prune(s.now(), 1)
-		cur.Entries = append(cur.Entries, SeenEntry{ID: id, At: m.At, By: m.Delivery, Msg: m.Nonce, Body: m.BodyHash})
+		cur.Entries = append(cur.Entries, seenEntry{ID: id, At: m.At, By: m.Delivery, Msg: m.Nonce, Body: m.BodyHash})
 		cur.V = 1
 		mine = true
 		return cur, nil
@@ -220,7 +222,7 @@ func (s *Service) claimDelivery(ctx context.Context, sc binding.Scope, key, id s
 // bodyRecorded returns the delivery id whose entry in the recent set of
 // repo record key holds the body hash bodyHash and is younger than
 // deliveryKeep by the service clock, or "" when there is none.
-func (s *Service) bodyRecorded(ctx context.Context, sc binding.Scope, key, bodyHash string) (string, error) {
+func (s *shared) bodyRecorded(ctx context.Context, sc binding.Scope, key, bodyHash string) (string, error) {
 	set, _, err := seenStore(s.runner.KV()).Get(ctx, sc, key)
 	if err != nil || set == nil {
 		return "", err

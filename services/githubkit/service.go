@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -18,7 +17,8 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/i18n"
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Plugin is the plugin name: micro service name, subject and key token.
@@ -61,8 +61,8 @@ type Config struct {
 	// GitHubTimeout bounds one GitHub request; default 20 s.
 	GitHubTimeout time.Duration
 	// Limits caps GitHub calls per installation and per host and breaks
-	// the circuit to a failing host (limits.go); zero = defaults.
-	Limits Limits
+	// the circuit to a failing host (ghclient/limits.go); zero = defaults.
+	Limits ghclient.Limits
 	// WebhookURL is the public base URL of the webhook receiver
 	// (LANGBOT_GITHUBKIT_WEBHOOK_URL): "!gh hook" gives
 	// <WebhookURL>/github/webhook/<hook-id>. Empty: webhooks are off.
@@ -76,14 +76,14 @@ type Config struct {
 	// WebhookBodyBudget bounds the delivery bodies the receiver holds at
 	// once, wherever it is mounted (httpserve.Budget); a delivery that
 	// does not fit gets 503 before its body is read. Default
-	// DefaultWebhookBodyBudget.
+	// defaultWebhookBodyBudget.
 	WebhookBodyBudget int64
 	// WebhookReadTimeout bounds reading a delivery's body, wherever the
 	// receiver is mounted; a client slower than that is cut off. Default
-	// DefaultWebhookReadTimeout.
+	// defaultWebhookReadTimeout.
 	WebhookReadTimeout time.Duration
 	// HookHealthInterval is the poll interval of a repository whose
-	// webhook delivers; default DefaultHookHealthInterval.
+	// webhook delivers; default defaultHookHealthInterval.
 	HookHealthInterval time.Duration
 	// Cards bounds link cards: workers, per-chat rate, cache (cards_state.go);
 	// zero = defaults.
@@ -94,32 +94,67 @@ type Config struct {
 }
 
 // Service is the githubkit service. Create it with New and serve with Run.
+// It declares and wires; the behaviour lives in its parts.
 type Service struct {
+	*shared
+	gh    *ghclient.GitHub
+	hc    *http.Client
+	poll  *poller        // fired polls (poll.go, ci.go)
+	wh    *webhooks      // the webhook command, receiver and consumer (webhook_*.go)
+	subs  *subscriptions // sub, unsub, subs and the installation lifecycle (commands.go, lifecycle.go)
+	cards *cards         // link cards (cards*.go)
+}
+
+// shared is what every part reads: the config, the runner (set once New
+// has built it), the clock, the logger and tracer, the catalogue, the
+// subjects and the metrics. Its methods are the helpers the
+// parts have in common: settings and texts of an installation, a record's
+// schedule (arm, disarm) and the recent-event sets of seen.go.
+type shared struct {
 	cfg     Config
-	nc      *nats.Conn
-	keyring *bus.Keyring
 	now     func() time.Time
-	rand    func() float64
 	log     *slog.Logger
 	tracer  trace.Tracer
 	cat     *i18n.Catalog
-	metrics *Metrics
-	gh      *GitHub
-	hc      *http.Client
+	metrics *serviceMetrics
 	runner  *bus.Runner
-	subj    wire.Subjects
-	rates   rateMemory
-	hm      *hookMetrics
-	bodies  *httpserve.Budget // delivery bodies being read
-	pushes  *pushBudget
-	cards   *cards
+	subj    bus.Subjects
+}
 
-	hooks hooks // tests only (export_test.go)
+// poller runs the fired polls of spec §7.2 and the Actions step after
+// them. Its only state across polls is the rate-limit memory.
+type poller struct {
+	*shared
+	gh      *ghclient.GitHub
+	keyring *bus.Keyring // the rate key's credential fingerprint
+	rand    func() float64
+	rates   rateMemory
+	wh      *webhooks // whether a repository's webhook delivers
+	hooks   hooks     // tests only (export_test.go)
 }
 
 // hooks let tests hold a poll at a chosen point.
 type hooks struct {
 	afterClaim func(ctx context.Context, sc binding.Scope, key string)
+}
+
+// webhooks is the "gh hook" command, the HTTP receiver, the hook stream's
+// consumer and the push budget with its summaries.
+type webhooks struct {
+	*shared
+	nc      *nats.Conn   // the receiver publishes deliveries
+	keyring *bus.Keyring // webhook secrets are sealed
+	hm      *hookMetrics
+	bodies  *httpserve.Budget // delivery bodies being read
+	pushes  *pushBudget
+}
+
+// subscriptions is "gh sub", "gh unsub" and "gh subs", and what an
+// installation's lifecycle does to its records and schedules.
+type subscriptions struct {
+	*shared
+	gh *ghclient.GitHub
+	wh *webhooks
 }
 
 // New checks cfg, fills defaults and returns the service; it does no I/O.
@@ -136,22 +171,22 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		cfg.PollWorkers = 16
 	}
 	if cfg.MinPollInterval <= 0 {
-		cfg.MinPollInterval = MinPollInterval
+		cfg.MinPollInterval = minPollInterval
 	}
-	if cfg.MinPollInterval > MinPollInterval {
-		return nil, fmt.Errorf("%w: MinPollInterval above %d", bus.ErrInvalidConfig, MinPollInterval)
+	if cfg.MinPollInterval > minPollInterval {
+		return nil, fmt.Errorf("%w: minPollInterval above %d", bus.ErrInvalidConfig, minPollInterval)
 	}
 	if cfg.AckWait <= 0 {
 		cfg.AckWait = 30 * time.Second
 	}
 	if cfg.PollDeadline <= 0 {
-		cfg.PollDeadline = PollDeadline
+		cfg.PollDeadline = pollDeadline
 	}
 	if cfg.HostTimeout <= 0 {
-		cfg.HostTimeout = wire.DefaultHostTimeout
+		cfg.HostTimeout = bus.DefaultHostTimeout
 	}
 	if cfg.DefaultAPIURL == "" {
-		cfg.DefaultAPIURL = DefaultAPIURL
+		cfg.DefaultAPIURL = ghclient.DefaultAPIURL
 	}
 	u, err := ParseAPIURL(cfg.DefaultAPIURL, cfg.AllowHTTP)
 	if err != nil {
@@ -167,39 +202,41 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		cfg.WebhookMaxBody = WebhookMaxBody
 	}
 	if cfg.WebhookBodyBudget <= 0 {
-		cfg.WebhookBodyBudget = DefaultWebhookBodyBudget
+		cfg.WebhookBodyBudget = defaultWebhookBodyBudget
 	}
 	if cfg.WebhookBodyBudget < cfg.WebhookMaxBody {
 		return nil, fmt.Errorf("%w: WebhookBodyBudget below WebhookMaxBody", bus.ErrInvalidConfig)
 	}
 	if cfg.WebhookReadTimeout <= 0 {
-		cfg.WebhookReadTimeout = DefaultWebhookReadTimeout
+		cfg.WebhookReadTimeout = defaultWebhookReadTimeout
 	}
 	if cfg.HookHealthInterval <= 0 {
-		cfg.HookHealthInterval = DefaultHookHealthInterval
+		cfg.HookHealthInterval = defaultHookHealthInterval
 	}
 	if cfg.HookHealthInterval < time.Second {
 		return nil, fmt.Errorf("%w: HookHealthInterval below 1 s", bus.ErrInvalidConfig)
 	}
-	cat, err := LoadCatalog()
+	cat, err := Catalog()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", bus.ErrInvalidConfig, err)
 	}
-	s := &Service{cfg: cfg, nc: deps.Conn, keyring: deps.Keyring, now: deps.Clock, rand: rand.Float64, log: deps.Logger,
+	sh := &shared{cfg: cfg, now: deps.Clock, log: deps.Logger,
 		cat: cat, subj: deps.Subjects, tracer: deps.TracerProvider.Tracer(tracerName)}
-	if s.metrics, err = NewMetrics(deps.Registerer); err != nil {
+	if sh.metrics, err = newMetrics(deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
-	s.bodies = httpserve.NewBudget(cfg.WebhookBodyBudget)
-	if s.hm, err = newHookMetrics(deps.Registerer, s.bodies); err != nil {
+	s := &Service{shared: sh}
+	wh := &webhooks{shared: sh, nc: deps.Conn, keyring: deps.Keyring, bodies: httpserve.NewBudget(cfg.WebhookBodyBudget), pushes: newPushBudget(cfg.Pushes, sh.now)}
+	if wh.hm, err = newHookMetrics(deps.Registerer, wh.bodies); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
-	s.hc = NewHTTPClient(HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: s.tracer, Metrics: s.metrics, Timeout: cfg.GitHubTimeout})
-	s.gh = NewGitHub(s.hc, cfg.GitHubTimeout, s.now)
+	s.hc = ghclient.NewHTTPClient(ghclient.HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: sh.tracer, Metrics: &sh.metrics.github, Timeout: cfg.GitHubTimeout})
+	s.gh = ghclient.NewGitHub(s.hc, cfg.GitHubTimeout, sh.now)
 	s.gh.SetLimits(cfg.Limits, cfg.DefaultAPIURL)
-	s.rates.m = make(map[string]time.Time)
-	s.pushes = newPushBudget(cfg.Pushes, s.now)
-	if s.cards, err = newCards(s, cfg.Cards, deps.Registerer); err != nil {
+	s.wh = wh
+	s.poll = &poller{shared: sh, gh: s.gh, keyring: deps.Keyring, rand: rand.Float64, rates: rateMemory{m: make(map[string]time.Time)}, wh: wh}
+	s.subs = &subscriptions{shared: sh, gh: s.gh, wh: wh}
+	if s.cards, err = newCards(sh, s.gh, cfg.Cards, deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
 	s.runner, err = bus.NewRunner(bus.RunnerConfig{
@@ -217,22 +254,22 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			Event:   s.handleEvent,
 			Dedupe:  dedupes,
 		},
-		Purge:        s.purgeScope,
-		OnTransition: s.onTransition,
+		Purge:        s.subs.purgeScope,
+		OnTransition: s.subs.onTransition,
 		Streams: []bus.StreamSpec{{
 			Name:              StreamName,
 			Subjects:          []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindPoll)},
 			Replicas:          cfg.Replicas,
 			Schedules:         true,
 			MaxMsgsPerSubject: 1,
-		}, s.hookStream()},
+		}, wh.hookStream()},
 		Consumers: []bus.Consumer{{FiredConfig: bus.FiredConfig{
 			Stream: StreamName, Durable: PollConsumer, Filter: s.subj.InternalAll(Plugin, KindPoll),
 			Workers: cfg.PollWorkers, AckWait: cfg.AckWait, MaxDeliver: 3, Timeout: cfg.PollDeadline,
-		}, Handler: s.handlePoll}, s.hookConsumer()},
+		}, Handler: s.poll.handlePoll}, wh.hookConsumer()},
 		// the GitHub client's idle connections close once no poll runs
 		Parts: []bus.Part{bus.PartFuncs{StopFunc: func(context.Context) error { s.hc.CloseIdleConnections(); return nil }},
-			s.hookListener(), s.cards, &pushSummaries{s: s}},
+			wh.hookListener(), s.cards, &pushSummaries{s: wh}},
 		HostTimeout:     cfg.HostTimeout,
 		ShutdownTimeout: cfg.PollDeadline + 5*time.Second,
 	}, deps)
@@ -252,14 +289,14 @@ func (s *Service) Run(ctx context.Context) error { return s.runner.Run(ctx) }
 func (s *Service) Ready() bool { return s.runner.Ready() }
 
 // settings normalises a plain-text config with the service's flags.
-func (s *Service) settings(raw []byte) (Settings, []Warning) {
+func (s *shared) settings(raw []byte) (Settings, []Warning) {
 	return normalizeSettings(raw, normOptions{allowHTTP: s.cfg.AllowHTTP, minPoll: s.cfg.MinPollInterval, defaultURL: s.cfg.DefaultAPIURL})
 }
 
-func (s *Service) texts(lang string) texts { return texts{cat: s.cat, lang: lang} }
+func (s *shared) texts(lang string) texts { return texts{events.NewTexts(s.cat, lang)} }
 
 // schedSubjects returns the schedule and poll subjects of one record.
-func (s *Service) schedSubjects(sc binding.Scope, key string) (sched, poll string, err error) {
+func (s *shared) schedSubjects(sc binding.Scope, key string) (sched, poll string, err error) {
 	if sched, err = s.subj.Internal(Plugin, KindSched, sc, key); err != nil {
 		return "", "", err
 	}
@@ -267,10 +304,10 @@ func (s *Service) schedSubjects(sc binding.Scope, key string) (sched, poll strin
 	return sched, poll, err
 }
 
-func (s *Service) streamHandle() jetstream.Stream { return s.runner.Stream(StreamName) }
+func (s *shared) streamHandle() jetstream.Stream { return s.runner.Stream(StreamName) }
 
 // arm publishes (or replaces) the @every schedule of one record.
-func (s *Service) arm(ctx context.Context, sc binding.Scope, key string, intervalS int) error {
+func (s *shared) arm(ctx context.Context, sc binding.Scope, key string, intervalS int) error {
 	sched, poll, err := s.schedSubjects(sc, key)
 	if err != nil {
 		return err
@@ -279,7 +316,7 @@ func (s *Service) arm(ctx context.Context, sc binding.Scope, key string, interva
 }
 
 // disarm cancels the schedule of one record and drops a pending fire.
-func (s *Service) disarm(ctx context.Context, sc binding.Scope, key string) error {
+func (s *shared) disarm(ctx context.Context, sc binding.Scope, key string) error {
 	sched, poll, err := s.schedSubjects(sc, key)
 	if err != nil {
 		return err
@@ -289,49 +326,4 @@ func (s *Service) disarm(ctx context.Context, sc binding.Scope, key string) erro
 		return errors.New("githubkit: stream not ready")
 	}
 	return bus.PurgeSubjects(ctx, st, sched, poll)
-}
-
-// rateMemory is the process-local rate-limit memory: rate key (rateKey)
-// -> the time polls under that key may resume (spec §7.3). It is the only
-// state shared across scopes.
-type rateMemory struct {
-	mu sync.Mutex
-	m  map[string]time.Time
-}
-
-// rateKey is whose GitHub rate limit a poll spends: the credential and
-// the GitHub address together (issue 33). GitHub counts a token's limit
-// per token on each server, and the anonymous limit per client address
-// on each server: installations without a token share one key only when
-// they poll the same GitHub address (this process is one egress), and a
-// token never shares the anonymous key, so one installation's block
-// stops only the requests that would have been refused too.
-func (s *Service) rateKey(st Settings) string {
-	cred := "anonymous"
-	if st.Token != "" {
-		cred = "token:" + s.keyring.Fingerprint([]byte(st.Token))
-	}
-	return s.keyring.Fingerprint([]byte(cred + "\n" + st.APIURL))
-}
-
-func (r *rateMemory) blocked(fp string, now time.Time) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	until, ok := r.m[fp]
-	if !ok {
-		return false
-	}
-	if !now.Before(until) {
-		delete(r.m, fp)
-		return false
-	}
-	return true
-}
-
-func (r *rateMemory) set(fp string, until time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if until.After(r.m[fp]) {
-		r.m[fp] = until
-	}
 }

@@ -9,17 +9,17 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/pkg/settings"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Defaults and bounds of the installation settings (spec §2).
 const (
-	DefaultLanguage         = i18n.ZhHans
-	DefaultAPIURL           = "https://api.github.com"
-	DefaultPollInterval     = 120
-	MinPollInterval         = 60
-	MaxPollInterval         = 3600
-	DefaultMaxEventsPerPush = 5
-	MaxMaxEventsPerPush     = 30
+	defaultLanguage         = i18n.ZhHans
+	defaultPollInterval     = 120
+	minPollInterval         = 60
+	maxPollInterval         = 3600
+	defaultMaxEventsPerPush = 5
+	maxMaxEventsPerPush     = 30
 )
 
 // Settings is an installation's normalised plugin config (spec §2). The
@@ -69,7 +69,7 @@ func (w Warning) String() string { return w.Field + ": " + w.Reason }
 // --github-allow-http. It never fails: an unusable github_api_url is
 // reported in Settings.APIErr, the rest through warnings.
 func NormalizeSettings(raw json.RawMessage, allowHTTP bool) (Settings, []Warning) {
-	return normalizeSettings(raw, normOptions{allowHTTP: allowHTTP, minPoll: MinPollInterval, defaultURL: DefaultAPIURL})
+	return normalizeSettings(raw, normOptions{allowHTTP: allowHTTP, minPoll: minPollInterval, defaultURL: ghclient.DefaultAPIURL})
 }
 
 // normOptions are the operator settings normalisation depends on.
@@ -82,10 +82,10 @@ type normOptions struct {
 func normalizeSettings(raw json.RawMessage, o normOptions) (Settings, []Warning) {
 	r := settings.Read(raw)
 	s := Settings{
-		Language:         r.String("language", DefaultLanguage, settings.Strings{Trim: true, EmptyIsDefault: true}),
+		Language:         r.String("language", defaultLanguage, settings.Strings{Trim: true, EmptyIsDefault: true}),
 		Token:            r.String("github_token", "", settings.Strings{Trim: true}),
-		PollInterval:     r.Int("poll_interval", DefaultPollInterval, settings.Ints{Min: o.minPoll, Max: MaxPollInterval, Strings: true}),
-		MaxEventsPerPush: r.Int("max_events_per_push", DefaultMaxEventsPerPush, settings.Ints{Min: 1, Max: MaxMaxEventsPerPush, Strings: true}),
+		PollInterval:     r.Int("poll_interval", defaultPollInterval, settings.Ints{Min: o.minPoll, Max: maxPollInterval, Strings: true}),
+		MaxEventsPerPush: r.Int("max_events_per_push", defaultMaxEventsPerPush, settings.Ints{Min: 1, Max: maxMaxEventsPerPush, Strings: true}),
 		APIURL:           o.defaultURL,
 	}
 	if v, ok := r.Raw("github_api_url"); ok {
@@ -93,7 +93,7 @@ func normalizeSettings(raw json.RawMessage, o normOptions) (Settings, []Warning)
 		switch {
 		case json.Unmarshal(v, &text) != nil:
 			s.APIURL = ""
-			s.APIErr = fmt.Errorf("%w: not a string", ErrAPIURL)
+			s.APIErr = fmt.Errorf("%w: not a string", ghclient.ErrAPIURL)
 			r.Warn("github_api_url", settings.WrongType, "")
 		case strings.TrimSpace(text) == "":
 		default:
@@ -124,21 +124,21 @@ func ParseAPIURL(raw string, allowHTTP bool) (string, error) {
 	raw = strings.TrimSpace(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("%w: unparsable", ErrAPIURL)
+		return "", fmt.Errorf("%w: unparsable", ghclient.ErrAPIURL)
 	}
 	switch {
 	case !u.IsAbs() || u.Host == "" || u.Opaque != "":
-		return "", fmt.Errorf("%w: not absolute", ErrAPIURL)
+		return "", fmt.Errorf("%w: not absolute", ghclient.ErrAPIURL)
 	case u.Scheme != "https" && !(allowHTTP && u.Scheme == "http"):
-		return "", fmt.Errorf("%w: scheme not allowed", ErrAPIURL)
+		return "", fmt.Errorf("%w: scheme not allowed", ghclient.ErrAPIURL)
 	case u.User != nil:
-		return "", fmt.Errorf("%w: userinfo", ErrAPIURL)
+		return "", fmt.Errorf("%w: userinfo", ghclient.ErrAPIURL)
 	case u.RawQuery != "" || u.ForceQuery:
-		return "", fmt.Errorf("%w: query", ErrAPIURL)
+		return "", fmt.Errorf("%w: query", ghclient.ErrAPIURL)
 	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return "", fmt.Errorf("%w: fragment", ErrAPIURL)
+		return "", fmt.Errorf("%w: fragment", ghclient.ErrAPIURL)
 	case u.Hostname() == "":
-		return "", fmt.Errorf("%w: no host", ErrAPIURL)
+		return "", fmt.Errorf("%w: no host", ghclient.ErrAPIURL)
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""

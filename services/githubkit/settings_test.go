@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 func TestNormalizeSettingsDefaults(t *testing.T) {
 	for _, raw := range []string{``, `null`, `{}`, `not json`} {
 		s, w := githubkit.NormalizeSettings(json.RawMessage(raw), false)
-		if s.Language != "zh_Hans" || s.PollInterval != 120 || s.MaxEventsPerPush != 5 || s.APIURL != githubkit.DefaultAPIURL ||
+		if s.Language != "zh_Hans" || s.PollInterval != 120 || s.MaxEventsPerPush != 5 || s.APIURL != ghclient.DefaultAPIURL ||
 			s.APIErr != nil || s.SubscribeRequiresAdmin || s.Token != "" || len(w) != 0 {
 			t.Errorf("%q: got %+v warnings %v", raw, s, w)
 		}
@@ -66,7 +67,7 @@ func TestNormalizeSettingsFields(t *testing.T) {
 		{"subscribe_requires_admin", `"yes"`, want{"false", true}},
 		{"subscribe_requires_admin", `1`, want{"false", true}},
 		{"github_api_url", `"https://ghe.example.com/api/v3/"`, want{"https://ghe.example.com/api/v3", false}},
-		{"github_api_url", `""`, want{githubkit.DefaultAPIURL, false}},
+		{"github_api_url", `""`, want{ghclient.DefaultAPIURL, false}},
 		{"github_api_url", `"http://ghe.example.com/api/v3"`, want{"err", true}},
 		{"github_api_url", `"https://u:p@ghe.example.com"`, want{"err", true}},
 		{"github_api_url", `"https://ghe.example.com/?x=1"`, want{"err", true}},
@@ -95,7 +96,7 @@ func TestNormalizeSettingsFields(t *testing.T) {
 				got = s.APIURL
 				if s.APIErr != nil {
 					got = "err"
-					if !errors.Is(s.APIErr, githubkit.ErrAPIURL) {
+					if !errors.Is(s.APIErr, ghclient.ErrAPIURL) {
 						t.Errorf("APIErr %v is not ErrAPIURL", s.APIErr)
 					}
 				}

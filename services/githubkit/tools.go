@@ -12,6 +12,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-github/v62/github"
+
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Tool names (spec §4).
@@ -27,8 +30,8 @@ const MaxToolResult = 8 << 10
 // errUnknownTool is returned by runTool for a name it does not serve.
 var errUnknownTool = errors.New("githubkit: unknown tool")
 
-// ToolError is the result of a failed tool call (spec §4).
-type ToolError struct {
+// toolError is the result of a failed tool call (spec §4).
+type toolError struct {
 	Code        string `json:"code"`
 	Message     string `json:"message"`
 	Status      int    `json:"status,omitempty"`
@@ -36,36 +39,36 @@ type ToolError struct {
 }
 
 type toolErrorResult struct {
-	Error ToolError `json:"error"`
+	Error toolError `json:"error"`
 }
 
 func badInput(msg string) any {
-	return toolErrorResult{ToolError{Code: CodeBadInput, Message: msg}}
+	return toolErrorResult{toolError{Code: ghclient.CodeBadInput, Message: msg}}
 }
 
 func toolFailure(err error) any {
-	var ae *APIError
+	var ae *ghclient.APIError
 	if !errors.As(err, &ae) {
-		return toolErrorResult{ToolError{Code: CodeNetwork, Message: "GitHub could not be reached"}}
+		return toolErrorResult{toolError{Code: ghclient.CodeNetwork, Message: "GitHub could not be reached"}}
 	}
-	te := ToolError{Code: ae.Code}
+	te := toolError{Code: ae.Code}
 	switch ae.Code {
-	case CodeNetwork:
+	case ghclient.CodeNetwork:
 		te.Message = "GitHub could not be reached or did not answer in time"
-	case CodeConfig:
+	case ghclient.CodeConfig:
 		te.Message = "the installation's GitHub API URL is invalid or not allowed"
-	case CodeRateLimited:
+	case ghclient.CodeRateLimited:
 		te.Message = "GitHub rate limit reached"
 		te.RetryAfterS = int((ae.Wait + time.Second - 1) / time.Second)
 		te.Status = ae.Status
 	default:
 		te.Status = ae.Status
 		te.Message = ae.Message
-		if ae.offHost && ae.Status == 0 {
+		if ae.OffHost() && ae.Status == 0 {
 			te.Message = "GitHub redirected to another host; not followed"
 		}
 	}
-	te.Message = truncate(te.Message, 200)
+	te.Message = ghclient.Truncate(te.Message, 200)
 	return toolErrorResult{te}
 }
 
@@ -165,7 +168,7 @@ func intParam(v any) (int, bool) {
 
 // runTool serves one tool call; the result is always JSON-encodable and
 // under MaxToolResult. errUnknownTool is the only error.
-func runTool(ctx context.Context, gh *GitHub, s Settings, name string, raw json.RawMessage) (any, error) {
+func runTool(ctx context.Context, gh *ghclient.GitHub, s Settings, name string, raw json.RawMessage) (any, error) {
 	switch name {
 	case ToolRepo, ToolIssue, ToolSearch:
 	default:
@@ -175,21 +178,21 @@ func runTool(ctx context.Context, gh *GitHub, s Settings, name string, raw json.
 	if !ok {
 		return badInput("parameters must be a JSON object"), nil
 	}
-	repoParam := func() (Repo, any) {
+	repoParam := func() (ghclient.Repo, any) {
 		str, ok := params["repo"].(string)
 		if !ok {
-			return Repo{}, badInput("repo is required: owner/repo or a GitHub URL")
+			return ghclient.Repo{}, badInput("repo is required: owner/repo or a GitHub URL")
 		}
-		r, err := ParseRepo(str, apiHost(s))
+		r, err := events.ParseRepo(str, apiHost(s))
 		if err != nil {
-			return Repo{}, badInput("repo must be owner/repo or a GitHub repository URL")
+			return ghclient.Repo{}, badInput("repo must be owner/repo or a GitHub repository URL")
 		}
 		return r, nil
 	}
 	if s.APIErr != nil {
-		return toolFailure(&APIError{Code: CodeConfig}), nil
+		return toolFailure(&ghclient.APIError{Code: ghclient.CodeConfig}), nil
 	}
-	t := Target{BaseURL: s.APIURL, Token: s.Token}
+	t := ghclient.Target{BaseURL: s.APIURL, Token: s.Token}
 	switch name {
 	case ToolRepo:
 		r, bad := repoParam()
@@ -201,7 +204,7 @@ func runTool(ctx context.Context, gh *GitHub, s Settings, name string, raw json.
 			return toolFailure(err), nil
 		}
 		out := repoResult{
-			FullName: rp.GetFullName(), Description: truncate(strings.TrimSpace(rp.GetDescription()), 300),
+			FullName: rp.GetFullName(), Description: ghclient.Truncate(strings.TrimSpace(rp.GetDescription()), 300),
 			HTMLURL: rp.GetHTMLURL(), Homepage: strings.TrimSpace(rp.GetHomepage()), Language: rp.GetLanguage(),
 			DefaultBranch: rp.GetDefaultBranch(), Stars: rp.StargazersCount, Forks: rp.ForksCount,
 			Watchers: rp.SubscribersCount, OpenIssues: rp.OpenIssuesCount, Archived: rp.Archived, Fork: rp.Fork,
@@ -221,7 +224,7 @@ func runTool(ctx context.Context, gh *GitHub, s Settings, name string, raw json.
 				return true
 			}
 			if out.Description != "" {
-				out.Description = truncate(out.Description, utf8.RuneCountInString(out.Description)/2)
+				out.Description = ghclient.Truncate(out.Description, utf8.RuneCountInString(out.Description)/2)
 				return true
 			}
 			return false
@@ -239,7 +242,7 @@ func runTool(ctx context.Context, gh *GitHub, s Settings, name string, raw json.
 		if err != nil {
 			return toolFailure(err), nil
 		}
-		out := issueResult{Repo: r.String(), Number: n, Kind: "issue", State: issueState(is), Title: is.GetTitle(),
+		out := issueResult{Repo: r.String(), Number: n, Kind: "issue", State: events.IssueState(is), Title: is.GetTitle(),
 			Comments: is.Comments, CreatedAt: ts(is.CreatedAt), ClosedAt: ts(is.ClosedAt), HTMLURL: is.GetHTMLURL()}
 		if is.Number != nil {
 			out.Number = *is.Number
@@ -259,7 +262,7 @@ func runTool(ctx context.Context, gh *GitHub, s Settings, name string, raw json.
 			}
 		}
 		body := strings.TrimSpace(is.GetBody())
-		out.Body = truncate(body, 1500)
+		out.Body = ghclient.Truncate(body, 1500)
 		out.BodyTruncated = out.Body != body
 		return fitResult(&out, func() bool {
 			if len(out.Labels) > 0 {
@@ -267,7 +270,7 @@ func runTool(ctx context.Context, gh *GitHub, s Settings, name string, raw json.
 				return true
 			}
 			if out.Body != "" {
-				out.Body = truncate(out.Body, utf8.RuneCountInString(out.Body)/2)
+				out.Body = ghclient.Truncate(out.Body, utf8.RuneCountInString(out.Body)/2)
 				out.BodyTruncated = true
 				return true
 			}
@@ -276,8 +279,8 @@ func runTool(ctx context.Context, gh *GitHub, s Settings, name string, raw json.
 	default: // ToolSearch
 		q, ok := params["query"].(string)
 		q = strings.TrimSpace(q)
-		if !ok || q == "" || utf8.RuneCountInString(q) > MaxSearchRunes {
-			return badInput(fmt.Sprintf("query must be 1-%d characters", MaxSearchRunes)), nil
+		if !ok || q == "" || utf8.RuneCountInString(q) > events.MaxSearchRunes {
+			return badInput(fmt.Sprintf("query must be 1-%d characters", events.MaxSearchRunes)), nil
 		}
 		limit := 5
 		if v, present := params["limit"]; present && v != nil {
@@ -297,7 +300,7 @@ func runTool(ctx context.Context, gh *GitHub, s Settings, name string, raw json.
 				continue
 			}
 			out.Items = append(out.Items, searchItem{FullName: rp.GetFullName(),
-				Description: truncate(strings.TrimSpace(rp.GetDescription()), 200),
+				Description: ghclient.Truncate(strings.TrimSpace(rp.GetDescription()), 200),
 				Stars:       rp.StargazersCount, Language: rp.GetLanguage(), HTMLURL: rp.GetHTMLURL()})
 		}
 		return fitResult(&out, func() bool {

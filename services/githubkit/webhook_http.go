@@ -4,7 +4,7 @@ package githubkit
 // (unknown hook, oversize body, bad or missing signature, replayed body)
 // happens before anything is written. An accepted event is recorded
 // durably (a JetStream publish with the delivery as Nats-Msg-Id) before
-// the 2xx; the hook consumer (hook_consumer.go) pushes it.
+// the 2xx; the hook consumer (webhook_consume.go) pushes it.
 
 import (
 	"context"
@@ -30,6 +30,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Webhook headers GitHub sends.
@@ -101,20 +102,7 @@ type hookMessage struct {
 	Body     json.RawMessage `json:"body"`
 }
 
-// WebhookHandler returns the receiver's HTTP handler. It serves
-// POST WebhookPath<hook-id> and answers anything else 404 or 405; mount
-// it on WebhookPath.
-func (s *Service) WebhookHandler() http.Handler { return http.HandlerFunc(s.serveWebhook) }
-
-// hookReply answers a delivery with a short plain-text reason.
-func hookReply(w http.ResponseWriter, status int, reason string) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(reason + "\n"))
-}
-
-func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request) {
+func (s *webhooks) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(r.Context(), hookRequestTimeout)
 	defer cancel()
@@ -132,7 +120,7 @@ func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request) {
 
 // receive handles one delivery and returns the status and reason word to
 // answer with.
-func (s *Service) receive(ctx context.Context, w http.ResponseWriter, r *http.Request, span trace.Span) (int, string) {
+func (s *webhooks) receive(ctx context.Context, w http.ResponseWriter, r *http.Request, span trace.Span) (int, string) {
 	id, ok := parseHookPath(r.URL.Path)
 	if !ok {
 		return http.StatusNotFound, "unknown_hook"
@@ -158,7 +146,7 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, r *http.Re
 		return http.StatusServiceUnavailable, "unavailable"
 	}
 	span.SetAttributes(bus.AttrScope.String(sc.String()))
-	ctx = withInstallation(ctx, sc.String())
+	ctx = ghclient.WithInstallation(ctx, sc.String())
 	hook, _, err := hookStore(kv).Get(ctx, sc, id)
 	if err != nil || hook == nil {
 		if err != nil {
@@ -169,7 +157,7 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, r *http.Re
 	}
 	// the body is admitted to the receiver's budget before a byte of it
 	// is read, and must arrive within the read timeout, whatever server
-	// mounts the receiver: slow clients cannot hold memory (issue 33)
+	// mounts the receiver: slow clients cannot hold memory
 	release, err := s.bodies.Admit(r, s.cfg.WebhookMaxBody)
 	switch {
 	case errors.Is(err, httpserve.ErrTooLarge):
@@ -199,7 +187,7 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, r *http.Re
 		s.log.ErrorContext(ctx, "webhook: sealed secret cannot be opened", "scope", sc.String())
 		return http.StatusInternalServerError, "internal"
 	}
-	if !VerifySignature(secret, body, hh.Signature) {
+	if !verifySignature(secret, body, hh.Signature) {
 		return http.StatusUnauthorized, "bad_signature"
 	}
 	a, err := s.authorityOf(ctx, sc)
@@ -218,8 +206,8 @@ func (s *Service) receive(ctx context.Context, w http.ResponseWriter, r *http.Re
 		}
 		return http.StatusOK, "pong"
 	}
-	_, isEvent := WebhookEvent(hh.Event, body)
-	if _, isRun := WebhookRun(hh.Event, body); !isEvent && !isRun {
+	_, isEvent := webhookEvent(hh.Event, body)
+	if _, isRun := webhookRun(hh.Event, body); !isEvent && !isRun {
 		// nothing to push, but the webhook delivers
 		if _, err := s.touchHook(ctx, sc, id, false); err != nil {
 			return http.StatusServiceUnavailable, "unavailable"
@@ -304,7 +292,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 
 // authorityOf returns a scope's authority from the in-process view, or
 // from storage when the view has not seen it.
-func (s *Service) authorityOf(ctx context.Context, sc binding.Scope) (*bus.Authority, error) {
+func (s *webhooks) authorityOf(ctx context.Context, sc binding.Scope) (*bus.Authority, error) {
 	if a, ok := s.runner.View().Lookup(sc); ok {
 		return &a, nil
 	}

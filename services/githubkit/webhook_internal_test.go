@@ -4,12 +4,15 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 func TestVerifySignature(t *testing.T) {
 	secret, body := []byte("s3cret"), []byte(`{"zen":"x"}`)
 	good := "sha256=" + hex.EncodeToString(Sign(secret, body))
-	if !VerifySignature(secret, body, good) {
+	if !verifySignature(secret, body, good) {
 		t.Fatal("good signature refused")
 	}
 	for name, c := range map[string]struct {
@@ -26,35 +29,35 @@ func TestVerifySignature(t *testing.T) {
 		"short":        {secret, body, good[:len(good)-2]},
 		"missing":      {secret, body, ""},
 	} {
-		if VerifySignature(c.secret, c.body, c.header) {
+		if verifySignature(c.secret, c.body, c.header) {
 			t.Errorf("%s: verified", name)
 		}
 	}
 }
 
 func TestWebhookEventFormats(t *testing.T) {
-	cat, err := LoadCatalog()
+	cat, err := Catalog()
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := texts{cat: cat, lang: "en_US"}
-	l := links{web: "https://github.com", repo: "o/r"}
+	x := events.NewTexts(cat, "en_US")
+	l := events.NewLinks("https://github.com", "o/r")
 	push := `{"ref":"refs/heads/main","before":"1111111111111111111111111111111111111111","after":"2222222222222222222222222222222222222222",
 		"commits":[{"id":"aaa","message":"first","distinct":true},{"id":"2222222222222222222222222222222222222222","message":"Fix the build\n\nbody","distinct":true}],
 		"head_commit":{"id":"2222222222222222222222222222222222222222","message":"Fix the build\n\nbody"},
 		"sender":{"login":"octocat"},"repository":{"id":7,"full_name":"o/r"}}`
-	ev, ok := WebhookEvent("push", []byte(push))
+	ev, ok := webhookEvent("push", []byte(push))
 	if !ok || ev.Type != "PushEvent" || ev.Repo.Name != "o/r" || ev.Repo.ID != 7 {
 		t.Fatalf("push: %+v %v", ev, ok)
 	}
-	if _, _, need := ev.needsCompare(); need {
+	if _, _, need := events.NeedsCompare(ev); need {
 		t.Fatal("a webhook push with its head commit needs no compare")
 	}
-	line, ok := x.eventLine(ev, nil, l)
+	line, ok := x.EventLine(ev, nil, l)
 	if !ok || !strings.Contains(line, "octocat") || !strings.Contains(line, "2") || !strings.Contains(line, "Fix the build") || !strings.Contains(line, "main") {
 		t.Fatalf("push line %q", line)
 	}
-	if Select([]Event{{ID: "1", Type: ev.Type, Payload: ev.Payload}}, "0", []string{KindPush}, 5).Events == nil {
+	if Select([]ghclient.Event{{ID: "1", Type: ev.Type, Payload: ev.Payload}}, "0", []string{events.KindPush}, 5).Events == nil {
 		t.Fatal("push filter does not select the webhook push")
 	}
 	// actions polling never reports are dropped
@@ -64,26 +67,26 @@ func TestWebhookEventFormats(t *testing.T) {
 		"ping":          `{"zen":"x","hook_id":1}`,
 		"star":          `{"action":"created"}`,
 	} {
-		if _, ok := WebhookEvent(name, []byte(body)); ok {
+		if _, ok := webhookEvent(name, []byte(body)); ok {
 			t.Errorf("%s kept", name)
 		}
 	}
-	rel, ok := WebhookEvent("release", []byte(`{"action":"published","release":{"tag_name":"v1.2","name":"Big"},"sender":{"login":"a"}}`))
+	rel, ok := webhookEvent("release", []byte(`{"action":"published","release":{"tag_name":"v1.2","name":"Big"},"sender":{"login":"a"}}`))
 	if !ok {
 		t.Fatal("published release dropped")
 	}
-	if line, _ := x.eventLine(rel, nil, l); !strings.Contains(line, "v1.2") {
+	if line, _ := x.EventLine(rel, nil, l); !strings.Contains(line, "v1.2") {
 		t.Fatalf("release line %q", line)
 	}
-	if _, ok := WebhookEvent("push", []byte(`{not json`)); ok {
+	if _, ok := webhookEvent("push", []byte(`{not json`)); ok {
 		t.Fatal("bad JSON kept")
 	}
 }
 
 func TestWebhookRun(t *testing.T) {
 	done := `{"action":"completed","workflow_run":{"id":9002,"name":"CI","head_branch":"main","head_sha":"aa218f5","status":"completed","conclusion":"failure","run_number":2,"run_attempt":1}}`
-	run, ok := WebhookRun("workflow_run", []byte(done))
-	if !ok || run.ID != 9002 || run.key() != "9002.1" || !run.failed() || run.HeadBranch != "main" {
+	run, ok := webhookRun("workflow_run", []byte(done))
+	if !ok || run.ID != 9002 || run.Key() != "9002.1" || !run.Failed() || run.HeadBranch != "main" {
 		t.Fatalf("completed run: %+v %v", run, ok)
 	}
 	for name, c := range map[string]struct{ event, body string }{
@@ -94,11 +97,11 @@ func TestWebhookRun(t *testing.T) {
 		"no id":        {"workflow_run", `{"action":"completed","workflow_run":{"status":"completed"}}`},
 		"bad JSON":     {"workflow_run", `{"action":`},
 	} {
-		if _, ok := WebhookRun(c.event, []byte(c.body)); ok {
+		if _, ok := webhookRun(c.event, []byte(c.body)); ok {
 			t.Errorf("%s mapped", name)
 		}
 	}
-	if _, ok := WebhookEvent("workflow_run", []byte(done)); ok {
+	if _, ok := webhookEvent("workflow_run", []byte(done)); ok {
 		t.Error("a workflow_run is an event line too")
 	}
 }

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -23,7 +24,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 		unauthorized(w)
 		return
 	}
-	if !h.tokens.allow(keyOf(tokID)) {
+	if !h.tokens.allow(httpserve.LimitKeyOf(tokID)) {
 		writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many requests, slow down")
 		return
 	}
@@ -45,7 +46,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 	isReply := r.Method == http.MethodPost && endpoint == "/reply"
 	endRead := func() {}
 	if isReply {
-		end, ok := h.startReply(keyOf(tokID))
+		end, ok := h.startReply(httpserve.LimitKeyOf(tokID))
 		if !ok {
 			writeError(w, http.StatusTooManyRequests, "rate_limited", "", "another reply of yours is still uploading, retry shortly")
 			return
@@ -60,7 +61,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 		// counts each at this same instant, so a reply of one token is
 		// refused after its read only when another token answered the same
 		// session meanwhile.
-		if !h.tokenReplies.allowAt(keyOf(tokID), admitted) {
+		if !h.tokenReplies.allowAt(httpserve.LimitKeyOf(tokID), admitted) {
 			writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many replies, slow down")
 			return
 		}
@@ -89,7 +90,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 			writeError(w, http.StatusBadRequest, "bad_request", "", "sid is missing or malformed")
 			return
 		}
-		if !h.replies.allowAt(keyOf(sc.String(), p.SID), admitted) {
+		if !h.replies.allowAt(httpserve.LimitKeyOf(sc.String(), p.SID), admitted) {
 			writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many replies to this session, slow down")
 			return
 		}
@@ -107,10 +108,10 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 	writeJSON(w, res)
 }
 
-// writeOpError writes an operation's *wire.Error with its code as the HTTP
+// writeOpError writes an operation's *bus.Error with its code as the HTTP
 // status; anything else is a generic 500.
 func writeOpError(w http.ResponseWriter, err error) {
-	if be, ok := wire.AsError(err); ok && be.Code >= 400 && be.Code < 600 {
+	if be, ok := bus.AsError(err); ok && be.Code >= 400 && be.Code < 600 {
 		writeError(w, be.Code, be.Word, be.Reason, be.Message)
 		return
 	}

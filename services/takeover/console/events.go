@@ -122,7 +122,7 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, c Claims, 
 		writeError(w, http.StatusInternalServerError, "internal", "", "streaming is not supported here")
 		return
 	}
-	st, leave, err := h.hub.join(sc, keyOf(tokID))
+	st, leave, err := h.hub.join(sc, httpserve.LimitKeyOf(tokID))
 	if errors.Is(err, errTooManyStreams) {
 		writeError(w, http.StatusTooManyRequests, "rate_limited", "", "too many live streams for this token or installation")
 		return

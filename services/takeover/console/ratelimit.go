@@ -1,27 +1,14 @@
 package console
 
 import (
-	"crypto/sha256"
 	"sync"
 	"time"
+
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 )
 
-// limitKey is a limiter's key: a SHA-256 of what it limits, so that an
-// entry costs the same whatever the request carried.
-type limitKey [sha256.Size]byte
-
-// keyOf is the limiter key of parts (joined with a separator that no part
-// holds: the parts are validated ids and MACs).
-func keyOf(parts ...string) limitKey {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	var k limitKey
-	h.Sum(k[:0])
-	return k
-}
+// limitKey is a limiter's key (httpserve.LimitKeyOf of what it limits).
+type limitKey = httpserve.LimitKey
 
 // Bounds of a limiter's map.
 const (

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/langbot-nats/plugins/pkg/httpserve"
 )
 
 // TestLimiterBounded: three times maxLimitKeys distinct keys at one
@@ -16,7 +18,7 @@ func TestLimiterBounded(t *testing.T) {
 	l := newLimiter(2, 2, func() time.Time { return now })
 	refused := 0
 	for i := range 3 * maxLimitKeys {
-		if !l.allow(keyOf("scope", fmt.Sprint(i))) {
+		if !l.allow(httpserve.LimitKeyOf("scope", fmt.Sprint(i))) {
 			refused++
 		}
 	}
@@ -27,14 +29,14 @@ func TestLimiterBounded(t *testing.T) {
 		t.Fatalf("%d new keys refused past the bound, want %d", refused, 2*maxLimitKeys)
 	}
 	now = now.Add(time.Second) // every bucket has refilled
-	if !l.allow(keyOf("scope", "late")) {
+	if !l.allow(httpserve.LimitKeyOf("scope", "late")) {
 		t.Fatal("a new key was refused after the buckets refilled")
 	}
 	if n := l.len(); n != 1 {
 		t.Fatalf("%d keys after the sweep, want 1", n)
 	}
 	now = now.Add(limitSweepEvery)
-	l.allow(keyOf("scope", "other"))
+	l.allow(httpserve.LimitKeyOf("scope", "other"))
 	if n := l.len(); n != 1 {
 		t.Fatalf("%d keys after a periodic sweep, want 1 (the idle one dropped)", n)
 	}

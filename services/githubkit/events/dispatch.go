@@ -1,4 +1,4 @@
-package githubkit
+package events
 
 import (
 	"strings"
@@ -18,7 +18,7 @@ const (
 	SubUnsub    = "unsub"
 	SubSubs     = "subs"
 	SubHelp     = "help"
-	SubHook     = "hook" // admins: the repository's webhook (hook.go)
+	SubHook     = "hook" // admins: the repository's webhook (the root's webhook_cmd.go)
 	SubCards    = "cards"
 )
 

@@ -1,4 +1,4 @@
-package githubkit
+package ghclient
 
 import (
 	"context"
@@ -18,9 +18,9 @@ import (
 
 // HTTP limits (spec §3.3, §9).
 const (
-	GitHubTimeout    = 20 * time.Second
-	MaxRedirects     = 5
-	MaxBodyBytes     = 5 << 20
+	gitHubTimeout    = 20 * time.Second
+	maxRedirects     = 5
+	maxBodyBytes     = 5 << 20
 	maxIdlePerHost   = 32
 	dialTimeout      = 10 * time.Second
 	tlsHandshakeTime = 10 * time.Second
@@ -63,7 +63,7 @@ type HTTPOptions struct {
 	Tracer trace.Tracer
 	// Metrics records calls and rate-limit headers; nil = none.
 	Metrics *Metrics
-	// Timeout overrides GitHubTimeout (tests).
+	// Timeout overrides gitHubTimeout (tests).
 	Timeout time.Duration
 }
 
@@ -81,7 +81,7 @@ type HTTPOptions struct {
 func NewHTTPClient(o HTTPOptions) *http.Client {
 	timeout := o.Timeout
 	if timeout == 0 {
-		timeout = GitHubTimeout
+		timeout = gitHubTimeout
 	}
 	d := &net.Dialer{Timeout: min(dialTimeout, timeout), KeepAlive: 30 * time.Second}
 	if !o.AllowPrivateNetworks {
@@ -104,10 +104,10 @@ func NewHTTPClient(o HTTPOptions) *http.Client {
 	}
 }
 
-// sameHostRedirect follows at most MaxRedirects hops, only to the scheme and
+// sameHostRedirect follows at most maxRedirects hops, only to the scheme and
 // host of the first request (spec §3.3 rule 3).
 func sameHostRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) > MaxRedirects { // via holds the original and every hop followed
+	if len(via) > maxRedirects { // via holds the original and every hop followed
 		return fmt.Errorf("%w: too many hops", ErrOffHostRedirect)
 	}
 	first := via[0].URL
@@ -141,34 +141,34 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		req = req.WithContext(ctx)
 	}
 	cond := conditionalOf(ctx)
-	if cond != nil && cond.ifNoneMatch != "" {
+	if cond != nil && cond.IfNoneMatch != "" {
 		req = req.Clone(ctx) // a RoundTripper must not change the caller's request
-		req.Header.Set("If-None-Match", cond.ifNoneMatch)
+		req.Header.Set("If-None-Match", cond.IfNoneMatch)
 	}
 	start := time.Now()
 	resp, err := t.next.RoundTrip(req)
 	if cond != nil && err == nil {
-		cond.etag, cond.notModified = resp.Header.Get("ETag"), resp.StatusCode == http.StatusNotModified
+		cond.ETag, cond.NotModified = resp.Header.Get("ETag"), resp.StatusCode == http.StatusNotModified
 	}
-	if err == nil && resp.ContentLength > MaxBodyBytes {
+	if err == nil && resp.ContentLength > maxBodyBytes {
 		_ = resp.Body.Close()
 		resp, err = nil, ErrBodyTooLarge
 	}
 	code := "error"
 	if err == nil {
 		code = strconv.Itoa(resp.StatusCode)
-		resp.Body = &limitedBody{rc: resp.Body, left: MaxBodyBytes}
+		resp.Body = &limitedBody{rc: resp.Body, left: maxBodyBytes}
 	}
 	if t.metrics != nil {
-		t.metrics.githubRequests.WithLabelValues(route, code).Inc()
-		t.metrics.githubSeconds.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		t.metrics.Requests.WithLabelValues(route, code).Inc()
+		t.metrics.Seconds.WithLabelValues(route).Observe(time.Since(start).Seconds())
 		if err == nil {
 			if rem, perr := strconv.Atoi(resp.Header.Get("X-RateLimit-Remaining")); perr == nil {
 				res := resp.Header.Get("X-RateLimit-Resource")
 				if res == "" {
 					res = "core"
 				}
-				t.metrics.rateRemaining.WithLabelValues(res).Set(float64(rem))
+				t.metrics.RateRemaining.WithLabelValues(res).Set(float64(rem))
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package githubkit_test
+package ghclient_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // TestSSRFAllowsGlobalUnicastOnly is issue 19's SSRF item: every IANA
@@ -44,12 +44,12 @@ func TestSSRFAllowsGlobalUnicastOnly(t *testing.T) {
 		"::ffff:140.82.112.6", "64:ff9b::140.82.112.6", "2002:8c52:7006::1", "::8.8.8.8",
 	}
 	for _, a := range refused {
-		if !githubkit.BlockedAddrForTest(a) {
+		if !ghclient.RefusedAddr(netip.MustParseAddr(a)) {
 			t.Errorf("%s allowed, want refused", a)
 		}
 	}
 	for _, a := range allowed {
-		if githubkit.BlockedAddrForTest(a) {
+		if ghclient.RefusedAddr(netip.MustParseAddr(a)) {
 			t.Errorf("%s refused, want allowed", a)
 		}
 	}
@@ -61,9 +61,9 @@ func TestSSRFAllowsGlobalUnicastOnly(t *testing.T) {
 // translator).
 func TestSSRFDialRefusedThroughNAT64(t *testing.T) {
 	for _, u := range []string{"http://[64:ff9b::7f00:1]:1", "http://[2002:7f00:1::1]:1", "http://[::7f00:1]:1", "http://198.18.0.1:1"} {
-		gh := newGH(githubkit.HTTPOptions{})
-		_, err := gh.Repo(context.Background(), githubkit.Target{BaseURL: u}, octo)
-		if ae := apiErr(t, err); ae.Code != githubkit.CodeConfig || !errors.Is(err, githubkit.ErrBlockedAddress) {
+		gh := newGH(ghclient.HTTPOptions{})
+		_, err := gh.Repo(context.Background(), ghclient.Target{BaseURL: u}, octo)
+		if ae := apiErr(t, err); ae.Code != ghclient.CodeConfig || !errors.Is(err, ghclient.ErrBlockedAddress) {
 			t.Errorf("%s: %+v %v, want the guard's refusal", u, ae, err)
 		}
 	}
@@ -82,7 +82,7 @@ func FuzzSSRFGuard(f *testing.F) {
 		if err != nil {
 			return
 		}
-		blocked := githubkit.BlockedAddrForTest(s)
+		blocked := ghclient.RefusedAddr(netip.MustParseAddr(s))
 		v4 := ip.Unmap()
 		if v4.Is4() {
 			if (v4.IsLoopback() || v4.IsPrivate() || v4.IsUnspecified() || v4.IsMulticast() || v4.IsLinkLocalUnicast()) && !blocked {
@@ -102,7 +102,7 @@ func FuzzSSRFGuard(f *testing.F) {
 		}
 		// an embedded IPv4 that is refused refuses its carrier
 		for _, emb := range []netip.Addr{netip.AddrFrom4([4]byte(b[12:16])), netip.AddrFrom4([4]byte(b[2:6]))} {
-			if githubkit.BlockedAddrForTest(emb.String()) && !blocked {
+			if ghclient.RefusedAddr(netip.MustParseAddr(emb.String())) && !blocked {
 				switch {
 				case b[0] == 0 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && emb == netip.AddrFrom4([4]byte(b[12:16])):
 					t.Fatalf("%s: NAT64 of refused %s allowed", s, emb)

@@ -1,4 +1,4 @@
-package githubkit
+package ghclient
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// Codes of calls refused before they reach GitHub (issue 19): the
-// installation or the upstream host has its in-flight cap taken, or the
-// host's circuit breaker is open.
+// Codes of calls refused before they reach GitHub by the shared-pool
+// limits: the installation or the upstream host has its in-flight cap
+// taken, or the host's circuit breaker is open.
 const (
 	CodeBusy        = "busy"
 	CodeUnavailable = "unavailable"
@@ -71,9 +71,9 @@ func (l Limits) withDefaults() Limits {
 // installationKey carries the calling installation's scope to GitHub.do.
 type installationKey struct{}
 
-// withInstallation marks ctx as working for the installation named by
+// WithInstallation marks ctx as working for the installation named by
 // scope (a scope's string); calls without one share the key of "".
-func withInstallation(ctx context.Context, scope string) context.Context {
+func WithInstallation(ctx context.Context, scope string) context.Context {
 	return context.WithValue(ctx, installationKey{}, scope)
 }
 

@@ -1,4 +1,4 @@
-package githubkit
+package events
 
 import (
 	"slices"
@@ -32,9 +32,9 @@ func FilterTooLong(words []string) bool {
 	return false
 }
 
-// shownBad is what a refusal repeats of the unreadable words: at most
+// ShownBad is what a refusal repeats of the unreadable words: at most
 // maxBadShown of them, each cut by Echo.
-func shownBad(bad []string) []string {
+func ShownBad(bad []string) []string {
 	out := make([]string, 0, min(len(bad), maxBadShown))
 	for i, w := range bad {
 		if i == maxBadShown {
@@ -48,7 +48,7 @@ func shownBad(bad []string) []string {
 
 // Refine narrows a subscription inside the kinds it applies to; a kind it
 // does not name passes unchanged, so "push release branch:main" still gets
-// every release. A nil *Refine (every record written before issue 21)
+// every release. A nil *Refine (every record written before refinements existed)
 // narrows nothing. Patterns are globs: * matches any run of characters,
 // slashes included, ? one character.
 type Refine struct {
@@ -197,9 +197,9 @@ func anyMatch(patterns []string, s string, fold bool) bool {
 	return false
 }
 
-// refined reports whether r would look at an event of type typ at all; the
+// Refined reports whether r would look at an event of type typ at all; the
 // poll parses a payload for refinement only when it does.
-func (r *Refine) refined(typ string) bool {
+func (r *Refine) Refined(typ string) bool {
 	if r.empty() {
 		return false
 	}
@@ -216,7 +216,7 @@ func (r *Refine) refined(typ string) bool {
 
 // Allows reports whether a passes r.
 func (r *Refine) Allows(a Activity) bool {
-	if !r.refined(a.Type) {
+	if !r.Refined(a.Type) {
 		return true
 	}
 	switch a.Type {
@@ -267,10 +267,10 @@ func (r *Refine) AllowsBranch(branch string) bool {
 	return r == nil || len(r.Branches) == 0 || anyMatch(r.Branches, branch, false)
 }
 
-// filterText renders a subscription's filter: its kinds (or allKey's
+// FilterText renders a subscription's filter: its kinds (or allKey's
 // text) and then its refinements.
-func (x texts) filterText(kinds []string, r *Refine, allKey string) string {
-	out := x.kindsText(kinds, allKey)
+func (x Texts) FilterText(kinds []string, r *Refine, allKey string) string {
+	out := x.KindsText(kinds, allKey)
 	if r.empty() {
 		return out
 	}
@@ -282,10 +282,10 @@ func (x texts) filterText(kinds []string, r *Refine, allKey string) string {
 		if len(p.list) > 0 {
 			ls := make([]string, len(p.list))
 			for i, v := range p.list {
-				ls[i] = clean(v)
+				ls[i] = Clean(v)
 			}
-			parts = append(parts, x.t(p.key, "list", x.join(ls)))
+			parts = append(parts, x.T(p.key, "list", x.Join(ls)))
 		}
 	}
-	return out + x.t("refine.sep") + strings.Join(parts, x.t("refine.sep"))
+	return out + x.T("refine.sep") + strings.Join(parts, x.T("refine.sep"))
 }

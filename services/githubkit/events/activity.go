@@ -1,13 +1,15 @@
-package githubkit
+package events
 
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Activity is one GitHub event normalized for the formatter and the
 // refinement filters. The poller builds it from an Events API item
-// (fromEvent); a webhook receiver builds the same value from a delivery, so
+// (FromEvent); a webhook receiver builds the same value from a delivery, so
 // both paths share one formatter. Type uses the Events API names
 // (PushEvent, PullRequestEvent, ...), whatever the source.
 type Activity struct {
@@ -145,7 +147,7 @@ type payload struct {
 	} `json:"discussion"`
 }
 
-func (e Event) payload() payload {
+func payloadOf(e ghclient.Event) payload {
 	var p payload
 	if len(e.Payload) > 0 {
 		if err := json.Unmarshal(e.Payload, &p); err != nil {
@@ -156,9 +158,10 @@ func (e Event) payload() payload {
 }
 
 // RefType returns payload.ref_type (Create and Delete events).
-func (e Event) RefType() string { return e.payload().RefType }
+// RefType is a create or delete event's ref type ("branch", "tag").
+func RefType(e ghclient.Event) string { return payloadOf(e).RefType }
 
-func (e Event) actor() string {
+func actorOf(e ghclient.Event) string {
 	if e.Actor == nil {
 		return ""
 	}
@@ -224,11 +227,11 @@ func (p payload) headMessage() string {
 	return ""
 }
 
-// fromEvent normalizes an Events API item; en (may be nil) adds what extra
+// FromEvent normalizes an Events API item; en (may be nil) adds what extra
 // GitHub calls found out.
-func fromEvent(e Event, en *Enrichment) Activity {
-	p := e.payload()
-	a := Activity{Type: e.Type, Action: p.Action, Actor: e.actor(), RefType: strings.ToLower(p.RefType)}
+func FromEvent(e ghclient.Event, en *Enrichment) Activity {
+	p := payloadOf(e)
+	a := Activity{Type: e.Type, Action: p.Action, Actor: actorOf(e), RefType: strings.ToLower(p.RefType)}
 	if p.Ref != nil {
 		a.Ref = *p.Ref
 	}

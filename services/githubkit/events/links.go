@@ -1,4 +1,4 @@
-package githubkit
+package events
 
 import (
 	"net/url"
@@ -7,9 +7,11 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
-// Link kinds a chat message may carry (issue 21, link cards).
+// Link kinds a chat message may carry (link cards).
 const (
 	LinkRepo    = "repo"
 	LinkIssue   = "issue" // an issue or a pull request: one API call reads both
@@ -29,13 +31,13 @@ const (
 // Link is one GitHub web address recognised in a chat message.
 type Link struct {
 	Kind   string
-	Repo   Repo
+	Repo   ghclient.Repo
 	Number int    // LinkIssue
 	Tag    string // LinkRelease, path-unescaped
 	SHA    string // LinkCommit, lower-case hex
 }
 
-// Key identifies what the link is about: two links with the same key get
+// Key identifies what the link is about: two Links with the same key get
 // one card (issues/5 and pull/5 are the same item; owner and repo compare
 // case-insensitively, like GitHub; a tag compares exactly).
 func (l Link) Key() string {
@@ -72,7 +74,7 @@ var reservedOwners = map[string]bool{
 
 var shaRE = regexp.MustCompile(`^[0-9a-fA-F]{7,40}$`)
 
-// ParseLinks returns the GitHub links of a chat message, first seen first,
+// ParseLinks returns the GitHub Links of a chat message, first seen first,
 // one per Key, at most MaxCardsPerMessage. apiHost is the host of a
 // non-default github_api_url ("" for github.com), accepted like github.com
 // (the rule of spec §3.2 for repository arguments). Anything else (another

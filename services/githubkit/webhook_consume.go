@@ -1,7 +1,7 @@
 package githubkit
 
 // The webhook consumer: a durable consumer shared by the replicas takes
-// each recorded delivery, maps it with WebhookEvent, applies every
+// each recorded delivery, maps it with webhookEvent, applies every
 // subscriber's filters and pushes through the poller's formatter, then
 // acks once the host accepted (or the retries of spec §7 ran out).
 
@@ -20,10 +20,11 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
-// Hook stream and consumer (issue 21).
+// Hook stream and consumer: recorded deliveries, pushed in order.
 const (
 	// HookStreamName is the work-queue stream of recorded deliveries.
 	HookStreamName = "LANGBOT_GITHUBKIT_HOOKS"
@@ -47,8 +48,8 @@ func hookRetry(n uint64) time.Duration {
 }
 
 // handleHook handles one recorded delivery.
-func (s *Service) handleHook(ctx context.Context, f *bus.Fired) {
-	ctx = withInstallation(ctx, f.Scope.String())
+func (s *webhooks) handleHook(ctx context.Context, f *bus.Fired) {
+	ctx = ghclient.WithInstallation(ctx, f.Scope.String())
 	opts := []trace.SpanStartOption{trace.WithAttributes(bus.AttrScope.String(f.Scope.String()))}
 	if f.Origin.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: f.Origin}))
@@ -67,7 +68,7 @@ func (s *Service) handleHook(ctx context.Context, f *bus.Fired) {
 }
 
 // pushDelivery does the work of one delivery; retry asks for redelivery.
-func (s *Service) pushDelivery(ctx context.Context, f *bus.Fired) (outcome string, retry bool) {
+func (s *webhooks) pushDelivery(ctx context.Context, f *bus.Fired) (outcome string, retry bool) {
 	if f.Kind != KindHook || len(f.IDs) != 1 {
 		_ = f.Term()
 		return "malformed", false
@@ -112,24 +113,24 @@ func (s *Service) pushDelivery(ctx context.Context, f *bus.Fired) (outcome strin
 	}
 	st, _ := s.settings(raw)
 	x := s.texts(st.Language)
-	if run, ok := WebhookRun(m.Event, m.Body); ok {
+	if run, ok := webhookRun(m.Event, m.Body); ok {
 		return s.pushRun(ctx, f, a, hook.RepoKey, cur.Rec, x, run, m)
 	}
-	ev, ok := WebhookEvent(m.Event, m.Body)
+	ev, ok := webhookEvent(m.Event, m.Body)
 	if !ok {
 		return "ignored", false
 	}
 	// one event, selected per subscriber by the poller's own rule (ids
 	// only order a feed: any id above the cursor passes)
 	ev.ID = "1"
-	ln := links{web: WebBase(st.APIURL), repo: cur.Rec.FullName}
+	ln := events.NewLinks(events.WebBase(st.APIURL), cur.Rec.FullName)
 	var sends []hookSend
 	for _, sub := range cur.Rec.Subscribers {
-		if len(SelectRefined([]Event{ev}, "0", sub.Kinds, sub.Refine, 0).Events) == 0 {
+		if len(SelectRefined([]ghclient.Event{ev}, "0", sub.Kinds, sub.Refine, 0).Events) == 0 {
 			continue
 		}
-		if line, ok := x.eventLine(ev, nil, ln); ok {
-			sends = append(sends, hookSend{sub: sub, text: x.pushMessage(cur.Rec.FullName, []string{line}, 0),
+		if line, ok := x.EventLine(ev, nil, ln); ok {
+			sends = append(sends, hookSend{sub: sub, text: x.PushMessage(cur.Rec.FullName, []string{line}, 0),
 				idem: pushIdem(sc, hook.RepoKey, sub, "hook", m.Delivery)})
 		}
 	}
@@ -150,7 +151,7 @@ func (s *Service) pushDelivery(ctx context.Context, f *bus.Fired) (outcome strin
 // others for their chat's summary (pushbudget.go). A redelivery after a
 // failed send is budgeted again, so a chat's summary may count an event
 // held on a retry once more: it over-counts, it never loses one.
-func (s *Service) sendBudgeted(ctx context.Context, f *bus.Fired, a *bus.Authority, hookID, repoKey, fullName, lang string, sends []hookSend) (string, bool) {
+func (s *webhooks) sendBudgeted(ctx context.Context, f *bus.Fired, a *bus.Authority, hookID, repoKey, fullName, lang string, sends []hookSend) (string, bool) {
 	sends, n := s.pushes.admit(f.Scope, hookID, repoKey, fullName, lang, sends)
 	if n > 0 {
 		s.metrics.push.WithLabelValues("held").Add(float64(n))
@@ -165,13 +166,13 @@ func (s *Service) sendBudgeted(ctx context.Context, f *bus.Fired, a *bus.Authori
 // the subscribers' CI words and branch refinements, the same line and
 // idempotency key, and the record's CI state as the dedupe shared with
 // the poller.
-func (s *Service) pushRun(ctx context.Context, f *bus.Fired, a *bus.Authority, repoKey string, r *RepoRecord, x texts, run WorkflowRun, m hookMessage) (string, bool) {
+func (s *webhooks) pushRun(ctx context.Context, f *bus.Fired, a *bus.Authority, repoKey string, r *RepoRecord, x texts, run ghclient.WorkflowRun, m hookMessage) (string, bool) {
 	sc := f.Scope
 	var sends []hookSend
 	for _, sub := range r.Subscribers {
-		if on, all := WantsCI(sub.Kinds); on && ciAllows(all, sub, run) {
-			sends = append(sends, hookSend{sub: sub, text: x.pushMessage(r.FullName, []string{x.ciLine(run)}, 0),
-				idem: ciIdem(sc, repoKey, sub, []string{run.key()})})
+		if on, all := events.WantsCI(sub.Kinds); on && ciAllows(all, sub, run) {
+			sends = append(sends, hookSend{sub: sub, text: x.PushMessage(r.FullName, []string{x.CILine(run)}, 0),
+				idem: ciIdem(sc, repoKey, sub, []string{run.Key()})})
 		}
 	}
 	if len(sends) == 0 {
@@ -189,7 +190,7 @@ func (s *Service) pushRun(ctx context.Context, f *bus.Fired, a *bus.Authority, r
 	} else if !mine {
 		return "seen", false
 	}
-	return s.sendBudgeted(ctx, f, a, f.IDs[0], repoKey, r.FullName, x.lang, sends)
+	return s.sendBudgeted(ctx, f, a, f.IDs[0], repoKey, r.FullName, x.Lang(), sends)
 }
 
 // hookSend is one message a delivery sends to one subscriber.
@@ -200,18 +201,18 @@ type hookSend struct {
 
 // sendHook sends a claimed delivery's messages; a failed send asks for
 // redelivery until SendFailuresToDrop.
-func (s *Service) sendHook(ctx context.Context, f *bus.Fired, a *bus.Authority, sends []hookSend) (string, bool) {
+func (s *webhooks) sendHook(ctx context.Context, f *bus.Fired, a *bus.Authority, sends []hookSend) (string, bool) {
 	failed := false
 	for _, sd := range sends {
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
-		err := s.runner.Host().SendMessage(sctx, a.Binding, wire.SendMessage{
-			BotUUID: sd.sub.BotUUID, TargetType: sd.sub.TargetType, TargetID: sd.sub.TargetID, MessageChain: wire.Plain(sd.text),
+		err := s.runner.Host().SendMessage(sctx, a.Binding, bus.SendMessage{
+			BotUUID: sd.sub.BotUUID, TargetType: sd.sub.TargetType, TargetID: sd.sub.TargetID, MessageChain: bus.Plain(sd.text),
 		}, sd.idem)
 		cancel()
 		switch {
 		case err == nil:
 			s.metrics.push.WithLabelValues("sent").Inc()
-		case errors.Is(err, wire.ErrBindingRefused) && !s.runner.MovedOn(ctx, f.Scope, a.Binding):
+		case errors.Is(err, bus.ErrBindingRefused) && !s.runner.MovedOn(ctx, f.Scope, a.Binding):
 			// the runner's host client marked the authority superseded
 			// (had the installation moved on to another binding meanwhile,
 			// the delivery is retried under it, as a failed send)
@@ -234,7 +235,7 @@ func (s *Service) sendHook(ctx context.Context, f *bus.Fired, a *bus.Authority, 
 }
 
 // hookStream declares the stream of recorded deliveries.
-func (s *Service) hookStream() bus.StreamSpec {
+func (s *webhooks) hookStream() bus.StreamSpec {
 	return bus.StreamSpec{
 		Name:       HookStreamName,
 		Subjects:   []string{s.subj.InternalAll(Plugin, KindHook)},
@@ -248,16 +249,16 @@ func (s *Service) hookStream() bus.StreamSpec {
 // hookConsumer declares the consumer of recorded deliveries, shared by the
 // replicas. Its redeliveries are the send retries: SendFailuresToDrop of
 // them, as the poller allows a subscriber.
-func (s *Service) hookConsumer() bus.Consumer {
+func (s *webhooks) hookConsumer() bus.Consumer {
 	return bus.Consumer{FiredConfig: bus.FiredConfig{
 		Stream: HookStreamName, Durable: HookConsumer, Filter: s.subj.InternalAll(Plugin, KindHook),
 		Workers: s.cfg.PollWorkers, AckWait: s.cfg.AckWait, MaxDeliver: SendFailuresToDrop + 1,
-		Timeout: s.cfg.HostTimeout*time.Duration(MaxSubscribersRepo) + 10*time.Second,
+		Timeout: s.cfg.HostTimeout*time.Duration(events.MaxSubscribersRepo) + 10*time.Second,
 	}, Handler: s.handleHook}
 }
 
 // purgeHooks drops a removed scope's recorded deliveries.
-func (s *Service) purgeHooks(ctx context.Context, sc binding.Scope) error {
+func (s *webhooks) purgeHooks(ctx context.Context, sc binding.Scope) error {
 	st := s.runner.Stream(HookStreamName)
 	if st == nil {
 		return errors.New("githubkit: hook stream not ready")
@@ -268,7 +269,7 @@ func (s *Service) purgeHooks(ctx context.Context, sc binding.Scope) error {
 // hookListener serves the receiver on Config.WebhookAddr, when set, as a
 // part of the runner: it listens before intake opens and shuts down after
 // intake drained.
-func (s *Service) hookListener() bus.Part {
+func (s *webhooks) hookListener() bus.Part {
 	var srv *httpserve.Server
 	return bus.PartFuncs{
 		StartFunc: func(context.Context) error {
@@ -276,7 +277,7 @@ func (s *Service) hookListener() bus.Part {
 				return nil
 			}
 			mux := http.NewServeMux()
-			mux.Handle(WebhookPath, s.WebhookHandler())
+			mux.Handle(WebhookPath, http.HandlerFunc(s.serveWebhook))
 			var err error
 			srv, err = httpserve.Listen(s.cfg.WebhookAddr, mux, httpserve.Limits{
 				ReadTimeout: s.cfg.WebhookReadTimeout + httpserve.DefaultReadHeaderTimeout, WriteTimeout: 30 * time.Second,

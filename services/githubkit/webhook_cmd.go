@@ -1,6 +1,6 @@
 package githubkit
 
-// Webhooks, the command side (issue 21): "!gh hook <repo>" gives an admin
+// Webhooks, the command side: "!gh hook <repo>" gives an admin
 // the URL and a fresh secret of the repository's webhook, "!gh hook <repo>
 // off" removes it. A webhook belongs to a repo record (every chat
 // subscribed to the repository in the installation gets its deliveries,
@@ -22,16 +22,16 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 // Webhook defaults.
 const (
 	// WebhookPath is where the receiver serves: POST <base>/github/webhook/<hook-id>.
 	WebhookPath = "/github/webhook/"
-	// DefaultHookHealthInterval is the poll interval of a repository whose
+	// defaultHookHealthInterval is the poll interval of a repository whose
 	// webhook delivers: polling is then only the safety net.
-	DefaultHookHealthInterval = 15 * time.Minute
+	defaultHookHealthInterval = 15 * time.Minute
 	// hookTouchEvery throttles the liveness writes of event deliveries
 	// (a ping is always written): liveness is judged over minutes.
 	hookTouchEvery = 30 * time.Second
@@ -102,29 +102,29 @@ func checkWebhookURL(raw string) (string, error) {
 }
 
 // hookURL is the URL GitHub posts one webhook's deliveries to.
-func (s *Service) hookURL(id string) string { return s.cfg.WebhookURL + WebhookPath + id }
+func (s *webhooks) hookURL(id string) string { return s.cfg.WebhookURL + WebhookPath + id }
 
 // healthIntervalS is the poll interval, in seconds, of a repository whose
 // webhook delivers.
-func (s *Service) healthIntervalS() int { return int(s.cfg.HookHealthInterval / time.Second) }
+func (s *webhooks) healthIntervalS() int { return int(s.cfg.HookHealthInterval / time.Second) }
 
 // hookLiveFor is how long after its last delivery a webhook counts as
 // delivering: two health intervals, so one health poll always falls inside.
-func (s *Service) hookLiveFor() time.Duration { return 2 * s.cfg.HookHealthInterval }
+func (s *webhooks) hookLiveFor() time.Duration { return 2 * s.cfg.HookHealthInterval }
 
 // hookCommand serves "!gh hook <repo> [off]" (admins only).
-func (s *Service) hookCommand(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p Parsed, prefix string) (string, error) {
+func (s *webhooks) hookCommand(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
 	if inv.Command.Privilege < adminPrivilege {
-		return x.t("hook.admin_only"), nil
+		return x.T("hook.admin_only"), nil
 	}
 	if s.cfg.WebhookURL == "" {
-		return x.t("hook.disabled"), nil
+		return x.T("hook.disabled"), nil
 	}
 	arg := ""
 	if len(p.Args) > 0 {
 		arg = p.Args[0]
 	}
-	repo, msg, ok := x.repoArg(SubHook, arg, prefix, st)
+	repo, msg, ok := x.repoArg(events.SubHook, arg, prefix, st)
 	if !ok {
 		return msg, nil
 	}
@@ -133,22 +133,22 @@ func (s *Service) hookCommand(ctx context.Context, inv *bus.Invocation, st Setti
 	case len(p.Args) == 2 && strings.EqualFold(p.Args[1], "off"):
 		off = true
 	case len(p.Args) > 1:
-		return x.usage(SubHook, prefix), nil
+		return x.Usage(events.SubHook, prefix), nil
 	}
-	if !off && inv.Command.Session.LauncherType != wire.LauncherPerson {
+	if !off && inv.Command.Session.LauncherType != bus.LauncherPerson {
 		// the reply carries the secret, and every member of a group
-		// reads it and could sign deliveries (issue 33): the secret is
+		// reads it and could sign forged deliveries: the secret is
 		// shown in a private chat only, and nothing is rotated here
-		return x.t("hook.private_only", "repo", repo.String(), "prefix", prefix), nil
+		return x.T("hook.private_only", "repo", repo.String(), "prefix", prefix), nil
 	}
 	kv := s.runner.KV()
 	sc := inv.Scope
-	found, _, _, err := findRecord(ctx, kv, sc, repo.Key(), nil, repo.String())
+	found, _, _, err := findRecord(ctx, kv, sc, RepoKey(repo.String()), nil, repo.String())
 	if err != nil {
 		return "", errStore(err)
 	}
 	if found == nil || len(found.Rec.Subscribers) == 0 {
-		return x.t("hook.not_subbed", "repo", repo.String(), "prefix", prefix), nil
+		return x.T("hook.not_subbed", "repo", repo.String(), "prefix", prefix), nil
 	}
 	if off {
 		return s.hookOff(ctx, sc, x, found)
@@ -157,13 +157,13 @@ func (s *Service) hookCommand(ctx context.Context, inv *bus.Invocation, st Setti
 	if err != nil {
 		return "", errStore(err)
 	}
-	return x.t("hook.ok", "repo", found.Rec.FullName, "url", s.hookURL(id), "secret", secret,
+	return x.T("hook.ok", "repo", found.Rec.FullName, "url", s.hookURL(id), "secret", secret,
 		"minutes", strconv.Itoa(s.healthIntervalS()/60), "prefix", prefix), nil
 }
 
 // hookOn makes sure the record has a webhook and sets its secret; a retry
 // of the same invocation gets the secret it set.
-func (s *Service) hookOn(ctx context.Context, sc binding.Scope, found *storedRecord, invID string) (id, secret string, err error) {
+func (s *webhooks) hookOn(ctx context.Context, sc binding.Scope, found *storedRecord, invID string) (id, secret string, err error) {
 	kv := s.runner.KV()
 	now := s.now().UTC()
 	id = found.Rec.HookID
@@ -225,10 +225,10 @@ func (s *Service) hookOn(ctx context.Context, sc binding.Scope, found *storedRec
 
 // hookOff removes the record's webhook: its record and the repo record's
 // reference. Deliveries to its URL then answer 404.
-func (s *Service) hookOff(ctx context.Context, sc binding.Scope, x texts, found *storedRecord) (string, error) {
+func (s *webhooks) hookOff(ctx context.Context, sc binding.Scope, x texts, found *storedRecord) (string, error) {
 	id := found.Rec.HookID
 	if id == "" {
-		return x.t("hook.none", "repo", found.Rec.FullName), nil
+		return x.T("hook.none", "repo", found.Rec.FullName), nil
 	}
 	kv := s.runner.KV()
 	if err := hookStore(kv).Delete(ctx, sc, 0, id); err != nil {
@@ -244,13 +244,13 @@ func (s *Service) hookOff(ctx context.Context, sc binding.Scope, x texts, found 
 	if err != nil {
 		return "", errStore(err)
 	}
-	return x.t("hook.removed", "repo", found.Rec.FullName), nil
+	return x.T("hook.removed", "repo", found.Rec.FullName), nil
 }
 
 // dropHook removes the webhook of a repo record that is being deleted
 // (its last subscriber left). A failure leaves a hook whose deliveries
 // find no record and push nothing.
-func (s *Service) dropHook(ctx context.Context, sc binding.Scope, id string) {
+func (s *webhooks) dropHook(ctx context.Context, sc binding.Scope, id string) {
 	if id == "" {
 		return
 	}
@@ -261,7 +261,7 @@ func (s *Service) dropHook(ctx context.Context, sc binding.Scope, id string) {
 
 // touchHook records a delivery: a ping always, an event at most every
 // hookTouchEvery. It reports whether the record exists.
-func (s *Service) touchHook(ctx context.Context, sc binding.Scope, id string, ping bool) (bool, error) {
+func (s *webhooks) touchHook(ctx context.Context, sc binding.Scope, id string, ping bool) (bool, error) {
 	now := s.now().UTC()
 	h, _, err := hookStore(s.runner.KV()).Update(ctx, sc, func(h *HookRecord) (*HookRecord, error) {
 		if h == nil {
@@ -282,7 +282,7 @@ func (s *Service) touchHook(ctx context.Context, sc binding.Scope, id string, pi
 
 // hookStatus reads the webhook of a repo record for "!gh subs" and the
 // poller; nil when it has none or it cannot be read.
-func (s *Service) hookStatus(ctx context.Context, sc binding.Scope, r *RepoRecord) *HookRecord {
+func (s *webhooks) hookStatus(ctx context.Context, sc binding.Scope, r *RepoRecord) *HookRecord {
 	if r.HookID == "" {
 		return nil
 	}
@@ -291,21 +291,4 @@ func (s *Service) hookStatus(ctx context.Context, sc binding.Scope, r *RepoRecor
 		return nil
 	}
 	return h
-}
-
-// HookItem is the webhook state of a "!gh subs" line.
-type HookItem struct {
-	Last *time.Time // last ping or event, nil when none yet
-	Live bool       // delivering: polling is at the health interval
-}
-
-// hookLine renders a subs line's webhook state.
-func (x texts) hookLine(h HookItem) string {
-	switch {
-	case h.Last == nil:
-		return x.t("subs.hook_waiting")
-	case h.Live:
-		return x.t("subs.hook_live", "time", h.Last.UTC().Format("2006-01-02 15:04"))
-	}
-	return x.t("subs.hook_silent", "time", h.Last.UTC().Format("2006-01-02 15:04"))
 }

@@ -1,11 +1,11 @@
-package githubkit_test
+package events_test
 
 import (
 	"strings"
 	"testing"
 	"unicode/utf8"
 
-	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 func TestParseLinks(t *testing.T) {
@@ -30,7 +30,7 @@ func TestParseLinks(t *testing.T) {
 	}
 	for _, c := range cases {
 		var got []string
-		for _, l := range githubkit.ParseLinks(c.text, c.apiHost) {
+		for _, l := range events.ParseLinks(c.text, c.apiHost) {
 			got = append(got, l.Key())
 		}
 		if strings.Join(got, " ") != strings.Join(c.want, " ") {
@@ -48,13 +48,13 @@ func FuzzParseLinks(f *testing.F) {
 	}
 	f.Add("https://ghe.example.com/o/r", "ghe.example.com")
 	f.Fuzz(func(t *testing.T, text, apiHost string) {
-		links := githubkit.ParseLinks(text, apiHost)
-		if len(links) > githubkit.MaxCardsPerMessage {
+		links := events.ParseLinks(text, apiHost)
+		if len(links) > events.MaxCardsPerMessage {
 			t.Fatalf("%d links", len(links))
 		}
 		seen := map[string]bool{}
 		for _, l := range links {
-			if _, err := githubkit.ParseRepo(l.Repo.String(), ""); err != nil || seen[l.Key()] || !utf8.ValidString(l.Tag) {
+			if _, err := events.ParseRepo(l.Repo.String(), ""); err != nil || seen[l.Key()] || !utf8.ValidString(l.Tag) {
 				t.Fatalf("bad link %+v", l)
 			}
 			seen[l.Key()] = true

@@ -1,4 +1,4 @@
-package githubkit
+package ghclient
 
 import (
 	"net/netip"

@@ -1,6 +1,6 @@
 package githubkit
 
-// Webhook deliveries (issue 21, webhook part). This file holds the pieces
+// Webhook deliveries, the pure part. This file holds the pieces
 // of the receiver that touch no I/O: the signature check, done before any
 // JSON is parsed, and the mapping of a verified delivery onto the Events
 // API item the poller already formats (eventLine, SelectRefined), so both
@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // WebhookMaxBody is the largest delivery body the receiver reads. GitHub
@@ -20,22 +22,23 @@ import (
 // a compact event is stored, so 1 MiB bounds the memory of a request.
 const WebhookMaxBody = 1 << 20
 
-// Receiver bounds against slow and heavy clients (issue 33).
+// Receiver bounds against slow and heavy clients: a client that sends
+// a large body slowly must not hold the service's memory.
 const (
-	// DefaultWebhookBodyBudget is sixteen full deliveries held at once.
-	DefaultWebhookBodyBudget = 16 * WebhookMaxBody
-	// DefaultWebhookReadTimeout is how long a delivery's body may take to
+	// defaultWebhookBodyBudget is sixteen full deliveries held at once.
+	defaultWebhookBodyBudget = 16 * WebhookMaxBody
+	// defaultWebhookReadTimeout is how long a delivery's body may take to
 	// arrive; GitHub itself gives up on a delivery after 10 s.
-	DefaultWebhookReadTimeout = 10 * time.Second
+	defaultWebhookReadTimeout = 10 * time.Second
 )
 
 // signaturePrefix starts the X-Hub-Signature-256 header.
 const signaturePrefix = "sha256="
 
-// VerifySignature reports whether header (X-Hub-Signature-256) is the
+// verifySignature reports whether header (X-Hub-Signature-256) is the
 // HMAC-SHA256 of body under secret. The comparison is constant time; an
 // empty secret never verifies.
-func VerifySignature(secret, body []byte, header string) bool {
+func verifySignature(secret, body []byte, header string) bool {
 	if len(secret) == 0 {
 		return false
 	}
@@ -103,25 +106,25 @@ type webhookEnvelope struct {
 	} `json:"commits"`
 }
 
-// WebhookEvent maps a verified delivery (its X-GitHub-Event name and body)
+// webhookEvent maps a verified delivery (its X-GitHub-Event name and body)
 // to the Events API item the formatter reads. ok is false for events that
 // push nothing (ping, types and actions polling does not report, bodies
 // that do not parse). The payload stays the delivery body: the formatter's
 // payload type reads the webhook form too; a push gets its count of new
 // commits added, since webhooks carry the commits but no distinct_size.
-func WebhookEvent(name string, body []byte) (Event, bool) {
+func webhookEvent(name string, body []byte) (ghclient.Event, bool) {
 	m, known := webhookTypes[name]
 	if !known {
-		return Event{}, false
+		return ghclient.Event{}, false
 	}
 	var env webhookEnvelope
 	if err := json.Unmarshal(body, &env); err != nil {
-		return Event{}, false
+		return ghclient.Event{}, false
 	}
 	if m.actions != nil && !contains(m.actions, env.Action) {
-		return Event{}, false
+		return ghclient.Event{}, false
 	}
-	ev := Event{Type: m.typ, Payload: body}
+	ev := ghclient.Event{Type: m.typ, Payload: body}
 	if env.Sender != nil {
 		ev.Actor = &struct {
 			Login string `json:"login"`
@@ -137,7 +140,7 @@ func WebhookEvent(name string, body []byte) (Event, bool) {
 	if m.typ == "PushEvent" {
 		var raw map[string]json.RawMessage
 		if err := json.Unmarshal(body, &raw); err != nil {
-			return Event{}, false
+			return ghclient.Event{}, false
 		}
 		n := 0
 		for _, c := range env.Commits {
@@ -148,27 +151,27 @@ func WebhookEvent(name string, body []byte) (Event, bool) {
 		raw["distinct_size"], _ = json.Marshal(n)
 		b, err := json.Marshal(raw)
 		if err != nil {
-			return Event{}, false
+			return ghclient.Event{}, false
 		}
 		ev.Payload = b
 	}
 	return ev, true
 }
 
-// WebhookRun maps a verified workflow_run delivery to the run the CI
+// webhookRun maps a verified workflow_run delivery to the run the CI
 // alerts read (ci.go), the same fields GET actions/runs lists. ok is true
 // only for a completed run: the alerts are about finished runs, as the
 // poller's status=completed.
-func WebhookRun(name string, body []byte) (WorkflowRun, bool) {
+func webhookRun(name string, body []byte) (ghclient.WorkflowRun, bool) {
 	if name != "workflow_run" {
-		return WorkflowRun{}, false
+		return ghclient.WorkflowRun{}, false
 	}
 	var d struct {
-		Action string       `json:"action"`
-		Run    *WorkflowRun `json:"workflow_run"`
+		Action string                `json:"action"`
+		Run    *ghclient.WorkflowRun `json:"workflow_run"`
 	}
 	if err := json.Unmarshal(body, &d); err != nil || d.Action != "completed" || d.Run == nil || d.Run.ID <= 0 || d.Run.Status != "completed" {
-		return WorkflowRun{}, false
+		return ghclient.WorkflowRun{}, false
 	}
 	return *d.Run, true
 }

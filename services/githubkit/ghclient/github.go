@@ -1,4 +1,4 @@
-package githubkit
+package ghclient
 
 import (
 	"context"
@@ -16,6 +16,10 @@ import (
 
 // UserAgent is sent on every GitHub request.
 const UserAgent = "LangBot-GitHubKit"
+
+// DefaultAPIURL is the public GitHub API root, used when an installation
+// configures none.
+const DefaultAPIURL = "https://api.github.com"
 
 // Tool error codes, also the classification of GitHub outcomes (spec §3.4).
 const (
@@ -47,7 +51,7 @@ type APIError struct {
 	// short time, or too much concurrency): a token does not lift it.
 	Secondary bool
 	// offHost marks a refused redirect.
-	offHost bool
+	offHost bool // read through OffHost
 	err     error
 }
 
@@ -59,6 +63,9 @@ func (e *APIError) Error() string {
 }
 
 func (e *APIError) Unwrap() error { return e.err }
+
+// OffHost reports whether the call failed on a refused redirect.
+func (e *APIError) OffHost() bool { return e.offHost }
 
 // Permanent reports whether a poll should count the failure towards
 // "broken" (spec §7.3): 401, 404, 410, 451, a 403 that is not rate-limited
@@ -91,13 +98,13 @@ type GitHub struct {
 }
 
 // NewGitHub wraps the shared HTTP client (see NewHTTPClient). timeout
-// bounds each call, body included (0 = GitHubTimeout).
+// bounds each call, body included (0 = gitHubTimeout).
 func NewGitHub(hc *http.Client, timeout time.Duration, now func() time.Time) *GitHub {
 	if now == nil {
 		now = time.Now
 	}
 	if timeout <= 0 {
-		timeout = GitHubTimeout
+		timeout = gitHubTimeout
 	}
 	return &GitHub{hc: hc, timeout: timeout, now: now, lim: newLimiter(Limits{}, DefaultAPIURL, now)}
 }
@@ -180,7 +187,7 @@ func (g *GitHub) classify(resp *github.Response, err error) error {
 	case errors.As(err, &ab):
 		msg = ab.Message
 	}
-	msg = truncate(firstLine(msg), 200)
+	msg = Truncate(FirstLine(msg), 200)
 	if msg == "" {
 		msg = http.StatusText(st)
 	}
@@ -234,7 +241,7 @@ func (g *GitHub) do(ctx context.Context, t Target, route string, call func(conte
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		resp, err := call(withEndpoint(ctx, route), c)
-		if cond := conditionalOf(ctx); cond != nil && cond.notModified {
+		if cond := conditionalOf(ctx); cond != nil && cond.NotModified {
 			return nil // the caller keeps the value it revalidated (conditional.go)
 		}
 		if err != nil && ctx.Err() != nil {
@@ -411,6 +418,31 @@ func (g *GitHub) Events(ctx context.Context, t Target, fullName string, page, pe
 				return resp, nil
 			}
 		}
+		return resp, err
+	})
+	return out, err
+}
+func (g *GitHub) ReleaseByTag(ctx context.Context, t Target, r Repo, tag string) (*github.RepositoryRelease, error) {
+	var out *github.RepositoryRelease
+	err := g.do(ctx, t, "/repos/{owner}/{repo}/releases/tags/{tag}", func(ctx context.Context, c *github.Client) (*github.Response, error) {
+		var resp *github.Response
+		var err error
+		// go-github puts the tag into the path as it is: a tag such as
+		// release/v1 must stay one segment
+		out, resp, err = c.Repositories.GetReleaseByTag(ctx, r.Owner, r.Name, url.PathEscape(tag))
+		return resp, err
+	})
+	return out, err
+}
+
+// Commit gets one commit (link cards). One changed file is asked for: the
+// card shows the totals, which GitHub gives whatever the page size.
+func (g *GitHub) Commit(ctx context.Context, t Target, r Repo, sha string) (*github.RepositoryCommit, error) {
+	var out *github.RepositoryCommit
+	err := g.do(ctx, t, "/repos/{owner}/{repo}/commits/{sha}", func(ctx context.Context, c *github.Client) (*github.Response, error) {
+		var resp *github.Response
+		var err error
+		out, resp, err = c.Repositories.GetCommit(ctx, r.Owner, r.Name, sha, &github.ListOptions{PerPage: 1})
 		return resp, err
 	})
 	return out, err

@@ -1,4 +1,4 @@
-package githubkit_test
+package events_test
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
 func TestParseRepo(t *testing.T) {
@@ -30,29 +30,29 @@ func TestParseRepo(t *testing.T) {
 		{"enterprise host with port", "https://ghe.example.com:8443/o/r/pulls", "ghe.example.com:8443", "o/r", nil},
 		{"dots in name", "o/my.repo_x-1", "", "o/my.repo_x-1", nil},
 		{"40 char owner", strings.Repeat("a", 39) + "/r", "", strings.Repeat("a", 39) + "/r", nil},
-		{"empty", "", "", "", githubkit.ErrEmptyRepo},
-		{"spaces", "   ", "", "", githubkit.ErrEmptyRepo},
-		{"owner too long", strings.Repeat("a", 40) + "/r", "", "", githubkit.ErrBadRepo},
-		{"wrong host", "https://gitlab.com/o/r", "", "", githubkit.ErrBadRepo},
-		{"enterprise host not configured", "https://ghe.example.com/o/r", "", "", githubkit.ErrBadRepo},
-		{"dotdot", "o/..", "", "", githubkit.ErrBadRepo},
-		{"dot", "o/.", "", "", githubkit.ErrBadRepo},
-		{"only .git", "o/.git", "", "", githubkit.ErrBadRepo},
-		{"hash", "o/r#x", "", "", githubkit.ErrBadRepo},
-		{"question", "o/r?x", "", "", githubkit.ErrBadRepo},
-		{"three segments", "o/r/x", "", "", githubkit.ErrBadRepo},
-		{"trailing slash", "o/r/", "", "", githubkit.ErrBadRepo},
-		{"no slash", "octocat", "", "", githubkit.ErrBadRepo},
-		{"url one segment", "https://github.com/o", "", "", githubkit.ErrBadRepo},
-		{"url userinfo", "https://u:p@github.com/o/r", "", "", githubkit.ErrBadRepo},
-		{"underscore owner", "o_x/r", "", "", githubkit.ErrBadRepo},
-		{"unicode", "ö/r", "", "", githubkit.ErrBadRepo},
-		{"ftp scheme", "ftp://github.com/o/r", "", "", githubkit.ErrBadRepo},
-		{"encoded slash", "https://github.com/o%2Fx/r", "", "", githubkit.ErrBadRepo},
+		{"empty", "", "", "", events.ErrEmptyRepo},
+		{"spaces", "   ", "", "", events.ErrEmptyRepo},
+		{"owner too long", strings.Repeat("a", 40) + "/r", "", "", events.ErrBadRepo},
+		{"wrong host", "https://gitlab.com/o/r", "", "", events.ErrBadRepo},
+		{"enterprise host not configured", "https://ghe.example.com/o/r", "", "", events.ErrBadRepo},
+		{"dotdot", "o/..", "", "", events.ErrBadRepo},
+		{"dot", "o/.", "", "", events.ErrBadRepo},
+		{"only .git", "o/.git", "", "", events.ErrBadRepo},
+		{"hash", "o/r#x", "", "", events.ErrBadRepo},
+		{"question", "o/r?x", "", "", events.ErrBadRepo},
+		{"three segments", "o/r/x", "", "", events.ErrBadRepo},
+		{"trailing slash", "o/r/", "", "", events.ErrBadRepo},
+		{"no slash", "octocat", "", "", events.ErrBadRepo},
+		{"url one segment", "https://github.com/o", "", "", events.ErrBadRepo},
+		{"url userinfo", "https://u:p@github.com/o/r", "", "", events.ErrBadRepo},
+		{"underscore owner", "o_x/r", "", "", events.ErrBadRepo},
+		{"unicode", "ö/r", "", "", events.ErrBadRepo},
+		{"ftp scheme", "ftp://github.com/o/r", "", "", events.ErrBadRepo},
+		{"encoded slash", "https://github.com/o%2Fx/r", "", "", events.ErrBadRepo},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := githubkit.ParseRepo(tc.in, tc.apiHost)
+			got, err := events.ParseRepo(tc.in, tc.apiHost)
 			if !errors.Is(err, tc.err) || (tc.err == nil && err != nil) {
 				t.Fatalf("ParseRepo(%q) error %v, want %v", tc.in, err, tc.err)
 			}
@@ -60,15 +60,6 @@ func TestParseRepo(t *testing.T) {
 				t.Fatalf("ParseRepo(%q) = %q, want %q", tc.in, got, tc.want)
 			}
 		})
-	}
-}
-
-func TestRepoKey(t *testing.T) {
-	if a, b := githubkit.RepoKey("O/R"), githubkit.RepoKey("o/r"); a != b || a != "by9y" {
-		t.Fatalf("keys %q %q, want both by9y", a, b)
-	}
-	if k := githubkit.RepoKey("octocat/Hello-World"); strings.ContainsAny(k, ".*> =+/") {
-		t.Fatalf("key %q is not subject-safe", k)
 	}
 }
 
@@ -84,7 +75,7 @@ func TestParseIssueNumber(t *testing.T) {
 		{"2147483648", 0, false}, {"99999999999", 0, false}, {" 5", 0, false},
 	}
 	for _, tc := range tests {
-		got, ok := githubkit.ParseIssueNumber(tc.in)
+		got, ok := events.ParseIssueNumber(tc.in)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("ParseIssueNumber(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
@@ -101,7 +92,7 @@ func TestParseUsername(t *testing.T) {
 		{strings.Repeat("é", 101), "", false},
 	}
 	for _, tc := range tests {
-		got, ok := githubkit.ParseUsername(tc.in)
+		got, ok := events.ParseUsername(tc.in)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("ParseUsername(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
@@ -114,7 +105,7 @@ func TestParseState(t *testing.T) {
 		if in != "" {
 			words = []string{in}
 		}
-		if got := githubkit.ParseState(words); got != want {
+		if got := events.ParseState(words); got != want {
 			t.Errorf("ParseState(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -138,7 +129,7 @@ func TestParseCommand(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := githubkit.ParseCommand(tc.params)
+			got := events.ParseCommand(tc.params)
 			if got.Sub != tc.sub || !slices.Equal(got.Args, tc.args) {
 				t.Fatalf("ParseCommand(%q) = %+v, want %s %q", tc.params, got, tc.sub, tc.args)
 			}
@@ -153,10 +144,10 @@ func TestAliases(t *testing.T) {
 		"subscriptions": "subs", "list": "subs", "h": "help",
 	}
 	for alias, canon := range pairs {
-		if got := githubkit.ParseCommand([]string{strings.ToUpper(alias), "x"}).Sub; got != canon {
+		if got := events.ParseCommand([]string{strings.ToUpper(alias), "x"}).Sub; got != canon {
 			t.Errorf("alias %s -> %s, want %s", alias, got, canon)
 		}
-		if !slices.Contains(githubkit.Aliases(canon), alias) {
+		if !slices.Contains(events.Aliases(canon), alias) {
 			t.Errorf("Aliases(%s) lacks %s", canon, alias)
 		}
 	}
@@ -175,7 +166,7 @@ func TestParseFilters(t *testing.T) {
 		{[]string{"visibility", "all", "ci"}, []string{"public", "all", "ci"}, nil},
 	}
 	for _, tc := range tests {
-		k, u := githubkit.ParseFilters(tc.words)
+		k, u := events.ParseFilters(tc.words)
 		if !slices.Equal(k, tc.kinds) || !slices.Equal(u, tc.unknown) {
 			t.Errorf("ParseFilters(%q) = %q, %q; want %q, %q", tc.words, k, u, tc.kinds, tc.unknown)
 		}
@@ -216,7 +207,7 @@ func TestMatches(t *testing.T) {
 		{[]string{"all"}, "DiscussionEvent", "", true},
 	}
 	for _, tc := range tests {
-		if got := githubkit.Matches(tc.kinds, tc.typ, tc.refType); got != tc.want {
+		if got := events.Matches(tc.kinds, tc.typ, tc.refType); got != tc.want {
 			t.Errorf("Matches(%q, %s, %s) = %v", tc.kinds, tc.typ, tc.refType, got)
 		}
 	}

@@ -24,8 +24,8 @@ type Flags struct {
 
 // Webhook environment variables.
 const (
-	WebhookURLEnv  = "LANGBOT_GITHUBKIT_WEBHOOK_URL"
-	WebhookAddrEnv = "LANGBOT_GITHUBKIT_WEBHOOK_ADDR"
+	webhookURLEnv  = "LANGBOT_GITHUBKIT_WEBHOOK_URL"
+	webhookAddrEnv = "LANGBOT_GITHUBKIT_WEBHOOK_ADDR"
 )
 
 // Register adds the flags to fs, defaulting to the environment.
@@ -42,8 +42,8 @@ func (f *Flags) Register(fs *flag.FlagSet, getenv func(string) string) {
 // RegisterWebhook adds the webhook flags to fs under prefix (lbctl dev
 // uses "github-"), defaulting to the environment.
 func (f *Flags) RegisterWebhook(fs *flag.FlagSet, getenv func(string) string, prefix string) {
-	fs.StringVar(&f.WebhookURL, prefix+"webhook-url", getenv(WebhookURLEnv), "public base URL of the GitHub webhook receiver, e.g. https://bot.example.com; empty: webhooks off ("+WebhookURLEnv+")")
-	fs.StringVar(&f.WebhookAddr, prefix+"webhook-addr", getenv(WebhookAddrEnv), "listen address of the webhook receiver; empty: served on the HTTP address ("+WebhookAddrEnv+")")
+	fs.StringVar(&f.WebhookURL, prefix+"webhook-url", getenv(webhookURLEnv), "public base URL of the GitHub webhook receiver, e.g. https://bot.example.com; empty: webhooks off ("+webhookURLEnv+")")
+	fs.StringVar(&f.WebhookAddr, prefix+"webhook-addr", getenv(webhookAddrEnv), "listen address of the webhook receiver; empty: served on the HTTP address ("+webhookAddrEnv+")")
 }
 
 // Build creates the service on a svcmain environment from the flags'

@@ -1,4 +1,4 @@
-package githubkit
+package events
 
 import (
 	"slices"
@@ -19,20 +19,20 @@ const (
 	KindBranch       = "branch"
 	KindTag          = "tag"
 	KindReview       = "review"
-	// Kinds of the events the formatter has handled since issue 21.
-	KindCommitComment = "commit_comment"
-	KindMember        = "member"
-	KindPublic        = "public"
-	KindWiki          = "wiki"
-	KindDiscussion    = "discussion"
-	// KindAll matches every event kind; it exists so that "all ci" can ask
+	// Kinds of the events added with link cards and webhooks.
+	kindCommitComment = "commit_comment"
+	kindMember        = "member"
+	kindPublic        = "public"
+	kindWiki          = "wiki"
+	kindDiscussion    = "discussion"
+	// kindAll matches every event kind; it exists so that "all ci" can ask
 	// for every event and CI alerts together.
-	KindAll = "all"
-	// KindCI turns on alerts for failed workflow runs, KindCIAll for every
+	kindAll = "all"
+	// kindCI turns on alerts for failed workflow runs, kindCIAll for every
 	// completed run. Neither is an event kind: no kinds (all events) does not
 	// include them, since each costs an extra Actions API request per poll.
-	KindCI    = "ci"
-	KindCIAll = "ci_all"
+	kindCI    = "ci"
+	kindCIAll = "ci_all"
 )
 
 // filterWords maps each accepted filter word to its canonical filter.
@@ -47,14 +47,14 @@ var filterWords = map[string]string{
 	"create": KindCreate, "delete": KindDelete,
 	"branch": KindBranch, "tag": KindTag,
 	"review":         KindReview,
-	"commit_comment": KindCommitComment, "commit_comments": KindCommitComment,
-	"member": KindMember, "members": KindMember,
-	"public": KindPublic, "visibility": KindPublic,
-	"wiki": KindWiki, "gollum": KindWiki,
-	"discussion": KindDiscussion, "discussions": KindDiscussion,
-	"all": KindAll,
-	"ci":  KindCI, "actions": KindCI, "workflow": KindCI, "workflows": KindCI,
-	"ci_all": KindCIAll, "ci-all": KindCIAll,
+	"commit_comment": kindCommitComment, "commit_comments": kindCommitComment,
+	"member": kindMember, "members": kindMember,
+	"public": kindPublic, "visibility": kindPublic,
+	"wiki": kindWiki, "gollum": kindWiki,
+	"discussion": kindDiscussion, "discussions": kindDiscussion,
+	"all": kindAll,
+	"ci":  kindCI, "actions": kindCI, "workflow": kindCI, "workflows": kindCI,
+	"ci_all": kindCIAll, "ci-all": kindCIAll,
 }
 
 // FilterWords returns every accepted filter word in a fixed order (help and
@@ -97,25 +97,25 @@ func Matches(kinds []string, typ, refType string) bool {
 	}
 	for _, k := range kinds {
 		switch k {
-		case KindAll:
+		case kindAll:
 			return true
-		case KindCommitComment:
+		case kindCommitComment:
 			if typ == "CommitCommentEvent" {
 				return true
 			}
-		case KindMember:
+		case kindMember:
 			if typ == "MemberEvent" {
 				return true
 			}
-		case KindPublic:
+		case kindPublic:
 			if typ == "PublicEvent" {
 				return true
 			}
-		case KindWiki:
+		case kindWiki:
 			if typ == "GollumEvent" {
 				return true
 			}
-		case KindDiscussion:
+		case kindDiscussion:
 			if typ == "DiscussionEvent" {
 				return true
 			}
@@ -171,7 +171,7 @@ func Matches(kinds []string, typ, refType string) bool {
 // WantsCI reports whether kinds ask for workflow run alerts, and whether
 // for every completed run (all) or only the failed ones.
 func WantsCI(kinds []string) (on, all bool) {
-	return slices.Contains(kinds, KindCI) || slices.Contains(kinds, KindCIAll), slices.Contains(kinds, KindCIAll)
+	return slices.Contains(kinds, kindCI) || slices.Contains(kinds, kindCIAll), slices.Contains(kinds, kindCIAll)
 }
 
 // eventKinds reports whether kinds select any event at all (nil does;
@@ -181,7 +181,7 @@ func eventKinds(kinds []string) bool {
 		return true
 	}
 	for _, k := range kinds {
-		if k != KindCI && k != KindCIAll {
+		if k != kindCI && k != kindCIAll {
 			return true
 		}
 	}

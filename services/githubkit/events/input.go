@@ -1,4 +1,4 @@
-package githubkit
+package events
 
 import (
 	"net/url"
@@ -8,42 +8,25 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Input limits (spec §3.2, §9).
 const (
 	MaxSearchRunes   = 256
 	MaxUsernameRunes = 100
-	MaxEchoRunes     = 60
+	maxEchoRunes     = 60
 )
-
-// Repo is a validated repository name.
-type Repo struct {
-	Owner string
-	Name  string
-}
-
-// String returns "owner/name".
-func (r Repo) String() string { return r.Owner + "/" + r.Name }
-
-// Key returns the record key token: unpadded base64url of the lower-cased
-// "owner/name" (spec §6.2).
-func (r Repo) Key() string { return RepoKey(r.String()) }
-
-// RepoKey returns the repo-key of a full name: unpadded base64url of its
-// lower-cased form.
-func RepoKey(fullName string) string { return binding.Token(strings.ToLower(fullName)) }
 
 var repoRE = regexp.MustCompile(`^[A-Za-z0-9-]{1,39}/[A-Za-z0-9._-]{1,100}$`)
 
 // ParseRepo normalises a repository argument (spec §3.2). apiHost is the
 // host of a non-default github_api_url ("" for github.com), whose URLs are
 // accepted too. It returns ErrEmptyRepo or ErrBadRepo.
-func ParseRepo(arg, apiHost string) (Repo, error) {
+func ParseRepo(arg, apiHost string) (ghclient.Repo, error) {
 	s := strings.TrimSpace(arg)
 	if s == "" {
-		return Repo{}, ErrEmptyRepo
+		return ghclient.Repo{}, ErrEmptyRepo
 	}
 	lower := strings.ToLower(s)
 	var owner, name string
@@ -53,22 +36,22 @@ func ParseRepo(arg, apiHost string) (Repo, error) {
 		}
 		u, err := url.Parse(s)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil {
-			return Repo{}, ErrBadRepo
+			return ghclient.Repo{}, ErrBadRepo
 		}
 		host := strings.ToLower(u.Hostname())
 		if host != "github.com" && host != "www.github.com" && (apiHost == "" || !strings.EqualFold(host, hostOnly(apiHost))) {
-			return Repo{}, ErrBadRepo
+			return ghclient.Repo{}, ErrBadRepo
 		}
 		segs := strings.Split(strings.TrimPrefix(u.EscapedPath(), "/"), "/")
 		if len(segs) < 2 {
-			return Repo{}, ErrBadRepo
+			return ghclient.Repo{}, ErrBadRepo
 		}
 		owner, name = segs[0], segs[1]
 	} else {
 		var ok bool
 		owner, name, ok = strings.Cut(s, "/")
 		if !ok {
-			return Repo{}, ErrBadRepo
+			return ghclient.Repo{}, ErrBadRepo
 		}
 	}
 	if len(name) > 4 && strings.EqualFold(name[len(name)-4:], ".git") {
@@ -77,9 +60,9 @@ func ParseRepo(arg, apiHost string) (Repo, error) {
 		name = ""
 	}
 	if name == "." || name == ".." || !repoRE.MatchString(owner+"/"+name) {
-		return Repo{}, ErrBadRepo
+		return ghclient.Repo{}, ErrBadRepo
 	}
-	return Repo{Owner: owner, Name: name}, nil
+	return ghclient.Repo{Owner: owner, Name: name}, nil
 }
 
 func hostOnly(h string) string {
@@ -89,8 +72,8 @@ func hostOnly(h string) string {
 	return h
 }
 
-// Echo cuts user input for an error message to MaxEchoRunes runes.
-func Echo(s string) string { return truncate(strings.TrimSpace(s), MaxEchoRunes) }
+// Echo cuts user input for an error message to maxEchoRunes runes.
+func Echo(s string) string { return ghclient.Truncate(strings.TrimSpace(s), maxEchoRunes) }
 
 var issueNumRE = regexp.MustCompile(`^[1-9][0-9]{0,9}$`)
 
@@ -129,28 +112,4 @@ func ParseState(words []string) string {
 		return w
 	}
 	return "open"
-}
-
-// truncate cuts s to n runes, appending "…" only when it cut.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j] + "…"
-		}
-		i++
-	}
-	return s
-}
-
-// firstLine returns the first line of s, trimmed.
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		s = s[:i]
-	}
-	return strings.TrimSpace(s)
 }
