@@ -19,7 +19,7 @@
 // and an Embedding that starts what the services connect to before them and
 // stops it after them.
 //
-// It may import pkg/bus, pkg/telemetry, the NATS client, OpenTelemetry's
+// It may import pkg/bus, pkg/wire, pkg/telemetry, the NATS client, OpenTelemetry's
 // API and Prometheus' client; never a service (each service hands it a
 // Binary) and never pkg/natsembed (an Embedding is passed in), so a
 // service binary links no NATS server.

@@ -16,7 +16,7 @@
 // that service.
 //
 // Only tests and benchmarks import it. It may import pkg/binding,
-// pkg/bus, pkg/busbench, pkg/natsembed, nats-server, the NATS client and
+// pkg/bus, pkg/wire, pkg/busbench, pkg/natsembed, nats-server, the NATS client and
 // Prometheus' client.
 package bustest
 
