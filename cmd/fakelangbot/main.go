@@ -4,7 +4,9 @@
 // and saves a config with a NATS address (the worker restarts at
 // revision 2, as in LangBot 4.10.8), and then sends each chat line typed on stdin
 // (or given with -e) as a command from a group chat, printing every
-// return and every message the services send back into the chat.
+// return and every message the services send back into the chat. Its
+// LangBot has one fake LLM model (-llm-model) that answers "fake LLM: "
+// and the prompt, for AI-written reminders.
 //
 //	lbctl dev --fake-github --no-prompt &
 //	fakelangbot --nats nats://127.0.0.1:4222 dist/*.lbpkg
@@ -50,6 +52,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.SetOutput(stderr)
 	natsURL := fs.String("nats", "nats://127.0.0.1:4222", "NATS address written into each package's config (nats_url)")
 	language := fs.String("language", "en_US", "language written into each package's config")
+	llmModel := fs.String("llm-model", "fake-llm", "the one LLM model the fake LangBot lists; its answer is \"fake LLM: \" and the prompt (empty: no model, so AI-written reminders send their fallback)")
 	wait := fs.Duration("wait", 0, "with -e: how long to keep printing messages sent into the chat after the last line")
 	var script lines
 	fs.Var(&script, "e", "a chat line to send instead of reading stdin (repeatable)")
@@ -68,7 +71,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	defer os.RemoveAll(work)
-	rt, err := runtimetest.Launch(ctx, py, runtimetest.Options{WorkDir: work})
+	opts := runtimetest.Options{WorkDir: work}
+	if *llmModel != "" {
+		opts.LLMModels = []string{*llmModel}
+	}
+	rt, err := runtimetest.Launch(ctx, py, opts)
 	if err != nil {
 		return err
 	}
@@ -110,8 +117,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 
 	session := runtimetest.Session{LauncherType: "group", LauncherID: "123456", SenderID: "42", BotUUID: "bot-1"}
-	printed := 0
+	printed, asked := 0, 0
 	printSends := func() {
+		llm := rt.LLMCalls()
+		for _, c := range llm[asked:] {
+			fmt.Fprintf(stdout, "<< invoke_llm (installation %s, model %s)\n", c.Binding.InstallationUUID, c.LLMRequest().Model)
+		}
+		asked = len(llm)
 		sends := rt.Sends()
 		for _, s := range sends[printed:] {
 			fmt.Fprintf(stdout, "<< send_message (installation %s, revision %d): %s\n", s.Binding.InstallationUUID, s.Binding.RuntimeRevision, s.Data)

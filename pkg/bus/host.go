@@ -51,6 +51,24 @@ func (h *Host) SendMessage(ctx context.Context, b binding.Binding, msg wire.Send
 	return h.Call(ctx, wire.ActionSendMessage, b, msg, idemKey, nil)
 }
 
+// InvokeLLM asks the host's LLM for one answer. The call is bounded by
+// ctx (DefaultHostTimeout when it has no deadline); req.TimeoutMS, when
+// zero, is filled from that deadline so the host gives up first. A host
+// without a model answers 404 not_found with reason ReasonNoLLMModel.
+func (h *Host) InvokeLLM(ctx context.Context, b binding.Binding, req InvokeLLM) (LLMAnswer, error) {
+	if req.TimeoutMS == 0 {
+		left := h.timeout
+		if dl, ok := ctx.Deadline(); ok {
+			left = time.Until(dl)
+		}
+		// A margin for the reply's way back.
+		req.TimeoutMS = max(int((left - left/10).Milliseconds()), 1)
+	}
+	var out LLMAnswer
+	err := h.Call(ctx, ActionInvokeLLM, b, req, "", &out)
+	return out, err
+}
+
 // BotInfo asks the host about one bot.
 func (h *Host) BotInfo(ctx context.Context, b binding.Binding, botUUID string) (wire.BotInfo, error) {
 	var out struct {

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/pkg/plugin"
-	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // GeneratedFile is the file of each package in which the builder writes
@@ -26,8 +26,12 @@ const (
 	PageTimeout    = 20 * time.Second
 	EventTimeout   = 3 * time.Second
 	// HostCallTimeout bounds one runtime call of a host action; the
-	// service's own host timeout is wire.DefaultHostTimeout.
+	// service's own host timeout is bus.DefaultHostTimeout.
 	HostCallTimeout = 12 * time.Second
+	// LLMCallTimeout caps one runtime call of invoke_llm (a model may
+	// answer slowly); the service's own deadline, sent as timeout_ms,
+	// shortens it. LangBot's SDK default is 120 s.
+	LLMCallTimeout = 110 * time.Second
 	// AttachRefresh is how often a worker republishes its attach, so a
 	// live installation is never taken for gone by a retention rule.
 	AttachRefresh = time.Hour
@@ -74,7 +78,7 @@ type protocol struct {
 	Inbox          map[string]string `json:"inbox_prefix"`
 	ScopeToken     string            `json:"scope_token_pattern"`
 	// ConnName is the connection's client name: a claimable tenant
-	// credential is bound to the instance it names (wire.PackageConnName).
+	// credential is bound to the instance it names (bus.PackageConnName).
 	ConnName    string         `json:"connect_name"`
 	AttachMsgID string         `json:"attach_msg_id"`
 	ConfigKeys  []string       `json:"package_config_keys"`
@@ -83,6 +87,9 @@ type protocol struct {
 	// Refusals: reason -> phrases of a platform's permanent refusal in
 	// LangBot's exception text (refusals.go).
 	Refusals map[string][]string `json:"refusals"`
+	// LLMNoModel is the reason of the 404 invoke_llm answers when the
+	// workspace has no LLM model.
+	LLMNoModel string `json:"llm_no_model_reason"`
 }
 
 // template turns a subject built from placeholders into a Python format
@@ -99,60 +106,61 @@ func buildProtocol(configKeys []string) (protocol, error) {
 	if err != nil {
 		return protocol{}, err
 	}
-	subj := wire.Subjects{Prefix: phPrefix}
+	subj := bus.Subjects{Prefix: phPrefix}
 	words := map[string]string{}
-	for _, e := range []*wire.Error{wire.ErrBadRequest, wire.ErrBindingRefused, wire.ErrNotFound, wire.ErrConflict,
-		wire.ErrTooLarge, wire.ErrRateLimited, wire.ErrInternal, wire.ErrUnavailable} {
+	for _, e := range []*bus.Error{bus.ErrBadRequest, bus.ErrBindingRefused, bus.ErrNotFound, bus.ErrConflict,
+		bus.ErrTooLarge, bus.ErrRateLimited, bus.ErrInternal, bus.ErrUnavailable} {
 		words[fmt.Sprint(e.Code)] = e.Word
 	}
 	reasons := map[string]string{}
-	for _, r := range wire.BindingReasons() {
+	for _, r := range bus.BindingReasons() {
 		reasons[r] = r
 	}
 	endpoints := map[string]string{}
-	for _, ep := range wire.Endpoints {
+	for _, ep := range bus.Endpoints {
 		endpoints[string(ep)] = string(ep)
 	}
 	p := protocol{
-		DefaultPrefix: wire.DefaultPrefix,
+		DefaultPrefix: bus.DefaultPrefix,
 		Subjects: map[string]string{
-			"invocation": template(subj.Invocation(phPlugin, wire.Endpoint(phEndpoint), sc)),
+			"invocation": template(subj.Invocation(phPlugin, bus.Endpoint(phEndpoint), sc)),
 			"lifecycle":  template(subj.Lifecycle(phPlugin, phKind, sc)),
 			"host":       template(subj.HostAction(phAction, sc)),
 			// What a worker serves: every host action of its own scope.
 			"host_serve": strings.Replace(template(subj.HostAction(phAction, sc)), "{action}", "*", 1),
 		},
 		Endpoints:   endpoints,
-		Attach:      wire.LifecycleAttach,
-		Stream:      wire.LifecycleStream,
-		HostActions: []string{wire.ActionSendMessage, wire.ActionGetBotInfo, wire.ActionGetBots},
+		Attach:      bus.LifecycleAttach,
+		Stream:      bus.LifecycleStream,
+		HostActions: []string{bus.ActionSendMessage, bus.ActionGetBotInfo, bus.ActionGetBots, bus.ActionInvokeLLM},
 		Headers: map[string]string{
-			"invocation_id":   wire.HeaderInvocationID,
-			"idempotency_key": wire.HeaderIdempotencyKey,
-			"service_error":   wire.HeaderServiceError,
-			"service_code":    wire.HeaderServiceCode,
-			"content_type":    wire.HeaderContentType,
+			"invocation_id":   bus.HeaderInvocationID,
+			"idempotency_key": bus.HeaderIdempotencyKey,
+			"service_error":   bus.HeaderServiceError,
+			"service_code":    bus.HeaderServiceCode,
+			"content_type":    bus.HeaderContentType,
 			"msg_id":          "Nats-Msg-Id", // JetStream's duplicate-window header
 			"traceparent":     "traceparent", // W3C trace context
 		},
 		ErrorWords:     words,
 		BindingReasons: reasons,
 		Inbox: map[string]string{
-			"user":    template(wire.InboxPrefixFor(phUser)),
-			"default": wire.InboxPrefixFor(""),
+			"user":    template(bus.InboxPrefixFor(bus.ConnConfig{User: phUser})),
+			"default": bus.InboxPrefixFor(bus.ConnConfig{}),
 		},
 		ScopeToken:  fmt.Sprintf(`^[A-Za-z0-9_-]{1,%d}$`, binding.MaxTokenLen),
-		ConnName:    template(wire.PackageConnName(phPlugin, sc)),
+		ConnName:    template(bus.PackageConnName(phPlugin, sc)),
 		AttachMsgID: "{installation_uuid}.{runtime_revision}",
 		ConfigKeys:  configKeys,
 		Timeouts: map[string]int{
 			"command": int(CommandTimeout.Milliseconds()), "tool": int(ToolTimeout.Milliseconds()),
 			"page": int(PageTimeout.Milliseconds()), "event": int(EventTimeout.Milliseconds()),
-			"host_call": int(HostCallTimeout.Milliseconds()), "attach_refresh": int(AttachRefresh.Milliseconds()),
+			"host_call": int(HostCallTimeout.Milliseconds()), "llm_call": int(LLMCallTimeout.Milliseconds()), "attach_refresh": int(AttachRefresh.Milliseconds()),
 			"attach_backoff_max": int(AttachBackoffMax.Milliseconds()), "connect_grace": int(ConnectGrace.Milliseconds()),
 		},
-		IdemKeys: IdempotencyKeys,
-		Refusals: refusalPhrases(),
+		IdemKeys:   IdempotencyKeys,
+		Refusals:   refusalPhrases(),
+		LLMNoModel: bus.ReasonNoLLMModel,
 	}
 	return p, nil
 }

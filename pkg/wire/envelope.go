@@ -288,6 +288,40 @@ type SendMessage struct {
 	MessageChain []Component `json:"message_chain"`
 }
 
+// InvokeLLM is the data of the invoke_llm host action: one completion,
+// without tools. The messages are chat text: neither side logs them.
+type InvokeLLM struct {
+	// Model is the LLM model uuid to use; empty lets the host choose (the
+	// LangBot packages take the first model get_llm_models lists).
+	Model string `json:"llm_model_uuid,omitempty"`
+	// Messages is the conversation, oldest first.
+	Messages []LLMMessage `json:"messages"`
+	// TimeoutMS bounds the host's own call of the model, so the host gives
+	// up before the caller does; 0 lets the host use its default.
+	TimeoutMS int `json:"timeout_ms,omitempty"`
+}
+
+// LLM message roles.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// LLMMessage is one message of an invoke_llm conversation (LangBot's
+// provider Message with text content).
+type LLMMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// LLMAnswer is the reply of invoke_llm: the answer's text and the model
+// that wrote it.
+type LLMAnswer struct {
+	Text  string `json:"text"`
+	Model string `json:"llm_model_uuid"`
+}
+
 // BotInfo is the reply of get_bot_info.
 type BotInfo struct {
 	UUID                 string         `json:"uuid"`

@@ -105,6 +105,12 @@ func BindingReasons() []string {
 var ErrNotAttached = &Error{Code: 403, Word: "binding_refused", Reason: ReasonNotAttached,
 	Message: "this installation is not attached: its attach has not reached the service yet"}
 
+// ErrNoLLMModel is a host's answer to invoke_llm when the installation's
+// workspace has no LLM model, or not the one named (404 not_found, reason
+// no_llm_model); errors.Is matches it by code and reason.
+var ErrNoLLMModel = &Error{Code: 404, Word: "not_found", Reason: ReasonNoLLMModel,
+	Message: "the workspace has no LLM model"}
+
 var wordByCode = map[int]string{
 	400: "bad_request", 403: "binding_refused", 404: "not_found", 409: "conflict",
 	413: "too_large", 429: "rate_limited", 500: "internal", 503: "unavailable",

@@ -38,11 +38,20 @@ const (
 	ActionSendMessage = "send_message"
 	ActionGetBotInfo  = "get_bot_info"
 	ActionGetBots     = "get_bots"
+	// ActionInvokeLLM asks the host's LLM for one answer (data InvokeLLM,
+	// reply LLMAnswer); the LangBot packages forward it to the SDK's
+	// get_llm_models and invoke_llm.
+	ActionInvokeLLM = "invoke_llm"
 )
 
 // DefaultHostTimeout bounds a host action whose caller set no earlier
 // deadline; the LangBot packages wait as long for the host's reply.
 const DefaultHostTimeout = 15 * time.Second
+
+// ReasonNoLLMModel refines the 404 not_found a host answers invoke_llm
+// with when the installation's workspace has no LLM model (or not the one
+// named): no retry helps until an operator adds one.
+const ReasonNoLLMModel = "no_llm_model"
 
 // Reasons of a send_message the chat platform refused for good (a 4xx
 // host error other than 403 and 429, docs/protocol.md "Host actions"): a

@@ -255,3 +255,196 @@ func measureFireFloor(b *testing.B, srv *bustest.Server, n int) (p50, p99 time.D
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
 	return bustest.Percentile(lags, 50), bustest.Percentile(lags, 99)
 }
+
+// BenchmarkScheNotifyAIDelivery is issue 29's lateness of the AI-written
+// kind next to fixed text, on one embedded server with durable storage
+// (SyncAlways): 1,000 reminders across 1,000 installations due in one
+// second, first fixed text, then the AI-written kind, whose host LLM
+// answers at once. It reports p50/p99 from the due second to the host
+// receiving send_message for fixed text, and for the AI kind from the due
+// second to the host receiving the invoke_llm request and send_message;
+// the ratio of the AI kind's invoke_llm p99 to the fixed text's p99; lost
+// and duplicated deliveries and LLM requests of both rounds.
+//
+//	go test -run '^$' -bench BenchmarkScheNotifyAIDelivery -benchtime 1x ./services/schenotify/
+func BenchmarkScheNotifyAIDelivery(b *testing.B) {
+	const (
+		dueCount = 1000
+		creators = 64
+	)
+	ahead := 20 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("SCHENOTIFY_BENCH_AHEAD")); err == nil && v > 0 {
+		ahead = v
+	}
+	for range b.N {
+		srv := bustest.NewBenchServer(b)
+		hostConn := srv.Conn(b)
+		var mu sync.Mutex
+		sends := map[string][]time.Time{} // by idempotency key
+		asks := map[string][]time.Time{}  // invoke_llm requests by prompt
+		var sent atomic.Int64
+		subSend, err := hostConn.Subscribe(bus.Subjects{}.HostActionAll(bus.ActionSendMessage), func(m *nats.Msg) {
+			at := time.Now()
+			mu.Lock()
+			key := m.Header.Get(bus.HeaderIdempotencyKey)
+			sends[key] = append(sends[key], at)
+			mu.Unlock()
+			sent.Add(1)
+			_ = m.Respond([]byte(`{}`))
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		// The subscription's callbacks run one after another: the arrival
+		// is taken first and the decoding done beside it, so the host's own
+		// work is not counted as the next request's lateness.
+		var answering sync.WaitGroup
+		subLLM, err := hostConn.Subscribe(bus.Subjects{}.HostActionAll(bus.ActionInvokeLLM), func(m *nats.Msg) {
+			at := time.Now()
+			answering.Add(1)
+			go func() {
+				defer answering.Done()
+				var req bus.HostRequest
+				var q bus.InvokeLLM
+				if json.Unmarshal(m.Data, &req) != nil || json.Unmarshal(req.Data, &q) != nil || len(q.Messages) == 0 {
+					return
+				}
+				prompt := q.Messages[len(q.Messages)-1].Content
+				mu.Lock()
+				asks[prompt] = append(asks[prompt], at)
+				mu.Unlock()
+				out, _ := json.Marshal(bus.LLMAnswer{Text: "answer to " + prompt, Model: "bench"})
+				_ = m.Respond(out)
+			}()
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		svc, err := schenotify.New(schenotify.Config{DefaultZone: "UTC", SweepDelay: -1},
+			bus.Deps{Conn: srv.Conn(b), Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		svcRun := bustest.Start(b, svc)
+		cfg := json.RawMessage(`{"language":"en_US","max_reminders":1000}`)
+		js := srv.JetStream(b)
+		// Every installation attached before the measured rounds, as its
+		// host would have.
+		{
+			var wg sync.WaitGroup
+			errs := make(chan error, dueCount)
+			for i := range dueCount {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					if _, err := bus.PublishAttach(ctx, js, bus.Subjects{}, schenotify.Plugin,
+						bus.Attach{Binding: bind(fmt.Sprintf("bench-%04d", i), 1), Config: cfg, Enabled: true}, ""); err != nil {
+						errs <- err
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			bustest.WaitLifecycle(b, js, bus.Subjects{}, schenotify.Plugin, time.Minute)
+			for i := range dueCount {
+				bustest.WaitAuthority(b, svc.Runner(), bus.ScopeOf(bind(fmt.Sprintf("bench-%04d", i), 1)), nil)
+			}
+		}
+		inv := bus.NewInvoker(srv.Conn(b), bus.Subjects{}, nil)
+		// round creates dueCount reminders of one kind due in the same
+		// second, waits for their deliveries (and 3 s for duplicates), and
+		// returns the due second and what the host received.
+		round := func(kind string) (time.Time, map[string][]time.Time, map[string][]time.Time, int) {
+			due := time.Now().Add(ahead).Truncate(time.Second)
+			var created atomic.Int64
+			var wg sync.WaitGroup
+			next := atomic.Int64{}
+			for range creators {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := int(next.Add(1) - 1)
+						if i >= dueCount {
+							return
+						}
+						p, _ := json.Marshal(map[string]any{"message": fmt.Sprintf("%s %d", kind, i), "time_str": rfc(due), "ai": kind == "ai"})
+						raw, err := inv.Invoke(context.Background(), schenotify.Plugin, bus.EndpointTool, bus.NewInvocationID(), &bus.Request{
+							Binding: bind(fmt.Sprintf("bench-%04d", i), 1), Config: cfg,
+							Tool: &bus.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: sess("bot", "group", fmt.Sprint(i))}})
+						var r struct {
+							Result struct{ Status, Code string }
+						}
+						if err != nil || json.Unmarshal(raw, &r) != nil || r.Result.Status != "ok" {
+							b.Errorf("add %s %d: %s %v", kind, i, r.Result.Code, err)
+							return
+						}
+						created.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			if time.Now().After(due) {
+				b.Fatalf("%s: creation overran the due second (set SCHENOTIFY_BENCH_AHEAD)", kind)
+			}
+			deadline := time.Now().Add(time.Until(due) + 60*time.Second)
+			for sent.Load() < created.Load() && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(3 * time.Second) // late duplicates would arrive here
+			mu.Lock()
+			s, a := sends, asks
+			sends, asks = map[string][]time.Time{}, map[string][]time.Time{}
+			mu.Unlock()
+			sent.Store(0)
+			return due, s, a, int(created.Load())
+		}
+		lateness := func(due time.Time, got map[string][]time.Time) (late []time.Duration, dups int) {
+			for _, at := range got {
+				late = append(late, at[0].Sub(due))
+				dups += len(at) - 1
+			}
+			sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
+			return late, dups
+		}
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+		b.ResetTimer()
+		fixedDue, fixedSends, _, fixedCreated := round("fixed")
+		aiDue, aiSends, aiAsks, aiCreated := round("ai")
+		b.StopTimer()
+
+		fixedLate, fixedDups := lateness(fixedDue, fixedSends)
+		aiLate, aiDups := lateness(aiDue, aiSends)
+		askLate, askDups := lateness(aiDue, aiAsks)
+		if len(fixedLate) == 0 || len(aiLate) == 0 || len(askLate) == 0 {
+			b.Fatalf("nothing delivered: %d fixed, %d AI sends, %d invoke_llm", len(fixedLate), len(aiLate), len(askLate))
+		}
+		fixedP99, askP99 := bustest.Percentile(fixedLate, 99), bustest.Percentile(askLate, 99)
+		b.ReportMetric(ms(bustest.Percentile(fixedLate, 50)), "fixed-late-p50-ms")
+		b.ReportMetric(ms(fixedP99), "fixed-late-p99-ms")
+		b.ReportMetric(ms(bustest.Percentile(askLate, 50)), "ai-llm-p50-ms")
+		b.ReportMetric(ms(askP99), "ai-llm-p99-ms")
+		b.ReportMetric(ms(bustest.Percentile(aiLate, 50)), "ai-late-p50-ms")
+		b.ReportMetric(ms(bustest.Percentile(aiLate, 99)), "ai-late-p99-ms")
+		b.ReportMetric(float64(askP99)/float64(max(fixedP99, time.Millisecond)), "ai-llm-p99/fixed-p99")
+		b.ReportMetric(float64(fixedCreated-len(fixedSends)+aiCreated-len(aiSends)), "lost")
+		b.ReportMetric(float64(fixedDups+aiDups), "duplicated")
+		b.ReportMetric(float64(askDups), "llm-asked-twice")
+		b.Logf("fixed text: %d due at %s, lateness min %v p50 %v p99 %v max %v, %d lost, %d duplicated",
+			fixedCreated, fixedDue.Format(time.TimeOnly), fixedLate[0], bustest.Percentile(fixedLate, 50), fixedP99, fixedLate[len(fixedLate)-1],
+			fixedCreated-len(fixedSends), fixedDups)
+		b.Logf("AI-written: %d due at %s; invoke_llm min %v p50 %v p99 %v max %v; send p50 %v p99 %v max %v; %d lost, %d duplicated, %d prompts asked twice",
+			aiCreated, aiDue.Format(time.TimeOnly), askLate[0], bustest.Percentile(askLate, 50), askP99, askLate[len(askLate)-1],
+			bustest.Percentile(aiLate, 50), bustest.Percentile(aiLate, 99), aiLate[len(aiLate)-1], aiCreated-len(aiSends), aiDups, askDups)
+		svcRun.Stop()
+		_ = subSend.Unsubscribe()
+		_ = subLLM.Unsubscribe()
+		answering.Wait()
+	}
+}

@@ -186,7 +186,7 @@ type snoozeRequest struct {
 func (rm *reminders) snooze(ctx context.Context, req snoozeRequest) (changeOutcome, error) {
 	sc, now := req.scope, rm.now()
 	in := when.ScheduleInput{Now: now, Zone: req.settings.Zone, MinEvery: rm.minEvery}
-	var msg string
+	var msg, kind string
 	var mentions []string
 	id := req.id
 	if id == "" {
@@ -197,7 +197,7 @@ func (rm *reminders) snooze(ctx context.Context, req snoozeRequest) (changeOutco
 		if last == nil {
 			return changeOutcome{}, fail("nothing_to_snooze", "", nil)
 		}
-		id, msg, mentions = last.ID, last.Message, last.Mentions
+		id, msg, mentions, kind = last.ID, last.Message, last.Mentions, last.Kind
 	}
 	rec, _, err := rm.loadRecord(ctx, sc, id)
 	if err != nil {
@@ -210,7 +210,7 @@ func (rm *reminders) snooze(ctx context.Context, req snoozeRequest) (changeOutco
 		return changeOutcome{}, errNotFound
 	}
 	if rec != nil {
-		msg, mentions = rec.Message, rec.Mentions
+		msg, mentions, kind = rec.Message, rec.Mentions, rec.Kind
 	}
 	p, f := when.PlanWhen(req.expr, msg, false, in)
 	if f != nil {
@@ -222,7 +222,7 @@ func (rm *reminders) snooze(ctx context.Context, req snoozeRequest) (changeOutco
 		return out, err
 	}
 	newID, err := rm.add(ctx, addRequest{scope: sc, invID: req.invID, settings: req.settings, session: req.session,
-		sender: req.sender, plan: p, via: req.via, mentions: mentions})
+		sender: req.sender, plan: p, via: req.via, mentions: mentions, kind: kind})
 	if err != nil {
 		return changeOutcome{}, err
 	}
@@ -252,7 +252,7 @@ func (rm *reminders) loadLast(ctx context.Context, sc binding.Scope, sess sessio
 // rememberLast records what the chat was sent last; an older delivery
 // never replaces a newer one.
 func (rm *reminders) rememberLast(ctx context.Context, sc binding.Scope, rec *Record, occ, at time.Time) error {
-	l := lastDelivered{V: 1, ID: rec.ID, Message: rec.Message, Mentions: rec.Mentions, Occurrence: occ.UTC(), At: at.UTC().Truncate(time.Second)}
+	l := lastDelivered{V: 1, ID: rec.ID, Message: rec.Message, Mentions: rec.Mentions, Occurrence: occ.UTC(), At: at.UTC().Truncate(time.Second), Kind: rec.Kind}
 	val, err := json.Marshal(l)
 	if err != nil {
 		return err

@@ -61,14 +61,25 @@ func (rp *replies) sche(ctx context.Context, inv *bus.Invocation, set Settings, 
 		if strings.TrimSpace(msg) == "" {
 			return rp.text(set, "cmd.add_usage", nil)
 		}
+		// The prompt form is read on the text the reader left (ai.go).
+		kind := KindText
+		if prompt, ok := cutAIKeyword(msg); ok {
+			if f := checkAIAdd(set, prompt); f != nil {
+				return rp.rd.failureText(set, f)
+			}
+			msg, kind = prompt, KindAI
+		}
 		plan.Message = msg
 		sess, sender, ok := sessionOf(inv.Command.Session).resolve()
 		if !ok {
 			return rp.text(set, "err.no_session", nil)
 		}
-		id, err := rp.rem.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: viaCommand, mentions: mentions})
+		id, err := rp.rem.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: viaCommand, mentions: mentions, kind: kind})
 		if err != nil {
 			return rp.failText(ctx, inv, set, err)
+		}
+		if kind == KindAI {
+			return rp.rd.scheduled(set, id, plan, now) + "\n" + rp.rd.aiNote(set)
 		}
 		return rp.rd.scheduled(set, id, plan, now)
 	case cmdChangeUsage:

@@ -55,6 +55,7 @@ type delivery struct {
 	ackWait     time.Duration
 	claimFor    time.Duration // how long a claim holds (Config.Claim)
 	hostTimeout time.Duration
+	llmTimeout  time.Duration // an AI-written delivery's LLM call (Config.LLMTimeout)
 	replica     string
 	retry       RetryPolicy
 	subj        wire.Subjects
@@ -75,7 +76,7 @@ type hooks struct {
 
 func newDelivery(cfg Config, deps bus.Deps, rem *reminders, rd Renderer, zone *time.Location, lead time.Duration, m *metrics) *delivery {
 	d := &delivery{rem: rem, rd: rd, zone: zone, holds: newHolder(cfg.MaxHeld), flusher: newFlusher(),
-		lead: lead, ackWait: cfg.AckWait, claimFor: cfg.Claim, hostTimeout: cfg.HostTimeout, replica: cfg.Replica,
+		lead: lead, ackWait: cfg.AckWait, claimFor: cfg.Claim, hostTimeout: cfg.HostTimeout, llmTimeout: cfg.LLMTimeout, replica: cfg.Replica,
 		retry: cfg.Retry, subj: deps.Subjects, now: deps.Clock, log: deps.Logger,
 		tracer: deps.TracerProvider.Tracer(tracerName), metrics: m}
 	d.janitor = newJanitor(&d.active, d.cleanUp)
@@ -123,6 +124,9 @@ type outgoing struct {
 	msg  wire.SendMessage
 	rule *when.Rule
 	loc  *time.Location
+	// ai is an AI-written reminder's budget decision: its text is asked
+	// for at the send (writeAI, ai.go).
+	ai *aiCharge
 }
 
 // fired handles one fired message (spec 7.4) and acks or naks it.
@@ -311,7 +315,7 @@ func (d *delivery) claim(ctx context.Context, cl *claimed, rev uint64, now time.
 		}
 	}
 	c.State = StateSending
-	c.Claim = &claim{Occurrence: occ, Replica: d.replica, Until: nowSec.Add(d.claimFor)}
+	c.Claim = &claim{Occurrence: occ, Replica: d.replica, Until: nowSec.Add(d.claimFor + d.claimExtra(&c))}
 	c.Attempt++
 	crev, err := d.rem.casRecord(ctx, cl.sc, &c, rev)
 	if err != nil {
@@ -361,11 +365,18 @@ func (d *delivery) render(ctx context.Context, c *claimed, now time.Time) outgoi
 	text := d.rd.DeliveryText(set, c.rec, c.occ, now, skipped)
 	msg := wire.SendMessage{BotUUID: c.rec.Session.BotUUID, TargetType: c.rec.Session.TargetType, TargetID: c.rec.Session.TargetID,
 		MessageChain: deliveryChain(set, c.rec, text)}
-	return outgoing{msg: msg, rule: rule, loc: loc}
+	out := outgoing{msg: msg, rule: rule, loc: loc}
+	if c.rec.Kind == KindAI {
+		// The text is asked for at the send (writeAI); the budget is
+		// decided now, while a held delivery waits.
+		out.ai = d.chargeAI(ctx, c, set, now)
+	}
+	return out
 }
 
 // sendMessage sends the claimed delivery's message within the host timeout.
 func (d *delivery) sendMessage(ctx context.Context, c *claimed) error {
+	d.writeAI(ctx, c)
 	sctx, cancel := context.WithTimeout(ctx, d.hostTimeout)
 	defer cancel()
 	return d.host.SendMessage(sctx, c.auth.Binding, c.out.msg, idempotencyKey(c.sc, c.rec.ID, c.occ))

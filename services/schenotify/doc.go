@@ -18,15 +18,19 @@
 //     changes, the resume of an attach and the recovery sweep (its
 //     background work, as a bus.Part).
 //   - delivery (deliver.go, hold.go, janitor.go, waiting.go,
-//     nextmessage.go): a fired reminder is claimed into one claimed value
-//     that the hold, the send and the outcome pass on; its janitor, held
-//     deliveries and next-message sends start and stop with it (bus.Part).
+//     nextmessage.go, ai.go): a fired reminder is claimed into one claimed
+//     value that the hold, the send and the outcome pass on; its janitor,
+//     held deliveries and next-message sends start and stop with it
+//     (bus.Part). An AI-written reminder's budget is decided when its
+//     message is rendered and its text asked of the host's LLM
+//     (invoke_llm) just before the send (ai.go).
 //   - replies (commands.go, tools.go): the command and tool answers.
 //
 // # State
 //
 // One KV record per reminder (<scope>.reminder.<id>, Record) and one index
-// per scope (<scope>.index, Index) in the bucket langbot_schenotify; every
+// per scope (<scope>.index, Index) in the bucket langbot_schenotify, with
+// the day's count of AI-written deliveries (<scope>.aibudget); every
 // write is a compare-and-set on the revision. Adds write the index entry
 // first (which keeps the per-installation and per-chat caps exact under
 // concurrency), then the record, then the schedule. Ids (6 characters, no

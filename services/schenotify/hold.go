@@ -158,7 +158,7 @@ func (d *delivery) release(it *held) {
 	}
 	ctx, span := d.tracer.Start(context.Background(), "release held reminder", opts...)
 	defer span.End()
-	ctx, cancel := context.WithTimeout(ctx, d.hostTimeout+10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, d.hostTimeout+10*time.Second+d.claimExtra(it.rec))
 	defer cancel()
 	outcome, err := d.send(ctx, it.claimed)
 	d.settle(ctx, it.f, outcome, err)

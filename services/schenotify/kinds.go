@@ -20,3 +20,7 @@ const (
 // keyLast is the key kind of the reminder delivered last in a chat:
 // <scope>.last.<session token>, read by "!sche snooze" without an id.
 const keyLast = "last"
+
+// keyAIBudget is the key of a scope's budget of AI-written deliveries:
+// <scope>.aibudget (ai.go).
+const keyAIBudget = "aibudget"

@@ -10,7 +10,7 @@ import (
 // Tool parameter schemas (spec 3).
 const (
 	schemaEmpty    = `{"type":"object","properties":{}}`
-	schemaSchedule = `{"type":"object","properties":{"message":{"type":"string"},"time_str":{"type":"string"},"delay":{"type":"string"},"recurrence":{"type":"string"},"until":{"type":"string"},"mentions":{"type":"array","items":{"type":"string"},"maxItems":10}},"required":["message"]}`
+	schemaSchedule = `{"type":"object","properties":{"message":{"type":"string"},"time_str":{"type":"string"},"delay":{"type":"string"},"recurrence":{"type":"string"},"until":{"type":"string"},"mentions":{"type":"array","items":{"type":"string"},"maxItems":10},"ai":{"type":"boolean"}},"required":["message"]}`
 	schemaCancel   = `{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`
 	schemaSnooze   = `{"type":"object","properties":{"id":{"type":"string"},"delay":{"type":"string"},"time_str":{"type":"string"}}}`
 	schemaEdit     = `{"type":"object","properties":{"id":{"type":"string"},"time_str":{"type":"string"},"message":{"type":"string"}},"required":["id"]}`
@@ -30,13 +30,14 @@ const (
 		"or 'delay': 30m, 2h15m, 1d12h, PT30M. " +
 		"Repeating: 'recurrence' is a 5-field cron ('0 9 * * 1-5'), @hourly, @daily, @weekly, @monthly, @yearly or '@every <duration>' (>= 1m); the start is then optional; 'until' (as time_str) ends it. " +
 		"In a group, 'mentions': up to 10 member ids to @-mention. " +
+		"'ai': true makes 'message' a request the AI answers when due. " +
 		"Never pass the chat or user: they come from the session. Paraphrase the result's text."
 	promptList   = "Lists this chat's reminders, soonest first."
-	promptSnooze = "Brings a reminder back later; without 'id', the one delivered last here. 'delay' (10m) or 'time_str' (as schedule_notify), default 10 minutes. A pending one-time reminder is moved, else a copy is set."
-	promptEdit   = "Changes a reminder of this chat by id: 'time_str' (as schedule_notify; 'every day 8am' replaces its rule) or 'message', not both. The result says how the time was read."
-	promptPause  = "Pauses a repeating reminder of this chat by id until resume_notification (one-time ones cannot be paused)."
-	promptResume = "Resumes a reminder paused with pause_notification at its next occurrence (missed ones are skipped)."
-	promptCancel = "Cancels a reminder of this chat by id (from list_notifications or schedule_notify)."
+	promptSnooze = "Brings a reminder back later; without 'id', the one delivered last here. 'delay' (10m) or 'time_str' (as schedule_notify), default 10 minutes."
+	promptEdit   = "Changes a reminder of this chat by id: 'time_str' (as schedule_notify; 'every day 8am' replaces its rule) or 'message', not both."
+	promptPause  = "Pauses a repeating reminder of this chat by id until resume_notification."
+	promptResume = "Resumes a reminder paused with pause_notification at its next occurrence."
+	promptCancel = "Cancels a reminder of this chat by id."
 )
 
 // Declaration is what schenotify offers a host (spec 2, 3): the sche and
@@ -83,6 +84,7 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 			cfg("max_reminders", "integer", defaultMaxReminders),
 			cfg("max_per_session", "integer", defaultMaxPerSession),
 			cfg("mention_creator", "boolean", true),
+			cfg("ai_calls_per_day", "integer", DefaultAICallsPerDay),
 			plugin.CommandPrefixConfig(),
 		},
 		Commands: []plugin.Command{command(CommandSche), command(CommandDsche)},

@@ -10,6 +10,10 @@ const (
 	outcomePaused    = "paused"
 	outcomeNotDue    = "not_due"
 	outcomeDeleted   = "deleted"
+	// outcomeAIFallback counts an AI-written delivery that sent its
+	// fallback (no answer, no model, budget used up, turned off), on top
+	// of the delivery's own outcome.
+	outcomeAIFallback = "ai_fallback"
 )
 
 type metrics struct {

@@ -147,7 +147,7 @@ func (d *delivery) claimWaiting(ctx context.Context, cl *claimed, rev uint64, no
 	occ := cl.orig.NextDue
 	c := cl.orig
 	c.State = StateSending
-	c.Claim = &claim{Occurrence: occ, Replica: d.replica, Until: nowSec.Add(d.claimFor)}
+	c.Claim = &claim{Occurrence: occ, Replica: d.replica, Until: nowSec.Add(d.claimFor + d.claimExtra(&c))}
 	c.Attempt++
 	fa := nowSec
 	c.FirstAttemptAt = &fa

@@ -69,6 +69,9 @@ type Record struct {
 	// Held marks a reminder paused by a user (!sche pause): its state is
 	// paused, and only !sche resume brings it back, not an attach.
 	Held bool `json:"held,omitempty"`
+	// Kind is KindText (absent: every record stored before kinds) or
+	// KindAI, whose Message is the prompt (ai.go).
+	Kind string `json:"kind,omitempty"`
 }
 
 // lastDelivered is <scope>.last.<session token>: what a chat was sent
@@ -81,6 +84,9 @@ type lastDelivered struct {
 	Mentions   []string  `json:"mentions,omitempty"`
 	Occurrence time.Time `json:"occurrence"`
 	At         time.Time `json:"at"`
+	// Kind is the reminder's (Record.Kind): a snoozed AI-written reminder
+	// is written by the AI again.
+	Kind string `json:"kind,omitempty"`
 }
 
 // Created via.

@@ -98,6 +98,7 @@ type addRequest struct {
 	plan     when.Plan
 	via      string
 	mentions []string // member ids to mention, within the caps
+	kind     string   // KindText or KindAI (plan.Message is then the prompt)
 }
 
 // add creates and arms a reminder (spec 3.3 success, 6.1): the index entry
@@ -175,7 +176,7 @@ func (rm *reminders) add(ctx context.Context, req addRequest) (string, error) {
 		V: 1, ID: id, Session: req.session, CreatorSenderID: sender, CreatedAt: now, CreatedVia: req.via,
 		InvocationID: req.invID, Message: req.plan.Message, OriginalLength: req.plan.OriginalLength,
 		Zone: req.settings.Zone.String(), NextDue: req.plan.First.UTC(), State: StateScheduled,
-		Mentions: req.mentions,
+		Mentions: req.mentions, Kind: req.kind,
 	}
 	if req.plan.Rule != nil {
 		r := req.plan.Rule.Recurrence

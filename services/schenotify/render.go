@@ -42,8 +42,10 @@ type scheduleResult struct {
 	Truncated      bool             `json:"truncated"`
 	OriginalLength int              `json:"original_length"`
 	Adjusted       *when.Adjusted   `json:"adjusted"`
-	Warnings       []warning        `json:"warnings"`
-	Text           string           `json:"text"`
+	// Kind is "ai" for an AI-written reminder (Message is its prompt).
+	Kind     string    `json:"kind,omitempty"`
+	Warnings []warning `json:"warnings"`
+	Text     string    `json:"text"`
 }
 
 // listItem is one reminder of list_notifications.
@@ -59,6 +61,8 @@ type listItem struct {
 	// Held: paused by a user (resume_notification), not by the installation.
 	Held     bool     `json:"held"`
 	Mentions []string `json:"mentions"`
+	// Kind is "ai" for an AI-written reminder (Message is its prompt).
+	Kind string `json:"kind,omitempty"`
 }
 
 // listResult is the result of list_notifications.
@@ -241,7 +245,7 @@ func (rd Renderer) List(s Settings, recs []*Record, now time.Time) listResult {
 	r := listResult{Status: "ok", Zone: s.Zone.String(), Count: len(recs), Reminders: []listItem{}, Warnings: rd.Warnings(s)}
 	for _, rec := range recs {
 		it := listItem{ID: rec.ID, Due: when.RFC3339In(rec.NextDue, s.Zone), Recurrence: rec.Recurrence,
-			State: shownState(rec.State), Attempt: rec.Attempt, Held: rec.Held, Mentions: append([]string{}, rec.Mentions...)}
+			State: shownState(rec.State), Attempt: rec.Attempt, Held: rec.Held, Mentions: append([]string{}, rec.Mentions...), Kind: rec.Kind}
 		if rec.LastError != nil {
 			c := rec.LastError.Code
 			it.LastError = &c
@@ -333,7 +337,7 @@ func (rd Renderer) listLine(s Settings, n int, rec *Record, maxAttempts int) str
 		state = rd.text(s, "cmd.state_failed", map[string]string{"error": code})
 	}
 	return rd.text(s, "cmd.list_line", map[string]string{"n": strconv.Itoa(n), "id": rec.ID, "time": t,
-		"recurrence": rec2, "state": state, "message": preview(rec.Message, listPreviewRunes)})
+		"recurrence": rec2, "state": state, "message": rd.kindMark(s, rec) + preview(rec.Message, listPreviewRunes)})
 }
 
 // Deleted is the !dsche success reply body (without prefix).

@@ -226,7 +226,7 @@ func TestManifest(t *testing.T) {
 		}
 	}
 	p := m.Tools[1].LLMPrompt
-	for _, must := range []string{"get_current_time_str first", "delay", "time_str", "cron", "@every", "session"} {
+	for _, must := range []string{"get_current_time_str first", "delay", "time_str", "cron", "@every", "session", "'ai'"} {
 		if !strings.Contains(p, must) {
 			t.Errorf("schedule_notify prompt does not mention %q", must)
 		}
@@ -235,7 +235,7 @@ func TestManifest(t *testing.T) {
 	s := schenotify.NormalizeConfig(nil, time.UTC)
 	defaults := map[string]any{"language": s.Language, "timezone": "", "notify_prefix": s.Prefix,
 		"max_reminders": s.MaxReminders, "max_per_session": s.MaxPerSession, "mention_creator": s.MentionCreator,
-		"command_prefix": s.CommandPrefix}
+		"command_prefix": s.CommandPrefix, "ai_calls_per_day": s.AICallsPerDay}
 	for _, c := range m.Config {
 		if w, ok := defaults[c.Name]; !ok || w != c.Default {
 			t.Errorf("config %s: default %#v, settings use %#v", c.Name, c.Default, w)

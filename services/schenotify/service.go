@@ -58,6 +58,9 @@ type Config struct {
 	// MaxHeld bounds the deliveries waiting in memory; default
 	// defaultMaxHeld. Fires beyond it wait on the server as without a lead.
 	MaxHeld int
+	// LLMTimeout bounds the invoke_llm of an AI-written delivery (ai.go);
+	// default 20 s. Its send claim holds this much longer.
+	LLMTimeout time.Duration
 }
 
 // Service is the reminder service. Create it with New and serve with Run.
@@ -131,7 +134,8 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			AckWait: cfg.AckWait,
 			// held deliveries stay unacked until their instant (hold.go)
 			MaxAckPending: cfg.MaxHeld + max(1000, cfg.DueWorkers*4),
-			Timeout:       cfg.HostTimeout + 10*time.Second,
+			// an AI-written delivery asks the LLM first (ai.go)
+			Timeout: cfg.HostTimeout + 10*time.Second + cfg.LLMTimeout,
 		}, Handler: s.handleFired}},
 		// delivery (its janitor, held deliveries, next-message sends)
 		// starts before the due consumer opens and stops after its
@@ -162,6 +166,9 @@ func withDefaults(cfg Config) (Config, error) {
 	}
 	if cfg.HostTimeout <= 0 {
 		cfg.HostTimeout = wire.DefaultHostTimeout
+	}
+	if cfg.LLMTimeout <= 0 {
+		cfg.LLMTimeout = defaultLLMTimeout
 	}
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = 30 * time.Minute

@@ -46,6 +46,10 @@ type Settings struct {
 	// with: the installation's command_prefix, replaced in a command's
 	// answer by the prefix the user typed (handleCommand).
 	CommandPrefix string
+	// AICallsPerDay is the installation's budget of AI-written deliveries
+	// per calendar day of its zone (setting ai_calls_per_day; 0 turns the
+	// form off).
+	AICallsPerDay int
 	Warnings      []configWarning
 }
 
@@ -76,6 +80,7 @@ func NormalizeConfig(raw json.RawMessage, defaultZone *time.Location) Settings {
 	s.MaxReminders = r.Int("max_reminders", defaultMaxReminders, caps)
 	s.MaxPerSession = min(r.Int("max_per_session", defaultMaxPerSession, caps), s.MaxReminders)
 	s.MentionCreator = r.Bool("mention_creator", true, settings.Bools{})
+	s.AICallsPerDay = r.Int("ai_calls_per_day", DefaultAICallsPerDay, settings.Ints{Min: 0, Max: maxCap})
 	s.CommandPrefix = r.CommandPrefix()
 	for _, w := range r.Warnings() {
 		s.Warnings = append(s.Warnings, configWarning{Field: w.Field, Value: shownValue(w.Raw), Used: w.Used})

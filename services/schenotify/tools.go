@@ -106,11 +106,24 @@ func (rp *replies) tool(ctx context.Context, inv *bus.Invocation) (any, error) {
 				return failed(mentionsFailure("mentions"))
 			}
 		}
+		kind := KindText
+		if raw := bytes.TrimSpace(params["ai"]); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+			var ai bool
+			if json.Unmarshal(raw, &ai) != nil {
+				return failed(fail("invalid_param", "ai", map[string]string{"field": "ai"}))
+			}
+			if ai {
+				if f := checkAIAdd(set, plan.Message); f != nil {
+					return failed(f)
+				}
+				kind = KindAI
+			}
+		}
 		sess, sender, ok := sessionOf(inv.Tool.Session).resolve()
 		if !ok {
 			return failed(fail("no_session", "", nil))
 		}
-		id, err := rp.rem.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: viaTool, mentions: mentions})
+		id, err := rp.rem.add(ctx, addRequest{scope: inv.Scope, invID: inv.ID, settings: set, session: sess, sender: sender, plan: plan, via: viaTool, mentions: mentions, kind: kind})
 		var vf *when.Failure
 		if errors.As(err, &vf) {
 			return failed(vf)
@@ -118,7 +131,12 @@ func (rp *replies) tool(ctx context.Context, inv *bus.Invocation) (any, error) {
 		if err != nil {
 			return failed(rp.internalFailure(ctx, inv, err))
 		}
-		return result(rp.rd.ScheduleResult(set, id, plan, now))
+		r := rp.rd.ScheduleResult(set, id, plan, now)
+		if kind == KindAI {
+			r.Kind = KindAI
+			r.Text += "\n" + rp.rd.aiNote(set)
+		}
+		return result(r)
 	case ToolList:
 		sess, _, ok := sessionOf(inv.Tool.Session).resolve()
 		if !ok {

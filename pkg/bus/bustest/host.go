@@ -10,31 +10,50 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/langbot-nats/plugins/pkg/bus"
 )
 
 // HostCall is one host action the fake host received.
 type HostCall struct {
 	Action         string
 	Scope          binding.Scope
-	Request        wire.HostRequest
+	Request        bus.HostRequest
 	IdempotencyKey string
 	Header         nats.Header
 	At             time.Time
 }
 
 // SendMessage decodes the call's data as send_message data.
-func (c HostCall) SendMessage() wire.SendMessage {
-	var m wire.SendMessage
+func (c HostCall) SendMessage() bus.SendMessage {
+	var m bus.SendMessage
 	_ = json.Unmarshal(c.Request.Data, &m)
 	return m
 }
 
+// InvokeLLM decodes the call's data as invoke_llm data.
+func (c HostCall) InvokeLLM() bus.InvokeLLM {
+	var m bus.InvokeLLM
+	_ = json.Unmarshal(c.Request.Data, &m)
+	return m
+}
+
+// LLMModel is the model the fake host's LLM answers as.
+const LLMModel = "test-model"
+
+// LLMAnswer is the fake host's default invoke_llm answer to req: "LLM: "
+// and the last message's content.
+func LLMAnswer(req bus.InvokeLLM) string {
+	if len(req.Messages) == 0 {
+		return "LLM:"
+	}
+	return "LLM: " + req.Messages[len(req.Messages)-1].Content
+}
+
 // HostReply is how the fake host answers one call.
 type HostReply struct {
-	Data any         // success body; nil means {}
-	Err  *wire.Error // error reply
-	Drop bool        // no reply at all: the caller times out
+	Data any        // success body; nil means {}
+	Err  *bus.Error // error reply
+	Drop bool       // no reply at all: the caller times out
 }
 
 // Host is a fake LangBot host: it answers every host action on
@@ -45,13 +64,17 @@ type Host struct {
 	mu      sync.Mutex
 	calls   []HostCall
 	respond func(HostCall) HostReply
+	llm     func(bus.InvokeLLM) HostReply
 	changed chan struct{}
 }
 
+// By default invoke_llm answers LLMAnswer as LLMModel; AnswerLLM
+// scripts it.
+//
 // NewHost subscribes a fake host on nc until cleanup. Each call is
 // answered on its own goroutine, so a responder that blocks (to hold a
 // send in flight) does not hold up the others.
-func NewHost(t testing.TB, nc *nats.Conn, subjects wire.Subjects) *Host {
+func NewHost(t testing.TB, nc *nats.Conn, subjects bus.Subjects) *Host {
 	t.Helper()
 	h := &Host{changed: make(chan struct{})}
 	sub, err := nc.Subscribe(subjects.HostAll(), func(m *nats.Msg) {
@@ -59,11 +82,11 @@ func NewHost(t testing.TB, nc *nats.Conn, subjects wire.Subjects) *Host {
 		if err != nil {
 			return
 		}
-		call := HostCall{Action: action, Scope: sc, IdempotencyKey: m.Header.Get(wire.HeaderIdempotencyKey), Header: m.Header, At: time.Now()}
+		call := HostCall{Action: action, Scope: sc, IdempotencyKey: m.Header.Get(bus.HeaderIdempotencyKey), Header: m.Header, At: time.Now()}
 		_ = json.Unmarshal(m.Data, &call.Request)
 		h.mu.Lock()
 		h.calls = append(h.calls, call)
-		respond := h.respond
+		respond, llm := h.respond, h.llm
 		close(h.changed)
 		h.changed = make(chan struct{})
 		h.mu.Unlock()
@@ -72,8 +95,11 @@ func NewHost(t testing.TB, nc *nats.Conn, subjects wire.Subjects) *Host {
 		go func() {
 			defer h.wg.Done()
 			reply := defaultReply(call)
-			if respond != nil {
+			switch {
+			case respond != nil:
 				reply = respond(call)
+			case llm != nil && call.Action == bus.ActionInvokeLLM:
+				reply = llm(call.InvokeLLM())
 			}
 			if reply.Drop {
 				return
@@ -111,24 +137,26 @@ func NewHost(t testing.TB, nc *nats.Conn, subjects wire.Subjects) *Host {
 
 func defaultReply(c HostCall) HostReply {
 	switch c.Action {
-	case wire.ActionGetBotInfo:
+	case bus.ActionGetBotInfo:
 		var d struct {
 			BotUUID string `json:"bot_uuid"`
 		}
 		_ = json.Unmarshal(c.Request.Data, &d)
-		return HostReply{Data: map[string]any{"bot": wire.BotInfo{UUID: d.BotUUID, Name: "Test Bot", Adapter: "test"}}}
-	case wire.ActionGetBots:
-		return HostReply{Data: map[string]any{"bots": []wire.BotInfo{}}}
+		return HostReply{Data: map[string]any{"bot": bus.BotInfo{UUID: d.BotUUID, Name: "Test Bot", Adapter: "test"}}}
+	case bus.ActionGetBots:
+		return HostReply{Data: map[string]any{"bots": []bus.BotInfo{}}}
+	case bus.ActionInvokeLLM:
+		return HostReply{Data: bus.LLMAnswer{Text: LLMAnswer(c.InvokeLLM()), Model: LLMModel}}
 	}
 	return HostReply{}
 }
 
 // ErrorMsg returns a reply message carrying e, as a peer following the
 // protocol would send it.
-func ErrorMsg(e *wire.Error) *nats.Msg {
+func ErrorMsg(e *bus.Error) *nats.Msg {
 	h := nats.Header{}
-	h.Set(wire.HeaderServiceError, e.Word)
-	h.Set(wire.HeaderServiceCode, strconv.Itoa(e.Code))
+	h.Set(bus.HeaderServiceError, e.Word)
+	h.Set(bus.HeaderServiceCode, strconv.Itoa(e.Code))
 	body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": e.Word, "message": e.Message, "reason": e.Reason}})
 	return &nats.Msg{Header: h, Data: body}
 }
@@ -138,6 +166,19 @@ func (h *Host) Respond(f func(HostCall) HostReply) {
 	h.mu.Lock()
 	h.respond = f
 	h.mu.Unlock()
+}
+
+// AnswerLLM sets how later invoke_llm calls are answered (nil: the
+// default answer), unless Respond has taken over every action.
+func (h *Host) AnswerLLM(f func(bus.InvokeLLM) HostReply) {
+	h.mu.Lock()
+	h.llm = f
+	h.mu.Unlock()
+}
+
+// NoLLMModel is the reply of a host whose workspace has no LLM model.
+func NoLLMModel(bus.InvokeLLM) HostReply {
+	return HostReply{Err: bus.ErrNoLLMModel}
 }
 
 // Calls returns the calls received so far.
@@ -151,7 +192,18 @@ func (h *Host) Calls() []HostCall {
 func (h *Host) Sends() []HostCall {
 	var out []HostCall
 	for _, c := range h.Calls() {
-		if c.Action == wire.ActionSendMessage {
+		if c.Action == bus.ActionSendMessage {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// LLMCalls returns the invoke_llm calls received so far.
+func (h *Host) LLMCalls() []HostCall {
+	var out []HostCall
+	for _, c := range h.Calls() {
+		if c.Action == bus.ActionInvokeLLM {
 			out = append(out, c)
 		}
 	}

@@ -120,7 +120,8 @@ func startEnv(t testing.TB) *env {
 	e := &env{t: t, stack: newStack(t), py: py, ins: map[string]*runtimetest.Installation{}}
 	e.pkgs = buildPackages(t, py)
 	e.stack.startAll()
-	e.rt = runtimetest.Start(t, py, runtimetest.Options{})
+	// One fake LLM model, for AI-written reminders (ai_test.go).
+	e.rt = runtimetest.Start(t, py, runtimetest.Options{LLMModels: []string{fakeLLMModel}})
 	return e
 }
 

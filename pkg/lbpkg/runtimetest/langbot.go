@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,6 +119,15 @@ func (r *Runtime) answer(req request) response {
 		row := botRow(bot)
 		row["adapter_runtime_values"] = map[string]any{"bot_account_id": bot.AccountID, "webhook_url": "", "webhook_full_url": "", "extra_webhook_full_url": ""}
 		return ok(map[string]any{"bot": row})
+	case "get_llm_models":
+		return ok(map[string]any{"llm_models": append([]string{}, r.opts.LLMModels...)})
+	case "invoke_llm":
+		var d LLMRequest
+		_ = json.Unmarshal(req.Data, &d)
+		if !slices.Contains(r.opts.LLMModels, d.Model) {
+			return fail("LLM model with llm_model_uuid " + d.Model + " not found")
+		}
+		return ok(LLMReply(FakeLLMAnswer(d)))
 	case "get_bots":
 		rows := []map[string]any{}
 		for _, bot := range r.opts.Bots {
@@ -126,6 +136,55 @@ func (r *Runtime) answer(req request) response {
 		return ok(map[string]any{"bots": rows})
 	}
 	return fail("ValueError: Action " + req.Action + " not found")
+}
+
+// LLMRequest is the data of an invoke_llm call as the SDK sends it.
+type LLMRequest struct {
+	Model    string `json:"llm_model_uuid"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content any    `json:"content"`
+	} `json:"messages"`
+	Timeout float64 `json:"timeout"`
+}
+
+// Prompt returns the content of the request's last user message.
+func (q LLMRequest) Prompt() string {
+	for i := len(q.Messages) - 1; i >= 0; i-- {
+		if m := q.Messages[i]; m.Role == "user" {
+			s, _ := m.Content.(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// FakeLLMAnswer is the fake LLM's default answer: "fake LLM: " and the
+// prompt.
+func FakeLLMAnswer(q LLMRequest) string { return "fake LLM: " + q.Prompt() }
+
+// LLMReply is LangBot's invoke_llm answer carrying text, for a
+// HostReply that scripts the fake LLM.
+func LLMReply(text string) map[string]any {
+	return map[string]any{"message": map[string]any{"role": "assistant", "content": text}}
+}
+
+// LLMRequest decodes the call's data as invoke_llm data.
+func (c HostCall) LLMRequest() LLMRequest {
+	var q LLMRequest
+	_ = json.Unmarshal(c.Data, &q)
+	return q
+}
+
+// LLMCalls returns the invoke_llm calls so far.
+func (r *Runtime) LLMCalls() []HostCall {
+	var out []HostCall
+	for _, c := range r.HostCalls() {
+		if c.Action == "invoke_llm" {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func botRow(b Bot) map[string]any {

@@ -44,6 +44,10 @@ type Options struct {
 	// Bots LangBot knows (get_bots, get_bot_info, send_message); default one
 	// bot "bot-1".
 	Bots []Bot
+	// LLMModels are the LLM model uuids LangBot lists (get_llm_models);
+	// none by default, so invoke_llm finds no model. invoke_llm with a
+	// listed model answers FakeLLMAnswer unless SetHostReply scripts it.
+	LLMModels []string
 	// Env is added to the runtime process's environment.
 	Env []string
 	// WorkDir holds one working directory per launch of the runtime

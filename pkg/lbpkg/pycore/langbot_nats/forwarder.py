@@ -454,6 +454,8 @@ class Forwarder:
             raise err(403, "binding is not this worker's")
         if action not in self.gen.protocol["host_actions"]:
             raise err(404, "unknown host action")
+        if action == "invoke_llm":
+            return await self._invoke_llm(body["data"])
         key = headers.get(self.gen.header("idempotency_key")) or ""
         if not key:
             return await self._call_runtime(action, body["data"])
@@ -478,12 +480,62 @@ class Forwarder:
         fut.set_result(result)
         return result
 
-    async def _call_runtime(self, action: str, data: dict[str, typing.Any]) -> typing.Any:
+    async def _invoke_llm(self, data: dict[str, typing.Any]) -> dict[str, typing.Any]:
+        """One completion through the SDK (docs/protocol.md, invoke_llm).
+
+        The model is the one the service names, else the first the
+        workspace lists; none answers 404 with the no-model reason. The
+        messages are chat text: never logged.
+        """
+        err = lambda code, msg, reason="": p.make_error(self.gen, code, msg, reason)  # noqa: E731
+        model = data.get("llm_model_uuid") or ""
+        messages = data.get("messages")
+        if (
+            not isinstance(model, str)
+            or not isinstance(messages, list)
+            or not messages
+            or not all(isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in messages)
+        ):
+            raise err(400, "invoke_llm data must be {llm_model_uuid?, messages: [{role, content}], timeout_ms?}")
+        timeout = self.gen.timeout("llm_call")
+        ms = data.get("timeout_ms")
+        if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0:
+            timeout = min(timeout, ms / 1000.0)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        if not model:
+            listed = await self._call_runtime("get_llm_models", {}, min(timeout, self.gen.timeout("host_call")))
+            models = listed.get("llm_models") if isinstance(listed, dict) else None
+            ids = [m if isinstance(m, str) else m.get("uuid") for m in models or [] if isinstance(m, (str, dict))]
+            ids = [i for i in ids if isinstance(i, str) and i]
+            if not ids:
+                raise err(404, "the workspace has no LLM model", self.gen.protocol["llm_no_model_reason"])
+            model = ids[0]
+        left = deadline - loop.time()
+        if left <= 0:
+            raise err(503, "the runtime did not answer in time; outcome unknown", "timeout")
+        result = await self._call_runtime(
+            "invoke_llm",
+            {
+                "llm_model_uuid": model,
+                "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+                "funcs": [],
+                "extra_args": {},
+                "timeout": left,
+            },
+            left,
+        )
+        text = _message_text(result.get("message") if isinstance(result, dict) else None)
+        if not text:
+            raise err(500, "the model answered without text")
+        return {"text": text, "llm_model_uuid": model}
+
+    async def _call_runtime(self, action: str, data: dict[str, typing.Any], timeout: float = 0.0) -> typing.Any:
         err = lambda code, msg, reason="": p.make_error(self.gen, code, msg, reason)  # noqa: E731
         if self.runtime is None:
             raise err(503, "runtime not connected")
         try:
-            return await self.runtime.call(action, data, self.gen.timeout("host_call"))
+            return await self.runtime.call(action, data, timeout or self.gen.timeout("host_call"))
         except HostTimeout:
             raise err(503, "the runtime did not answer in time; outcome unknown", "timeout") from None
         except HostCallFailed as exc:
@@ -497,9 +549,29 @@ class Forwarder:
                 if any(ph in text for ph in phrases):
                     # The platform refused for good: a retry is refused again.
                     raise err(400, "the platform refused the message", reason) from None
+            if action == "invoke_llm" and "llm model" in text and "not found" in text:
+                raise err(404, "no such LLM model in this workspace", self.gen.protocol["llm_no_model_reason"]) from None
             if "not found" in text:
                 raise err(404, "bot or query not found") from None
             if "busy" in text:
                 raise err(429, "the runtime is busy") from None
+            if action in ("invoke_llm", "get_llm_models"):
+                # A provider's error text may quote the prompt: not logged.
+                log.error("host action %s for %s failed in the runtime", action, self.scope)
+                raise err(500, "the LLM call failed") from None
             log.error("host action %s for %s failed in the runtime: %s", action, self.scope, exc)
             raise err(500, "host action failed") from None
+
+
+def _message_text(message: typing.Any) -> str:
+    """The text of LangBot's provider Message: its content string, or its
+    text elements joined."""
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, list):
+        parts = [e.get("text") for e in content if isinstance(e, dict) and e.get("type") == "text"]
+        return "".join(t for t in parts if isinstance(t, str)).strip()
+    return ""

@@ -70,6 +70,7 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, typing.Any]]] = []
         self.fail: Exception | None = None
+        self.models: list[str] = ["model-a", "model-b"]
 
     async def call(self, action: str, data: dict[str, typing.Any], timeout: float) -> dict[str, typing.Any]:
         self.calls.append((action, data))
@@ -77,6 +78,10 @@ class Recorder:
             raise self.fail
         if action == "get_bots":
             return {"bots": [{"uuid": "b1"}]}
+        if action == "get_llm_models":
+            return {"llm_models": list(self.models)}
+        if action == "invoke_llm":
+            return {"message": {"role": "assistant", "content": [{"type": "text", "text": "answer to "}, {"type": "text", "text": data["messages"][-1]["content"]}]}}
         return {}
 
 
@@ -634,6 +639,46 @@ class HostActionTest(Base):
         n = len(self.runtime.calls)
         h, out = await self.call("send_message", self.body(), key="k-503HostTimeout")
         self.assertEqual((self.code(h), len(self.runtime.calls)), ("", n + 1))
+
+    def llm(self, **over: typing.Any) -> dict[str, typing.Any]:
+        data = {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "marker-prompt-1"}], "timeout_ms": 30000}
+        data.update(over)
+        return self.body(data=data)
+
+    async def test_first_model_and_answer_text(self) -> None:
+        h, out = await self.call("invoke_llm", self.llm())
+        self.assertEqual((self.code(h), out), ("", {"text": "answer to marker-prompt-1", "llm_model_uuid": "model-a"}))
+        self.assertEqual([a for a, _ in self.runtime.calls], ["get_llm_models", "invoke_llm"])
+        sent = self.runtime.calls[1][1]
+        self.assertEqual(sent["llm_model_uuid"], "model-a")
+        self.assertEqual(sent["messages"][1], {"role": "user", "content": "marker-prompt-1"})
+        self.assertEqual((sent["funcs"], sent["extra_args"]), ([], {}))
+        self.assertLessEqual(sent["timeout"], 30.0)
+
+    async def test_named_model_is_not_looked_up(self) -> None:
+        h, out = await self.call("invoke_llm", self.llm(llm_model_uuid="model-b"))
+        self.assertEqual(out["llm_model_uuid"], "model-b")
+        self.assertEqual([a for a, _ in self.runtime.calls], ["invoke_llm"])
+
+    async def test_no_model_and_failures(self) -> None:
+        self.runtime.models = []
+        h, out = await self.call("invoke_llm", self.llm())
+        self.assertEqual((self.code(h), out["error"].get("reason")), ("404", GEN.protocol["llm_no_model_reason"]))
+        self.assertEqual([a for a, _ in self.runtime.calls], ["get_llm_models"])
+        self.runtime.fail = HostCallFailed("LLM model with llm_model_uuid gone not found")
+        h, out = await self.call("invoke_llm", self.llm(llm_model_uuid="gone"))
+        self.assertEqual((self.code(h), out["error"].get("reason")), ("404", GEN.protocol["llm_no_model_reason"]))
+        self.runtime.fail = HostCallFailed("provider said: marker-prompt-1 is rude")
+        with self.assertLogs("langbot_nats", "ERROR") as logs:
+            h, out = await self.call("invoke_llm", self.llm(llm_model_uuid="m"))
+        self.assertEqual(self.code(h), "500")
+        self.assertNotIn("marker-prompt-1", json.dumps(out) + "".join(logs.output))
+        self.runtime.fail = HostTimeout("Action invoke_llm call timed out")
+        h, out = await self.call("invoke_llm", self.llm(llm_model_uuid="m"))
+        self.assertEqual((self.code(h), out["error"].get("reason")), ("503", "timeout"))
+        for bad in ({"messages": []}, {"messages": [{"role": "user"}]}, {"llm_model_uuid": 3, "messages": [{"role": "user", "content": "x"}]}):
+            h, out = await self.call("invoke_llm", self.body(data=bad))
+            self.assertEqual(self.code(h), "400")
 
 
 class AttachTest(Base):
