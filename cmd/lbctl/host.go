@@ -63,15 +63,15 @@ func startHost(nc *nats.Conn, subj wire.Subjects, out io.Writer, tp trace.Tracer
 			_ = m.Respond(b)
 		case wire.ActionGetBots:
 			_ = m.Respond([]byte(`{"bots":[{"uuid":"dev-bot","name":"Dev Bot","adapter":"lbctl-dev"}]}`))
-		case bus.ActionInvokeLLM:
+		case wire.ActionInvokeLLM:
 			// The dev host has no model: it echoes the last message, so an
 			// AI-written reminder can be tried without one.
-			var d bus.InvokeLLM
+			var d wire.InvokeLLM
 			if err := json.Unmarshal(req.Data, &d); err != nil || len(d.Messages) == 0 {
-				_ = m.RespondMsg(errorReply(bus.Errorf(bus.ErrBadRequest, "malformed invoke_llm data")))
+				_ = m.RespondMsg(errorReply(wire.Errorf(wire.ErrBadRequest, "malformed invoke_llm data")))
 				return
 			}
-			b, _ := json.Marshal(bus.LLMAnswer{Text: "(dev LLM) " + d.Messages[len(d.Messages)-1].Content, Model: "lbctl-dev"})
+			b, _ := json.Marshal(wire.LLMAnswer{Text: "(dev LLM) " + d.Messages[len(d.Messages)-1].Content, Model: "lbctl-dev"})
 			_ = m.Respond(b)
 		default:
 			_ = m.RespondMsg(errorReply(wire.Errorf(wire.ErrNotFound, "unknown host action %q for %s", action, sc)))

@@ -54,8 +54,8 @@ func (h *Host) SendMessage(ctx context.Context, b binding.Binding, msg wire.Send
 // InvokeLLM asks the host's LLM for one answer. The call is bounded by
 // ctx (DefaultHostTimeout when it has no deadline); req.TimeoutMS, when
 // zero, is filled from that deadline so the host gives up first. A host
-// without a model answers 404 not_found with reason ReasonNoLLMModel.
-func (h *Host) InvokeLLM(ctx context.Context, b binding.Binding, req InvokeLLM) (LLMAnswer, error) {
+// without a model answers 404 not_found with reason wire.ReasonNoLLMModel.
+func (h *Host) InvokeLLM(ctx context.Context, b binding.Binding, req wire.InvokeLLM) (wire.LLMAnswer, error) {
 	if req.TimeoutMS == 0 {
 		left := h.timeout
 		if dl, ok := ctx.Deadline(); ok {
@@ -64,8 +64,8 @@ func (h *Host) InvokeLLM(ctx context.Context, b binding.Binding, req InvokeLLM) 
 		// A margin for the reply's way back.
 		req.TimeoutMS = max(int((left - left/10).Milliseconds()), 1)
 	}
-	var out LLMAnswer
-	err := h.Call(ctx, ActionInvokeLLM, b, req, "", &out)
+	var out wire.LLMAnswer
+	err := h.Call(ctx, wire.ActionInvokeLLM, b, req, "", &out)
 	return out, err
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -222,12 +223,12 @@ func (d *delivery) askLLM(ctx context.Context, c *claimed, set Settings) (answer
 	}
 	lctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	ans, err := d.host.InvokeLLM(lctx, c.auth.Binding, bus.InvokeLLM{Messages: []bus.LLMMessage{
-		{Role: bus.RoleSystem, Content: aiSystemPrompt(set, d.now())},
-		{Role: bus.RoleUser, Content: c.rec.Message},
+	ans, err := d.host.InvokeLLM(lctx, c.auth.Binding, wire.InvokeLLM{Messages: []wire.LLMMessage{
+		{Role: wire.RoleSystem, Content: aiSystemPrompt(set, d.now())},
+		{Role: wire.RoleUser, Content: c.rec.Message},
 	}})
 	switch {
-	case errors.Is(err, bus.ErrNoLLMModel):
+	case errors.Is(err, wire.ErrNoLLMModel):
 		return "", aiWhyNoModel
 	case err != nil:
 		// errorDetail names the code only, never the prompt or the answer.

@@ -283,10 +283,10 @@ func BenchmarkScheNotifyAIDelivery(b *testing.B) {
 		sends := map[string][]time.Time{} // by idempotency key
 		asks := map[string][]time.Time{}  // invoke_llm requests by prompt
 		var sent atomic.Int64
-		subSend, err := hostConn.Subscribe(bus.Subjects{}.HostActionAll(bus.ActionSendMessage), func(m *nats.Msg) {
+		subSend, err := hostConn.Subscribe(wire.Subjects{}.HostActionAll(wire.ActionSendMessage), func(m *nats.Msg) {
 			at := time.Now()
 			mu.Lock()
-			key := m.Header.Get(bus.HeaderIdempotencyKey)
+			key := m.Header.Get(wire.HeaderIdempotencyKey)
 			sends[key] = append(sends[key], at)
 			mu.Unlock()
 			sent.Add(1)
@@ -299,13 +299,13 @@ func BenchmarkScheNotifyAIDelivery(b *testing.B) {
 		// is taken first and the decoding done beside it, so the host's own
 		// work is not counted as the next request's lateness.
 		var answering sync.WaitGroup
-		subLLM, err := hostConn.Subscribe(bus.Subjects{}.HostActionAll(bus.ActionInvokeLLM), func(m *nats.Msg) {
+		subLLM, err := hostConn.Subscribe(wire.Subjects{}.HostActionAll(wire.ActionInvokeLLM), func(m *nats.Msg) {
 			at := time.Now()
 			answering.Add(1)
 			go func() {
 				defer answering.Done()
-				var req bus.HostRequest
-				var q bus.InvokeLLM
+				var req wire.HostRequest
+				var q wire.InvokeLLM
 				if json.Unmarshal(m.Data, &req) != nil || json.Unmarshal(req.Data, &q) != nil || len(q.Messages) == 0 {
 					return
 				}
@@ -313,7 +313,7 @@ func BenchmarkScheNotifyAIDelivery(b *testing.B) {
 				mu.Lock()
 				asks[prompt] = append(asks[prompt], at)
 				mu.Unlock()
-				out, _ := json.Marshal(bus.LLMAnswer{Text: "answer to " + prompt, Model: "bench"})
+				out, _ := json.Marshal(wire.LLMAnswer{Text: "answer to " + prompt, Model: "bench"})
 				_ = m.Respond(out)
 			}()
 		})
@@ -339,8 +339,8 @@ func BenchmarkScheNotifyAIDelivery(b *testing.B) {
 					defer wg.Done()
 					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 					defer cancel()
-					if _, err := bus.PublishAttach(ctx, js, bus.Subjects{}, schenotify.Plugin,
-						bus.Attach{Binding: bind(fmt.Sprintf("bench-%04d", i), 1), Config: cfg, Enabled: true}, ""); err != nil {
+					if _, err := bus.PublishAttach(ctx, js, wire.Subjects{}, schenotify.Plugin,
+						wire.Attach{Binding: bind(fmt.Sprintf("bench-%04d", i), 1), Config: cfg, Enabled: true}, ""); err != nil {
 						errs <- err
 					}
 				}()
@@ -350,12 +350,12 @@ func BenchmarkScheNotifyAIDelivery(b *testing.B) {
 			for err := range errs {
 				b.Fatal(err)
 			}
-			bustest.WaitLifecycle(b, js, bus.Subjects{}, schenotify.Plugin, time.Minute)
+			bustest.WaitLifecycle(b, js, wire.Subjects{}, schenotify.Plugin, time.Minute)
 			for i := range dueCount {
 				bustest.WaitAuthority(b, svc.Runner(), bus.ScopeOf(bind(fmt.Sprintf("bench-%04d", i), 1)), nil)
 			}
 		}
-		inv := bus.NewInvoker(srv.Conn(b), bus.Subjects{}, nil)
+		inv := bus.NewInvoker(srv.Conn(b), wire.Subjects{}, nil)
 		// round creates dueCount reminders of one kind due in the same
 		// second, waits for their deliveries (and 3 s for duplicates), and
 		// returns the due second and what the host received.
@@ -374,9 +374,9 @@ func BenchmarkScheNotifyAIDelivery(b *testing.B) {
 							return
 						}
 						p, _ := json.Marshal(map[string]any{"message": fmt.Sprintf("%s %d", kind, i), "time_str": rfc(due), "ai": kind == "ai"})
-						raw, err := inv.Invoke(context.Background(), schenotify.Plugin, bus.EndpointTool, bus.NewInvocationID(), &bus.Request{
+						raw, err := inv.Invoke(context.Background(), schenotify.Plugin, wire.EndpointTool, bus.NewInvocationID(), &wire.Request{
 							Binding: bind(fmt.Sprintf("bench-%04d", i), 1), Config: cfg,
-							Tool: &bus.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: sess("bot", "group", fmt.Sprint(i))}})
+							Tool: &wire.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: sess("bot", "group", fmt.Sprint(i))}})
 						var r struct {
 							Result struct{ Status, Code string }
 						}
