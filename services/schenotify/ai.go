@@ -23,18 +23,18 @@ import (
 
 // Reminder kinds (Record.Kind).
 const (
-	// KindText is fixed text, the default; records stored before kinds
+	// kindText is fixed text, the default; records stored before kinds
 	// existed have no kind and read as fixed text.
-	KindText = ""
-	// KindAI: Message is a prompt the host's LLM answers at the due time.
-	KindAI = "ai"
+	kindText = ""
+	// kindAI: Message is a prompt the host's LLM answers at the due time.
+	kindAI = "ai"
 )
 
 // Installation config of the AI-written form (setting ai_calls_per_day).
 const (
-	// DefaultAICallsPerDay is how many AI-written deliveries an
+	// defaultAICallsPerDay is how many AI-written deliveries an
 	// installation may make per day (its zone's calendar day) by default.
-	DefaultAICallsPerDay = 50
+	defaultAICallsPerDay = 50
 	// maxAIAnswerRunes caps the delivered answer (a chat message).
 	maxAIAnswerRunes = 2000
 	// defaultLLMTimeout bounds one invoke_llm of a delivery
@@ -91,14 +91,14 @@ func (rd Renderer) aiNote(set Settings) string {
 
 // kindMark is what lists put before an AI-written reminder's prompt.
 func (rd Renderer) kindMark(set Settings, rec *Record) string {
-	if rec.Kind == KindAI {
+	if rec.Kind == kindAI {
 		return rd.text(set, "word.ai", nil)
 	}
 	return ""
 }
 
-// AIBudget is <scope>.aibudget: the AI-written deliveries of one day.
-type AIBudget struct {
+// aiBudget is <scope>.aibudget: the AI-written deliveries of one day.
+type aiBudget struct {
 	V int `json:"v"`
 	// Day is the installation zone's date the counts belong to
 	// (YYYY-MM-DD); another day starts from zero.
@@ -142,10 +142,10 @@ func (d *delivery) chargeAI(ctx context.Context, c *claimed, set Settings, at ti
 // ahead) is kept: the count never goes back to an earlier day.
 func (d *delivery) charge(ctx context.Context, sc binding.Scope, limit int, day, occ string) (bool, error) {
 	allowed := false
-	budgets := bus.NewRecords(d.runner.KV(), keyAIBudget, bus.RecordsConfig[AIBudget]{})
+	budgets := bus.NewRecords(d.runner.KV(), keyAIBudget, bus.RecordsConfig[aiBudget]{})
 	d.rem.writes.Add(1)
-	_, _, err := budgets.Update(ctx, sc, func(cur *AIBudget) (*AIBudget, error) {
-		b := AIBudget{V: 1, Day: day}
+	_, _, err := budgets.Update(ctx, sc, func(cur *aiBudget) (*aiBudget, error) {
+		b := aiBudget{V: 1, Day: day}
 		if cur != nil && cur.Day >= day {
 			b = *cur
 			b.Charged = slices.Clone(cur.Charged)
@@ -172,7 +172,7 @@ func (d *delivery) charge(ctx context.Context, sc binding.Scope, limit int, day,
 // claimExtra is how much longer than a fixed text's the send claim of rec
 // holds: an AI-written one also covers its LLM call.
 func (d *delivery) claimExtra(rec *Record) time.Duration {
-	if rec.Kind == KindAI {
+	if rec.Kind == kindAI {
 		return d.llmTimeout
 	}
 	return 0

@@ -39,7 +39,7 @@ func TestRecordKindDefault(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"v":1,"id":"abc123","message":"stretch","state":"scheduled"}`), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Kind != KindText {
+	if r.Kind != kindText {
 		t.Fatalf("old record kind %q", r.Kind)
 	}
 	b, _ := json.Marshal(&r)

@@ -366,7 +366,7 @@ func (d *delivery) render(ctx context.Context, c *claimed, now time.Time) outgoi
 	msg := wire.SendMessage{BotUUID: c.rec.Session.BotUUID, TargetType: c.rec.Session.TargetType, TargetID: c.rec.Session.TargetID,
 		MessageChain: deliveryChain(set, c.rec, text)}
 	out := outgoing{msg: msg, rule: rule, loc: loc}
-	if c.rec.Kind == KindAI {
+	if c.rec.Kind == kindAI {
 		// The text is asked for at the send (writeAI); the budget is
 		// decided now, while a held delivery waits.
 		out.ai = d.chargeAI(ctx, c, set, now)

@@ -98,7 +98,7 @@ type addRequest struct {
 	plan     when.Plan
 	via      string
 	mentions []string // member ids to mention, within the caps
-	kind     string   // KindText or KindAI (plan.Message is then the prompt)
+	kind     string   // kindText or kindAI (plan.Message is then the prompt)
 }
 
 // add creates and arms a reminder (spec 3.3 success, 6.1): the index entry

@@ -106,7 +106,7 @@ func (rp *replies) tool(ctx context.Context, inv *bus.Invocation) (any, error) {
 				return failed(mentionsFailure("mentions"))
 			}
 		}
-		kind := KindText
+		kind := kindText
 		if raw := bytes.TrimSpace(params["ai"]); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
 			var ai bool
 			if json.Unmarshal(raw, &ai) != nil {
@@ -116,7 +116,7 @@ func (rp *replies) tool(ctx context.Context, inv *bus.Invocation) (any, error) {
 				if f := checkAIAdd(set, plan.Message); f != nil {
 					return failed(f)
 				}
-				kind = KindAI
+				kind = kindAI
 			}
 		}
 		sess, sender, ok := sessionOf(inv.Tool.Session).resolve()
@@ -132,8 +132,8 @@ func (rp *replies) tool(ctx context.Context, inv *bus.Invocation) (any, error) {
 			return failed(rp.internalFailure(ctx, inv, err))
 		}
 		r := rp.rd.ScheduleResult(set, id, plan, now)
-		if kind == KindAI {
-			r.Kind = KindAI
+		if kind == kindAI {
+			r.Kind = kindAI
 			r.Text += "\n" + rp.rd.aiNote(set)
 		}
 		return result(r)
