@@ -20,7 +20,8 @@ func TestAsyncAPIDocumentsInternalSubjects(t *testing.T) {
 	s := wire.Subjects{Prefix: bustest.DocPrefix}
 	sc := bustest.DocScope(t)
 	var built []string
-	for _, kind := range []string{githubkit.KindSched, githubkit.KindPoll, githubkit.KindHook} {
+	for _, kind := range []string{githubkit.KindSched, githubkit.KindPoll, githubkit.KindHook,
+		githubkit.KindReviewSched, githubkit.KindReviewFire, githubkit.KindOrgSched, githubkit.KindOrgPoll} {
 		subj, err := s.Internal(githubkit.Plugin, kind, sc, bustest.DocID)
 		if err != nil {
 			t.Fatal(err)

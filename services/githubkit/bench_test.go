@@ -51,7 +51,7 @@ func heapInuse() uint64 {
 }
 
 // BenchmarkPollScale is the issue's scale test: 1,000 installations x 3
-// subscribed repositories, one 60 s interval of polls per iteration against
+// subscribed repositories, review reminders on in every chat, one 60 s interval of polls per iteration against
 // the fake GitHub answering 304. The fires of an interval are published at
 // once (the schedules themselves are at 3600 s so they stay out of the
 // way), so the CPU figure is the work of one interval divided by 60 s.
@@ -105,6 +105,13 @@ func BenchmarkPollScale(b *testing.B) {
 		}
 	}
 	wg.Wait()
+	// review reminders on for every chat (issue 30): they must not change
+	// what an interval of polls costs
+	for _, in := range insts {
+		if text, err := h.cmdID(in, h.newID(), "reviews 09:30"); err != nil || !strings.Contains(text, "09:30") {
+			b.Fatalf("reviews: %q %v", text, err)
+		}
+	}
 	if b.Failed() {
 		return
 	}

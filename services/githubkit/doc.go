@@ -25,9 +25,18 @@
 //     the Actions step), webhooks (webhook_cmd.go: "gh hook";
 //     webhook_verify.go: signature and mapping; webhook_http.go: the
 //     receiver; webhook_consume.go: the hook consumer; pushbudget.go),
-//     subscriptions (commands.go: sub, unsub, subs; lifecycle.go) and
-//     cards (cards*.go: link cards, a bus.Part). seen.go's recent-event
-//     sets and the record schedules (arm, disarm) are shared's.
+//     subscriptions (commands.go: sub, unsub, subs; lifecycle.go),
+//     cards (cards*.go: link cards, a bus.Part), and issue 30's parts:
+//     reviewReminders (reviews.go: "gh reviews", per-minute slots
+//     <scope>.rslot.<HHMM> fired by "@at" schedules, one pulls request per
+//     repository per fire), personal (personal.go: "gh me", links
+//     <scope>.me.<login>, private pushes from the events the poller and
+//     the webhook consumer already read), orgs (orgs.go: "gh sub <org>",
+//     <scope>.org.<org>, polled by /orgs/{org}/events; orgs_hook.go: the
+//     organisation's webhook) and summaries (summary.go: "gh summary",
+//     invoke_llm within <scope>.aibudget). settings_feat.go reads their
+//     settings. seen.go's recent-event sets and the record schedules
+//     (arm, disarm) are shared's.
 //   - record.go, store.go, settings.go, kinds.go: the stored records, their
 //     keys and the installation settings. query.go and tools.go: the
 //     read-only lookups. import.go, importdoc.go: the one-shot import.

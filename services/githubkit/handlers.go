@@ -41,12 +41,35 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	var err error
 	switch p.Sub {
 	case events.SubSub:
+		if len(p.Args) > 0 && isOrgArg(p.Args[0]) {
+			text, err = s.orgs.subscribe(ctx, inv, st, x, p, prefix)
+			break
+		}
 		text, err = s.subs.subscribe(ctx, inv, st, x, p, prefix)
 	case events.SubUnsub:
+		if len(p.Args) > 0 && isOrgArg(p.Args[0]) {
+			text, err = s.orgs.unsubscribe(ctx, inv, st, x, p.Args[0])
+			break
+		}
 		text, err = s.subs.unsubscribe(ctx, inv, st, x, p, prefix)
 	case events.SubSubs:
 		text, err = s.subs.listSubs(ctx, inv, x, prefix)
+		if id, ok := identity(inv.Command); ok && err == nil {
+			if l := s.orgs.listLines(ctx, inv.Scope, id, x); l != "" {
+				text += "\n" + l
+			}
+		}
+	case events.SubReviews:
+		text, err = s.revs.command(ctx, inv, st, x, p, prefix)
+	case events.SubMe:
+		text, err = s.me.command(ctx, inv, x, p, prefix)
+	case events.SubSummary:
+		text, err = s.sums.command(ctx, inv, st, x, p.Args, prefix)
 	case events.SubHook:
+		if orgHookArg(p) {
+			text, err = s.orgs.hookCommand(ctx, inv, x, p, prefix)
+			break
+		}
 		text, err = s.wh.hookCommand(ctx, inv, st, x, p, prefix)
 	case events.SubCards:
 		text, err = s.cards.command(ctx, inv, st, x, p, prefix)
@@ -54,6 +77,9 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		text = x.queryCommand(ctx, s.gh, st, p, prefix)
 		if p.Sub == events.SubHelp && s.cfg.WebhookURL != "" {
 			text += "\n" + x.T("help.hook", "prefix", prefix)
+		}
+		if p.Sub == events.SubHelp {
+			text += "\n" + x.T("help.feat", "prefix", prefix)
 		}
 	}
 	if err != nil {

@@ -101,6 +101,16 @@ func Declaration() plugin.Declaration {
 				Label:       t("Link cards", "链接卡片"),
 				Description: t("When on, a GitHub repository, issue, pull request, release or commit link posted in a chat gets a short card. Admins can turn it off in one chat with the gh cards off command.", "开启后，聊天中出现的 GitHub 仓库、议题、拉取请求、发布或提交链接会收到一张简短卡片。管理员可以用 gh cards off 命令在单个会话中关闭。"),
 			},
+			{
+				Name: "timezone", Type: "string", Default: "",
+				Label:       t("Time zone", "时区"),
+				Description: t("IANA zone of review reminder times, e.g. Asia/Shanghai; empty: the server's zone.", "评审提醒时间所用的 IANA 时区，如 Asia/Shanghai；留空为服务器时区。"),
+			},
+			{
+				Name: "ai_summaries_per_day", Type: "integer", Default: defaultAISummariesPerDay,
+				Label:       t("AI summaries per day", "每日 AI 总结次数"),
+				Description: t("How many gh summary requests the installation may make a day (asks the bot's LLM); 0 turns it off.", "本安装每天可用 gh summary 的次数（调用机器人的大模型）；0 为关闭。"),
+			},
 			plugin.CommandPrefixConfig(),
 		},
 		Texts: plugin.Texts{

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/langbot-nats/plugins/services/githubkit"
 )
@@ -46,6 +47,11 @@ func TestDeclaration(t *testing.T) {
 	want := map[string]any{"language": s.Language, "poll_interval": s.PollInterval, "max_events_per_push": s.MaxEventsPerPush,
 		"github_api_url": s.APIURL, "subscribe_requires_admin": s.SubscribeRequiresAdmin, "github_token": s.Token,
 		"link_cards": s.LinkCards, "command_prefix": s.CommandPrefix}
+	// timezone "" is the process zone
+	want["timezone"], want["ai_summaries_per_day"] = "", s.AISummariesPerDay
+	if s.Zone != time.Local {
+		t.Errorf("empty timezone: zone %v, want the process zone", s.Zone)
+	}
 	for _, c := range d.Config {
 		if w, ok := want[c.Name]; !ok || w != c.Default {
 			t.Errorf("config %s: default %#v, settings use %#v", c.Name, c.Default, w)

@@ -80,6 +80,8 @@ type pollRun struct {
 	// against the recent set (seen.go); hookLive: it delivers, so polling
 	// is only the health check.
 	hooked, hookLive bool
+	// fresh are the events above the head, for personal pushes (personal.go)
+	fresh []ghclient.Event
 }
 
 // poll runs the steps of spec §7.2; retry asks for redelivery (the state
@@ -170,6 +172,7 @@ func (p *pollRun) run(ctx context.Context) string {
 		newHead = maxID(head, maxSeen)
 	}
 	plans := p.plan(ctx, evs, head, target)
+	p.s.me.notify(ctx, p.sc, p.auth, p.st, p.rec.FullName, p.fresh)
 	if len(plans) == 0 {
 		return p.nothingToSend(ctx, newHead)
 	}
@@ -327,6 +330,7 @@ func (p *pollRun) plan(ctx context.Context, evs []ghclient.Event, head, target s
 	if p.hooked {
 		asc = p.s.claimPolled(ctx, p.sc, p.key, newerThan(asc, target), p.now)
 	}
+	p.fresh = newerThan(asc, head)
 	var plans []pushPlan
 	for _, sub := range r.Subscribers {
 		c := head

@@ -100,10 +100,14 @@ type Service struct {
 	*shared
 	gh    *ghclient.GitHub
 	hc    *http.Client
-	poll  *poller        // fired polls (poll.go, ci.go)
-	wh    *webhooks      // the webhook command, receiver and consumer (webhook_*.go)
-	subs  *subscriptions // sub, unsub, subs and the installation lifecycle (commands.go, lifecycle.go)
-	cards *cards         // link cards (cards*.go)
+	poll  *poller          // fired polls (poll.go, ci.go)
+	wh    *webhooks        // the webhook command, receiver and consumer (webhook_*.go)
+	subs  *subscriptions   // sub, unsub, subs and the installation lifecycle (commands.go, lifecycle.go)
+	cards *cards           // link cards (cards*.go)
+	revs  *reviewReminders // gh reviews and the fired reminders (reviews.go)
+	me    *personal        // gh me and personal pushes (personal.go)
+	orgs  *orgs            // organisation subscriptions (orgs.go)
+	sums  *summaries       // gh summary (summary.go)
 }
 
 // shared is what every part reads: the config, the runner (set once New
@@ -131,6 +135,7 @@ type poller struct {
 	rand    func() float64
 	rates   rateMemory
 	wh      *webhooks // whether a repository's webhook delivers
+	me      *personal // personal pushes of new events (personal.go)
 	hooks   hooks     // tests only (export_test.go)
 }
 
@@ -148,6 +153,8 @@ type webhooks struct {
 	hm      *hookMetrics
 	bodies  *httpserve.Budget // delivery bodies being read
 	pushes  *pushBudget
+	me      *personal // personal pushes of delivered events (personal.go)
+	orgs    *orgs     // organisations' deliveries (orgs_hook.go)
 }
 
 // subscriptions is "gh sub", "gh unsub" and "gh subs", and what an
@@ -237,6 +244,12 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	s.wh = wh
 	s.poll = &poller{shared: sh, gh: s.gh, keyring: deps.Keyring, rand: rand.Float64, rates: rateMemory{m: make(map[string]time.Time)}, wh: wh}
 	s.subs = &subscriptions{shared: sh, gh: s.gh, wh: wh}
+	s.me = &personal{shared: sh}
+	s.poll.me, wh.me = s.me, s.me
+	s.revs = &reviewReminders{shared: sh, gh: s.gh}
+	s.orgs = &orgs{shared: sh, gh: s.gh, me: s.me, wh: wh}
+	wh.orgs = s.orgs
+	s.sums = &summaries{shared: sh, gh: s.gh}
 	if s.cards, err = newCards(sh, s.gh, cfg.Cards, deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
@@ -255,11 +268,20 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			Event:   s.handleEvent,
 			Dedupe:  dedupes,
 		},
-		Purge:        s.subs.purgeScope,
-		OnTransition: s.subs.onTransition,
+		Purge: func(ctx context.Context, sc binding.Scope) error {
+			if err := s.subs.purgeScope(ctx, sc); err != nil {
+				return err
+			}
+			return purgeFeatSchedules(ctx, sh, sc)
+		},
+		OnTransition: func(ctx context.Context, sc binding.Scope, prev *bus.Authority, next bus.Authority) error {
+			return errors.Join(s.subs.onTransition(ctx, sc, prev, next), featTransition(ctx, s.revs, s.orgs, sc, next))
+		},
 		Streams: []bus.StreamSpec{{
-			Name:              StreamName,
-			Subjects:          []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindPoll)},
+			Name: StreamName,
+			Subjects: []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindPoll),
+				s.subj.InternalAll(Plugin, KindReviewSched), s.subj.InternalAll(Plugin, KindReviewFire),
+				s.subj.InternalAll(Plugin, KindOrgSched), s.subj.InternalAll(Plugin, KindOrgPoll)},
 			Replicas:          cfg.Replicas,
 			Schedules:         true,
 			MaxMsgsPerSubject: 1,
@@ -267,7 +289,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		Consumers: []bus.Consumer{{FiredConfig: bus.FiredConfig{
 			Stream: StreamName, Durable: PollConsumer, Filter: s.subj.InternalAll(Plugin, KindPoll),
 			Workers: cfg.PollWorkers, AckWait: cfg.AckWait, MaxDeliver: 3, Timeout: cfg.PollDeadline,
-		}, Handler: s.poll.handlePoll}, wh.hookConsumer()},
+		}, Handler: s.poll.handlePoll}, wh.hookConsumer(), s.revs.consumer(), s.orgs.consumer()},
 		// the GitHub client's idle connections close once no poll runs
 		Parts: []bus.Part{bus.PartFuncs{StopFunc: func(context.Context) error { s.hc.CloseIdleConnections(); return nil }},
 			wh.hookListener(), s.cards, &pushSummaries{s: wh}},

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/pkg/settings"
@@ -39,6 +40,11 @@ type Settings struct {
 	CommandPrefix string
 	// APIErr is the reason APIURL is refused (nil when valid).
 	APIErr error
+	// Zone is the zone of review reminders' times (timezone); never nil.
+	Zone *time.Location
+	// AISummariesPerDay is the installation's daily budget of gh summary
+	// (ai_summaries_per_day); 0 turns it off.
+	AISummariesPerDay int
 }
 
 // LogValue implements slog.LogValuer; the token never appears.
@@ -110,6 +116,7 @@ func normalizeSettings(raw json.RawMessage, o normOptions) (Settings, []Warning)
 	s.SubscribeRequiresAdmin = r.Bool("subscribe_requires_admin", false, settings.Bools{})
 	s.LinkCards = r.Bool("link_cards", true, settings.Bools{})
 	s.CommandPrefix = r.CommandPrefix()
+	readFeatSettings(r, &s)
 	var warns []Warning
 	for _, w := range r.Warnings() {
 		warns = append(warns, Warning{Field: w.Field, Reason: string(w.Reason)})

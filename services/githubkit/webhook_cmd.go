@@ -57,6 +57,9 @@ type HookRecord struct {
 	RotatedAt time.Time  `json:"rotated_at"`
 	LastPing  *time.Time `json:"last_ping,omitempty"`
 	LastEvent *time.Time `json:"last_event,omitempty"`
+	// Org is set for an organisation's webhook (orgs_hook.go): RepoKey is
+	// then the organisation record's key.
+	Org string `json:"org,omitempty"`
 }
 
 // LastDelivery returns the later of the last ping and the last event, or
@@ -196,10 +199,23 @@ func (s *webhooks) hookOn(ctx context.Context, sc binding.Scope, found *storedRe
 			id = rec.HookID
 		}
 	}
+	secret, err = s.setSecret(ctx, sc, id, &HookRecord{RepoKey: found.Key, FullName: found.Rec.FullName, CreatedAt: now}, invID)
+	if err != nil {
+		return "", "", err
+	}
+	return id, secret, nil
+}
+
+// setSecret sets a fresh secret on hook id (fresh is the record written
+// when it is gone) and returns it; a retry of the same invocation gets the
+// secret it set.
+func (s *webhooks) setSecret(ctx context.Context, sc binding.Scope, id string, fresh *HookRecord, invID string) (secret string, err error) {
+	now := s.now().UTC()
 	setBy := binding.HashToken(invID, 32)
-	_, _, err = hookStore(kv).Update(ctx, sc, func(h *HookRecord) (*HookRecord, error) {
+	_, _, err = hookStore(s.runner.KV()).Update(ctx, sc, func(h *HookRecord) (*HookRecord, error) {
 		if h == nil {
-			h = &HookRecord{RepoKey: found.Key, FullName: found.Rec.FullName, CreatedAt: now}
+			c := *fresh
+			h = &c
 		}
 		if h.SetBy == setBy && h.Secret != "" {
 			plain, err := s.keyring.Open(sc, h.Secret)
@@ -219,9 +235,9 @@ func (s *webhooks) hookOn(ctx context.Context, sc binding.Scope, found *storedRe
 		return h, nil
 	}, id)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
-	return id, secret, nil
+	return secret, nil
 }
 
 // hookOff removes the record's webhook: its record and the repo record's

@@ -96,6 +96,9 @@ func (s *webhooks) pushDelivery(ctx context.Context, f *bus.Fired) (outcome stri
 	if hook == nil {
 		return "no_hook", false
 	}
+	if hook.Org != "" {
+		return s.orgs.pushDelivery(ctx, f, a, id, hook, m)
+	}
 	cur, err := getRecord(ctx, kv, sc, hook.RepoKey)
 	if err != nil {
 		return "store", true
@@ -124,6 +127,7 @@ func (s *webhooks) pushDelivery(ctx context.Context, f *bus.Fired) (outcome stri
 	// one event, selected per subscriber by the poller's own rule (ids
 	// only order a feed: any id above the cursor passes)
 	ev.ID = "1"
+	s.me.notify(ctx, sc, a, st, cur.Rec.FullName, []ghclient.Event{ev})
 	ln := events.NewLinks(events.WebBase(st.APIURL), cur.Rec.FullName)
 	var sends []hookSend
 	for _, sub := range cur.Rec.Subscribers {

@@ -20,6 +20,7 @@ func (n *notices) afterTakeover(ctx context.Context, ses session, tr model.Trans
 		n.log.ErrorContext(ctx, "arming the takeover expiry failed", "scope", ses.sc.String(), "sid", ses.sid, "err", err)
 	}
 	n.publishLive(ses.sc, model.Live{Type: model.LiveTakeover, SID: ses.sid, Data: n.takeoverView(ses.rec, ses.set)})
+	n.armIdle(ctx, ses) // escalation.go
 	if tr == model.Started {
 		n.notify(ctx, ses, ses.set.NoticeOnTakeover, true, sync)
 	}
@@ -37,6 +38,7 @@ func (n *notices) afterRelease(ctx context.Context, ses session, cancelTimer boo
 	n.publishLive(ses.sc, model.Live{Type: model.LiveTakeover, SID: ses.sid, Data: n.takeoverView(ses.rec, ses.set)})
 	n.notify(ctx, ses, ses.set.NoticeOnRelease, false, false)
 	n.resolveAlert(ctx, ses.sc, ses.set, ses.sid)
+	n.relayReleased(ctx, ses) // relay.go
 }
 
 // TakeoverView is the console's Takeover shape (spec §7.3).

@@ -121,6 +121,7 @@ func (n *notices) raiseAlert(ctx context.Context, ses session, cause, who, previ
 	job := alertJob{SID: sid, N: st.N, RaisedAt: now, Cause: cause, Who: settings.CutRunes(who, 64), Chat: settings.CutRunes(chat, 64),
 		Type: rec.Type, Preview: capPreview(preview)}
 	n.queueAlert(ctx, sc, job, "alert")
+	n.askedHuman(ctx, ses, now) // escalation.go
 }
 
 // queueAlert publishes an alert or note job to the timer stream, where the

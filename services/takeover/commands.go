@@ -63,13 +63,13 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 		Origin:   origin{Kind: originChat, Chat: model.OperatorChat{BotUUID: ses.BotUUID, Type: ses.LauncherType, ID: string(ses.LauncherID)}}}
 	switch sub {
 	case "", "help":
-		return say("cmd.help", nil)
+		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, "cmd.help", nil) + "\n" + text(o.catalog, set, "cmd.help.relay", nil)}}}, nil
 	case "pause", "resume":
 		if !admin {
 			return say("cmd.refused.admin", nil)
 		}
 		return o.pauseCommand(ctx, c, inv, sub == "pause", say)
-	case "list", "take", "reply", "release":
+	case "list", "take", "reply", "release", "switch", "leave", relaySub:
 	default:
 		return say("cmd.unknown", nil)
 	}
@@ -79,6 +79,12 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 	numKey := numbersKey(ses)
 	if sub == "list" {
 		return o.listCommand(ctx, c, numKey)
+	}
+	if sub == "leave" || sub == relaySub {
+		if !operatorChat {
+			return say("cmd.refused.operator", nil)
+		}
+		return o.relayCommand(ctx, c, inv, sub, numKey, say)
 	}
 	if len(cmd.Params) < 2 {
 		return say("cmd.usage."+sub, nil)
@@ -96,7 +102,7 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 	}
 	args := map[string]string{"n": cmd.Params[1]}
 	switch sub {
-	case "take":
+	case "take", "switch":
 		if len(cmd.Params) > 2 {
 			d, ok := parseDuration(cmd.Params[2])
 			if !ok {
@@ -109,7 +115,18 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 			return o.sayError(set, err)
 		}
 		args["remaining"] = remainingWait(set.Language, v.(TakeoverView).ExpiresAt, o.now.ms())
-		return say("cmd.taken", args)
+		if !operatorChat {
+			return say("cmd.taken", args)
+		}
+		// the operator chat relays the chat it took (relay.go)
+		if err := o.bindRelay(ctx, c, numKey, sid, cmd.Params[1]); err != nil {
+			return o.sayError(set, err)
+		}
+		relay := "relay.on"
+		if ses.LauncherType == model.LauncherGroup {
+			relay = "relay.on_group"
+		}
+		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, "cmd.taken", args) + "\n" + text(o.catalog, set, relay, args)}}}, nil
 	case "release":
 		if _, err := o.operate(ctx, c, PageRequest{Op: opRelease, SID: sid}); err != nil {
 			return o.sayError(set, err)

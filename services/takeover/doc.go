@@ -100,6 +100,17 @@
 // prefix in an answer, the command_prefix setting in alerts and notes.
 // Syntax and settings: docs/protocol.md (Names).
 //
+// Relay mode (relay.go): `!ho take N` or `!ho switch N` binds the operator
+// chat to chat N (<scope>.relay.<hash> and <scope>.relayto.<sid> in the
+// dedupe bucket). The event handler hands a private operator chat's plain
+// messages to ops (blocked, sent as replies off the event's path); the
+// recording worker hands a relayed chat's user messages to notices after
+// their append (forwarded with the notice retries). Escalation
+// (escalation.go, model.Escalation): the queue and out-of-hours notices
+// follow a raised alert, the re-alert and the idle return are one
+// JetStream schedule per chat (consumer takeover-escalate), and a user's
+// cancel word is answered by the handler through ops.
+//
 // # Environment
 //
 // The shared flags of pkg/svcmain (NATS_*, LANGBOT_SUBJECT_PREFIX,

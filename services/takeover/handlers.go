@@ -40,6 +40,17 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	if !ok {
 		return nil, wire.Errorf(wire.ErrBadRequest, "launcher_id must be a string or number of 1 to 256 characters")
 	}
+	if ev.Name != EventResponded {
+		set := s.settings.get(inv.Scope, inv.Binding, inv.Config)
+		// an operator chat's plain message to the chat it relays (relay.go)
+		if reply, ok := s.ops.relayEvent(ctx, inv, set, data, lid); ok {
+			return reply, nil
+		}
+		// a user's cancel word (escalation.go)
+		if reply, ok := s.ops.cancelEvent(ctx, inv, set, data, lid); ok {
+			return reply, nil
+		}
+	}
 	return s.rec.event(ctx, inv, data, lid), nil
 }
 

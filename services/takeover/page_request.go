@@ -92,6 +92,7 @@ type replyRequest struct {
 	Text           string
 	Image          []byte
 	ImageMime      string
+	ImageURL       string // an image the host fetches (relay mode: the operator's image as their chat app gave it)
 	File           []byte
 	FileName       string
 	FileMime       string

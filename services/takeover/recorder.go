@@ -314,6 +314,9 @@ func (rc *recording) recordAppendFirst(ctx context.Context, j *recordJob, cur *m
 	j.release()
 	rc.notices.publishLive(j.sc, model.Live{Type: model.LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": e.Gen, "entry": e}})
 	rc.meta.Add(j.sc, j.sid, j.bot, j.set, j.metaDelta(bi, true, parts))
+	if j.takenOver {
+		rc.notices.relayUser(ctx, j.sc, j.b, j.set, j.sid, e, parts)
+	}
 }
 
 // recordCAS writes the job's record change by CAS under the session lock:
@@ -393,6 +396,9 @@ func (rc *recording) recordWriteFirst(ctx context.Context, j *recordJob, bi botI
 		return
 	}
 	rc.notices.publishLive(j.sc, model.Live{Type: model.LiveMessage, SID: j.sid, Data: map[string]any{"sid": j.sid, "gen": rec.Gen, "entry": e}})
+	if j.takenOver {
+		rc.notices.relayUser(ctx, j.sc, j.b, j.set, j.sid, e, parts)
+	}
 	rc.trims.MaybeTrim(j.sc, j.sid, rec, j.set)
 }
 

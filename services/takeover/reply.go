@@ -212,6 +212,9 @@ func (o *ops) sendReply(ctx context.Context, c pageCall, sid string, rec *model.
 	if len(r.Image) > 0 {
 		chain = append(chain, wire.Component{Type: "Image", Base64: model.DataURL(r.ImageMime, r.Image)})
 	}
+	if r.ImageURL != "" {
+		chain = append(chain, bus.Component{Type: "Image", URL: r.ImageURL})
+	}
 	if len(r.File) > 0 {
 		chain = append(chain, wire.Component{Type: "File", Base64: model.DataURL(r.FileMime, r.File), Name: r.FileName})
 	}
@@ -244,6 +247,9 @@ func (o *ops) saveReply(ctx context.Context, c pageCall, sid, gen string, r *rep
 	}
 	if len(r.Image) > 0 {
 		parts = append(parts, model.Part{Type: model.PartImage, Mime: r.ImageMime, Size: int64(len(r.Image)), Data: r.Image})
+	}
+	if r.ImageURL != "" {
+		parts = append(parts, model.Part{Type: model.PartImage, URL: r.ImageURL})
 	}
 	if len(r.File) > 0 {
 		parts = append(parts, model.Part{Type: model.PartFile, Name: r.FileName, Mime: r.FileMime, Size: int64(len(r.File)), Data: r.File})

@@ -153,7 +153,12 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			Durable: store.AlertDurable,
 			Filter:  deps.Subjects.InternalAll(Plugin, store.KindAlert),
 			AckWait: 2 * time.Minute,
-		}, Handler: n.handleAlert}},
+		}, Handler: n.handleAlert}, {FiredConfig: bus.FiredConfig{
+			Stream:  store.TimerStream,
+			Durable: store.EscalateDurable,
+			Filter:  deps.Subjects.InternalAll(Plugin, store.KindEscalate),
+			AckWait: 2 * time.Minute,
+		}, Handler: n.handleEscalate}},
 		// started in this order before intake, stopped in reverse after
 		// it drained: the recordings and metadata writes finish first,
 		// then the background work and the trims end; the session view

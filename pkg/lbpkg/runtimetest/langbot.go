@@ -514,6 +514,9 @@ type Event struct {
 	// Text is the user's message, or the AI's response for
 	// NormalMessageResponded.
 	Text string
+	// Images are image URLs the user's message carries after its text
+	// (MessageReceived events only).
+	Images []string
 }
 
 // EventResult is the event context as it came back.
@@ -536,6 +539,9 @@ func (r *Runtime) Emit(ctx context.Context, in *Installation, ev Event) (*EventR
 	}
 	now := time.Now().Unix()
 	chain := []any{map[string]any{"type": "Source", "id": qid, "timestamp": now}, map[string]any{"type": "Plain", "text": ev.Text}}
+	for _, u := range ev.Images {
+		chain = append(chain, map[string]any{"type": "Image", "url": u})
+	}
 	switch ev.Name {
 	case "GroupMessageReceived":
 		e["message_event"] = map[string]any{"type": "GroupMessage", "sender": map[string]any{"id": id(s.SenderID), "member_name": "user " + s.SenderID,

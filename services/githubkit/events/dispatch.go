@@ -68,7 +68,7 @@ func ParseCommand(params []string) Parsed {
 	if len(words) == 0 {
 		return Parsed{Sub: SubHelp}
 	}
-	sub, ok := aliases[strings.ToLower(words[0])]
+	sub, ok := subOf(words[0])
 	if !ok {
 		return Parsed{Sub: SubHelp}
 	}

@@ -122,6 +122,7 @@ type Server struct {
 	nextID    int64
 	nextRepo  int64
 	autoIdx   int
+	ext       extState // feat.go
 }
 
 // New starts a Server. Close it when done.
@@ -488,6 +489,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, rel string) {
 		s.search(w, r, rel)
 	case usersRE.MatchString(rel):
 		s.user(w, rel)
+	case s.orgRoute(w, r, rel):
 	case byIDRE.MatchString(rel):
 		m := byIDRE.FindStringSubmatch(rel)
 		id, _ := strconv.ParseInt(m[1], 10, 64)
@@ -562,7 +564,7 @@ func (s *Server) repoJSON(rp *repo) map[string]any {
 }
 
 func (s *Server) repoRoute(w http.ResponseWriter, r *http.Request, rel string, rp *repo, rest string) {
-	if s.cardRoute(w, r, rel, rp, rest) {
+	if s.cardRoute(w, r, rel, rp, rest) || s.featRoute(w, r, rel, rp, rest) {
 		return
 	}
 	q := r.URL.Query()

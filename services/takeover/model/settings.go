@@ -59,6 +59,9 @@ type Settings struct {
 	// where a text names the ho command and no user typed one: operator
 	// alerts and notes. An answer to a command uses the typed prefix.
 	CommandPrefix string `json:"command_prefix"`
+
+	// Escalation is the queue's escalation (escalation.go, issue 31).
+	Escalation
 }
 
 // DefaultSettings returns the settings of an empty config.
@@ -74,6 +77,7 @@ func DefaultSettings() Settings {
 		OperatorChats:         []OperatorChat{},
 		Language:              LanguageEnUS,
 		CommandPrefix:         settings.DefaultCommandPrefix,
+		Escalation:            Escalation{Timezone: DefaultTimezone, CancelWords: DefaultCancelWords(), FallbackChats: []OperatorChat{}},
 	}
 }
 
@@ -134,9 +138,12 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 	notice := settings.Strings{Trim: true, MaxRunes: MaxNoticeRunes}
 	s.NoticeOnTakeover = r.String("user_notice_on_takeover", s.NoticeOnTakeover, notice)
 	s.NoticeOnRelease = r.String("user_notice_on_release", s.NoticeOnRelease, notice)
+	esc, escProblems := parseEscalation(r, minTimeout)
+	s.Escalation = esc
 	for _, w := range r.Warnings() {
 		problems = append(problems, w.Field)
 	}
+	problems = append(problems, escProblems...)
 	if v, ok := r.Raw("operator_chats"); ok {
 		chats, clean := parseOperatorChats(v)
 		s.OperatorChats = chats

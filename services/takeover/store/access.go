@@ -136,7 +136,7 @@ func (st *Store) PurgeRecords(ctx context.Context, sc binding.Scope, sids []stri
 // undelivered operator alerts.
 func (st *Store) PurgeTimers(ctx context.Context, sc binding.Scope) error {
 	return bus.PurgeSubjects(ctx, st.timers, st.subj.InternalScope(Plugin, KindTimer, sc), st.subj.InternalScope(Plugin, KindExpire, sc),
-		st.subj.InternalScope(Plugin, KindAlert, sc))
+		st.subj.InternalScope(Plugin, KindAlert, sc), st.subj.InternalScope(Plugin, KindEscTimer, sc), st.subj.InternalScope(Plugin, KindEscalate, sc))
 }
 
 // ListBlobs lists every object of the blob store (gc).

@@ -7,6 +7,8 @@ const (
 	BlobBucket    = "langbot_takeover_blobs"
 	ExpireDurable = "takeover-expire"
 	AlertDurable  = "takeover-alert"
+	// EscalateDurable reads fired escalation schedules (issue 31).
+	EscalateDurable = "takeover-escalate"
 
 	historyPerSubject = 2200 // largest history_limit plus the largest trim slack
 
@@ -28,6 +30,11 @@ const (
 	KindHistory = "history" // chat history, sharded
 	KindLive    = "live"    // live feed (core NATS)
 	KindAlert   = "alert"   // operator alerts waiting for delivery, one per session
+
+	// escalation (issue 31): one schedule per session, a waiting chat's
+	// re-alert or a taken chat's idle return (the two never overlap)
+	KindEscTimer = "esctimer" // escalation schedules
+	KindEscalate = "escalate" // fired escalations
 )
 
 // KV key kinds: the token after "<scope>." of the service's keys (DESIGN 4).
@@ -37,4 +44,8 @@ const (
 	KeyAlert   = "alert"   // dedupe bucket: <scope>.alert.<sid>, a chat's alert state
 	KeyNumbers = "numbers" // dedupe bucket: <scope>.numbers.<hash>, an operator chat's short numbers
 	KeyClaim   = "claim"   // dedupe bucket: <scope>.claim.<sid>, a chat's last "taken by" note
+
+	// relay mode (issue 31)
+	KeyRelay   = "relay"   // dedupe bucket: <scope>.relay.<hash>, the chat an operator chat relays
+	KeyRelayTo = "relayto" // dedupe bucket: <scope>.relayto.<sid>, the operator chat a chat is relayed to
 )

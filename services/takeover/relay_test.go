@@ -1,0 +1,278 @@
+package takeover_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/services/takeover"
+)
+
+const relayConfig = `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900","op-bot:person:77"]}`
+
+// privateOp is the private operator chat of relayConfig.
+var privateOp = bus.Session{LauncherType: "person", LauncherID: "77", SenderID: "77", BotUUID: "op-bot"}
+
+// sendsTo is what the service sent into chat bot/typ/id, in order.
+func sendsTo(h *harness, b binding.Binding, bot, typ, id string) []bus.SendMessage {
+	var out []bus.SendMessage
+	for _, c := range h.host.Sends() {
+		m := c.SendMessage()
+		if m.BotUUID == bot && m.TargetType == typ && m.TargetID == id && c.Request.Binding.InstallationUUID == b.InstallationUUID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// hasText reports whether a send's chain holds a Plain text containing s.
+func hasText(ms []bus.SendMessage, s string) bool {
+	for _, m := range ms {
+		for _, c := range m.MessageChain {
+			if c.Type == "Plain" && strings.Contains(c.Text, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasImage reports whether a send's chain holds an Image of url.
+func hasImage(ms []bus.SendMessage, url string) bool {
+	for _, m := range ms {
+		for _, c := range m.MessageChain {
+			if c.Type == "Image" && c.URL == url {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func imageChain(text, url string) string {
+	b, _ := json.Marshal([]map[string]string{{"type": "Plain", "text": text}, {"type": "Image", "url": url}})
+	return string(b)
+}
+
+// askHuman makes user chat lid of bot-a ask for a human, so `!ho list`
+// numbers it.
+func askHuman(h *harness, b binding.Binding, lid string) {
+	h.t.Helper()
+	h.mustEvent(b, relayConfig, takeover.EventPersonMessage, "bot-a", msgData("person", lid, lid, plain("help")))
+	sid := sidOf("bot-a", "person", lid)
+	bustest.Eventually(h.t, "the chat is unread", func() bool { r := h.record(b, sid); return r != nil && r.Unread })
+}
+
+func opMessage(h *harness, b binding.Binding, chain string) bus.EventReply {
+	h.t.Helper()
+	return h.mustEvent(b, relayConfig, takeover.EventPersonMessage, "op-bot", msgData("person", "77", "77", chain))
+}
+
+func TestRelayPrivateBothWays(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("relay")
+	h.attach(b, relayConfig, true)
+	askHuman(h, b, "42")
+	h.command(b, relayConfig, 1, privateOp, "!ho list")
+	if got := h.command(b, relayConfig, 1, privateOp, "!ho take 1"); !strings.Contains(got, "Relay on") {
+		t.Fatalf("take in a private operator chat: %q", got)
+	}
+
+	// the operator's plain text and image reach the user; the AI never
+	// answers the operator
+	if r := opMessage(h, b, plain("Hello, I can help")); !r.PreventDefault || !r.PreventPostorder {
+		t.Fatalf("the operator's relayed message was not blocked: %+v", r)
+	}
+	if r := opMessage(h, b, imageChain("see this", "https://example.com/a.png")); !r.PreventDefault {
+		t.Fatalf("the operator's relayed image was not blocked: %+v", r)
+	}
+	bustest.Eventually(t, "the operator's text and image reach the user", func() bool {
+		m := sendsTo(h, b, "bot-a", "person", "42")
+		return hasText(m, "Hello, I can help") && hasText(m, "see this") && hasImage(m, "https://example.com/a.png")
+	})
+	// the relayed messages are the operator's replies in the history
+	sid := sidOf("bot-a", "person", "42")
+	bustest.Eventually(t, "the relayed replies are recorded", func() bool {
+		n := 0
+		for _, e := range h.messages(b, relayConfig, sid).Messages {
+			if e.Role == "human" && e.Operator == "77" {
+				n++
+			}
+		}
+		return n == 2
+	})
+
+	// the user's text and image reach the operator chat with the chat's
+	// prefix, and the AI stays blocked for the user
+	if r := h.mustEvent(b, relayConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", imageChain("thanks", "https://example.com/u.png"))); !r.PreventDefault {
+		t.Fatalf("the user's message in a relayed chat was not blocked: %+v", r)
+	}
+	bustest.Eventually(t, "the user's message reaches the operator chat", func() bool {
+		m := sendsTo(h, b, "op-bot", "person", "77")
+		return hasText(m, "[#1 Nick] thanks") && hasImage(m, "https://example.com/u.png")
+	})
+	for _, c := range h.host.Sends() {
+		m := c.SendMessage()
+		if m.TargetID == "77" && hasText([]bus.SendMessage{m}, "thanks") && !strings.Contains(c.IdempotencyKey, ":relay:") {
+			t.Errorf("forward key %q is not a relay key", c.IdempotencyKey)
+		}
+	}
+
+	// `!ho leave` ends it: the next plain message is the operator's own,
+	// and the user's messages stay with the console
+	if got := h.command(b, relayConfig, 1, privateOp, "!ho leave"); !strings.Contains(got, "stopped") {
+		t.Fatalf("leave: %q", got)
+	}
+	if r := opMessage(h, b, plain("not for the user")); r.PreventDefault {
+		t.Fatalf("a plain message after leave was blocked: %+v", r)
+	}
+	h.mustEvent(b, relayConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("after leave")))
+	if got := h.command(b, relayConfig, 1, privateOp, "!ho leave"); !strings.Contains(got, "relays no chat") {
+		t.Fatalf("second leave: %q", got)
+	}
+	// a barrier: a reply sent after both messages arrives, so they were
+	// handled
+	h.command(b, relayConfig, 1, privateOp, "!ho reply 1 barrier")
+	bustest.Eventually(t, "the barrier reply", func() bool { return hasText(sendsTo(h, b, "bot-a", "person", "42"), "barrier") })
+	bustest.Eventually(t, "the user's message after leave is recorded", func() bool {
+		for _, e := range h.messages(b, relayConfig, sid).Messages {
+			if e.Role == "user" && len(e.Parts) > 0 && e.Parts[0].Text == "after leave" {
+				return true
+			}
+		}
+		return false
+	})
+	if hasText(sendsTo(h, b, "bot-a", "person", "42"), "not for the user") {
+		t.Fatal("a message after leave reached the user")
+	}
+	if hasText(sendsTo(h, b, "op-bot", "person", "77"), "after leave") {
+		t.Fatal("a user's message after leave reached the operator chat")
+	}
+}
+
+func TestRelaySwitchAndRelease(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("relay-switch")
+	h.attach(b, relayConfig, true)
+	askHuman(h, b, "42")
+	h.clock.Advance(time.Second)
+	askHuman(h, b, "43")
+	// the newest first: 43 is chat 1, 42 chat 2
+	h.command(b, relayConfig, 1, privateOp, "!ho list")
+	h.command(b, relayConfig, 1, privateOp, "!ho take 2")
+	if got := h.command(b, relayConfig, 1, privateOp, "!ho switch 1"); !strings.Contains(got, "Relay on") {
+		t.Fatalf("switch: %q", got)
+	}
+	opMessage(h, b, plain("to the second"))
+	bustest.Eventually(t, "switch moves the relay", func() bool {
+		return hasText(sendsTo(h, b, "bot-a", "person", "43"), "to the second")
+	})
+	if hasText(sendsTo(h, b, "bot-a", "person", "42"), "to the second") {
+		t.Fatal("the first chat got a message after the switch")
+	}
+	// the first chat, still taken over, no longer forwards to this chat
+	h.mustEvent(b, relayConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("from the first")))
+	h.mustEvent(b, relayConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "43", "43", plain("from the second")))
+	bustest.Eventually(t, "the second chat forwards", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "from the second")
+	})
+	if hasText(sendsTo(h, b, "op-bot", "person", "77"), "from the first") {
+		t.Fatal("a chat switched away from still forwards")
+	}
+
+	// release ends the relay: the operator chat is told, and its next
+	// plain message is the operator's own again (not sent, left to the AI)
+	h.command(b, relayConfig, 1, privateOp, "!ho release 1")
+	bustest.Eventually(t, "the operator is told the relay ended", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "relay ended")
+	})
+	if r := opMessage(h, b, plain("after release")); r.PreventDefault {
+		t.Fatalf("a plain message after the relay ended was blocked: %+v", r)
+	}
+	h.command(b, relayConfig, 1, privateOp, "!ho reply 1 barrier")
+	bustest.Eventually(t, "the barrier reply", func() bool { return hasText(sendsTo(h, b, "bot-a", "person", "43"), "barrier") })
+	if hasText(sendsTo(h, b, "bot-a", "person", "43"), "after release") {
+		t.Fatal("a message after release reached the user")
+	}
+}
+
+// TestRelayEndsOnTimeout: the takeover's expiry ends the relay too.
+func TestRelayEndsOnTimeout(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("relay-timeout")
+	cfg := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"takeover_timeout":2,"operator_chats":["op-bot:person:77"]}`
+	h.attach(b, cfg, true)
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("help")))
+	bustest.Eventually(t, "unread", func() bool { r := h.record(b, sidOf("bot-a", "person", "42")); return r != nil && r.Unread })
+	h.command(b, cfg, 1, privateOp, "!ho list")
+	h.command(b, cfg, 1, privateOp, "!ho take 1")
+	bustest.Eventually(t, "the operator is told the relay ended at the timeout", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "relay ended")
+	})
+	if r := h.mustEvent(b, cfg, takeover.EventPersonMessage, "op-bot", msgData("person", "77", "77", plain("still there?"))); r.PreventDefault {
+		t.Fatalf("a plain message after the timeout was blocked: %+v", r)
+	}
+}
+
+func TestRelayGroupNeedsPrefix(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("relay-group")
+	h.attach(b, relayConfig, true)
+	askHuman(h, b, "42")
+	h.command(b, relayConfig, 1, opSession, "!ho list")
+	if got := h.command(b, relayConfig, 1, opSession, "!ho take 1"); !strings.Contains(got, "!ho r text") {
+		t.Fatalf("take in a group operator chat: %q", got)
+	}
+	// group chatter is not relayed
+	h.mustEvent(b, relayConfig, takeover.EventGroupMessage, "op-bot", msgData("group", "900", "77", plain("between us")))
+	if got := h.command(b, relayConfig, 1, opSession, "!ho r Hello from the team"); !strings.Contains(got, "Sent to chat 1") {
+		t.Fatalf("!ho r: %q", got)
+	}
+	m := sendsTo(h, b, "bot-a", "person", "42")
+	if !hasText(m, "Hello from the team") {
+		t.Fatal("!ho r did not reach the user")
+	}
+	if hasText(m, "between us") {
+		t.Fatal("group chatter reached the user without the prefix")
+	}
+	// the user's messages come back to the group operator chat
+	h.mustEvent(b, relayConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("hi team")))
+	bustest.Eventually(t, "the user's message reaches the group operator chat", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "group", "900"), "hi team")
+	})
+	// outside an operator chat there is no relay
+	other := bus.Session{LauncherType: "person", LauncherID: "5", SenderID: "5", BotUUID: "op-bot"}
+	if got := h.command(b, relayConfig, 1, other, "!ho r x"); !strings.Contains(got, "operator chat") {
+		t.Fatalf("!ho r outside an operator chat: %q", got)
+	}
+}
+
+// TestRelayFindsTheTakeoverOver: a deadline passed before its expiry
+// fired (or a release whose relay note failed) leaves the binding; the
+// operator chat's next message finds the takeover over, is not sent, and
+// ends the relay.
+func TestRelayFindsTheTakeoverOver(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("relay-over")
+	h.attach(b, relayConfig, true)
+	askHuman(h, b, "42")
+	h.command(b, relayConfig, 1, privateOp, "!ho list")
+	h.command(b, relayConfig, 1, privateOp, "!ho take 1 30m")
+	h.clock.Advance(time.Hour) // past the deadline; the schedule fires in 30 real minutes
+	if r := opMessage(h, b, plain("too late")); !r.PreventDefault {
+		t.Fatalf("the message that finds the relay over was left to the AI: %+v", r)
+	}
+	bustest.Eventually(t, "the operator is told", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "your message was not sent")
+	})
+	if hasText(sendsTo(h, b, "bot-a", "person", "42"), "too late") {
+		t.Fatal("a message after the deadline reached the user")
+	}
+	if r := opMessage(h, b, plain("my own")); r.PreventDefault {
+		t.Fatalf("the relay did not end: %+v", r)
+	}
+}
