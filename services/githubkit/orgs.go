@@ -20,6 +20,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -330,8 +331,8 @@ func (s *orgs) poll(ctx context.Context, sc binding.Scope, key string) (retry bo
 		}
 		text := x.PushMessage(rec.Org, lines, sel.More)
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
-		err := s.runner.Host().SendMessage(sctx, a.Binding, bus.SendMessage{
-			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID, MessageChain: bus.Plain(text),
+		err := s.runner.Host().SendMessage(sctx, a.Binding, wire.SendMessage{
+			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID, MessageChain: wire.Plain(text),
 		}, "githubkit:"+sc.String()+":org:"+key+":"+sub.SID()+":"+head+"-"+maxSeen)
 		cancel()
 		if err != nil {

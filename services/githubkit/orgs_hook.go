@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -33,7 +34,7 @@ func (s *orgs) hookCommand(ctx context.Context, inv *bus.Invocation, x texts, p 
 	case len(p.Args) > 1:
 		return x.Usage(events.SubHook, prefix), nil
 	}
-	if !off && inv.Command.Session.LauncherType != bus.LauncherPerson {
+	if !off && inv.Command.Session.LauncherType != wire.LauncherPerson {
 		return x.T("hook.private_only", "repo", org, "prefix", prefix), nil
 	}
 	kv := s.runner.KV()

@@ -27,6 +27,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -413,8 +414,8 @@ func (s *reviewReminders) fire(ctx context.Context, sc binding.Scope, id string)
 		slices.SortStableFunc(list, func(a, b waitingPull) int { return a.CreatedAt.Compare(b.CreatedAt) })
 		text := x.reviewMessage(list, now)
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
-		err := s.runner.Host().SendMessage(sctx, a.Binding, bus.SendMessage{
-			BotUUID: c.BotUUID, TargetType: c.TargetType, TargetID: c.TargetID, MessageChain: bus.Plain(text),
+		err := s.runner.Host().SendMessage(sctx, a.Binding, wire.SendMessage{
+			BotUUID: c.BotUUID, TargetType: c.TargetType, TargetID: c.TargetID, MessageChain: wire.Plain(text),
 		}, "githubkit:"+sc.String()+":reviews:"+id+":"+c.SID()+":"+day)
 		cancel()
 		if err != nil {

@@ -63,7 +63,7 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 		Origin:   origin{Kind: originChat, Chat: model.OperatorChat{BotUUID: ses.BotUUID, Type: ses.LauncherType, ID: string(ses.LauncherID)}}}
 	switch sub {
 	case "", "help":
-		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, "cmd.help", nil) + "\n" + text(o.catalog, set, "cmd.help.relay", nil)}}}, nil
+		return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, set, "cmd.help", nil) + "\n" + text(o.catalog, set, "cmd.help.relay", nil)}}}, nil
 	case "pause", "resume":
 		if !admin {
 			return say("cmd.refused.admin", nil)
@@ -126,7 +126,7 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 		if ses.LauncherType == model.LauncherGroup {
 			relay = "relay.on_group"
 		}
-		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, "cmd.taken", args) + "\n" + text(o.catalog, set, relay, args)}}}, nil
+		return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, set, "cmd.taken", args) + "\n" + text(o.catalog, set, relay, args)}}}, nil
 	case "release":
 		if _, err := o.operate(ctx, c, PageRequest{Op: opRelease, SID: sid}); err != nil {
 			return o.sayError(set, err)

@@ -213,7 +213,7 @@ func (o *ops) sendReply(ctx context.Context, c pageCall, sid string, rec *model.
 		chain = append(chain, wire.Component{Type: "Image", Base64: model.DataURL(r.ImageMime, r.Image)})
 	}
 	if r.ImageURL != "" {
-		chain = append(chain, bus.Component{Type: "Image", URL: r.ImageURL})
+		chain = append(chain, wire.Component{Type: "Image", URL: r.ImageURL})
 	}
 	if len(r.File) > 0 {
 		chain = append(chain, wire.Component{Type: "File", Base64: model.DataURL(r.FileMime, r.File), Name: r.FileName})
