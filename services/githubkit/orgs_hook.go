@@ -54,7 +54,7 @@ func (s *orgs) hookCommand(ctx context.Context, inv *bus.Invocation, x texts, p 
 		if err := hookStore(kv).Delete(ctx, sc, 0, rec.HookID); err != nil {
 			return "", errStore(err)
 		}
-		if _, _, err := orgStore(kv).Update(ctx, sc, func(r *OrgRecord) (*OrgRecord, error) {
+		if _, _, err := orgStore(kv).Update(ctx, sc, func(r *orgRecord) (*orgRecord, error) {
 			if r == nil || r.HookID == "" {
 				return nil, bus.ErrNoChange
 			}
@@ -74,7 +74,7 @@ func (s *orgs) hookCommand(ctx context.Context, inv *bus.Invocation, x texts, p 
 			return "", errStore(err)
 		}
 		mine := id
-		got, _, err := orgStore(kv).Update(ctx, sc, func(r *OrgRecord) (*OrgRecord, error) {
+		got, _, err := orgStore(kv).Update(ctx, sc, func(r *orgRecord) (*orgRecord, error) {
 			if r == nil || r.HookID != "" {
 				return nil, bus.ErrNoChange
 			}
