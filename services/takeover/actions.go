@@ -36,8 +36,13 @@ func (n *notices) afterRelease(ctx context.Context, ses session, cancelTimer boo
 		}
 	}
 	n.publishLive(ses.sc, model.Live{Type: model.LiveTakeover, SID: ses.sid, Data: n.takeoverView(ses.rec, ses.set)})
-	n.notify(ctx, ses, ses.set.NoticeOnRelease, false, false)
+	// the satisfaction question follows the release notice's first try
+	ask := surveyWanted(ses)
+	n.notify(ctx, ses, ses.set.NoticeOnRelease, false, ask)
 	n.resolveAlert(ctx, ses.sc, ses.set, ses.sid)
+	if ask {
+		n.askSatisfaction(ctx, ses)
+	}
 	n.relayReleased(ctx, ses) // relay.go
 }
 

@@ -303,6 +303,7 @@ func (n *notices) handleAlert(ctx context.Context, f *bus.Fired) {
 		text, kind = n.noteText(set, job), "taken"
 		to = noteRecipients(set, job.From)
 	}
+	text = n.withAISummary(ctx, f, a.Binding, set, job, text)
 	failed := 0
 	for _, o := range to {
 		tctx, cancel := context.WithTimeout(ctx, n.hostTimeout)

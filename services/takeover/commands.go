@@ -16,7 +16,6 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/pkg/settings"
-	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -49,7 +48,7 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 	// the answer names commands with the prefix the user typed
 	set.CommandPrefix = plugin.CommandPrefix(plugin.TypedPrefix(commandWord, cmd.Prefix, cmd.FullText), set.CommandPrefix)
 	say := func(key string, args map[string]string) (any, error) {
-		return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, set, key, args)}}}, nil
+		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, key, args)}}}, nil
 	}
 	sub := ""
 	if len(cmd.Params) > 0 {
@@ -63,13 +62,15 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 		Origin:   origin{Kind: originChat, Chat: model.OperatorChat{BotUUID: ses.BotUUID, Type: ses.LauncherType, ID: string(ses.LauncherID)}}}
 	switch sub {
 	case "", "help":
-		return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, set, "cmd.help", nil) + "\n" + text(o.catalog, set, "cmd.help.relay", nil)}}}, nil
+		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, "cmd.help", nil) + "\n" + text(o.catalog, set, "cmd.help.relay", nil) +
+			"\n" + text(o.catalog, set, "cmd.help.more", nil)}}}, nil
 	case "pause", "resume":
 		if !admin {
 			return say("cmd.refused.admin", nil)
 		}
 		return o.pauseCommand(ctx, c, inv, sub == "pause", say)
 	case "list", "take", "reply", "release", "switch", "leave", relaySub:
+	case "canned", "note", "show", "suggest": // issue 31: canned.go, notes.go, assist.go
 	default:
 		return say("cmd.unknown", nil)
 	}
@@ -85,6 +86,9 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 			return say("cmd.refused.operator", nil)
 		}
 		return o.relayCommand(ctx, c, inv, sub, numKey, say)
+	}
+	if sub == "canned" {
+		return o.cannedCommand(ctx, c, cmd, say)
 	}
 	if len(cmd.Params) < 2 {
 		return say("cmd.usage."+sub, nil)
@@ -126,16 +130,25 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 		if ses.LauncherType == model.LauncherGroup {
 			relay = "relay.on_group"
 		}
-		return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, set, "cmd.taken", args) + "\n" + text(o.catalog, set, relay, args)}}}, nil
+		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, "cmd.taken", args) + "\n" + text(o.catalog, set, relay, args)}}}, nil
 	case "release":
 		if _, err := o.operate(ctx, c, PageRequest{Op: opRelease, SID: sid}); err != nil {
 			return o.sayError(set, err)
 		}
 		return say("cmd.released", args)
+	case "note":
+		return o.noteCommand(ctx, c, inv, sid, args, say)
+	case "show":
+		return o.showCommand(ctx, c, sid, args)
+	case "suggest":
+		return o.suggestCommand(ctx, c, sid, args, say)
 	}
 	text := restAfter(cmd.FullText, cmd.Params[0], cmd.Params[1])
 	if text == "" {
 		return say("cmd.usage.reply", nil)
+	}
+	if text, err = o.expandCanned(ctx, c.Scope, text); err != nil {
+		return o.sayError(set, err)
 	}
 	sum := sha256.Sum256([]byte(inv.ID))
 	v, err := o.operate(ctx, c, PageRequest{Op: opReply, SID: sid, Reply: &replyRequest{IdempotencyKey: "cmd-" + hex.EncodeToString(sum[:16]), Text: text}})
@@ -167,7 +180,7 @@ func (o *ops) operate(ctx context.Context, c pageCall, req PageRequest) (any, er
 // 503 error reply would reach the user as the package's own "no answer
 // from the service" text, which names the wrong component.
 func (o *ops) sayError(set model.Settings, err error) (any, error) {
-	var be *wire.Error
+	var be *bus.Error
 	if !errors.As(wireError(err), &be) {
 		return nil, err
 	}
@@ -178,7 +191,7 @@ func (o *ops) sayError(set model.Settings, err error) (any, error) {
 	if errors.Is(err, bus.ErrNoHost) {
 		key = "error.no_host"
 	}
-	return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, set, key, nil)}}}, nil
+	return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, key, nil)}}}, nil
 }
 
 // pauseCommand takes over (pause) or releases (resume) the chat the
@@ -188,7 +201,7 @@ func (o *ops) pauseCommand(ctx context.Context, c pageCall, inv *bus.Invocation,
 	ses := inv.Command.Session
 	lid := string(ses.LauncherID)
 	if !model.ValidBotUUID(ses.BotUUID) || (ses.LauncherType != model.LauncherPerson && ses.LauncherType != model.LauncherGroup) || lid == "" {
-		return nil, wire.Errorf(wire.ErrBadRequest, "the command's session names no chat")
+		return nil, bus.Errorf(bus.ErrBadRequest, "the command's session names no chat")
 	}
 	sid := model.SID(model.SessionKey(ses.BotUUID, ses.LauncherType, lid))
 	if !pause {
@@ -285,7 +298,7 @@ func (o *ops) listCommand(ctx context.Context, c pageCall, numKey string) (any, 
 	}
 	lang := c.Settings.Language
 	if len(recs) == 0 {
-		return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, c.Settings, "cmd.list.empty", nil)}}}, nil
+		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, c.Settings, "cmd.list.empty", nil)}}}, nil
 	}
 	var b strings.Builder
 	b.WriteString(text(o.catalog, c.Settings, "cmd.list.head", nil))
@@ -305,7 +318,7 @@ func (o *ops) listCommand(ctx context.Context, c pageCall, numKey string) (any, 
 			"preview": capPreview(r.LastPreview.Text),
 		}))
 	}
-	return wire.CommandReply{Returns: []wire.Return{{Text: b.String()}}}, nil
+	return bus.CommandReply{Returns: []bus.Return{{Text: b.String()}}}, nil
 }
 
 // listState is a listed chat's state as `!ho list` shows it: waiting, or
@@ -350,7 +363,7 @@ func (o *ops) numbered(ctx context.Context, c pageCall, numKey, word string) (st
 
 // numbersKey names an operator chat's numbers record: a hash of the chat,
 // so no chat id appears in a key.
-func numbersKey(ses wire.Session) string {
+func numbersKey(ses bus.Session) string {
 	h := sha256.Sum256([]byte(model.SessionKey(ses.BotUUID, ses.LauncherType, string(ses.LauncherID))))
 	return hex.EncodeToString(h[:16])
 }

@@ -19,6 +19,8 @@ type Export struct {
 	Session    *model.Record       `json:"session"`
 	Messages   []model.Entry       `json:"messages"`
 	Blobs      map[string]BlobData `json:"blobs"`
+	// Notes are the chat's internal notes (issue 31), oldest first.
+	Notes []model.Note `json:"notes"`
 }
 
 func (o *ops) export(ctx context.Context, c pageCall, req PageRequest) (Export, error) {
@@ -32,6 +34,14 @@ func (o *ops) export(ctx context.Context, c pageCall, req PageRequest) (Export, 
 	}
 	out := Export{Format: "langbot.takeover.export", Version: 1, ExportedAt: o.now.ms(), ExportedBy: c.Operator,
 		Session: rec, Messages: visible(entries, rec.Gen, c.Settings.HistoryLimit, o.recordBudget), Blobs: map[string]BlobData{}}
+	notes, err := o.st.Notes(ctx, c.Scope, req.SID)
+	if err != nil {
+		return Export{}, err
+	}
+	out.Notes = notes.Notes
+	if out.Notes == nil {
+		out.Notes = []model.Note{}
+	}
 	total := 0
 	for _, e := range out.Messages {
 		for _, p := range e.Parts {
@@ -69,6 +79,9 @@ func (o *ops) deleteSession(ctx context.Context, c pageCall, sid string) (map[st
 	if err != nil {
 		return nil, err
 	}
+	if err := o.st.PurgeNotes(ctx, c.Scope, sid); err != nil {
+		return nil, err
+	}
 	if !existed && !left {
 		return nil, wire.Errorf(wire.ErrNotFound, "no such session")
 	}
@@ -85,6 +98,13 @@ func (o *ops) clear(ctx context.Context, c pageCall) (map[string]int, error) {
 		return nil, err
 	}
 	if err := o.st.SweepScope(ctx, c.Scope); err != nil {
+		return nil, err
+	}
+	noted, err := o.st.NoteSIDs(ctx, c.Scope)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.st.PurgeNotes(ctx, c.Scope, noted...); err != nil {
 		return nil, err
 	}
 	o.notices.publishLive(c.Scope, model.Live{Type: model.LiveCleared})

@@ -56,7 +56,15 @@
 //     (console_delete.go). The NATS page endpoint and the HTTP console
 //     (package console, through Service.Console) sit on it. ParsePageRequest
 //     validates every operation; the operator is always a parameter. Errors
-//     are *wire.Error values (errors.go).
+//     are *bus.Error values (errors.go). Issue 31's operator tools are
+//     ops' too: canned replies (canned.go: /canned, `ho canned`,
+//     expandCanned for `ho reply N /name` and relay mode), internal notes
+//     (notes.go: /notes, `ho note`, `ho show`) and the AI assist
+//     (assist.go: the alert's summary, `ho suggest`).
+//   - satisfaction.go: the rating after a release, split by part: the
+//     notices ask (askSatisfaction, after the release notice) and the
+//     recording reads the answer from the session view's head
+//     (surveyAnswer, on the decision path) and stores it (settleSurvey).
 //
 // The subpackages, none of which imports this one:
 //
@@ -66,7 +74,8 @@
 //   - store: the state and the parts that keep it: records by CAS, the 16
 //     history shards LANGBOT_TAKEOVER_HISTORY_0.._F (chosen by the sid's
 //     first hex digit), blobs in langbot_takeover_blobs, expiry and alert
-//     schedules in LANGBOT_TAKEOVER_TIMERS, the session view (an ordered
+//     schedules in LANGBOT_TAKEOVER_TIMERS, canned replies, notes and the
+//     AI call budget (extras.go), the session view (an ordered
 //     consumer on KV_langbot_takeover), the metadata writer (at most one CAS
 //     per session per 500 ms per replica), the trimmer (four workers per
 //     replica) and the resource names. Store, View, Trimmer and MetaWriter
@@ -124,7 +133,7 @@
 //
 // # Imports
 //
-// This package may import pkg/bus, pkg/wire, pkg/binding, pkg/i18n, pkg/plugin,
+// This package may import pkg/bus, pkg/binding, pkg/i18n, pkg/plugin,
 // pkg/settings, pkg/svcmain, its own subpackages, the NATS client,
 // OpenTelemetry's API and Prometheus' client; no other service. Its
 // subpackages never import it.

@@ -74,6 +74,13 @@ func (rc *recording) event(ctx context.Context, inv *bus.Invocation, data model.
 	if auto && !taken {
 		rc.view.AddPending(key, now+set.TimeoutMillis())
 	}
+	survey := surveyNone
+	if message && !blocked && data.LauncherType == model.LauncherPerson {
+		// a score answering the satisfaction question is not the AI's
+		if survey = rc.surveyAnswer(key, chain.TriggerText(), now); survey > 0 {
+			blocked = true
+		}
+	}
 	took := time.Since(start)
 	rc.metrics.decisionSeconds.Observe(took.Seconds())
 	if rc.onDecision != nil {
@@ -87,7 +94,7 @@ func (rc *recording) event(ctx context.Context, inv *bus.Invocation, data model.
 	job := &recordJob{
 		sc: inv.Scope, b: inv.Binding, set: set, event: ev.Name, invID: inv.ID,
 		bot: ev.BotUUID, ltype: data.LauncherType, lid: lid, sid: sid, key: key,
-		takenOver: taken, now: now, span: span.SpanContext(), done: make(chan struct{}),
+		takenOver: taken, survey: survey, now: now, span: span.SpanContext(), done: make(chan struct{}),
 	}
 	if message {
 		job.chain = chain

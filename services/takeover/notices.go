@@ -45,6 +45,7 @@ type notices struct {
 	hostTimeout   time.Duration   // Config.HostTimeout
 	noticeRetry   []time.Duration // Config.NoticeRetry
 	alertInterval time.Duration   // Config.AlertInterval
+	assist        *assist         // the alert's AI summary (assist.go)
 
 	ctx    context.Context // background work's, set by Start
 	cancel context.CancelFunc

@@ -36,4 +36,5 @@ type ops struct {
 	maxBody      int           // Config.MaxBody
 	recordBudget time.Duration // Config.RecordBudget
 	hostTimeout  time.Duration // Config.HostTimeout
+	assist       *assist       // `ho suggest` (assist.go)
 }

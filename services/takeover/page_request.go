@@ -32,17 +32,26 @@ const (
 	opExport         Op = "GET /export"
 	opDeleteSession  Op = "DELETE /session"
 	opClear          Op = "DELETE /clear"
+	// issue 31: canned replies (canned.go) and notes (notes.go)
+	opCannedList Op = "GET /canned"
+	opCannedPut  Op = "POST /canned"
+	opCannedDel  Op = "DELETE /canned"
+	opNotesList  Op = "GET /notes"
+	opNoteAdd    Op = "POST /notes"
+	opNoteDel    Op = "DELETE /notes"
 )
 
 // allOps lists every operation.
 var allOps = []Op{opInfo, opSessions, opMessages, opTakeoverStatus, opTakeover, opRelease,
-	opMarkHandled, opReply, opUserInfo, opGroupInfo, opBlob, opExport, opDeleteSession, opClear}
+	opMarkHandled, opReply, opUserInfo, opGroupInfo, opBlob, opExport, opDeleteSession, opClear,
+	opCannedList, opCannedPut, opCannedDel, opNotesList, opNoteAdd, opNoteDel}
 
 // IsAction reports whether the operation changes state (the rest are reads,
 // which have no side effects and skip invocation dedupe).
 func (o Op) IsAction() bool {
 	switch o {
-	case opTakeover, opRelease, opMarkHandled, opReply, opDeleteSession, opClear:
+	case opTakeover, opRelease, opMarkHandled, opReply, opDeleteSession, opClear,
+		opCannedPut, opCannedDel, opNoteAdd, opNoteDel:
 		return true
 	}
 	return false
@@ -82,6 +91,9 @@ type PageRequest struct {
 	Name        string // blob
 	InlineBlobs bool   // export
 	Reply       *replyRequest
+	Canned      string // canned: a reply's name
+	Text        string // canned, notes: the text
+	NoteID      string // notes: the note to delete
 }
 
 // replyRequest is an operator reply (spec §7.4). The HTTP transport fills
@@ -237,6 +249,10 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 		if !confirm {
 			return req, wire.Errorf(wire.ErrBadRequest, "clear needs confirm: true")
 		}
+	case opCannedList, opCannedPut, opCannedDel:
+		return req, parseCannedRequest(p, &req)
+	case opNotesList, opNoteAdd, opNoteDel:
+		return req, parseNotesRequest(p, &req)
 	case opReply:
 		if req.SID, err = p.sid(); err != nil {
 			return req, err

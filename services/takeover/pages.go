@@ -105,6 +105,10 @@ func (o *ops) do(ctx context.Context, c pageCall, req PageRequest) (any, error) 
 		return o.deleteSession(ctx, c, req.SID)
 	case opClear:
 		return o.clear(ctx, c)
+	case opCannedList, opCannedPut, opCannedDel:
+		return o.cannedOp(ctx, c, req)
+	case opNotesList, opNoteAdd, opNoteDel:
+		return o.notesOp(ctx, c, req)
 	}
 	return nil, wire.Errorf(wire.ErrNotFound, "unknown console operation")
 }

@@ -33,6 +33,7 @@ type recordJob struct {
 	word   string
 	hit    bool
 
+	survey    int  // a waiting satisfaction question's answer (satisfaction.go)
 	takenOver bool // the decision's view of the session
 	now       int64
 	span      trace.SpanContext
@@ -215,6 +216,7 @@ func (rc *recording) record(j *recordJob) {
 	ctx, cancel := context.WithTimeout(trace.ContextWithRemoteSpanContext(rc.ctx, j.span), 30*time.Second)
 	defer cancel()
 	defer rc.view.SettlePending(j.key)
+	defer rc.settleSurvey(ctx, j)
 
 	parts, truncated, atTargets := j.parts()
 	bi := rc.bots.lookup(j.sc, j.b, j.bot)

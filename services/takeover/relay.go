@@ -156,6 +156,10 @@ func (o *ops) relayCommand(ctx context.Context, c pageCall, inv *bus.Invocation,
 		if text == "" {
 			return say("relay.usage.r", nil)
 		}
+		text, err := o.expandCanned(ctx, c.Scope, text) // `/name` sends a canned reply (canned.go)
+		if err != nil {
+			return o.sayError(c.Settings, err)
+		}
 		b, ok, err := o.relayOf(ctx, c.Scope, numKey)
 		if err != nil {
 			return o.sayError(c.Settings, err)
@@ -243,7 +247,14 @@ func (o *ops) relayOut(ctx context.Context, c pageCall, opKey string, b relayBin
 	for _, p := range content.Parts {
 		switch {
 		case p.Type == model.PartText:
-			cur.Text = p.Text
+			// `/name` sends a canned reply (canned.go); an unknown name
+			// sends nothing and says so
+			t, err := o.expandCanned(ctx, c.Scope, p.Text)
+			if err != nil {
+				tell(cannedRefusal(err))
+				return
+			}
+			cur.Text = t
 		case p.Type == model.PartImage && p.Omitted == "" && (p.URL != "" || p.Data != nil):
 			if cur.ImageURL != "" || cur.Image != nil {
 				reqs = append(reqs, cur)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/console"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -72,6 +71,11 @@ type Config struct {
 	// AlertInterval is the least time between two operator alerts of one
 	// chat; default 60 s.
 	AlertInterval time.Duration
+
+	// LLMTimeout bounds one invoke_llm of the AI assist (issue 31: an
+	// alert's summary, `ho suggest`); default 10 s. An alert waits for
+	// its summary at most this long.
+	LLMTimeout time.Duration
 }
 
 // Service is the takeover service of one replica: it declares the runner
@@ -112,10 +116,11 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	}
 	st := store.New(deps.JetStream, deps.Subjects, s.faults.check)
 	trims := store.NewTrimmer(st, s.view, met.trims, log)
-	locks := new(bus.KeyLocks[string])
+	locks := store.NewLocks()
+	ai := &assist{st: st, now: now, log: log, timeout: cfg.LLMTimeout, recordBudget: cfg.RecordBudget}
 	s.notices = &notices{st: st, view: s.view, nc: deps.Conn, js: deps.JetStream, subj: deps.Subjects, catalog: cat,
 		metrics: met, settings: s.settings, now: now, log: log,
-		hostTimeout: cfg.HostTimeout, noticeRetry: cfg.NoticeRetry, alertInterval: cfg.AlertInterval}
+		hostTimeout: cfg.HostTimeout, noticeRetry: cfg.NoticeRetry, alertInterval: cfg.AlertInterval, assist: ai}
 	s.rec = &recording{st: st, view: s.view, trims: trims, locks: locks, notices: s.notices, settings: s.settings,
 		metrics: met, now: now, log: log, budget: cfg.RecordBudget,
 		meta: store.NewMetaWriter(store.MetaConfig{Store: st, View: s.view, Locks: locks, Trims: trims, Rate: cfg.MetaWriteRate,
@@ -123,7 +128,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	s.rec.pool = newRecorder(s.rec.record, s.rec.dropRecording, cfg.RecordWorkers, cfg.RecordQueue)
 	s.ops = &ops{st: st, view: s.view, trims: trims, notices: s.notices, nc: deps.Conn, subj: deps.Subjects, catalog: cat,
 		settings: s.settings, now: now, log: log,
-		maxBody: cfg.MaxBody, recordBudget: cfg.RecordBudget, hostTimeout: cfg.HostTimeout}
+		maxBody: cfg.MaxBody, recordBudget: cfg.RecordBudget, hostTimeout: cfg.HostTimeout, assist: ai}
 	n := s.notices
 	s.runner, err = bus.NewRunner(bus.RunnerConfig{
 		Plugin:      Plugin,
@@ -171,7 +176,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	}
 	// reply idempotency records live in the runner's dedupe bucket (24 h TTL)
 	st.Serve(store.Serving{Replicas: cfg.Replicas, Dedupe: s.runner.Dedupe})
-	s.notices.runner, s.ops.runner = s.runner, s.runner
+	s.notices.runner, s.ops.runner, ai.runner = s.runner, s.runner, s.runner
 	bots := newBotCache(s.runner.Host(), s.notices.goBackground)
 	s.notices.bots, s.rec.bots, s.ops.bots = bots, bots, bots
 	return s, nil
@@ -201,13 +206,16 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: MinTakeoverTimeout must be within [0, 30s]", bus.ErrInvalidConfig)
 	}
 	if cfg.HostTimeout <= 0 {
-		cfg.HostTimeout = wire.DefaultHostTimeout
+		cfg.HostTimeout = bus.DefaultHostTimeout
 	}
 	if cfg.NoticeRetry == nil {
 		cfg.NoticeRetry = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second}
 	}
 	if cfg.AlertInterval <= 0 {
 		cfg.AlertInterval = time.Minute
+	}
+	if cfg.LLMTimeout <= 0 {
+		cfg.LLMTimeout = 10 * time.Second
 	}
 	return cfg, nil
 }

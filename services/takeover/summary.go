@@ -25,6 +25,9 @@ type Summary struct {
 	TriggeredWord string        `json:"triggered_word"`
 	Takeover      *TakeoverView `json:"takeover,omitempty"`
 	Error         string        `json:"error,omitempty"`
+	// Satisfaction is the question asked after the last release and its
+	// score (issue 31), when one was asked.
+	Satisfaction *model.Satisfaction `json:"satisfaction,omitempty"`
 }
 
 // summary builds a session's Summary as the live events show it (the
@@ -49,6 +52,6 @@ func (n *notices) summaryWith(sid string, rec *model.Record, set model.Settings,
 		SID: sid, SessionKey: rec.SessionKey, Type: rec.Type, TargetID: rec.TargetID, Name: rec.Name,
 		BotUUID: rec.BotUUID, BotName: botName, Adapter: rec.Adapter, Legacy: model.IsLegacy(rec),
 		MemberCount: len(rec.Members), LastMsgAt: rec.LastMsgAt, LastPreview: rec.LastPreview,
-		Unread: rec.Unread, TriggeredWord: rec.TriggeredWord, Takeover: &tv,
+		Unread: rec.Unread, TriggeredWord: rec.TriggeredWord, Takeover: &tv, Satisfaction: rec.Satisfaction,
 	}
 }

@@ -58,6 +58,10 @@ type Record struct {
 	CreatedAt     int64         `json:"created_at"`
 	UpdatedAt     int64         `json:"updated_at"`
 	Import        *ImportState  `json:"import"`
+	// Satisfaction is the question asked after the last release, when the
+	// installation asks one (omitted otherwise, so older records read
+	// and write unchanged).
+	Satisfaction *Satisfaction `json:"satisfaction,omitempty"`
 }
 
 // Member is a group speaker, most recent first in Record.Members.
@@ -133,6 +137,10 @@ func (r *Record) Clone() *Record {
 	if r.Import != nil {
 		imp := *r.Import
 		c.Import = &imp
+	}
+	if r.Satisfaction != nil {
+		sat := *r.Satisfaction
+		c.Satisfaction = &sat
 	}
 	return &c
 }

@@ -21,6 +21,12 @@ const (
 	MaxTriggerWords        = 100
 	MaxTriggerWordRunes    = 64
 	MaxNoticeRunes         = 2000
+
+	DefaultSatisfactionWindow = 600 // seconds
+	MinSatisfactionWindow     = 60
+	MaxSatisfactionWindow     = 86400
+	DefaultAICallsPerDay      = 50
+	MaxAICallsPerDay          = 1000
 )
 
 // Trigger match modes.
@@ -60,6 +66,20 @@ type Settings struct {
 	// alerts and notes. An answer to a command uses the typed prefix.
 	CommandPrefix string `json:"command_prefix"`
 
+	// Issue 31's canned replies, notes, satisfaction and AI assist.
+
+	// SatisfactionSurvey asks the user "How did we do? 1-5" after a
+	// release of a private chat (satisfaction_survey, off by default).
+	SatisfactionSurvey bool `json:"satisfaction_survey"`
+	// SatisfactionWindow is how long, in seconds, the user's score is
+	// awaited (satisfaction_window).
+	SatisfactionWindow int `json:"satisfaction_window"`
+	// AIAssist lets the host's LLM write the handoff summary of an alert
+	// and `!ho suggest` (ai_assist, off by default).
+	AIAssist bool `json:"ai_assist"`
+	// AICallsPerDay bounds the installation's LLM calls per UTC day
+	// (ai_calls_per_day).
+	AICallsPerDay int `json:"ai_calls_per_day"`
 	// Escalation is the queue's escalation (escalation.go, issue 31).
 	Escalation
 }
@@ -77,6 +97,8 @@ func DefaultSettings() Settings {
 		OperatorChats:         []OperatorChat{},
 		Language:              LanguageEnUS,
 		CommandPrefix:         settings.DefaultCommandPrefix,
+		SatisfactionWindow:    DefaultSatisfactionWindow,
+		AICallsPerDay:         DefaultAICallsPerDay,
 		Escalation:            Escalation{Timezone: DefaultTimezone, CancelWords: DefaultCancelWords(), FallbackChats: []OperatorChat{}},
 	}
 }
@@ -138,6 +160,10 @@ func ParseSettings(raw []byte, minTimeout int) (s Settings, problems []string) {
 	notice := settings.Strings{Trim: true, MaxRunes: MaxNoticeRunes}
 	s.NoticeOnTakeover = r.String("user_notice_on_takeover", s.NoticeOnTakeover, notice)
 	s.NoticeOnRelease = r.String("user_notice_on_release", s.NoticeOnRelease, notice)
+	s.SatisfactionSurvey = r.Bool("satisfaction_survey", s.SatisfactionSurvey, bools)
+	s.SatisfactionWindow = r.Int("satisfaction_window", s.SatisfactionWindow, ints(MinSatisfactionWindow, MaxSatisfactionWindow))
+	s.AIAssist = r.Bool("ai_assist", s.AIAssist, bools)
+	s.AICallsPerDay = r.Int("ai_calls_per_day", s.AICallsPerDay, ints(1, MaxAICallsPerDay))
 	esc, escProblems := parseEscalation(r, minTimeout)
 	s.Escalation = esc
 	for _, w := range r.Warnings() {

@@ -44,6 +44,9 @@ const (
 	KeyAlert   = "alert"   // dedupe bucket: <scope>.alert.<sid>, a chat's alert state
 	KeyNumbers = "numbers" // dedupe bucket: <scope>.numbers.<hash>, an operator chat's short numbers
 	KeyClaim   = "claim"   // dedupe bucket: <scope>.claim.<sid>, a chat's last "taken by" note
+	KeyCanned  = "canned"  // <scope>.canned.all, the installation's canned replies
+	KeyNotes   = "notes"   // <scope>.notes.<sid>, a chat's internal notes
+	KeyAIUsage = "aiuse"   // dedupe bucket: <scope>.aiuse.<yyyymmdd>, the day's LLM calls
 
 	// relay mode (issue 31)
 	KeyRelay   = "relay"   // dedupe bucket: <scope>.relay.<hash>, the chat an operator chat relays

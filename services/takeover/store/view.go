@@ -35,10 +35,12 @@ type ViewEntry struct {
 func (e ViewEntry) TakenOver(now int64) bool { return e.Head != nil && e.Head.Takeover.TakenOver(now) }
 
 // headOf returns the part of a record that deciding and recording read:
-// identity, generation, unread and takeover, without the list metadata.
+// identity, generation, unread, takeover and a waiting satisfaction
+// question, without the list metadata.
 func headOf(r *model.Record) *model.Record {
 	return &model.Record{V: r.V, Gen: r.Gen, SessionKey: r.SessionKey, Type: r.Type, TargetID: r.TargetID,
-		BotUUID: r.BotUUID, Adapter: r.Adapter, Legacy: r.Legacy, Unread: r.Unread, Takeover: r.Takeover}
+		BotUUID: r.BotUUID, Adapter: r.Adapter, Legacy: r.Legacy, Unread: r.Unread, Takeover: r.Takeover,
+		Satisfaction: r.Satisfaction}
 }
 
 // View is the in-process view of every session's takeover state,

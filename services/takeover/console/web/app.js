@@ -653,7 +653,97 @@
       parts.push(el('div', { class: 'members' }, el('h4', { text: t('info.members', { count: members.length }) }),
         el('ul', {}, ...members.map((m) => el('li', { onclick: () => openCard('user', m.id) }, avatar(m.id, m.name || m.id), el('span', { text: m.name || m.id }))))));
     }
+    const sat = s.satisfaction;
+    if (sat && (sat.score > 0 || sat.until > Date.now())) {
+      rows.append(el('div', { 'data-testid': 'rating' }, el('span', { text: t('info.rating') }),
+        el('span', { text: sat.score > 0 ? t('info.ratingScore', { score: sat.score }) : t('info.ratingWaiting') })));
+    }
+    parts.push(renderNotesBox(d));
     panel.replaceChildren(...parts);
+    loadNotes(d);
+  }
+
+  // ---- internal notes (operators only, never sent) ----------------------
+  function renderNotesBox(d) {
+    const input = el('textarea', { id: 'noteInput', rows: '2', 'data-testid': 'note-input', placeholder: t('notes.placeholder'), 'aria-label': t('notes.placeholder') });
+    const add = el('button', { class: 'btn', 'data-testid': 'note-add', text: t('notes.add'), disabled: !!d.session.legacy });
+    add.addEventListener('click', () => addNote(d, input));
+    return el('div', { class: 'notes', 'data-testid': 'notes' }, el('h4', { text: t('notes.title') }),
+      el('ul', { id: 'noteList', 'data-testid': 'note-list' }), input, add);
+  }
+  function renderNotes(d, notes) {
+    const list = $('noteList');
+    if (!list || S.displayed !== d) return;
+    if (!notes.length) { list.replaceChildren(el('li', { class: 'muted', text: t('notes.empty') })); return; }
+    list.replaceChildren(...notes.map((n) => {
+      const del = el('button', { class: 'icon-btn note-del', 'data-testid': 'note-del', title: t('notes.delete'), 'aria-label': t('notes.delete'), text: '×' });
+      del.addEventListener('click', () => deleteNote(d, n.id));
+      return el('li', { 'data-testid': 'note', dataset: { id: n.id } },
+        el('span', { class: 'note-text', text: n.text }),
+        el('span', { class: 'muted note-meta', text: t('notes.meta', { operator: n.operator, time: fmtTime(n.at).text }) }), del);
+    }));
+  }
+  async function loadNotes(d) {
+    try {
+      const r = await api('GET', '/notes', { sid: d.sid });
+      renderNotes(d, r.notes || []);
+    } catch (e) { if (S.displayed === d) toastError(e); }
+  }
+  async function addNote(d, input) {
+    const text = input.value.trim();
+    if (!text) return;
+    try {
+      const r = await api('POST', '/notes', { sid: d.sid, text });
+      if (S.displayed === d) input.value = '';
+      renderNotes(d, r.notes || []);
+    } catch (e) { toastError(e); }
+  }
+  async function deleteNote(d, id) {
+    try {
+      const r = await api('DELETE', '/notes', { sid: d.sid, id });
+      renderNotes(d, r.notes || []);
+    } catch (e) { toastError(e); }
+  }
+
+  // ---- canned replies (the installation's, picked into the composer) ----
+  async function openCanned() {
+    let r;
+    try { r = await api('GET', '/canned', {}); } catch (e) { toastError(e); return; }
+    renderCanned(r.replies || []);
+    $('cardOverlay').hidden = false;
+  }
+  function renderCanned(replies) {
+    const card = $('card');
+    const items = replies.map((c) => {
+      const use = el('button', { class: 'canned-use', 'data-testid': 'canned-item', dataset: { name: c.name }, title: t('canned.insert') },
+        el('strong', { text: '/' + c.name }), el('span', { class: 'muted', text: c.text }));
+      use.addEventListener('click', () => insertCanned(c.text));
+      const del = el('button', { class: 'icon-btn', 'data-testid': 'canned-del', title: t('canned.delete'), 'aria-label': t('canned.delete'), text: '×' });
+      del.addEventListener('click', async () => {
+        try { const x = await api('DELETE', '/canned', { name: c.name }); renderCanned(x.replies || []); } catch (e) { toastError(e); }
+      });
+      return el('li', {}, use, del);
+    });
+    const name = el('input', { id: 'cannedName', 'data-testid': 'canned-name', placeholder: t('canned.name'), 'aria-label': t('canned.name') });
+    const text = el('textarea', { id: 'cannedText', rows: '3', 'data-testid': 'canned-text', placeholder: t('canned.text'), 'aria-label': t('canned.text') });
+    const save = el('button', { class: 'btn primary', 'data-testid': 'canned-save', text: t('canned.save') });
+    save.addEventListener('click', async () => {
+      try { const x = await api('POST', '/canned', { name: name.value.trim(), text: text.value }); renderCanned(x.replies || []); } catch (e) { toastError(e); }
+    });
+    card.replaceChildren(el('h3', { text: t('canned.title') }),
+      el('ul', { class: 'canned-list', 'data-testid': 'canned-list' }, ...(items.length ? items : [el('li', { class: 'muted', text: t('canned.empty') })])),
+      el('div', { class: 'canned-form' }, name, text, save),
+      el('div', { class: 'card-actions' }, el('button', { class: 'btn', text: t('card.close'), onclick: closeCard })));
+    card.dataset.testid = 'canned-dialog';
+    card.classList.add('wide');
+  }
+  function insertCanned(text) {
+    const input = $('msgInput');
+    input.value = text;
+    input.dispatchEvent(new Event('input'));
+    closeCard();
+    updateComposer();
+    input.focus();
   }
 
   // ---- takeover ---------------------------------------------------------
@@ -1064,6 +1154,7 @@
     input.addEventListener('input', () => { input.style.height = 'auto'; input.style.height = Math.min(input.scrollHeight, 120) + 'px'; });
     $('imageBtn').addEventListener('click', () => $('imageInput').click());
     $('fileBtn').addEventListener('click', () => $('fileInput').click());
+    $('cannedBtn').addEventListener('click', openCanned);
     $('imageInput').addEventListener('change', (ev) => { pickAttachment('image', ev.target.files[0]); ev.target.value = ''; });
     $('fileInput').addEventListener('change', (ev) => { pickAttachment('file', ev.target.files[0]); ev.target.value = ''; });
     $('messages').addEventListener('scroll', () => {
