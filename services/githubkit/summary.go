@@ -11,7 +11,6 @@ package githubkit
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,18 +35,6 @@ const (
 	// llmTimeout bounds one invoke_llm.
 	llmTimeout = 20 * time.Second
 )
-
-// aiBudget is <scope>.aibudget: the summaries of one day.
-type aiBudget struct {
-	V int `json:"v"`
-	// Day is the installation zone's date (YYYY-MM-DD); another day
-	// starts from zero.
-	Day  string `json:"day"`
-	Used int    `json:"used"`
-	// Charged are the invocation ids charged on Day, so a retried
-	// invocation is charged once.
-	Charged []string `json:"charged"`
-}
 
 // summaries is "gh summary".
 type summaries struct {
@@ -174,32 +161,12 @@ func (s *summaries) ask(ctx context.Context, b binding.Binding, st Settings, inp
 	return clip(text, summaryAnswerRunes), nil
 }
 
-// charge takes one summary of the day's budget for invocation id, unless
-// it was charged already; it reports whether the LLM may be asked.
+// charge takes one summary of the day's budget (<scope>.aibudget) for
+// invocation id, unless it was charged already (bus.DailyBudget); it
+// reports whether the LLM may be asked.
 func (s *summaries) charge(ctx context.Context, sc binding.Scope, st Settings, id string) (bool, error) {
 	day := s.now().In(st.Zone).Format(time.DateOnly)
-	allowed := false
-	budgets := bus.NewRecords(s.runner.KV(), kindAIBudget, bus.RecordsConfig[aiBudget]{})
-	_, _, err := budgets.Update(ctx, sc, func(cur *aiBudget) (*aiBudget, error) {
-		b := aiBudget{V: 1, Day: day}
-		if cur != nil && cur.Day >= day {
-			b = *cur
-			b.Charged = slices.Clone(cur.Charged)
-		}
-		switch {
-		case slices.Contains(b.Charged, id):
-			allowed = true
-			return nil, bus.ErrNoChange
-		case b.Used >= st.AISummariesPerDay:
-			allowed = false
-			return nil, bus.ErrNoChange
-		}
-		allowed = true
-		b.Used++
-		b.Charged = append(b.Charged, id)
-		return &b, nil
-	})
-	return allowed, err
+	return bus.NewDailyBudget(s.runner.KV(), kindAIBudget, nil).Charge(ctx, sc, st.AISummariesPerDay, day, id)
 }
 
 // errCode is the protocol code of a host error (0 for others): what a log

@@ -3,14 +3,12 @@ package schenotify
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -23,18 +21,18 @@ import (
 
 // Reminder kinds (Record.Kind).
 const (
-	// kindText is fixed text, the default; records stored before kinds
+	// KindText is fixed text, the default; records stored before kinds
 	// existed have no kind and read as fixed text.
-	kindText = ""
-	// kindAI: Message is a prompt the host's LLM answers at the due time.
-	kindAI = "ai"
+	KindText = ""
+	// KindAI: Message is a prompt the host's LLM answers at the due time.
+	KindAI = "ai"
 )
 
 // Installation config of the AI-written form (setting ai_calls_per_day).
 const (
-	// defaultAICallsPerDay is how many AI-written deliveries an
+	// DefaultAICallsPerDay is how many AI-written deliveries an
 	// installation may make per day (its zone's calendar day) by default.
-	defaultAICallsPerDay = 50
+	DefaultAICallsPerDay = 50
 	// maxAIAnswerRunes caps the delivered answer (a chat message).
 	maxAIAnswerRunes = 2000
 	// defaultLLMTimeout bounds one invoke_llm of a delivery
@@ -91,22 +89,10 @@ func (rd Renderer) aiNote(set Settings) string {
 
 // kindMark is what lists put before an AI-written reminder's prompt.
 func (rd Renderer) kindMark(set Settings, rec *Record) string {
-	if rec.Kind == kindAI {
+	if rec.Kind == KindAI {
 		return rd.text(set, "word.ai", nil)
 	}
 	return ""
-}
-
-// aiBudget is <scope>.aibudget: the AI-written deliveries of one day.
-type aiBudget struct {
-	V int `json:"v"`
-	// Day is the installation zone's date the counts belong to
-	// (YYYY-MM-DD); another day starts from zero.
-	Day  string `json:"day"`
-	Used int    `json:"used"`
-	// Charged are the occurrences charged on Day (<id>:<occurrence>), so a
-	// retried delivery of one occurrence is charged once.
-	Charged []string `json:"charged"`
 }
 
 // aiCharge is the budget decision of one AI-written delivery, taken by
@@ -137,42 +123,21 @@ func (d *delivery) chargeAI(ctx context.Context, c *claimed, set Settings, at ti
 }
 
 // charge takes one call of the day's budget (<scope>.aibudget) for
-// occurrence key occ, unless occ was charged already; it reports whether
-// the LLM may be asked. A stored later day (another replica's clock
-// ahead) is kept: the count never goes back to an earlier day.
+// occurrence key occ (bus.DailyBudget: charged once per occurrence); it
+// reports whether the LLM may be asked.
 func (d *delivery) charge(ctx context.Context, sc binding.Scope, limit int, day, occ string) (bool, error) {
-	allowed := false
-	budgets := bus.NewRecords(d.runner.KV(), keyAIBudget, bus.RecordsConfig[aiBudget]{})
 	d.rem.writes.Add(1)
-	_, _, err := budgets.Update(ctx, sc, func(cur *aiBudget) (*aiBudget, error) {
-		b := aiBudget{V: 1, Day: day}
-		if cur != nil && cur.Day >= day {
-			b = *cur
-			b.Charged = slices.Clone(cur.Charged)
-		}
-		switch {
-		case slices.Contains(b.Charged, occ):
-			allowed = true
-			return nil, bus.ErrNoChange
-		case b.Used >= limit:
-			allowed = false
-			return nil, bus.ErrNoChange
-		}
-		allowed = true
-		b.Used++
-		b.Charged = append(b.Charged, occ)
-		return &b, nil
-	})
+	ok, err := bus.NewDailyBudget(d.runner.KV(), keyAIBudget, nil).Charge(ctx, sc, limit, day, occ)
 	if err != nil {
 		return false, storeErr("ai budget", err)
 	}
-	return allowed, nil
+	return ok, nil
 }
 
 // claimExtra is how much longer than a fixed text's the send claim of rec
 // holds: an AI-written one also covers its LLM call.
 func (d *delivery) claimExtra(rec *Record) time.Duration {
-	if rec.Kind == kindAI {
+	if rec.Kind == KindAI {
 		return d.llmTimeout
 	}
 	return 0
@@ -223,12 +188,12 @@ func (d *delivery) askLLM(ctx context.Context, c *claimed, set Settings) (answer
 	}
 	lctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	ans, err := d.host.InvokeLLM(lctx, c.auth.Binding, wire.InvokeLLM{Messages: []wire.LLMMessage{
-		{Role: wire.RoleSystem, Content: aiSystemPrompt(set, d.now())},
-		{Role: wire.RoleUser, Content: c.rec.Message},
+	ans, err := d.host.InvokeLLM(lctx, c.auth.Binding, bus.InvokeLLM{Messages: []bus.LLMMessage{
+		{Role: bus.RoleSystem, Content: aiSystemPrompt(set, d.now())},
+		{Role: bus.RoleUser, Content: c.rec.Message},
 	}})
 	switch {
-	case errors.Is(err, wire.ErrNoLLMModel):
+	case errors.Is(err, bus.ErrNoLLMModel):
 		return "", aiWhyNoModel
 	case err != nil:
 		// errorDetail names the code only, never the prompt or the answer.

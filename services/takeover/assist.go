@@ -2,6 +2,7 @@ package takeover
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"log/slog"
 	"strings"
@@ -15,11 +16,11 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
-// AI assist (issue 31, ai_assist, off by default): the two-line handoff
+// AI assist (ai_assist, off by default): the two-line handoff
 // summary an alert carries and `!ho suggest N`'s draft reply, both written
 // by the host's LLM through the invoke_llm host action, within the
-// installation's ai_calls_per_day (counted in <scope>.aiuse.<day> of the
-// dedupe bucket, UTC days). A failed or refused call never holds up what
+// installation's ai_calls_per_day (bus.DailyBudget at <scope>.aiuse, UTC
+// days). A failed or refused call never holds up what
 // asked for it: the alert goes without its summary, the command says so.
 // The transcript, the prompts and the answers are chat text: never logged,
 // never span attributes.
@@ -66,7 +67,11 @@ func (a *assist) ask(ctx context.Context, sc binding.Scope, b binding.Binding, s
 	if transcript == "" {
 		return "", errors.New("takeover: nothing to summarise")
 	}
-	ok, err := a.st.TakeAICall(ctx, sc, time.UnixMilli(a.now.ms()).UTC().Format("20060102"), set.AICallsPerDay)
+	// Each call is charged: the alert asks once per alert (its first
+	// delivery), and each suggest is an operator asking again.
+	now := time.UnixMilli(a.now.ms()).UTC()
+	key := purpose + ":" + sid + ":" + rand.Text()
+	ok, err := a.st.TakeAICall(ctx, sc, now.Format(time.DateOnly), key, set.AICallsPerDay)
 	if err != nil {
 		return "", err
 	}

@@ -91,33 +91,14 @@ func (st *Store) NoteSIDs(ctx context.Context, sc binding.Scope) ([]string, erro
 	return sids, nil
 }
 
-// TakeAICall counts one LLM call of the installation on day (yyyymmdd,
-// UTC) in the dedupe bucket, whose TTL removes old days. It reports false,
-// counting nothing, when limit calls were made that day.
-func (st *Store) TakeAICall(ctx context.Context, sc binding.Scope, day string, limit int) (bool, error) {
-	if err := st.Check("kv.update", sc); err != nil {
-		return false, err
-	}
-	ok := false
-	_, _, err := st.dedupe.Update(ctx, sc, KeyAIUsage, func(cur []byte, exists bool) ([]byte, error) {
-		var u struct {
-			Calls int `json:"calls"`
-		}
-		if exists {
-			_ = json.Unmarshal(cur, &u)
-		}
-		if u.Calls >= limit {
-			ok = false
-			return nil, bus.ErrNoChange
-		}
-		ok = true
-		u.Calls++
-		return json.Marshal(u)
-	}, day)
-	if err != nil && !errors.Is(err, bus.ErrNoChange) {
-		return false, err
-	}
-	return ok, nil
+// TakeAICall charges one LLM call of the installation to the day's
+// budget of limit calls (bus.DailyBudget at <scope>.aiuse; day in the
+// caller's zone, key charged once), reporting false, charging nothing,
+// when the day's calls are used up.
+func (st *Store) TakeAICall(ctx context.Context, sc binding.Scope, day, key string, limit int) (bool, error) {
+	return bus.NewDailyBudget(st.kv, KeyAIUsage, func(op string, sc binding.Scope) error {
+		return st.Check("kv."+op, sc)
+	}).Charge(ctx, sc, limit, day, key)
 }
 
 func (st *Store) getJSON(ctx context.Context, sc binding.Scope, v any, kind string, ids ...string) error {

@@ -46,7 +46,7 @@ const (
 	KeyClaim   = "claim"   // dedupe bucket: <scope>.claim.<sid>, a chat's last "taken by" note
 	KeyCanned  = "canned"  // <scope>.canned.all, the installation's canned replies
 	KeyNotes   = "notes"   // <scope>.notes.<sid>, a chat's internal notes
-	KeyAIUsage = "aiuse"   // dedupe bucket: <scope>.aiuse.<yyyymmdd>, the day's LLM calls
+	KeyAIUsage = "aiuse"   // <scope>.aiuse: the day's LLM calls (bus.DailyBudget)
 
 	// relay mode (issue 31)
 	KeyRelay   = "relay"   // dedupe bucket: <scope>.relay.<hash>, the chat an operator chat relays
