@@ -234,8 +234,7 @@ func TestAIReminderBudget(t *testing.T) {
 }
 
 // A failed send of an AI-written delivery is retried with the same
-// idempotency key and charged to the budget once: the retry asks the LLM
-// again without a second charge.
+// idempotency key and charged to the budget once.
 func TestAIReminderRetryChargedOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -329,5 +328,47 @@ func TestAIReminderSnoozeStaysAI(t *testing.T) {
 	}
 	if n := len(e.host.llmCalls()); n != 2 {
 		t.Fatalf("%d invoke_llm calls, want 2", n)
+	}
+}
+
+// A retried AI-written delivery sends the answer of its first attempt:
+// the LLM, whose every answer differs, is asked once, and both sends carry
+// the same text under the same idempotency key.
+func TestAIReminderRetrySendsFirstAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.start(t, testConfig(), nil, nil, nil)
+	b := bind("installation-a", 1)
+	s := sess("bot", "person", "12")
+	var mu sync.Mutex
+	asked, failed := 0, false
+	e.host.Respond(func(c bustest.HostCall) bustest.HostReply {
+		mu.Lock()
+		defer mu.Unlock()
+		if c.Action == bus.ActionInvokeLLM {
+			asked++
+			return bustest.HostReply{Data: bus.LLMAnswer{Text: "answer " + strconv.Itoa(asked), Model: bustest.LLMModel}}
+		}
+		if !failed {
+			failed = true
+			return bustest.HostReply{Err: bus.Errorf(bus.ErrInternal, "boom")}
+		}
+		return bustest.HostReply{}
+	})
+	T := nextSecond().Add(2 * time.Second)
+	e.schedule(t, b, cfgBudget(5), s, map[string]any{"message": "a different line each time", "time_str": rfc(T), "ai": true})
+	calls := e.host.wait(t, 2, 15*time.Second)
+	bustest.EventuallyWithin(t, 5*time.Second, "one-shot finished", func() bool { return len(e.reminderKeys(t, scopeOf(b))) == 0 })
+	if n := len(e.host.llmCalls()); n != 1 {
+		t.Fatalf("%d invoke_llm calls for one occurrence, want 1", n)
+	}
+	if calls[0].IdempotencyKey != calls[1].IdempotencyKey {
+		t.Fatalf("keys differ: %q %q", calls[0].IdempotencyKey, calls[1].IdempotencyKey)
+	}
+	if a, b := sentText(calls[0]), sentText(calls[1]); a != "[Notify] answer 1" || b != a {
+		t.Fatalf("first send %q, retry %q; want the first answer twice", a, b)
+	}
+	if n := len(e.host.sends()); n != 2 {
+		t.Fatalf("%d sends, want 2", n)
 	}
 }

@@ -108,6 +108,9 @@ type aiCharge struct {
 // at (its day in the installation's zone is the budget's day).
 func (d *delivery) chargeAI(ctx context.Context, c *claimed, set Settings, at time.Time) *aiCharge {
 	ch := &aiCharge{set: set}
+	if _, ok := c.rec.storedAnswer(c.occ); ok {
+		return ch // answered and charged on an earlier attempt
+	}
 	if set.AICallsPerDay <= 0 {
 		ch.why = aiWhyDisabled
 		return ch
@@ -153,9 +156,12 @@ func (d *delivery) writeAI(ctx context.Context, c *claimed) {
 		return
 	}
 	set, why := ch.set, ch.why
-	var answer string
-	if why == "" {
+	answer, stored := c.rec.storedAnswer(c.occ)
+	if !stored && why == "" {
 		answer, why = d.askLLM(ctx, c, set)
+		if why == "" {
+			d.keepAnswer(ctx, c, answer)
+		}
 	}
 	now := d.now()
 	var text string
@@ -166,14 +172,38 @@ func (d *delivery) writeAI(ctx context.Context, c *claimed) {
 		if c.out.rule != nil {
 			skipped = c.out.rule.Skipped(c.occ, now, c.out.loc, 10000)
 		}
-		text = d.rd.DeliveryText(set, &r, c.occ, now, skipped)
+		text = d.rd.DeliveryText(set, &r, c.occ, now, skipped) + d.rd.calendarNote(set, c.out.calendarEnd)
 	} else {
 		d.metrics.deliveries.WithLabelValues(outcomeAIFallback).Inc()
 		args := map[string]string{"id": c.rec.ID, "prompt": preview(c.rec.Message, listPreviewRunes), "limit": strconv.Itoa(set.AICallsPerDay)}
 		args["why"] = d.rd.text(set, "ai.why_"+why, args)
-		text = set.Prefix + d.rd.text(set, "deliver.ai_fallback", args)
+		text = set.Prefix + d.rd.text(set, "deliver.ai_fallback", args) + d.rd.calendarNote(set, c.out.calendarEnd)
 	}
 	c.out.msg.MessageChain = deliveryChain(set, c.rec, text)
+}
+
+// storedAnswer is the LLM answer kept for occurrence occ, if any.
+func (r *Record) storedAnswer(occ time.Time) (string, bool) {
+	if r.Kind != KindAI || r.AIAnswer == nil || !r.AIAnswer.Occurrence.Equal(occ) {
+		return "", false
+	}
+	return r.AIAnswer.Text, true
+}
+
+// keepAnswer stores answer in the claimed record before the send, so a
+// retry of the occurrence (on any replica) sends the same text under the
+// same idempotency key instead of asking the LLM again. The claim is held,
+// so only a user's change or delete can race it; then, or when the store
+// fails, the send goes on with the answer and a retry would ask again.
+func (d *delivery) keepAnswer(ctx context.Context, c *claimed, answer string) {
+	r := *c.rec
+	r.AIAnswer = &aiAnswer{Occurrence: c.occ.UTC(), Text: answer}
+	rev, err := d.rem.casRecord(ctx, c.sc, &r, c.rev)
+	if err != nil {
+		d.log.WarnContext(ctx, "ai answer not kept for retries", "scope", c.sc.String(), "id", c.rec.ID, "err", err)
+		return
+	}
+	c.rec, c.rev = &r, rev
 }
 
 // askLLM asks the host's LLM for the text of c; why is "" with an answer,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The AI keyword is "ai:" at the start of the text, in any case, with an
@@ -75,4 +76,22 @@ func FuzzCutAIKeyword(f *testing.F) {
 			t.Fatalf("round trip of %q: %q, %v", s, p, ok)
 		}
 	})
+}
+
+// The kept answer belongs to one occurrence of an AI-written reminder:
+// another occurrence (the next of a series, a snoozed one) asks again, and
+// fixed text never has one.
+func TestStoredAnswerIsPerOccurrence(t *testing.T) {
+	occ := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	r := Record{Kind: KindAI, AIAnswer: &aiAnswer{Occurrence: occ, Text: "sunny"}}
+	if got, ok := r.storedAnswer(occ); !ok || got != "sunny" {
+		t.Fatalf("same occurrence: %q, %v", got, ok)
+	}
+	if _, ok := r.storedAnswer(occ.Add(24 * time.Hour)); ok {
+		t.Fatal("the next occurrence reused the answer")
+	}
+	r.Kind = KindText
+	if _, ok := r.storedAnswer(occ); ok {
+		t.Fatal("fixed text has no kept answer")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -90,6 +91,7 @@ func rescheduled(r *Record, due time.Time) {
 	r.NextDue = due.UTC()
 	r.State = StateScheduled
 	r.Held = false
+	r.Pause = ""
 	r.Claim = nil
 	r.Attempt = 0
 	r.FirstAttemptAt, r.NextAttemptAt = nil, nil
@@ -131,6 +133,8 @@ func (rm *reminders) pause(ctx context.Context, sc binding.Scope, sess session, 
 			return fail("not_recurring", "id", map[string]string{"id": id})
 		case r.Held:
 			return fail("already_paused", "id", map[string]string{"id": id})
+		case r.Pause == pauseCalendarEnd:
+			return rm.calendarPaused(r)
 		}
 		r.State, r.Held, r.Claim = StatePaused, true, nil
 		return nil
@@ -143,6 +147,9 @@ func (rm *reminders) pause(ctx context.Context, sc binding.Scope, sess session, 
 func (rm *reminders) resumeHeld(ctx context.Context, sc binding.Scope, sess session, id string) (changeOutcome, error) {
 	now := rm.now().UTC().Truncate(time.Second)
 	rec, err := rm.changeRecord(ctx, sc, sess, id, func(r *Record) *when.Failure {
+		if r.Pause == pauseCalendarEnd {
+			return rm.calendarPaused(r) // it resumes by itself (resumeOne)
+		}
 		if !r.Held {
 			return fail("not_paused", "id", map[string]string{"id": id})
 		}
@@ -266,4 +273,15 @@ func (rm *reminders) rememberLast(ctx context.Context, sc binding.Scope, rec *Re
 		return val, nil
 	}, rec.Session.Token())
 	return err
+}
+
+// calendarPaused refuses a user's pause or resume of a reminder paused at
+// the end of its working calendar: it waits for a newer calendar, which
+// resumes it by itself.
+func (rm *reminders) calendarPaused(r *Record) *when.Failure {
+	year := 0
+	if rule, _ := rm.ruleOf(r); rule != nil {
+		year = rule.CalendarEnd()
+	}
+	return fail("calendar_paused", "id", map[string]string{"id": r.ID, "year": strconv.Itoa(year)})
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -58,7 +57,7 @@ type delivery struct {
 	llmTimeout  time.Duration // an AI-written delivery's LLM call (Config.LLMTimeout)
 	replica     string
 	retry       RetryPolicy
-	subj        wire.Subjects
+	subj        bus.Subjects
 	now         func() time.Time
 	log         *slog.Logger
 	tracer      trace.Tracer
@@ -121,12 +120,16 @@ type claimed struct {
 // outgoing is a delivery's message, built before the send (a held
 // delivery builds it while it waits, so the instant costs only the send).
 type outgoing struct {
-	msg  wire.SendMessage
+	msg  bus.SendMessage
 	rule *when.Rule
 	loc  *time.Location
 	// ai is an AI-written reminder's budget decision: its text is asked
 	// for at the send (writeAI, ai.go).
 	ai *aiCharge
+	// calendarEnd is the last year of the working calendar when this is
+	// the series' last occurrence it covers (the message says so, and
+	// advance then pauses the reminder); else 0.
+	calendarEnd int
 }
 
 // fired handles one fired message (spec 7.4) and acks or naks it.
@@ -227,9 +230,10 @@ func (d *delivery) attempt(ctx context.Context, f *bus.Fired, auth *bus.Authorit
 		d.ack(ctx, f) // a waiting one is sent on the chat's next message (waiting.go)
 		return "", false, nil
 	}
-	if rec.Held {
-		// Paused by a user: a schedule armed before the pause (or by a
-		// send that raced it) wakes nothing.
+	if rec.Held || rec.Pause != "" {
+		// Paused by a user, or until a newer working calendar: a
+		// schedule armed before the pause (or by a send that raced it)
+		// wakes nothing.
 		d.ack(ctx, f)
 		return outcomePaused, false, nil
 	}
@@ -348,25 +352,16 @@ func (d *delivery) render(ctx context.Context, c *claimed, now time.Time) outgoi
 		cfg = nil
 	}
 	set := NormalizeConfig(cfg, d.zone)
-	loc := d.zone
-	if l, ok := when.LoadZone(c.rec.Zone); ok {
-		loc = l
-	}
-	var rule *when.Rule
-	if c.rec.Recurrence != nil {
-		if r, err := when.RuleOf(*c.rec.Recurrence); err == nil {
-			rule = &r
-		}
-	}
+	rule, loc := d.rem.ruleOf(c.rec)
 	skipped := 0
 	if rule != nil {
 		skipped = rule.Skipped(c.occ, now, loc, 10000)
 	}
-	text := d.rd.DeliveryText(set, c.rec, c.occ, now, skipped)
-	msg := wire.SendMessage{BotUUID: c.rec.Session.BotUUID, TargetType: c.rec.Session.TargetType, TargetID: c.rec.Session.TargetID,
+	out := outgoing{rule: rule, loc: loc, calendarEnd: calendarEndAt(rule, loc, c.occ, now, c.rec.Until)}
+	text := d.rd.DeliveryText(set, c.rec, c.occ, now, skipped) + d.rd.calendarNote(set, out.calendarEnd)
+	out.msg = bus.SendMessage{BotUUID: c.rec.Session.BotUUID, TargetType: c.rec.Session.TargetType, TargetID: c.rec.Session.TargetID,
 		MessageChain: deliveryChain(set, c.rec, text)}
-	out := outgoing{msg: msg, rule: rule, loc: loc}
-	if c.rec.Kind == kindAI {
+	if c.rec.Kind == KindAI {
 		// The text is asked for at the send (writeAI); the budget is
 		// decided now, while a held delivery waits.
 		out.ai = d.chargeAI(ctx, c, set, now)
@@ -389,6 +384,7 @@ func (d *delivery) send(ctx context.Context, cl *claimed) (string, error) {
 	now := d.now()
 	d.metrics.lateness.Observe(now.Sub(cl.target).Seconds())
 	err := d.sendMessage(ctx, cl)
+	rec = cl.rec // an AI-written send may have stored its answer
 	if h := d.hooks.afterSend; h != nil {
 		h(ctx, sc, rec.ID)
 	}
@@ -398,7 +394,7 @@ func (d *delivery) send(ctx context.Context, cl *claimed) (string, error) {
 	c := *rec
 	c.Claim = nil
 	var outcome string
-	var hostErr *wire.Error
+	var hostErr *bus.Error
 	switch {
 	case err == nil:
 		outcome = outcomeDelivered
@@ -513,9 +509,10 @@ func (d *delivery) writeOutcome(ctx context.Context, sc binding.Scope, c *Record
 
 // advance moves the handled occurrence of cl on, with c its outcome so
 // far: a one-shot (or a series that has ended) is deleted (its fired
-// message is removed by finishOutcome); a recurring reminder arms its next
-// occurrence and then stores it. done reports that the record is finished
-// (deleted).
+// message is removed by finishOutcome); a working-day series at the end of
+// its calendar is paused (pauseCalendarEnd); a recurring reminder arms its
+// next occurrence and then stores it. done reports that the record is
+// finished (deleted).
 func (d *delivery) advance(ctx context.Context, cl *claimed, c *Record, now time.Time, success bool) (done bool, err error) {
 	sc, rule := cl.sc, cl.out.rule
 	var next time.Time
@@ -524,6 +521,22 @@ func (d *delivery) advance(ctx context.Context, cl *claimed, c *Record, now time
 		if c.Until != nil && next.After(*c.Until) {
 			next = time.Time{}
 		}
+	}
+	if end := calendarEndAt(rule, cl.out.loc, cl.occ, now, c.Until); next.IsZero() && end > 0 {
+		// The series goes on once a newer working calendar covers it:
+		// kept, paused with the reason, re-armed by the sweep (resumeOne).
+		c.State, c.Pause = StatePaused, pauseCalendarEnd
+		c.Attempt = 0
+		c.FirstAttemptAt, c.NextAttemptAt, c.AIAnswer = nil, nil, nil
+		if success {
+			c.ConsecutiveFailures = 0
+			c.LastError = nil
+		}
+		if err := d.writeOutcome(ctx, sc, c, cl.rev); err != nil {
+			return true, err
+		}
+		d.log.InfoContext(ctx, "reminder paused at the working calendar's end", "scope", sc.String(), "id", c.ID, "year", end)
+		return false, nil
 	}
 	if next.IsZero() {
 		derr := d.rem.deleteRecord(ctx, sc, c.ID, cl.rev)
@@ -537,6 +550,7 @@ func (d *delivery) advance(ctx context.Context, cl *claimed, c *Record, now time
 	}
 	c.State = StateScheduled
 	c.NextDue = next
+	c.AIAnswer = nil // the next occurrence asks again
 	c.Attempt = 0
 	c.FirstAttemptAt, c.NextAttemptAt = nil, nil
 	if success {
@@ -551,7 +565,7 @@ func (d *delivery) advance(ctx context.Context, cl *claimed, c *Record, now time
 
 // errorCode maps a failed send to the stored code.
 func errorCode(err error) string {
-	var e *wire.Error
+	var e *bus.Error
 	switch {
 	case errors.Is(err, bus.ErrHostTimeout), errors.Is(err, context.DeadlineExceeded):
 		return ErrCodeTimeout
@@ -566,7 +580,7 @@ func errorCode(err error) string {
 
 // errorDetail is a short, text-free description of a failed send.
 func errorDetail(err error) string {
-	var e *wire.Error
+	var e *bus.Error
 	switch {
 	case errors.As(err, &e):
 		d := strconv.Itoa(e.Code) + " " + e.Word
@@ -594,4 +608,33 @@ func (d *delivery) authority(ctx context.Context, sc binding.Scope) (*bus.Author
 		return nil, storeErr("read authority", err)
 	}
 	return a, nil
+}
+
+// pauseCalendarEnd is Record.Pause of a working-day reminder whose next
+// occurrence lies past the working calendar the library covers.
+const pauseCalendarEnd = "calendar_end"
+
+// calendarEndAt is the last year of rule's working calendar when
+// occurrence occ, handled at now, is the last one the rule has inside that
+// calendar and the reminder's end (until) does not come first; else 0.
+func calendarEndAt(rule *when.Rule, loc *time.Location, occ, now time.Time, until *time.Time) int {
+	end := 0
+	if rule != nil {
+		end = rule.CalendarEnd()
+	}
+	if end == 0 || !rule.PastCalendar(later(occ, now), loc) {
+		return 0
+	}
+	if until != nil && until.In(loc).Year() <= end {
+		return 0 // the series ends inside the calendar
+	}
+	return end
+}
+
+// later is the later of two instants.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

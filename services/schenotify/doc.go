@@ -23,7 +23,8 @@
 //     held deliveries and next-message sends start and stop with it
 //     (bus.Part). An AI-written reminder's budget is decided when its
 //     message is rendered and its text asked of the host's LLM
-//     (invoke_llm) just before the send (ai.go).
+//     (invoke_llm) just before the send (ai.go); the answer is kept in
+//     the record for its occurrence, so a retry sends the same text.
 //   - replies (commands.go, tools.go): the command and tool answers.
 //
 // # State
@@ -57,7 +58,10 @@
 // (RetryPolicy) and end in the failed state; a 403 pauses the reminder.
 // Lifecycle transitions resume paused reminders; removal purges the scope's
 // subjects (the runner purges its keys). A recovery sweep re-arms reminders
-// left unarmed by a crash. In a group the chain starts with At components
+// left unarmed by a crash. A working-day series whose next day lies past
+// the working calendar the library covers is paused, not deleted (Pause
+// calendar_end; its last delivery says so), and the sweep re-arms it once
+// a newer calendar covers that day. In a group the chain starts with At components
 // for the creator (setting mention_creator) and the members the reminder
 // names (mention.go); each successful send records the chat's last
 // delivery (<scope>.last.<session token>) for snooze.

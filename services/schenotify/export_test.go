@@ -35,3 +35,11 @@ func (s *Service) Runner() *bus.Runner { return s.runner }
 func (s *Service) SetAfterSend(f func(ctx context.Context, sc binding.Scope, id string)) {
 	s.dl.hooks.afterSend = f
 }
+
+// WithCalendarEnd returns cfg with China's working calendar ending at year
+// (when the library covers more): a service started with it meets the end
+// of its calendar early, one started without it has the library's.
+func WithCalendarEnd(cfg Config, year int) Config {
+	cfg.calendarEnd = year
+	return cfg
+}

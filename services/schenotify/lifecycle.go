@@ -36,7 +36,9 @@ func (rm *reminders) resume(ctx context.Context, sc binding.Scope) error {
 }
 
 // resumeOne returns one paused reminder to scheduled (or retrying) and
-// arms it; any other state is left alone.
+// arms it; any other state is left alone. One paused at the end of its
+// working calendar (pauseCalendarEnd) comes back at its next occurrence
+// once the calendar covers one, and otherwise stays paused.
 func (rm *reminders) resumeOne(ctx context.Context, sc binding.Scope, id string) error {
 	for range 5 {
 		rec, rev, err := rm.loadRecord(ctx, sc, id)
@@ -47,6 +49,23 @@ func (rm *reminders) resumeOne(ctx context.Context, sc binding.Scope, id string)
 			return nil // a user's pause outlasts the installation's
 		}
 		c := *rec
+		if c.Pause == pauseCalendarEnd {
+			// Re-armed only once the working calendar covers the next
+			// occurrence (a newer library after a restart).
+			rule, loc := rm.ruleOf(&c)
+			if rule == nil {
+				return nil
+			}
+			from := c.NextDue
+			if c.LastOccurrence != nil {
+				from = *c.LastOccurrence
+			}
+			next := rule.Next(from, rm.now(), loc)
+			if next.IsZero() || (c.Until != nil && next.After(*c.Until)) {
+				return nil
+			}
+			c.NextDue, c.Pause = next, ""
+		}
 		c.State = StateScheduled
 		if c.NextAttemptAt != nil && c.Attempt > 0 {
 			c.State = StateRetrying
@@ -88,8 +107,10 @@ func (rm *reminders) pausedByRefusal(ctx context.Context, sc binding.Scope, id s
 // whose target (or send claim) is more than 60 s in the past, at that past
 // instant, which fires at once (spec: "@at now"; the past instant does not
 // depend on this replica's clock agreeing with the server's);
-// drops index entries without a record that are more than 60 s old, and
-// refreshes the pending gauge.
+// re-arms reminders paused at the end of their working calendar once the
+// calendar covers their next occurrence (resumeOne); drops index entries
+// without a record that are more than 60 s old, and refreshes the pending
+// gauge.
 func (rm *reminders) sweep(ctx context.Context) {
 	pending := 0
 	for _, sc := range rm.runner.View().Scopes(bus.StateActive) {
@@ -139,6 +160,12 @@ func (rm *reminders) sweepScope(ctx context.Context, sc binding.Scope) (int, err
 				return len(ix.Entries), err
 			}
 			rm.log.InfoContext(ctx, "recovery sweep re-armed a reminder", "scope", sc.String(), "id", id)
+		case rec.State == StatePaused && rec.Pause == pauseCalendarEnd:
+			// The first sweep after a start with a newer working
+			// calendar re-arms it; until then this changes nothing.
+			if err := rm.resumeOne(ctx, sc, id); err != nil {
+				return len(ix.Entries), err
+			}
 		}
 	}
 	if len(orphans) > 0 {

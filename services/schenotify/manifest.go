@@ -22,21 +22,22 @@ const (
 // chat and the user come from the session (no schema has a field for
 // them), and forms other tools share are given in schedule_notify's.
 const (
-	promptNow      = "The installation's current date, time, weekday and IANA zone (RFC 3339). Call it first when a request involves a date or time."
+	promptNow      = "The installation's current date, time, weekday and IANA zone (RFC 3339). Call it first for any date or time."
 	promptSchedule = "Sets a reminder the bot sends into this chat when due. Call get_current_time_str first. " +
 		"Give 'message' and one way to say when: " +
 		"'time_str': 'YYYY-MM-DD HH:MM:SS' in the installation's zone, RFC 3339 with an offset if the user names a zone, " +
-		"or the user's words in English or Chinese ('tomorrow 3pm', 'next friday', '明天下午3点'), repeating ones too ('every weekday 9am', '每周一三五 9:00'; then no recurrence); " +
-		"or 'delay': 30m, 2h15m, 1d12h, PT30M. " +
-		"Repeating: 'recurrence' is a 5-field cron ('0 9 * * 1-5'), @hourly, @daily, @weekly, @monthly, @yearly or '@every <duration>' (>= 1m); the start is then optional; 'until' (as time_str) ends it. " +
+		"or the user's words in English or Chinese ('tomorrow 3pm', '明天下午3点'), repeating ones too (" +
+		"'每个工作日 9点' (China's workdays), '农历八月十五', 'last friday of every month', '每月最后一天'; then no recurrence), " +
+		"with advance notice ('10 minutes before', '提前10分钟'); or 'delay': 30m, 2h15m. " +
+		"Or 'recurrence': a 5-field cron, @daily etc. or '@every 2h' (>= 1m); the start is then optional. 'until' (as time_str) ends a series. " +
 		"In a group, 'mentions': up to 10 member ids to @-mention. " +
 		"'ai': true makes 'message' a request the AI answers when due. " +
 		"Never pass the chat or user: they come from the session. Paraphrase the result's text."
 	promptList   = "Lists this chat's reminders, soonest first."
-	promptSnooze = "Brings a reminder back later; without 'id', the one delivered last here. 'delay' (10m) or 'time_str' (as schedule_notify), default 10 minutes."
+	promptSnooze = "Brings a reminder back later (default 10 minutes); without 'id', the one delivered last here; 'delay' or 'time_str' as schedule_notify."
 	promptEdit   = "Changes a reminder of this chat by id: 'time_str' (as schedule_notify; 'every day 8am' replaces its rule) or 'message', not both."
 	promptPause  = "Pauses a repeating reminder of this chat by id until resume_notification."
-	promptResume = "Resumes a reminder paused with pause_notification at its next occurrence."
+	promptResume = "Resumes a reminder paused by pause_notification at its next occurrence."
 	promptCancel = "Cancels a reminder of this chat by id."
 )
 

@@ -72,6 +72,21 @@ type Record struct {
 	// Kind is kindText (absent: every record stored before kinds) or
 	// kindAI, whose Message is the prompt (ai.go).
 	Kind string `json:"kind,omitempty"`
+	// AIAnswer is an AI-written reminder's LLM answer for one occurrence,
+	// kept so that every retry of that occurrence sends the same text
+	// under the same idempotency key (ai.go); at most maxAIAnswerRunes.
+	AIAnswer *aiAnswer `json:"ai_answer,omitempty"`
+	// Pause is why an unheld paused reminder waits for something other
+	// than an attach (pauseCalendarEnd); empty for an installation's
+	// pause.
+	Pause string `json:"pause,omitempty"`
+}
+
+// aiAnswer is the LLM's answer for one occurrence of an AI-written
+// reminder.
+type aiAnswer struct {
+	Occurrence time.Time `json:"occurrence"`
+	Text       string    `json:"text"`
 }
 
 // lastDelivered is <scope>.last.<session token>: what a chat was sent

@@ -45,14 +45,16 @@ type reminders struct {
 	sweepEvery time.Duration
 	sweepDelay time.Duration
 	sweeper    bus.Part // the recovery sweep's loop
-	now        func() time.Time
-	log        *slog.Logger
-	metrics    *metrics
+	// calendarEnd is Config.calendarEnd: 0 in production (ruleOf).
+	calendarEnd int
+	now         func() time.Time
+	log         *slog.Logger
+	metrics     *metrics
 }
 
 func newReminders(cfg Config, deps bus.Deps, zone *time.Location, lead time.Duration, m *metrics) *reminders {
 	rm := &reminders{subj: deps.Subjects, lead: lead, zone: zone, minEvery: cfg.MinEvery,
-		sweepEvery: cfg.SweepInterval, sweepDelay: cfg.SweepDelay, now: deps.Clock, log: deps.Logger, metrics: m}
+		sweepEvery: cfg.SweepInterval, sweepDelay: cfg.SweepDelay, calendarEnd: cfg.calendarEnd, now: deps.Clock, log: deps.Logger, metrics: m}
 	rm.sweeper = bus.Loop(rm.sweepLoop)
 	return rm
 }
@@ -259,4 +261,23 @@ func (rm *reminders) remove(ctx context.Context, sc binding.Scope, sess session,
 		return r, inFlight, true, nil
 	}
 	return nil, false, false, storeErr("delete reminder", bus.ErrCASExhausted)
+}
+
+// ruleOf is the stored rule of rec (nil for a one-shot or a rule that no
+// longer parses) and the zone its wall times are read in: the one place a
+// delivery, a resume and the sweep get a record's rule.
+func (rm *reminders) ruleOf(rec *Record) (*when.Rule, *time.Location) {
+	loc := rm.zone
+	if l, ok := when.LoadZone(rec.Zone); ok {
+		loc = l
+	}
+	if rec.Recurrence == nil {
+		return nil, loc
+	}
+	r, err := when.RuleOf(*rec.Recurrence)
+	if err != nil {
+		return nil, loc
+	}
+	r = r.WithCalendarEnd(rm.calendarEnd)
+	return &r, loc
 }

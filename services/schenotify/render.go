@@ -59,7 +59,11 @@ type listItem struct {
 	Message    string           `json:"message"`
 	MessageCut bool             `json:"message_cut"`
 	// Held: paused by a user (resume_notification), not by the installation.
-	Held     bool     `json:"held"`
+	Held bool `json:"held"`
+	// Pause is why a reminder neither held nor of a detached installation
+	// is paused: "calendar_end", its working calendar ends before its next
+	// occurrence (it resumes by itself with a newer calendar).
+	Pause    string   `json:"pause,omitempty"`
 	Mentions []string `json:"mentions"`
 	// Kind is "ai" for an AI-written reminder (Message is its prompt).
 	Kind string `json:"kind,omitempty"`
@@ -245,7 +249,7 @@ func (rd Renderer) List(s Settings, recs []*Record, now time.Time) listResult {
 	r := listResult{Status: "ok", Zone: s.Zone.String(), Count: len(recs), Reminders: []listItem{}, Warnings: rd.Warnings(s)}
 	for _, rec := range recs {
 		it := listItem{ID: rec.ID, Due: when.RFC3339In(rec.NextDue, s.Zone), Recurrence: rec.Recurrence,
-			State: shownState(rec.State), Attempt: rec.Attempt, Held: rec.Held, Mentions: append([]string{}, rec.Mentions...), Kind: rec.Kind}
+			State: shownState(rec.State), Attempt: rec.Attempt, Held: rec.Held, Pause: rec.Pause, Mentions: append([]string{}, rec.Mentions...), Kind: rec.Kind}
 		if rec.LastError != nil {
 			c := rec.LastError.Code
 			it.LastError = &c
@@ -324,8 +328,11 @@ func (rd Renderer) listLine(s Settings, n int, rec *Record, maxAttempts int) str
 		state = rd.text(s, "cmd.state_retrying", map[string]string{"attempt": strconv.Itoa(rec.Attempt), "max": mx})
 	case StatePaused:
 		state = rd.text(s, "cmd.state_paused", nil)
-		if rec.Held {
+		switch {
+		case rec.Held:
 			state = rd.text(s, "cmd.state_held", map[string]string{"id": rec.ID})
+		case rec.Pause == pauseCalendarEnd:
+			state = rd.text(s, "cmd.state_calendar", nil)
 		}
 	case StateWaiting:
 		state = rd.text(s, "cmd.state_waiting", nil)
@@ -367,6 +374,15 @@ func (rd Renderer) DeliveryText(s Settings, rec *Record, occurrence, now time.Ti
 		key = "deliver.late"
 	}
 	return text + "\n" + rd.text(s, key, args)
+}
+
+// calendarNote is the line a working-day reminder's last delivery inside
+// its calendar ends with (year, the calendar's last), or "" (year 0).
+func (rd Renderer) calendarNote(s Settings, year int) string {
+	if year == 0 {
+		return ""
+	}
+	return "\n" + rd.text(s, "deliver.calendar_end", map[string]string{"year": strconv.Itoa(year)})
 }
 
 // lateThreshold is the lateness above which a delivery carries the late

@@ -61,6 +61,12 @@ type Config struct {
 	// LLMTimeout bounds the invoke_llm of an AI-written delivery (ai.go);
 	// default 20 s. Its send claim holds this much longer.
 	LLMTimeout time.Duration
+
+	// calendarEnd, when set, ends China's working calendar of working-day
+	// rules at that year if the library covers more (when.WithCalendarEnd):
+	// tests of a coverage end set it through export_test.go; production
+	// cannot, and follows the library.
+	calendarEnd int
 }
 
 // Service is the reminder service. Create it with New and serve with Run.

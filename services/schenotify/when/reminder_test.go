@@ -156,3 +156,43 @@ func TestHintTexts(t *testing.T) {
 		}
 	}
 }
+
+// TestCalendarEnd: a working-day rule past its calendar's last covered
+// day has no next occurrence and says so (PastCalendar), at the library's
+// end (2027) and at an earlier end a test sets (WithCalendarEnd); an
+// earlier end never moves a covered occurrence, and a later one or 0
+// changes nothing. Other rules follow no calendar.
+func TestCalendarEnd(t *testing.T) {
+	r, err := when.RuleOf(when.Recurrence{Kind: when.KindCalendar, Expr: "workdays cn 09:00"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last27 := time.Date(2027, 12, 31, 9, 0, 0, 0, time.UTC)
+	if r.CalendarEnd() != 2027 || !r.CronNext(last27, time.UTC).IsZero() || !r.PastCalendar(last27, time.UTC) {
+		t.Fatalf("library end: %d %v %v", r.CalendarEnd(), r.CronNext(last27, time.UTC), r.PastCalendar(last27, time.UTC))
+	}
+	mid := time.Date(2026, 12, 30, 9, 0, 0, 0, time.UTC)
+	want := r.CronNext(mid, time.UTC)
+	if want.Year() != 2026 || r.PastCalendar(mid, time.UTC) {
+		t.Fatalf("covered: %v", want)
+	}
+	r26 := r.WithCalendarEnd(2026)
+	if r26.CalendarEnd() != 2026 || !r26.CronNext(mid, time.UTC).Equal(want) {
+		t.Fatalf("an earlier end moved a covered day: %v", r26.CronNext(mid, time.UTC))
+	}
+	if !r26.CronNext(want, time.UTC).IsZero() || !r26.PastCalendar(want, time.UTC) || r.CronNext(want, time.UTC).Year() != 2027 {
+		t.Fatalf("end 2026 after %v: %v", want, r26.CronNext(want, time.UTC))
+	}
+	if r26.Recurrence != r.Recurrence {
+		t.Fatalf("the stored form changed: %+v", r26.Recurrence)
+	}
+	for _, y := range []int{0, 2027, 2030} {
+		if got := r.WithCalendarEnd(y).CalendarEnd(); got != 2027 {
+			t.Errorf("WithCalendarEnd(%d) widened or changed the end: %d", y, got)
+		}
+	}
+	m, _ := when.RuleOf(when.Recurrence{Kind: when.KindCalendar, Expr: "monthly last-day 09:00"})
+	if m.CalendarEnd() != 0 || m.WithCalendarEnd(2026).CalendarEnd() != 0 || m.PastCalendar(last27, time.UTC) {
+		t.Errorf("a month rule follows a working calendar")
+	}
+}

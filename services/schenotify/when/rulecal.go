@@ -276,3 +276,35 @@ func calendarRule(c *calRule) Rule {
 func (r Rule) beyondCalendar(now time.Time, loc *time.Location) bool {
 	return r.cal != nil && r.cal.base == "workdays" && r.CronNext(now, loc).IsZero()
 }
+
+// PastCalendar reports that r is a working-day rule with no occurrence
+// after the instant after only because China's working calendar ends
+// there: the series goes on once a newer calendar covers the next years
+// (a reminder pauses rather than ends).
+func (r Rule) PastCalendar(after time.Time, loc *time.Location) bool {
+	return r.beyondCalendar(after, loc)
+}
+
+// CalendarEnd is the last year of the working calendar r follows, 0 for
+// a rule that follows none.
+func (r Rule) CalendarEnd() int {
+	if r.cal == nil || r.cal.base != "workdays" {
+		return 0
+	}
+	return r.cal.lastYear
+}
+
+// WithCalendarEnd returns r with its working calendar ending at year when
+// that is before the library's coverage (tests of a coverage end run
+// against it); year 0, a later year and rules without a working calendar
+// leave r as it is. It only ever narrows the coverage, so no caller can
+// make a reminder fall on a day the library does not cover.
+func (r Rule) WithCalendarEnd(year int) Rule {
+	if year <= 0 || r.cal == nil || r.cal.base != "workdays" || year >= r.cal.lastYear {
+		return r
+	}
+	c := *r.cal
+	c.lastYear = year
+	r.cal = &c
+	return r
+}
