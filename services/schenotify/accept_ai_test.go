@@ -345,13 +345,13 @@ func TestAIReminderRetrySendsFirstAnswer(t *testing.T) {
 	e.host.Respond(func(c bustest.HostCall) bustest.HostReply {
 		mu.Lock()
 		defer mu.Unlock()
-		if c.Action == bus.ActionInvokeLLM {
+		if c.Action == wire.ActionInvokeLLM {
 			asked++
-			return bustest.HostReply{Data: bus.LLMAnswer{Text: "answer " + strconv.Itoa(asked), Model: bustest.LLMModel}}
+			return bustest.HostReply{Data: wire.LLMAnswer{Text: "answer " + strconv.Itoa(asked), Model: bustest.LLMModel}}
 		}
 		if !failed {
 			failed = true
-			return bustest.HostReply{Err: bus.Errorf(bus.ErrInternal, "boom")}
+			return bustest.HostReply{Err: wire.Errorf(wire.ErrInternal, "boom")}
 		}
 		return bustest.HostReply{}
 	})

@@ -184,7 +184,7 @@ func (d *delivery) writeAI(ctx context.Context, c *claimed) {
 
 // storedAnswer is the LLM answer kept for occurrence occ, if any.
 func (r *Record) storedAnswer(occ time.Time) (string, bool) {
-	if r.Kind != KindAI || r.AIAnswer == nil || !r.AIAnswer.Occurrence.Equal(occ) {
+	if r.Kind != kindAI || r.AIAnswer == nil || !r.AIAnswer.Occurrence.Equal(occ) {
 		return "", false
 	}
 	return r.AIAnswer.Text, true
