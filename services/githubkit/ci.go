@@ -10,6 +10,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -142,14 +143,14 @@ func (p *pollRun) sendCI(ctx context.Context, r *RepoRecord, runs []ghclient.Wor
 		}
 		idem := ciIdem(p.sc, p.key, sub, keys)
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
-		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
+		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, wire.SendMessage{
 			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID,
-			MessageChain: bus.Plain(x.PushMessage(r.FullName, lines, 0)),
+			MessageChain: wire.Plain(x.PushMessage(r.FullName, lines, 0)),
 		}, idem)
 		cancel()
 		if err != nil {
 			p.s.metrics.push.WithLabelValues("failed").Inc()
-			if errors.Is(err, bus.ErrBindingRefused) {
+			if errors.Is(err, wire.ErrBindingRefused) {
 				return
 			}
 			continue

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
@@ -136,7 +136,7 @@ func TestCIAlertTexts(t *testing.T) {
 // alerted once whichever of the delivery and the poll sees it first.
 func TestCIAlertsFromWebhook(t *testing.T) {
 	e := newHookEnv(t, githubkit.Config{})
-	other := bus.Session{LauncherType: "group", LauncherID: bus.ID("session-a2"), SenderID: "u1", BotUUID: e.a.session.BotUUID}
+	other := wire.Session{LauncherType: "group", LauncherID: wire.ID("session-a2"), SenderID: "u1", BotUUID: e.a.session.BotUUID}
 	e.addEvents(hw, 100, "watch")
 	e.fake.SetRuns(hw, failedRun(9001, "main", "failure"))
 	e.cmd(e.a, "sub "+hw+" ci branch:main")

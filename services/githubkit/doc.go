@@ -76,7 +76,7 @@
 //
 // # Imports
 //
-// This package may import pkg/bus, pkg/binding, pkg/httpserve, pkg/i18n,
+// This package may import pkg/bus, pkg/wire, pkg/binding, pkg/httpserve, pkg/i18n,
 // pkg/plugin, pkg/settings, pkg/svcmain, its own ghclient and events,
 // go-github, the NATS client, OpenTelemetry's API and Prometheus' client;
 // no other service. ghclient, events and fakegithub never import it.

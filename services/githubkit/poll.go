@@ -15,6 +15,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -399,15 +400,15 @@ func (p *pollRun) send(ctx context.Context, plans []pushPlan, newHead string) (r
 		text := x.PushMessage(r.FullName, lines, pl.sel.More)
 		idem := pushIdem(p.sc, p.key, pl.sub, pl.cur+"-"+newHead)
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
-		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
-			BotUUID: pl.sub.BotUUID, TargetType: pl.sub.TargetType, TargetID: pl.sub.TargetID, MessageChain: bus.Plain(text),
+		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, wire.SendMessage{
+			BotUUID: pl.sub.BotUUID, TargetType: pl.sub.TargetType, TargetID: pl.sub.TargetID, MessageChain: wire.Plain(text),
 		}, idem)
 		cancel()
 		switch {
 		case err == nil:
 			results[pl.sub.Identity] = sendResult{sent: true}
 			p.s.metrics.push.WithLabelValues("sent").Inc()
-		case errors.Is(err, bus.ErrBindingRefused):
+		case errors.Is(err, wire.ErrBindingRefused):
 			// the runner's host client marked the authority superseded
 			stale = true
 			p.s.metrics.push.WithLabelValues("failed").Inc()
@@ -628,13 +629,13 @@ func (p *pollRun) notifyBroken(ctx context.Context, at time.Time, status int) {
 		text := x.T("push.broken", "repo", p.rec.FullName, "status", strconv.Itoa(status), "prefix", plugin.CommandPrefix(sub.Prefix, p.st.CommandPrefix))
 		idem := pushIdem(p.sc, p.key, sub, "broken", at.Format(time.RFC3339))
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
-		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
-			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID, MessageChain: bus.Plain(text),
+		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, wire.SendMessage{
+			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID, MessageChain: wire.Plain(text),
 		}, idem)
 		cancel()
 		if err != nil {
 			p.s.metrics.push.WithLabelValues("failed").Inc()
-			if errors.Is(err, bus.ErrBindingRefused) {
+			if errors.Is(err, wire.ErrBindingRefused) {
 				return
 			}
 			continue

@@ -17,6 +17,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -122,7 +123,7 @@ type shared struct {
 	cat     *i18n.Catalog
 	metrics *serviceMetrics
 	runner  *bus.Runner
-	subj    bus.Subjects
+	subj    wire.Subjects
 }
 
 // poller runs the fired polls of spec §7.2 and the Actions step after
@@ -190,7 +191,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		cfg.PollDeadline = pollDeadline
 	}
 	if cfg.HostTimeout <= 0 {
-		cfg.HostTimeout = bus.DefaultHostTimeout
+		cfg.HostTimeout = wire.DefaultHostTimeout
 	}
 	if cfg.DefaultAPIURL == "" {
 		cfg.DefaultAPIURL = ghclient.DefaultAPIURL

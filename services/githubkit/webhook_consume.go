@@ -20,6 +20,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -209,14 +210,14 @@ func (s *webhooks) sendHook(ctx context.Context, f *bus.Fired, a *bus.Authority,
 	failed := false
 	for _, sd := range sends {
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
-		err := s.runner.Host().SendMessage(sctx, a.Binding, bus.SendMessage{
-			BotUUID: sd.sub.BotUUID, TargetType: sd.sub.TargetType, TargetID: sd.sub.TargetID, MessageChain: bus.Plain(sd.text),
+		err := s.runner.Host().SendMessage(sctx, a.Binding, wire.SendMessage{
+			BotUUID: sd.sub.BotUUID, TargetType: sd.sub.TargetType, TargetID: sd.sub.TargetID, MessageChain: wire.Plain(sd.text),
 		}, sd.idem)
 		cancel()
 		switch {
 		case err == nil:
 			s.metrics.push.WithLabelValues("sent").Inc()
-		case errors.Is(err, bus.ErrBindingRefused) && !s.runner.MovedOn(ctx, f.Scope, a.Binding):
+		case errors.Is(err, wire.ErrBindingRefused) && !s.runner.MovedOn(ctx, f.Scope, a.Binding):
 			// the runner's host client marked the authority superseded
 			// (had the installation moved on to another binding meanwhile,
 			// the delivery is retried under it, as a failed send)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -21,18 +22,18 @@ import (
 
 // Reminder kinds (Record.Kind).
 const (
-	// KindText is fixed text, the default; records stored before kinds
+	// kindText is fixed text, the default; records stored before kinds
 	// existed have no kind and read as fixed text.
-	KindText = ""
-	// KindAI: Message is a prompt the host's LLM answers at the due time.
-	KindAI = "ai"
+	kindText = ""
+	// kindAI: Message is a prompt the host's LLM answers at the due time.
+	kindAI = "ai"
 )
 
 // Installation config of the AI-written form (setting ai_calls_per_day).
 const (
-	// DefaultAICallsPerDay is how many AI-written deliveries an
+	// defaultAICallsPerDay is how many AI-written deliveries an
 	// installation may make per day (its zone's calendar day) by default.
-	DefaultAICallsPerDay = 50
+	defaultAICallsPerDay = 50
 	// maxAIAnswerRunes caps the delivered answer (a chat message).
 	maxAIAnswerRunes = 2000
 	// defaultLLMTimeout bounds one invoke_llm of a delivery
@@ -89,7 +90,7 @@ func (rd Renderer) aiNote(set Settings) string {
 
 // kindMark is what lists put before an AI-written reminder's prompt.
 func (rd Renderer) kindMark(set Settings, rec *Record) string {
-	if rec.Kind == KindAI {
+	if rec.Kind == kindAI {
 		return rd.text(set, "word.ai", nil)
 	}
 	return ""
@@ -140,7 +141,7 @@ func (d *delivery) charge(ctx context.Context, sc binding.Scope, limit int, day,
 // claimExtra is how much longer than a fixed text's the send claim of rec
 // holds: an AI-written one also covers its LLM call.
 func (d *delivery) claimExtra(rec *Record) time.Duration {
-	if rec.Kind == KindAI {
+	if rec.Kind == kindAI {
 		return d.llmTimeout
 	}
 	return 0
@@ -183,7 +184,7 @@ func (d *delivery) writeAI(ctx context.Context, c *claimed) {
 
 // storedAnswer is the LLM answer kept for occurrence occ, if any.
 func (r *Record) storedAnswer(occ time.Time) (string, bool) {
-	if r.Kind != KindAI || r.AIAnswer == nil || !r.AIAnswer.Occurrence.Equal(occ) {
+	if r.Kind != kindAI || r.AIAnswer == nil || !r.AIAnswer.Occurrence.Equal(occ) {
 		return "", false
 	}
 	return r.AIAnswer.Text, true
@@ -216,12 +217,12 @@ func (d *delivery) askLLM(ctx context.Context, c *claimed, set Settings) (answer
 	}
 	lctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	ans, err := d.host.InvokeLLM(lctx, c.auth.Binding, bus.InvokeLLM{Messages: []bus.LLMMessage{
-		{Role: bus.RoleSystem, Content: aiSystemPrompt(set, d.now())},
-		{Role: bus.RoleUser, Content: c.rec.Message},
+	ans, err := d.host.InvokeLLM(lctx, c.auth.Binding, wire.InvokeLLM{Messages: []wire.LLMMessage{
+		{Role: wire.RoleSystem, Content: aiSystemPrompt(set, d.now())},
+		{Role: wire.RoleUser, Content: c.rec.Message},
 	}})
 	switch {
-	case errors.Is(err, bus.ErrNoLLMModel):
+	case errors.Is(err, wire.ErrNoLLMModel):
 		return "", aiWhyNoModel
 	case err != nil:
 		// errorDetail names the code only, never the prompt or the answer.
