@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
@@ -108,7 +109,7 @@ type payload struct {
 		Number      int       `json:"number"`
 		Title       string    `json:"title"`
 		Labels      []ghLabel `json:"labels"`
-		PullRequest *struct{} `json:"pull_request"`
+		PullRequest *prLinks  `json:"pull_request"`
 	} `json:"issue"`
 	Label             *ghLabel `json:"label"`
 	Assignee          *ghUser  `json:"assignee"`
@@ -128,6 +129,10 @@ type payload struct {
 	Comment *struct {
 		ID       int64  `json:"id"`
 		CommitID string `json:"commit_id"`
+		// PullRequestURL and HTMLURL name the PR of a review comment; a
+		// legacy review comment payload has no pull_request object.
+		PullRequestURL string `json:"pull_request_url"`
+		HTMLURL        string `json:"html_url"`
 	} `json:"comment"`
 	Forkee *struct {
 		FullName string `json:"full_name"`
@@ -145,6 +150,42 @@ type payload struct {
 			Name string `json:"name"`
 		} `json:"category"`
 	} `json:"discussion"`
+}
+
+// prLinks is an issue's pull_request object. An issue that is a pull
+// request has its links; older payloads (the Events API for old activity,
+// Enterprise Server archives) put {"html_url": null, ...} on plain issues.
+type prLinks struct {
+	URL     *string `json:"url"`
+	HTMLURL *string `json:"html_url"`
+}
+
+// isPR reports whether an issue's pull_request object names a pull
+// request: present with a link. The same rule as IsPullRequest, for the
+// lookups.
+func (l *prLinks) isPR() bool {
+	return l != nil && ((l.URL != nil && *l.URL != "") || (l.HTMLURL != nil && *l.HTMLURL != ""))
+}
+
+// prNumberIn returns the pull request number at the end of a pulls API
+// address (…/pulls/5) or in a web address (…/pull/5#discussion_r1), 0 when
+// there is none.
+func prNumberIn(u string) int {
+	for _, seg := range []string{"/pulls/", "/pull/"} {
+		i := strings.LastIndex(u, seg)
+		if i < 0 {
+			continue
+		}
+		rest := u[i+len(seg):]
+		end := strings.IndexAny(rest, "/#?")
+		if end >= 0 {
+			rest = rest[:end]
+		}
+		if n, err := strconv.Atoi(rest); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 func payloadOf(e ghclient.Event) payload {
@@ -272,10 +313,13 @@ func FromEvent(e ghclient.Event, en *Enrichment) Activity {
 				a.Labels, a.LabelsKnown = en.Labels, true
 			}
 		}
+		// older payloads said "merged" where GitHub now says closed with
+		// merged true
+		a.Merged = a.Merged || p.Action == "merged"
 		a.OnPR = true
 	case "IssuesEvent", "IssueCommentEvent":
 		if is := p.Issue; is != nil {
-			a.Number, a.Title, a.OnPR = is.Number, is.Title, is.PullRequest != nil
+			a.Number, a.Title, a.OnPR = is.Number, is.Title, is.PullRequest.isPR()
 			if is.Labels != nil {
 				a.Labels, a.LabelsKnown = labelNames(is.Labels), true
 			}
@@ -289,6 +333,12 @@ func FromEvent(e ghclient.Event, en *Enrichment) Activity {
 		}
 		if p.Review != nil {
 			a.ReviewState, a.ReviewID = strings.ToLower(p.Review.State), p.Review.ID
+		}
+		if a.Number == 0 && p.Comment != nil {
+			// a legacy review comment names its PR only in its addresses
+			if a.Number = prNumberIn(p.Comment.PullRequestURL); a.Number == 0 {
+				a.Number = prNumberIn(p.Comment.HTMLURL)
+			}
 		}
 		a.OnPR = true
 	case "ReleaseEvent":

@@ -27,6 +27,11 @@ type Enrichment struct {
 
 func isZeroSHA(s string) bool { return s == "" || strings.Trim(s, "0") == "" }
 
+// newRef reports whether a push's before is the zero sha GitHub sends for
+// a ref the push created. A payload without before (older Events API
+// items) says nothing about it: such a push is not "the new branch".
+func newRef(before string) bool { return before != "" && strings.Trim(before, "0") == "" }
+
 // NeedsCompare reports whether a PushEvent needs compare (§7.6 rule 2):
 // the payload gives no count (trimmed form), or the push has more commits
 // than the payload lists and its head is not among them.
@@ -188,33 +193,39 @@ func (l Links) link(a Activity) string {
 	case "PushEvent":
 		ref := stripRef(a.Ref)
 		switch {
+		case strings.HasPrefix(a.Ref, "refs/tags/") && isZeroSHA(a.Head):
+			// a tag deleted by a push: its release page is gone
+			return l.path("tags")
 		case strings.HasPrefix(a.Ref, "refs/tags/"):
 			return l.path("releases", "tag", refPath(ref))
 		case isZeroSHA(a.Head):
 			return l.path("branches")
-		case isZeroSHA(a.Before):
+		case newRef(a.Before):
 			return l.path("commits", refPath(ref))
 		case a.Commits == 1 && !a.Forced:
 			return l.path("commit", a.Head)
+		case a.Before == "":
+			// an older payload without before: no range to compare
+			return l.path("commits", refPath(ref))
 		}
 		return l.path("compare", short(a.Before)+"..."+short(a.Head))
 	case "PullRequestEvent", "IssuesEvent":
 		return l.issueOrPR(a)
 	case "IssueCommentEvent":
 		u := l.issueOrPR(a)
-		if a.CommentID > 0 {
+		if a.CommentID > 0 && a.Number > 0 {
 			u += "#issuecomment-" + strconv.FormatInt(a.CommentID, 10)
 		}
 		return u
 	case "PullRequestReviewEvent":
 		u := l.issueOrPR(a)
-		if a.ReviewID > 0 {
+		if a.ReviewID > 0 && a.Number > 0 {
 			u += "#pullrequestreview-" + strconv.FormatInt(a.ReviewID, 10)
 		}
 		return u
 	case "PullRequestReviewCommentEvent":
 		u := l.issueOrPR(a)
-		if a.CommentID > 0 {
+		if a.CommentID > 0 && a.Number > 0 {
 			u += "#discussion_r" + strconv.FormatInt(a.CommentID, 10)
 		}
 		return u
@@ -305,13 +316,7 @@ func (x Texts) PushMessage(repo string, lines []string, more int) string {
 
 // CILine renders one run alert and its link.
 func (x Texts) CILine(r ghclient.WorkflowRun) string {
-	actor := ""
-	if r.TriggeringActor != nil {
-		actor = r.TriggeringActor.Login
-	}
-	if actor == "" && r.Actor != nil {
-		actor = r.Actor.Login
-	}
+	actor := r.ActorLogin()
 	or := func(s string) string {
 		if s = Clean(s); s == "" {
 			return x.Dash()
@@ -328,7 +333,7 @@ func (x Texts) CILine(r ghclient.WorkflowRun) string {
 		title = x.T("ev.title", "title", ghclient.Truncate(t, pushTitleRunes))
 	}
 	sha := r.HeadSHA[:min(7, len(r.HeadSHA))]
-	line := x.T(key, "workflow", or(r.Name), "number", strconv.Itoa(r.RunNumber), "branch", or(r.HeadBranch),
+	line := x.T(key, "workflow", or(r.WorkflowName()), "number", strconv.Itoa(r.RunNumber), "branch", or(r.HeadBranch),
 		"sha", or(sha), "actor", or(actor), "title", title)
 	return line + "\n" + x.T("ev.link", "url", Clean(r.HTMLURL))
 }
