@@ -140,3 +140,23 @@ func TestGoldenDefectLookups(t *testing.T) {
 		}
 	}
 }
+
+// TestGoldenRicherFilters: the "fixed again" line and a subscription with
+// every new refinement, both languages.
+func TestGoldenRicherFilters(t *testing.T) {
+	for _, lang := range []string{i18n.EnUS, i18n.ZhHans} {
+		x := testTexts(t, lang)
+		r := ghclient.WorkflowRun{ID: 9003, Name: "CI", HeadBranch: "main", HeadSHA: "aa218f56b14c9653891f9e74264a383fa43fefbd",
+			Status: "completed", Conclusion: "success", RunNumber: 43, RunAttempt: 1, DisplayTitle: "Fix the build",
+			HTMLURL: "https://github.com/octocat/Hello-World/actions/runs/9003"}
+		r.Actor = &struct {
+			Login string `json:"login"`
+		}{Login: "hubot"}
+		checkGolden(t, lang, "ci_fixed", x.PushMessage("octocat/Hello-World", []string{x.CIFixedLine(r)}, 0))
+		kinds, ref, bad := events.ParseSubscription(strings.Fields("push pr workflow:deploy conclusion:failure,cancelled author:alice actor:hubot -actor:dependabot[bot] path:docs/**"))
+		if bad != nil {
+			t.Fatalf("bad %q", bad)
+		}
+		checkGolden(t, lang, "sub_ok_refined_more", x.T("sub.ok", "repo", "octocat/Hello-World", "events", x.FilterText(kinds, ref, "sub.all_events"), "interval", "300", "prefix", "!"))
+	}
+}

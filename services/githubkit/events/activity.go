@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,16 @@ type Activity struct {
 	Commits     int
 	HeadMessage string
 	Forced      bool
+	// Files are the paths the push touched; FilesKnown says the list is
+	// complete: a webhook push lists each commit's added, removed and
+	// modified files, an Events API item none (the poller may learn them
+	// from compare, Enrichment.Files).
+	Files      []string
+	FilesKnown bool
+
+	// Author is who opened the issue, PR or discussion an event is about,
+	// when the payload says.
+	Author string
 
 	// Pull requests, issues, comments, reviews, discussions.
 	Number      int
@@ -87,10 +98,13 @@ type payload struct {
 	After        string  `json:"after"`  // webhook push
 	Forced       bool    `json:"forced"` // webhook push
 	Commits      []struct {
-		SHA      string `json:"sha"`
-		ID       string `json:"id"` // webhook push
-		Message  string `json:"message"`
-		Distinct *bool  `json:"distinct"`
+		SHA      string   `json:"sha"`
+		ID       string   `json:"id"` // webhook push
+		Message  string   `json:"message"`
+		Distinct *bool    `json:"distinct"`
+		Added    []string `json:"added"` // webhook push: the files
+		Removed  []string `json:"removed"`
+		Modified []string `json:"modified"`
 	} `json:"commits"`
 	HeadCommit *struct {
 		ID      string `json:"id"`
@@ -104,12 +118,14 @@ type payload struct {
 		MergedAt *string   `json:"merged_at"`
 		Draft    bool      `json:"draft"`
 		Labels   []ghLabel `json:"labels"`
+		User     *ghUser   `json:"user"`
 	} `json:"pull_request"`
 	Issue *struct {
 		Number      int       `json:"number"`
 		Title       string    `json:"title"`
 		Labels      []ghLabel `json:"labels"`
 		PullRequest *prLinks  `json:"pull_request"`
+		User        *ghUser   `json:"user"`
 	} `json:"issue"`
 	Label             *ghLabel `json:"label"`
 	Assignee          *ghUser  `json:"assignee"`
@@ -144,8 +160,9 @@ type payload struct {
 		Action   string `json:"action"`
 	} `json:"pages"`
 	Discussion *struct {
-		Number   int    `json:"number"`
-		Title    string `json:"title"`
+		Number   int     `json:"number"`
+		Title    string  `json:"title"`
+		User     *ghUser `json:"user"`
 		Category *struct {
 			Name string `json:"name"`
 		} `json:"category"`
@@ -268,6 +285,29 @@ func (p payload) headMessage() string {
 	return ""
 }
 
+// files returns the files a webhook push's commits list, and whether the
+// payload lists them (every commit has at least one file list; an Events
+// API item has none).
+func (p payload) files() ([]string, bool) {
+	if len(p.Commits) == 0 {
+		return nil, false
+	}
+	var out []string
+	for _, c := range p.Commits {
+		if c.Added == nil && c.Removed == nil && c.Modified == nil {
+			return nil, false
+		}
+		for _, l := range [][]string{c.Added, c.Removed, c.Modified} {
+			for _, f := range l {
+				if !slices.Contains(out, f) {
+					out = append(out, f)
+				}
+			}
+		}
+	}
+	return out, true
+}
+
 // FromEvent normalizes an Events API item; en (may be nil) adds what extra
 // GitHub calls found out.
 func FromEvent(e ghclient.Event, en *Enrichment) Activity {
@@ -288,6 +328,10 @@ func FromEvent(e ghclient.Event, en *Enrichment) Activity {
 				a.HeadMessage = en.HeadMessage
 			}
 			a.Forced = a.Forced || en.Forced
+		}
+		a.Files, a.FilesKnown = p.files()
+		if !a.FilesKnown && en != nil && en.FilesKnown {
+			a.Files, a.FilesKnown = en.Files, true
 		}
 	case "PullRequestEvent":
 		a.Number = p.Number
@@ -368,6 +412,14 @@ func FromEvent(e ghclient.Event, en *Enrichment) Activity {
 				a.Category = d.Category.Name
 			}
 		}
+	}
+	switch {
+	case p.Issue != nil && p.Issue.User != nil:
+		a.Author = p.Issue.User.Login
+	case p.PullRequest != nil && p.PullRequest.User != nil:
+		a.Author = p.PullRequest.User.Login
+	case p.Discussion != nil && p.Discussion.User != nil:
+		a.Author = p.Discussion.User.Login
 	}
 	if p.Label != nil {
 		a.Label = p.Label.Name

@@ -23,6 +23,10 @@ type Enrichment struct {
 	Merged bool
 	Labels []string
 	HasPR  bool
+	// Files are the paths a push touched, from compare's file list;
+	// FilesKnown says the list is whole (compare lists at most 300).
+	Files      []string
+	FilesKnown bool
 }
 
 func isZeroSHA(s string) bool { return s == "" || strings.Trim(s, "0") == "" }
@@ -45,6 +49,20 @@ func NeedsCompare(e ghclient.Event) (base, head string, ok bool) {
 		return "", "", false
 	}
 	if p.countKnown() && (p.pushCount() == 0 || p.headMessage() != "") {
+		return "", "", false
+	}
+	return p.Before, h, true
+}
+
+// PushRange returns a PushEvent's before and head when both name commits
+// (not a new ref, not a deletion): the range compare can be asked about.
+func PushRange(e ghclient.Event) (base, head string, ok bool) {
+	if e.Type != "PushEvent" {
+		return "", "", false
+	}
+	p := payloadOf(e)
+	h := p.head()
+	if isZeroSHA(p.Before) || isZeroSHA(h) {
 		return "", "", false
 	}
 	return p.Before, h, true
@@ -316,17 +334,26 @@ func (x Texts) PushMessage(repo string, lines []string, more int) string {
 
 // CILine renders one run alert and its link.
 func (x Texts) CILine(r ghclient.WorkflowRun) string {
+	key := "ev.ci_other"
+	switch r.Conclusion {
+	case "failure", "timed_out", "startup_failure", "success", "cancelled", "action_required", "skipped", "neutral", "stale":
+		key = "ev.ci_" + r.Conclusion
+	}
+	return x.runLine(key, r)
+}
+
+// CIFixedLine renders the alert of a passing run after a failure of the
+// same workflow on the same branch ("fixed again").
+func (x Texts) CIFixedLine(r ghclient.WorkflowRun) string { return x.runLine("ev.ci_fixed", r) }
+
+// runLine renders a run with template key, and its link.
+func (x Texts) runLine(key string, r ghclient.WorkflowRun) string {
 	actor := r.ActorLogin()
 	or := func(s string) string {
 		if s = Clean(s); s == "" {
 			return x.Dash()
 		}
 		return s
-	}
-	key := "ev.ci_other"
-	switch r.Conclusion {
-	case "failure", "timed_out", "startup_failure", "success", "cancelled", "action_required", "skipped", "neutral", "stale":
-		key = "ev.ci_" + r.Conclusion
 	}
 	title := ""
 	if t := Clean(ghclient.FirstLine(r.DisplayTitle)); t != "" {
