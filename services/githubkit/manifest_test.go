@@ -45,7 +45,7 @@ func TestDeclaration(t *testing.T) {
 	s, _ := githubkit.NormalizeSettings(nil, false)
 	want := map[string]any{"language": s.Language, "poll_interval": s.PollInterval, "max_events_per_push": s.MaxEventsPerPush,
 		"github_api_url": s.APIURL, "subscribe_requires_admin": s.SubscribeRequiresAdmin, "github_token": s.Token,
-		"link_cards": s.LinkCards, "command_prefix": s.CommandPrefix}
+		"link_cards": s.LinkCards, "command_prefix": s.CommandPrefix, "timezone": s.Timezone}
 	for _, c := range d.Config {
 		if w, ok := want[c.Name]; !ok || w != c.Default {
 			t.Errorf("config %s: default %#v, settings use %#v", c.Name, c.Default, w)

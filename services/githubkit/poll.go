@@ -415,6 +415,12 @@ func (p *pollRun) send(ctx context.Context, plans []pushPlan, newHead string) (r
 		}
 		text := x.PushMessage(r.FullName, lines, pl.sel.More)
 		idem := pushIdem(p.sc, p.key, pl.sub, pl.cur+"-"+newHead)
+		// a quiet or digest chat holds the lines for its summary
+		// (noise.go); a failed hold is a failed send, retried
+		if held, err := p.s.noise.hold(ctx, p.sc, pl.sub.Identity, p.st, r.FullName, pushBody(text), idem); err != nil || held {
+			results[pl.sub.Identity] = sendResult{sent: held, failed: err != nil}
+			continue
+		}
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
 		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
 			BotUUID: pl.sub.BotUUID, TargetType: pl.sub.TargetType, TargetID: pl.sub.TargetID, MessageChain: bus.Plain(text),

@@ -103,6 +103,7 @@ type Service struct {
 	wh    *webhooks      // the webhook command, receiver and consumer (webhook_*.go)
 	subs  *subscriptions // sub, unsub, subs and the installation lifecycle (commands.go, lifecycle.go)
 	cards *cards         // link cards (cards*.go)
+	noise *noise         // quiet hours and digests (noise*.go)
 }
 
 // shared is what every part reads: the config, the runner (set once New
@@ -130,6 +131,7 @@ type poller struct {
 	rand    func() float64
 	rates   rateMemory
 	wh      *webhooks // whether a repository's webhook delivers
+	noise   *noise    // quiet hours and digests hold pushes
 	hooks   hooks     // tests only (export_test.go)
 }
 
@@ -147,6 +149,7 @@ type webhooks struct {
 	hm      *hookMetrics
 	bodies  *httpserve.Budget // delivery bodies being read
 	pushes  *pushBudget
+	noise   *noise // quiet hours and digests hold deliveries
 }
 
 // subscriptions is "gh sub", "gh unsub" and "gh subs", and what an
@@ -234,7 +237,9 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	s.gh = ghclient.NewGitHub(s.hc, cfg.GitHubTimeout, sh.now)
 	s.gh.SetLimits(cfg.Limits, cfg.DefaultAPIURL)
 	s.wh = wh
-	s.poll = &poller{shared: sh, gh: s.gh, keyring: deps.Keyring, rand: rand.Float64, rates: rateMemory{m: make(map[string]time.Time)}, wh: wh}
+	s.noise = &noise{shared: sh}
+	wh.noise = s.noise
+	s.poll = &poller{shared: sh, gh: s.gh, keyring: deps.Keyring, rand: rand.Float64, rates: rateMemory{m: make(map[string]time.Time)}, wh: wh, noise: s.noise}
 	s.subs = &subscriptions{shared: sh, gh: s.gh, wh: wh}
 	if s.cards, err = newCards(sh, s.gh, cfg.Cards, deps.Registerer); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
@@ -254,7 +259,12 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			Event:   s.handleEvent,
 			Dedupe:  dedupes,
 		},
-		Purge:        s.subs.purgeScope,
+		Purge: func(ctx context.Context, sc binding.Scope) error {
+			if err := s.subs.purgeScope(ctx, sc); err != nil {
+				return err
+			}
+			return s.noise.purge(ctx, sc)
+		},
 		OnTransition: s.subs.onTransition,
 		Streams: []bus.StreamSpec{{
 			Name:              StreamName,
@@ -262,11 +272,11 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			Replicas:          cfg.Replicas,
 			Schedules:         true,
 			MaxMsgsPerSubject: 1,
-		}, wh.hookStream()},
+		}, wh.hookStream(), s.noise.stream()},
 		Consumers: []bus.Consumer{{FiredConfig: bus.FiredConfig{
 			Stream: StreamName, Durable: PollConsumer, Filter: s.subj.InternalAll(Plugin, KindPoll),
 			Workers: cfg.PollWorkers, AckWait: cfg.AckWait, MaxDeliver: 3, Timeout: cfg.PollDeadline,
-		}, Handler: s.poll.handlePoll}, wh.hookConsumer()},
+		}, Handler: s.poll.handlePoll}, wh.hookConsumer(), s.noise.consumer()},
 		// the GitHub client's idle connections close once no poll runs
 		Parts: []bus.Part{bus.PartFuncs{StopFunc: func(context.Context) error { s.hc.CloseIdleConnections(); return nil }},
 			wh.hookListener(), s.cards, &pushSummaries{s: wh}},

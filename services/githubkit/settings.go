@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/pkg/settings"
@@ -39,6 +40,17 @@ type Settings struct {
 	CommandPrefix string
 	// APIErr is the reason APIURL is refused (nil when valid).
 	APIErr error
+	// Timezone is the installation's IANA zone (quiet hours); UTC when
+	// unset or unknown.
+	Timezone string
+}
+
+// zone is the installation's zone.
+func (s Settings) zone() *time.Location {
+	if loc, err := time.LoadLocation(s.Timezone); err == nil && s.Timezone != "" {
+		return loc
+	}
+	return time.UTC
 }
 
 // LogValue implements slog.LogValuer; the token never appears.
@@ -110,6 +122,11 @@ func normalizeSettings(raw json.RawMessage, o normOptions) (Settings, []Warning)
 	s.SubscribeRequiresAdmin = r.Bool("subscribe_requires_admin", false, settings.Bools{})
 	s.LinkCards = r.Bool("link_cards", true, settings.Bools{})
 	s.CommandPrefix = r.CommandPrefix()
+	s.Timezone = r.String("timezone", "UTC", settings.Strings{Trim: true, EmptyIsDefault: true})
+	if _, err := time.LoadLocation(s.Timezone); err != nil || strings.EqualFold(s.Timezone, "local") {
+		r.Warn("timezone", settings.Invalid, "UTC")
+		s.Timezone = "UTC"
+	}
 	var warns []Warning
 	for _, w := range r.Warnings() {
 		warns = append(warns, Warning{Field: w.Field, Reason: string(w.Reason)})

@@ -152,6 +152,13 @@ func (s *webhooks) pushDelivery(ctx context.Context, f *bus.Fired) (outcome stri
 // failed send is budgeted again, so a chat's summary may count an event
 // held on a retry once more: it over-counts, it never loses one.
 func (s *webhooks) sendBudgeted(ctx context.Context, f *bus.Fired, a *bus.Authority, hookID, repoKey, fullName, lang string, sends []hookSend) (string, bool) {
+	sends, err := s.noise.holdSends(ctx, f.Scope, a, fullName, sends)
+	if err != nil {
+		return "store", true
+	}
+	if len(sends) == 0 {
+		return "held", false
+	}
 	sends, n := s.pushes.admit(f.Scope, hookID, repoKey, fullName, lang, sends)
 	if n > 0 {
 		s.metrics.push.WithLabelValues("held").Add(float64(n))

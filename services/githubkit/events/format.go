@@ -323,7 +323,7 @@ func (x Texts) KindsText(kinds []string, allKey string) string {
 }
 
 func (x Texts) Help(prefix string, admin bool) string {
-	out := x.T("help", "prefix", prefix) + "\n" + x.T("help.filters") + "\n" + x.T("help.cards", "prefix", prefix)
+	out := x.T("help", "prefix", prefix) + "\n" + x.T("help.filters") + "\n" + x.T("help.cards", "prefix", prefix) + "\n" + x.T("help.noise", "prefix", prefix)
 	if admin {
 		out += "\n" + x.T("help.admin")
 	}
