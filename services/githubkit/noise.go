@@ -61,6 +61,8 @@ type heldEvent struct {
 	Repo string `json:"repo"`
 	Text string `json:"text"` // the event's line and link
 	Seq  uint64 `json:"seq"`
+	// N is how many events Text carries.
+	N int `json:"n"`
 	// Key is the idempotency key the message would have had: a retried
 	// poll or redelivery holds it once.
 	Key string `json:"key"`
@@ -75,7 +77,7 @@ type chatNoise struct {
 	// Chat is where the summary goes (the chat of the sub that held).
 	Chat Identity `json:"chat"`
 	Held []heldEvent `json:"held,omitempty"`
-	// More counts events held beyond heldKept.
+	// More counts events held beyond heldKept entries.
 	More int `json:"more,omitempty"`
 	// Seq numbers held events; a summary removes those it carried.
 	Seq uint64 `json:"seq"`
@@ -145,7 +147,7 @@ func chatNoises(kv *bus.KV) *bus.Records[chatNoise] {
 // repo for chat instead of sending it, when the chat is quiet now or takes
 // digests; held reports that it did. The first event held arms the
 // chat's summary schedule.
-func (n *noise) hold(ctx context.Context, sc binding.Scope, chat Identity, st Settings, repo, text, key string) (held bool, err error) {
+func (n *noise) hold(ctx context.Context, sc binding.Scope, chat Identity, st Settings, repo, text, key string, events int) (held bool, err error) {
 	kv := n.runner.KV()
 	cur, _, err := chatNoises(kv).Get(ctx, sc, chat.SID())
 	if err != nil {
@@ -173,9 +175,9 @@ func (n *noise) hold(ctx context.Context, sc binding.Scope, chat Identity, st Se
 		c.Chat = chat
 		c.Seq++
 		if len(c.Held) < heldKept {
-			c.Held = append(c.Held, heldEvent{Repo: repo, Text: text, Seq: c.Seq, Key: key})
+			c.Held = append(c.Held, heldEvent{Repo: repo, Text: text, Seq: c.Seq, Key: key, N: events})
 		} else {
-			c.More++
+			c.More += events
 		}
 		if c.Since == nil {
 			t := now.UTC()
@@ -351,7 +353,10 @@ func (n *noise) flush(ctx context.Context, f *bus.Fired) (outcome string, retry 
 // the held events grouped by repository in the order they came, and how
 // many more were left out.
 func summaryText(x texts, c *chatNoise, loc *time.Location) string {
-	n := len(c.Held) + c.More
+	n := c.More
+	for _, h := range c.Held {
+		n += max(h.N, 1)
+	}
 	key := "noise.summary_quiet"
 	if c.DigestS > 0 {
 		key = "noise.summary_digest"
@@ -392,7 +397,7 @@ func (n *noise) holdSends(ctx context.Context, sc binding.Scope, a *bus.Authorit
 	st, _ := n.settings(raw)
 	out := sends[:0:0]
 	for _, sd := range sends {
-		held, err := n.hold(ctx, sc, sd.sub.Identity, st, repo, pushBody(sd.text), sd.idem)
+		held, err := n.hold(ctx, sc, sd.sub.Identity, st, repo, pushBody(sd.text), sd.idem, 1)
 		if err != nil {
 			return nil, err
 		}

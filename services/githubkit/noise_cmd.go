@@ -78,7 +78,7 @@ func (n *noise) digestCommand(ctx context.Context, inv *bus.Invocation, st Setti
 	if c == nil || c.DigestS == 0 {
 		return x.T("noise.digest_off", "prefix", prefix), nil
 	}
-	return x.T("noise.digest_on", "every", (time.Duration(c.DigestS) * time.Second).String(), "prefix", prefix), nil
+	return x.T("noise.digest_on", "every", interval(time.Duration(c.DigestS)*time.Second), "prefix", prefix), nil
 }
 
 // change applies fn to the chat's record (when write) and returns it. A
@@ -163,6 +163,14 @@ func minutes(s string) (int, error) {
 		return 0, fmt.Errorf("time %q: want HH:MM", s)
 	}
 	return hh*60 + mm, nil
+}
+
+// interval renders a digest interval as it is typed: 1h, 90m.
+func interval(d time.Duration) string {
+	if d%time.Hour == 0 {
+		return strconv.Itoa(int(d/time.Hour)) + "h"
+	}
+	return strconv.Itoa(int(d/time.Minute)) + "m"
 }
 
 func clock(m int) string { return fmt.Sprintf("%02d:%02d", m/60, m%60) }
