@@ -22,11 +22,13 @@
 //   - parts, each holding shared (config, runner, clock, logger, tracer,
 //     catalogue, subjects, metrics) and what it alone uses:
 //     poller (poll.go: pollRun, one method per step of spec §7.2; ci.go:
-//     the Actions step), webhooks (webhook_cmd.go: "gh hook";
+//     the Actions step; ci_fixed.go: the "fixed again" line), webhooks (webhook_cmd.go: "gh hook";
 //     webhook_verify.go: signature and mapping; webhook_http.go: the
 //     receiver; webhook_consume.go: the hook consumer; pushbudget.go),
-//     subscriptions (commands.go: sub, unsub, subs; lifecycle.go) and
-//     cards (cards*.go: link cards, a bus.Part). seen.go's recent-event
+//     subscriptions (commands.go: sub, unsub, subs; lifecycle.go),
+//     cards (cards*.go: link cards, a bus.Part) and noise (noise.go:
+//     quiet hours and digests hold pushes per chat, a summary when a
+//     one-shot schedule fires; noise_cmd.go: "gh quiet", "gh digest"). seen.go's recent-event
 //     sets and the record schedules (arm, disarm) are shared's.
 //   - record.go, store.go, settings.go, kinds.go: the stored records, their
 //     keys and the installation settings. query.go and tools.go: the

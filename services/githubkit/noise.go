@@ -75,7 +75,7 @@ type chatNoise struct {
 	Quiet   *quietHours `json:"quiet,omitempty"`
 	DigestS int         `json:"digest_s,omitempty"`
 	// Chat is where the summary goes (the chat of the sub that held).
-	Chat Identity `json:"chat"`
+	Chat Identity    `json:"chat"`
 	Held []heldEvent `json:"held,omitempty"`
 	// More counts events held beyond heldKept entries.
 	More int `json:"more,omitempty"`

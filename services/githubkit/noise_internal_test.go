@@ -23,10 +23,10 @@ func TestQuietWindowAcrossDST(t *testing.T) {
 		in      bool
 		wantEnd time.Time
 	}{
-		{time.Date(2026, 3, 8, 6, 30, 0, 0, time.UTC), true, time.Date(2026, 3, 8, 11, 0, 0, 0, time.UTC)},  // 01:30 EST, ends 07:00 EDT
+		{time.Date(2026, 3, 8, 6, 30, 0, 0, time.UTC), true, time.Date(2026, 3, 8, 11, 0, 0, 0, time.UTC)},   // 01:30 EST, ends 07:00 EDT
 		{time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC), true, time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}, // 01:30 EDT, ends 07:00 EST
-		{time.Date(2026, 3, 9, 3, 0, 0, 0, time.UTC), true, time.Date(2026, 3, 9, 11, 0, 0, 0, time.UTC)},   // 23:00 EDT the day before
-		{time.Date(2026, 3, 9, 16, 0, 0, 0, time.UTC), false, time.Time{}},                                  // noon
+		{time.Date(2026, 3, 9, 3, 0, 0, 0, time.UTC), true, time.Date(2026, 3, 9, 11, 0, 0, 0, time.UTC)},    // 23:00 EDT the day before
+		{time.Date(2026, 3, 9, 16, 0, 0, 0, time.UTC), false, time.Time{}},                                   // noon
 	}
 	for _, c := range cases {
 		if got := q.in(c.now, ny); got != c.in {

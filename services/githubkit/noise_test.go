@@ -3,6 +3,7 @@ package githubkit_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
 
 // noiseInst is an installation in zone with chat a subscribed to hw and
@@ -242,5 +244,47 @@ func TestHeldBounded(t *testing.T) {
 	}
 	if text := sends[0].SendMessage().MessageChain[0].Text; !strings.Contains(text, "held: 33") || !strings.HasSuffix(text, "…and 3 more, not listed") {
 		t.Fatalf("summary %q", text)
+	}
+}
+
+// TestWebhookHeldAndFilteredByPath: a delivered push is held for a quiet
+// chat and filtered by path: from the files the
+// delivery lists, with no GitHub request; a poll where nothing changed
+// stays one conditional request with quiet hours, a digest and path: on.
+func TestWebhookHeldAndFilteredByPath(t *testing.T) {
+	e := newHookEnv(t, githubkit.Config{})
+	other := bus.Session{LauncherType: "group", LauncherID: bus.ID("session-a2"), SenderID: "u1", BotUUID: e.a.session.BotUUID}
+	e.addEvents(hw, 100, "watch")
+	e.cmd(e.a, "sub "+hw+" push")
+	e.cmd(e.a, "sub "+hw+" push path:docs/**", withSession(other))
+	e.fire(e.a, hw)
+	e.clock.Set(time.Date(2026, 3, 2, 23, 0, 0, 0, time.UTC))
+	e.cmd(e.a, "quiet 22:00-06:00", withPrivilege(2))
+	e.cmd(e.a, "digest 1h", withPrivilege(2), withSession(other))
+	id, secret := e.hook(hw)
+	event, body := fakegithub.Webhook("push_forced") // modifies README only
+	e.fake.ResetRequests()
+	if code, why := e.post(delivery{id: id, event: event, guid: "p-1", body: body, secret: secret}); code != http.StatusAccepted {
+		t.Fatalf("delivery: %d %s", code, why)
+	}
+	e.idle()
+	if n := len(e.sends()); n != 0 {
+		t.Fatalf("%d sends: the quiet chat holds, the path: chat filters", n)
+	}
+	rec, _ := noiseRec(t, e.harness, e.a)
+	if held, _ := rec["held"].([]any); len(held) != 1 {
+		t.Fatalf("held %v", rec["held"])
+	}
+	otherInst := &inst{sc: e.a.sc, session: other}
+	if rec, _ := noiseRec(t, e.harness, otherInst); rec == nil || rec["held"] != nil {
+		t.Fatalf("the path: chat held %v", rec)
+	}
+	if n := len(e.fake.Requests()); n != 0 {
+		t.Fatalf("a delivered push cost %d GitHub requests", n)
+	}
+	e.fake.ResetRequests()
+	e.fire(e.a, hw)
+	if n := len(e.fake.Requests()); n != 1 {
+		t.Fatalf("an unchanged poll made %d requests, want 1", n)
 	}
 }
