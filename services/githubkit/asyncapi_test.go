@@ -20,7 +20,7 @@ func TestAsyncAPIDocumentsInternalSubjects(t *testing.T) {
 	s := bus.Subjects{Prefix: bustest.DocPrefix}
 	sc := bustest.DocScope(t)
 	var built []string
-	for _, kind := range []string{githubkit.KindSched, githubkit.KindPoll, githubkit.KindHook} {
+	for _, kind := range []string{githubkit.KindSched, githubkit.KindPoll, githubkit.KindHook, githubkit.KindNoiseSched, githubkit.KindNoiseFlush} {
 		subj, err := s.Internal(githubkit.Plugin, kind, sc, bustest.DocID)
 		if err != nil {
 			t.Fatal(err)
