@@ -150,7 +150,7 @@ func (p *pollRun) sendCI(ctx context.Context, r *RepoRecord, runs []ghclient.Wor
 			lines, keys = lines[len(lines)-n:], keys[len(keys)-n:]
 		}
 		idem := ciIdem(p.sc, p.key, sub, keys)
-		if held, err := p.s.noise.hold(ctx, p.sc, sub.Identity, p.st, r.FullName, strings.Join(lines, "\n"), idem, len(lines)); err != nil || held {
+		if held, err := p.s.noise.hold(ctx, p.sc, sub.Identity, p.st.zone, r.FullName, strings.Join(lines, "\n"), idem, len(lines)); err != nil || held {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)

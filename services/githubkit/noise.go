@@ -147,13 +147,15 @@ func chatNoises(kv *bus.KV) *bus.Records[chatNoise] {
 // repo for chat instead of sending it, when the chat is quiet now or takes
 // digests; held reports that it did. The first event held arms the
 // chat's summary schedule.
-func (n *noise) hold(ctx context.Context, sc binding.Scope, chat Identity, st Settings, repo, text, key string, events int) (held bool, err error) {
+// zone is called only for a chat that has a record, so a push to a chat
+// without quiet hours or a digest costs one state read.
+func (n *noise) hold(ctx context.Context, sc binding.Scope, chat Identity, zone func() *time.Location, repo, text, key string, events int) (held bool, err error) {
 	kv := n.runner.KV()
 	cur, _, err := chatNoises(kv).Get(ctx, sc, chat.SID())
-	if err != nil {
+	if err != nil || cur == nil {
 		return false, err
 	}
-	now, loc := n.now(), st.zone()
+	now, loc := n.now(), zone()
 	if !cur.holds(now, loc) {
 		return false, nil
 	}
@@ -390,14 +392,20 @@ func summaryText(x texts, c *chatNoise, loc *time.Location) string {
 // holdSends holds the messages of a webhook delivery for the chats that
 // hold events now and returns the others, to send.
 func (n *noise) holdSends(ctx context.Context, sc binding.Scope, a *bus.Authority, repo string, sends []hookSend) ([]hookSend, error) {
-	raw, err := n.runner.OpenConfig(sc, a)
-	if err != nil {
-		return sends, nil // no zone to judge by: send
+	var loc *time.Location
+	zone := func() *time.Location {
+		if loc == nil {
+			loc = time.UTC // a config that cannot be opened: UTC
+			if raw, err := n.runner.OpenConfig(sc, a); err == nil {
+				st, _ := n.settings(raw)
+				loc = st.zone()
+			}
+		}
+		return loc
 	}
-	st, _ := n.settings(raw)
 	out := sends[:0:0]
 	for _, sd := range sends {
-		held, err := n.hold(ctx, sc, sd.sub.Identity, st, repo, pushBody(sd.text), sd.idem, 1)
+		held, err := n.hold(ctx, sc, sd.sub.Identity, zone, repo, pushBody(sd.text), sd.idem, 1)
 		if err != nil {
 			return nil, err
 		}

@@ -417,7 +417,7 @@ func (p *pollRun) send(ctx context.Context, plans []pushPlan, newHead string) (r
 		idem := pushIdem(p.sc, p.key, pl.sub, pl.cur+"-"+newHead)
 		// a quiet or digest chat holds the lines for its summary
 		// (noise.go); a failed hold is a failed send, retried
-		if held, err := p.s.noise.hold(ctx, p.sc, pl.sub.Identity, p.st, r.FullName, pushBody(text), idem, len(lines)+pl.sel.More); err != nil || held {
+		if held, err := p.s.noise.hold(ctx, p.sc, pl.sub.Identity, p.st.zone, r.FullName, pushBody(text), idem, len(lines)+pl.sel.More); err != nil || held {
 			results[pl.sub.Identity] = sendResult{sent: held, failed: err != nil}
 			continue
 		}
