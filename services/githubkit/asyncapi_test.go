@@ -21,7 +21,7 @@ func TestAsyncAPIDocumentsInternalSubjects(t *testing.T) {
 	sc := bustest.DocScope(t)
 	var built []string
 	for _, kind := range []string{githubkit.KindSched, githubkit.KindPoll, githubkit.KindHook,
-		githubkit.KindReviewSched, githubkit.KindReviewFire, githubkit.KindOrgSched, githubkit.KindOrgPoll} {
+		githubkit.KindReviewSched, githubkit.KindReviewFire, githubkit.KindOrgSched, githubkit.KindOrgPoll, githubkit.KindNoiseSched, githubkit.KindNoiseFlush} {
 		subj, err := s.Internal(githubkit.Plugin, kind, sc, bustest.DocID)
 		if err != nil {
 			t.Fatal(err)

@@ -422,7 +422,7 @@ func (c *cards) fetch(ctx context.Context, t ghclient.Target, l events.Link) (ca
 		if err != nil || is == nil {
 			return f, err
 		}
-		f.Number, f.IsPR, f.State = is.GetNumber(), is.PullRequestLinks != nil, events.IssueState(is)
+		f.Number, f.IsPR, f.State = is.GetNumber(), events.IsPullRequest(is), events.IssueState(is)
 		if f.IsPR && f.State == "open" && is.GetDraft() {
 			f.State = "draft"
 		}

@@ -73,6 +73,10 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		text, err = s.wh.hookCommand(ctx, inv, st, x, p, prefix)
 	case events.SubCards:
 		text, err = s.cards.command(ctx, inv, st, x, p, prefix)
+	case events.SubQuiet:
+		text, err = s.noise.quietCommand(ctx, inv, st, x, p, prefix)
+	case events.SubDigest:
+		text, err = s.noise.digestCommand(ctx, inv, st, x, p, prefix)
 	default:
 		text = x.queryCommand(ctx, s.gh, st, p, prefix)
 		if p.Sub == events.SubHelp && s.cfg.WebhookURL != "" {
