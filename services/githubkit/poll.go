@@ -353,7 +353,7 @@ func (p *pollRun) plan(ctx context.Context, evs []ghclient.Event, head, target s
 			// path: needs a push's files, which the Events API does not
 			// list: compare gives them, one call per push range (shared
 			// with the lines' enrichment, within its budget)
-			sel = SelectRefinedWith(asc, c, sub.Kinds, sub.Refine, p.st.MaxEventsPerPush, func(e ghclient.Event) *events.Enrichment {
+			sel = selectRefinedWith(asc, c, sub.Kinds, sub.Refine, p.st.MaxEventsPerPush, func(e ghclient.Event) *events.Enrichment {
 				return p.enricher().files(ctx, e)
 			})
 		} else {

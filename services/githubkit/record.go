@@ -182,13 +182,13 @@ func Select(evs []ghclient.Event, cursor string, kinds []string, max int) Select
 // its kinds. A payload is decoded for refinement only when ref looks at the
 // event's type, so subscriptions without refinements cost what they did.
 func SelectRefined(evs []ghclient.Event, cursor string, kinds []string, ref *events.Refine, max int) Selection {
-	return SelectRefinedWith(evs, cursor, kinds, ref, max, nil)
+	return selectRefinedWith(evs, cursor, kinds, ref, max, nil)
 }
 
-// SelectRefinedWith is SelectRefined where en (when not nil) tells what
+// selectRefinedWith is SelectRefined where en (when not nil) tells what
 // extra calls found out about an event the refinements read (a polled
 // push's files, for path:).
-func SelectRefinedWith(evs []ghclient.Event, cursor string, kinds []string, ref *events.Refine, max int, en func(ghclient.Event) *events.Enrichment) Selection {
+func selectRefinedWith(evs []ghclient.Event, cursor string, kinds []string, ref *events.Refine, max int, en func(ghclient.Event) *events.Enrichment) Selection {
 	var keep []ghclient.Event
 	for _, e := range evs {
 		if CompareIDs(e.ID, cursor) <= 0 || !events.Formatted(e.Type) {
