@@ -27,6 +27,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // The Compose deployment (compose/): what an operator runs next to
@@ -661,7 +662,7 @@ func checkComposeTenant(t *testing.T, p *types.Project, url string, passwords ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bus.EnsureLifecycleStream(ctx, js, bus.Subjects{}, 1); err != nil {
+	if _, err := bus.EnsureLifecycleStream(ctx, js, wire.Subjects{}, 1); err != nil {
 		t.Fatalf("setup: lifecycle stream: %v", err)
 	}
 	kv, err := bus.EnsureTenantBucket(ctx, js, 1)
@@ -688,8 +689,8 @@ func checkComposeTenant(t *testing.T, p *types.Project, url string, passwords ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(url, nats.UserInfo(bus.FirstTenant, read("tenant_first_secret")), nats.Name(bus.PackageConnName("takeover", sc)),
-		nats.CustomInboxPrefix(bus.InboxPrefixFor(bus.ConnConfig{User: bus.FirstTenant})), nats.Timeout(10*time.Second))
+	nc, err := nats.Connect(url, nats.UserInfo(bus.FirstTenant, read("tenant_first_secret")), nats.Name(wire.PackageConnName("takeover", sc)),
+		nats.CustomInboxPrefix(wire.InboxPrefixFor(bus.FirstTenant)), nats.Timeout(10*time.Second))
 	if err != nil {
 		t.Fatalf("t-first with tenant_first_secret: %v", err)
 	}
@@ -698,7 +699,7 @@ func checkComposeTenant(t *testing.T, p *types.Project, url string, passwords ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tjs.Publish(ctx, bus.Subjects{}.Lifecycle("takeover", bus.LifecycleAttach, sc), []byte(`{}`)); err != nil {
+	if _, err := tjs.Publish(ctx, wire.Subjects{}.Lifecycle("takeover", wire.LifecycleAttach, sc), []byte(`{}`)); err != nil {
 		t.Fatalf("t-first attach: %v", err)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/telemetry"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
 
@@ -71,7 +72,7 @@ func bindingOf(t *testing.T, plugin string) binding.Binding {
 
 // invoke sends one traced invocation under a root span of its own and
 // returns the reply and the trace id.
-func (h *host) invoke(t *testing.T, name, plugin string, ep bus.Endpoint, req *bus.Request) (json.RawMessage, string) {
+func (h *host) invoke(t *testing.T, name, plugin string, ep wire.Endpoint, req *wire.Request) (json.RawMessage, string) {
 	t.Helper()
 	ctx, span := h.tracer.Start(context.Background(), "e2e "+name)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -87,7 +88,7 @@ func (h *host) invoke(t *testing.T, name, plugin string, ep bus.Endpoint, req *b
 
 // waitServed polls a read-only invocation until the service serves the
 // installation (its lifecycle consumer applied the attach).
-func (h *host) waitServed(t *testing.T, plugin string, ep bus.Endpoint, req *bus.Request) {
+func (h *host) waitServed(t *testing.T, plugin string, ep wire.Endpoint, req *wire.Request) {
 	t.Helper()
 	poll(t, 30*time.Second, plugin+" serves "+scopeOf(plugin), func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -100,16 +101,16 @@ func (h *host) waitServed(t *testing.T, plugin string, ep bus.Endpoint, req *bus
 	})
 }
 
-func session(launcher string) bus.Session {
+func session(launcher string) wire.Session {
 	typ, id, _ := strings.Cut(launcher, ":")
-	return bus.Session{LauncherType: typ, LauncherID: bus.ID(id), SenderID: "e2e-user", BotUUID: "e2e-bot"}
+	return wire.Session{LauncherType: typ, LauncherID: wire.ID(id), SenderID: "e2e-user", BotUUID: "e2e-bot"}
 }
 
-func commandReq(b binding.Binding, cfg, text string, sess bus.Session) *bus.Request {
+func commandReq(b binding.Binding, cfg, text string, sess wire.Session) *wire.Request {
 	fields := strings.Fields(text)
-	return &bus.Request{Binding: b, Config: json.RawMessage(cfg), Command: &bus.Command{
+	return &wire.Request{Binding: b, Config: json.RawMessage(cfg), Command: &wire.Command{
 		Name: strings.TrimPrefix(fields[0], "!"), Params: fields[1:], FullText: text, Prefix: "!",
-		Session: sess, Privilege: 1, QueryUUID: bus.ID(bus.NewInvocationID())}}
+		Session: sess, Privilege: 1, QueryUUID: wire.ID(bus.NewInvocationID())}}
 }
 
 // hostLine waits until lbctl host printed a send of plugin containing
@@ -205,7 +206,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	subj, _ := bus.NewSubjects(bus.DefaultPrefix)
+	subj, _ := wire.NewSubjects(wire.DefaultPrefix)
 	h := &host{s: s, nc: nc, iv: bus.NewInvoker(nc, subj, tp), plain: bus.NewInvoker(nc, subj, nil), tracer: tp.Tracer("e2e"),
 		flush: func() { _ = tp.ForceFlush(ctx) }}
 
@@ -226,8 +227,8 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("githubkit/repo", func(t *testing.T) {
 		skipUnless(t, "githubkit")
 		b, cfg := bindingOf(t, "githubkit"), configs["githubkit"]
-		h.waitServed(t, "githubkit", bus.EndpointCommand, commandReq(b, cfg, "!gh help", session("person:e2e-user")))
-		raw, id := h.invoke(t, "gh repo", "githubkit", bus.EndpointCommand, commandReq(b, cfg, "!gh repo "+fakegithub.DefaultRepo, session("person:e2e-user")))
+		h.waitServed(t, "githubkit", wire.EndpointCommand, commandReq(b, cfg, "!gh help", session("person:e2e-user")))
+		raw, id := h.invoke(t, "gh repo", "githubkit", wire.EndpointCommand, commandReq(b, cfg, "!gh repo "+fakegithub.DefaultRepo, session("person:e2e-user")))
 		if !strings.Contains(string(raw), fakegithub.DefaultRepo) {
 			t.Fatalf("!gh repo reply %s does not name the repository", raw)
 		}
@@ -255,7 +256,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("githubkit/sub", func(t *testing.T) {
 		skipUnless(t, "githubkit")
 		b, cfg := bindingOf(t, "githubkit"), configs["githubkit"]
-		raw, id := h.invoke(t, "gh sub", "githubkit", bus.EndpointCommand, commandReq(b, cfg, "!gh sub "+fakegithub.DefaultRepo+" push", session("group:e2e-group")))
+		raw, id := h.invoke(t, "gh sub", "githubkit", wire.EndpointCommand, commandReq(b, cfg, "!gh sub "+fakegithub.DefaultRepo+" push", session("group:e2e-group")))
 		subAt = time.Now()
 		if !strings.Contains(string(raw), fakegithub.DefaultRepo) {
 			t.Fatalf("!gh sub reply %s does not name the repository", raw)
@@ -280,10 +281,10 @@ func TestEndToEnd(t *testing.T) {
 		skipUnless(t, "schenotify")
 		b, cfg := bindingOf(t, "schenotify"), configs["schenotify"]
 		sess := session("person:e2e-user")
-		h.waitServed(t, "schenotify", bus.EndpointCommand, commandReq(b, cfg, "!sche", sess))
+		h.waitServed(t, "schenotify", wire.EndpointCommand, commandReq(b, cfg, "!sche", sess))
 		params, _ := json.Marshal(map[string]string{"message": mk.reminder + " stretch", "delay": "2s"})
-		raw, id := h.invoke(t, "schedule_notify", "schenotify", bus.EndpointTool, &bus.Request{Binding: b, Config: json.RawMessage(cfg),
-			Tool: &bus.Tool{Name: "schedule_notify", Parameters: params, Session: sess, QueryUUID: "e2e-q"}})
+		raw, id := h.invoke(t, "schedule_notify", "schenotify", wire.EndpointTool, &wire.Request{Binding: b, Config: json.RawMessage(cfg),
+			Tool: &wire.Tool{Name: "schedule_notify", Parameters: params, Session: sess, QueryUUID: "e2e-q"}})
 		var res struct {
 			Result struct {
 				Status string `json:"status"`
@@ -324,13 +325,13 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("takeover/event-and-reply", func(t *testing.T) {
 		skipUnless(t, "takeover")
 		b, cfg := bindingOf(t, "takeover"), configs["takeover"]
-		h.waitServed(t, "takeover", bus.EndpointPage, &bus.Request{Binding: b, Config: json.RawMessage(cfg),
-			Page: &bus.Page{PageID: "console", Endpoint: "/info", Method: "GET", Body: json.RawMessage(`{}`)}})
+		h.waitServed(t, "takeover", wire.EndpointPage, &wire.Request{Binding: b, Config: json.RawMessage(cfg),
+			Page: &wire.Page{PageID: "console", Endpoint: "/info", Method: "GET", Body: json.RawMessage(`{}`)}})
 		chain, _ := json.Marshal([]map[string]string{{"type": "Plain", "text": "please get me a human " + mk.chat}})
 		data := fmt.Sprintf(`{"launcher_type":"person","launcher_id":"e2e-user","sender_id":"e2e-user","message_event":{"sender":{"nickname":"E2E"}},"message_chain":%s}`, chain)
-		raw, id := h.invoke(t, "takeover event", "takeover", bus.EndpointEvent, &bus.Request{Binding: b, Config: json.RawMessage(cfg),
-			Event: &bus.Event{Name: "PersonMessageReceived", BotUUID: "e2e-bot", Data: json.RawMessage(data), QueryUUID: "e2e-q"}})
-		var er bus.EventReply
+		raw, id := h.invoke(t, "takeover event", "takeover", wire.EndpointEvent, &wire.Request{Binding: b, Config: json.RawMessage(cfg),
+			Event: &wire.Event{Name: "PersonMessageReceived", BotUUID: "e2e-bot", Data: json.RawMessage(data), QueryUUID: "e2e-q"}})
+		var er wire.EventReply
 		if err := json.Unmarshal(raw, &er); err != nil || !er.PreventDefault {
 			t.Fatalf("the trigger word did not block the AI: %s (%v)", raw, err)
 		}
@@ -377,8 +378,8 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatalf("lbctl invoke page /sessions: %s (%v)", out, err)
 		}
 		body, _ := json.Marshal(map[string]string{"sid": list.Data.Sessions[0].SID, "idempotency_key": "e2ekey" + run, "text": mk.reply})
-		raw, id = h.invoke(t, "operator reply", "takeover", bus.EndpointPage, &bus.Request{Binding: b, Config: json.RawMessage(cfg),
-			Page: &bus.Page{PageID: "console", Endpoint: "/reply", Method: "POST", Body: body}})
+		raw, id = h.invoke(t, "operator reply", "takeover", wire.EndpointPage, &wire.Request{Binding: b, Config: json.RawMessage(cfg),
+			Page: &wire.Page{PageID: "console", Endpoint: "/reply", Method: "POST", Body: body}})
 		var rr struct {
 			Data struct {
 				Delivered bool `json:"delivered"`

@@ -14,6 +14,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"
 	"github.com/langbot-nats/plugins/services/takeover"
@@ -29,24 +30,24 @@ var badBytes = []byte("\x80\xc0\xaf\xed\xa0\x80\xff")
 
 // validRequest is a well-formed, state-changing request of plugin at ep for
 // in, whose main text carries text.
-func validRequest(in *install, plugin string, ep bus.Endpoint, text string) *bus.Request {
-	req := &bus.Request{Binding: in.b[plugin], Config: in.cfg[plugin]}
+func validRequest(in *install, plugin string, ep wire.Endpoint, text string) *wire.Request {
+	req := &wire.Request{Binding: in.b[plugin], Config: in.cfg[plugin]}
 	switch ep {
-	case bus.EndpointCommand:
+	case wire.EndpointCommand:
 		words := map[string][]string{
 			githubkit.Plugin:  {"sub", "acme/" + text},
 			schenotify.Plugin: {"add", "in", "90m", text},
 			takeover.Plugin:   {"takeover", text},
 		}[plugin]
 		name := map[string]string{githubkit.Plugin: "gh", schenotify.Plugin: "sche", takeover.Plugin: "takeover"}[plugin]
-		req.Command = &bus.Command{Name: name, Params: words, FullText: "!" + name + " " + strings.Join(words, " "),
+		req.Command = &wire.Command{Name: name, Params: words, FullText: "!" + name + " " + strings.Join(words, " "),
 			Prefix: "!", Session: in.sess, Privilege: 1}
-	case bus.EndpointEvent:
+	case wire.EndpointEvent:
 		chain, _ := json.Marshal([]map[string]string{{"type": "Plain", "text": text}})
 		data, _ := json.Marshal(map[string]any{"launcher_type": "person", "launcher_id": "u-bad", "sender_id": "u-bad",
 			"message_chain": json.RawMessage(chain)})
-		req.Event = &bus.Event{Name: takeover.EventPersonMessage, BotUUID: in.bot, Data: data}
-	case bus.EndpointTool:
+		req.Event = &wire.Event{Name: takeover.EventPersonMessage, BotUUID: in.bot, Data: data}
+	case wire.EndpointTool:
 		var name string
 		var params any
 		switch plugin {
@@ -58,10 +59,10 @@ func validRequest(in *install, plugin string, ep bus.Endpoint, text string) *bus
 			name, params = "takeover_tool", map[string]any{"text": text}
 		}
 		p, _ := json.Marshal(params)
-		req.Tool = &bus.Tool{Name: name, Parameters: p, Session: in.sess}
-	case bus.EndpointPage:
+		req.Tool = &wire.Tool{Name: name, Parameters: p, Session: in.sess}
+	case wire.EndpointPage:
 		body, _ := json.Marshal(map[string]any{"sid": in.sid("u-page"), "idempotency_key": "bad-input-key-1", "text": text})
-		req.Page = &bus.Page{PageID: "console", Endpoint: "/reply", Method: "POST", Body: body}
+		req.Page = &wire.Page{PageID: "console", Endpoint: "/reply", Method: "POST", Body: body}
 	}
 	return req
 }
@@ -75,9 +76,9 @@ type badCase struct {
 	want    int // the error code it must get; 0: any clear refusal (see check)
 }
 
-func badCases(t *testing.T, in, other *install, plugin string, ep bus.Endpoint, maxBody int) []badCase {
+func badCases(t *testing.T, in, other *install, plugin string, ep wire.Endpoint, maxBody int) []badCase {
 	t.Helper()
-	subj := bus.Subjects{}.Invocation(plugin, ep, in.scope(plugin))
+	subj := wire.Subjects{}.Invocation(plugin, ep, in.scope(plugin))
 	valid, err := json.Marshal(validRequest(in, plugin, ep, "hello"))
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func runBadInput(t *testing.T, keep func(badCase) bool) {
 	maxBody := map[string]int{githubkit.Plugin: 1 << 20, schenotify.Plugin: 1 << 20, takeover.Plugin: 32 << 20}
 	var cases, refused int
 	for _, plugin := range plugins {
-		for _, ep := range []bus.Endpoint{bus.EndpointCommand, bus.EndpointEvent, bus.EndpointTool, bus.EndpointPage} {
+		for _, ep := range []wire.Endpoint{wire.EndpointCommand, wire.EndpointEvent, wire.EndpointTool, wire.EndpointPage} {
 			mb := maxBody[plugin]
 			if mb > int(s.nc.MaxPayload())-4096 {
 				mb = 0 // the server's max_payload refuses it before the service sees it
@@ -160,7 +161,7 @@ func runBadInput(t *testing.T, keep func(badCase) bool) {
 					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 					raw, err := s.inv.InvokeRaw(ctx, c.subject, id, c.body)
 					cancel()
-					var be *bus.Error
+					var be *wire.Error
 					switch {
 					case c.want != 0:
 						if !errors.As(err, &be) || be.Code != c.want {
@@ -213,8 +214,8 @@ func refusedInReply(raw json.RawMessage) bool {
 			Status string          `json:"status"`
 			Error  json.RawMessage `json:"error"`
 		} `json:"result"`
-		Returns []bus.Return `json:"returns"`
-		bus.EventReply
+		Returns []wire.Return `json:"returns"`
+		wire.EventReply
 	}
 	if json.Unmarshal(raw, &r) != nil {
 		return false

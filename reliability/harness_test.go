@@ -22,6 +22,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 	"github.com/langbot-nats/plugins/services/schenotify"
@@ -82,8 +83,8 @@ func newStack(t testing.TB, nc *nats.Conn) *stack {
 		t.Fatal(err)
 	}
 	s := &stack{t: t, nc: nc, js: js, keyStr: key}
-	s.host = bustest.NewHost(t, nc, bus.Subjects{})
-	s.inv = bustest.NewInvoker(t, bus.NewInvoker(nc, bus.Subjects{}, nil), s.js, nil)
+	s.host = bustest.NewHost(t, nc, wire.Subjects{})
+	s.inv = bustest.NewInvoker(t, bus.NewInvoker(nc, wire.Subjects{}, nil), s.js, nil)
 	s.gh = fakegithub.New(fakegithub.Options{AutoRepos: true})
 	t.Cleanup(s.gh.Close)
 	return s
@@ -143,7 +144,7 @@ type install struct {
 	name string
 	b    map[string]binding.Binding
 	cfg  map[string]json.RawMessage
-	sess bus.Session
+	sess wire.Session
 	bot  string
 }
 
@@ -152,7 +153,7 @@ func (i *install) scope(plugin string) binding.Scope { return bus.ScopeOf(i.b[pl
 // newInstall names a fresh installation (nothing is published).
 func (s *stack) newInstall(name string) *install {
 	in := &install{name: name, b: map[string]binding.Binding{}, cfg: map[string]json.RawMessage{}, bot: "bot-" + name,
-		sess: bus.Session{LauncherType: "person", LauncherID: bus.ID("u-" + name), SenderID: bus.ID("u-" + name), BotUUID: "bot-" + name}}
+		sess: wire.Session{LauncherType: "person", LauncherID: wire.ID("u-" + name), SenderID: wire.ID("u-" + name), BotUUID: "bot-" + name}}
 	for _, p := range plugins {
 		in.b[p] = binding.Binding{InstanceUUID: "instance-1", WorkspaceUUID: "ws-" + name, PlacementGeneration: 1,
 			InstallationUUID: p + "-" + name, RuntimeRevision: 1, ArtifactDigest: "sha256:reliability"}
@@ -182,7 +183,7 @@ func (s *stack) publishAttach(in *install, plugin string, enabled bool) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := bus.PublishAttach(ctx, s.js, bus.Subjects{}, plugin, bus.Attach{Binding: in.b[plugin], Config: in.cfg[plugin], Enabled: enabled}, ""); err != nil {
+	if _, err := bus.PublishAttach(ctx, s.js, wire.Subjects{}, plugin, wire.Attach{Binding: in.b[plugin], Config: in.cfg[plugin], Enabled: enabled}, ""); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -192,7 +193,7 @@ func (s *stack) publishRevoke(in *install, plugin, reason string) {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := bus.PublishRevoke(ctx, s.js, bus.Subjects{}, plugin, bus.Revoke{Binding: in.b[plugin], Reason: reason}, ""); err != nil {
+	if _, err := bus.PublishRevoke(ctx, s.js, wire.Subjects{}, plugin, wire.Revoke{Binding: in.b[plugin], Reason: reason}, ""); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -201,7 +202,7 @@ func (s *stack) publishRevoke(in *install, plugin, reason string) {
 // everything published so far.
 func (s *stack) waitLifecycle(plugin string) {
 	s.t.Helper()
-	bustest.WaitLifecycle(s.t, s.js, bus.Subjects{}, plugin, 30*time.Second)
+	bustest.WaitLifecycle(s.t, s.js, wire.Subjects{}, plugin, 30*time.Second)
 }
 
 // attachAll attaches every installation to every plugin and waits.
@@ -220,7 +221,7 @@ func (s *stack) attachAll(ins ...*install) {
 func (s *stack) newID() string { return fmt.Sprintf("rel-%d-%d", time.Now().UnixNano(), s.seq.Add(1)) }
 
 // invoke calls an endpoint as the host does.
-func (s *stack) invoke(plugin string, ep bus.Endpoint, id string, req *bus.Request) (json.RawMessage, error) {
+func (s *stack) invoke(plugin string, ep wire.Endpoint, id string, req *wire.Request) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	return s.inv.Invoke(ctx, plugin, ep, id, req)
@@ -229,8 +230,8 @@ func (s *stack) invoke(plugin string, ep bus.Endpoint, id string, req *bus.Reque
 // tool calls a schenotify tool and returns its result object.
 func (s *stack) scheTool(in *install, id, name string, params any) (map[string]any, error) {
 	p, _ := json.Marshal(params)
-	raw, err := s.invoke(schenotify.Plugin, bus.EndpointTool, id, &bus.Request{Binding: in.b[schenotify.Plugin],
-		Config: in.cfg[schenotify.Plugin], Tool: &bus.Tool{Name: name, Parameters: p, Session: in.sess}})
+	raw, err := s.invoke(schenotify.Plugin, wire.EndpointTool, id, &wire.Request{Binding: in.b[schenotify.Plugin],
+		Config: in.cfg[schenotify.Plugin], Tool: &wire.Tool{Name: name, Parameters: p, Session: in.sess}})
 	if err != nil {
 		return nil, err
 	}
@@ -266,13 +267,13 @@ func (s *stack) reminders(in *install) ([]string, error) {
 // ghCmd runs "!gh <line>" and returns the reply text.
 func (s *stack) ghCmd(in *install, id, line string) (string, error) {
 	params := strings.Fields(line)
-	raw, err := s.invoke(githubkit.Plugin, bus.EndpointCommand, id, &bus.Request{Binding: in.b[githubkit.Plugin],
-		Config: in.cfg[githubkit.Plugin], Command: &bus.Command{Name: "gh", Params: params, FullText: "!gh " + line,
+	raw, err := s.invoke(githubkit.Plugin, wire.EndpointCommand, id, &wire.Request{Binding: in.b[githubkit.Plugin],
+		Config: in.cfg[githubkit.Plugin], Command: &wire.Command{Name: "gh", Params: params, FullText: "!gh " + line,
 			Prefix: "!", Session: in.sess, Privilege: 1}})
 	if err != nil {
 		return "", err
 	}
-	var rep bus.CommandReply
+	var rep wire.CommandReply
 	if err := json.Unmarshal(raw, &rep); err != nil || len(rep.Returns) == 0 {
 		return "", fmt.Errorf("reply %s: %v", raw, err)
 	}
@@ -319,13 +320,13 @@ func (s *stack) subscriptions(in *install) ([]string, error) {
 }
 
 // message sends a PersonMessageReceived event from launcher lid.
-func (s *stack) message(in *install, id, lid, text string) (bus.EventReply, error) {
+func (s *stack) message(in *install, id, lid, text string) (wire.EventReply, error) {
 	chain, _ := json.Marshal([]map[string]string{{"type": "Plain", "text": text}})
 	data, _ := json.Marshal(map[string]any{"launcher_type": "person", "launcher_id": lid, "sender_id": lid,
 		"message_chain": json.RawMessage(chain)})
-	raw, err := s.invoke(takeover.Plugin, bus.EndpointEvent, id, &bus.Request{Binding: in.b[takeover.Plugin],
-		Config: in.cfg[takeover.Plugin], Event: &bus.Event{Name: takeover.EventPersonMessage, BotUUID: in.bot, Data: data}})
-	var r bus.EventReply
+	raw, err := s.invoke(takeover.Plugin, wire.EndpointEvent, id, &wire.Request{Binding: in.b[takeover.Plugin],
+		Config: in.cfg[takeover.Plugin], Event: &wire.Event{Name: takeover.EventPersonMessage, BotUUID: in.bot, Data: data}})
+	var r wire.EventReply
 	if err != nil {
 		return r, err
 	}
@@ -340,8 +341,8 @@ func (in *install) sid(lid string) string {
 // page calls a console operation; out receives the data when non-nil.
 func (s *stack) page(in *install, id, method, endpoint string, body any, out any) error {
 	raw, _ := json.Marshal(body)
-	reply, err := s.invoke(takeover.Plugin, bus.EndpointPage, id, &bus.Request{Binding: in.b[takeover.Plugin],
-		Config: in.cfg[takeover.Plugin], Page: &bus.Page{PageID: "console", Endpoint: endpoint, Method: method, Body: raw}})
+	reply, err := s.invoke(takeover.Plugin, wire.EndpointPage, id, &wire.Request{Binding: in.b[takeover.Plugin],
+		Config: in.cfg[takeover.Plugin], Page: &wire.Page{PageID: "console", Endpoint: endpoint, Method: method, Body: raw}})
 	if err != nil {
 		return err
 	}
@@ -370,9 +371,9 @@ func (s *stack) sessions(in *install) (map[string]bool, error) {
 	return out, nil
 }
 
-// isCode reports whether err is a *bus.Error with the given code.
+// isCode reports whether err is a *wire.Error with the given code.
 func isCode(err error, code int) bool {
-	var e *bus.Error
+	var e *wire.Error
 	return errors.As(err, &e) && e.Code == code
 }
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 	"github.com/langbot-nats/plugins/services/schenotify"
@@ -61,12 +61,12 @@ func TestHostOutageAllServices(t *testing.T) {
 	var mu sync.Mutex
 	accepted := map[string]int{}
 	s.host.Respond(func(c bustest.HostCall) bustest.HostReply {
-		if c.Action != bus.ActionSendMessage {
+		if c.Action != wire.ActionSendMessage {
 			return bustest.HostReply{}
 		}
 		switch mode.Load() {
 		case 0:
-			return bustest.HostReply{Err: bus.Errorf(bus.ErrUnavailable, "host down")}
+			return bustest.HostReply{Err: wire.Errorf(wire.ErrUnavailable, "host down")}
 		case 1:
 			return bustest.HostReply{Drop: true}
 		}

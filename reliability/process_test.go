@@ -23,6 +23,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"
 	"github.com/langbot-nats/plugins/services/takeover"
@@ -140,7 +141,7 @@ func (p *proc) invocations(t testing.TB) float64 {
 // with err (under the same invocation id): no answer, 5xx, 409 in progress
 // and 429.
 func retryable(err error) bool {
-	var be *bus.Error
+	var be *wire.Error
 	if !errors.As(err, &be) {
 		return true // timeout, no responders: outcome unknown
 	}
@@ -311,21 +312,21 @@ var errToolUnavailable = errors.New("tool result: unavailable")
 func (s *stack) op(plugin string, in *install, id, key string, due time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var req *bus.Request
-	var ep bus.Endpoint
+	var req *wire.Request
+	var ep wire.Endpoint
 	switch plugin {
 	case schenotify.Plugin:
 		p, _ := json.Marshal(map[string]any{"message": key, "time_str": due.UTC().Format(time.RFC3339)})
-		ep, req = bus.EndpointTool, &bus.Request{Binding: in.b[plugin], Config: in.cfg[plugin],
-			Tool: &bus.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: in.sess}}
+		ep, req = wire.EndpointTool, &wire.Request{Binding: in.b[plugin], Config: in.cfg[plugin],
+			Tool: &wire.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: in.sess}}
 	case githubkit.Plugin:
-		ep, req = bus.EndpointCommand, &bus.Request{Binding: in.b[plugin], Config: in.cfg[plugin],
-			Command: &bus.Command{Name: "gh", Params: []string{"sub", "acme/" + key}, FullText: "!gh sub acme/" + key,
+		ep, req = wire.EndpointCommand, &wire.Request{Binding: in.b[plugin], Config: in.cfg[plugin],
+			Command: &wire.Command{Name: "gh", Params: []string{"sub", "acme/" + key}, FullText: "!gh sub acme/" + key,
 				Prefix: "!", Session: in.sess, Privilege: 1}}
 	case takeover.Plugin:
 		body, _ := json.Marshal(map[string]string{"sid": in.sid("u1"), "idempotency_key": key, "text": key})
-		ep, req = bus.EndpointPage, &bus.Request{Binding: in.b[plugin], Config: in.cfg[plugin],
-			Page: &bus.Page{PageID: "console", Endpoint: "/reply", Method: "POST", Body: body}}
+		ep, req = wire.EndpointPage, &wire.Request{Binding: in.b[plugin], Config: in.cfg[plugin],
+			Page: &wire.Page{PageID: "console", Endpoint: "/reply", Method: "POST", Body: body}}
 	}
 	raw, err := s.inv.Invoke(ctx, plugin, ep, id, req)
 	if err != nil {
@@ -460,7 +461,7 @@ func (s *stack) countEffects(t *testing.T, plugin string, ins []*install, keys [
 func (s *stack) replyTrace(ctx context.Context, in *install, key string) string {
 	sc := in.scope(takeover.Plugin)
 	sid := in.sid("u1")
-	_, stream, subject := store.HistoryOf(bus.Subjects{}, sc, sid)
+	_, stream, subject := store.HistoryOf(wire.Subjects{}, sc, sid)
 	var b strings.Builder
 	st, err := s.js.Stream(ctx, stream)
 	if err != nil {

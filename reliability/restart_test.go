@@ -10,8 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 	"github.com/langbot-nats/plugins/services/schenotify"
@@ -85,7 +85,7 @@ func TestNATSRestartEverythingResumes(t *testing.T) {
 	}
 	// takeovers still block
 	for _, in := range ins {
-		var r bus.EventReply
+		var r wire.EventReply
 		bustest.EventuallyWithin(t, 20*time.Second, "takeover answering after the restart", func() bool {
 			var err error
 			r, err = s.message(in, s.newID(), "u1", "still there?")

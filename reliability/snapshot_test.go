@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"
 	"github.com/langbot-nats/plugins/services/takeover"
@@ -96,7 +97,7 @@ func (s *stack) take(ctx context.Context) (snapshot, error) {
 			return nil, fmt.Errorf("stream %s info: %w", name, err)
 		}
 		for subj, n := range info.State.Subjects {
-			_, sc, _, err := bus.Subjects{}.ParseInternal(plugin, subj)
+			_, sc, _, err := wire.Subjects{}.ParseInternal(plugin, subj)
 			if err != nil {
 				return nil, fmt.Errorf("%s: unscoped subject %q", name, subj)
 			}

@@ -8,20 +8,20 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // TestStartRefusesWhatOneServerCannotHonour: each bad setting is refused
 // before anything is written to the data directory.
 func TestStartRefusesWhatOneServerCannotHonour(t *testing.T) {
-	good := svcmain.Options{Replicas: 1, Prefix: bus.DefaultPrefix}
+	good := svcmain.Options{Replicas: 1, Prefix: wire.DefaultPrefix}
 	for _, tc := range []struct {
 		name string
 		opts svcmain.Options
 		e    embedded
 	}{
-		{"three replicas", svcmain.Options{Replicas: 3, Prefix: bus.DefaultPrefix}, embedded{listen: "127.0.0.1:0"}},
+		{"three replicas", svcmain.Options{Replicas: 3, Prefix: wire.DefaultPrefix}, embedded{listen: "127.0.0.1:0"}},
 		{"another prefix", svcmain.Options{Replicas: 1, Prefix: "other"}, embedded{listen: "127.0.0.1:0"}},
 		{"cert without key", good, embedded{listen: "127.0.0.1:0", cert: "c.pem"}},
 		{"client CA without cert", good, embedded{listen: "127.0.0.1:0", clientCA: "ca.pem"}},

@@ -19,6 +19,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/natsembed"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"
 	"github.com/langbot-nats/plugins/services/takeover"
@@ -63,8 +64,8 @@ func (e *embedded) start(ctx context.Context, o *svcmain.Options, getenv func(st
 	if o.Replicas != 1 {
 		return nil, fmt.Errorf("%w: one server keeps one replica (LANGBOT_JS_REPLICAS=%d)", errConfig, o.Replicas)
 	}
-	if o.Prefix != bus.DefaultPrefix {
-		return nil, fmt.Errorf("%w: the deployment's accounts allow the subject prefix %q only", errConfig, bus.DefaultPrefix)
+	if o.Prefix != wire.DefaultPrefix {
+		return nil, fmt.Errorf("%w: the deployment's accounts allow the subject prefix %q only", errConfig, wire.DefaultPrefix)
 	}
 	if (e.cert == "") != (e.key == "") {
 		return nil, fmt.Errorf("%w: -nats-server-cert and -nats-server-key go together", errConfig)
@@ -196,7 +197,7 @@ func setup(ctx context.Context, srv *server.Server, password, dir string, log *s
 	if err != nil {
 		return err
 	}
-	if _, err := bus.EnsureLifecycleStream(cctx, js, bus.Subjects{}, 1); err != nil {
+	if _, err := bus.EnsureLifecycleStream(cctx, js, wire.Subjects{}, 1); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
 	kv, err := bus.EnsureTenantBucket(cctx, js, 1)

@@ -38,7 +38,7 @@
 // set in the environment (HOST_PASSWORD, ADMIN_PASSWORD, ...: the names
 // accounts.conf uses) wins over the stored one.
 //
-// It may import the services, pkg/svcmain, pkg/bus, pkg/natsembed,
+// It may import the services, pkg/svcmain, pkg/bus, pkg/wire, pkg/natsembed,
 // nats-server and the NATS client: it is the one production binary that
 // links a NATS server.
 package main

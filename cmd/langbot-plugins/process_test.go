@@ -27,6 +27,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
@@ -175,7 +176,7 @@ type host struct {
 	gh   *fakegithub.Server
 	cfg  map[string]json.RawMessage
 	b    map[string]binding.Binding
-	sess bus.Session
+	sess wire.Session
 }
 
 func connectHost(t *testing.T, in *install, gh *fakegithub.Server) *host {
@@ -191,9 +192,9 @@ func connectHost(t *testing.T, in *install, gh *fakegithub.Server) *host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &host{t: t, nc: nc, js: js, inv: bus.NewInvoker(nc, bus.Subjects{}, nil), fake: bustest.NewHost(t, nc, bus.Subjects{}), gh: gh,
+	h := &host{t: t, nc: nc, js: js, inv: bus.NewInvoker(nc, wire.Subjects{}, nil), fake: bustest.NewHost(t, nc, wire.Subjects{}), gh: gh,
 		cfg: map[string]json.RawMessage{}, b: map[string]binding.Binding{},
-		sess: bus.Session{LauncherType: bus.LauncherPerson, LauncherID: "u1", SenderID: "u1", BotUUID: "bot-1"}}
+		sess: wire.Session{LauncherType: wire.LauncherPerson, LauncherID: "u1", SenderID: "u1", BotUUID: "bot-1"}}
 	h.cfg["githubkit"] = json.RawMessage(fmt.Sprintf(`{"language":"en_US","github_token":"tok-acceptance","github_api_url":%q,"poll_interval":60}`, gh.URL))
 	h.cfg["takeover"] = json.RawMessage(`{"language":"en_US","takeover_timeout":3600}`)
 	h.cfg["schenotify"] = json.RawMessage(`{"language":"en_US","timezone":"UTC"}`)
@@ -204,7 +205,7 @@ func connectHost(t *testing.T, in *install, gh *fakegithub.Server) *host {
 	return h
 }
 
-func (h *host) invoke(plugin string, ep bus.Endpoint, req *bus.Request) (json.RawMessage, error) {
+func (h *host) invoke(plugin string, ep wire.Endpoint, req *wire.Request) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	req.Binding, req.Config = h.b[plugin], h.cfg[plugin]
@@ -216,28 +217,28 @@ func (h *host) attachAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for p, b := range h.b {
-		if _, err := bus.PublishAttach(ctx, h.js, bus.Subjects{}, p, bus.Attach{Binding: b, Config: h.cfg[p], Enabled: true}, ""); err != nil {
+		if _, err := bus.PublishAttach(ctx, h.js, wire.Subjects{}, p, wire.Attach{Binding: b, Config: h.cfg[p], Enabled: true}, ""); err != nil {
 			h.t.Fatal(err)
 		}
 	}
 	// served once each lifecycle consumer applied its attach
-	for p, req := range map[string]*bus.Request{
+	for p, req := range map[string]*wire.Request{
 		"githubkit":  h.command("!gh help"),
 		"schenotify": h.command("!sche"),
-		"takeover":   {Page: &bus.Page{PageID: "console", Endpoint: "/info", Method: "GET", Body: json.RawMessage(`{}`)}},
+		"takeover":   {Page: &wire.Page{PageID: "console", Endpoint: "/info", Method: "GET", Body: json.RawMessage(`{}`)}},
 	} {
-		ep := bus.EndpointCommand
+		ep := wire.EndpointCommand
 		if p == "takeover" {
-			ep = bus.EndpointPage
+			ep = wire.EndpointPage
 		}
 		bustest.EventuallyWithin(h.t, 30*time.Second, p+" serves its installation", func() bool { _, err := h.invoke(p, ep, req); return err == nil })
 	}
 }
 
-func (h *host) command(text string) *bus.Request {
+func (h *host) command(text string) *wire.Request {
 	f := strings.Fields(text)
-	return &bus.Request{Command: &bus.Command{Name: strings.TrimPrefix(f[0], "!"), Params: f[1:], FullText: text, Prefix: "!",
-		Session: h.sess, Privilege: 1, QueryUUID: bus.ID(bus.NewInvocationID())}}
+	return &wire.Request{Command: &wire.Command{Name: strings.TrimPrefix(f[0], "!"), Params: f[1:], FullText: text, Prefix: "!",
+		Session: h.sess, Privilege: 1, QueryUUID: wire.ID(bus.NewInvocationID())}}
 }
 
 // message sends a person chat message to takeover and returns whether it
@@ -245,11 +246,11 @@ func (h *host) command(text string) *bus.Request {
 func (h *host) message(text string) (bool, error) {
 	chain, _ := json.Marshal([]map[string]string{{"type": "Plain", "text": text}})
 	data, _ := json.Marshal(map[string]any{"launcher_type": "person", "launcher_id": "u1", "sender_id": "u1", "message_chain": json.RawMessage(chain)})
-	raw, err := h.invoke("takeover", bus.EndpointEvent, &bus.Request{Event: &bus.Event{Name: takeover.EventPersonMessage, BotUUID: "bot-1", Data: data}})
+	raw, err := h.invoke("takeover", wire.EndpointEvent, &wire.Request{Event: &wire.Event{Name: takeover.EventPersonMessage, BotUUID: "bot-1", Data: data}})
 	if err != nil {
 		return false, err
 	}
-	var r bus.EventReply
+	var r wire.EventReply
 	return r.PreventDefault, json.Unmarshal(raw, &r)
 }
 
@@ -269,13 +270,13 @@ func (h *host) prepare(tag string, after time.Duration) state {
 	st := state{reminder: "acceptance reminder " + tag, repo: "acme/" + tag, eventID: 7000}
 	h.gh.SetPollInterval(st.repo, 1)
 	h.gh.AddEvents(st.repo, fakegithub.Event("watch", st.eventID))
-	raw, err := h.invoke("githubkit", bus.EndpointCommand, h.command("!gh sub "+st.repo))
+	raw, err := h.invoke("githubkit", wire.EndpointCommand, h.command("!gh sub "+st.repo))
 	if err != nil || !strings.Contains(string(raw), st.repo) {
 		t.Fatalf("!gh sub: %s %v", raw, err)
 	}
 	st.due = time.Now().Add(after).Truncate(time.Second)
 	params, _ := json.Marshal(map[string]string{"message": st.reminder, "time_str": st.due.UTC().Format(time.RFC3339)})
-	raw, err = h.invoke("schenotify", bus.EndpointTool, &bus.Request{Tool: &bus.Tool{Name: "schedule_notify", Parameters: params, Session: h.sess, QueryUUID: "q"}})
+	raw, err = h.invoke("schenotify", wire.EndpointTool, &wire.Request{Tool: &wire.Tool{Name: "schedule_notify", Parameters: params, Session: h.sess, QueryUUID: "q"}})
 	if err != nil || !strings.Contains(string(raw), `"ok"`) {
 		t.Fatalf("schedule_notify: %s %v", raw, err)
 	}
@@ -283,7 +284,7 @@ func (h *host) prepare(tag string, after time.Duration) state {
 		t.Fatal(err)
 	}
 	body, _ := json.Marshal(map[string]string{"sid": model.SID(model.SessionKey("bot-1", "person", "u1"))})
-	if raw, err := h.invoke("takeover", bus.EndpointPage, &bus.Request{Page: &bus.Page{PageID: "console", Endpoint: "/takeover", Method: "POST", Body: body}}); err != nil {
+	if raw, err := h.invoke("takeover", wire.EndpointPage, &wire.Request{Page: &wire.Page{PageID: "console", Endpoint: "/takeover", Method: "POST", Body: body}}); err != nil {
 		t.Fatalf("take over: %s %v", raw, err)
 	}
 	if blocked, err := h.message("are you a bot?"); err != nil || !blocked {
@@ -405,7 +406,7 @@ func TestBinaryServesAndRestartKeepsEverything(t *testing.T) {
 		t.Errorf("$SRV.PING lists %v, want all three services", seen)
 	}
 	h.attachAll()
-	raw, err := h.invoke("githubkit", bus.EndpointCommand, h.command("!gh repo "+fakegithub.DefaultRepo))
+	raw, err := h.invoke("githubkit", wire.EndpointCommand, h.command("!gh repo "+fakegithub.DefaultRepo))
 	if err != nil || !strings.Contains(string(raw), fakegithub.DefaultRepo) {
 		t.Fatalf("!gh repo: %s %v", raw, err)
 	}

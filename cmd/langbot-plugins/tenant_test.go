@@ -17,6 +17,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
 
@@ -71,7 +72,7 @@ func TestBinaryTenantCredentials(t *testing.T) {
 	refused := make(chan error, 8)
 	pkg2 := packageConn(t, in, user[1], pw[1], other, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { refused <- err }))
 	serve(t, pkg2, other)
-	if err := pkg2.Publish(bus.Subjects{}.Invocation("schenotify", bus.EndpointCommand, home), []byte(`{}`)); err != nil {
+	if err := pkg2.Publish(wire.Subjects{}.Invocation("schenotify", wire.EndpointCommand, home), []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -119,8 +120,8 @@ func TestBinaryTenantCredentials(t *testing.T) {
 func packageConn(t *testing.T, in *install, user, secret string, sc binding.Scope, opts ...nats.Option) *nats.Conn {
 	t.Helper()
 	nc, err := nats.Connect("nats://"+in.natsAddr, append([]nats.Option{nats.UserInfo(user, secret),
-		nats.Name(bus.PackageConnName("schenotify", sc)),
-		nats.CustomInboxPrefix(bus.InboxPrefixFor(bus.ConnConfig{User: user}))}, opts...)...)
+		nats.Name(wire.PackageConnName("schenotify", sc)),
+		nats.CustomInboxPrefix(wire.InboxPrefixFor(user))}, opts...)...)
 	if err != nil {
 		t.Fatalf("package login as %s: %v", user, err)
 	}
@@ -140,15 +141,15 @@ func serve(t *testing.T, nc *nats.Conn, sc binding.Scope) {
 	}
 	b := binding.Binding{InstanceUUID: sc.Instance(), WorkspaceUUID: sc.Workspace(), InstallationUUID: sc.Installation(),
 		PlacementGeneration: 1, RuntimeRevision: 1, ArtifactDigest: "sha256:tenant"}
-	if _, err := bus.PublishAttach(ctx, js, bus.Subjects{}, "schenotify", bus.Attach{Binding: b, Config: []byte(`{}`), Enabled: true}, ""); err != nil {
+	if _, err := bus.PublishAttach(ctx, js, wire.Subjects{}, "schenotify", wire.Attach{Binding: b, Config: []byte(`{}`), Enabled: true}, ""); err != nil {
 		t.Fatalf("attach %s: %v", sc, err)
 	}
-	inv := bus.NewInvoker(nc, bus.Subjects{}, nil)
-	req := &bus.Request{Binding: b, Config: []byte(`{}`), Command: &bus.Command{Name: "sche", FullText: "!sche", Prefix: "!",
-		Session:   bus.Session{LauncherType: bus.LauncherPerson, LauncherID: "u1", SenderID: "u1", BotUUID: "bot-1"},
-		Privilege: 1, QueryUUID: bus.ID(bus.NewInvocationID())}}
+	inv := bus.NewInvoker(nc, wire.Subjects{}, nil)
+	req := &wire.Request{Binding: b, Config: []byte(`{}`), Command: &wire.Command{Name: "sche", FullText: "!sche", Prefix: "!",
+		Session:   wire.Session{LauncherType: wire.LauncherPerson, LauncherID: "u1", SenderID: "u1", BotUUID: "bot-1"},
+		Privilege: 1, QueryUUID: wire.ID(bus.NewInvocationID())}}
 	bustest.EventuallyWithin(t, 30*time.Second, "schenotify serves "+sc.String(), func() bool {
-		raw, err := inv.Invoke(ctx, "schenotify", bus.EndpointCommand, bus.NewInvocationID(), req)
+		raw, err := inv.Invoke(ctx, "schenotify", wire.EndpointCommand, bus.NewInvocationID(), req)
 		return err == nil && strings.Contains(string(raw), "returns")
 	})
 }

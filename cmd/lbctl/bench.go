@@ -17,6 +17,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/busbench"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // Targets of the invocation benchmark (issue 7), as ratios to the bus floor
@@ -33,15 +34,15 @@ type benchCase struct {
 	Plugin string
 	Label  string
 	Config string
-	req    func(b binding.Binding, cfg json.RawMessage) (bus.Endpoint, *bus.Request)
+	req    func(b binding.Binding, cfg json.RawMessage) (wire.Endpoint, *wire.Request)
 }
 
 func benchCases() []benchCase {
-	sess := bus.Session{LauncherType: bus.LauncherPerson, LauncherID: "bench-user", SenderID: "bench-user", BotUUID: "bench-bot"}
-	command := func(text string) func(binding.Binding, json.RawMessage) (bus.Endpoint, *bus.Request) {
+	sess := wire.Session{LauncherType: wire.LauncherPerson, LauncherID: "bench-user", SenderID: "bench-user", BotUUID: "bench-bot"}
+	command := func(text string) func(binding.Binding, json.RawMessage) (wire.Endpoint, *wire.Request) {
 		prefix, word, params, _ := parseCommandText(text)
-		return func(b binding.Binding, cfg json.RawMessage) (bus.Endpoint, *bus.Request) {
-			return bus.EndpointCommand, &bus.Request{Binding: b, Config: cfg, Command: &bus.Command{
+		return func(b binding.Binding, cfg json.RawMessage) (wire.Endpoint, *wire.Request) {
+			return wire.EndpointCommand, &wire.Request{Binding: b, Config: cfg, Command: &wire.Command{
 				Name: word, Params: params, FullText: text, Prefix: prefix, Session: sess, Privilege: 1, QueryUUID: "bench"}}
 		}
 	}
@@ -49,18 +50,18 @@ func benchCases() []benchCase {
 		{Plugin: "githubkit", Label: "command !gh help", Config: `{"language":"en_US"}`, req: command("!gh help")},
 		{Plugin: "schenotify", Label: "command !sche (list)", Config: `{"language":"en_US","timezone":"UTC"}`, req: command("!sche")},
 		{Plugin: "schenotify", Label: "tool get_current_time_str", Config: `{"language":"en_US","timezone":"UTC"}`,
-			req: func(b binding.Binding, cfg json.RawMessage) (bus.Endpoint, *bus.Request) {
-				return bus.EndpointTool, &bus.Request{Binding: b, Config: cfg, Tool: &bus.Tool{
+			req: func(b binding.Binding, cfg json.RawMessage) (wire.Endpoint, *wire.Request) {
+				return wire.EndpointTool, &wire.Request{Binding: b, Config: cfg, Tool: &wire.Tool{
 					Name: "get_current_time_str", Parameters: json.RawMessage(`{}`), Session: sess, QueryUUID: "bench"}}
 			}},
 		{Plugin: "takeover", Label: "page GET /info", Config: `{}`,
-			req: func(b binding.Binding, cfg json.RawMessage) (bus.Endpoint, *bus.Request) {
-				return bus.EndpointPage, &bus.Request{Binding: b, Config: cfg, Page: &bus.Page{
+			req: func(b binding.Binding, cfg json.RawMessage) (wire.Endpoint, *wire.Request) {
+				return wire.EndpointPage, &wire.Request{Binding: b, Config: cfg, Page: &wire.Page{
 					PageID: "console", Endpoint: "/info", Method: "GET", Body: json.RawMessage(`{}`)}}
 			}},
 		{Plugin: "takeover", Label: "page GET /sessions", Config: `{}`,
-			req: func(b binding.Binding, cfg json.RawMessage) (bus.Endpoint, *bus.Request) {
-				return bus.EndpointPage, &bus.Request{Binding: b, Config: cfg, Page: &bus.Page{
+			req: func(b binding.Binding, cfg json.RawMessage) (wire.Endpoint, *wire.Request) {
+				return wire.EndpointPage, &wire.Request{Binding: b, Config: cfg, Page: &wire.Page{
 					PageID: "console", Endpoint: "/sessions", Method: "GET", Body: json.RawMessage(`{}`)}}
 			}},
 	}
@@ -169,8 +170,8 @@ func runBenchInvoke(ctx context.Context, args []string, io stdio) error {
 
 // benchAttach attaches the bench installation of plugin and waits until
 // the service serves it (the lifecycle consumer applied the attach).
-func benchAttach(ctx context.Context, js jetstream.JetStream, subj bus.Subjects, plugin string, b binding.Binding, cfg json.RawMessage, op func() error) error {
-	if _, err := bus.PublishAttach(ctx, js, subj, plugin, bus.Attach{Binding: b, Config: cfg, Enabled: true}, ""); err != nil {
+func benchAttach(ctx context.Context, js jetstream.JetStream, subj wire.Subjects, plugin string, b binding.Binding, cfg json.RawMessage, op func() error) error {
+	if _, err := bus.PublishAttach(ctx, js, subj, plugin, wire.Attach{Binding: b, Config: cfg, Enabled: true}, ""); err != nil {
 		return fmt.Errorf("attach: %v", err)
 	}
 	deadline := time.Now().Add(20 * time.Second)

@@ -26,6 +26,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/natsembed"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
 	"github.com/langbot-nats/plugins/pkg/telemetry"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // Dev installation identity: one installation per plugin in one workspace.
@@ -42,7 +43,7 @@ func devBinding(plugin string) binding.Binding {
 // devStack is everything lbctl dev runs.
 type devStack struct {
 	io       stdio
-	subj     bus.Subjects
+	subj     wire.Subjects
 	nc       *nats.Conn // the host's connection
 	invoker  *bus.Invoker
 	services []devService
@@ -51,7 +52,7 @@ type devStack struct {
 	log      *slog.Logger
 
 	mu      sync.Mutex
-	session bus.Session
+	session wire.Session
 	admin   bool
 	prefix  string
 }
@@ -107,7 +108,7 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 		return err
 	}
 	log := telemetry.NewLogger(io.err, level, "lbctl-dev")
-	subj := bus.Subjects{}
+	subj := wire.Subjects{}
 	nc, err := bus.Connect(ctx, bus.ConnConfig{URL: url, Name: "lbctl-dev-host", Logger: log})
 	if err != nil {
 		return err
@@ -127,7 +128,7 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 	defer stopAuth()
 	d := &devStack{io: io, subj: subj, nc: nc, invoker: bus.NewInvoker(nc, subj, nil), services: services,
 		env: map[string]*svcmain.Env{}, httpAddr: *httpAddr, log: log, prefix: "!",
-		session: bus.Session{LauncherType: bus.LauncherPerson, LauncherID: "dev-user", SenderID: "dev-user", BotUUID: "dev-bot"}}
+		session: wire.Session{LauncherType: wire.LauncherPerson, LauncherID: "dev-user", SenderID: "dev-user", BotUUID: "dev-bot"}}
 	hostSub, err := startHost(nc, subj, io.out, nil, nil)
 	if err != nil {
 		return err
@@ -211,7 +212,7 @@ func runDev(ctx context.Context, args []string, io stdio) error {
 		if len(cfg) == 0 {
 			cfg = json.RawMessage("{}")
 		}
-		seq, err := bus.PublishAttach(ctx, js, subj, s.Plugin, bus.Attach{Binding: devBinding(s.Plugin), Config: cfg, Enabled: true}, "")
+		seq, err := bus.PublishAttach(ctx, js, subj, s.Plugin, wire.Attach{Binding: devBinding(s.Plugin), Config: cfg, Enabled: true}, "")
 		if err != nil {
 			return err
 		}
@@ -347,7 +348,7 @@ func waitAttached(ctx context.Context, js jetstream.JetStream, seqs map[string]u
 	deadline := time.Now().Add(30 * time.Second)
 	for plugin, seq := range seqs {
 		for {
-			c, err := js.Consumer(ctx, bus.LifecycleStream, bus.LifecycleConsumer(plugin))
+			c, err := js.Consumer(ctx, wire.LifecycleStream, bus.LifecycleConsumer(plugin))
 			if err == nil {
 				if info, err := c.Info(ctx); err == nil && info.AckFloor.Stream >= seq {
 					break
@@ -478,17 +479,17 @@ func (d *devStack) meta(ctx context.Context, line string) bool {
 	case "/help":
 		fmt.Fprintln(out, promptHelp)
 	case "/as":
-		if len(f) != 3 || (f[1] != bus.LauncherPerson && f[1] != bus.LauncherGroup) {
+		if len(f) != 3 || (f[1] != wire.LauncherPerson && f[1] != wire.LauncherGroup) {
 			fmt.Fprintln(out, "usage: /as person|group <id>")
 			break
 		}
-		d.session.LauncherType, d.session.LauncherID = f[1], bus.ID(f[2])
-		if f[1] == bus.LauncherPerson {
-			d.session.SenderID = bus.ID(f[2])
+		d.session.LauncherType, d.session.LauncherID = f[1], wire.ID(f[2])
+		if f[1] == wire.LauncherPerson {
+			d.session.SenderID = wire.ID(f[2])
 		}
 	case "/sender":
 		if len(f) == 2 {
-			d.session.SenderID = bus.ID(f[1])
+			d.session.SenderID = wire.ID(f[1])
 		}
 	case "/bot":
 		if len(f) == 2 {
@@ -512,9 +513,9 @@ func (d *devStack) meta(ctx context.Context, line string) bool {
 			}
 			params = json.RawMessage(rest)
 		}
-		req := &bus.Request{Binding: devBinding(f[1]), Config: d.configOf(f[1]),
-			Tool: &bus.Tool{Name: f[2], Parameters: params, Session: d.session, QueryUUID: bus.ID(bus.NewInvocationID())}}
-		raw, err := d.invoker.Invoke(ctx, f[1], bus.EndpointTool, bus.NewInvocationID(), req)
+		req := &wire.Request{Binding: devBinding(f[1]), Config: d.configOf(f[1]),
+			Tool: &wire.Tool{Name: f[2], Parameters: params, Session: d.session, QueryUUID: wire.ID(bus.NewInvocationID())}}
+		raw, err := d.invoker.Invoke(ctx, f[1], wire.EndpointTool, bus.NewInvocationID(), req)
 		d.printReply(raw, err)
 	default:
 		fmt.Fprintln(out, "unknown; /help lists the prompt commands")
@@ -546,10 +547,10 @@ func (d *devStack) chat(ctx context.Context, text string) {
 	d.mu.Lock()
 	sess, admin := d.session, d.admin
 	d.mu.Unlock()
-	chain := bus.Plain(text)
+	chain := wire.Plain(text)
 	eventName := "PersonMessageReceived"
 	msgEvent := map[string]any{"type": "FriendMessage", "sender": map[string]any{"id": sess.SenderID, "nickname": string(sess.SenderID)}, "message_chain": chain, "time": time.Now().Unix()}
-	if sess.LauncherType == bus.LauncherGroup {
+	if sess.LauncherType == wire.LauncherGroup {
 		eventName = "GroupMessageReceived"
 		msgEvent = map[string]any{"type": "GroupMessage", "sender": map[string]any{"id": sess.SenderID, "member_name": string(sess.SenderID), "permission": "MEMBER",
 			"group": map[string]any{"id": sess.LauncherID, "name": "Dev group " + string(sess.LauncherID)}}, "message_chain": chain, "time": time.Now().Unix()}
@@ -582,14 +583,14 @@ func (d *devStack) emit(ctx context.Context, name, bot string, data json.RawMess
 		if !s.Events {
 			continue
 		}
-		req := &bus.Request{Binding: devBinding(s.Plugin), Config: d.configOf(s.Plugin),
-			Event: &bus.Event{Name: name, BotUUID: bot, Data: data, QueryUUID: bus.ID(bus.NewInvocationID())}}
-		raw, err := d.invoker.Invoke(ctx, s.Plugin, bus.EndpointEvent, bus.NewInvocationID(), req)
+		req := &wire.Request{Binding: devBinding(s.Plugin), Config: d.configOf(s.Plugin),
+			Event: &wire.Event{Name: name, BotUUID: bot, Data: data, QueryUUID: wire.ID(bus.NewInvocationID())}}
+		raw, err := d.invoker.Invoke(ctx, s.Plugin, wire.EndpointEvent, bus.NewInvocationID(), req)
 		if err != nil {
 			fmt.Fprintf(d.io.out, "(%s event error: %v)\n", s.Plugin, err)
 			continue
 		}
-		var r bus.EventReply
+		var r wire.EventReply
 		if json.Unmarshal(raw, &r) == nil && r.PreventDefault {
 			prevented = true
 		}
@@ -597,7 +598,7 @@ func (d *devStack) emit(ctx context.Context, name, bot string, data json.RawMess
 	return prevented
 }
 
-func (d *devStack) command(ctx context.Context, prefix, word string, params []string, text string, sess bus.Session, admin bool) {
+func (d *devStack) command(ctx context.Context, prefix, word string, params []string, text string, sess wire.Session, admin bool) {
 	for _, s := range d.services {
 		for _, w := range s.CommandWords {
 			if !strings.EqualFold(w, word) {
@@ -607,14 +608,14 @@ func (d *devStack) command(ctx context.Context, prefix, word string, params []st
 			if admin {
 				priv = 2
 			}
-			req := &bus.Request{Binding: devBinding(s.Plugin), Config: d.configOf(s.Plugin),
-				Command: &bus.Command{Name: strings.ToLower(word), Params: params, FullText: text, Prefix: prefix, Session: sess, Privilege: priv, QueryUUID: bus.ID(bus.NewInvocationID())}}
-			raw, err := d.invoker.Invoke(ctx, s.Plugin, bus.EndpointCommand, bus.NewInvocationID(), req)
+			req := &wire.Request{Binding: devBinding(s.Plugin), Config: d.configOf(s.Plugin),
+				Command: &wire.Command{Name: strings.ToLower(word), Params: params, FullText: text, Prefix: prefix, Session: sess, Privilege: priv, QueryUUID: wire.ID(bus.NewInvocationID())}}
+			raw, err := d.invoker.Invoke(ctx, s.Plugin, wire.EndpointCommand, bus.NewInvocationID(), req)
 			if err != nil {
 				fmt.Fprintf(d.io.out, "error: %v\n", err)
 				return
 			}
-			var r bus.CommandReply
+			var r wire.CommandReply
 			if err := json.Unmarshal(raw, &r); err != nil {
 				fmt.Fprintf(d.io.out, "malformed reply: %v\n", err)
 				return

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // TestDevTenantCredential: lbctl dev runs the deployment's accounts with
@@ -38,7 +39,7 @@ func TestDevTenantCredential(t *testing.T) {
 	sc, _ := b.Scope()
 	errs := make(chan error, 4)
 	nc, err := nats.Connect("nats://127.0.0.1:"+strconv.Itoa(port), nats.UserInfo(bus.FirstTenant, secret),
-		nats.Name(bus.PackageConnName("schenotify", sc)), nats.CustomInboxPrefix(bus.InboxPrefixFor(bus.ConnConfig{User: bus.FirstTenant})),
+		nats.Name(wire.PackageConnName("schenotify", sc)), nats.CustomInboxPrefix(wire.InboxPrefixFor(bus.FirstTenant)),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err }))
 	if err != nil {
 		t.Fatalf("t-first login: %v", err)
@@ -46,10 +47,10 @@ func TestDevTenantCredential(t *testing.T) {
 	defer nc.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	req := &bus.Request{Binding: b, Config: []byte(`{}`), Command: &bus.Command{Name: "sche", FullText: "!sche", Prefix: "!",
-		Session:   bus.Session{LauncherType: bus.LauncherPerson, LauncherID: "u1", SenderID: "u1", BotUUID: "bot-1"},
-		Privilege: 1, QueryUUID: bus.ID(bus.NewInvocationID())}}
-	if raw, err := bus.NewInvoker(nc, bus.Subjects{}, nil).Invoke(ctx, "schenotify", bus.EndpointCommand, bus.NewInvocationID(), req); err != nil || !strings.Contains(string(raw), "returns") {
+	req := &wire.Request{Binding: b, Config: []byte(`{}`), Command: &wire.Command{Name: "sche", FullText: "!sche", Prefix: "!",
+		Session:   wire.Session{LauncherType: wire.LauncherPerson, LauncherID: "u1", SenderID: "u1", BotUUID: "bot-1"},
+		Privilege: 1, QueryUUID: wire.ID(bus.NewInvocationID())}}
+	if raw, err := bus.NewInvoker(nc, wire.Subjects{}, nil).Invoke(ctx, "schenotify", wire.EndpointCommand, bus.NewInvocationID(), req); err != nil || !strings.Contains(string(raw), "returns") {
 		t.Fatalf("!sche as t-first: %s %v", raw, err)
 	}
 	if err := nc.Publish("langbot.plugin.schenotify.command.other-instance.ws.x", []byte(`{}`)); err != nil {

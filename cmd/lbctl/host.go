@@ -13,12 +13,13 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // startHost answers host actions on subj.HostAll(), printing each
 // send_message. seen, when not nil, receives every send. Each action is a
 // SERVER span of tp, child of the caller's trace.
-func startHost(nc *nats.Conn, subj bus.Subjects, out io.Writer, tp trace.TracerProvider, seen func(bus.SendMessage)) (*nats.Subscription, error) {
+func startHost(nc *nats.Conn, subj wire.Subjects, out io.Writer, tp trace.TracerProvider, seen func(wire.SendMessage)) (*nats.Subscription, error) {
 	var mu sync.Mutex
 	if tp == nil {
 		tp = noop.NewTracerProvider()
@@ -34,16 +35,16 @@ func startHost(nc *nats.Conn, subj bus.Subjects, out io.Writer, tp trace.TracerP
 			trace.WithAttributes(bus.MessagingAttrs(m.Subject, subj.HostActionAll(action), "process", action)...),
 			trace.WithAttributes(bus.AttrScope.String(sc.String())))
 		defer span.End()
-		var req bus.HostRequest
+		var req wire.HostRequest
 		if err := json.Unmarshal(m.Data, &req); err != nil {
-			_ = m.RespondMsg(errorReply(bus.Errorf(bus.ErrBadRequest, "malformed host request")))
+			_ = m.RespondMsg(errorReply(wire.Errorf(wire.ErrBadRequest, "malformed host request")))
 			return
 		}
 		switch action {
-		case bus.ActionSendMessage:
-			var sm bus.SendMessage
+		case wire.ActionSendMessage:
+			var sm wire.SendMessage
 			if err := json.Unmarshal(req.Data, &sm); err != nil {
-				_ = m.RespondMsg(errorReply(bus.Errorf(bus.ErrBadRequest, "malformed send_message data")))
+				_ = m.RespondMsg(errorReply(wire.Errorf(wire.ErrBadRequest, "malformed send_message data")))
 				return
 			}
 			mu.Lock()
@@ -53,41 +54,41 @@ func startHost(nc *nats.Conn, subj bus.Subjects, out io.Writer, tp trace.TracerP
 				seen(sm)
 			}
 			_ = m.Respond([]byte(`{}`))
-		case bus.ActionGetBotInfo:
+		case wire.ActionGetBotInfo:
 			var d struct {
 				BotUUID string `json:"bot_uuid"`
 			}
 			_ = json.Unmarshal(req.Data, &d)
-			b, _ := json.Marshal(map[string]any{"bot": bus.BotInfo{UUID: d.BotUUID, Name: "Dev Bot", Adapter: "lbctl-dev"}})
+			b, _ := json.Marshal(map[string]any{"bot": wire.BotInfo{UUID: d.BotUUID, Name: "Dev Bot", Adapter: "lbctl-dev"}})
 			_ = m.Respond(b)
-		case bus.ActionGetBots:
+		case wire.ActionGetBots:
 			_ = m.Respond([]byte(`{"bots":[{"uuid":"dev-bot","name":"Dev Bot","adapter":"lbctl-dev"}]}`))
-		case bus.ActionInvokeLLM:
+		case wire.ActionInvokeLLM:
 			// The dev host has no model: it echoes the last message, so an
 			// AI-written reminder can be tried without one.
-			var d bus.InvokeLLM
+			var d wire.InvokeLLM
 			if err := json.Unmarshal(req.Data, &d); err != nil || len(d.Messages) == 0 {
-				_ = m.RespondMsg(errorReply(bus.Errorf(bus.ErrBadRequest, "malformed invoke_llm data")))
+				_ = m.RespondMsg(errorReply(wire.Errorf(wire.ErrBadRequest, "malformed invoke_llm data")))
 				return
 			}
-			b, _ := json.Marshal(bus.LLMAnswer{Text: "(dev LLM) " + d.Messages[len(d.Messages)-1].Content, Model: "lbctl-dev"})
+			b, _ := json.Marshal(wire.LLMAnswer{Text: "(dev LLM) " + d.Messages[len(d.Messages)-1].Content, Model: "lbctl-dev"})
 			_ = m.Respond(b)
 		default:
-			_ = m.RespondMsg(errorReply(bus.Errorf(bus.ErrNotFound, "unknown host action %q for %s", action, sc)))
+			_ = m.RespondMsg(errorReply(wire.Errorf(wire.ErrNotFound, "unknown host action %q for %s", action, sc)))
 		}
 	})
 }
 
-func errorReply(e *bus.Error) *nats.Msg {
+func errorReply(e *wire.Error) *nats.Msg {
 	h := nats.Header{}
-	h.Set(bus.HeaderServiceError, e.Word)
-	h.Set(bus.HeaderServiceCode, fmt.Sprint(e.Code))
+	h.Set(wire.HeaderServiceError, e.Word)
+	h.Set(wire.HeaderServiceCode, fmt.Sprint(e.Code))
 	body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": e.Word, "message": e.Message}})
 	return &nats.Msg{Header: h, Data: body}
 }
 
 // chainText renders a message chain for the terminal.
-func chainText(chain []bus.Component) string {
+func chainText(chain []wire.Component) string {
 	var b strings.Builder
 	for _, c := range chain {
 		switch c.Type {

@@ -5,8 +5,8 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/langbot-nats/plugins/cmd/builtin"
 	"github.com/langbot-nats/plugins/pkg/lbpkg"
-	"github.com/langbot-nats/plugins/pkg/lbpkg/builtin"
 )
 
 // runPackage is lbctl package --plugin all|githubkit|takeover|schenotify

@@ -18,6 +18,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/telemetry"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // connFlags are the flags that say how to reach NATS.
@@ -34,7 +35,7 @@ func addConnFlags(fs *flag.FlagSet, io stdio) *connFlags {
 	}
 	prefix := io.getenv("LANGBOT_SUBJECT_PREFIX")
 	if prefix == "" {
-		prefix = bus.DefaultPrefix
+		prefix = wire.DefaultPrefix
 	}
 	fs.StringVar(&c.url, "nats", def, "NATS server URL (NATS_URL)")
 	fs.StringVar(&c.user, "user", io.getenv("NATS_USER"), "NATS user; the password comes from NATS_PASSWORD")
@@ -58,8 +59,8 @@ func (c *connFlags) tracing(ctx context.Context) (trace.TracerProvider, func(), 
 	}, nil
 }
 
-func (c *connFlags) connect(ctx context.Context) (*nats.Conn, bus.Subjects, error) {
-	subj, err := bus.NewSubjects(c.prefix)
+func (c *connFlags) connect(ctx context.Context) (*nats.Conn, wire.Subjects, error) {
+	subj, err := wire.NewSubjects(c.prefix)
 	if err != nil {
 		return nil, subj, err
 	}
@@ -68,7 +69,7 @@ func (c *connFlags) connect(ctx context.Context) (*nats.Conn, bus.Subjects, erro
 }
 
 // connectJS connects and opens JetStream; close the connection when done.
-func (c *connFlags) connectJS(ctx context.Context) (*nats.Conn, bus.Subjects, jetstream.JetStream, error) {
+func (c *connFlags) connectJS(ctx context.Context) (*nats.Conn, wire.Subjects, jetstream.JetStream, error) {
 	nc, subj, err := c.connect(ctx)
 	if err != nil {
 		return nil, subj, nil, err
@@ -140,12 +141,12 @@ func addSessionFlags(fs *flag.FlagSet) *sessionFlags {
 	return s
 }
 
-func (s *sessionFlags) session() (bus.Session, error) {
+func (s *sessionFlags) session() (wire.Session, error) {
 	typ, id, ok := strings.Cut(s.launcher, ":")
-	if !ok || (typ != bus.LauncherPerson && typ != bus.LauncherGroup) || id == "" {
-		return bus.Session{}, errors.New("--session must be person:<id> or group:<id>")
+	if !ok || (typ != wire.LauncherPerson && typ != wire.LauncherGroup) || id == "" {
+		return wire.Session{}, errors.New("--session must be person:<id> or group:<id>")
 	}
-	return bus.Session{LauncherType: typ, LauncherID: bus.ID(id), SenderID: bus.ID(s.sender), BotUUID: s.bot}, nil
+	return wire.Session{LauncherType: typ, LauncherID: wire.ID(id), SenderID: wire.ID(s.sender), BotUUID: s.bot}, nil
 }
 
 // parseCommandText splits "!sche add in 1m x" into prefix, name and params
@@ -168,7 +169,7 @@ func runInvoke(ctx context.Context, args []string, io stdio) error {
 	if len(args) == 0 {
 		return errors.New("usage: lbctl invoke {command|event|tool|page} [flags]")
 	}
-	ep := bus.Endpoint(args[0])
+	ep := wire.Endpoint(args[0])
 	fs := flag.NewFlagSet("invoke "+args[0], flag.ContinueOnError)
 	fs.SetOutput(io.err)
 	conn := addConnFlags(fs, io)
@@ -205,20 +206,20 @@ func runInvoke(ctx context.Context, args []string, io stdio) error {
 	if err != nil {
 		return err
 	}
-	req := &bus.Request{Binding: b, Config: cfg}
+	req := &wire.Request{Binding: b, Config: cfg}
 	switch ep {
-	case bus.EndpointCommand:
+	case wire.EndpointCommand:
 		prefix, word, params, ok := parseCommandText(*text)
 		if !ok {
 			return errors.New("--text must be a command such as '!sche'")
 		}
-		req.Command = &bus.Command{Name: word, Params: params, FullText: *text, Prefix: prefix, Session: sess, Privilege: *privilege, QueryUUID: bus.ID(bus.NewInvocationID())}
-	case bus.EndpointEvent:
-		req.Event = &bus.Event{Name: *name, BotUUID: sess.BotUUID, Data: payload, QueryUUID: bus.ID(bus.NewInvocationID())}
-	case bus.EndpointTool:
-		req.Tool = &bus.Tool{Name: *name, Parameters: payload, Session: sess, QueryUUID: bus.ID(bus.NewInvocationID())}
-	case bus.EndpointPage:
-		req.Page = &bus.Page{PageID: *pageID, Endpoint: *name, Method: *method, Body: payload}
+		req.Command = &wire.Command{Name: word, Params: params, FullText: *text, Prefix: prefix, Session: sess, Privilege: *privilege, QueryUUID: wire.ID(bus.NewInvocationID())}
+	case wire.EndpointEvent:
+		req.Event = &wire.Event{Name: *name, BotUUID: sess.BotUUID, Data: payload, QueryUUID: wire.ID(bus.NewInvocationID())}
+	case wire.EndpointTool:
+		req.Tool = &wire.Tool{Name: *name, Parameters: payload, Session: sess, QueryUUID: wire.ID(bus.NewInvocationID())}
+	case wire.EndpointPage:
+		req.Page = &wire.Page{PageID: *pageID, Endpoint: *name, Method: *method, Body: payload}
 	default:
 		return fmt.Errorf("unknown endpoint %q", ep)
 	}
@@ -279,7 +280,7 @@ func runAttach(ctx context.Context, args []string, io stdio) error {
 		return err
 	}
 	defer nc.Close()
-	seq, err := bus.PublishAttach(ctx, js, subj, *plugin, bus.Attach{Binding: b, Config: cfg, Enabled: *enabled}, "")
+	seq, err := bus.PublishAttach(ctx, js, subj, *plugin, wire.Attach{Binding: b, Config: cfg, Enabled: *enabled}, "")
 	if err != nil {
 		return err
 	}
@@ -293,7 +294,7 @@ func runRevoke(ctx context.Context, args []string, io stdio) error {
 	conn := addConnFlags(fs, io)
 	bf := addBindingFlags(fs)
 	plugin := fs.String("plugin", "", "plugin name")
-	reason := fs.String("reason", bus.ReasonDisable, "uninstall, workspace_removed, disable, upgrade or config_change")
+	reason := fs.String("reason", wire.ReasonDisable, "uninstall, workspace_removed, disable, upgrade or config_change")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -305,7 +306,7 @@ func runRevoke(ctx context.Context, args []string, io stdio) error {
 		return errors.New("--plugin is required")
 	}
 	switch *reason {
-	case bus.ReasonUninstall, bus.ReasonWorkspaceRemoved, bus.ReasonDisable, bus.ReasonUpgrade, bus.ReasonConfigChange:
+	case wire.ReasonUninstall, wire.ReasonWorkspaceRemoved, wire.ReasonDisable, wire.ReasonUpgrade, wire.ReasonConfigChange:
 	default:
 		return fmt.Errorf("unknown --reason %q", *reason)
 	}
@@ -314,7 +315,7 @@ func runRevoke(ctx context.Context, args []string, io stdio) error {
 		return err
 	}
 	defer nc.Close()
-	seq, err := bus.PublishRevoke(ctx, js, subj, *plugin, bus.Revoke{Binding: b, Reason: *reason}, "")
+	seq, err := bus.PublishRevoke(ctx, js, subj, *plugin, wire.Revoke{Binding: b, Reason: *reason}, "")
 	if err != nil {
 		return err
 	}
@@ -347,7 +348,7 @@ func runSetup(ctx context.Context, args []string, io stdio) error {
 	if _, err := bus.EnsureLifecycleStream(ctx, js, subj, *replicas); err != nil {
 		return err
 	}
-	fmt.Fprintf(io.out, "stream %s ready (%d replicas)\n", bus.LifecycleStream, *replicas)
+	fmt.Fprintf(io.out, "stream %s ready (%d replicas)\n", wire.LifecycleStream, *replicas)
 	kv, err := bus.EnsureTenantBucket(ctx, js, *replicas)
 	if err != nil {
 		return err

@@ -7,8 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // devService is a plugin service lbctl knows: how lbctl dev runs it in
@@ -40,7 +40,7 @@ type devService struct {
 	// before lbctl dev starts the service (where no other replica can be
 	// running) and returns a report, empty when there was nothing to move.
 	// In production the operator runs the same move as an lbctl command.
-	Upgrade func(ctx context.Context, js jetstream.JetStream, subj bus.Subjects) (string, error)
+	Upgrade func(ctx context.Context, js jetstream.JetStream, subj wire.Subjects) (string, error)
 	// Commands are lbctl subcommands the service adds.
 	Commands []command
 }

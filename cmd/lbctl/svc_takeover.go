@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/admin"
 )
@@ -25,7 +25,7 @@ func takeoverService() *devService {
 		Config: json.RawMessage(`{"takeover_timeout":600,"trigger_words":["human","人工"],"auto_takeover_on_trigger":true,` +
 			`"user_notice_on_takeover":"A person will answer you shortly.","user_notice_on_release":"You are talking to the assistant again."}`),
 		Events: true,
-		Upgrade: func(ctx context.Context, js jetstream.JetStream, subj bus.Subjects) (string, error) {
+		Upgrade: func(ctx context.Context, js jetstream.JetStream, subj wire.Subjects) (string, error) {
 			sum, err := admin.MigrateHistory(ctx, js, admin.MigrateOptions{Prefix: subj.Prefix})
 			if err != nil || !sum.Removed && len(sum.Left) == 0 {
 				return "", err

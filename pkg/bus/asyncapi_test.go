@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // ownKindsChecked are the plugins whose internal subjects are their own
@@ -22,16 +22,16 @@ func TestAsyncAPIMatchesSubjects(t *testing.T) {
 		return slices.ContainsFunc(ownKindsChecked, func(p string) bool { return strings.HasPrefix(a, "{prefix}."+p+".") })
 	})
 
-	s := bus.Subjects{Prefix: bustest.DocPrefix}
+	s := wire.Subjects{Prefix: bustest.DocPrefix}
 	sc := bustest.DocScope(t)
 	var built []string
 	add := func(subject string) { built = append(built, bustest.DocAddress(subject)) }
-	for _, ep := range bus.Endpoints {
+	for _, ep := range wire.Endpoints {
 		add(s.Invocation(bustest.DocPlugin, ep, sc))
 	}
-	add(s.Lifecycle(bustest.DocPlugin, bus.LifecycleAttach, sc))
-	add(s.Lifecycle(bustest.DocPlugin, bus.LifecycleRevoke, sc))
-	for _, a := range []string{bus.ActionSendMessage, bus.ActionGetBotInfo, bus.ActionGetBots, bus.ActionInvokeLLM} {
+	add(s.Lifecycle(bustest.DocPlugin, wire.LifecycleAttach, sc))
+	add(s.Lifecycle(bustest.DocPlugin, wire.LifecycleRevoke, sc))
+	for _, a := range []string{wire.ActionSendMessage, wire.ActionGetBotInfo, wire.ActionGetBots, wire.ActionInvokeLLM} {
 		add(s.HostAction(a, sc))
 	}
 	slices.Sort(built)

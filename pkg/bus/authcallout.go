@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -65,7 +66,7 @@ const maxRefusedUsers = 4096
 // AuthCalloutConfig configures an AuthCallout.
 type AuthCalloutConfig struct {
 	Conn     *nats.Conn
-	Subjects Subjects
+	Subjects wire.Subjects
 	// IssuerSeed is the seed of the account nkey ("SA...") whose public key
 	// is the issuer of the server's auth_callout block.
 	IssuerSeed string
@@ -374,7 +375,7 @@ func (a *AuthCallout) authorize(req *jwt.AuthorizationRequestClaims, kp nkeys.Ke
 			return "", false, err.Error()
 		}
 	}
-	g, err := a.cfg.Subjects.TenantGrants(t)
+	g, err := t.Grants(a.cfg.Subjects)
 	if err != nil {
 		return "", false, err.Error()
 	}
@@ -396,7 +397,7 @@ func (a *AuthCallout) authorize(req *jwt.AuthorizationRequestClaims, kp nkeys.Ke
 // logs in with it (its connection name, PackageConnName), by CAS, so two
 // first logins at once cannot bind it twice.
 func (a *AuthCallout) claim(ctx context.Context, kv jetstream.KeyValue, t Tenant, rev uint64, connName string) (Tenant, error) {
-	sc, err := ParsePackageConnName(connName)
+	sc, err := wire.ParsePackageConnName(connName)
 	if err != nil {
 		return Tenant{}, errors.New("unclaimed credential: the first login must come from a LangBot package")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // State is an authority's state (DESIGN 3.3).
@@ -134,7 +135,7 @@ func withinLead(b binding.Binding, cur *Authority) bool {
 }
 
 func isRemoval(reason string) bool {
-	return reason == ReasonUninstall || reason == ReasonWorkspaceRemoved
+	return reason == wire.ReasonUninstall || reason == wire.ReasonWorkspaceRemoved
 }
 
 // Transition applies the table of DESIGN 3.3 to the stored authority cur
@@ -220,9 +221,9 @@ func Transition(cur *Authority, in Input, now time.Time) Decision {
 			return Decision{Outcome: Ignore}
 		}
 		switch in.Reason {
-		case ReasonDisable:
+		case wire.ReasonDisable:
 			return next(StateDisabled, in.Binding, keepCfg, false)
-		case ReasonUpgrade, ReasonConfigChange:
+		case wire.ReasonUpgrade, wire.ReasonConfigChange:
 			enabled := cur != nil && cur.Enabled
 			return next(StateSuperseded, in.Binding, keepCfg, enabled)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 func bnd(gen, rev int64) binding.Binding {
@@ -60,13 +61,13 @@ func TestTransitionTable(t *testing.T) {
 		{"invocation at the lead", Input{Kind: InputInvocation, Binding: bnd(1, 5+MaxInvocationLead)}, [5]want{refuse, to(StateActive), to(StateActive), to(StateActive), refuse}},
 		{"invocation two generations on", Input{Kind: InputInvocation, Binding: bnd(3, 1)}, [5]want{refuse, refuse, refuse, refuse, refuse}},
 		{"invocation next generation", Input{Kind: InputInvocation, Binding: bnd(2, 1)}, [5]want{refuse, to(StateActive), to(StateActive), to(StateActive), refuse}},
-		{"revoke disable equal", Input{Kind: InputRevoke, Binding: equal, Reason: ReasonDisable, Seq: 11}, [5]want{to(StateDisabled), to(StateDisabled), to(StateDisabled), to(StateDisabled), ignore}},
-		{"revoke upgrade equal", Input{Kind: InputRevoke, Binding: equal, Reason: ReasonUpgrade, Seq: 11}, [5]want{to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), ignore}},
-		{"revoke config_change newer", Input{Kind: InputRevoke, Binding: newer, Reason: ReasonConfigChange, Seq: 11}, [5]want{to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), ignore}},
-		{"revoke disable older", Input{Kind: InputRevoke, Binding: older, Reason: ReasonDisable, Seq: 11}, [5]want{to(StateDisabled), ignore, ignore, ignore, ignore}},
-		{"revoke upgrade older (late revoke)", Input{Kind: InputRevoke, Binding: older, Reason: ReasonUpgrade, Seq: 11}, [5]want{to(StateSuperseded), ignore, ignore, ignore, ignore}},
-		{"revoke uninstall older", Input{Kind: InputRevoke, Binding: older, Reason: ReasonUninstall, Seq: 11}, [5]want{to(StateRemoved), purge, purge, purge, ignore}},
-		{"revoke workspace_removed newer", Input{Kind: InputRevoke, Binding: newer, Reason: ReasonWorkspaceRemoved, Seq: 11}, [5]want{to(StateRemoved), purge, purge, purge, ignore}},
+		{"revoke disable equal", Input{Kind: InputRevoke, Binding: equal, Reason: wire.ReasonDisable, Seq: 11}, [5]want{to(StateDisabled), to(StateDisabled), to(StateDisabled), to(StateDisabled), ignore}},
+		{"revoke upgrade equal", Input{Kind: InputRevoke, Binding: equal, Reason: wire.ReasonUpgrade, Seq: 11}, [5]want{to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), ignore}},
+		{"revoke config_change newer", Input{Kind: InputRevoke, Binding: newer, Reason: wire.ReasonConfigChange, Seq: 11}, [5]want{to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), to(StateSuperseded), ignore}},
+		{"revoke disable older", Input{Kind: InputRevoke, Binding: older, Reason: wire.ReasonDisable, Seq: 11}, [5]want{to(StateDisabled), ignore, ignore, ignore, ignore}},
+		{"revoke upgrade older (late revoke)", Input{Kind: InputRevoke, Binding: older, Reason: wire.ReasonUpgrade, Seq: 11}, [5]want{to(StateSuperseded), ignore, ignore, ignore, ignore}},
+		{"revoke uninstall older", Input{Kind: InputRevoke, Binding: older, Reason: wire.ReasonUninstall, Seq: 11}, [5]want{to(StateRemoved), purge, purge, purge, ignore}},
+		{"revoke workspace_removed newer", Input{Kind: InputRevoke, Binding: newer, Reason: wire.ReasonWorkspaceRemoved, Seq: 11}, [5]want{to(StateRemoved), purge, purge, purge, ignore}},
 	}
 	for _, row := range rows {
 		for i, st := range states {
@@ -103,7 +104,7 @@ func TestTransitionSequenceRule(t *testing.T) {
 	for _, seq := range []uint64{1, 9, 10} {
 		for _, in := range []Input{
 			{Kind: InputAttach, Binding: bnd(1, 9), Enabled: false, Seq: seq},
-			{Kind: InputRevoke, Binding: bnd(1, 9), Reason: ReasonUninstall, Seq: seq},
+			{Kind: InputRevoke, Binding: bnd(1, 9), Reason: wire.ReasonUninstall, Seq: seq},
 		} {
 			if d := Transition(cur, in, time.Now()); d.Outcome != Ignore {
 				t.Errorf("seq %d kind %d: outcome %v, want Ignore", seq, in.Kind, d.Outcome)
@@ -234,7 +235,7 @@ func TestTransitionNoLockout(t *testing.T) {
 		}
 	})
 	t.Run("revoke keeps the attach of record", func(t *testing.T) {
-		cur, _ := fold(t, start, Input{Kind: InputRevoke, Binding: bnd(1, 6), Reason: ReasonConfigChange, Seq: 2})
+		cur, _ := fold(t, start, Input{Kind: InputRevoke, Binding: bnd(1, 6), Reason: wire.ReasonConfigChange, Seq: 2})
 		if cur.Attached != real || cur.State != StateSuperseded {
 			t.Fatalf("%+v", cur)
 		}

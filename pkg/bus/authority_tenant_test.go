@@ -12,6 +12,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // Issue 26's service-side authority rules, each probed as a tenant with
@@ -38,7 +39,7 @@ func TestAttachIsTheAuthorityOfRecord(t *testing.T) {
 		} {
 			bustest.Attach(t, h.js, plugin, absurd, []byte(`{}`), false)
 			h.waitAuthority(sc, func(a *bus.Authority) bool { return a.Binding == absurd && a.State == bus.StateDisabled })
-			if _, err := h.command(real, fmt.Sprintf("refused-%d", absurd.PlacementGeneration)); !errors.Is(err, bus.ErrBindingRefused) {
+			if _, err := h.command(real, fmt.Sprintf("refused-%d", absurd.PlacementGeneration)); !errors.Is(err, wire.ErrBindingRefused) {
 				t.Fatalf("before the real worker's next attach: %v, want 403", err)
 			}
 			// the real worker refreshes its attach with its own binding
@@ -56,7 +57,7 @@ func TestAttachIsTheAuthorityOfRecord(t *testing.T) {
 	t.Run("invocations ahead", func(t *testing.T) {
 		before := calls.Load()
 		far := bindingFor("i", "w", "victim", 1, 5+1024)
-		if _, err := h.command(far, "far"); !errors.Is(err, bus.ErrBindingRefused) {
+		if _, err := h.command(far, "far"); !errors.Is(err, wire.ErrBindingRefused) {
 			t.Fatalf("1024 ahead: %v, want 403", err)
 		}
 		if calls.Load() != before {
@@ -72,11 +73,11 @@ func TestAttachIsTheAuthorityOfRecord(t *testing.T) {
 			t.Fatalf("at the lead: %v", err)
 		}
 		h.waitAuthority(sc, func(a *bus.Authority) bool { return a.Binding == top })
-		var be *bus.Error
-		if _, err := h.command(bindingFor("i", "w", "victim", 1, 6+bus.MaxInvocationLead), "past"); !errors.As(err, &be) || be.Reason != bus.ReasonTooFarAhead {
-			t.Fatalf("one past the lead of the attach: %v, want 403 %s", err, bus.ReasonTooFarAhead)
+		var be *wire.Error
+		if _, err := h.command(bindingFor("i", "w", "victim", 1, 6+bus.MaxInvocationLead), "past"); !errors.As(err, &be) || be.Reason != wire.ReasonTooFarAhead {
+			t.Fatalf("one past the lead of the attach: %v, want 403 %s", err, wire.ReasonTooFarAhead)
 		}
-		if _, err := h.command(real, "real-refused"); !errors.Is(err, bus.ErrBindingRefused) {
+		if _, err := h.command(real, "real-refused"); !errors.Is(err, wire.ErrBindingRefused) {
 			t.Fatalf("the real worker behind an invocation's lead: %v, want 403", err)
 		}
 		bustest.Attach(t, h.js, plugin, real, []byte(`{}`), true)
@@ -113,7 +114,7 @@ func TestNotAttachedCreatesNothing(t *testing.T) {
 	for i := range 20 {
 		made := bindingFor("i", "w", fmt.Sprintf("made-up-%d", i), 1, 1)
 		_, err := h.command(made, fmt.Sprintf("m-%d", i), "add")
-		if !errors.Is(err, bus.ErrNotAttached) {
+		if !errors.Is(err, wire.ErrNotAttached) {
 			t.Fatalf("invented scope %d: %v, want 403 not_attached", i, err)
 		}
 		if a, err := h.runner.Authority(context.Background(), bus.ScopeOf(made)); err != nil || a != nil {
@@ -157,7 +158,7 @@ func TestNotAttachedCreatesNothing(t *testing.T) {
 // marks it superseded.
 func TestHostRefusalCountsOnlyForItsBinding(t *testing.T) {
 	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.Deps{})
-	host := bustest.NewHost(t, h.srv.Conn(t), bus.Subjects{})
+	host := bustest.NewHost(t, h.srv.Conn(t), wire.Subjects{})
 	old := bindingFor("i", "w", "h", 1, 1)
 	cur := bindingFor("i", "w", "h", 1, 2)
 	sc := bus.ScopeOf(cur)
@@ -166,13 +167,13 @@ func TestHostRefusalCountsOnlyForItsBinding(t *testing.T) {
 	// the tenant's worker refuses every binding but its own
 	host.Respond(func(c bustest.HostCall) bustest.HostReply {
 		if c.Request.Binding != cur {
-			return bustest.HostReply{Err: bus.WithReason(bus.ErrBindingRefused, "", "binding is not this worker's")}
+			return bustest.HostReply{Err: wire.WithReason(wire.ErrBindingRefused, "", "binding is not this worker's")}
 		}
 		return bustest.HostReply{}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	msg := bus.SendMessage{BotUUID: "bot", TargetType: "person", TargetID: "u1", MessageChain: bus.Plain("hi")}
+	msg := wire.SendMessage{BotUUID: "bot", TargetType: "person", TargetID: "u1", MessageChain: wire.Plain("hi")}
 	// a sender that still holds the old binding (a retry created before
 	// the save)
 	if err := h.runner.Host().SendMessage(ctx, old, msg, "k-"+sc.String()); err != nil {
@@ -189,9 +190,9 @@ func TestHostRefusalCountsOnlyForItsBinding(t *testing.T) {
 
 	// the tenant's worker refuses the current binding: superseded
 	host.Respond(func(bustest.HostCall) bustest.HostReply {
-		return bustest.HostReply{Err: bus.Errorf(bus.ErrBindingRefused, "stale")}
+		return bustest.HostReply{Err: wire.Errorf(wire.ErrBindingRefused, "stale")}
 	})
-	if err := h.runner.Host().SendMessage(ctx, cur, msg, "k2-"+sc.String()); !errors.Is(err, bus.ErrBindingRefused) {
+	if err := h.runner.Host().SendMessage(ctx, cur, msg, "k2-"+sc.String()); !errors.Is(err, wire.ErrBindingRefused) {
 		t.Fatalf("refused send: %v", err)
 	}
 	if a, _ := h.runner.Authority(ctx, sc); a.State != bus.StateSuperseded || a.Binding != cur {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // BenchmarkRunnerInvoke measures a command through the runner (binding
@@ -25,7 +26,7 @@ func BenchmarkRunnerInvoke(b *testing.B) {
 	r, err := bus.NewRunner(bus.RunnerConfig{Plugin: plugin, Handlers: bus.Handlers{
 		Command: func(ctx context.Context, inv *bus.Invocation) (any, error) {
 			n.Add(1)
-			return bus.CommandReply{Returns: []bus.Return{{Text: "ok"}}}, nil
+			return wire.CommandReply{Returns: []wire.Return{{Text: "ok"}}}, nil
 		},
 		Dedupe: func(inv *bus.Invocation) bool { return inv.Command.Name == "write" },
 	}}, bus.Deps{Conn: nc})
@@ -36,14 +37,14 @@ func BenchmarkRunnerInvoke(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer r.Shutdown(context.Background())
-	inv := bus.NewInvoker(srv.Conn(b), bus.Subjects{}, nil)
+	inv := bus.NewInvoker(srv.Conn(b), wire.Subjects{}, nil)
 	bd := bindingFor("i", "w", "n", 1, 1)
 	bustest.Attach(b, srv.JetStream(b), plugin, bd, json.RawMessage(`{}`), true)
 	var seq atomic.Int64
 	op := func(name string) func() error {
-		req := &bus.Request{Binding: bd, Config: json.RawMessage(`{}`), Command: &bus.Command{Name: name, Params: []string{"x"}}}
+		req := &wire.Request{Binding: bd, Config: json.RawMessage(`{}`), Command: &wire.Command{Name: name, Params: []string{"x"}}}
 		return func() error {
-			_, err := inv.Invoke(context.Background(), plugin, bus.EndpointCommand, fmt.Sprintf("b-%d", seq.Add(1)), req)
+			_, err := inv.Invoke(context.Background(), plugin, wire.EndpointCommand, fmt.Sprintf("b-%d", seq.Add(1)), req)
 			return err
 		}
 	}

@@ -11,27 +11,28 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // Invoker calls plugins as the host does (DESIGN 3.1): lbctl and tests use
 // it, so they speak the protocol exactly as LangBot would.
 type Invoker struct {
 	nc       *nats.Conn
-	subjects Subjects
+	subjects wire.Subjects
 	tracer   trace.Tracer
 	// Timeout applies when ctx has no deadline; default 30 s.
 	Timeout time.Duration
 }
 
 // NewInvoker returns an Invoker on nc.
-func NewInvoker(nc *nats.Conn, subjects Subjects, tp trace.TracerProvider) *Invoker {
+func NewInvoker(nc *nats.Conn, subjects wire.Subjects, tp trace.TracerProvider) *Invoker {
 	return &Invoker{nc: nc, subjects: subjects, tracer: tracerOrNoop(tp), Timeout: 30 * time.Second}
 }
 
 // Invoke sends req to plugin's endpoint with the given invocation id (a
 // retry passes the same id) and returns the reply body. An error reply
 // comes back as *Error; no service gives ErrNoService.
-func (iv *Invoker) Invoke(ctx context.Context, plugin string, ep Endpoint, invocationID string, req *Request) (json.RawMessage, error) {
+func (iv *Invoker) Invoke(ctx context.Context, plugin string, ep wire.Endpoint, invocationID string, req *wire.Request) (json.RawMessage, error) {
 	sc, err := req.Binding.Scope()
 	if err != nil {
 		return nil, err
@@ -55,8 +56,8 @@ func (iv *Invoker) InvokeRaw(ctx context.Context, subject, invocationID string, 
 		template = iv.subjects.InvocationAll(plugin, ep)
 	}
 	reply, err := request{subject: subject, template: template, op: "invoke",
-		keyHeader: HeaderInvocationID, key: invocationID, timeout: iv.Timeout}.do(ctx, iv.nc, iv.tracer, body, nil)
-	var e *Error
+		keyHeader: wire.HeaderInvocationID, key: invocationID, timeout: iv.Timeout}.do(ctx, iv.nc, iv.tracer, body, nil)
+	var e *wire.Error
 	switch {
 	case errors.As(err, &e): // the plugin's answer
 		return reply.Data, e

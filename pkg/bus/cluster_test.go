@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // TestRunnerOnThreeNodeCluster serves a plugin with R3 buckets and keeps
@@ -37,12 +38,12 @@ func TestRunnerOnThreeNodeCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	bustest.Attach(t, js, plugin, bindingFor("i", "w", "n", 1, 1), json.RawMessage(`{}`), true)
-	inv := bus.NewInvoker(c.Conn(t), bus.Subjects{}, nil)
+	inv := bus.NewInvoker(c.Conn(t), wire.Subjects{}, nil)
 	call := func(rev int64, id string) error {
 		b := bindingFor("i", "w", "n", 1, rev)
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err := inv.Invoke(cctx, plugin, bus.EndpointCommand, id, &bus.Request{Binding: b, Config: json.RawMessage(`{}`), Command: &bus.Command{Name: "e", Params: []string{"x"}}})
+		_, err := inv.Invoke(cctx, plugin, wire.EndpointCommand, id, &wire.Request{Binding: b, Config: json.RawMessage(`{}`), Command: &wire.Command{Name: "e", Params: []string{"x"}}})
 		return err
 	}
 	// interest crosses the cluster's routes asynchronously: the first call

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -21,9 +22,9 @@ type ConnConfig struct {
 	TLSCert   string // client certificate (mutual TLS)
 	TLSKey    string
 	// InboxPrefix is the prefix of this client's reply subjects. Empty
-	// means "_INBOX_<User>" when a user is set (so the deployment can let
-	// each user subscribe only to its own replies, DESIGN 7) and NATS's
-	// "_INBOX" otherwise.
+	// means wire.InboxPrefixFor(User): "_INBOX_<User>" when a user is set
+	// (so the deployment can let each user subscribe only to its own
+	// replies, DESIGN 7) and NATS's "_INBOX" otherwise.
 	InboxPrefix string
 	// MaxReconnectWait caps the reconnect backoff; default 5 s.
 	MaxReconnectWait time.Duration
@@ -34,17 +35,6 @@ type ConnConfig struct {
 	// Authentication is unchanged.
 	InProcess nats.InProcessConnProvider
 	Logger    *slog.Logger
-}
-
-// InboxPrefixFor returns the reply-subject prefix Connect uses for cfg.
-func InboxPrefixFor(cfg ConnConfig) string {
-	switch {
-	case cfg.InboxPrefix != "":
-		return cfg.InboxPrefix
-	case cfg.User != "":
-		return "_INBOX_" + cfg.User
-	}
-	return "_INBOX"
 }
 
 // ErrConnect wraps a failure to connect.
@@ -91,7 +81,11 @@ func Connect(ctx context.Context, cfg ConnConfig) (*nats.Conn, error) {
 	if cfg.User != "" {
 		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
 	}
-	if p := InboxPrefixFor(cfg); p != nats.InboxPrefix[:len(nats.InboxPrefix)-1] {
+	p := cfg.InboxPrefix
+	if p == "" {
+		p = wire.InboxPrefixFor(cfg.User)
+	}
+	if p != nats.InboxPrefix[:len(nats.InboxPrefix)-1] {
 		opts = append(opts, nats.CustomInboxPrefix(p))
 	}
 	if cfg.InProcess != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
@@ -23,10 +24,10 @@ type dedupeRecord struct {
 
 func (d *dedupeRecord) header() nats.Header {
 	h := nats.Header{}
-	h.Set(HeaderContentType, contentTypeJSON)
+	h.Set(wire.HeaderContentType, wire.ContentTypeJSON)
 	if d.Code >= 400 {
-		h.Set(HeaderServiceError, d.Word)
-		h.Set(HeaderServiceCode, strconv.Itoa(d.Code))
+		h.Set(wire.HeaderServiceError, d.Word)
+		h.Set(wire.HeaderServiceCode, strconv.Itoa(d.Code))
 	}
 	return h
 }
@@ -47,33 +48,33 @@ func (r *Runner) claim(ctx context.Context, inv *Invocation) (*dedupeRecord, err
 			return nil, nil
 		}
 		if !IsCASConflict(err) {
-			return nil, Errorf(ErrUnavailable, "dedupe store unavailable")
+			return nil, wire.Errorf(wire.ErrUnavailable, "dedupe store unavailable")
 		}
 		e, err := r.dedupe.Get(cctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue // deleted in between: try to create again
 		}
 		if err != nil {
-			return nil, Errorf(ErrUnavailable, "dedupe store unavailable")
+			return nil, wire.Errorf(wire.ErrUnavailable, "dedupe store unavailable")
 		}
 		var rec dedupeRecord
 		if json.Unmarshal(e.Value(), &rec) != nil {
-			return nil, Errorf(ErrUnavailable, "dedupe record unreadable")
+			return nil, wire.Errorf(wire.ErrUnavailable, "dedupe record unreadable")
 		}
 		if rec.State == "done" {
 			return &rec, nil
 		}
 		if r.now().Sub(rec.StartedAt) < r.cfg.InvocationTimeout {
-			return nil, ErrInProgress
+			return nil, wire.ErrInProgress
 		}
 		// the first attempt's worker died: take the marker over
 		if _, err := r.dedupe.Update(cctx, key, running, e.Revision()); err == nil {
 			return nil, nil
 		} else if !IsCASConflict(err) {
-			return nil, Errorf(ErrUnavailable, "dedupe store unavailable")
+			return nil, wire.Errorf(wire.ErrUnavailable, "dedupe store unavailable")
 		}
 	}
-	return nil, ErrInProgress
+	return nil, wire.ErrInProgress
 }
 
 // settle stores a final reply for later retries, or deletes the marker
@@ -86,8 +87,8 @@ func (r *Runner) settle(ctx context.Context, inv *Invocation, h nats.Header, bod
 	defer cancel()
 	key := InvocationKey(inv.Scope, inv.ID)
 	code := 200
-	word := h.Get(HeaderServiceError)
-	if c, err := strconv.Atoi(h.Get(HeaderServiceCode)); err == nil {
+	word := h.Get(wire.HeaderServiceError)
+	if c, err := strconv.Atoi(h.Get(wire.HeaderServiceCode)); err == nil {
 		code = c
 	}
 	if !final(code) || !keep {

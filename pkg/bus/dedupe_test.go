@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // effectHandlers count effects per invocation; "slow" blocks until
@@ -30,25 +31,25 @@ func (e *effects) handlers() bus.Handlers {
 				<-e.release
 			case "fail":
 				if !e.failed.Swap(true) {
-					return nil, bus.Errorf(bus.ErrUnavailable, "try again")
+					return nil, wire.Errorf(wire.ErrUnavailable, "try again")
 				}
 			case "bad":
-				return nil, bus.Errorf(bus.ErrBadRequest, "bad input")
+				return nil, wire.Errorf(wire.ErrBadRequest, "bad input")
 			case "busy":
 				if !e.failed.Swap(true) {
-					return nil, bus.WithReason(bus.ErrConflict, "reply_in_progress", "something else is under way")
+					return nil, wire.WithReason(wire.ErrConflict, "reply_in_progress", "something else is under way")
 				}
 			case "limited":
 				if !e.failed.Swap(true) {
-					return nil, bus.Errorf(bus.ErrRateLimited, "too many now")
+					return nil, wire.Errorf(wire.ErrRateLimited, "too many now")
 				}
 			case "soft":
 				if !e.failed.Swap(true) {
-					return bus.NotFinal(bus.CommandReply{Returns: []bus.Return{{Text: "temporarily unavailable"}}}), nil
+					return bus.NotFinal(wire.CommandReply{Returns: []wire.Return{{Text: "temporarily unavailable"}}}), nil
 				}
 			}
 			n := e.n.Add(1)
-			return bus.CommandReply{Returns: []bus.Return{{Text: fmt.Sprintf("effect %d", n)}}}, nil
+			return wire.CommandReply{Returns: []wire.Return{{Text: fmt.Sprintf("effect %d", n)}}}, nil
 		},
 		Dedupe: func(inv *bus.Invocation) bool { return inv.Command.Params[0] != "read" },
 	}
@@ -73,11 +74,11 @@ func TestRetriedInvocationDoesNotRepeat(t *testing.T) {
 	// a 4xx is final and replayed too
 	_, err1 := h.command(b, "bad-id", "bad")
 	_, err2 := h.command(b, "bad-id", "bad")
-	if !errors.Is(err1, bus.ErrBadRequest) || !errors.Is(err2, bus.ErrBadRequest) {
+	if !errors.Is(err1, wire.ErrBadRequest) || !errors.Is(err2, wire.ErrBadRequest) {
 		t.Fatalf("4xx replay: %v / %v", err1, err2)
 	}
 	// a 5xx is not kept: the retry runs again
-	if _, err := h.command(b, "fail-id", "fail"); !errors.Is(err, bus.ErrUnavailable) {
+	if _, err := h.command(b, "fail-id", "fail"); !errors.Is(err, wire.ErrUnavailable) {
 		t.Fatalf("first attempt: %v", err)
 	}
 	if _, err := h.command(b, "fail-id", "fail"); err != nil {
@@ -99,8 +100,8 @@ func TestRetriedInvocationDoesNotRepeat(t *testing.T) {
 	// a kept one would answer every retry until the record expired
 	for i, c := range []struct {
 		op   string
-		want *bus.Error
-	}{{"busy", bus.ErrConflict}, {"limited", bus.ErrRateLimited}} {
+		want *wire.Error
+	}{{"busy", wire.ErrConflict}, {"limited", wire.ErrRateLimited}} {
 		e.failed.Store(false)
 		id := c.op + "-id"
 		if _, err := h.command(b, id, c.op); !errors.Is(err, c.want) {
@@ -138,10 +139,10 @@ func TestRetryRacingFirstAttemptGetsInProgress(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	_, err := h.command(b, "race-id", "slow")
-	if !errors.Is(err, bus.ErrInProgress) {
+	if !errors.Is(err, wire.ErrInProgress) {
 		t.Fatalf("racing retry = %v, want 409 in_progress", err)
 	}
-	var be *bus.Error
+	var be *wire.Error
 	if !errors.As(err, &be) || be.Reason != "in_progress" || be.Code != 409 {
 		t.Fatalf("error = %#v", be)
 	}
@@ -175,7 +176,7 @@ func TestRunnerConcurrentSafe(t *testing.T) {
 			for i := range 25 {
 				word := []string{"add", "bad", "read", "slow"}[i%4]
 				_, err := h.command(b, fmt.Sprintf("c-%d-%d", g, i%10), word)
-				if err != nil && !errors.Is(err, bus.ErrBadRequest) && !errors.Is(err, bus.ErrInProgress) {
+				if err != nil && !errors.Is(err, wire.ErrBadRequest) && !errors.Is(err, wire.ErrInProgress) {
 					failures.Add(1)
 					t.Errorf("unexpected error: %v", err)
 				}
@@ -203,7 +204,7 @@ func TestFullPoolAnswers503(t *testing.T) {
 	// one runs, one waits, the third must be refused at once
 	select {
 	case err := <-results:
-		if !errors.Is(err, bus.ErrUnavailable) {
+		if !errors.Is(err, wire.ErrUnavailable) {
 			t.Fatalf("first answer = %v, want 503 from the full pool", err)
 		}
 	case <-time.After(10 * time.Second):
@@ -234,7 +235,7 @@ func TestCrashedAttemptIsTakenOver(t *testing.T) {
 	if _, err := kv.Create(context.Background(), key, fresh); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.command(b, "crashed-id", "add"); !errors.Is(err, bus.ErrInProgress) {
+	if _, err := h.command(b, "crashed-id", "add"); !errors.Is(err, wire.ErrInProgress) {
 		t.Fatalf("fresh marker: %v, want in_progress", err)
 	}
 	stale, _ := json.Marshal(map[string]any{"state": "running", "started_at": time.Now().Add(-time.Hour).UTC()})

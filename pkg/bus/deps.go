@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +25,7 @@ type Deps struct {
 	// JetStream defaults to a JetStream context on Conn.
 	JetStream jetstream.JetStream
 	// Subjects carries the subject prefix; the zero value is DefaultPrefix.
-	Subjects Subjects
+	Subjects wire.Subjects
 	// Keyring seals secret config fields at rest; nil: none (then the
 	// runner's SecretFields must be empty).
 	Keyring *Keyring
@@ -45,7 +46,7 @@ func (d Deps) WithDefaults() (Deps, error) {
 	if d.Conn == nil {
 		return d, fmt.Errorf("%w: no NATS connection", ErrInvalidConfig)
 	}
-	subj, err := NewSubjects(d.Subjects.Prefix)
+	subj, err := wire.NewSubjects(d.Subjects.Prefix)
 	if err != nil {
 		return d, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

@@ -1,7 +1,8 @@
 // Package bus is the plumbing every LangBot plugin service stands on, and
-// only what every plugin shares: the subjects and keys of the wire protocol
-// (DESIGN 3-5), the request and reply envelopes, the one wire error type,
-// the service runner on nats.go micro (bounded worker pool, binding
+// only what every plugin shares, over the protocol of pkg/wire (its
+// subjects, envelopes and wire error): the KV keys and bucket names
+// (DESIGN 4), the encoding of the wire error into NATS replies, the
+// service runner on nats.go micro (bounded worker pool, binding
 // refusal, authority view, invocation dedupe), the lifecycle stream and
 // consumer, the authority store, scoped KV access and the typed record
 // store over it (Records: compare-and-set with retry and the re-read of an
@@ -9,12 +10,12 @@
 // schedules and their fired-message consumer, the host-action client and
 // the invoker the host side uses, sealing of secrets at rest, trace
 // propagation through NATS headers, and tenant credentials: their records
-// (Tenant, IssueTenant), the grants NATS enforces for them (TenantGrants)
+// (Tenant, IssueTenant), the grants NATS enforces for them (Tenant.Grants)
 // and the NATS auth callout responder every service runs (AuthCallout,
 // KickUser for revocation).
 //
 // A service never formats a subject or a key itself: it declares its own
-// kinds and asks Subjects.Internal or Key to build them, and it reaches its
+// kinds and asks wire.Subjects.Internal or Key to build them, and it reaches its
 // state only through a Scope, so nothing of one installation can be
 // addressed from another. What belongs to one service (its record kinds,
 // its subject kinds, its storage helpers) lives in that service.
@@ -39,8 +40,8 @@
 //
 // ExampleRunner runs this against an embedded server.
 //
-// Imports: the standard library, pkg/binding, pkg/settings (its config
-// size cap, checked on every request's config), the NATS client (nats.go,
+// Imports: the standard library, pkg/binding, pkg/wire, pkg/settings (its
+// config size cap, checked on every attach's config), the NATS client (nats.go,
 // jetstream, micro), nats-io/jwt and nkeys (the auth callout's claims and
 // issuer key), OpenTelemetry's API and Prometheus' client; nothing of
 // services/ or cmd/, and no NATS server (pkg/natsembed starts one for

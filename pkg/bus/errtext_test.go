@@ -9,6 +9,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // TestEnvelopeErrorsNameNoValue sends malformed bodies to a runner over real
@@ -42,7 +43,7 @@ func TestEnvelopeErrorsNameNoValue(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := h.invoker.InvokeRaw(context.Background(), subj, "inv-"+tc.name, []byte(tc.body))
-			var e *bus.Error
+			var e *wire.Error
 			if !errors.As(err, &e) || e.Code != 400 {
 				t.Fatalf("got %v, want 400", err)
 			}

@@ -13,12 +13,13 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/natsembed"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 func ExampleSubjects() {
-	s := bus.Subjects{}
+	s := wire.Subjects{}
 	sc, _ := binding.ParseScope("inst.ws.install")
-	fmt.Println(s.Invocation("schenotify", bus.EndpointTool, sc))
+	fmt.Println(s.Invocation("schenotify", wire.EndpointTool, sc))
 	due, _ := s.Internal("schenotify", "due", sc, "k7m2pq") // a kind the service declares
 	fmt.Println(due)
 	key, _ := bus.Key(sc, "reminder", "k7m2pq")
@@ -44,12 +45,12 @@ func ExampleRunner() {
 	defer nc.Close()
 	ctx := context.Background()
 	js, _ := jetstream.New(nc)
-	_, _ = bus.EnsureLifecycleStream(ctx, js, bus.Subjects{}, 1)
+	_, _ = bus.EnsureLifecycleStream(ctx, js, wire.Subjects{}, 1)
 
 	r, _ := bus.NewRunner(bus.RunnerConfig{
 		Plugin: "shout",
 		Handlers: bus.Handlers{Command: func(ctx context.Context, inv *bus.Invocation) (any, error) {
-			return bus.CommandReply{Returns: []bus.Return{{Text: strings.ToUpper(strings.Join(inv.Command.Params, " "))}}}, nil
+			return wire.CommandReply{Returns: []wire.Return{{Text: strings.ToUpper(strings.Join(inv.Command.Params, " "))}}}, nil
 		}},
 	}, bus.Deps{Conn: nc})
 	if err := r.Start(ctx); err != nil {
@@ -62,15 +63,15 @@ func ExampleRunner() {
 		PlacementGeneration: 1, RuntimeRevision: 1, ArtifactDigest: "sha256:example"}
 	// The host attaches an installation before it invokes it; until the
 	// service has applied the attach, invocations get 403 not_attached.
-	if _, err := bus.PublishAttach(ctx, js, bus.Subjects{}, "shout", bus.Attach{Binding: b, Enabled: true}, ""); err != nil {
+	if _, err := bus.PublishAttach(ctx, js, wire.Subjects{}, "shout", wire.Attach{Binding: b, Enabled: true}, ""); err != nil {
 		fmt.Println(err)
 		return
 	}
 	for _, ok := r.View().Lookup(bus.ScopeOf(b)); !ok; _, ok = r.View().Lookup(bus.ScopeOf(b)) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	reply, err := bus.NewInvoker(nc, bus.Subjects{}, nil).Invoke(ctx, "shout", bus.EndpointCommand, "inv-1",
-		&bus.Request{Binding: b, Command: &bus.Command{Name: "shout", Params: []string{"hello", "nats"}}})
+	reply, err := bus.NewInvoker(nc, wire.Subjects{}, nil).Invoke(ctx, "shout", wire.EndpointCommand, "inv-1",
+		&wire.Request{Binding: b, Command: &wire.Command{Name: "shout", Params: []string{"hello", "nats"}}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // FuzzParseKey fuzzes KV key parsing (added by the reliability work,
@@ -23,7 +24,7 @@ func FuzzParseKey(f *testing.F) {
 		// ParseKey is lenient about id length (it reads what is stored);
 		// Key refuses ids CheckID refuses, so the round trip needs valid ids
 		for _, id := range append([]string{kind}, ids...) {
-			if bus.CheckID(id) != nil {
+			if wire.CheckID(id) != nil {
 				return
 			}
 		}

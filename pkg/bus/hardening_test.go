@@ -14,6 +14,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // TestInvocationCannotLockAuthority is issue 19's authority item: an
@@ -43,8 +44,8 @@ func TestInvocationCannotLockAuthority(t *testing.T) {
 			far := bindingFor("i", "w", inst, tc.gen, tc.rev)
 			before := calls.Load()
 			_, err := h.command(far, "far-"+tc.name)
-			var be *bus.Error
-			if !errors.Is(err, bus.ErrBindingRefused) || !errors.As(err, &be) || be.Reason != "binding_too_far_ahead" {
+			var be *wire.Error
+			if !errors.Is(err, wire.ErrBindingRefused) || !errors.As(err, &be) || be.Reason != "binding_too_far_ahead" {
 				t.Fatalf("invocation with (%d, %d): %v, want 403 binding_too_far_ahead", tc.gen, tc.rev, err)
 			}
 			if calls.Load() != before {
@@ -71,7 +72,7 @@ func TestInvocationCannotLockAuthority(t *testing.T) {
 		// an invocation never creates an authority, far or near
 		for _, rev := range []int64{math.MaxInt64, 1} {
 			b := bindingFor("i", "w", "fresh", 1, rev)
-			if _, err := h.command(b, fmt.Sprintf("fresh-%d", rev)); !errors.Is(err, bus.ErrNotAttached) {
+			if _, err := h.command(b, fmt.Sprintf("fresh-%d", rev)); !errors.Is(err, wire.ErrNotAttached) {
 				t.Fatalf("first invocation with revision %d: %v, want 403 not_attached", rev, err)
 			}
 		}
@@ -101,11 +102,11 @@ func TestLifecycleKeepsOnlyTheNewestAttach(t *testing.T) {
 		h.attach(b, true, fmt.Sprintf(`{"token":"secret-%d"}`, rev))
 	}
 	h.waitAuthority(bus.ScopeOf(b), func(a *bus.Authority) bool { return a != nil && a.Binding == b })
-	s, err := h.js.Stream(ctx, bus.LifecycleStream)
+	s, err := h.js.Stream(ctx, wire.LifecycleStream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	subject := bus.Subjects{}.Lifecycle(plugin, bus.LifecycleAttach, bus.ScopeOf(b))
+	subject := wire.Subjects{}.Lifecycle(plugin, wire.LifecycleAttach, bus.ScopeOf(b))
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
 	if err != nil {
 		t.Fatal(err)

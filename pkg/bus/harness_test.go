@@ -11,6 +11,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 const plugin = "echo"
@@ -42,7 +43,7 @@ func newHarness(t *testing.T, cfg bus.RunnerConfig, deps bus.Deps) *harness {
 	}
 	bustest.Start(t, r)
 	h.runner = r
-	h.invoker = bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)
+	h.invoker = bus.NewInvoker(srv.Conn(t), wire.Subjects{}, nil)
 	return h
 }
 
@@ -53,21 +54,21 @@ func (h *harness) command(b binding.Binding, id string, words ...string) (json.R
 	if !h.manualAttach && h.js != nil && b.Validate() == nil {
 		bustest.EnsureAttached(h.t, h.js, plugin, b, nil)
 	}
-	req := &bus.Request{Binding: b, Config: json.RawMessage(`{}`), Command: &bus.Command{Name: "echo", Params: words,
-		Session: bus.Session{LauncherType: "person", LauncherID: "u1", SenderID: "u1", BotUUID: "bot"}}}
-	return h.invoker.Invoke(context.Background(), plugin, bus.EndpointCommand, id, req)
+	req := &wire.Request{Binding: b, Config: json.RawMessage(`{}`), Command: &wire.Command{Name: "echo", Params: words,
+		Session: wire.Session{LauncherType: "person", LauncherID: "u1", SenderID: "u1", BotUUID: "bot"}}}
+	return h.invoker.Invoke(context.Background(), plugin, wire.EndpointCommand, id, req)
 }
 
 func (h *harness) attach(b binding.Binding, enabled bool, config string) {
 	h.t.Helper()
-	if _, err := bus.PublishAttach(context.Background(), h.js, bus.Subjects{}, plugin, bus.Attach{Binding: b, Config: json.RawMessage(config), Enabled: enabled}, ""); err != nil {
+	if _, err := bus.PublishAttach(context.Background(), h.js, wire.Subjects{}, plugin, wire.Attach{Binding: b, Config: json.RawMessage(config), Enabled: enabled}, ""); err != nil {
 		h.t.Fatal(err)
 	}
 }
 
 func (h *harness) revoke(b binding.Binding, reason string) {
 	h.t.Helper()
-	if _, err := bus.PublishRevoke(context.Background(), h.js, bus.Subjects{}, plugin, bus.Revoke{Binding: b, Reason: reason}, ""); err != nil {
+	if _, err := bus.PublishRevoke(context.Background(), h.js, wire.Subjects{}, plugin, wire.Revoke{Binding: b, Reason: reason}, ""); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -82,7 +83,7 @@ func (h *harness) waitAuthority(sc binding.Scope, cond func(*bus.Authority) bool
 // acknowledged everything published so far.
 func (h *harness) waitLifecycleDrained() {
 	h.t.Helper()
-	bustest.WaitLifecycle(h.t, h.js, bus.Subjects{}, plugin, 10*time.Second)
+	bustest.WaitLifecycle(h.t, h.js, wire.Subjects{}, plugin, 10*time.Second)
 }
 
 // install attaches b (enabled, empty config) and waits until the runner

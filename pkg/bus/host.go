@@ -12,10 +12,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
-
-// DefaultHostTimeout bounds a host action whose ctx has no earlier deadline.
-const DefaultHostTimeout = 15 * time.Second
 
 // ErrHostTimeout is returned when a host action got no reply in time: the
 // outcome is unknown (the host may have acted), so callers retry with the
@@ -29,7 +27,7 @@ var ErrNoHost = errors.New("bus: no host is serving actions")
 // Host calls the host's actions (DESIGN 3.4) for a plugin.
 type Host struct {
 	nc       *nats.Conn
-	subjects Subjects
+	subjects wire.Subjects
 	plugin   string
 	tracer   trace.Tracer
 	timeout  time.Duration
@@ -43,21 +41,21 @@ type Host struct {
 // NewHost returns a host-action client without a binding_refused hook, for
 // tools that are not a Runner (the Runner's Host marks authorities
 // superseded).
-func NewHost(nc *nats.Conn, subjects Subjects, plugin string, tp trace.TracerProvider) *Host {
-	return &Host{nc: nc, subjects: subjects, plugin: plugin, tracer: tracerOrNoop(tp), timeout: DefaultHostTimeout}
+func NewHost(nc *nats.Conn, subjects wire.Subjects, plugin string, tp trace.TracerProvider) *Host {
+	return &Host{nc: nc, subjects: subjects, plugin: plugin, tracer: tracerOrNoop(tp), timeout: wire.DefaultHostTimeout}
 }
 
 // SendMessage sends a message chain into a chat. idemKey must be stable per
 // logical delivery and contain the scope, so the host can drop duplicates.
-func (h *Host) SendMessage(ctx context.Context, b binding.Binding, msg SendMessage, idemKey string) error {
-	return h.Call(ctx, ActionSendMessage, b, msg, idemKey, nil)
+func (h *Host) SendMessage(ctx context.Context, b binding.Binding, msg wire.SendMessage, idemKey string) error {
+	return h.Call(ctx, wire.ActionSendMessage, b, msg, idemKey, nil)
 }
 
 // InvokeLLM asks the host's LLM for one answer. The call is bounded by
 // ctx (DefaultHostTimeout when it has no deadline); req.TimeoutMS, when
 // zero, is filled from that deadline so the host gives up first. A host
-// without a model answers 404 not_found with reason ReasonNoLLMModel.
-func (h *Host) InvokeLLM(ctx context.Context, b binding.Binding, req InvokeLLM) (LLMAnswer, error) {
+// without a model answers 404 not_found with reason wire.ReasonNoLLMModel.
+func (h *Host) InvokeLLM(ctx context.Context, b binding.Binding, req wire.InvokeLLM) (wire.LLMAnswer, error) {
 	if req.TimeoutMS == 0 {
 		left := h.timeout
 		if dl, ok := ctx.Deadline(); ok {
@@ -66,17 +64,17 @@ func (h *Host) InvokeLLM(ctx context.Context, b binding.Binding, req InvokeLLM) 
 		// A margin for the reply's way back.
 		req.TimeoutMS = max(int((left - left/10).Milliseconds()), 1)
 	}
-	var out LLMAnswer
-	err := h.Call(ctx, ActionInvokeLLM, b, req, "", &out)
+	var out wire.LLMAnswer
+	err := h.Call(ctx, wire.ActionInvokeLLM, b, req, "", &out)
 	return out, err
 }
 
 // BotInfo asks the host about one bot.
-func (h *Host) BotInfo(ctx context.Context, b binding.Binding, botUUID string) (BotInfo, error) {
+func (h *Host) BotInfo(ctx context.Context, b binding.Binding, botUUID string) (wire.BotInfo, error) {
 	var out struct {
-		Bot BotInfo `json:"bot"`
+		Bot wire.BotInfo `json:"bot"`
 	}
-	err := h.Call(ctx, ActionGetBotInfo, b, map[string]string{"bot_uuid": botUUID}, "", &out)
+	err := h.Call(ctx, wire.ActionGetBotInfo, b, map[string]string{"bot_uuid": botUUID}, "", &out)
 	return out.Bot, err
 }
 
@@ -103,7 +101,7 @@ func (h *Host) Call(ctx context.Context, action string, b binding.Binding, data 
 	}
 	for attempt := 0; ; attempt++ {
 		err = h.call(ctx, action, sc, b, raw, idemKey, out)
-		var e *Error
+		var e *wire.Error
 		if !errors.As(err, &e) || e.Code != 403 || h.onRefused == nil {
 			return err
 		}
@@ -120,14 +118,14 @@ func (h *Host) Call(ctx context.Context, action string, b binding.Binding, data 
 
 // call sends one host action under b and decodes a success reply.
 func (h *Host) call(ctx context.Context, action string, sc binding.Scope, b binding.Binding, raw json.RawMessage, idemKey string, out any) error {
-	body, err := json.Marshal(HostRequest{Binding: b, Plugin: h.plugin, Data: raw})
+	body, err := json.Marshal(wire.HostRequest{Binding: b, Plugin: h.plugin, Data: raw})
 	if err != nil {
 		return err
 	}
 	reply, err := request{subject: h.subjects.HostAction(action, sc), template: h.subjects.HostActionAll(action), op: action,
 		attrs:     []attribute.KeyValue{AttrPlugin.String(h.plugin), AttrScope.String(sc.String())},
-		keyHeader: HeaderIdempotencyKey, key: idemKey, timeout: h.timeout}.do(ctx, h.nc, h.tracer, body, nil)
-	var e *Error
+		keyHeader: wire.HeaderIdempotencyKey, key: idemKey, timeout: h.timeout}.do(ctx, h.nc, h.tracer, body, nil)
+	var e *wire.Error
 	switch {
 	case errors.As(err, &e): // the host's answer
 		return e

@@ -8,6 +8,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // invoke_llm: the answer comes back decoded, timeout_ms is filled from
@@ -16,10 +17,10 @@ import (
 // other 404.
 func TestHostInvokeLLM(t *testing.T) {
 	srv := bustest.NewServer(t)
-	fake := bustest.NewHost(t, srv.Conn(t), bus.Subjects{})
-	host := bus.NewHost(srv.Conn(t), bus.Subjects{}, "schenotify", nil)
+	fake := bustest.NewHost(t, srv.Conn(t), wire.Subjects{})
+	host := bus.NewHost(srv.Conn(t), wire.Subjects{}, "schenotify", nil)
 	b := bindingFor("i", "w", "n", 1, 1)
-	req := bus.InvokeLLM{Messages: []bus.LLMMessage{{Role: bus.RoleUser, Content: "hello"}}}
+	req := wire.InvokeLLM{Messages: []wire.LLMMessage{{Role: wire.RoleUser, Content: "hello"}}}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -37,11 +38,11 @@ func TestHostInvokeLLM(t *testing.T) {
 
 	fake.AnswerLLM(bustest.NoLLMModel)
 	_, err = host.InvokeLLM(ctx, b, req)
-	if !errors.Is(err, bus.ErrNoLLMModel) || !errors.Is(err, bus.ErrNotFound) {
+	if !errors.Is(err, wire.ErrNoLLMModel) || !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("no model: %v", err)
 	}
-	fake.AnswerLLM(func(bus.InvokeLLM) bustest.HostReply { return bustest.HostReply{Err: bus.ErrNotFound} })
-	if _, err = host.InvokeLLM(ctx, b, req); errors.Is(err, bus.ErrNoLLMModel) || !errors.Is(err, bus.ErrNotFound) {
+	fake.AnswerLLM(func(wire.InvokeLLM) bustest.HostReply { return bustest.HostReply{Err: wire.ErrNotFound} })
+	if _, err = host.InvokeLLM(ctx, b, req); errors.Is(err, wire.ErrNoLLMModel) || !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("another 404: %v", err)
 	}
 }

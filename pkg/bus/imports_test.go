@@ -25,6 +25,7 @@ func TestImportsAsDocumented(t *testing.T) {
 	}
 	allowed := []string{
 		"github.com/langbot-nats/plugins/pkg/binding", "github.com/langbot-nats/plugins/pkg/settings",
+		"github.com/langbot-nats/plugins/pkg/wire",
 		"github.com/nats-io/nats.go", "github.com/nats-io/nuid", "github.com/nats-io/jwt/v2", "github.com/nats-io/nkeys",
 		"go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/codes",
 		"go.opentelemetry.io/otel/propagation", "go.opentelemetry.io/otel/trace",
@@ -88,7 +89,7 @@ func TestArchitectureRule(t *testing.T) {
 	// The rule must have something to hold for: the three service
 	// binaries, the services and the shared packages.
 	for _, want := range []string{"services/githubkit/cmd/githubkit", "services/schenotify/cmd/schenotify",
-		"services/takeover/cmd/takeover", "services/takeover", "pkg/bus", "pkg/lbpkg/builtin", "cmd/lbctl"} {
+		"services/takeover/cmd/takeover", "services/takeover", "pkg/bus", "pkg/wire", "pkg/lbpkg", "cmd/builtin", "cmd/lbctl"} {
 		if !slices.ContainsFunc(pkgs, func(p listedPackage) bool { return p.ImportPath == module+"/"+want }) {
 			t.Fatalf("go list did not report %s", want)
 		}
@@ -118,8 +119,17 @@ func TestArchitectureRuleCatches(t *testing.T) {
 			listedPackage{ImportPath: m("services/githubkit"), Imports: []string{m("cmd/lbctl")}}, "command"},
 		{"pkg imports a service",
 			listedPackage{ImportPath: m("pkg/bus"), Imports: []string{m("services/takeover/model")}}, "a service"},
-		{"builtin imports a service's subpackage",
-			listedPackage{ImportPath: m("pkg/lbpkg/builtin"), Imports: []string{m("services/takeover/store")}}, "a service"},
+		{"pkg imports a service's root",
+			listedPackage{ImportPath: m("pkg/lbpkg"), Imports: []string{m("services/takeover")}}, "a service"},
+		{"protocol imports the runtime",
+			listedPackage{ImportPath: m("pkg/wire"), Imports: []string{m("pkg/binding"), "github.com/nats-io/nats.go"}}, "no runtime"},
+		{"protocol imports the bus",
+			listedPackage{ImportPath: m("pkg/wire"), Imports: []string{m("pkg/bus")}}, "no runtime"},
+		{"package builder links the runtime",
+			listedPackage{ImportPath: m("pkg/lbpkg"), Imports: []string{m("pkg/wire")},
+				Deps: []string{"github.com/prometheus/client_golang/prometheus"}}, "links no service runtime"},
+		{"fake LangBot links the runtime",
+			listedPackage{ImportPath: m("cmd/fakelangbot"), Name: "main", Deps: []string{"github.com/nats-io/nats.go/micro"}}, "links no service runtime"},
 		{"service binary links a server",
 			listedPackage{ImportPath: m("services/githubkit/cmd/githubkit"), Name: "main",
 				Imports: []string{m("services/githubkit")}, Deps: []string{"github.com/nats-io/nats-server/v2/server"}}, "NATS server"},
@@ -128,7 +138,9 @@ func TestArchitectureRuleCatches(t *testing.T) {
 		{"unknown top-level folder",
 			listedPackage{ImportPath: m("tools/x")}, "no rule"},
 		{"builtin names the declarations",
-			listedPackage{ImportPath: m("pkg/lbpkg/builtin"), Imports: []string{m("services/takeover"), m("pkg/plugin")}}, ""},
+			listedPackage{ImportPath: m("cmd/builtin"), Imports: []string{m("services/takeover"), m("pkg/plugin")}}, ""},
+		{"protocol imports binding and settings",
+			listedPackage{ImportPath: m("pkg/wire"), Imports: []string{m("pkg/binding"), m("pkg/settings"), "encoding/json"}}, ""},
 		{"command imports services and pkg",
 			listedPackage{ImportPath: m("cmd/lbctl"), Name: "main", Imports: []string{m("services/takeover/admin"), m("pkg/natsembed")},
 				Deps: []string{"github.com/nats-io/nats-server/v2/server"}}, ""},
@@ -155,13 +167,28 @@ var pureCores = map[string][]string{
 	"services/schenotify/when": {"github.com/robfig/cron/v3", "github.com/6tail/lunar-go/HolidayUtil", "github.com/6tail/lunar-go/calendar"},
 }
 
+// wireImports is all the protocol package (pkg/wire) may import besides the
+// standard library: it imports no runtime (no NATS client, no metrics, no
+// tracing, not pkg/bus), so whoever speaks the protocol links none.
+var wireImports = []string{module + "/pkg/binding", module + "/pkg/settings"}
+
+// hostSide packages speak the protocol without running a service (the
+// package builder, the runtime driver and the fake LangBot built on it):
+// they link none of runtimeDeps.
+var hostSide = []string{"pkg/lbpkg", "pkg/lbpkg/runtimetest", "cmd/fakelangbot"}
+
+// runtimeDeps are the service runtime's libraries, by import path prefix.
+var runtimeDeps = []string{"github.com/nats-io/nats.go/micro", "github.com/nats-io/nats.go/jetstream",
+	"github.com/prometheus/", "go.opentelemetry.io/", module + "/pkg/bus"}
+
 // architectureViolations applies docs/architecture.md's dependency rule:
 //
 //   - cmd/* (and services/<name>/cmd/*) may import services and pkg;
 //   - services/<name>/... never imports another service, and its
 //     subpackages never import services/<name> itself;
-//   - pkg/* never imports services, except pkg/lbpkg/builtin, which names
-//     the services' declarations (their root packages);
+//   - pkg/* never imports services or commands (no exception);
+//   - pkg/wire, the protocol, imports only wireImports and the standard
+//     library, and the host-side packages link no service runtime;
 //   - a service binary (services/<name>/cmd/*) links no NATS server;
 //   - the pure cores import only what pureCores lists;
 //   - reliability (the cross-service tests) may import what a command may.
@@ -229,16 +256,27 @@ func architectureViolations(pkgs []listedPackage) []string {
 					continue
 				}
 				q := strings.Split(r, "/")
-				switch {
-				case q[0] == "pkg":
-				case q[0] == "services" && rel == "pkg/lbpkg/builtin" && len(q) == 2:
-					// builtin names the services' declarations
-				default:
+				if q[0] != "pkg" {
 					out = append(out, p.ImportPath+" imports "+imp+": pkg never imports a service or a command")
+				}
+			}
+			if rel == "pkg/wire" {
+				for _, imp := range p.Imports {
+					if strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") && !slices.Contains(wireImports, imp) {
+						out = append(out, p.ImportPath+" imports "+imp+": the protocol imports no runtime (only "+strings.Join(wireImports, ", ")+" and the standard library)")
+					}
 				}
 			}
 		default:
 			out = append(out, p.ImportPath+": no rule for this folder in docs/architecture.md")
+		}
+		if slices.Contains(hostSide, rel) {
+			for _, d := range p.Deps {
+				if slices.ContainsFunc(runtimeDeps, func(r string) bool { return strings.HasPrefix(d, r) }) {
+					out = append(out, p.ImportPath+" links "+d+": the host side speaks the protocol (pkg/wire) and links no service runtime")
+					break
+				}
+			}
 		}
 	}
 	return out

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // ErrNoChange is returned by an UpdateFunc to leave the stored value as it
@@ -300,11 +301,11 @@ var ErrNoScope = errors.New("bus: no scope holds the key")
 // only thing that names the installation, so the caller must have made it
 // random and unique. A deleted key, or none, gives ErrNoScope.
 func (k *KV) Locate(ctx context.Context, kind string, ids ...string) (binding.Scope, []byte, uint64, error) {
-	if err := CheckID(kind); err != nil {
+	if err := wire.CheckID(kind); err != nil {
 		return binding.Scope{}, nil, 0, err
 	}
 	for _, id := range ids {
-		if err := CheckID(id); err != nil {
+		if err := wire.CheckID(id); err != nil {
 			return binding.Scope{}, nil, 0, err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 func TestKVLocateFindsTheScopeOfAnID(t *testing.T) {
@@ -42,7 +43,7 @@ func TestKVLocateFindsTheScopeOfAnID(t *testing.T) {
 	if _, _, _, err := kv.Locate(ctx, "hook", "id1"); !errors.Is(err, bus.ErrNoScope) {
 		t.Fatalf("deleted id: %v", err)
 	}
-	if _, _, _, err := kv.Locate(ctx, "hook", "a.b"); !errors.Is(err, bus.ErrKey) {
+	if _, _, _, err := kv.Locate(ctx, "hook", "a.b"); !errors.Is(err, wire.ErrKey) {
 		t.Fatalf("unsafe id: %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/settings"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // LifecycleMaxAge is how long LANGBOT_LIFECYCLE keeps a message: long
@@ -31,9 +32,9 @@ const LifecycleMaxAge = 72 * time.Hour
 // message per subject (the newest attach, the newest revoke of each
 // installation: the authority needs no older one), LifecycleMaxAge, 2 min
 // duplicate window.
-func LifecycleStreamConfig(subjects Subjects, replicas int) jetstream.StreamConfig {
+func LifecycleStreamConfig(subjects wire.Subjects, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:              LifecycleStream,
+		Name:              wire.LifecycleStream,
 		Subjects:          []string{subjects.LifecycleAll()},
 		Storage:           jetstream.FileStorage,
 		Retention:         jetstream.LimitsPolicy,
@@ -47,7 +48,7 @@ func LifecycleStreamConfig(subjects Subjects, replicas int) jetstream.StreamConf
 // EnsureLifecycleStream creates or updates LANGBOT_LIFECYCLE. It is the one
 // function the deployment (lbctl setup), the dev stack and the test harness
 // use; services never call it.
-func EnsureLifecycleStream(ctx context.Context, js jetstream.JetStream, subjects Subjects, replicas int) (jetstream.Stream, error) {
+func EnsureLifecycleStream(ctx context.Context, js jetstream.JetStream, subjects wire.Subjects, replicas int) (jetstream.Stream, error) {
 	ctx, cancel := withDefault(ctx)
 	defer cancel()
 	s, err := js.CreateOrUpdateStream(ctx, LifecycleStreamConfig(subjects, replicas))
@@ -60,16 +61,16 @@ func EnsureLifecycleStream(ctx context.Context, js jetstream.JetStream, subjects
 // PublishAttach publishes an attach message for plugin as a host does, with
 // a JetStream publish; msgID (optional) sets Nats-Msg-Id for the duplicate
 // window. It returns the stream sequence.
-func PublishAttach(ctx context.Context, js jetstream.JetStream, subjects Subjects, plugin string, a Attach, msgID string) (uint64, error) {
-	return publishLifecycle(ctx, js, subjects, plugin, LifecycleAttach, a.Binding, a, msgID)
+func PublishAttach(ctx context.Context, js jetstream.JetStream, subjects wire.Subjects, plugin string, a wire.Attach, msgID string) (uint64, error) {
+	return publishLifecycle(ctx, js, subjects, plugin, wire.LifecycleAttach, a.Binding, a, msgID)
 }
 
 // PublishRevoke publishes a revoke message for plugin as a host does.
-func PublishRevoke(ctx context.Context, js jetstream.JetStream, subjects Subjects, plugin string, r Revoke, msgID string) (uint64, error) {
-	return publishLifecycle(ctx, js, subjects, plugin, LifecycleRevoke, r.Binding, r, msgID)
+func PublishRevoke(ctx context.Context, js jetstream.JetStream, subjects wire.Subjects, plugin string, r wire.Revoke, msgID string) (uint64, error) {
+	return publishLifecycle(ctx, js, subjects, plugin, wire.LifecycleRevoke, r.Binding, r, msgID)
 }
 
-func publishLifecycle(ctx context.Context, js jetstream.JetStream, subjects Subjects, plugin, kind string, b binding.Binding, body any, msgID string) (uint64, error) {
+func publishLifecycle(ctx context.Context, js jetstream.JetStream, subjects wire.Subjects, plugin, kind string, b binding.Binding, body any, msgID string) (uint64, error) {
 	if err := b.Validate(); err != nil {
 		return 0, err
 	}
@@ -79,7 +80,7 @@ func publishLifecycle(ctx context.Context, js jetstream.JetStream, subjects Subj
 		return 0, err
 	}
 	msg := &nats.Msg{Subject: subjects.Lifecycle(plugin, kind, sc), Header: nats.Header{}, Data: data}
-	msg.Header.Set(HeaderContentType, contentTypeJSON)
+	msg.Header.Set(wire.HeaderContentType, wire.ContentTypeJSON)
 	Inject(ctx, msg.Header)
 	var opts []jetstream.PublishOpt
 	if msgID != "" {
@@ -99,7 +100,7 @@ func publishLifecycle(ctx context.Context, js jetstream.JetStream, subjects Subj
 func (r *Runner) startLifecycle(ctx context.Context) error {
 	var cons jetstream.Consumer
 	err := retrySetup(ctx, func(ctx context.Context) (err error) {
-		cons, err = r.js.CreateOrUpdateConsumer(ctx, LifecycleStream, jetstream.ConsumerConfig{
+		cons, err = r.js.CreateOrUpdateConsumer(ctx, wire.LifecycleStream, jetstream.ConsumerConfig{
 			Durable:       LifecycleConsumer(r.cfg.Plugin),
 			FilterSubject: r.subjects.LifecycleFilter(r.cfg.Plugin),
 			AckPolicy:     jetstream.AckExplicitPolicy,
@@ -161,8 +162,8 @@ func (r *Runner) handleLifecycle(m jetstream.Msg) {
 	}
 	in := Input{Seq: meta.Sequence.Stream}
 	switch kind {
-	case LifecycleAttach:
-		var a Attach
+	case wire.LifecycleAttach:
+		var a wire.Attach
 		if err := json.Unmarshal(m.Data(), &a); err != nil {
 			term("bad attach body")
 			return
@@ -175,14 +176,14 @@ func (r *Runner) handleLifecycle(m jetstream.Msg) {
 			return
 		}
 		in.Kind, in.Binding, in.Config, in.Enabled = InputAttach, a.Binding, a.Config, a.Enabled
-	case LifecycleRevoke:
-		var rv Revoke
+	case wire.LifecycleRevoke:
+		var rv wire.Revoke
 		if err := json.Unmarshal(m.Data(), &rv); err != nil {
 			term("bad revoke body")
 			return
 		}
 		switch rv.Reason {
-		case ReasonUninstall, ReasonWorkspaceRemoved, ReasonDisable, ReasonUpgrade, ReasonConfigChange:
+		case wire.ReasonUninstall, wire.ReasonWorkspaceRemoved, wire.ReasonDisable, wire.ReasonUpgrade, wire.ReasonConfigChange:
 		default:
 			term("unknown revoke reason")
 			return

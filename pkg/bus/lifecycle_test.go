@@ -13,6 +13,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 func TestLifecycleAttachDisableInvocation(t *testing.T) {
@@ -29,10 +30,10 @@ func TestLifecycleAttachDisableInvocation(t *testing.T) {
 		t.Fatalf("active binding refused: %v", err)
 	}
 
-	h.revoke(b1, bus.ReasonDisable)
+	h.revoke(b1, wire.ReasonDisable)
 	h.waitAuthority(sc, func(a *bus.Authority) bool { return a.State == bus.StateDisabled })
 	h.waitLifecycleDrained()
-	if _, err := h.command(b1, "a2"); !errors.Is(err, bus.ErrBindingRefused) {
+	if _, err := h.command(b1, "a2"); !errors.Is(err, wire.ErrBindingRefused) {
 		t.Fatalf("equal binding of a disabled authority: %v, want 403", err)
 	}
 	// an invocation with a newer binding revives it
@@ -45,7 +46,7 @@ func TestLifecycleAttachDisableInvocation(t *testing.T) {
 		t.Fatalf("authority binding %+v, want %+v", a.Binding, b2)
 	}
 	// an older binding is refused now
-	if _, err := h.command(b1, "a4"); !errors.Is(err, bus.ErrBindingRefused) {
+	if _, err := h.command(b1, "a4"); !errors.Is(err, wire.ErrBindingRefused) {
 		t.Fatalf("older binding: %v, want 403", err)
 	}
 }
@@ -59,7 +60,7 @@ func TestLateRevokeOfOlderRevisionIsNoop(t *testing.T) {
 	b1, b2 := bindingFor("i", "w", "n", 1, 1), bindingFor("i", "w", "n", 1, 2)
 	h.attach(b1, true, `{}`)
 	h.attach(b2, true, `{}`)
-	h.revoke(b1, bus.ReasonUpgrade)
+	h.revoke(b1, wire.ReasonUpgrade)
 	h.waitLifecycleDrained()
 	a := h.waitAuthority(bus.ScopeOf(b2), func(a *bus.Authority) bool { return a != nil })
 	if a.State != bus.StateActive || a.Binding != b2 {
@@ -80,7 +81,7 @@ func TestLifecycleOutOfOrder(t *testing.T) {
 	inputs := []bus.Input{
 		{Kind: bus.InputAttach, Binding: bindingFor("i", "w", "n", 1, 1), Enabled: true, Seq: 1},
 		{Kind: bus.InputAttach, Binding: bindingFor("i", "w", "n", 1, 2), Enabled: true, Seq: 2},
-		{Kind: bus.InputRevoke, Binding: bindingFor("i", "w", "n", 1, 2), Reason: bus.ReasonDisable, Seq: 3},
+		{Kind: bus.InputRevoke, Binding: bindingFor("i", "w", "n", 1, 2), Reason: wire.ReasonDisable, Seq: 3},
 		{Kind: bus.InputAttach, Binding: bindingFor("i", "w", "n", 1, 3), Enabled: true, Seq: 4},
 	}
 	for _, order := range [][]int{{3, 2, 1, 0}, {0, 3, 1, 2}, {2, 0, 3, 1}} {
@@ -161,7 +162,7 @@ func TestUninstallPurgesOnlyThatScope(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.revoke(a, bus.ReasonUninstall)
+	h.revoke(a, wire.ReasonUninstall)
 	h.waitAuthority(bus.ScopeOf(a), func(x *bus.Authority) bool { return x.State == bus.StateRemoved })
 	h.waitLifecycleDrained()
 
@@ -186,7 +187,7 @@ func TestUninstallPurgesOnlyThatScope(t *testing.T) {
 	}
 	before := calls.Load()
 	for _, bd := range []binding.Binding{a, bindingFor("i", "w", "victim", 1, 9)} {
-		if _, err := h.command(bd, "after-"+bd.ArtifactDigest+string(rune(bd.RuntimeRevision))); !errors.Is(err, bus.ErrBindingRefused) {
+		if _, err := h.command(bd, "after-"+bd.ArtifactDigest+string(rune(bd.RuntimeRevision))); !errors.Is(err, wire.ErrBindingRefused) {
 			t.Fatalf("tombstoned scope served: %v", err)
 		}
 	}
@@ -291,7 +292,7 @@ func TestRetentionRemovesStaleInstallations(t *testing.T) {
 		t.Fatalf("service purge for %v, removal transitions for %v; want i.w.stale once", purged, removed)
 	}
 	mu.Unlock()
-	if _, err := h.command(stale, "after-stale"); !errors.Is(err, bus.ErrBindingRefused) {
+	if _, err := h.command(stale, "after-stale"); !errors.Is(err, wire.ErrBindingRefused) {
 		t.Fatalf("removed installation served: %v", err)
 	}
 	if _, err := h.command(live, "after-live"); err != nil {

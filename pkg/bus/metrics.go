@@ -1,6 +1,9 @@
 package bus
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/langbot-nats/plugins/pkg/wire"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 type runnerMetrics struct {
 	invocations *prometheus.CounterVec
@@ -42,6 +45,6 @@ func newRunnerMetrics(reg prometheus.Registerer, plugin string) (*runnerMetrics,
 	return m, nil
 }
 
-func (m *runnerMetrics) outcome(ep Endpoint, outcome string) {
+func (m *runnerMetrics) outcome(ep wire.Endpoint, outcome string) {
 	m.invocations.WithLabelValues(string(ep), outcome).Inc()
 }

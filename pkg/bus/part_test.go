@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // events records what the runner and its parts did, in order.
@@ -54,7 +55,7 @@ func TestRunnerRunPartsOrder(t *testing.T) {
 			close(entered)
 			<-release
 			ev.add("handler returned")
-			return bus.CommandReply{}, nil
+			return wire.CommandReply{}, nil
 		}},
 		Parts: []bus.Part{recordingPart(ev, "a", &r, nil), recordingPart(ev, "b", &r, nil),
 			bus.Loop(func(ctx context.Context) { <-ctx.Done(); ev.add("loop done") })},
@@ -68,7 +69,7 @@ func TestRunnerRunPartsOrder(t *testing.T) {
 	go func() { done <- r.Run(ctx) }()
 	bustest.Eventually(t, "runner ready", r.Ready)
 	bustest.Attach(t, srv.JetStream(t), plugin, bindingFor("i1", "w1", "n1", 1, 1), json.RawMessage(`{}`), true)
-	h := &harness{t: t, invoker: bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)}
+	h := &harness{t: t, invoker: bus.NewInvoker(srv.Conn(t), wire.Subjects{}, nil)}
 	replied := make(chan error, 1)
 	go func() { _, err := h.command(bindingFor("i1", "w1", "n1", 1, 1), "inv-1", "x"); replied <- err }()
 	<-entered

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // countingHandlers counts handler calls, so a test can prove a refused
@@ -19,7 +20,7 @@ func countingHandlers(calls *atomic.Int64) bus.Handlers {
 	return bus.Handlers{
 		Command: func(ctx context.Context, inv *bus.Invocation) (any, error) {
 			calls.Add(1)
-			return bus.CommandReply{Returns: []bus.Return{{Text: "ok"}}}, nil
+			return wire.CommandReply{Returns: []wire.Return{{Text: "ok"}}}, nil
 		},
 		Dedupe: func(*bus.Invocation) bool { return true },
 	}
@@ -63,21 +64,21 @@ func TestRefusesMalformedScopesAndBindings(t *testing.T) {
 		name    string
 		subject string
 		body    []byte
-		want    *bus.Error
+		want    *wire.Error
 	}{
-		{"star in body", "langbot.plugin.echo.command.i.w.n", body("i", "*", "n"), bus.ErrBadRequest},
-		{"gt in body", "langbot.plugin.echo.command.i.w.n", body("i", "w", ">"), bus.ErrBadRequest},
-		{"dot in body", "langbot.plugin.echo.command.i.w.n", body("i", "w.x", "n"), bus.ErrBadRequest},
-		{"space in body", "langbot.plugin.echo.command.i.w.n", body("i", "w x", "n"), bus.ErrBadRequest},
-		{"65 chars in body", "langbot.plugin.echo.command.i.w.n", body(long, "w", "n"), bus.ErrBadRequest},
-		{"65 chars in subject", "langbot.plugin.echo.command." + long + ".w.n", good, bus.ErrBadRequest},
-		{"subject/body mismatch", "langbot.plugin.echo.command.i.w.other", good, bus.ErrBindingRefused},
-		{"invalid UTF-8", "langbot.plugin.echo.command.i.w.n", []byte(strings.Replace(string(good), `"echo"`, "\"ech\xff\"", 1)), bus.ErrBadRequest},
-		{"not JSON", "langbot.plugin.echo.command.i.w.n", []byte("{nope"), bus.ErrBadRequest},
-		{"wrong types", "langbot.plugin.echo.command.i.w.n", []byte(`{"binding":{"instance_uuid":1}}`), bus.ErrBadRequest},
-		{"no command", "langbot.plugin.echo.command.i.w.n", []byte(`{"binding":{"instance_uuid":"i","workspace_uuid":"w","installation_uuid":"n","placement_generation":1,"runtime_revision":1,"artifact_digest":"d"}}`), bus.ErrBadRequest},
-		{"revision 0", "langbot.plugin.echo.command.i.w.n", []byte(strings.Replace(string(good), `"runtime_revision":1`, `"runtime_revision":0`, 1)), bus.ErrBadRequest},
-		{"too large", "langbot.plugin.echo.command.i.w.n", append(good[:len(good)-1:len(good)-1], []byte(`,"pad":"`+strings.Repeat("a", 2<<20)+`"}`)...), bus.ErrTooLarge},
+		{"star in body", "langbot.plugin.echo.command.i.w.n", body("i", "*", "n"), wire.ErrBadRequest},
+		{"gt in body", "langbot.plugin.echo.command.i.w.n", body("i", "w", ">"), wire.ErrBadRequest},
+		{"dot in body", "langbot.plugin.echo.command.i.w.n", body("i", "w.x", "n"), wire.ErrBadRequest},
+		{"space in body", "langbot.plugin.echo.command.i.w.n", body("i", "w x", "n"), wire.ErrBadRequest},
+		{"65 chars in body", "langbot.plugin.echo.command.i.w.n", body(long, "w", "n"), wire.ErrBadRequest},
+		{"65 chars in subject", "langbot.plugin.echo.command." + long + ".w.n", good, wire.ErrBadRequest},
+		{"subject/body mismatch", "langbot.plugin.echo.command.i.w.other", good, wire.ErrBindingRefused},
+		{"invalid UTF-8", "langbot.plugin.echo.command.i.w.n", []byte(strings.Replace(string(good), `"echo"`, "\"ech\xff\"", 1)), wire.ErrBadRequest},
+		{"not JSON", "langbot.plugin.echo.command.i.w.n", []byte("{nope"), wire.ErrBadRequest},
+		{"wrong types", "langbot.plugin.echo.command.i.w.n", []byte(`{"binding":{"instance_uuid":1}}`), wire.ErrBadRequest},
+		{"no command", "langbot.plugin.echo.command.i.w.n", []byte(`{"binding":{"instance_uuid":"i","workspace_uuid":"w","installation_uuid":"n","placement_generation":1,"runtime_revision":1,"artifact_digest":"d"}}`), wire.ErrBadRequest},
+		{"revision 0", "langbot.plugin.echo.command.i.w.n", []byte(strings.Replace(string(good), `"runtime_revision":1`, `"runtime_revision":0`, 1)), wire.ErrBadRequest},
+		{"too large", "langbot.plugin.echo.command.i.w.n", append(good[:len(good)-1:len(good)-1], []byte(`,"pad":"`+strings.Repeat("a", 2<<20)+`"}`)...), wire.ErrTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,7 +86,7 @@ func TestRefusesMalformedScopesAndBindings(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got %v, want %v", err, tt.want)
 			}
-			var e *bus.Error
+			var e *wire.Error
 			if errors.As(err, &e) && e.Message == "" {
 				t.Error("error without a message")
 			}
@@ -107,7 +108,7 @@ func TestMissingInvocationIDRefused(t *testing.T) {
 	var calls atomic.Int64
 	h := newHarness(t, bus.RunnerConfig{Handlers: countingHandlers(&calls)}, bus.Deps{})
 	_, err := h.command(bindingFor("i", "w", "n", 1, 1), "")
-	if !errors.Is(err, bus.ErrBadRequest) || calls.Load() != 0 {
+	if !errors.Is(err, wire.ErrBadRequest) || calls.Load() != 0 {
 		t.Fatalf("got %v after %d calls", err, calls.Load())
 	}
 }

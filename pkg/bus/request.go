@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -32,12 +33,12 @@ type request struct {
 // no_responders, timeout or transport; an error reply comes back with its
 // *Error. The callback, when not nil, runs with the span still open and
 // the request's ctx.
-func (r request) do(ctx context.Context, nc *nats.Conn, tracer trace.Tracer, body []byte, onError func(context.Context, *Error)) (*nats.Msg, error) {
+func (r request) do(ctx context.Context, nc *nats.Conn, tracer trace.Tracer, body []byte, onError func(context.Context, *wire.Error)) (*nats.Msg, error) {
 	ctx, span := tracer.Start(ctx, "send "+r.template, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(MessagingAttrs(r.subject, r.template, "send", r.op)...), trace.WithAttributes(r.attrs...))
 	defer span.End()
 	msg := &nats.Msg{Subject: r.subject, Header: nats.Header{}, Data: body}
-	msg.Header.Set(HeaderContentType, contentTypeJSON)
+	msg.Header.Set(wire.HeaderContentType, wire.ContentTypeJSON)
 	if r.key != "" {
 		msg.Header.Set(r.keyHeader, r.key)
 	}
@@ -59,7 +60,7 @@ func (r request) do(ctx context.Context, nc *nats.Conn, tracer trace.Tracer, bod
 		span.SetStatus(codes.Error, "transport")
 		return nil, err
 	}
-	if e := DecodeReply(reply); e != nil {
+	if e := wire.DecodeReply(reply.Header, reply.Data); e != nil {
 		span.SetStatus(codes.Error, e.Word)
 		span.SetAttributes(attrErrorType.String(e.Word))
 		if onError != nil {

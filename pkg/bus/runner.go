@@ -17,13 +17,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/settings"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // Invocation is one decoded, checked request handed to a Handler. It is
 // valid for the duration of the handler call.
 type Invocation struct {
-	Endpoint Endpoint
+	Endpoint wire.Endpoint
 	// ID is the Langbot-Invocation-Id; a retry reuses it.
 	ID      string
 	Scope   binding.Scope
@@ -33,10 +33,10 @@ type Invocation struct {
 	// Authority is the authority the invocation is served under.
 	Authority Authority
 	// Exactly one of these is set, according to Endpoint.
-	Command *Command
-	Event   *Event
-	Tool    *Tool
-	Page    *Page
+	Command *wire.Command
+	Event   *wire.Event
+	Tool    *wire.Tool
+	Page    *wire.Page
 }
 
 // Name returns the command, event, tool or page-endpoint name.
@@ -86,15 +86,15 @@ type Handlers struct {
 	ServeInactive func(inv *Invocation) bool
 }
 
-func (h *Handlers) of(ep Endpoint) Handler {
+func (h *Handlers) of(ep wire.Endpoint) Handler {
 	switch ep {
-	case EndpointCommand:
+	case wire.EndpointCommand:
 		return h.Command
-	case EndpointEvent:
+	case wire.EndpointEvent:
 		return h.Event
-	case EndpointTool:
+	case wire.EndpointTool:
 		return h.Tool
-	case EndpointPage:
+	case wire.EndpointPage:
 		return h.Page
 	}
 	return nil
@@ -207,7 +207,7 @@ type Runner struct {
 	now      func() time.Time
 	log      *slog.Logger
 	tracer   trace.Tracer
-	subjects Subjects
+	subjects wire.Subjects
 	metrics  *runnerMetrics
 
 	view     *AuthorityView
@@ -245,7 +245,7 @@ type Runner struct {
 }
 
 type job struct {
-	ep      Endpoint
+	ep      wire.Endpoint
 	subject string
 	reply   string
 	header  nats.Header
@@ -313,7 +313,7 @@ func NewRunner(cfg RunnerConfig, deps Deps) (*Runner, error) {
 		cfg.DedupeTTL = 24 * time.Hour
 	}
 	if cfg.HostTimeout <= 0 {
-		cfg.HostTimeout = DefaultHostTimeout
+		cfg.HostTimeout = wire.DefaultHostTimeout
 	}
 	if cfg.Retention != 0 && cfg.Retention < MinRetention {
 		return nil, fmt.Errorf("%w: retention %v: want 0 (off) or at least %v", ErrInvalidConfig, cfg.Retention, MinRetention)
@@ -376,7 +376,7 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // Subjects returns the subject builder of the runner's prefix.
-func (r *Runner) Subjects() Subjects { return r.subjects }
+func (r *Runner) Subjects() wire.Subjects { return r.subjects }
 
 // JetStream returns the JetStream context.
 func (r *Runner) JetStream() jetstream.JetStream { return r.js }
@@ -515,7 +515,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bus: micro service: %w", err)
 	}
-	for _, ep := range Endpoints {
+	for _, ep := range wire.Endpoints {
 		if err := svc.AddEndpoint(string(ep), micro.HandlerFunc(r.dispatcher(ep)),
 			micro.WithEndpointSubject(r.subjects.InvocationAll(r.cfg.Plugin, ep)),
 			micro.WithEndpointQueueGroup(r.cfg.Plugin),
@@ -620,7 +620,7 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 // it only captures what the worker needs and queues it under its scope
 // (fairQueue); a body over MaxBody is answered 413 and a request over a
 // bound 503, at once. It never keeps the micro request.
-func (r *Runner) dispatcher(ep Endpoint) func(micro.Request) {
+func (r *Runner) dispatcher(ep wire.Endpoint) func(micro.Request) {
 	prefix := strings.TrimSuffix(r.subjects.InvocationAll(r.cfg.Plugin, ep), "*.*.*")
 	return func(req micro.Request) {
 		j := job{ep: ep, subject: req.Subject(), reply: req.Reply(), header: nats.Header(req.Headers()), data: req.Data(), start: time.Now()}
@@ -630,7 +630,7 @@ func (r *Runner) dispatcher(ep Endpoint) func(micro.Request) {
 		}
 		if len(j.data) > r.cfg.MaxBody {
 			r.metrics.outcome(ep, "too_large")
-			r.answerError(j.reply, Errorf(ErrTooLarge, "request body of %d bytes exceeds %d", len(j.data), r.cfg.MaxBody))
+			r.answerError(j.reply, wire.Errorf(wire.ErrTooLarge, "request body of %d bytes exceeds %d", len(j.data), r.cfg.MaxBody))
 			return
 		}
 		// A scope no attach has reached is refused here, before it takes
@@ -638,8 +638,8 @@ func (r *Runner) dispatcher(ep Endpoint) func(micro.Request) {
 		// share of the pools and creates nothing (DESIGN 3.3).
 		if _, _, sc, err := r.subjects.ParseInvocation(j.subject); err == nil {
 			if _, ok := r.view.Lookup(sc); !ok {
-				r.metrics.outcome(ep, ReasonNotAttached)
-				r.answerError(j.reply, ErrNotAttached)
+				r.metrics.outcome(ep, wire.ReasonNotAttached)
+				r.answerError(j.reply, wire.ErrNotAttached)
 				return
 			}
 		}
@@ -659,10 +659,10 @@ func (r *Runner) dispatcher(ep Endpoint) func(micro.Request) {
 		r.metrics.rejected.Inc()
 		r.metrics.outcome(ep, "rejected")
 		if res == fullScope {
-			r.answerError(j.reply, Errorf(ErrUnavailable, "this installation has %d requests in progress at %s, retry later", r.cfg.Workers+r.cfg.ScopeQueue, r.cfg.Plugin))
+			r.answerError(j.reply, wire.Errorf(wire.ErrUnavailable, "this installation has %d requests in progress at %s, retry later", r.cfg.Workers+r.cfg.ScopeQueue, r.cfg.Plugin))
 			return
 		}
-		r.answerError(j.reply, Errorf(ErrUnavailable, "%s is at capacity or stopping, retry later", r.cfg.Plugin))
+		r.answerError(j.reply, wire.Errorf(wire.ErrUnavailable, "%s is at capacity or stopping, retry later", r.cfg.Plugin))
 	}
 }
 
@@ -706,35 +706,40 @@ func (r *Runner) serve(j job) {
 
 // handle returns the reply headers, body and outcome label.
 func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Header, []byte, string) {
-	fail := func(e *Error) (nats.Header, []byte, string) {
+	fail := func(e *wire.Error) (nats.Header, []byte, string) {
 		span.SetStatus(codes.Error, e.Word)
 		span.SetAttributes(attrErrorType.String(e.Word))
-		h, b := e.encode()
+		h, b := e.Encode()
 		return h, b, e.Word
 	}
 	_, ep, subjScope, err := r.subjects.ParseInvocation(j.subject)
 	if err != nil || ep != j.ep {
-		return fail(Errorf(ErrBadRequest, "invalid scope in subject"))
+		return fail(wire.Errorf(wire.ErrBadRequest, "invalid scope in subject"))
 	}
 	span.SetAttributes(AttrScope.String(subjScope.String()))
-	req, err := DecodeRequest(j.ep, j.data)
+	req, err := wire.DecodeRequest(j.ep, j.data)
 	if err != nil {
-		return fail(Errorf(ErrBadRequest, "%s", safeEnvelopeError(err)))
+		// the refusal's Reason never quotes the body; anything else might
+		reason := "malformed request body"
+		if env := (*wire.EnvelopeError)(nil); errors.As(err, &env) {
+			reason = env.Reason
+		}
+		return fail(wire.Errorf(wire.ErrBadRequest, "%s", reason))
 	}
 	bodyScope, _ := req.Binding.Scope()
 	if bodyScope != subjScope {
-		return fail(WithReason(ErrBindingRefused, ReasonScopeMismatch, "the subject's scope differs from the body's binding"))
+		return fail(wire.WithReason(wire.ErrBindingRefused, wire.ReasonScopeMismatch, "the subject's scope differs from the body's binding"))
 	}
-	id := j.header.Get(HeaderInvocationID)
+	id := j.header.Get(wire.HeaderInvocationID)
 	if id == "" || len(id) > 256 {
-		return fail(Errorf(ErrBadRequest, "missing or oversized %s header", HeaderInvocationID))
+		return fail(wire.Errorf(wire.ErrBadRequest, "missing or oversized %s header", wire.HeaderInvocationID))
 	}
 	inv := &Invocation{Endpoint: j.ep, ID: id, Scope: subjScope, Binding: req.Binding, Config: req.Config,
 		Command: req.Command, Event: req.Event, Tool: req.Tool, Page: req.Page}
 
 	write, err := r.admit(ctx, inv)
 	if err != nil {
-		e, _ := AsError(err)
+		e, _ := wire.AsError(err)
 		if e.Code >= 500 {
 			r.log.ErrorContext(ctx, "authority check failed", "scope", subjScope.String(), "err", err)
 		}
@@ -757,15 +762,15 @@ func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Heade
 		switch {
 		case handler != nil:
 			reply, herr = r.call(ctx, handler, inv)
-		case j.ep == EndpointEvent:
-			reply = EventReply{}
+		case j.ep == wire.EndpointEvent:
+			reply = wire.EventReply{}
 		default:
-			herr = Errorf(ErrNotFound, "%s has no %s endpoint", r.cfg.Plugin, j.ep)
+			herr = wire.Errorf(wire.ErrNotFound, "%s has no %s endpoint", r.cfg.Plugin, j.ep)
 		}
 	}
 	// a newer binding must be stored before the reply claims success
 	if werr := waitWrite(write); werr != nil && herr == nil {
-		herr = fmt.Errorf("store authority: %w: %w", ErrUnavailable, werr)
+		herr = fmt.Errorf("store authority: %w: %w", wire.ErrUnavailable, werr)
 	}
 
 	keep := true
@@ -776,8 +781,8 @@ func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Heade
 	var body []byte
 	outcome := "ok"
 	if herr != nil {
-		e, wire := AsError(herr)
-		if !wire || e.Code >= 500 {
+		e, known := wire.AsError(herr)
+		if !known || e.Code >= 500 {
 			r.log.ErrorContext(ctx, "invocation failed", "scope", subjScope.String(), "endpoint", j.ep, "err", herr)
 		}
 		h, body, outcome = fail(e)
@@ -785,13 +790,13 @@ func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Heade
 		body, err = json.Marshal(reply)
 		if err != nil {
 			r.log.ErrorContext(ctx, "reply not encodable", "endpoint", j.ep, "err", err)
-			h, body, outcome = fail(&Error{Code: 500, Word: "internal", Message: "internal error"})
+			h, body, outcome = fail(&wire.Error{Code: 500, Word: "internal", Message: "internal error"})
 		} else {
 			h = nats.Header{}
-			h.Set(HeaderContentType, contentTypeJSON)
+			h.Set(wire.HeaderContentType, wire.ContentTypeJSON)
 		}
 	}
-	if dedupe && !errors.Is(herr, ErrInProgress) {
+	if dedupe && !errors.Is(herr, wire.ErrInProgress) {
 		r.settle(ctx, inv, h, body, keep)
 	}
 	return h, body, outcome
@@ -803,47 +808,10 @@ func (r *Runner) call(ctx context.Context, h Handler, inv *Invocation) (reply an
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.ErrorContext(ctx, "handler panic", "endpoint", inv.Endpoint, "panic", fmt.Sprint(p))
-			reply, err = nil, &Error{Code: 500, Word: "internal", Message: "internal error"}
+			reply, err = nil, &wire.Error{Code: 500, Word: "internal", Message: "internal error"}
 		}
 	}()
 	return h(ctx, inv)
-}
-
-// safeEnvelopeError is the caller's text for a DecodeRequest error: field
-// names and JSON positions, never a value of the body nor a Go error chain
-// ("json: cannot unmarshal ...", "binding: invalid scope: ...").
-func safeEnvelopeError(err error) string {
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		return fmt.Sprintf("malformed JSON at byte %d", syn.Offset)
-	}
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) {
-		if typ.Field == "" {
-			return "the body must be a JSON object"
-		}
-		return fmt.Sprintf("field %q has the wrong type", typ.Field)
-	}
-	switch {
-	case errors.Is(err, binding.ErrInvalidScope):
-		return "the binding's instance, workspace or installation id is not a valid token"
-	case errors.Is(err, binding.ErrInvalidBinding):
-		return "the binding is invalid (generation and revision must be >= 1, the digest printable)"
-	case errors.Is(err, settings.ErrTooLong):
-		// names the field and the cap, never the value
-		_, msg, _ := strings.Cut(err.Error(), settings.ErrTooLong.Error()+": ")
-		return msg
-	}
-	// DecodeRequest's own refusals are fixed texts after the sentinel's.
-	// DecodeRequest's own refusals and ID's are fixed texts after the
-	// sentinel's; anything else may quote the body.
-	if msg, ok := strings.CutPrefix(err.Error(), ErrEnvelope.Error()+": "); ok {
-		msg = strings.TrimPrefix(msg, "bus: ")
-		if !strings.Contains(msg, ": ") && !strings.Contains(msg, "\"") {
-			return msg
-		}
-	}
-	return "malformed request body"
 }
 
 // admit decides from the in-process view whether inv is served (DESIGN
@@ -867,12 +835,12 @@ func (r *Runner) admit(ctx context.Context, inv *Invocation) (<-chan error, erro
 			return nil, nil
 		}
 		switch reason := refuseReason(cur, inv.Binding); reason {
-		case ReasonNotAttached:
-			return nil, ErrNotAttached
-		case ReasonTooFarAhead:
-			return nil, WithReason(ErrBindingRefused, reason, "the binding is too far ahead of the installation's newest attach; its attach must be applied first")
+		case wire.ReasonNotAttached:
+			return nil, wire.ErrNotAttached
+		case wire.ReasonTooFarAhead:
+			return nil, wire.WithReason(wire.ErrBindingRefused, reason, "the binding is too far ahead of the installation's newest attach; its attach must be applied first")
 		default:
-			return nil, WithReason(ErrBindingRefused, reason, "the binding is not the installation's active one")
+			return nil, wire.WithReason(wire.ErrBindingRefused, reason, "the binding is not the installation's active one")
 		}
 	case Write:
 		// Serve at once under the new binding; the view sees it now so the
@@ -905,22 +873,22 @@ func (r *Runner) admit(ctx context.Context, inv *Invocation) (<-chan error, erro
 		}()
 		return ch, nil
 	}
-	return nil, WithReason(ErrBindingRefused, "ignored", "the binding is not the installation's active one")
+	return nil, wire.WithReason(wire.ErrBindingRefused, "ignored", "the binding is not the installation's active one")
 }
 
 // refuseReason is the reason of a refused invocation with binding b.
 func refuseReason(cur *Authority, b binding.Binding) string {
 	switch {
 	case cur == nil:
-		return ReasonNotAttached
+		return wire.ReasonNotAttached
 	case cur.State == StateRemoved:
-		return ReasonRemoved
+		return wire.ReasonRemoved
 	case b.Compare(cur.Binding) < 0:
-		return ReasonStaleBinding
+		return wire.ReasonStaleBinding
 	case b.Compare(cur.Binding) > 0:
-		return ReasonTooFarAhead
+		return wire.ReasonTooFarAhead
 	}
-	return ReasonInstallationInactive
+	return wire.ReasonInstallationInactive
 }
 
 func waitWrite(ch <-chan error) error {
@@ -930,8 +898,8 @@ func waitWrite(ch <-chan error) error {
 	return <-ch
 }
 
-func (r *Runner) answerError(reply string, e *Error) {
-	h, b := e.encode()
+func (r *Runner) answerError(reply string, e *wire.Error) {
+	h, b := e.Encode()
 	if err := r.nc.PublishMsg(&nats.Msg{Subject: reply, Header: h, Data: b}); err != nil {
 		r.log.Error("error reply not sent", "err", err)
 	}

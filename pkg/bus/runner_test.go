@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 func echoHandlers() bus.Handlers {
 	return bus.Handlers{
 		Command: func(ctx context.Context, inv *bus.Invocation) (any, error) {
-			return bus.CommandReply{Returns: []bus.Return{{Text: strings.Join(inv.Command.Params, " ")}}}, nil
+			return wire.CommandReply{Returns: []wire.Return{{Text: strings.Join(inv.Command.Params, " ")}}}, nil
 		},
 	}
 }
@@ -25,7 +26,7 @@ func TestRunnerServesCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reply bus.CommandReply
+	var reply wire.CommandReply
 	if err := json.Unmarshal(out, &reply); err != nil || len(reply.Returns) != 1 || reply.Returns[0].Text != "hello world" {
 		t.Fatalf("reply = %s, %v", out, err)
 	}
@@ -40,14 +41,14 @@ func TestRunnerUnusedEndpoints(t *testing.T) {
 	h := newHarness(t, bus.RunnerConfig{Handlers: echoHandlers()}, bus.Deps{})
 	b := bindingFor("i1", "w1", "n1", 1, 1)
 	h.install(b)
-	ev := &bus.Request{Binding: b, Event: &bus.Event{Name: "PersonMessageReceived", BotUUID: "bot"}}
-	out, err := h.invoker.Invoke(context.Background(), plugin, bus.EndpointEvent, "e1", ev)
+	ev := &wire.Request{Binding: b, Event: &wire.Event{Name: "PersonMessageReceived", BotUUID: "bot"}}
+	out, err := h.invoker.Invoke(context.Background(), plugin, wire.EndpointEvent, "e1", ev)
 	if err != nil || string(out) != `{"prevent_default":false,"prevent_postorder":false}` {
 		t.Fatalf("event on a plugin without events = %s, %v", out, err)
 	}
-	tool := &bus.Request{Binding: b, Tool: &bus.Tool{Name: "x"}}
-	_, err = h.invoker.Invoke(context.Background(), plugin, bus.EndpointTool, "t1", tool)
-	if !errors.Is(err, bus.ErrNotFound) {
+	tool := &wire.Request{Binding: b, Tool: &wire.Tool{Name: "x"}}
+	_, err = h.invoker.Invoke(context.Background(), plugin, wire.EndpointTool, "t1", tool)
+	if !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("tool on a plugin without tools = %v, want 404", err)
 	}
 }
@@ -60,8 +61,8 @@ func TestRunnerFailedAuthorityWriteIsRetried(t *testing.T) {
 	h.install(bindingFor("i1", "w1", "n1", 1, 1))
 	event := func(rev int64, id string) error {
 		b := bindingFor("i1", "w1", "n1", 1, rev)
-		_, err := h.invoker.Invoke(context.Background(), plugin, bus.EndpointEvent, id,
-			&bus.Request{Binding: b, Event: &bus.Event{Name: "PersonMessageReceived", BotUUID: "bot"}})
+		_, err := h.invoker.Invoke(context.Background(), plugin, wire.EndpointEvent, id,
+			&wire.Request{Binding: b, Event: &wire.Event{Name: "PersonMessageReceived", BotUUID: "bot"}})
 		return err
 	}
 	if err := event(1, "e1"); err != nil {
@@ -73,7 +74,7 @@ func TestRunnerFailedAuthorityWriteIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, id := range []string{"e2", "e3"} {
-		if err := event(2, id); !errors.Is(err, bus.ErrUnavailable) {
+		if err := event(2, id); !errors.Is(err, wire.ErrUnavailable) {
 			t.Fatalf("invocation %d with the unstored binding: %v, want 503", i+1, err)
 		}
 	}

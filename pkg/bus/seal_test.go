@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 func TestKeyringSealOpenRotate(t *testing.T) {
@@ -89,8 +90,8 @@ func TestSecretsNotReadableInKV(t *testing.T) {
 	}
 	// the invocation path seals too
 	b2 := bindingFor("i", "w", "n", 1, 2)
-	req := &bus.Request{Binding: b2, Config: json.RawMessage(`{"github_token":"ghp_OTHER456"}`), Command: &bus.Command{Name: "x", Params: []string{"p"}}}
-	if _, err := h.invoker.Invoke(context.Background(), plugin, bus.EndpointCommand, "seal-2", req); err != nil {
+	req := &wire.Request{Binding: b2, Config: json.RawMessage(`{"github_token":"ghp_OTHER456"}`), Command: &wire.Command{Name: "x", Params: []string{"p"}}}
+	if _, err := h.invoker.Invoke(context.Background(), plugin, wire.EndpointCommand, "seal-2", req); err != nil {
 		t.Fatal(err)
 	}
 	h.waitAuthority(bus.ScopeOf(b), func(a *bus.Authority) bool { return a.Binding == b2 })

@@ -15,6 +15,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 func TestMicroDiscovery(t *testing.T) {
@@ -61,19 +62,19 @@ func TestTraceSpansHostToServiceToHostAction(t *testing.T) {
 		if _, err := r.KV().Create(ctx, inv.Scope, "note", []byte(`{}`), "n1"); err != nil {
 			return nil, err
 		}
-		err := r.Host().SendMessage(ctx, inv.Binding, bus.SendMessage{BotUUID: "bot", TargetType: "person", TargetID: "u1", MessageChain: bus.Plain("secret chat text")}, inv.Scope.String()+":k")
-		return bus.CommandReply{}, err
+		err := r.Host().SendMessage(ctx, inv.Binding, wire.SendMessage{BotUUID: "bot", TargetType: "person", TargetID: "u1", MessageChain: wire.Plain("secret chat text")}, inv.Scope.String()+":k")
+		return wire.CommandReply{}, err
 	}}
 	h := newHarness(t, bus.RunnerConfig{Handlers: handlers}, bus.Deps{TracerProvider: tp})
 	r = h.runner
-	host := bustest.NewHost(t, h.srv.Conn(t), bus.Subjects{})
+	host := bustest.NewHost(t, h.srv.Conn(t), wire.Subjects{})
 	hostTracer := tp.Tracer("host")
 	ctx, root := hostTracer.Start(context.Background(), "host publish", trace.WithSpanKind(trace.SpanKindProducer))
-	invoker := bus.NewInvoker(h.srv.Conn(t), bus.Subjects{}, tp)
+	invoker := bus.NewInvoker(h.srv.Conn(t), wire.Subjects{}, tp)
 	b := bindingFor("i", "w", "n", 1, 1)
 	h.install(b)
-	req := &bus.Request{Binding: b, Command: &bus.Command{Name: "x", Params: []string{"secret-param"}}}
-	if _, err := invoker.Invoke(ctx, plugin, bus.EndpointCommand, "t1", req); err != nil {
+	req := &wire.Request{Binding: b, Command: &wire.Command{Name: "x", Params: []string{"secret-param"}}}
+	if _, err := invoker.Invoke(ctx, plugin, wire.EndpointCommand, "t1", req); err != nil {
 		t.Fatal(err)
 	}
 	root.End()
@@ -138,12 +139,12 @@ func hasAttr(s sdktrace.ReadOnlySpan, want attribute.KeyValue) bool {
 func TestHostRefusalMarksSuperseded(t *testing.T) {
 	var r *bus.Runner
 	handlers := bus.Handlers{Command: func(ctx context.Context, inv *bus.Invocation) (any, error) {
-		return bus.CommandReply{}, r.Host().SendMessage(ctx, inv.Binding, bus.SendMessage{BotUUID: "b", TargetType: "person", TargetID: "u"}, "k")
+		return wire.CommandReply{}, r.Host().SendMessage(ctx, inv.Binding, wire.SendMessage{BotUUID: "b", TargetType: "person", TargetID: "u"}, "k")
 	}}
 	h := newHarness(t, bus.RunnerConfig{Handlers: handlers}, bus.Deps{})
 	r = h.runner
-	host := bustest.NewHost(t, h.srv.Conn(t), bus.Subjects{})
-	host.Respond(func(bustest.HostCall) bustest.HostReply { return bustest.HostReply{Err: bus.ErrBindingRefused} })
+	host := bustest.NewHost(t, h.srv.Conn(t), wire.Subjects{})
+	host.Respond(func(bustest.HostCall) bustest.HostReply { return bustest.HostReply{Err: wire.ErrBindingRefused} })
 	b := bindingFor("i", "w", "n", 1, 1)
 	h.attach(b, true, `{}`)
 	h.waitAuthority(bus.ScopeOf(b), func(a *bus.Authority) bool { return a != nil })

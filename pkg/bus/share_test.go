@@ -13,6 +13,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // holdingHandlers serve commands of the installations in hold only when
@@ -73,7 +74,7 @@ func (hh *holdingHandlers) handlers() bus.Handlers {
 				hh.held.Add(-1)
 			}
 			hh.record("end "+name, "")
-			return bus.CommandReply{Returns: []bus.Return{{Text: "ok"}}}, nil
+			return wire.CommandReply{Returns: []wire.Return{{Text: "ok"}}}, nil
 		},
 		// every command would leave a dedupe marker: a refused one must not
 		Dedupe: func(*bus.Invocation) bool { return true },
@@ -182,12 +183,12 @@ func TestBodyBudgetRefusesAndChangesNothing(t *testing.T) {
 	bustest.EventuallyWithin(t, time.Minute, "a1 runs", func() bool { return hh.held.Load() == 1 })
 	call(a, "a2")
 	waitQueued(t, h.runner, 1, 1)
-	if _, err := h.command(a, "a3", pad); !errors.Is(err, bus.ErrUnavailable) || !strings.Contains(err.Error(), "this installation") {
+	if _, err := h.command(a, "a3", pad); !errors.Is(err, wire.ErrUnavailable) || !strings.Contains(err.Error(), "this installation") {
 		t.Fatalf("a3 over A's waiting bytes: %v, want 503 for this installation", err)
 	}
 	call(b, "b1")
 	waitQueued(t, h.runner, 2, 2)
-	if _, err := h.command(c, "c1", pad); !errors.Is(err, bus.ErrUnavailable) || !strings.Contains(err.Error(), "at capacity") {
+	if _, err := h.command(c, "c1", pad); !errors.Is(err, wire.ErrUnavailable) || !strings.Contains(err.Error(), "at capacity") {
 		t.Fatalf("c1 over the body budget: %v, want 503 at capacity", err)
 	}
 	if j, s := h.runner.Queued(); j != 2 || s != 2 {

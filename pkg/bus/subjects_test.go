@@ -6,14 +6,14 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // TestInternalShard checks the shard filter against the server's own
 // subject matching: it takes every scope's subjects of its shard, and none
 // of another shard, of another kind or of the unsharded form.
 func TestInternalShard(t *testing.T) {
-	s := bus.Subjects{Prefix: "lb"}
+	s := wire.Subjects{Prefix: "lb"}
 	a, _ := binding.ParseScope("i1.w1.n1")
 	b, _ := binding.ParseScope("i2.w-2.n_2")
 	filter := s.InternalShard("takeover", "history", "7")

@@ -11,12 +11,12 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // A tenant is one LangBot instance, or one workspace of it (DESIGN 7).
@@ -129,13 +129,13 @@ type TenantGrants struct {
 	Subscribe []string // allowed subscribe subjects
 }
 
-// TenantGrants returns what a bound tenant may do: invoke the four
+// Grants returns what a bound tenant may do under subjects s: invoke the four
 // endpoints of every plugin and publish attach (a JetStream publish whose
 // PubAck comes to its inbox) within its instance (and workspace), serve
 // its own host actions, and receive on its own inbox. No JetStream API,
 // no revoke, no other tenant's subjects; replies to the host actions it
 // received are allowed by the response permission the callout adds.
-func (s Subjects) TenantGrants(t Tenant) (TenantGrants, error) {
+func (t Tenant) Grants(s wire.Subjects) (TenantGrants, error) {
 	if err := t.Check(); err != nil {
 		return TenantGrants{}, err
 	}
@@ -147,11 +147,11 @@ func (s Subjects) TenantGrants(t Tenant) (TenantGrants, error) {
 		ws = "*"
 	}
 	var g TenantGrants
-	for _, ep := range Endpoints {
+	for _, ep := range wire.Endpoints {
 		g.Publish = append(g.Publish, s.InvocationTenant(ep, t.Instance, ws))
 	}
-	g.Publish = append(g.Publish, s.LifecycleTenant(LifecycleAttach, t.Instance, ws))
-	g.Subscribe = []string{s.HostTenant(t.Instance, ws), InboxPrefixFor(ConnConfig{User: t.Name}) + ".>"}
+	g.Publish = append(g.Publish, s.LifecycleTenant(wire.LifecycleAttach, t.Instance, ws))
+	g.Subscribe = []string{s.HostTenant(t.Instance, ws), wire.InboxPrefixFor(t.Name) + ".>"}
 	return g, nil
 }
 
@@ -331,24 +331,4 @@ func RemoveTenant(ctx context.Context, kv jetstream.KeyValue, name string) error
 		return fmt.Errorf("bus: revoke tenant: %w", err)
 	}
 	return nil
-}
-
-// packageConnPrefix starts every PackageConnName.
-const packageConnPrefix = "langbot-"
-
-// PackageConnName is the NATS client name of a LangBot package's
-// connection, "langbot-<plugin>@<scope>": it shows in the server's
-// connection list, and the first login of a claimable tenant credential
-// takes its instance from it.
-func PackageConnName(plugin string, sc binding.Scope) string {
-	return packageConnPrefix + plugin + "@" + sc.String()
-}
-
-// ParsePackageConnName returns the scope of a PackageConnName.
-func ParsePackageConnName(name string) (binding.Scope, error) {
-	i := strings.LastIndexByte(name, '@')
-	if i < 0 || !strings.HasPrefix(name, packageConnPrefix) {
-		return binding.Scope{}, fmt.Errorf("%w: %q is not a package connection name", ErrTenant, name)
-	}
-	return binding.ScopeFromTokens(strings.Split(name[i+1:], "."))
 }

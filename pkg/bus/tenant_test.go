@@ -17,6 +17,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // shippedAccounts is the deployment's accounts file: the tests run the
@@ -98,7 +99,7 @@ func (r *recorder) clean(t *testing.T) {
 func tenantConn(url, user, secret, name string, opts ...nats.Option) (*recorder, error) {
 	r := &recorder{name: user}
 	nc, err := nats.Connect(url, append([]nats.Option{nats.UserInfo(user, secret), nats.Name(name),
-		nats.CustomInboxPrefix(bus.InboxPrefixFor(bus.ConnConfig{User: user})),
+		nats.CustomInboxPrefix(wire.InboxPrefixFor(user)),
 		nats.ErrorHandler(r.onErr)}, opts...)...)
 	r.nc = nc
 	return r, err
@@ -125,7 +126,7 @@ func TestTenantCredentials(t *testing.T) {
 	kv := srv.TenantBucket(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	subj := bus.Subjects{}
+	subj := wire.Subjects{}
 
 	ta, secretA, err := bus.IssueTenant(ctx, kv, bus.IssueRequest{Instance: "inst-a"}, time.Now())
 	if err != nil {
@@ -143,12 +144,12 @@ func TestTenantCredentials(t *testing.T) {
 	scB := mustScope(t, "inst-b.ws-b.ins-b1")
 	scBOther := mustScope(t, "inst-b.ws-x.ins-b2") // B's instance, not B's workspace
 
-	a, err := tenantConn(srv.URL(), ta.Name, secretA, bus.PackageConnName("schenotify", scA))
+	a, err := tenantConn(srv.URL(), ta.Name, secretA, wire.PackageConnName("schenotify", scA))
 	if err != nil {
 		t.Fatalf("tenant A login: %v", err)
 	}
 	defer a.nc.Close()
-	b, err := tenantConn(srv.URL(), tb.Name, secretB, bus.PackageConnName("schenotify", scB))
+	b, err := tenantConn(srv.URL(), tb.Name, secretB, wire.PackageConnName("schenotify", scB))
 	if err != nil {
 		t.Fatalf("tenant B login: %v", err)
 	}
@@ -171,7 +172,7 @@ func TestTenantCredentials(t *testing.T) {
 	own := func(t *testing.T, r *recorder, sc binding.Scope) {
 		t.Helper()
 		// invoke each endpoint of its own scope
-		for _, ep := range bus.Endpoints {
+		for _, ep := range wire.Endpoints {
 			s := subj.Invocation("schenotify", ep, sc)
 			m, err := r.nc.RequestWithContext(ctx, s, []byte(`{}`))
 			if err != nil {
@@ -186,8 +187,8 @@ func TestTenantCredentials(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ack, err := js.Publish(ctx, subj.Lifecycle("schenotify", bus.LifecycleAttach, sc), []byte(`{"enabled":true}`))
-		if err != nil || ack.Stream != bus.LifecycleStream {
+		ack, err := js.Publish(ctx, subj.Lifecycle("schenotify", wire.LifecycleAttach, sc), []byte(`{"enabled":true}`))
+		if err != nil || ack.Stream != wire.LifecycleStream {
 			t.Fatalf("%s: attach %s: %+v %v", r.name, sc, ack, err)
 		}
 		// serve its host actions in the installation's queue group
@@ -201,7 +202,7 @@ func TestTenantCredentials(t *testing.T) {
 		if err := r.nc.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		m, err := svc.RequestWithContext(ctx, subj.HostAction(bus.ActionSendMessage, sc), []byte(`{}`))
+		m, err := svc.RequestWithContext(ctx, subj.HostAction(wire.ActionSendMessage, sc), []byte(`{}`))
 		if err != nil {
 			t.Fatalf("%s: host action on %s: %v", r.name, sc, err)
 		}
@@ -217,18 +218,18 @@ func TestTenantCredentials(t *testing.T) {
 	})
 
 	t.Run("A cannot reach B", func(t *testing.T) {
-		for _, ep := range bus.Endpoints {
+		for _, ep := range wire.Endpoints {
 			a.deniedPub(t, subj.Invocation("schenotify", ep, scB))
 			a.deniedPub(t, subj.Invocation("takeover", ep, scB))
 		}
-		a.deniedPub(t, subj.Lifecycle("schenotify", bus.LifecycleAttach, scB))
-		a.deniedPub(t, subj.Lifecycle("schenotify", bus.LifecycleRevoke, scA)) // no revoke, even its own
+		a.deniedPub(t, subj.Lifecycle("schenotify", wire.LifecycleAttach, scB))
+		a.deniedPub(t, subj.Lifecycle("schenotify", wire.LifecycleRevoke, scA)) // no revoke, even its own
 		a.deniedSub(t, subj.HostAll(), "")
 		a.deniedSub(t, "langbot.host.*.*.*.*", "")
-		a.deniedSub(t, subj.HostAction(bus.ActionSendMessage, scB), "")
+		a.deniedSub(t, subj.HostAction(wire.ActionSendMessage, scB), "")
 		// B's queue group, with its predictable name
 		a.deniedSub(t, subj.HostAction("*", scB), "schenotify-"+scB.Installation())
-		a.deniedSub(t, bus.InboxPrefixFor(bus.ConnConfig{User: tb.Name})+".>", "")
+		a.deniedSub(t, wire.InboxPrefixFor(tb.Name)+".>", "")
 		a.deniedSub(t, "_INBOX_schenotify.>", "")
 		a.deniedSub(t, "_INBOX.>", "")
 		a.deniedSub(t, ">", "")
@@ -244,10 +245,10 @@ func TestTenantCredentials(t *testing.T) {
 	})
 
 	t.Run("B cannot reach its instance's other workspaces", func(t *testing.T) {
-		b.deniedPub(t, subj.Invocation("schenotify", bus.EndpointCommand, scBOther))
-		b.deniedPub(t, subj.Lifecycle("schenotify", bus.LifecycleAttach, scBOther))
+		b.deniedPub(t, subj.Invocation("schenotify", wire.EndpointCommand, scBOther))
+		b.deniedPub(t, subj.Lifecycle("schenotify", wire.LifecycleAttach, scBOther))
 		b.deniedSub(t, subj.HostAction("*", scBOther), "")
-		b.deniedPub(t, subj.Invocation("schenotify", bus.EndpointCommand, scA))
+		b.deniedPub(t, subj.Invocation("schenotify", wire.EndpointCommand, scA))
 	})
 
 	t.Run("refused logins", func(t *testing.T) {
@@ -272,7 +273,7 @@ func TestTenantCredentials(t *testing.T) {
 
 	t.Run("legacy user still logs in", func(t *testing.T) {
 		nc := srv.ConnAs(t, "langbot_pkg")
-		if _, err := nc.RequestWithContext(ctx, subj.Invocation("schenotify", bus.EndpointCommand, scB), []byte(`{}`)); err != nil {
+		if _, err := nc.RequestWithContext(ctx, subj.Invocation("schenotify", wire.EndpointCommand, scB), []byte(`{}`)); err != nil {
 			t.Fatalf("langbot_pkg invoke: %v", err)
 		}
 	})
@@ -346,7 +347,7 @@ func TestTenantCredentials(t *testing.T) {
 			t.Fatalf("login after revoke: got %v, want %v", err, nats.ErrAuthorization)
 		}
 		// B is untouched.
-		if _, err := b.nc.RequestWithContext(ctx, subj.Invocation("schenotify", bus.EndpointTool, scB), []byte(`{}`)); err != nil {
+		if _, err := b.nc.RequestWithContext(ctx, subj.Invocation("schenotify", wire.EndpointTool, scB), []byte(`{}`)); err != nil {
 			t.Fatalf("B after A's revoke: %v", err)
 		}
 	})
@@ -373,7 +374,7 @@ func TestTenantClaim(t *testing.T) {
 		t.Fatalf("claim without a package name: got %v, want %v", err, nats.ErrAuthorization)
 	}
 	mine := mustScope(t, "inst-home.default.ins-1")
-	r, err := tenantConn(srv.URL(), tc.Name, secret, bus.PackageConnName("githubkit", mine))
+	r, err := tenantConn(srv.URL(), tc.Name, secret, wire.PackageConnName("githubkit", mine))
 	if err != nil {
 		t.Fatalf("first login: %v", err)
 	}
@@ -385,12 +386,12 @@ func TestTenantClaim(t *testing.T) {
 	// A second login naming another instance gets the claimed instance's
 	// grants only.
 	other := mustScope(t, "inst-other.default.ins-9")
-	r2, err := tenantConn(srv.URL(), tc.Name, secret, bus.PackageConnName("githubkit", other))
+	r2, err := tenantConn(srv.URL(), tc.Name, secret, wire.PackageConnName("githubkit", other))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r2.nc.Close()
-	r2.deniedPub(t, bus.Subjects{}.Invocation("githubkit", bus.EndpointCommand, other))
+	r2.deniedPub(t, wire.Subjects{}.Invocation("githubkit", wire.EndpointCommand, other))
 	// The set-up does not bring a first tenant back once the bucket held one.
 	if _, _, err := bus.IssueTenant(ctx, kv, bus.IssueRequest{Name: "t-again", Claim: true, IfBucketNew: true}, time.Now()); !errors.Is(err, bus.ErrTenantExists) {
 		t.Fatalf("second first tenant: got %v, want %v", err, bus.ErrTenantExists)
@@ -398,7 +399,7 @@ func TestTenantClaim(t *testing.T) {
 }
 
 func TestTenantGrants(t *testing.T) {
-	g, err := bus.Subjects{}.TenantGrants(bus.Tenant{Name: "t-x", Instance: "i1", Workspace: "w1", SecretSHA256: strings.Repeat("0", 64)})
+	g, err := bus.Tenant{Name: "t-x", Instance: "i1", Workspace: "w1", SecretSHA256: strings.Repeat("0", 64)}.Grants(wire.Subjects{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +418,7 @@ func TestTenantGrants(t *testing.T) {
 		"name not a tenant's": {Name: "host", Instance: "i", SecretSHA256: strings.Repeat("0", 64)},
 		"no hash":             {Name: "t-x", Instance: "i"},
 	} {
-		if _, err := (bus.Subjects{}).TenantGrants(bad); !errors.Is(err, bus.ErrTenant) {
+		if _, err := bad.Grants(wire.Subjects{}); !errors.Is(err, bus.ErrTenant) {
 			t.Errorf("%s: got %v, want %v", name, err, bus.ErrTenant)
 		}
 	}
@@ -453,8 +454,8 @@ func TestLegacyUserWarning(t *testing.T) {
 	}
 }
 
-func ExampleSubjects_TenantGrants() {
-	g, _ := bus.Subjects{}.TenantGrants(bus.Tenant{Name: "t-acme", Instance: "inst-1", SecretSHA256: strings.Repeat("0", 64)})
+func ExampleTenant_Grants() {
+	g, _ := bus.Tenant{Name: "t-acme", Instance: "inst-1", SecretSHA256: strings.Repeat("0", 64)}.Grants(wire.Subjects{})
 	for _, s := range g.Publish {
 		fmt.Println("publish  ", s)
 	}
@@ -469,35 +470,6 @@ func ExampleSubjects_TenantGrants() {
 	// publish   langbot.lifecycle.*.attach.inst-1.*.*
 	// subscribe langbot.host.*.inst-1.*.*
 	// subscribe _INBOX_t-acme.>
-}
-
-// FuzzPackageConnName: a name parses only into a valid scope, the one
-// written after its last "@" (an independent split), and a scope survives
-// the round trip.
-func FuzzPackageConnName(f *testing.F) {
-	f.Add("langbot-schenotify@inst-1.default.ins-9")
-	f.Add("langbot-x@a.b")
-	f.Add("langbot-a@b@c.d.e")
-	f.Add("langbot-a@c.d.e.f")
-	f.Add("nats-py@a.b.c")
-	f.Add("langbot-a@*.>.c")
-	f.Fuzz(func(t *testing.T, name string) {
-		sc, err := bus.ParsePackageConnName(name)
-		if err != nil {
-			return
-		}
-		at := strings.LastIndex(name, "@")
-		if !strings.HasPrefix(name, "langbot-") || at < 0 || name[at+1:] != sc.String() {
-			t.Fatalf("%q parsed to %s", name, sc)
-		}
-		if _, err := binding.ParseScope(sc.String()); err != nil {
-			t.Fatalf("%q parsed to an invalid scope: %v", name, err)
-		}
-		back, err := bus.ParsePackageConnName(bus.PackageConnName("githubkit", sc))
-		if err != nil || back != sc {
-			t.Fatalf("round trip of %s: %s %v", sc, back, err)
-		}
-	})
 }
 
 // TestAuthCalloutRefusals: a package that retries a refused login every

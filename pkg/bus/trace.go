@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // HeaderCarrier adapts nats.Header to the OpenTelemetry TextMapCarrier, so
@@ -124,7 +125,7 @@ func startClientSpan(ctx context.Context, name string, kind trace.SpanKind, attr
 // errorType names an error for the error.type attribute without its text,
 // which may carry key names.
 func errorType(err error) string {
-	var e *Error
+	var e *wire.Error
 	switch {
 	case errors.As(err, &e):
 		return e.Word

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // Identities a package can be built under.
@@ -165,7 +165,7 @@ func PackageConfig() []plugin.ConfigItem {
 		{Name: "nats_tls_ca", Type: "text", Default: "",
 			Label:       t("NATS TLS CA (PEM)", "NATS TLS CA 证书（PEM）"),
 			Description: t("Optional CA (PEM) of the NATS server's certificate, for tls://.", "可选，NATS 服务器证书的 CA（PEM），用于 tls://。")},
-		{Name: "subject_prefix", Type: "string", Default: bus.DefaultPrefix,
+		{Name: "subject_prefix", Type: "string", Default: wire.DefaultPrefix,
 			Label:       t("Subject prefix", "主题前缀"),
 			Description: t("First token of every NATS subject; the same as the services'.", "NATS 主题的第一段，与服务端相同。")},
 	}

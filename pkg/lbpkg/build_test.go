@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/langbot-nats/plugins/cmd/builtin"
 	"github.com/langbot-nats/plugins/pkg/lbpkg"
-	"github.com/langbot-nats/plugins/pkg/lbpkg/builtin"
 	"github.com/langbot-nats/plugins/pkg/lbpkg/runtimetest"
 	"github.com/langbot-nats/plugins/pkg/plugin"
 )

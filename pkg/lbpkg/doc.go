@@ -6,7 +6,7 @@
 //
 // Everything a package says about its plugin is generated from the
 // service's plugin.Declaration; every subject, header and error word the
-// core uses is written by the builder from pkg/bus into
+// core uses is written by the builder from pkg/wire into
 // langbot_nats/generated.json, so nothing is typed twice.
 //
 // # Layout of a package
@@ -44,5 +44,7 @@
 // Tests of the Python core live in pycore/tests and are run by this
 // package's Go tests (PK-8); they are never bundled.
 //
-// The package imports pkg/plugin, pkg/bus, pkg/binding and pkg/i18n.
+// The package imports pkg/plugin, pkg/wire, pkg/binding and pkg/i18n: the
+// protocol, not the service runtime, so a package build links no NATS
+// micro, JetStream, Prometheus or OpenTelemetry (TestArchitectureRule).
 package lbpkg

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // GeneratedFile is the file of each package in which the builder writes
@@ -26,7 +26,7 @@ const (
 	PageTimeout    = 20 * time.Second
 	EventTimeout   = 3 * time.Second
 	// HostCallTimeout bounds one runtime call of a host action; the
-	// service's own host timeout is bus.DefaultHostTimeout.
+	// service's own host timeout is wire.DefaultHostTimeout.
 	HostCallTimeout = 12 * time.Second
 	// LLMCallTimeout caps one runtime call of invoke_llm (a model may
 	// answer slowly); the service's own deadline, sent as timeout_ms,
@@ -78,7 +78,7 @@ type protocol struct {
 	Inbox          map[string]string `json:"inbox_prefix"`
 	ScopeToken     string            `json:"scope_token_pattern"`
 	// ConnName is the connection's client name: a claimable tenant
-	// credential is bound to the instance it names (bus.PackageConnName).
+	// credential is bound to the instance it names (wire.PackageConnName).
 	ConnName    string         `json:"connect_name"`
 	AttachMsgID string         `json:"attach_msg_id"`
 	ConfigKeys  []string       `json:"package_config_keys"`
@@ -106,50 +106,50 @@ func buildProtocol(configKeys []string) (protocol, error) {
 	if err != nil {
 		return protocol{}, err
 	}
-	subj := bus.Subjects{Prefix: phPrefix}
+	subj := wire.Subjects{Prefix: phPrefix}
 	words := map[string]string{}
-	for _, e := range []*bus.Error{bus.ErrBadRequest, bus.ErrBindingRefused, bus.ErrNotFound, bus.ErrConflict,
-		bus.ErrTooLarge, bus.ErrRateLimited, bus.ErrInternal, bus.ErrUnavailable} {
+	for _, e := range []*wire.Error{wire.ErrBadRequest, wire.ErrBindingRefused, wire.ErrNotFound, wire.ErrConflict,
+		wire.ErrTooLarge, wire.ErrRateLimited, wire.ErrInternal, wire.ErrUnavailable} {
 		words[fmt.Sprint(e.Code)] = e.Word
 	}
 	reasons := map[string]string{}
-	for _, r := range bus.BindingReasons() {
+	for _, r := range wire.BindingReasons() {
 		reasons[r] = r
 	}
 	endpoints := map[string]string{}
-	for _, ep := range bus.Endpoints {
+	for _, ep := range wire.Endpoints {
 		endpoints[string(ep)] = string(ep)
 	}
 	p := protocol{
-		DefaultPrefix: bus.DefaultPrefix,
+		DefaultPrefix: wire.DefaultPrefix,
 		Subjects: map[string]string{
-			"invocation": template(subj.Invocation(phPlugin, bus.Endpoint(phEndpoint), sc)),
+			"invocation": template(subj.Invocation(phPlugin, wire.Endpoint(phEndpoint), sc)),
 			"lifecycle":  template(subj.Lifecycle(phPlugin, phKind, sc)),
 			"host":       template(subj.HostAction(phAction, sc)),
 			// What a worker serves: every host action of its own scope.
 			"host_serve": strings.Replace(template(subj.HostAction(phAction, sc)), "{action}", "*", 1),
 		},
 		Endpoints:   endpoints,
-		Attach:      bus.LifecycleAttach,
-		Stream:      bus.LifecycleStream,
-		HostActions: []string{bus.ActionSendMessage, bus.ActionGetBotInfo, bus.ActionGetBots, bus.ActionInvokeLLM},
+		Attach:      wire.LifecycleAttach,
+		Stream:      wire.LifecycleStream,
+		HostActions: []string{wire.ActionSendMessage, wire.ActionGetBotInfo, wire.ActionGetBots, wire.ActionInvokeLLM},
 		Headers: map[string]string{
-			"invocation_id":   bus.HeaderInvocationID,
-			"idempotency_key": bus.HeaderIdempotencyKey,
-			"service_error":   bus.HeaderServiceError,
-			"service_code":    bus.HeaderServiceCode,
-			"content_type":    bus.HeaderContentType,
+			"invocation_id":   wire.HeaderInvocationID,
+			"idempotency_key": wire.HeaderIdempotencyKey,
+			"service_error":   wire.HeaderServiceError,
+			"service_code":    wire.HeaderServiceCode,
+			"content_type":    wire.HeaderContentType,
 			"msg_id":          "Nats-Msg-Id", // JetStream's duplicate-window header
 			"traceparent":     "traceparent", // W3C trace context
 		},
 		ErrorWords:     words,
 		BindingReasons: reasons,
 		Inbox: map[string]string{
-			"user":    template(bus.InboxPrefixFor(bus.ConnConfig{User: phUser})),
-			"default": bus.InboxPrefixFor(bus.ConnConfig{}),
+			"user":    template(wire.InboxPrefixFor(phUser)),
+			"default": wire.InboxPrefixFor(""),
 		},
 		ScopeToken:  fmt.Sprintf(`^[A-Za-z0-9_-]{1,%d}$`, binding.MaxTokenLen),
-		ConnName:    template(bus.PackageConnName(phPlugin, sc)),
+		ConnName:    template(wire.PackageConnName(phPlugin, sc)),
 		AttachMsgID: "{installation_uuid}.{runtime_revision}",
 		ConfigKeys:  configKeys,
 		Timeouts: map[string]int{
@@ -160,7 +160,7 @@ func buildProtocol(configKeys []string) (protocol, error) {
 		},
 		IdemKeys:   IdempotencyKeys,
 		Refusals:   refusalPhrases(),
-		LLMNoModel: bus.ReasonNoLLMModel,
+		LLMNoModel: wire.ReasonNoLLMModel,
 	}
 	return p, nil
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // fill fills a generated template the way the Python core does
@@ -30,16 +30,16 @@ func TestProtocolMatchesBus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := bus.Subjects{Prefix: "lb"}
+	s := wire.Subjects{Prefix: "lb"}
 	f := map[string]string{"prefix": "lb", "plugin": "schenotify", "scope": sc.String()}
-	for _, ep := range bus.Endpoints {
+	for _, ep := range wire.Endpoints {
 		f["endpoint"] = p.Endpoints[string(ep)]
 		if got, want := fill(p.Subjects["invocation"], f), s.Invocation("schenotify", ep, sc); got != want {
 			t.Errorf("invocation %s: %s, bus %s", ep, got, want)
 		}
 	}
 	f["kind"] = p.Attach
-	if got, want := fill(p.Subjects["lifecycle"], f), s.Lifecycle("schenotify", bus.LifecycleAttach, sc); got != want {
+	if got, want := fill(p.Subjects["lifecycle"], f), s.Lifecycle("schenotify", wire.LifecycleAttach, sc); got != want {
 		t.Errorf("lifecycle: %s, bus %s", got, want)
 	}
 	for _, a := range p.HostActions {
@@ -55,18 +55,18 @@ func TestProtocolMatchesBus(t *testing.T) {
 	if got := fill(p.Subjects["host_serve"], f); got != "lb.host.*."+sc.String() {
 		t.Errorf("host_serve %s", got)
 	}
-	if got := fill(p.Inbox["user"], map[string]string{"user": "pkg"}); got != bus.InboxPrefixFor(bus.ConnConfig{User: "pkg"}) {
+	if got := fill(p.Inbox["user"], map[string]string{"user": "pkg"}); got != wire.InboxPrefixFor("pkg") {
 		t.Errorf("inbox %s", got)
 	}
 	// a claimable tenant credential is bound to the instance the name holds
 	name := fill(p.ConnName, map[string]string{"plugin": "schenotify", "scope": sc.String()})
-	if parsed, err := bus.ParsePackageConnName(name); err != nil || parsed != sc {
+	if parsed, err := wire.ParsePackageConnName(name); err != nil || parsed != sc {
 		t.Errorf("connect_name %q does not parse back to %s: %v", name, sc, err)
 	}
-	if p.BindingReasons[bus.ReasonNotAttached] != bus.ErrNotAttached.Reason {
+	if p.BindingReasons[wire.ReasonNotAttached] != wire.ErrNotAttached.Reason {
 		t.Errorf("binding reasons: %v", p.BindingReasons)
 	}
-	if p.Headers["invocation_id"] != bus.HeaderInvocationID || p.ErrorWords["403"] != bus.ErrBindingRefused.Word || p.Stream != bus.LifecycleStream {
+	if p.Headers["invocation_id"] != wire.HeaderInvocationID || p.ErrorWords["403"] != wire.ErrBindingRefused.Word || p.Stream != wire.LifecycleStream {
 		t.Errorf("headers/words/stream: %v %v %s", p.Headers, p.ErrorWords, p.Stream)
 	}
 }

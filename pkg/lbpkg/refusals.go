@@ -1,6 +1,8 @@
 package lbpkg
 
-import "github.com/langbot-nats/plugins/pkg/bus"
+import (
+	"github.com/langbot-nats/plugins/pkg/wire"
+)
 
 // refusalPhrases maps each permanent-refusal reason of send_message
 // (pkg/bus Refusal*) to lower-case phrases found in the exception text a
@@ -19,18 +21,18 @@ import "github.com/langbot-nats/plugins/pkg/bus"
 // and qqofficial.py define send_message as a no-op) cannot be detected here.
 func refusalPhrases() map[string][]string {
 	return map[string][]string{
-		bus.RefusalUnsupportedTarget: {
+		wire.RefusalUnsupportedTarget: {
 			"only supports sending messages to person targets",
 			"does not support proactive",
 			"proactive message is not supported",
 			"not supported for this target",
 		},
-		bus.RefusalOutsideReplyWindow: {
+		wire.RefusalOutsideReplyWindow: {
 			"45015", "response out of time limit",
 			"45047", "out of response count limit",
 			"reply window",
 		},
-		bus.RefusalNotPermitted: {
+		wire.RefusalNotPermitted: {
 			"bot was blocked by the user", "bot was kicked", "not enough rights",
 			"have no rights to send", "user is deactivated",
 			"cannot send messages to this user", "missing permissions",

@@ -15,6 +15,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/lbpkg"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // forwarderScript runs a built package's forwarder (nats-py) with the
@@ -133,7 +134,7 @@ func TestForwarderTenantCredential(t *testing.T) {
 	if err != nil {
 		t.Fatalf("host action: %v", err)
 	}
-	if m.Header.Get(bus.HeaderServiceError) == "" && len(m.Data) == 0 {
+	if m.Header.Get(wire.HeaderServiceError) == "" && len(m.Data) == 0 {
 		t.Fatalf("host action: empty answer")
 	}
 	_ = stdin.Close()

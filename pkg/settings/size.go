@@ -18,7 +18,38 @@ const MaxStringBytes = 32 << 10
 // value.
 var ErrTooLong = errors.New("settings: string too long")
 
-// CheckSizes reports ErrTooLong when a string anywhere in raw, a JSON
+// SizeError is CheckSizes' refusal: which string is over the cap, named
+// by the top-level field that holds it, never by its value. It matches
+// ErrTooLong (errors.Is); callers that answer a client read Detail with
+// errors.As rather than cutting the error's text.
+type SizeError struct {
+	// Field is the top-level field holding the string, "" when that is
+	// not a plain name (or the string is a field name itself).
+	Field string
+	// Key reports that the string is a field name.
+	Key bool
+	// Limit is the cap in bytes.
+	Limit int
+}
+
+// Detail is the refusal without the sentinel's words, safe to show to the
+// caller: "config field notice has a string longer than 32768 bytes".
+func (e *SizeError) Detail() string {
+	switch {
+	case e.Key:
+		return fmt.Sprintf("a config field name is longer than %d bytes", e.Limit)
+	case e.Field != "":
+		return fmt.Sprintf("config field %s has a string longer than %d bytes", e.Field, e.Limit)
+	}
+	return fmt.Sprintf("a config string is longer than %d bytes", e.Limit)
+}
+
+func (e *SizeError) Error() string { return ErrTooLong.Error() + ": " + e.Detail() }
+
+// Is makes a SizeError match ErrTooLong.
+func (e *SizeError) Is(target error) bool { return target == ErrTooLong }
+
+// CheckSizes reports a *SizeError (ErrTooLong) when a string anywhere in raw, a JSON
 // value already known to be well formed, is longer than MaxStringBytes.
 // A config no longer than the cap is not scanned.
 func CheckSizes(raw []byte) error { return checkSizes(raw, MaxStringBytes) }
@@ -48,11 +79,11 @@ func checkSizes(raw []byte, limit int) error {
 			switch {
 			case j-i-1 <= limit:
 			case key:
-				return fmt.Errorf("%w: a config field name is longer than %d bytes", ErrTooLong, limit)
+				return &SizeError{Key: true, Limit: limit}
 			case plainName(field):
-				return fmt.Errorf("%w: config field %s has a string longer than %d bytes", ErrTooLong, field, limit)
+				return &SizeError{Field: field, Limit: limit}
 			default:
-				return fmt.Errorf("%w: a config string is longer than %d bytes", ErrTooLong, limit)
+				return &SizeError{Limit: limit}
 			}
 			if depth == 1 && key {
 				field = string(raw[i+1 : j])

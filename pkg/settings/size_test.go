@@ -36,3 +36,21 @@ func TestCheckSizes(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckSizesTypedError: a refusal is a *SizeError that matches
+// ErrTooLong, and its Detail is the error's text after the sentinel's, so a
+// caller answers with Detail instead of cutting the text.
+func TestCheckSizesTypedError(t *testing.T) {
+	raw := []byte(`{"notice":"` + strings.Repeat("x", settings.MaxStringBytes+1) + `"}`)
+	err := settings.CheckSizes(raw)
+	var size *settings.SizeError
+	if !errors.As(err, &size) || !errors.Is(err, settings.ErrTooLong) {
+		t.Fatalf("got %v, want a *SizeError matching ErrTooLong", err)
+	}
+	if size.Field != "notice" || size.Limit != settings.MaxStringBytes || size.Key {
+		t.Fatalf("got %+v, want field notice, limit %d", *size, settings.MaxStringBytes)
+	}
+	if want := settings.ErrTooLong.Error() + ": " + size.Detail(); err.Error() != want {
+		t.Fatalf("text %q, want %q", err.Error(), want)
+	}
+}

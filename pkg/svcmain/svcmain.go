@@ -19,7 +19,7 @@
 // and an Embedding that starts what the services connect to before them and
 // stops it after them.
 //
-// It may import pkg/bus, pkg/telemetry, the NATS client, OpenTelemetry's
+// It may import pkg/bus, pkg/wire, pkg/telemetry, the NATS client, OpenTelemetry's
 // API and Prometheus' client; never a service (each service hands it a
 // Binary) and never pkg/natsembed (an Embedding is passed in), so a
 // service binary links no NATS server.
@@ -48,6 +48,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/telemetry"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // Options are the settings every service binary takes. Each flag defaults
@@ -92,7 +93,7 @@ const AuthIssuerSeedEnv = "LANGBOT_AUTH_ISSUER_SEED"
 type Env struct {
 	Options        Options
 	Conn           *nats.Conn
-	Subjects       bus.Subjects
+	Subjects       wire.Subjects
 	Keyring        *bus.Keyring // nil when LANGBOT_STATE_KEY is empty
 	Logger         *slog.Logger
 	TracerProvider trace.TracerProvider
@@ -316,7 +317,7 @@ func registerCommon(fs *flag.FlagSet, getenv func(string) string) *Options {
 		}
 		return def
 	}
-	fs.StringVar(&o.Prefix, "prefix", env("LANGBOT_SUBJECT_PREFIX", bus.DefaultPrefix), "subject prefix (LANGBOT_SUBJECT_PREFIX)")
+	fs.StringVar(&o.Prefix, "prefix", env("LANGBOT_SUBJECT_PREFIX", wire.DefaultPrefix), "subject prefix (LANGBOT_SUBJECT_PREFIX)")
 	fs.StringVar(&o.HTTPAddr, "http", env("LANGBOT_HTTP_ADDR", ":8080"), "HTTP address for the console and webhook, and for health and metrics unless -metrics-addr is set (LANGBOT_HTTP_ADDR)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", getenv("LANGBOT_METRICS_ADDR"), "HTTP address of its own for /metrics, /healthz and /readyz; empty: served on -http (LANGBOT_METRICS_ADDR)")
 	fs.IntVar(&o.Replicas, "replicas", envInt("LANGBOT_JS_REPLICAS", 1), "replicas of the service's streams and buckets (LANGBOT_JS_REPLICAS)")
@@ -342,7 +343,7 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 		return err
 	}
 	log := telemetry.NewLogger(stderr, level, name)
-	subjects, err := bus.NewSubjects(o.Prefix)
+	subjects, err := wire.NewSubjects(o.Prefix)
 	if err != nil {
 		return err
 	}
@@ -524,7 +525,7 @@ func drainAll(ncs []*nats.Conn) {
 // startAuthCallout starts the tenant login responder on nc when the issuer
 // seed is set, and returns what stops it (after the services, before the
 // connections drain: deferred after drainAll, it runs first).
-func startAuthCallout(ctx context.Context, o Options, nc *nats.Conn, subjects bus.Subjects, log *slog.Logger, reg prometheus.Registerer) (func(), error) {
+func startAuthCallout(ctx context.Context, o Options, nc *nats.Conn, subjects wire.Subjects, log *slog.Logger, reg prometheus.Registerer) (func(), error) {
 	if o.AuthIssuerSeed == "" {
 		log.Warn("no " + AuthIssuerSeedEnv + ": this process answers no tenant logins (docs/operations.md, Tenant credentials)")
 		return func() {}, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
@@ -62,9 +63,9 @@ func TestAT10Dispatch(t *testing.T) {
 		}
 	}
 	// another command word is not ours
-	_, err := h.invoker.Invoke(context.Background(), githubkit.Plugin, bus.EndpointCommand, h.newID(),
-		&bus.Request{Binding: a.b, Config: a.config(), Command: &bus.Command{Name: "sche", Session: a.session}})
-	if !errors.Is(err, bus.ErrNotFound) {
+	_, err := h.invoker.Invoke(context.Background(), githubkit.Plugin, wire.EndpointCommand, h.newID(),
+		&wire.Request{Binding: a.b, Config: a.config(), Command: &wire.Command{Name: "sche", Session: a.session}})
+	if !errors.Is(err, wire.ErrNotFound) {
 		t.Errorf("other command: %v", err)
 	}
 }
@@ -303,7 +304,7 @@ func TestAT23Caps(t *testing.T) {
 	// 20 subscribers on one repo
 	for i := 1; i < events.MaxSubscribersRepo; i++ {
 		c := *a
-		c.session.LauncherID = bus.ID(fmt.Sprintf("chat-%d", i))
+		c.session.LauncherID = wire.ID(fmt.Sprintf("chat-%d", i))
 		h.cmd(&c, "sub o/r0")
 	}
 	c := *a
@@ -385,7 +386,7 @@ func TestAT26RetriedInvocation(t *testing.T) {
 		return len(h.keys(bus.DedupeBucket(githubkit.Plugin))) >= 2
 	})
 	_, err = h.cmdID(a, id2, "sub octocat/Hello-World push")
-	if !errors.Is(err, bus.ErrInProgress) {
+	if !errors.Is(err, wire.ErrInProgress) {
 		t.Fatalf("concurrent retry: %v", err)
 	}
 	if err := <-errc; err != nil {
@@ -404,7 +405,7 @@ func TestAT26RetriedInvocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	id3 := h.newID()
-	if _, err := h.cmdID(a, id3, "sub octocat/Hello-World"); !errors.Is(err, bus.ErrUnavailable) {
+	if _, err := h.cmdID(a, id3, "sub octocat/Hello-World"); !errors.Is(err, wire.ErrUnavailable) {
 		t.Fatalf("without the stream: %v", err)
 	}
 	h.stopAll()

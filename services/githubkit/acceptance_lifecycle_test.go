@@ -9,6 +9,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 )
 
@@ -16,7 +17,7 @@ func TestAT03RevocationPausesOnlyOwner(t *testing.T) {
 	h, a, b := twoInstalls(t)
 	h.cmd(a, "sub owner/repo-a")
 	h.cmd(b, "sub owner/repo-b")
-	h.revoke(a, a.b, bus.ReasonDisable)
+	h.revoke(a, a.b, wire.ReasonDisable)
 	h.addEvents("owner/repo-a", 101, "push_full")
 	h.addEvents("owner/repo-b", 101, "release_full")
 	h.fake.ResetRequests()
@@ -36,7 +37,7 @@ func TestAT03RevocationPausesOnlyOwner(t *testing.T) {
 	old := a.b
 	a.b.RuntimeRevision = 2
 	h.attach(a, true)
-	h.revoke(a, old, bus.ReasonUpgrade)
+	h.revoke(a, old, wire.ReasonUpgrade)
 	if st := h.authority(a.sc).State; st != bus.StateActive {
 		t.Fatalf("state after a stale revoke: %s", st)
 	}
@@ -91,7 +92,7 @@ func TestAT06Refusals(t *testing.T) {
 	h.fake.ResetRequests()
 	expect := func(name string, err error, code int) {
 		t.Helper()
-		var e *bus.Error
+		var e *wire.Error
 		if !errors.As(err, &e) || e.Code != code {
 			t.Errorf("%s: error %v, want %d", name, err, code)
 		}
@@ -103,22 +104,22 @@ func TestAT06Refusals(t *testing.T) {
 
 	// subject/body mismatch and malformed bodies
 	other := newInst(t, "other", a.cfg)
-	subj := h.subj.Invocation(githubkit.Plugin, bus.EndpointCommand, other.sc)
-	body, _ := json.Marshal(bus.Request{Binding: a.b, Config: a.config(), Command: &bus.Command{Name: "gh", Params: []string{"repo", "o/r"}}})
+	subj := h.subj.Invocation(githubkit.Plugin, wire.EndpointCommand, other.sc)
+	body, _ := json.Marshal(wire.Request{Binding: a.b, Config: a.config(), Command: &wire.Command{Name: "gh", Params: []string{"repo", "o/r"}}})
 	_, err = h.invoker.InvokeRaw(context.Background(), subj, h.newID(), body)
 	expect("scope mismatch", err, 403)
-	_, err = h.invoker.InvokeRaw(context.Background(), h.subj.Invocation(githubkit.Plugin, bus.EndpointCommand, a.sc), h.newID(), []byte(`{"config":{},"command":{"name":"gh"}}`))
+	_, err = h.invoker.InvokeRaw(context.Background(), h.subj.Invocation(githubkit.Plugin, wire.EndpointCommand, a.sc), h.newID(), []byte(`{"config":{},"command":{"name":"gh"}}`))
 	expect("missing binding", err, 400)
-	_, err = h.invoker.InvokeRaw(context.Background(), h.subj.Invocation(githubkit.Plugin, bus.EndpointCommand, a.sc), h.newID(), []byte(`{not json`))
+	_, err = h.invoker.InvokeRaw(context.Background(), h.subj.Invocation(githubkit.Plugin, wire.EndpointCommand, a.sc), h.newID(), []byte(`{not json`))
 	expect("malformed", err, 400)
 
-	h.revoke(a, a.b, bus.ReasonDisable)
+	h.revoke(a, a.b, wire.ReasonDisable)
 	before = kvValues()
 	_, err = h.cmdID(a, h.newID(), "help")
 	expect("disabled", err, 403)
 	_, err = h.cmdID(a, h.newID(), "repo octocat/Hello-World")
 	expect("disabled repo", err, 403)
-	h.revoke(a, a.b, bus.ReasonUninstall)
+	h.revoke(a, a.b, wire.ReasonUninstall)
 	before = kvValues()
 	_, err = h.cmdID(a, h.newID(), "help")
 	expect("tombstoned", err, 403)
@@ -137,13 +138,13 @@ func TestAT06Refusals(t *testing.T) {
 	// superseded with the same binding
 	c := newInst(t, "c", a.cfg)
 	h.attach(c, true)
-	h.revoke(c, c.b, bus.ReasonConfigChange)
+	h.revoke(c, c.b, wire.ReasonConfigChange)
 	_, err = h.cmdID(c, h.newID(), "help")
 	expect("superseded", err, 403)
 }
 
 func TestAT42Uninstall(t *testing.T) {
-	for _, reason := range []string{bus.ReasonUninstall, bus.ReasonWorkspaceRemoved} {
+	for _, reason := range []string{wire.ReasonUninstall, wire.ReasonWorkspaceRemoved} {
 		t.Run(reason, func(t *testing.T) {
 			h, a, b := twoInstalls(t)
 			h.cmd(a, "sub owner/repo-a")
@@ -192,8 +193,8 @@ func TestAT41TokenSealed(t *testing.T) {
 	h.cmd(a, "sub octocat/Hello-World")
 	h.addEvents("octocat/Hello-World", 100, "push_full")
 	h.fire(a, "octocat/Hello-World")
-	for _, stream := range []string{"KV_" + bus.Bucket(githubkit.Plugin), "KV_" + bus.DedupeBucket(githubkit.Plugin), githubkit.StreamName, bus.LifecycleStream} {
-		if stream == bus.LifecycleStream {
+	for _, stream := range []string{"KV_" + bus.Bucket(githubkit.Plugin), "KV_" + bus.DedupeBucket(githubkit.Plugin), githubkit.StreamName, wire.LifecycleStream} {
+		if stream == wire.LifecycleStream {
 			continue // the host's own message carries the plain config
 		}
 		st, err := h.js.Stream(context.Background(), stream)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
@@ -97,7 +98,7 @@ func TestAT39Replicas(t *testing.T) {
 		h := newHarnessOn(t, nil, nc)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := bus.EnsureLifecycleStream(ctx, h.js, bus.Subjects{}, 3); err != nil {
+		if _, err := bus.EnsureLifecycleStream(ctx, h.js, wire.Subjects{}, 3); err != nil {
 			t.Fatal(err)
 		}
 		replicas(t, h)
@@ -235,7 +236,7 @@ func TestAT44Tools(t *testing.T) {
 			t.Fatalf("tool request with %q", r.Authorization)
 		}
 	}
-	if _, err := h.tool(a, "github_nope", nil); !errors.Is(err, bus.ErrNotFound) {
+	if _, err := h.tool(a, "github_nope", nil); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("unknown tool: %v", err)
 	}
 }
@@ -266,7 +267,7 @@ func TestAT46Traces(t *testing.T) {
 	tp := trace.NewTracerProvider(trace.WithSpanProcessor(rec))
 	h := newHarness(t)
 	h.tp = tp
-	h.invoker = bustest.NewInvoker(t, bus.NewInvoker(h.nc, bus.Subjects{}, tp), h.js, h.runners)
+	h.invoker = bustest.NewInvoker(t, bus.NewInvoker(h.nc, wire.Subjects{}, tp), h.js, h.runners)
 	h.start(githubkit.Config{MinPollInterval: 1}, nil)
 	a := newInst(t, "a", h.baseConfig("en_US", "ghp_SecretTok", 1))
 	h.attach(a, true)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
@@ -43,7 +44,7 @@ func TestAT27ETag(t *testing.T) {
 	}
 	// a lagging subscriber: a failed send keeps its cursor behind head
 	h.host.Respond(func(bustest.HostCall) bustest.HostReply {
-		return bustest.HostReply{Err: bus.Errorf(bus.ErrInternal, "down")}
+		return bustest.HostReply{Err: wire.Errorf(wire.ErrInternal, "down")}
 	})
 	h.addEvents(hw, 101, "watch")
 	h.fire(a, hw)
@@ -163,7 +164,7 @@ func TestAT31AtLeastOnce(t *testing.T) {
 			return bustest.HostReply{Drop: true}
 		}
 		if failB.Load() {
-			return bustest.HostReply{Err: bus.Errorf(bus.ErrUnavailable, "down")}
+			return bustest.HostReply{Err: wire.Errorf(wire.ErrUnavailable, "down")}
 		}
 		return bustest.HostReply{}
 	})
@@ -203,7 +204,7 @@ func TestAT32StaleBinding(t *testing.T) {
 	h.addEvents(hw, 100, "watch")
 	h.cmd(a, "sub "+hw)
 	h.host.Respond(func(c bustest.HostCall) bustest.HostReply {
-		return bustest.HostReply{Err: bus.Errorf(bus.ErrBindingRefused, "stale")}
+		return bustest.HostReply{Err: wire.Errorf(wire.ErrBindingRefused, "stale")}
 	})
 	h.addEvents(hw, 101, "watch")
 	h.fire(a, hw)

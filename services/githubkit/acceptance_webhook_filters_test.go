@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
@@ -22,7 +22,7 @@ import (
 func TestWebhookFiltersAsPolled(t *testing.T) {
 	e := newHookEnv(t, githubkit.Config{})
 	refined := e.a.session
-	other := bus.Session{LauncherType: "group", LauncherID: bus.ID("session-a2"), SenderID: "u1", BotUUID: refined.BotUUID}
+	other := wire.Session{LauncherType: "group", LauncherID: wire.ID("session-a2"), SenderID: "u1", BotUUID: refined.BotUUID}
 	e.cmd(e.a, "sub "+hw+" push pr release branch:master tag:v2.* -label:wip")
 	e.cmd(e.a, "sub "+hw+" issues release", withSession(other))
 	id, secret := e.hook(hw)
@@ -76,7 +76,7 @@ func TestWebhookFiltersAsPolled(t *testing.T) {
 	// the same subscriptions in two chats of its own
 	b := newInst(t, "b", e.baseConfig("en_US", "token-b", 120))
 	e.attach(b, true)
-	bOther := bus.Session{LauncherType: "group", LauncherID: bus.ID("session-b2"), SenderID: "u1", BotUUID: b.session.BotUUID}
+	bOther := wire.Session{LauncherType: "group", LauncherID: wire.ID("session-b2"), SenderID: "u1", BotUUID: b.session.BotUUID}
 	e.cmd(b, "sub "+hw+" push pr release branch:master tag:v2.* -label:wip")
 	e.cmd(b, "sub "+hw+" issues release", withSession(bOther))
 	e.fire(b, hw) // the first poll sets the cursor
@@ -98,7 +98,7 @@ func TestWebhookFiltersAsPolled(t *testing.T) {
 	}
 	for _, c := range cases {
 		var got, want []string
-		for _, chat := range []bus.Session{b.session, bOther} {
+		for _, chat := range []wire.Session{b.session, bOther} {
 			if strings.Contains(digest[string(chat.LauncherID)], c.marker) {
 				got = append(got, string(chat.LauncherID))
 			}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 )
 
@@ -26,7 +26,7 @@ func TestWebhookDeliverySurvivesRestart(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if refuse {
-			return bustest.HostReply{Err: bus.Errorf(bus.ErrInternal, "down")}
+			return bustest.HostReply{Err: wire.Errorf(wire.ErrInternal, "down")}
 		}
 		accepted++
 		return bustest.HostReply{}

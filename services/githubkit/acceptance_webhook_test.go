@@ -18,6 +18,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
@@ -74,7 +75,7 @@ func (e *hookEnv) hook(repo string) (id, secret string) {
 // privately runs a command in the private chat of in's sender with its
 // bot: the only chat "!gh hook" shows a secret in.
 func privately(in *inst) cmdOpt {
-	return withSession(bus.Session{LauncherType: bus.LauncherPerson, LauncherID: in.session.SenderID,
+	return withSession(wire.Session{LauncherType: wire.LauncherPerson, LauncherID: in.session.SenderID,
 		SenderID: in.session.SenderID, BotUUID: in.session.BotUUID})
 }
 
@@ -522,7 +523,7 @@ func TestWebhookRetriesFailedSend(t *testing.T) {
 		defer mu.Unlock()
 		if !failed {
 			failed = true
-			return bustest.HostReply{Err: bus.Errorf(bus.ErrInternal, "down")}
+			return bustest.HostReply{Err: wire.Errorf(wire.ErrInternal, "down")}
 		}
 		return bustest.HostReply{}
 	})

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 )
 
@@ -17,11 +17,11 @@ func TestAsyncAPIDocumentsInternalSubjects(t *testing.T) {
 	documented := slices.DeleteFunc(bustest.AsyncAPIAddresses(t, "../../docs/asyncapi.json"), func(a string) bool {
 		return !strings.HasPrefix(a, "{prefix}."+githubkit.Plugin+".")
 	})
-	s := bus.Subjects{Prefix: bustest.DocPrefix}
+	s := wire.Subjects{Prefix: bustest.DocPrefix}
 	sc := bustest.DocScope(t)
 	var built []string
 	for _, kind := range []string{githubkit.KindSched, githubkit.KindPoll, githubkit.KindHook,
-		githubkit.KindReviewSched, githubkit.KindReviewFire, githubkit.KindOrgSched, githubkit.KindOrgPoll} {
+		githubkit.KindReviewSched, githubkit.KindReviewFire, githubkit.KindOrgSched, githubkit.KindOrgPoll, githubkit.KindNoiseSched, githubkit.KindNoiseFlush} {
 		subj, err := s.Internal(githubkit.Plugin, kind, sc, bustest.DocID)
 		if err != nil {
 			t.Fatal(err)

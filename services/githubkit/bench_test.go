@@ -17,6 +17,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 )
 
@@ -74,11 +75,11 @@ func BenchmarkPollScale(b *testing.B) {
 	for i := range installs {
 		in := newInst(b, fmt.Sprintf("n%04d", i), h.baseConfig("en_US", fmt.Sprintf("token-%d", i%50), 3600))
 		insts = append(insts, in)
-		if _, err := bus.PublishAttach(ctx, h.js, bus.Subjects{}, githubkit.Plugin, bus.Attach{Binding: in.b, Config: in.config(), Enabled: true}, ""); err != nil {
+		if _, err := bus.PublishAttach(ctx, h.js, wire.Subjects{}, githubkit.Plugin, wire.Attach{Binding: in.b, Config: in.config(), Enabled: true}, ""); err != nil {
 			b.Fatal(err)
 		}
 	}
-	bustest.WaitLifecycle(h.t, h.js, bus.Subjects{}, githubkit.Plugin, 10*time.Second)
+	bustest.WaitLifecycle(h.t, h.js, wire.Subjects{}, githubkit.Plugin, 10*time.Second)
 	repoName := func(i, j int) string { return fmt.Sprintf("org%d/repo%d", i%97, i*reposPer+j) }
 	for i := range installs {
 		for j := range reposPer {

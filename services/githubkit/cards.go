@@ -31,6 +31,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -106,8 +107,8 @@ type cardJob struct {
 // cardEventData is what a message event carries that cards read.
 type cardEventData struct {
 	LauncherType string          `json:"launcher_type"`
-	LauncherID   bus.ID          `json:"launcher_id"`
-	SenderID     bus.ID          `json:"sender_id"`
+	LauncherID   wire.ID         `json:"launcher_id"`
+	SenderID     wire.ID         `json:"sender_id"`
 	MessageChain json.RawMessage `json:"message_chain"`
 	MessageEvent *struct {
 		MessageChain json.RawMessage `json:"message_chain"`
@@ -331,8 +332,8 @@ func (c *cards) card(ctx context.Context, j *cardJob) string {
 	text := events.ChatSafe(strings.Join(parts, "\n\n"))
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
 	defer cancel()
-	err = s.runner.Host().SendMessage(sctx, j.b, bus.SendMessage{BotUUID: j.chat.BotUUID, TargetType: j.chat.TargetType,
-		TargetID: j.chat.TargetID, MessageChain: bus.Plain(text)}, j.idem)
+	err = s.runner.Host().SendMessage(sctx, j.b, wire.SendMessage{BotUUID: j.chat.BotUUID, TargetType: j.chat.TargetType,
+		TargetID: j.chat.TargetID, MessageChain: wire.Plain(text)}, j.idem)
 	if err != nil {
 		return cardFailed
 	}
@@ -421,7 +422,7 @@ func (c *cards) fetch(ctx context.Context, t ghclient.Target, l events.Link) (ca
 		if err != nil || is == nil {
 			return f, err
 		}
-		f.Number, f.IsPR, f.State = is.GetNumber(), is.PullRequestLinks != nil, events.IssueState(is)
+		f.Number, f.IsPR, f.State = is.GetNumber(), events.IsPullRequest(is), events.IssueState(is)
 		if f.IsPR && f.State == "open" && is.GetDraft() {
 			f.State = "draft"
 		}

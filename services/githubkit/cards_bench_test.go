@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/busbench"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 )
 
@@ -29,8 +29,8 @@ func BenchmarkCardEvent(b *testing.B) {
 		i := n.Add(1)
 		data, _ := json.Marshal(map[string]any{"launcher_type": "group", "launcher_id": fmt.Sprint("g", i%100), "sender_id": "u1",
 			"message_chain": []map[string]any{{"type": "Plain", "text": "see https://github.com/octocat/Hello-World/issues/1347 please"}}})
-		req := &bus.Request{Binding: in.b, Config: in.config(), Event: &bus.Event{Name: githubkit.EventGroupMessage, BotUUID: "bot-1", Data: data}}
-		_, err := h.invoker.Invoke(context.Background(), githubkit.Plugin, bus.EndpointEvent, fmt.Sprint("inv-", i), req)
+		req := &wire.Request{Binding: in.b, Config: in.config(), Event: &wire.Event{Name: githubkit.EventGroupMessage, BotUUID: "bot-1", Data: data}}
+		_, err := h.invoker.Invoke(context.Background(), githubkit.Plugin, wire.EndpointEvent, fmt.Sprint("inv-", i), req)
 		return err
 	}
 	b.ResetTimer()

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
@@ -33,7 +33,7 @@ type chatMsg struct {
 
 // event sends a GroupMessageReceived for m as installation in and returns
 // the event reply.
-func (h *harness) event(in *inst, m chatMsg) bus.EventReply {
+func (h *harness) event(in *inst, m chatMsg) wire.EventReply {
 	h.t.Helper()
 	if m.bot == "" {
 		m.bot = in.session.BotUUID
@@ -43,15 +43,15 @@ func (h *harness) event(in *inst, m chatMsg) bus.EventReply {
 		"message_chain": []map[string]any{{"type": "Source", "id": 1, "time": 0}, {"type": "Plain", "text": m.text}},
 	})
 	id := h.newID()
-	req := &bus.Request{Binding: in.b, Config: in.config(), Event: &bus.Event{Name: githubkit.EventGroupMessage, BotUUID: m.bot,
-		Data: data, QueryUUID: bus.ID("q-" + id)}}
+	req := &wire.Request{Binding: in.b, Config: in.config(), Event: &wire.Event{Name: githubkit.EventGroupMessage, BotUUID: m.bot,
+		Data: data, QueryUUID: wire.ID("q-" + id)}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	raw, err := h.invoker.Invoke(ctx, githubkit.Plugin, bus.EndpointEvent, id, req)
+	raw, err := h.invoker.Invoke(ctx, githubkit.Plugin, wire.EndpointEvent, id, req)
 	if err != nil {
 		h.t.Fatalf("event: %v", err)
 	}
-	var rep bus.EventReply
+	var rep wire.EventReply
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		h.t.Fatalf("event reply %s: %v", raw, err)
 	}
@@ -135,8 +135,8 @@ func TestLinkCardsOneMessagePerChatMessage(t *testing.T) {
 func TestLinkCardsSkip(t *testing.T) {
 	h := newHarness(t)
 	h.host.Respond(func(c bustest.HostCall) bustest.HostReply {
-		if c.Action == bus.ActionGetBotInfo {
-			return bustest.HostReply{Data: map[string]any{"bot": bus.BotInfo{UUID: "bot-a", Name: "Bot", Adapter: "test",
+		if c.Action == wire.ActionGetBotInfo {
+			return bustest.HostReply{Data: map[string]any{"bot": wire.BotInfo{UUID: "bot-a", Name: "Bot", Adapter: "test",
 				AdapterRuntimeValues: map[string]any{"bot_account_id": 10001}}}}
 		}
 		return bustest.HostReply{}

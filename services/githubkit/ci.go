@@ -10,6 +10,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -32,6 +33,9 @@ type CIState struct {
 	// Seen are the run attempts ("id.attempt") already handled, oldest
 	// first, the newest ciSeenKept kept.
 	Seen []string `json:"seen"`
+	// Last is each workflow and branch's last conclusion, the newest
+	// ciOutcomesKept (ci_fixed.go).
+	Last []RunOutcome `json:"last,omitempty"`
 }
 
 // ciWanted reports whether any subscriber of r asked for CI alerts.
@@ -90,7 +94,14 @@ func (p *pollRun) pollCI(ctx context.Context) {
 		fresh = append(fresh, run)
 	}
 	if primed && len(fresh) > 0 {
-		p.sendCI(ctx, r, fresh)
+		// which fresh runs fixed a failure, oldest first, on a copy of the
+		// outcomes; the write below records them
+		st := CIState{Last: slices.Clone(r.CI.Last)}
+		fixed := map[string]bool{}
+		for _, run := range fresh {
+			fixed[run.Key()] = st.noteRun(run)
+		}
+		p.sendCI(ctx, r, fresh, fixed)
 	}
 	since := p.now.UTC().Truncate(time.Second)
 	_, _, err = updateRecord(ctx, p.s.runner.KV(), p.sc, p.key, func(c *RepoRecord) (*RepoRecord, error) {
@@ -110,6 +121,9 @@ func (p *pollRun) pollCI(ctx context.Context) {
 		if n := len(c.CI.Seen); n > ciSeenKept {
 			c.CI.Seen = slices.Clone(c.CI.Seen[n-ciSeenKept:])
 		}
+		for i := len(page.Runs) - 1; i >= 0; i-- {
+			c.CI.noteRun(page.Runs[i])
+		}
 		return c, nil
 	})
 	if err != nil {
@@ -120,17 +134,13 @@ func (p *pollRun) pollCI(ctx context.Context) {
 // sendCI sends each subscriber that asked for CI the runs it wants; the
 // idempotency key names the run attempt, so a retried poll is not pushed
 // twice.
-func (p *pollRun) sendCI(ctx context.Context, r *RepoRecord, runs []ghclient.WorkflowRun) {
+func (p *pollRun) sendCI(ctx context.Context, r *RepoRecord, runs []ghclient.WorkflowRun, fixed map[string]bool) {
 	x := p.s.texts(p.st.Language)
 	for _, sub := range r.Subscribers {
-		on, all := events.WantsCI(sub.Kinds)
-		if !on {
-			continue
-		}
 		var lines, keys []string
 		for _, run := range runs {
-			if ciAllows(all, sub, run) {
-				lines = append(lines, x.CILine(run))
+			if line, ok := ciLine(x, sub, run, fixed[run.Key()]); ok {
+				lines = append(lines, line)
 				keys = append(keys, run.Key())
 			}
 		}
@@ -141,15 +151,18 @@ func (p *pollRun) sendCI(ctx context.Context, r *RepoRecord, runs []ghclient.Wor
 			lines, keys = lines[len(lines)-n:], keys[len(keys)-n:]
 		}
 		idem := ciIdem(p.sc, p.key, sub, keys)
+		if held, err := p.s.noise.hold(ctx, p.sc, sub.Identity, func() *time.Location { return p.st.Zone }, r.FullName, strings.Join(lines, "\n"), idem, len(lines)); err != nil || held {
+			continue
+		}
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
-		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
+		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, wire.SendMessage{
 			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID,
-			MessageChain: bus.Plain(x.PushMessage(r.FullName, lines, 0)),
+			MessageChain: wire.Plain(x.PushMessage(r.FullName, lines, 0)),
 		}, idem)
 		cancel()
 		if err != nil {
 			p.s.metrics.push.WithLabelValues("failed").Inc()
-			if errors.Is(err, bus.ErrBindingRefused) {
+			if errors.Is(err, wire.ErrBindingRefused) {
 				return
 			}
 			continue
@@ -159,10 +172,13 @@ func (p *pollRun) sendCI(ctx context.Context, r *RepoRecord, runs []ghclient.Wor
 }
 
 // ciAllows reports whether a subscriber with CI alerts on (all: ci_all)
-// wants an alert for run: a failure, or any run with ci_all, on a branch
-// its refinements allow. The poller and the webhook consumer share it.
+// wants an alert for run: one its refinements allow (branch:, workflow:,
+// actor:, -actor:), of a conclusion it named (conclusion:), else a
+// failure, or any run with ci_all. The poller and the webhook consumer
+// share it.
 func ciAllows(all bool, sub *Subscriber, run ghclient.WorkflowRun) bool {
-	return (all || run.Failed()) && sub.Refine.AllowsBranch(run.HeadBranch)
+	pass, byConclusion := sub.Refine.AllowsRun(run)
+	return pass && (byConclusion || all || run.Failed())
 }
 
 // ciIdem is the idempotency key of one CI alert message carrying the run
@@ -185,12 +201,12 @@ func pushIdem(sc binding.Scope, repoKey string, sub *Subscriber, what ...string)
 // It reports false when the poller or another delivery has it (own: this
 // recording claimed it on an earlier attempt, which is ours to retry), or
 // when it finished before CI alerts were turned on. A record without CI
-// state gets it, since when at.
-func (s *shared) claimRun(ctx context.Context, sc binding.Scope, key string, run ghclient.WorkflowRun, at time.Time, own bool) (bool, error) {
+// state gets it, since when at. fixed reports that the run fixed a
+// failure of its workflow and branch (noteRun, in the same write).
+func (s *shared) claimRun(ctx context.Context, sc binding.Scope, key string, run ghclient.WorkflowRun, at time.Time, own bool) (mine, fixed bool, err error) {
 	k := run.Key()
-	mine := false
-	_, _, err := updateRecord(ctx, s.runner.KV(), sc, key, func(c *RepoRecord) (*RepoRecord, error) {
-		mine = false
+	_, _, err = updateRecord(ctx, s.runner.KV(), sc, key, func(c *RepoRecord) (*RepoRecord, error) {
+		mine, fixed = false, false
 		switch {
 		case c == nil:
 			return nil, bus.ErrNoChange
@@ -207,8 +223,9 @@ func (s *shared) claimRun(ctx context.Context, sc binding.Scope, key string, run
 		if n := len(c.CI.Seen); n > ciSeenKept {
 			c.CI.Seen = slices.Clone(c.CI.Seen[n-ciSeenKept:])
 		}
+		fixed = c.CI.noteRun(run)
 		mine = true
 		return c, nil
 	})
-	return mine, err
+	return mine, fixed, err
 }

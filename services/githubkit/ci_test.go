@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
@@ -78,9 +78,11 @@ func TestCIAlerts(t *testing.T) {
 		t.Fatal("an unchanged poll wrote or sent")
 	}
 
-	// a new failure on main, a success on main and a failure on another branch
+	// a new failure on main, a success of another workflow on main (a
+	// success of CI would be the "fixed again" line, TestCIFixedAgain) and
+	// a failure on another branch
 	runs := []fakegithub.WorkflowRun{failedRun(9001, "main", "failure"), failedRun(9002, "main", "failure"),
-		failedRun(9003, "main", "success"), failedRun(9004, "feature/x", "timed_out")}
+		otherWorkflow(failedRun(9003, "main", "success")), failedRun(9004, "feature/x", "timed_out")}
 	h.fake.SetRuns(hw, runs...)
 	h.fire(a, hw)
 	sends := h.sends()
@@ -109,7 +111,8 @@ func TestCIAlerts(t *testing.T) {
 		t.Fatalf("%d sends", len(sends))
 	}
 	text = sends[1].SendMessage().MessageChain[0].Text
-	if !strings.Contains(text, "CI #2 passed on main") || !strings.Contains(text, "CI #5 was cancelled on feature/x") || strings.Contains(text, "#3") {
+	// the re-run passed after the failure of #2: "fixed again"
+	if !strings.Contains(text, "CI is fixed again on main: #2 passed") || !strings.Contains(text, "CI #5 was cancelled on feature/x") || strings.Contains(text, "#3") {
 		t.Fatalf("ci_all alert %q", text)
 	}
 	if got := h.cmd(a, "subs"); !strings.Contains(got, "(ci_all)") {
@@ -136,7 +139,7 @@ func TestCIAlertTexts(t *testing.T) {
 // alerted once whichever of the delivery and the poll sees it first.
 func TestCIAlertsFromWebhook(t *testing.T) {
 	e := newHookEnv(t, githubkit.Config{})
-	other := bus.Session{LauncherType: "group", LauncherID: bus.ID("session-a2"), SenderID: "u1", BotUUID: e.a.session.BotUUID}
+	other := wire.Session{LauncherType: "group", LauncherID: wire.ID("session-a2"), SenderID: "u1", BotUUID: e.a.session.BotUUID}
 	e.addEvents(hw, 100, "watch")
 	e.fake.SetRuns(hw, failedRun(9001, "main", "failure"))
 	e.cmd(e.a, "sub "+hw+" ci branch:main")
@@ -161,7 +164,7 @@ func TestCIAlertsFromWebhook(t *testing.T) {
 	}
 	// filtered as a poll filters: a success (ci, not ci_all), another
 	// branch; a run still in progress is not recorded at all
-	for i, run := range []fakegithub.WorkflowRun{failedRun(9003, "main", "success"), failedRun(9004, "feature/x", "failure")} {
+	for i, run := range []fakegithub.WorkflowRun{otherWorkflow(failedRun(9003, "main", "success")), failedRun(9004, "feature/x", "failure")} {
 		if code, why := post(fmt.Sprintf("ci-f%d", i), run); code != http.StatusAccepted {
 			t.Fatalf("delivery %d: %d %s", run.ID, code, why)
 		}
@@ -177,14 +180,14 @@ func TestCIAlertsFromWebhook(t *testing.T) {
 	}
 	// the poll then lists the runs: nothing alerted twice
 	e.fake.SetRuns(hw, failedRun(9001, "main", "failure"), failedRun(9002, "main", "failure"),
-		failedRun(9003, "main", "success"), failedRun(9004, "feature/x", "failure"))
+		otherWorkflow(failedRun(9003, "main", "success")), failedRun(9004, "feature/x", "failure"))
 	e.fire(e.a, hw)
 	if n := len(e.sends()); n != 1 {
 		t.Fatalf("the poll alerted the delivered run again: %d sends", n)
 	}
 	// the poll first, then the delivery of the same run: alerted once
 	e.fake.SetRuns(hw, failedRun(9001, "main", "failure"), failedRun(9002, "main", "failure"),
-		failedRun(9003, "main", "success"), failedRun(9004, "feature/x", "failure"), failedRun(9005, "main", "timed_out"))
+		otherWorkflow(failedRun(9003, "main", "success")), failedRun(9004, "feature/x", "failure"), failedRun(9005, "main", "timed_out"))
 	e.fire(e.a, hw)
 	if n := len(e.sends()); n != 2 {
 		t.Fatalf("the poll did not alert the new run: %d sends", n)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -32,15 +33,15 @@ func dedupes(inv *bus.Invocation) bool {
 
 // errStore is the protocol error of a state-store or schedule failure
 // during a command (spec §3.4): 503, with the cause kept for the runner's
-// log (the wire carries only the *bus.Error's message).
+// log (the wire carries only the *wire.Error's message).
 func errStore(err error) error {
-	return fmt.Errorf("%w: %w", bus.Errorf(bus.ErrUnavailable, "githubkit state store unavailable"), err)
+	return fmt.Errorf("%w: %w", wire.Errorf(wire.ErrUnavailable, "githubkit state store unavailable"), err)
 }
 
 // identity is the subscriber identity of the invoking chat (spec §3.6).
-func identity(c *bus.Command) (Identity, bool) {
+func identity(c *wire.Command) (Identity, bool) {
 	id := Identity{BotUUID: strings.TrimSpace(c.Session.BotUUID), TargetType: c.Session.LauncherType, TargetID: c.Session.LauncherID.String()}
-	ok := id.BotUUID != "" && id.TargetID != "" && (id.TargetType == bus.LauncherPerson || id.TargetType == bus.LauncherGroup)
+	ok := id.BotUUID != "" && id.TargetID != "" && (id.TargetType == wire.LauncherPerson || id.TargetType == wire.LauncherGroup)
 	return id, ok
 }
 

@@ -22,11 +22,13 @@
 //   - parts, each holding shared (config, runner, clock, logger, tracer,
 //     catalogue, subjects, metrics) and what it alone uses:
 //     poller (poll.go: pollRun, one method per step of spec §7.2; ci.go:
-//     the Actions step), webhooks (webhook_cmd.go: "gh hook";
+//     the Actions step; ci_fixed.go: the "fixed again" line), webhooks (webhook_cmd.go: "gh hook";
 //     webhook_verify.go: signature and mapping; webhook_http.go: the
 //     receiver; webhook_consume.go: the hook consumer; pushbudget.go),
 //     subscriptions (commands.go: sub, unsub, subs; lifecycle.go),
-//     cards (cards*.go: link cards, a bus.Part), and issue 30's parts:
+//     cards (cards*.go: link cards, a bus.Part), noise (noise.go: quiet
+//     hours and digests hold pushes per chat, a summary when a one-shot
+//     schedule fires; noise_cmd.go: "gh quiet", "gh digest"), and:
 //     reviewReminders (reviews.go: "gh reviews", per-minute slots
 //     <scope>.rslot.<HHMM> fired by "@at" schedules, one pulls request per
 //     repository per fire), personal (personal.go: "gh me", links
@@ -76,7 +78,7 @@
 //
 // # Imports
 //
-// This package may import pkg/bus, pkg/binding, pkg/httpserve, pkg/i18n,
+// This package may import pkg/bus, pkg/wire, pkg/binding, pkg/httpserve, pkg/i18n,
 // pkg/plugin, pkg/settings, pkg/svcmain, its own ghclient and events,
 // go-github, the NATS client, OpenTelemetry's API and Prometheus' client;
 // no other service. ghclient, events and fakegithub never import it.

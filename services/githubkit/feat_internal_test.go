@@ -51,12 +51,12 @@ func TestFeatGolden(t *testing.T) {
 
 func TestParseReviewTime(t *testing.T) {
 	for in, want := range map[string]int{"9:30": 570, "09:30": 570, "0:00": 0, "23:59": 1439, "9：05": 545} {
-		if got, ok := ParseReviewTime(in); !ok || got != want {
+		if got, ok := parseReviewTime(in); !ok || got != want {
 			t.Errorf("%q: %d %v, want %d", in, got, ok, want)
 		}
 	}
 	for _, in := range []string{"", "9", "24:00", "9:60", "9:5", "930", "-1:30", "+9:30", "9:30pm", "a:bc"} {
-		if got, ok := ParseReviewTime(in); ok {
+		if got, ok := parseReviewTime(in); ok {
 			t.Errorf("%q accepted as %d", in, got)
 		}
 	}
@@ -70,20 +70,20 @@ func TestNextReviewTime(t *testing.T) {
 		t.Skip("no tzdata")
 	}
 	fri := time.Date(2027, 3, 12, 10, 0, 0, 0, ny)
-	if got := NextReviewTime(fri, ny, 570, true); got.Format(time.RFC3339) != "2027-03-15T09:30:00-04:00" {
+	if got := nextReviewTime(fri, ny, 570, true); got.Format(time.RFC3339) != "2027-03-15T09:30:00-04:00" {
 		t.Errorf("weekdays after Friday 10:00: %s", got)
 	}
-	if got := NextReviewTime(fri, ny, 570, false); got.Format(time.RFC3339) != "2027-03-13T09:30:00-05:00" {
+	if got := nextReviewTime(fri, ny, 570, false); got.Format(time.RFC3339) != "2027-03-13T09:30:00-05:00" {
 		t.Errorf("daily after Friday 10:00: %s", got)
 	}
 	// 02:30 does not exist on 14 March 2027 in New York
 	sat := time.Date(2027, 3, 13, 12, 0, 0, 0, ny)
-	if got := NextReviewTime(sat, ny, 150, false); got.Format(time.RFC3339) != "2027-03-14T03:30:00-04:00" {
+	if got := nextReviewTime(sat, ny, 150, false); got.Format(time.RFC3339) != "2027-03-14T03:30:00-04:00" {
 		t.Errorf("skipped 02:30: %s", got)
 	}
 	// exactly at the time: the next one
 	at := time.Date(2027, 3, 10, 9, 30, 0, 0, ny)
-	if got := NextReviewTime(at, ny, 570, false); !got.Equal(at.AddDate(0, 0, 1)) {
+	if got := nextReviewTime(at, ny, 570, false); !got.Equal(at.AddDate(0, 0, 1)) {
 		t.Errorf("at the time: %s", got)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
@@ -190,7 +190,7 @@ func TestReviewRemindersCost(t *testing.T) {
 	const chats = 20 // events.MaxSubscribersRepo: every chat follows every repository
 	for i := range chats {
 		s := a.session
-		s.LauncherID = bus.ID(fmt.Sprintf("group-%d", i))
+		s.LauncherID = wire.ID(fmt.Sprintf("group-%d", i))
 		for _, r := range repos {
 			h.cmd(a, "sub "+r, withSession(s))
 		}
@@ -259,8 +259,8 @@ func TestPersonalNotifications(t *testing.T) {
 	h.cmd(a, "sub team/app")   // the group follows team/app only
 	h.cmd(a, "sub team/other") // ... and team/other, unsubscribed below
 	h.cmd(a, "unsub team/other")
-	alice := bus.Session{LauncherType: "person", LauncherID: "alice-qq", SenderID: "alice-qq", BotUUID: a.session.BotUUID}
-	mallory := bus.Session{LauncherType: "person", LauncherID: "mallory-qq", SenderID: "mallory-qq", BotUUID: a.session.BotUUID}
+	alice := wire.Session{LauncherType: "person", LauncherID: "alice-qq", SenderID: "alice-qq", BotUUID: a.session.BotUUID}
+	mallory := wire.Session{LauncherType: "person", LauncherID: "mallory-qq", SenderID: "mallory-qq", BotUUID: a.session.BotUUID}
 	if got := h.cmd(a, "me alice-gh"); !strings.Contains(got, "private chat") {
 		t.Fatalf("me in a group: %q", got)
 	}
@@ -436,7 +436,7 @@ func TestOrgSubscriptionWebhook(t *testing.T) {
 	if got := e.cmd(e.a, "sub acme"); !strings.Contains(got, "organisation acme") {
 		t.Fatalf("sub: %q", got)
 	}
-	alice := bus.Session{LauncherType: "person", LauncherID: "alice-qq", SenderID: "alice-qq", BotUUID: e.a.session.BotUUID}
+	alice := wire.Session{LauncherType: "person", LauncherID: "alice-qq", SenderID: "alice-qq", BotUUID: e.a.session.BotUUID}
 	e.cmd(e.a, "me alice-gh", withSession(alice))
 	key := githubkit.OrgKey("acme")
 	poll := e.featSubject(e.a, githubkit.KindOrgPoll, key)
@@ -522,7 +522,7 @@ func TestFeatSchedulesFollowConfig(t *testing.T) {
 		at, _ := h.scheduledAt(sched)
 		return at.Format(time.RFC3339) == "2027-06-01T08:30:00Z" && h.schedule2(osched) == "@every 5m0s"
 	})
-	h.revoke(a, a.b, bus.ReasonUninstall)
+	h.revoke(a, a.b, wire.ReasonUninstall)
 	bustest.Eventually(t, "cancelled", func() bool {
 		_, ok := h.scheduledAt(sched)
 		return !ok && h.schedule2(osched) == ""
@@ -545,8 +545,8 @@ func TestAISummary(t *testing.T) {
 	const secretWords = "the-private-discussion-words"
 	h.fake.SetComments(hw, 1347, fakegithub.Comment{Author: "bob", Body: "I can reproduce it. " + secretWords},
 		fakegithub.Comment{Author: "carol", Body: "Fixed in #1350?"})
-	h.host.AnswerLLM(func(req bus.InvokeLLM) bustest.HostReply {
-		return bustest.HostReply{Data: bus.LLMAnswer{Text: "A crash on the second run; a fix is proposed.", Model: "m"}}
+	h.host.AnswerLLM(func(req wire.InvokeLLM) bustest.HostReply {
+		return bustest.HostReply{Data: wire.LLMAnswer{Text: "A crash on the second run; a fix is proposed.", Model: "m"}}
 	})
 	got := h.cmd(a, "summary "+hw+"#1347")
 	if !strings.Contains(got, "AI summary of "+hw+"#1347 Found a bug") || !strings.Contains(got, "a fix is proposed") ||
@@ -555,7 +555,7 @@ func TestAISummary(t *testing.T) {
 	}
 	var calls []bustest.HostCall
 	for _, c := range h.host.Calls() {
-		if c.Action == bus.ActionInvokeLLM {
+		if c.Action == wire.ActionInvokeLLM {
 			calls = append(calls, c)
 		}
 	}
@@ -563,7 +563,7 @@ func TestAISummary(t *testing.T) {
 		t.Fatalf("%d LLM calls", len(calls))
 	}
 	req := calls[0].InvokeLLM()
-	if len(req.Messages) != 2 || req.Messages[0].Role != bus.RoleSystem || !strings.Contains(req.Messages[0].Content, "English") {
+	if len(req.Messages) != 2 || req.Messages[0].Role != wire.RoleSystem || !strings.Contains(req.Messages[0].Content, "English") {
 		t.Fatalf("LLM request %+v", req)
 	}
 	in := req.Messages[1].Content
@@ -583,8 +583,8 @@ func TestAISummary(t *testing.T) {
 	}
 	// the next day starts again; a failing LLM and no model answer clearly
 	h.clock.Set(time.Date(2027, 6, 2, 12, 0, 0, 0, time.UTC))
-	h.host.AnswerLLM(func(bus.InvokeLLM) bustest.HostReply {
-		return bustest.HostReply{Err: bus.Errorf(bus.ErrInternal, "model down")}
+	h.host.AnswerLLM(func(wire.InvokeLLM) bustest.HostReply {
+		return bustest.HostReply{Err: wire.Errorf(wire.ErrInternal, "model down")}
 	})
 	if got := h.cmd(a, "summary "+hw+"#1347"); !strings.Contains(got, "could not be written") {
 		t.Fatalf("failing LLM: %q", got)
@@ -609,7 +609,7 @@ func TestAISummary(t *testing.T) {
 		t.Fatalf("off: %q", got)
 	}
 	for _, c := range h.host.Calls()[before:] {
-		if c.Action == bus.ActionInvokeLLM {
+		if c.Action == wire.ActionInvokeLLM {
 			t.Fatal("the LLM was asked with summaries off")
 		}
 	}

@@ -74,7 +74,7 @@ var commandCases = []struct {
 	{"issues", "issues octocat/Hello-World", nil},
 	{"issues_closed", "issues octocat/Hello-World closed", nil},
 	{"issues_none", "issues octocat/Hello-World", func(f *fakegithub.Server) {
-		f.SetResponse("/repos/octocat/Hello-World/issues", 200, `[{"number":9,"title":"only a PR","pull_request":{}}]`)
+		f.SetResponse("/repos/octocat/Hello-World/issues", 200, `[{"number":9,"title":"only a PR","pull_request":{"url":"https://api.github.com/repos/octocat/Hello-World/pulls/9","html_url":"https://github.com/octocat/Hello-World/pull/9"}}]`)
 	}},
 	{"issues_usage", "issues", nil},
 	{"prs", "prs octocat/Hello-World all", nil},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -26,7 +27,7 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	ctx = ghclient.WithInstallation(ctx, inv.Scope.String())
 	cmd := inv.Command
 	if !strings.EqualFold(cmd.Name, CommandWord) {
-		return nil, bus.Errorf(bus.ErrNotFound, "githubkit serves only the gh command")
+		return nil, wire.Errorf(wire.ErrNotFound, "githubkit serves only the gh command")
 	}
 	st, _ := s.settings(inv.Config)
 	x := s.texts(st.Language)
@@ -72,6 +73,10 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		text, err = s.wh.hookCommand(ctx, inv, st, x, p, prefix)
 	case events.SubCards:
 		text, err = s.cards.command(ctx, inv, st, x, p, prefix)
+	case events.SubQuiet:
+		text, err = s.noise.quietCommand(ctx, inv, st, x, p, prefix)
+	case events.SubDigest:
+		text, err = s.noise.digestCommand(ctx, inv, st, x, p, prefix)
 	default:
 		text = x.queryCommand(ctx, s.gh, st, p, prefix)
 		if p.Sub == events.SubHelp && s.cfg.WebhookURL != "" {
@@ -85,7 +90,7 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 		span.SetStatus(codes.Error, "command failed")
 		return nil, err
 	}
-	return bus.CommandReply{Returns: []bus.Return{{Text: text}}}, nil
+	return wire.CommandReply{Returns: []wire.Return{{Text: text}}}, nil
 }
 
 func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, error) {
@@ -96,15 +101,15 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 	defer span.End()
 	res, err := runTool(ctx, s.gh, st, inv.Tool.Name, inv.Tool.Parameters)
 	if errors.Is(err, errUnknownTool) {
-		return nil, bus.Errorf(bus.ErrNotFound, "githubkit has no such tool")
+		return nil, wire.Errorf(wire.ErrNotFound, "githubkit has no such tool")
 	}
-	return bus.ToolReply{Result: res}, nil
+	return wire.ToolReply{Result: res}, nil
 }
 
 // handleEvent answers a message event at once and queues its cards.
 func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, error) {
 	ev := inv.Event
-	reply := bus.EventReply{}
+	reply := wire.EventReply{}
 	if ev.Name != eventPersonMessage && ev.Name != EventGroupMessage {
 		return reply, nil
 	}
@@ -122,7 +127,7 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	}
 	links := events.ParseLinks(text, apiHost(st))
 	chat := Identity{BotUUID: strings.TrimSpace(ev.BotUUID), TargetType: data.LauncherType, TargetID: data.LauncherID.String()}
-	if len(links) == 0 || chat.BotUUID == "" || chat.TargetID == "" || (chat.TargetType != bus.LauncherPerson && chat.TargetType != bus.LauncherGroup) {
+	if len(links) == 0 || chat.BotUUID == "" || chat.TargetID == "" || (chat.TargetType != wire.LauncherPerson && chat.TargetType != wire.LauncherGroup) {
 		return reply, nil
 	}
 	origin := string(ev.QueryUUID)

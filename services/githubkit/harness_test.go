@@ -20,6 +20,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
@@ -30,7 +31,7 @@ type inst struct {
 	b       binding.Binding
 	sc      binding.Scope
 	cfg     map[string]any
-	session bus.Session
+	session wire.Session
 }
 
 func newInst(t testing.TB, name string, cfg map[string]any) *inst {
@@ -42,7 +43,7 @@ func newInst(t testing.TB, name string, cfg map[string]any) *inst {
 		t.Fatal(err)
 	}
 	return &inst{name: name, b: b, sc: sc, cfg: cfg,
-		session: bus.Session{LauncherType: "group", LauncherID: bus.ID("session-" + name), SenderID: "u1", BotUUID: "bot-" + name}}
+		session: wire.Session{LauncherType: "group", LauncherID: wire.ID("session-" + name), SenderID: "u1", BotUUID: "bot-" + name}}
 }
 
 func (in *inst) config() json.RawMessage {
@@ -66,7 +67,7 @@ type harness struct {
 	keyStr  string
 	clock   *bustest.Clock
 	invoker *bustest.Invoker // attaches an installation before its first invocation
-	subj    bus.Subjects
+	subj    wire.Subjects
 	tp      trace.TracerProvider
 	nextID  atomic.Int64
 	runs    []*running
@@ -98,10 +99,10 @@ func newHarnessOn(t testing.TB, srv *bustest.Server, nc *nats.Conn) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, srv: srv, nc: nc, js: js, keyStr: key, clock: &bustest.Clock{}, logs: &bustest.LogBuffer{}, reg: prometheus.NewRegistry()}
-	h.host = bustest.NewHost(t, nc, bus.Subjects{})
+	h.host = bustest.NewHost(t, nc, wire.Subjects{})
 	h.fake = fakegithub.New(fakegithub.Options{})
 	t.Cleanup(h.fake.Close)
-	h.invoker = bustest.NewInvoker(t, bus.NewInvoker(nc, bus.Subjects{}, nil), js, h.runners)
+	h.invoker = bustest.NewInvoker(t, bus.NewInvoker(nc, wire.Subjects{}, nil), js, h.runners)
 	return h
 }
 
@@ -197,13 +198,13 @@ func (h *harness) authority(sc binding.Scope) *bus.Authority {
 	return &a
 }
 
-type cmdOpt func(*bus.Request)
+type cmdOpt func(*wire.Request)
 
-func withPrivilege(p int) cmdOpt { return func(r *bus.Request) { r.Command.Privilege = p } }
+func withPrivilege(p int) cmdOpt { return func(r *wire.Request) { r.Command.Privilege = p } }
 
-func withSession(s bus.Session) cmdOpt { return func(r *bus.Request) { r.Command.Session = s } }
+func withSession(s wire.Session) cmdOpt { return func(r *wire.Request) { r.Command.Session = s } }
 
-func withFullText(ft string) cmdOpt { return func(r *bus.Request) { r.Command.FullText = ft } }
+func withFullText(ft string) cmdOpt { return func(r *wire.Request) { r.Command.FullText = ft } }
 
 // cmdID runs "!gh <line>" as installation in with a given invocation id.
 func (h *harness) cmdID(in *inst, id, line string, opts ...cmdOpt) (string, error) {
@@ -212,7 +213,7 @@ func (h *harness) cmdID(in *inst, id, line string, opts ...cmdOpt) (string, erro
 	if line == "" {
 		params = nil
 	}
-	req := &bus.Request{Binding: in.b, Config: in.config(), Command: &bus.Command{
+	req := &wire.Request{Binding: in.b, Config: in.config(), Command: &wire.Command{
 		Name: "gh", Params: params, FullText: "!gh " + line, Session: in.session, Privilege: 1}}
 	for _, o := range opts {
 		if o != nil {
@@ -221,11 +222,11 @@ func (h *harness) cmdID(in *inst, id, line string, opts ...cmdOpt) (string, erro
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	raw, err := h.invoker.Invoke(ctx, githubkit.Plugin, bus.EndpointCommand, id, req)
+	raw, err := h.invoker.Invoke(ctx, githubkit.Plugin, wire.EndpointCommand, id, req)
 	if err != nil {
 		return "", err
 	}
-	var rep bus.CommandReply
+	var rep wire.CommandReply
 	if err := json.Unmarshal(raw, &rep); err != nil || len(rep.Returns) != 1 {
 		h.t.Fatalf("reply %s: %v", raw, err)
 	}
@@ -246,8 +247,8 @@ func (h *harness) newID() string { return fmt.Sprintf("inv-%d", h.nextID.Add(1))
 func (h *harness) tool(in *inst, name string, params any) (json.RawMessage, error) {
 	h.t.Helper()
 	p, _ := json.Marshal(params)
-	req := &bus.Request{Binding: in.b, Config: in.config(), Tool: &bus.Tool{Name: name, Parameters: p, Session: in.session}}
-	raw, err := h.invoker.Invoke(context.Background(), githubkit.Plugin, bus.EndpointTool, h.newID(), req)
+	req := &wire.Request{Binding: in.b, Config: in.config(), Tool: &wire.Tool{Name: name, Parameters: p, Session: in.session}}
+	raw, err := h.invoker.Invoke(context.Background(), githubkit.Plugin, wire.EndpointTool, h.newID(), req)
 	if err != nil {
 		return nil, err
 	}

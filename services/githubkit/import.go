@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
@@ -70,7 +71,7 @@ func Import(ctx context.Context, js jetstream.JetStream, o ImportOptions) (*Impo
 	if err != nil {
 		return nil, err
 	}
-	subj, err := bus.NewSubjects(o.Prefix)
+	subj, err := wire.NewSubjects(o.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrImport, err)
 	}

@@ -102,9 +102,9 @@ func Declaration() plugin.Declaration {
 				Description: t("When on, a GitHub repository, issue, pull request, release or commit link posted in a chat gets a short card. Admins can turn it off in one chat with the gh cards off command.", "开启后，聊天中出现的 GitHub 仓库、议题、拉取请求、发布或提交链接会收到一张简短卡片。管理员可以用 gh cards off 命令在单个会话中关闭。"),
 			},
 			{
-				Name: "timezone", Type: "string", Default: "",
+				Name: "timezone", Type: "string", Default: "UTC",
 				Label:       t("Time zone", "时区"),
-				Description: t("IANA zone of review reminder times, e.g. Asia/Shanghai; empty: the server's zone.", "评审提醒时间所用的 IANA 时区，如 Asia/Shanghai；留空为服务器时区。"),
+				Description: t("IANA time zone of the installation, e.g. Asia/Shanghai: the gh quiet hours are read in it. Unknown zones fall back to UTC.", "安装所在的 IANA 时区，例如 Asia/Shanghai：gh quiet 的免打扰时段按此时区理解。无法识别的时区按 UTC 处理。"),
 			},
 			{
 				Name: "ai_summaries_per_day", Type: "integer", Default: defaultAISummariesPerDay,

@@ -46,11 +46,9 @@ func TestDeclaration(t *testing.T) {
 	s, _ := githubkit.NormalizeSettings(nil, false)
 	want := map[string]any{"language": s.Language, "poll_interval": s.PollInterval, "max_events_per_push": s.MaxEventsPerPush,
 		"github_api_url": s.APIURL, "subscribe_requires_admin": s.SubscribeRequiresAdmin, "github_token": s.Token,
-		"link_cards": s.LinkCards, "command_prefix": s.CommandPrefix}
-	// timezone "" is the process zone
-	want["timezone"], want["ai_summaries_per_day"] = "", s.AISummariesPerDay
-	if s.Zone != time.Local {
-		t.Errorf("empty timezone: zone %v, want the process zone", s.Zone)
+		"link_cards": s.LinkCards, "command_prefix": s.CommandPrefix, "timezone": s.Timezone, "ai_summaries_per_day": s.AISummariesPerDay}
+	if s.Zone != time.UTC {
+		t.Errorf("empty timezone: zone %v, want UTC", s.Zone)
 	}
 	for _, c := range d.Config {
 		if w, ok := want[c.Name]; !ok || w != c.Default {

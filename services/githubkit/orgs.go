@@ -20,6 +20,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -38,8 +39,8 @@ const (
 	maxOrgsPerInst = 20
 )
 
-// OrgRecord is <scope>.org.<org-token>.
-type OrgRecord struct {
+// orgRecord is <scope>.org.<org-token>.
+type orgRecord struct {
 	V           int           `json:"v"`
 	Org         string        `json:"org"`
 	Head        *string       `json:"head"`
@@ -50,8 +51,8 @@ type OrgRecord struct {
 	HookID string `json:"hook_id,omitempty"`
 }
 
-func orgStore(kv *bus.KV) *bus.Records[OrgRecord] {
-	return bus.NewRecords[OrgRecord](kv, kindOrg, bus.RecordsConfig[OrgRecord]{})
+func orgStore(kv *bus.KV) *bus.Records[orgRecord] {
+	return bus.NewRecords[orgRecord](kv, kindOrg, bus.RecordsConfig[orgRecord]{})
 }
 
 // OrgKey is the key of an organisation record.
@@ -119,9 +120,9 @@ func (s *orgs) subscribe(ctx context.Context, inv *bus.Invocation, st Settings, 
 	}
 	interval := st.PollInterval
 	now := s.now().UTC()
-	rec, _, err := orgStore(kv).Update(ctx, sc, func(r *OrgRecord) (*OrgRecord, error) {
+	rec, _, err := orgStore(kv).Update(ctx, sc, func(r *orgRecord) (*orgRecord, error) {
 		if r == nil {
-			r = &OrgRecord{V: 1}
+			r = &orgRecord{V: 1}
 		}
 		r.Org, r.IntervalS = org, interval
 		if sub := r.Find(id); sub != nil {
@@ -151,7 +152,7 @@ func (s *orgs) subscribe(ctx context.Context, inv *bus.Invocation, st Settings, 
 }
 
 // Find returns the subscriber with identity id, or nil.
-func (r *OrgRecord) Find(id Identity) *Subscriber {
+func (r *orgRecord) Find(id Identity) *Subscriber {
 	for _, s := range r.Subscribers {
 		if s.Identity == id {
 			return s
@@ -171,7 +172,7 @@ func (s *orgs) unsubscribe(ctx context.Context, inv *bus.Invocation, st Settings
 	kv := s.runner.KV()
 	sc := inv.Scope
 	key := OrgKey(org)
-	rec, _, err := orgStore(kv).Update(ctx, sc, func(r *OrgRecord) (*OrgRecord, error) {
+	rec, _, err := orgStore(kv).Update(ctx, sc, func(r *orgRecord) (*orgRecord, error) {
 		if r == nil || r.Find(id) == nil {
 			return nil, &errAbort{x.T("unsub.not_subbed", "repo", org)}
 		}
@@ -330,8 +331,8 @@ func (s *orgs) poll(ctx context.Context, sc binding.Scope, key string) (retry bo
 		}
 		text := x.PushMessage(rec.Org, lines, sel.More)
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
-		err := s.runner.Host().SendMessage(sctx, a.Binding, bus.SendMessage{
-			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID, MessageChain: bus.Plain(text),
+		err := s.runner.Host().SendMessage(sctx, a.Binding, wire.SendMessage{
+			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID, MessageChain: wire.Plain(text),
 		}, "githubkit:"+sc.String()+":org:"+key+":"+sub.SID()+":"+head+"-"+maxSeen)
 		cancel()
 		if err != nil {
@@ -398,7 +399,7 @@ func featTransition(ctx context.Context, revs *reviewReminders, o *orgs, sc bind
 		if l.Value == nil || len(l.Value.Subscribers) == 0 || l.Value.IntervalS == st.PollInterval {
 			continue
 		}
-		if _, _, err := orgStore(kv).Update(ctx, sc, func(r *OrgRecord) (*OrgRecord, error) {
+		if _, _, err := orgStore(kv).Update(ctx, sc, func(r *orgRecord) (*orgRecord, error) {
 			if r == nil {
 				return nil, bus.ErrNoChange
 			}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -33,7 +34,7 @@ func (s *orgs) hookCommand(ctx context.Context, inv *bus.Invocation, x texts, p 
 	case len(p.Args) > 1:
 		return x.Usage(events.SubHook, prefix), nil
 	}
-	if !off && inv.Command.Session.LauncherType != bus.LauncherPerson {
+	if !off && inv.Command.Session.LauncherType != wire.LauncherPerson {
 		return x.T("hook.private_only", "repo", org, "prefix", prefix), nil
 	}
 	kv := s.runner.KV()
@@ -53,7 +54,7 @@ func (s *orgs) hookCommand(ctx context.Context, inv *bus.Invocation, x texts, p 
 		if err := hookStore(kv).Delete(ctx, sc, 0, rec.HookID); err != nil {
 			return "", errStore(err)
 		}
-		if _, _, err := orgStore(kv).Update(ctx, sc, func(r *OrgRecord) (*OrgRecord, error) {
+		if _, _, err := orgStore(kv).Update(ctx, sc, func(r *orgRecord) (*orgRecord, error) {
 			if r == nil || r.HookID == "" {
 				return nil, bus.ErrNoChange
 			}
@@ -73,7 +74,7 @@ func (s *orgs) hookCommand(ctx context.Context, inv *bus.Invocation, x texts, p 
 			return "", errStore(err)
 		}
 		mine := id
-		got, _, err := orgStore(kv).Update(ctx, sc, func(r *OrgRecord) (*OrgRecord, error) {
+		got, _, err := orgStore(kv).Update(ctx, sc, func(r *orgRecord) (*orgRecord, error) {
 			if r == nil || r.HookID != "" {
 				return nil, bus.ErrNoChange
 			}

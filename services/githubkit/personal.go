@@ -21,6 +21,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -95,7 +96,7 @@ func (s *personal) command(ctx context.Context, inv *bus.Invocation, x texts, p 
 		}
 		return x.T("me.allowed", "login", login, "prefix", prefix), nil
 	}
-	if id.TargetType != bus.LauncherPerson {
+	if id.TargetType != wire.LauncherPerson {
 		return x.T("me.private_only", "prefix", prefix), nil
 	}
 	switch {
@@ -308,8 +309,8 @@ func (s *personal) notify(ctx context.Context, sc binding.Scope, a *bus.Authorit
 		}
 		idem := "githubkit:" + sc.String() + ":me:" + loginKey(l.Login) + ":" + h.t.reason + ":" + eventIdentity(h.e)
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
-		err := s.runner.Host().SendMessage(sctx, a.Binding, bus.SendMessage{
-			BotUUID: l.Chat.BotUUID, TargetType: l.Chat.TargetType, TargetID: l.Chat.TargetID, MessageChain: bus.Plain(text),
+		err := s.runner.Host().SendMessage(sctx, a.Binding, wire.SendMessage{
+			BotUUID: l.Chat.BotUUID, TargetType: l.Chat.TargetType, TargetID: l.Chat.TargetID, MessageChain: wire.Plain(text),
 		}, idem)
 		cancel()
 		if err != nil {

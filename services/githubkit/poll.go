@@ -15,6 +15,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -81,6 +82,17 @@ type pollRun struct {
 	hooked, hookLive bool
 	// fresh are the events above the head, for personal pushes (personal.go)
 	fresh []ghclient.Event
+	// en makes this poll's extra GitHub calls (one budget for the plan's
+	// path: checks and the lines); made on first use.
+	en *enricher
+}
+
+// enricher returns the poll's enricher.
+func (p *pollRun) enricher() *enricher {
+	if p.en == nil {
+		p.en = newEnricher(p)
+	}
+	return p.en
 }
 
 // poll runs the steps of spec §7.2; retry asks for redelivery (the state
@@ -336,7 +348,17 @@ func (p *pollRun) plan(ctx context.Context, evs []ghclient.Event, head, target s
 		if sub.Cursor != nil {
 			c = *sub.Cursor
 		}
-		sel := SelectRefined(asc, c, sub.Kinds, sub.Refine, p.st.MaxEventsPerPush)
+		var sel Selection
+		if sub.Refine.WantsFiles() {
+			// path: needs a push's files, which the Events API does not
+			// list: compare gives them, one call per push range (shared
+			// with the lines' enrichment, within its budget)
+			sel = selectRefinedWith(asc, c, sub.Kinds, sub.Refine, p.st.MaxEventsPerPush, func(e ghclient.Event) *events.Enrichment {
+				return p.enricher().files(ctx, e)
+			})
+		} else {
+			sel = SelectRefined(asc, c, sub.Kinds, sub.Refine, p.st.MaxEventsPerPush)
+		}
 		if len(sel.Events) > 0 {
 			plans = append(plans, pushPlan{sub: sub, sel: sel, cur: c})
 		}
@@ -382,7 +404,7 @@ type sendResult struct {
 func (p *pollRun) send(ctx context.Context, plans []pushPlan, newHead string) (results map[Identity]sendResult, stale bool) {
 	r := p.rec
 	x := p.s.texts(p.st.Language)
-	en := newEnricher(p)
+	en := p.enricher()
 	ln := events.NewLinks(events.WebBase(p.st.APIURL), r.FullName)
 	results = map[Identity]sendResult{}
 	for _, pl := range plans {
@@ -398,16 +420,22 @@ func (p *pollRun) send(ctx context.Context, plans []pushPlan, newHead string) (r
 		}
 		text := x.PushMessage(r.FullName, lines, pl.sel.More)
 		idem := pushIdem(p.sc, p.key, pl.sub, pl.cur+"-"+newHead)
+		// a quiet or digest chat holds the lines for its summary
+		// (noise.go); a failed hold is a failed send, retried
+		if held, err := p.s.noise.hold(ctx, p.sc, pl.sub.Identity, func() *time.Location { return p.st.Zone }, r.FullName, pushBody(text), idem, len(lines)+pl.sel.More); err != nil || held {
+			results[pl.sub.Identity] = sendResult{sent: held, failed: err != nil}
+			continue
+		}
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
-		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
-			BotUUID: pl.sub.BotUUID, TargetType: pl.sub.TargetType, TargetID: pl.sub.TargetID, MessageChain: bus.Plain(text),
+		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, wire.SendMessage{
+			BotUUID: pl.sub.BotUUID, TargetType: pl.sub.TargetType, TargetID: pl.sub.TargetID, MessageChain: wire.Plain(text),
 		}, idem)
 		cancel()
 		switch {
 		case err == nil:
 			results[pl.sub.Identity] = sendResult{sent: true}
 			p.s.metrics.push.WithLabelValues("sent").Inc()
-		case errors.Is(err, bus.ErrBindingRefused):
+		case errors.Is(err, wire.ErrBindingRefused):
 			// the runner's host client marked the authority superseded
 			stale = true
 			p.s.metrics.push.WithLabelValues("failed").Inc()
@@ -628,13 +656,13 @@ func (p *pollRun) notifyBroken(ctx context.Context, at time.Time, status int) {
 		text := x.T("push.broken", "repo", p.rec.FullName, "status", strconv.Itoa(status), "prefix", plugin.CommandPrefix(sub.Prefix, p.st.CommandPrefix))
 		idem := pushIdem(p.sc, p.key, sub, "broken", at.Format(time.RFC3339))
 		sctx, cancel := context.WithTimeout(ctx, p.s.cfg.HostTimeout)
-		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, bus.SendMessage{
-			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID, MessageChain: bus.Plain(text),
+		err := p.s.runner.Host().SendMessage(sctx, p.auth.Binding, wire.SendMessage{
+			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID, MessageChain: wire.Plain(text),
 		}, idem)
 		cancel()
 		if err != nil {
 			p.s.metrics.push.WithLabelValues("failed").Inc()
-			if errors.Is(err, bus.ErrBindingRefused) {
+			if errors.Is(err, wire.ErrBindingRefused) {
 				return
 			}
 			continue
@@ -659,29 +687,7 @@ func newEnricher(p *pollRun) *enricher {
 // enrich returns what extra calls found out about e, or nil.
 func (en *enricher) enrich(ctx context.Context, e ghclient.Event) *events.Enrichment {
 	if base, head, ok := events.NeedsCompare(e); ok {
-		k := base + "..." + head
-		if r, ok := en.compare[k]; ok {
-			return r
-		}
-		if !en.take("compare") {
-			return nil
-		}
-		cmp, err := en.p.s.gh.Compare(ctx, en.p.target, en.p.rec.FullName, base, head)
-		if en.failed("compare", err) {
-			return nil
-		}
-		r := &events.Enrichment{}
-		switch cmp.GetStatus() {
-		case "ahead":
-			r.Commits = cmp.GetTotalCommits()
-		case "diverged", "behind":
-			r.Forced = true
-		}
-		if n := len(cmp.Commits); n > 0 && cmp.Commits[n-1].GetSHA() == head && cmp.Commits[n-1].Commit != nil {
-			r.HeadMessage = cmp.Commits[n-1].Commit.GetMessage()
-		}
-		en.compare[k] = r
-		return r
+		return en.compareOf(ctx, base, head)
 	}
 	if n, ok := events.NeedsPull(e); ok {
 		if r, ok := en.pulls[n]; ok {
@@ -705,6 +711,63 @@ func (en *enricher) enrich(ctx context.Context, e ghclient.Event) *events.Enrich
 		return r
 	}
 	return nil
+}
+
+// compareOf is one compare call per push range and poll: the count, the
+// head's message, a rewrite, and the files (whole when GitHub listed
+// fewer than its cap of 300); nil when the budget is spent or it failed.
+func (en *enricher) compareOf(ctx context.Context, base, head string) *events.Enrichment {
+	k := base + "..." + head
+	if r, ok := en.compare[k]; ok {
+		return r
+	}
+	if !en.take("compare") {
+		return nil
+	}
+	cmp, err := en.p.s.gh.Compare(ctx, en.p.target, en.p.rec.FullName, base, head)
+	if en.failed("compare", err) {
+		en.compare[k] = nil
+		return nil
+	}
+	r := &events.Enrichment{}
+	switch cmp.GetStatus() {
+	case "ahead":
+		r.Commits = cmp.GetTotalCommits()
+	case "diverged", "behind":
+		r.Forced = true
+	}
+	if n := len(cmp.Commits); n > 0 && cmp.Commits[n-1].GetSHA() == head && cmp.Commits[n-1].Commit != nil {
+		r.HeadMessage = cmp.Commits[n-1].Commit.GetMessage()
+	}
+	if len(cmp.Files) < compareFilesCap {
+		r.FilesKnown = true
+		for _, f := range cmp.Files {
+			r.Files = append(r.Files, f.GetFilename())
+			if prev := f.GetPreviousFilename(); prev != "" {
+				r.Files = append(r.Files, prev) // a rename touches both paths
+			}
+		}
+	}
+	en.compare[k] = r
+	return r
+}
+
+// compareFilesCap is how many files GitHub's compare lists at most; a
+// list that long may be cut, so a path: check does not trust it.
+const compareFilesCap = 300
+
+// files returns what compare says about a polled push's files, for the
+// path: refinement; nil (the push passes) for a push without a range
+// (a new branch, a deletion) or when the call cannot be made.
+func (en *enricher) files(ctx context.Context, e ghclient.Event) *events.Enrichment {
+	if e.Type != "PushEvent" {
+		return nil
+	}
+	base, head, ok := events.PushRange(e)
+	if !ok {
+		return nil
+	}
+	return en.compareOf(ctx, base, head)
 }
 
 func (en *enricher) take(kind string) bool {

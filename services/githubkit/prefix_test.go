@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 )
 
@@ -19,7 +19,7 @@ func TestPrefixFromTheBotOrTheSetting(t *testing.T) {
 	cfg["command_prefix"] = "/"
 	a := newInst(t, "a", cfg)
 	h.attach(a, true)
-	withPrefix := func(p string) cmdOpt { return func(r *bus.Request) { r.Command.Prefix = p } }
+	withPrefix := func(p string) cmdOpt { return func(r *wire.Request) { r.Command.Prefix = p } }
 	for _, c := range []struct {
 		name, line string
 		opts       []cmdOpt

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
@@ -253,8 +253,8 @@ func (s *webhooks) sendSummaries(ctx context.Context, due map[heldKey]*held) {
 		x := s.texts(h.lang)
 		text := x.T("push.header", "repo", events.ChatSafe(h.fullName)) + "\n" + x.T("push.held", "n", strconv.Itoa(h.n))
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
-		err = s.runner.Host().SendMessage(sctx, a.Binding, bus.SendMessage{
-			BotUUID: h.sub.BotUUID, TargetType: h.sub.TargetType, TargetID: h.sub.TargetID, MessageChain: bus.Plain(text),
+		err = s.runner.Host().SendMessage(sctx, a.Binding, wire.SendMessage{
+			BotUUID: h.sub.BotUUID, TargetType: h.sub.TargetType, TargetID: h.sub.TargetID, MessageChain: wire.Plain(text),
 		}, pushIdem(k.scope, k.repo, &h.sub, "held", strconv.FormatInt(h.first.UnixNano(), 10)))
 		cancel()
 		if err != nil {

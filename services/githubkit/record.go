@@ -182,6 +182,13 @@ func Select(evs []ghclient.Event, cursor string, kinds []string, max int) Select
 // its kinds. A payload is decoded for refinement only when ref looks at the
 // event's type, so subscriptions without refinements cost what they did.
 func SelectRefined(evs []ghclient.Event, cursor string, kinds []string, ref *events.Refine, max int) Selection {
+	return selectRefinedWith(evs, cursor, kinds, ref, max, nil)
+}
+
+// selectRefinedWith is SelectRefined where en (when not nil) tells what
+// extra calls found out about an event the refinements read (a polled
+// push's files, for path:).
+func selectRefinedWith(evs []ghclient.Event, cursor string, kinds []string, ref *events.Refine, max int, en func(ghclient.Event) *events.Enrichment) Selection {
 	var keep []ghclient.Event
 	for _, e := range evs {
 		if CompareIDs(e.ID, cursor) <= 0 || !events.Formatted(e.Type) {
@@ -194,7 +201,7 @@ func SelectRefined(evs []ghclient.Event, cursor string, kinds []string, ref *eve
 		if !events.Matches(kinds, e.Type, rt) {
 			continue
 		}
-		if ref.Refined(e.Type) && !ref.Allows(events.FromEvent(e, nil)) {
+		if ref.Refined(e.Type) && !ref.Allows(events.FromEvent(e, enrichOf(en, e, ref))) {
 			continue
 		}
 		keep = append(keep, e)
@@ -203,6 +210,14 @@ func SelectRefined(evs []ghclient.Event, cursor string, kinds []string, ref *eve
 		return Selection{Events: keep[len(keep)-max:], More: len(keep) - max}
 	}
 	return Selection{Events: keep}
+}
+
+// enrichOf asks en about e when ref reads what only extra calls know.
+func enrichOf(en func(ghclient.Event) *events.Enrichment, e ghclient.Event, ref *events.Refine) *events.Enrichment {
+	if en == nil || e.Type != "PushEvent" || !ref.WantsFiles() {
+		return nil
+	}
+	return en(e)
 }
 
 // Backoff returns the not_before delay after the k-th consecutive transient

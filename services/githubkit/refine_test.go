@@ -205,6 +205,9 @@ func FuzzParseSubscription(f *testing.F) {
 	f.Add("push branch:main,release/* -label:wontfix tag:v*")
 	f.Add("label:,")
 	f.Add("ci branch:\x00")
+	f.Add("push path:docs/**,README.md author:alice -actor:dependabot[bot] actor:Hubot")
+	f.Add("workflow:deploy,CI conclusion:failure,TIMED_OUT")
+	f.Add("conclusion:bogus")
 	f.Fuzz(func(t *testing.T, line string) {
 		kinds, ref, bad := events.ParseSubscription(strings.Fields(line))
 		if bad != nil {
@@ -216,18 +219,13 @@ func FuzzParseSubscription(f *testing.F) {
 		if ref == nil {
 			return
 		}
-		var words []string
-		for _, l := range []struct {
-			p    string
-			list []string
-		}{{"branch:", ref.Branches}, {"label:", ref.Labels}, {"-label:", ref.NotLabels}, {"tag:", ref.Tags}} {
-			if len(l.list) > 10 {
-				t.Fatalf("%d patterns", len(l.list))
-			}
-			if len(l.list) > 0 {
-				words = append(words, l.p+strings.Join(l.list, ","))
+		for _, l := range [][]string{ref.Branches, ref.Labels, ref.NotLabels, ref.Tags, ref.Workflows, ref.Conclusions,
+			ref.Authors, ref.Actors, ref.NotActors, ref.Paths} {
+			if len(l) > 10 {
+				t.Fatalf("%d patterns", len(l))
 			}
 		}
+		words := ref.Words()
 		_, again, bad := events.ParseSubscription(words)
 		a, _ := json.Marshal(ref)
 		b, _ := json.Marshal(again)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -103,9 +104,9 @@ func pullsStore(kv *bus.KV) *bus.Records[pullsCache] {
 // slotID is the id of a time of day: "0930".
 func slotID(minute int) string { return fmt.Sprintf("%02d%02d", minute/60, minute%60) }
 
-// ParseReviewTime reads "9:30", "09:30" or "9：30" (full-width colon) as
+// parseReviewTime reads "9:30", "09:30" or "9：30" (full-width colon) as
 // minutes after midnight.
-func ParseReviewTime(s string) (int, bool) {
+func parseReviewTime(s string) (int, bool) {
 	s = strings.ReplaceAll(s, "：", ":")
 	h, m, ok := strings.Cut(s, ":")
 	if !ok || len(h) < 1 || len(h) > 2 || len(m) != 2 {
@@ -119,10 +120,10 @@ func ParseReviewTime(s string) (int, bool) {
 	return hh*60 + mm, true
 }
 
-// NextReviewTime is the first instant after now that is minute past local
+// nextReviewTime is the first instant after now that is minute past local
 // midnight in loc (on a weekday when weekdays is set). A time a DST change
 // skips is moved forward as time.Date does (02:30 becomes 03:30).
-func NextReviewTime(now time.Time, loc *time.Location, minute int, weekdays bool) time.Time {
+func nextReviewTime(now time.Time, loc *time.Location, minute int, weekdays bool) time.Time {
 	l := now.In(loc)
 	for d := 0; d < 9; d++ {
 		c := time.Date(l.Year(), l.Month(), l.Day()+d, minute/60, minute%60, 0, 0, loc)
@@ -157,10 +158,10 @@ func (s *reviewReminders) armSlot(ctx context.Context, sc binding.Scope, st Sett
 	if err != nil {
 		return err
 	}
-	at := NextReviewTime(now, st.Zone, sl.Minute, true)
+	at := nextReviewTime(now, st.Zone, sl.Minute, true)
 	for _, c := range sl.Chats {
 		if !c.Weekdays {
-			at = NextReviewTime(now, st.Zone, sl.Minute, false)
+			at = nextReviewTime(now, st.Zone, sl.Minute, false)
 			break
 		}
 	}
@@ -227,7 +228,7 @@ func (s *reviewReminders) command(ctx context.Context, inv *bus.Invocation, st S
 		case "daily", "everyday", "每天":
 			weekdays = false
 		default:
-			m, ok := ParseReviewTime(a)
+			m, ok := parseReviewTime(a)
 			if !ok {
 				return x.T("reviews.usage", "prefix", prefix), nil
 			}
@@ -413,8 +414,8 @@ func (s *reviewReminders) fire(ctx context.Context, sc binding.Scope, id string)
 		slices.SortStableFunc(list, func(a, b waitingPull) int { return a.CreatedAt.Compare(b.CreatedAt) })
 		text := x.reviewMessage(list, now)
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
-		err := s.runner.Host().SendMessage(sctx, a.Binding, bus.SendMessage{
-			BotUUID: c.BotUUID, TargetType: c.TargetType, TargetID: c.TargetID, MessageChain: bus.Plain(text),
+		err := s.runner.Host().SendMessage(sctx, a.Binding, wire.SendMessage{
+			BotUUID: c.BotUUID, TargetType: c.TargetType, TargetID: c.TargetID, MessageChain: wire.Plain(text),
 		}, "githubkit:"+sc.String()+":reviews:"+id+":"+c.SID()+":"+day)
 		cancel()
 		if err != nil {

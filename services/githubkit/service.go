@@ -17,6 +17,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -107,6 +108,7 @@ type Service struct {
 	me    *personal        // gh me and personal pushes (personal.go)
 	orgs  *orgs            // organisation subscriptions (orgs.go)
 	sums  *summaries       // gh summary (summary.go)
+	noise *noise           // quiet hours and digests (noise*.go)
 }
 
 // shared is what every part reads: the config, the runner (set once New
@@ -122,7 +124,7 @@ type shared struct {
 	cat     *i18n.Catalog
 	metrics *serviceMetrics
 	runner  *bus.Runner
-	subj    bus.Subjects
+	subj    wire.Subjects
 }
 
 // poller runs the fired polls of spec §7.2 and the Actions step after
@@ -135,6 +137,7 @@ type poller struct {
 	rates   rateMemory
 	wh      *webhooks // whether a repository's webhook delivers
 	me      *personal // personal pushes of new events (personal.go)
+	noise   *noise    // quiet hours and digests hold pushes
 	hooks   hooks     // tests only (export_test.go)
 }
 
@@ -154,6 +157,7 @@ type webhooks struct {
 	pushes  *pushBudget
 	me      *personal // personal pushes of delivered events (personal.go)
 	orgs    *orgs     // organisations' deliveries (orgs_hook.go)
+	noise   *noise    // quiet hours and digests hold deliveries
 }
 
 // subscriptions is "gh sub", "gh unsub" and "gh subs", and what an
@@ -190,7 +194,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		cfg.PollDeadline = pollDeadline
 	}
 	if cfg.HostTimeout <= 0 {
-		cfg.HostTimeout = bus.DefaultHostTimeout
+		cfg.HostTimeout = wire.DefaultHostTimeout
 	}
 	if cfg.DefaultAPIURL == "" {
 		cfg.DefaultAPIURL = ghclient.DefaultAPIURL
@@ -241,7 +245,9 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	s.gh = ghclient.NewGitHub(s.hc, cfg.GitHubTimeout, sh.now)
 	s.gh.SetLimits(cfg.Limits, cfg.DefaultAPIURL)
 	s.wh = wh
-	s.poll = &poller{shared: sh, gh: s.gh, keyring: deps.Keyring, rand: rand.Float64, rates: rateMemory{m: make(map[string]time.Time)}, wh: wh}
+	s.noise = &noise{shared: sh}
+	wh.noise = s.noise
+	s.poll = &poller{shared: sh, gh: s.gh, keyring: deps.Keyring, rand: rand.Float64, rates: rateMemory{m: make(map[string]time.Time)}, wh: wh, noise: s.noise}
 	s.subs = &subscriptions{shared: sh, gh: s.gh, wh: wh}
 	s.me = &personal{shared: sh}
 	s.poll.me, wh.me = s.me, s.me
@@ -271,6 +277,9 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			if err := s.subs.purgeScope(ctx, sc); err != nil {
 				return err
 			}
+			if err := s.noise.purge(ctx, sc); err != nil {
+				return err
+			}
 			return purgeFeatSchedules(ctx, sh, sc)
 		},
 		OnTransition: func(ctx context.Context, sc binding.Scope, prev *bus.Authority, next bus.Authority) error {
@@ -284,11 +293,11 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 			Replicas:          cfg.Replicas,
 			Schedules:         true,
 			MaxMsgsPerSubject: 1,
-		}, wh.hookStream()},
+		}, wh.hookStream(), s.noise.stream()},
 		Consumers: []bus.Consumer{{FiredConfig: bus.FiredConfig{
 			Stream: StreamName, Durable: PollConsumer, Filter: s.subj.InternalAll(Plugin, KindPoll),
 			Workers: cfg.PollWorkers, AckWait: cfg.AckWait, MaxDeliver: 3, Timeout: cfg.PollDeadline,
-		}, Handler: s.poll.handlePoll}, wh.hookConsumer(), s.revs.consumer(), s.orgs.consumer()},
+		}, Handler: s.poll.handlePoll}, wh.hookConsumer(), s.revs.consumer(), s.orgs.consumer(), s.noise.consumer()},
 		// the GitHub client's idle connections close once no poll runs
 		Parts: []bus.Part{bus.PartFuncs{StopFunc: func(context.Context) error { s.hc.CloseIdleConnections(); return nil }},
 			wh.hookListener(), s.cards, &pushSummaries{s: wh}},

@@ -40,8 +40,11 @@ type Settings struct {
 	CommandPrefix string
 	// APIErr is the reason APIURL is refused (nil when valid).
 	APIErr error
-	// Zone is the zone of review reminders' times (timezone); never nil.
-	Zone *time.Location
+	// Timezone is the installation's IANA zone (timezone); UTC when unset
+	// or unknown. Zone is it loaded: quiet hours, digests and review
+	// reminder times are read in it. Never nil.
+	Timezone string
+	Zone     *time.Location
 	// AISummariesPerDay is the installation's daily budget of gh summary
 	// (ai_summaries_per_day); 0 turns it off.
 	AISummariesPerDay int
@@ -116,6 +119,14 @@ func normalizeSettings(raw json.RawMessage, o normOptions) (Settings, []Warning)
 	s.SubscribeRequiresAdmin = r.Bool("subscribe_requires_admin", false, settings.Bools{})
 	s.LinkCards = r.Bool("link_cards", true, settings.Bools{})
 	s.CommandPrefix = r.CommandPrefix()
+	s.Timezone = r.String("timezone", "UTC", settings.Strings{Trim: true, EmptyIsDefault: true})
+	s.Zone = time.UTC
+	if loc, err := time.LoadLocation(s.Timezone); err != nil || strings.EqualFold(s.Timezone, "local") {
+		r.Warn("timezone", settings.Invalid, "UTC")
+		s.Timezone = "UTC"
+	} else {
+		s.Zone = loc
+	}
 	readFeatSettings(r, &s)
 	var warns []Warning
 	for _, w := range r.Warnings() {

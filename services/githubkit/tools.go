@@ -247,7 +247,7 @@ func runTool(ctx context.Context, gh *ghclient.GitHub, s Settings, name string, 
 		if is.Number != nil {
 			out.Number = *is.Number
 		}
-		if is.PullRequestLinks != nil {
+		if events.IsPullRequest(is) {
 			out.Kind = "pull_request"
 		}
 		if is.User != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 )
 
@@ -138,7 +139,7 @@ func (s *webhooks) hookCommand(ctx context.Context, inv *bus.Invocation, st Sett
 	case len(p.Args) > 1:
 		return x.Usage(events.SubHook, prefix), nil
 	}
-	if !off && inv.Command.Session.LauncherType != bus.LauncherPerson {
+	if !off && inv.Command.Session.LauncherType != wire.LauncherPerson {
 		// the reply carries the secret, and every member of a group
 		// reads it and could sign forged deliveries: the secret is
 		// shown in a private chat only, and nothing is rotated here

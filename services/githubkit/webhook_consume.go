@@ -20,6 +20,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -156,6 +157,13 @@ func (s *webhooks) pushDelivery(ctx context.Context, f *bus.Fired) (outcome stri
 // failed send is budgeted again, so a chat's summary may count an event
 // held on a retry once more: it over-counts, it never loses one.
 func (s *webhooks) sendBudgeted(ctx context.Context, f *bus.Fired, a *bus.Authority, hookID, repoKey, fullName, lang string, sends []hookSend) (string, bool) {
+	sends, err := s.noise.holdSends(ctx, f.Scope, a, fullName, sends)
+	if err != nil {
+		return "store", true
+	}
+	if len(sends) == 0 {
+		return "held", false
+	}
 	sends, n := s.pushes.admit(f.Scope, hookID, repoKey, fullName, lang, sends)
 	if n > 0 {
 		s.metrics.push.WithLabelValues("held").Add(float64(n))
@@ -172,14 +180,10 @@ func (s *webhooks) sendBudgeted(ctx context.Context, f *bus.Fired, a *bus.Author
 // the poller.
 func (s *webhooks) pushRun(ctx context.Context, f *bus.Fired, a *bus.Authority, repoKey string, r *RepoRecord, x texts, run ghclient.WorkflowRun, m hookMessage) (string, bool) {
 	sc := f.Scope
-	var sends []hookSend
-	for _, sub := range r.Subscribers {
-		if on, all := events.WantsCI(sub.Kinds); on && ciAllows(all, sub, run) {
-			sends = append(sends, hookSend{sub: sub, text: x.PushMessage(r.FullName, []string{x.CILine(run)}, 0),
-				idem: ciIdem(sc, repoKey, sub, []string{run.Key()})})
-		}
-	}
-	if len(sends) == 0 {
+	// a passing run is claimed even when no subscriber wants passing runs:
+	// it may be the one that fixed a failure (ci_fixed.go)
+	sends := runSends(x, sc, repoKey, r, run, false)
+	if len(sends) == 0 && (run.Conclusion != "success" || !ciWanted(r)) {
 		return "filtered", false
 	}
 	mine, own, err := s.claimDelivery(ctx, sc, repoKey, runIdentity(run), m)
@@ -189,12 +193,32 @@ func (s *webhooks) pushRun(ctx context.Context, f *bus.Fired, a *bus.Authority, 
 	if !mine {
 		return "seen", false
 	}
-	if mine, err = s.claimRun(ctx, sc, repoKey, run, m.At, own); err != nil {
+	mine, fixed, err := s.claimRun(ctx, sc, repoKey, run, m.At, own)
+	if err != nil {
 		return "store", true
 	} else if !mine {
 		return "seen", false
 	}
+	if fixed {
+		sends = runSends(x, sc, repoKey, r, run, true)
+	}
+	if len(sends) == 0 {
+		return "filtered", false
+	}
 	return s.sendBudgeted(ctx, f, a, f.IDs[0], repoKey, r.FullName, x.Lang(), sends)
+}
+
+// runSends are the messages of one delivered run to the subscribers that
+// want it (ciLine).
+func runSends(x texts, sc binding.Scope, repoKey string, r *RepoRecord, run ghclient.WorkflowRun, fixed bool) []hookSend {
+	var sends []hookSend
+	for _, sub := range r.Subscribers {
+		if line, ok := ciLine(x, sub, run, fixed); ok {
+			sends = append(sends, hookSend{sub: sub, text: x.PushMessage(r.FullName, []string{line}, 0),
+				idem: ciIdem(sc, repoKey, sub, []string{run.Key()})})
+		}
+	}
+	return sends
 }
 
 // hookSend is one message a delivery sends to one subscriber.
@@ -209,14 +233,14 @@ func (s *webhooks) sendHook(ctx context.Context, f *bus.Fired, a *bus.Authority,
 	failed := false
 	for _, sd := range sends {
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
-		err := s.runner.Host().SendMessage(sctx, a.Binding, bus.SendMessage{
-			BotUUID: sd.sub.BotUUID, TargetType: sd.sub.TargetType, TargetID: sd.sub.TargetID, MessageChain: bus.Plain(sd.text),
+		err := s.runner.Host().SendMessage(sctx, a.Binding, wire.SendMessage{
+			BotUUID: sd.sub.BotUUID, TargetType: sd.sub.TargetType, TargetID: sd.sub.TargetID, MessageChain: wire.Plain(sd.text),
 		}, sd.idem)
 		cancel()
 		switch {
 		case err == nil:
 			s.metrics.push.WithLabelValues("sent").Inc()
-		case errors.Is(err, bus.ErrBindingRefused) && !s.runner.MovedOn(ctx, f.Scope, a.Binding):
+		case errors.Is(err, wire.ErrBindingRefused) && !s.runner.MovedOn(ctx, f.Scope, a.Binding):
 			// the runner's host client marked the authority superseded
 			// (had the installation moved on to another binding meanwhile,
 			// the delivery is retried under it, as a failed send)

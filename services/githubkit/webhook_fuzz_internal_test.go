@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // FuzzParseHookRequest checks the receiver's path and header parsers: an
@@ -21,7 +21,7 @@ func FuzzParseHookRequest(f *testing.F) {
 	event := regexp.MustCompile(`^[a-z][a-z_]*$`)
 	f.Fuzz(func(t *testing.T, path, ev, delivery, ct string) {
 		if id, ok := parseHookPath(path); ok {
-			if bus.CheckID(id) != nil || path != WebhookPath+id || len(id) < 16 || len(id) > 64 {
+			if wire.CheckID(id) != nil || path != WebhookPath+id || len(id) < 16 || len(id) > 64 {
 				t.Fatalf("accepted id %q of %q", id, path)
 			}
 			if again, ok := parseHookPath(WebhookPath + id); !ok || again != id {
@@ -39,7 +39,7 @@ func FuzzParseHookRequest(f *testing.F) {
 			return
 		}
 		if !event.MatchString(got.Event) || len(got.Event) > 64 || got.Delivery == "" || len(got.Delivery) > 64 ||
-			bus.CheckID(got.Delivery) != nil || strings.ContainsAny(got.Delivery, ".*> ") {
+			wire.CheckID(got.Delivery) != nil || strings.ContainsAny(got.Delivery, ".*> ") {
 			t.Fatalf("accepted %+v", got)
 		}
 	})

@@ -167,13 +167,32 @@ func webhookRun(name string, body []byte) (ghclient.WorkflowRun, bool) {
 		return ghclient.WorkflowRun{}, false
 	}
 	var d struct {
-		Action string                `json:"action"`
-		Run    *ghclient.WorkflowRun `json:"workflow_run"`
+		Action   string                `json:"action"`
+		Run      *ghclient.WorkflowRun `json:"workflow_run"`
+		Workflow *struct {
+			Name string `json:"name"`
+		} `json:"workflow"`
+		Sender *struct {
+			Login string `json:"login"`
+		} `json:"sender"`
 	}
 	if err := json.Unmarshal(body, &d); err != nil || d.Action != "completed" || d.Run == nil || d.Run.ID <= 0 || d.Run.Status != "completed" {
 		return ghclient.WorkflowRun{}, false
 	}
-	return *d.Run, true
+	run := *d.Run
+	// A delivery may carry an empty workflow_run.name (a workflow file
+	// without name:, some Enterprise Server versions); the delivery's
+	// workflow object names it, and its sender is the actor when the run
+	// names none.
+	if strings.TrimSpace(run.Name) == "" && d.Workflow != nil {
+		run.Name = d.Workflow.Name
+	}
+	if run.ActorLogin() == "" && d.Sender != nil && d.Sender.Login != "" {
+		run.TriggeringActor = &struct {
+			Login string `json:"login"`
+		}{Login: d.Sender.Login}
+	}
+	return run, true
 }
 
 func contains(list []string, s string) bool {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -48,10 +48,10 @@ func TestAIReminderWrittenAtDue(t *testing.T) {
 		t.Fatalf("%d invoke_llm calls, want 1", len(llm))
 	}
 	req := llm[0].InvokeLLM()
-	if n := len(req.Messages); n != 2 || req.Messages[1].Role != bus.RoleUser || req.Messages[1].Content != "today's weather and a motivational line" {
+	if n := len(req.Messages); n != 2 || req.Messages[1].Role != wire.RoleUser || req.Messages[1].Content != "today's weather and a motivational line" {
 		t.Fatalf("invoke_llm messages %+v", req.Messages)
 	}
-	if req.Messages[0].Role != bus.RoleSystem || req.Model != "" || req.TimeoutMS <= 0 {
+	if req.Messages[0].Role != wire.RoleSystem || req.Model != "" || req.TimeoutMS <= 0 {
 		t.Fatalf("invoke_llm %+v", req)
 	}
 	if llm[0].At.Before(T) {
@@ -136,16 +136,16 @@ func TestAIReminderFallback(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name, cfg string
-		answer    func(bus.InvokeLLM) bustest.HostReply
+		answer    func(wire.InvokeLLM) bustest.HostReply
 		want      string
 	}{
-		{"failure", cfgEN, func(bus.InvokeLLM) bustest.HostReply {
-			return bustest.HostReply{Err: bus.Errorf(bus.ErrInternal, "the LLM call failed")}
+		{"failure", cfgEN, func(wire.InvokeLLM) bustest.HostReply {
+			return bustest.HostReply{Err: wire.Errorf(wire.ErrInternal, "the LLM call failed")}
 		}, "the AI did not answer this time"},
 		{"no model", cfgEN, bustest.NoLLMModel, "no AI model is set up"},
-		{"timeout", cfgEN, func(bus.InvokeLLM) bustest.HostReply { return bustest.HostReply{Drop: true} }, "the AI did not answer this time"},
-		{"empty answer", cfgEN, func(bus.InvokeLLM) bustest.HostReply {
-			return bustest.HostReply{Data: bus.LLMAnswer{Text: "  ", Model: "m"}}
+		{"timeout", cfgEN, func(wire.InvokeLLM) bustest.HostReply { return bustest.HostReply{Drop: true} }, "the AI did not answer this time"},
+		{"empty answer", cfgEN, func(wire.InvokeLLM) bustest.HostReply {
+			return bustest.HostReply{Data: wire.LLMAnswer{Text: "  ", Model: "m"}}
 		}, "the AI did not answer this time"},
 		{"chinese", cfgZH, bustest.NoLLMModel, "没有配置 AI 模型"},
 	}
@@ -244,14 +244,14 @@ func TestAIReminderRetryChargedOnce(t *testing.T) {
 	var mu sync.Mutex
 	failed := false
 	e.host.Respond(func(c bustest.HostCall) bustest.HostReply {
-		if c.Action == bus.ActionInvokeLLM {
-			return bustest.HostReply{Data: bus.LLMAnswer{Text: bustest.LLMAnswer(c.InvokeLLM()), Model: bustest.LLMModel}}
+		if c.Action == wire.ActionInvokeLLM {
+			return bustest.HostReply{Data: wire.LLMAnswer{Text: bustest.LLMAnswer(c.InvokeLLM()), Model: bustest.LLMModel}}
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		if !failed {
 			failed = true
-			return bustest.HostReply{Err: bus.Errorf(bus.ErrInternal, "boom")}
+			return bustest.HostReply{Err: wire.Errorf(wire.ErrInternal, "boom")}
 		}
 		return bustest.HostReply{}
 	})
@@ -280,11 +280,11 @@ func TestAIReminderWaitsForNextMessage(t *testing.T) {
 	var refuse atomic.Bool
 	refuse.Store(true)
 	e.host.Respond(func(c bustest.HostCall) bustest.HostReply {
-		if c.Action == bus.ActionInvokeLLM {
-			return bustest.HostReply{Data: bus.LLMAnswer{Text: bustest.LLMAnswer(c.InvokeLLM()), Model: bustest.LLMModel}}
+		if c.Action == wire.ActionInvokeLLM {
+			return bustest.HostReply{Data: wire.LLMAnswer{Text: bustest.LLMAnswer(c.InvokeLLM()), Model: bustest.LLMModel}}
 		}
 		if refuse.Load() {
-			return bustest.HostReply{Err: &bus.Error{Code: 400, Word: "bad_request", Reason: schenotify.ReasonNotPermitted, Message: "the platform refused"}}
+			return bustest.HostReply{Err: &wire.Error{Code: 400, Word: "bad_request", Reason: schenotify.ReasonNotPermitted, Message: "the platform refused"}}
 		}
 		return bustest.HostReply{}
 	})
@@ -345,13 +345,13 @@ func TestAIReminderRetrySendsFirstAnswer(t *testing.T) {
 	e.host.Respond(func(c bustest.HostCall) bustest.HostReply {
 		mu.Lock()
 		defer mu.Unlock()
-		if c.Action == bus.ActionInvokeLLM {
+		if c.Action == wire.ActionInvokeLLM {
 			asked++
-			return bustest.HostReply{Data: bus.LLMAnswer{Text: "answer " + strconv.Itoa(asked), Model: bustest.LLMModel}}
+			return bustest.HostReply{Data: wire.LLMAnswer{Text: "answer " + strconv.Itoa(asked), Model: bustest.LLMModel}}
 		}
 		if !failed {
 			failed = true
-			return bustest.HostReply{Err: bus.Errorf(bus.ErrInternal, "boom")}
+			return bustest.HostReply{Err: wire.Errorf(wire.ErrInternal, "boom")}
 		}
 		return bustest.HostReply{}
 	})

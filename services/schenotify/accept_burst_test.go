@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -17,7 +17,7 @@ import (
 // one installation, added by 64 callers at once and all due in the same
 // second, are all created and each delivered once. The adds of one
 // installation share its index record; before the replica serialized its
-// own index writes (store.go indexLocks), 64 concurrent compare-and-sets
+// own index writes (reminders.locks, a bus.KeyLocks), 64 concurrent compare-and-sets
 // on it made some adds run out of retries and answer unavailable (the
 // "lost" reminders of BenchmarkScheNotifyDelivery with one installation:
 // never created, not lost in delivery).
@@ -68,7 +68,7 @@ func TestBurstOfOneInstallationIsAllCreatedAndDelivered(t *testing.T) {
 
 // addBurst adds n reminders of b's session s, all due at due, from callers
 // concurrent tool calls, and returns the adds refused.
-func addBurst(t testing.TB, e *env, b binding.Binding, s bus.Session, conf string, n, callers int, due time.Time) []string {
+func addBurst(t testing.TB, e *env, b binding.Binding, s wire.Session, conf string, n, callers int, due time.Time) []string {
 	t.Helper()
 	var (
 		mu      sync.Mutex
@@ -82,8 +82,8 @@ func addBurst(t testing.TB, e *env, b binding.Binding, s bus.Session, conf strin
 			defer wg.Done()
 			for i := range work {
 				p, _ := json.Marshal(map[string]any{"message": "m" + strconv.Itoa(i), "time_str": rfc(due)})
-				raw, err := e.call(t, bus.EndpointTool, "", &bus.Request{Binding: b, Config: json.RawMessage(conf),
-					Tool: &bus.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: s}})
+				raw, err := e.call(t, wire.EndpointTool, "", &wire.Request{Binding: b, Config: json.RawMessage(conf),
+					Tool: &wire.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: s}})
 				var reply struct {
 					Result struct{ Status, Code string }
 				}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -163,7 +163,7 @@ func TestEditPauseResume(t *testing.T) {
 
 // changeTool calls a change tool until it is not refused as unavailable
 // (the reminder was being sent at that moment).
-func (e *env) changeTool(t testing.TB, b binding.Binding, cfg string, s bus.Session, name string, params map[string]any) map[string]any {
+func (e *env) changeTool(t testing.TB, b binding.Binding, cfg string, s wire.Session, name string, params map[string]any) map[string]any {
 	t.Helper()
 	var r map[string]any
 	bustest.EventuallyWithin(t, 5*time.Second, name+" accepted", func() bool {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -27,7 +28,7 @@ func TestN8RetryBackoffDeadLetter(t *testing.T) {
 	in := e.start(t, cfg, nil, nil, nil)
 	a := bind("installation-a", 1)
 	s := sess("bot", "person", "1")
-	e.host.respond(func(bustest.HostCall) hostAction { return hostAction{Err: bus.Errorf(bus.ErrInternal, "down")} })
+	e.host.respond(func(bustest.HostCall) hostAction { return hostAction{Err: wire.Errorf(wire.ErrInternal, "down")} })
 	T := nextSecond()
 	id := e.schedule(t, a, cfgEN, s, map[string]any{"message": "doomed", "time_str": rfc(T.Add(time.Second))})
 	calls := e.host.wait(t, 4, 15*time.Second)
@@ -60,15 +61,15 @@ func TestN8RetryBackoffDeadLetter(t *testing.T) {
 
 	// 403: paused, not an attempt, and the authority is superseded.
 	b := bind("installation-b", 1)
-	e.host.respond(func(bustest.HostCall) hostAction { return hostAction{Err: bus.ErrBindingRefused} })
+	e.host.respond(func(bustest.HostCall) hostAction { return hostAction{Err: wire.ErrBindingRefused} })
 	T = nextSecond()
 	idB := e.schedule(t, b, cfgEN, s, map[string]any{"message": "refused", "time_str": rfc(T.Add(time.Second))})
 	bustest.EventuallyWithin(t, 5*time.Second, "paused", func() bool {
 		r := e.record(t, scopeOf(b), idB)
 		return r != nil && r.State == schenotify.StatePaused && r.Attempt == 0
 	})
-	if _, err := e.call(t, bus.EndpointTool, "", &bus.Request{Binding: b, Config: []byte(cfgEN),
-		Tool: &bus.Tool{Name: schenotify.ToolList, Parameters: []byte(`{}`), Session: s}}); !isCode(err, 403) {
+	if _, err := e.call(t, wire.EndpointTool, "", &wire.Request{Binding: b, Config: []byte(cfgEN),
+		Tool: &wire.Tool{Name: schenotify.ToolList, Parameters: []byte(`{}`), Session: s}}); !isCode(err, 403) {
 		t.Fatalf("after host 403: %v, want 403 (superseded)", err)
 	}
 
@@ -76,7 +77,7 @@ func TestN8RetryBackoffDeadLetter(t *testing.T) {
 	c := bind("installation-c", 1)
 	e.host.respond(func(hc bustest.HostCall) hostAction {
 		if hc.Scope == scopeOf(c) {
-			return hostAction{Err: bus.Errorf(bus.ErrInternal, "down")}
+			return hostAction{Err: wire.Errorf(wire.ErrInternal, "down")}
 		}
 		return hostAction{}
 	})
@@ -207,8 +208,8 @@ func TestN10StructuredResults(t *testing.T) {
 			t.Errorf("list without session: %v", r)
 		}
 	}
-	if _, err := e.call(t, bus.EndpointTool, "", &bus.Request{Binding: b, Config: []byte(cfgEN),
-		Tool: &bus.Tool{Name: "no_such_tool", Parameters: []byte(`{}`), Session: s}}); !isCode(err, 404) {
+	if _, err := e.call(t, wire.EndpointTool, "", &wire.Request{Binding: b, Config: []byte(cfgEN),
+		Tool: &wire.Tool{Name: "no_such_tool", Parameters: []byte(`{}`), Session: s}}); !isCode(err, 404) {
 		t.Fatalf("unknown tool: %v", err)
 	}
 	// A retried invocation creates one reminder and gets the same reply.
@@ -232,9 +233,9 @@ func TestN10StructuredResults(t *testing.T) {
 	if _, err := kv.Create(context.Background(), bus.InvocationKey(scopeOf(c), running), marker); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.call(t, bus.EndpointTool, running, &bus.Request{Binding: c, Config: []byte(cfgEN),
-		Tool: &bus.Tool{Name: schenotify.ToolSchedule, Parameters: []byte(`{"message":"x","delay":"1h"}`), Session: s}})
-	if e, ok := bus.AsError(err); !ok || e.Code != 409 || e.Reason != "in_progress" {
+	_, err = e.call(t, wire.EndpointTool, running, &wire.Request{Binding: c, Config: []byte(cfgEN),
+		Tool: &wire.Tool{Name: schenotify.ToolSchedule, Parameters: []byte(`{"message":"x","delay":"1h"}`), Session: s}})
+	if e, ok := wire.AsError(err); !ok || e.Code != 409 || e.Reason != "in_progress" {
 		t.Fatalf("retry during the first attempt: %v", err)
 	}
 }
@@ -322,7 +323,7 @@ func TestN13Lifecycle(t *testing.T) {
 	s := sess("bot", "person", "1")
 	T := nextSecond()
 	e.schedule(t, a, cfgEN, s, map[string]any{"message": "paused one", "time_str": rfc(T.Add(2 * time.Second))})
-	if _, err := bus.PublishRevoke(t.Context(), e.js, bus.Subjects{}, schenotify.Plugin, bus.Revoke{Binding: a, Reason: bus.ReasonDisable}, ""); err != nil {
+	if _, err := bus.PublishRevoke(t.Context(), e.js, wire.Subjects{}, schenotify.Plugin, wire.Revoke{Binding: a, Reason: wire.ReasonDisable}, ""); err != nil {
 		t.Fatal(err)
 	}
 	bustest.EventuallyWithin(t, 3*time.Second, "disabled", func() bool {
@@ -337,7 +338,7 @@ func TestN13Lifecycle(t *testing.T) {
 		t.Fatalf("still disabled: %v", err)
 	}
 	a2 := bind("installation-a", 2)
-	if _, err := bus.PublishAttach(t.Context(), e.js, bus.Subjects{}, schenotify.Plugin, bus.Attach{Binding: a2, Config: []byte(cfgEN), Enabled: true}, ""); err != nil {
+	if _, err := bus.PublishAttach(t.Context(), e.js, wire.Subjects{}, schenotify.Plugin, wire.Attach{Binding: a2, Config: []byte(cfgEN), Enabled: true}, ""); err != nil {
 		t.Fatal(err)
 	}
 	resumed := time.Now()
@@ -346,7 +347,7 @@ func TestN13Lifecycle(t *testing.T) {
 		t.Fatalf("resumed send after %v under rev %d", calls[0].At.Sub(resumed), calls[0].Request.Binding.RuntimeRevision)
 	}
 	// A late revoke of the older revision is a no-op.
-	if _, err := bus.PublishRevoke(t.Context(), e.js, bus.Subjects{}, schenotify.Plugin, bus.Revoke{Binding: a, Reason: bus.ReasonDisable}, ""); err != nil {
+	if _, err := bus.PublishRevoke(t.Context(), e.js, wire.Subjects{}, schenotify.Plugin, wire.Revoke{Binding: a, Reason: wire.ReasonDisable}, ""); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
@@ -356,7 +357,7 @@ func TestN13Lifecycle(t *testing.T) {
 	// Uninstall with a reminder due in 2 s: never sent, only the tombstone.
 	T = nextSecond()
 	e.schedule(t, a2, cfgEN, s, map[string]any{"message": "never", "time_str": rfc(T.Add(2 * time.Second))})
-	if _, err := bus.PublishRevoke(t.Context(), e.js, bus.Subjects{}, schenotify.Plugin, bus.Revoke{Binding: a2, Reason: bus.ReasonUninstall}, ""); err != nil {
+	if _, err := bus.PublishRevoke(t.Context(), e.js, wire.Subjects{}, schenotify.Plugin, wire.Revoke{Binding: a2, Reason: wire.ReasonUninstall}, ""); err != nil {
 		t.Fatal(err)
 	}
 	bustest.EventuallyWithin(t, 3*time.Second, "tombstone only", func() bool {

@@ -14,6 +14,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -32,7 +33,7 @@ func TestO12FailedDeliveryIsRetried(t *testing.T) {
 		defer mu.Unlock()
 		if !failed {
 			failed = true
-			return hostAction{Err: bus.Errorf(bus.ErrInternal, "boom")}
+			return hostAction{Err: wire.Errorf(wire.ErrInternal, "boom")}
 		}
 		return hostAction{}
 	})
@@ -249,7 +250,7 @@ func TestO15UpgradeKeepsReminders(t *testing.T) {
 	T := nextSecond()
 	e.schedule(t, b1, cfgEN, s, map[string]any{"message": "R1", "time_str": rfc(T.Add(6 * time.Second))})
 	e.schedule(t, b2, cfgEN, s, map[string]any{"message": "R2", "time_str": rfc(T.Add(3 * time.Second))})
-	if _, err := bus.PublishRevoke(t.Context(), e.js, bus.Subjects{}, schenotify.Plugin, bus.Revoke{Binding: b1, Reason: bus.ReasonUpgrade}, ""); err != nil {
+	if _, err := bus.PublishRevoke(t.Context(), e.js, wire.Subjects{}, schenotify.Plugin, wire.Revoke{Binding: b1, Reason: wire.ReasonUpgrade}, ""); err != nil {
 		t.Fatal(err)
 	}
 	calls := e.host.wait(t, 2, 10*time.Second)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -139,7 +139,7 @@ func TestN16ListAndCancel(t *testing.T) {
 	_ = cfg
 	e.host.respond(func(hc bustest.HostCall) hostAction {
 		if hc.Scope == scopeOf(c) {
-			return hostAction{Err: bus.Errorf(bus.ErrInternal, "down")}
+			return hostAction{Err: wire.Errorf(wire.ErrInternal, "down")}
 		}
 		return hostAction{}
 	})

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -25,7 +25,7 @@ func TestMentionsOnDelivery(t *testing.T) {
 	e.schedule(t, a, cfgEN, sess("bot", "person", "p1"), map[string]any{"message": "solo", "time_str": due})
 	e.schedule(t, off, `{"language":"en_US","mention_creator":false}`, g, map[string]any{"message": "quiet", "time_str": due, "mentions": []string{"carol"}})
 	calls := e.host.wait(t, 3, 10*time.Second)
-	chains := map[string][]bus.Component{}
+	chains := map[string][]wire.Component{}
 	for _, c := range calls {
 		chains[sentText(c)] = c.SendMessage().MessageChain
 	}

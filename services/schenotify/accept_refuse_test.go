@@ -10,6 +10,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -23,12 +24,12 @@ func (e *env) message(t testing.TB, b binding.Binding, typ, id string) {
 	}
 	data, _ := json.Marshal(map[string]any{"launcher_type": typ, "launcher_id": id, "sender_id": "sender-" + id,
 		"message_chain": []map[string]string{{"type": "Plain", "text": "hello"}}})
-	raw, err := e.call(t, bus.EndpointEvent, "", &bus.Request{Binding: b, Config: json.RawMessage(cfgEN),
-		Event: &bus.Event{Name: name, BotUUID: "bot", Data: data}})
+	raw, err := e.call(t, wire.EndpointEvent, "", &wire.Request{Binding: b, Config: json.RawMessage(cfgEN),
+		Event: &wire.Event{Name: name, BotUUID: "bot", Data: data}})
 	if err != nil {
 		t.Fatalf("event: %v", err)
 	}
-	var r bus.EventReply
+	var r wire.EventReply
 	if err := json.Unmarshal(raw, &r); err != nil || r.PreventDefault || r.PreventPostorder || len(r.ReplyMessageChain) != 0 {
 		t.Fatalf("event reply %s (%v): it must not block the message", raw, err)
 	}
@@ -49,7 +50,7 @@ func TestRefusedChatGetsRemindersOnNextMessage(t *testing.T) {
 			refuse.Store(true)
 			e.host.respond(func(bustest.HostCall) hostAction {
 				if refuse.Load() {
-					return hostAction{Err: &bus.Error{Code: 400, Word: "bad_request", Reason: reason, Message: "the platform refused"}}
+					return hostAction{Err: &wire.Error{Code: 400, Word: "bad_request", Reason: reason, Message: "the platform refused"}}
 				}
 				return hostAction{}
 			})
@@ -123,7 +124,7 @@ func TestTransientFailureStillRetries(t *testing.T) {
 	e := newEnv(t)
 	cfg := testConfig()
 	e.start(t, cfg, nil, nil, nil)
-	errs := []*bus.Error{
+	errs := []*wire.Error{
 		{Code: 503, Word: "unavailable", Message: "not connected"},
 		{Code: 500, Word: "internal", Message: "host action failed"},
 		{Code: 400, Word: "bad_request", Reason: "something_else", Message: "?"},
@@ -157,15 +158,15 @@ func TestRefusalClassification(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&bus.Error{Code: 400, Word: "bad_request", Reason: schenotify.ReasonNotPermitted}, schenotify.ReasonNotPermitted},
-		{&bus.Error{Code: 409, Word: "conflict", Reason: schenotify.ReasonOutsideReplyWindow}, schenotify.ReasonOutsideReplyWindow},
-		{&bus.Error{Code: 404, Word: "not_found", Reason: schenotify.ReasonUnsupportedTarget}, schenotify.ReasonUnsupportedTarget},
-		{&bus.Error{Code: 403, Word: "binding_refused", Reason: schenotify.ReasonNotPermitted}, ""}, // 403 is the binding
-		{&bus.Error{Code: 429, Word: "rate_limited", Reason: schenotify.ReasonOutsideReplyWindow}, ""},
-		{&bus.Error{Code: 503, Word: "unavailable", Reason: schenotify.ReasonNotPermitted}, ""},
-		{&bus.Error{Code: 500, Word: "internal"}, ""},
-		{&bus.Error{Code: 404, Word: "not_found"}, ""}, // a bot that is not running
-		{&bus.Error{Code: 400, Word: "bad_request", Reason: "in_progress"}, ""},
+		{&wire.Error{Code: 400, Word: "bad_request", Reason: schenotify.ReasonNotPermitted}, schenotify.ReasonNotPermitted},
+		{&wire.Error{Code: 409, Word: "conflict", Reason: schenotify.ReasonOutsideReplyWindow}, schenotify.ReasonOutsideReplyWindow},
+		{&wire.Error{Code: 404, Word: "not_found", Reason: schenotify.ReasonUnsupportedTarget}, schenotify.ReasonUnsupportedTarget},
+		{&wire.Error{Code: 403, Word: "binding_refused", Reason: schenotify.ReasonNotPermitted}, ""}, // 403 is the binding
+		{&wire.Error{Code: 429, Word: "rate_limited", Reason: schenotify.ReasonOutsideReplyWindow}, ""},
+		{&wire.Error{Code: 503, Word: "unavailable", Reason: schenotify.ReasonNotPermitted}, ""},
+		{&wire.Error{Code: 500, Word: "internal"}, ""},
+		{&wire.Error{Code: 404, Word: "not_found"}, ""}, // a bot that is not running
+		{&wire.Error{Code: 400, Word: "bad_request", Reason: "in_progress"}, ""},
 		{bus.ErrHostTimeout, ""},
 	}
 	for _, c := range cases {

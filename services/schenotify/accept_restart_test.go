@@ -13,6 +13,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // N4: service restarts with reminders pending.
@@ -210,7 +211,7 @@ func TestN6TwoReplicasR3Cluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{nc: nc, js: js, inv: bus.NewInvoker(nc, bus.Subjects{}, nil)}
+	e := &env{nc: nc, js: js, inv: bus.NewInvoker(nc, wire.Subjects{}, nil)}
 	e.host = newFakeHost(t, nc)
 	cfg := testConfig()
 	cfg.Replicas = 3

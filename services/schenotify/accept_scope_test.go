@@ -14,6 +14,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -36,8 +37,8 @@ func TestO1ScheduleIsPerInstallation(t *testing.T) {
 	idA := e.schedule(t, a, cfgEN, sa, map[string]any{"message": "A reminder", "time_str": rfc(T.Add(2 * time.Second))})
 	e.schedule(t, b, cfgZH, sb, map[string]any{"message": "B reminder", "time_str": rfc(T.Add(4 * time.Second))})
 	// O3: an attach that changes only the language changes nothing delivered.
-	if _, err := bus.PublishAttach(t.Context(), e.js, bus.Subjects{}, schenotify.Plugin,
-		bus.Attach{Binding: a, Config: []byte(`{"language":"zh_Hans","timezone":"UTC"}`), Enabled: true}, ""); err != nil {
+	if _, err := bus.PublishAttach(t.Context(), e.js, wire.Subjects{}, schenotify.Plugin,
+		wire.Attach{Binding: a, Config: []byte(`{"language":"zh_Hans","timezone":"UTC"}`), Enabled: true}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.list(t, b, cfgZH, sb); len(got) != 1 || got[0] != "B reminder" {
@@ -98,7 +99,7 @@ func TestO2UninstallStopsScope(t *testing.T) {
 	T := nextSecond()
 	e.schedule(t, a, cfgEN, s, map[string]any{"message": "A reminder", "time_str": rfc(T.Add(3 * time.Second))})
 	e.schedule(t, b, cfgEN, s, map[string]any{"message": "B reminder", "time_str": rfc(T.Add(3 * time.Second))})
-	if _, err := bus.PublishRevoke(t.Context(), e.js, bus.Subjects{}, schenotify.Plugin, bus.Revoke{Binding: a, Reason: bus.ReasonUninstall}, ""); err != nil {
+	if _, err := bus.PublishRevoke(t.Context(), e.js, wire.Subjects{}, schenotify.Plugin, wire.Revoke{Binding: a, Reason: wire.ReasonUninstall}, ""); err != nil {
 		t.Fatal(err)
 	}
 	bustest.EventuallyWithin(t, 5*time.Second, "A purged", func() bool {
@@ -112,8 +113,8 @@ func TestO2UninstallStopsScope(t *testing.T) {
 	if len(sends) != 1 || sentText(sends[0]) != "[Notify] B reminder" {
 		t.Fatalf("sends %q", e.host.texts())
 	}
-	if _, err := e.call(t, bus.EndpointTool, "", &bus.Request{Binding: a, Config: []byte(cfgEN),
-		Tool: &bus.Tool{Name: schenotify.ToolList, Parameters: []byte(`{}`), Session: s}}); !isCode(err, 403) {
+	if _, err := e.call(t, wire.EndpointTool, "", &wire.Request{Binding: a, Config: []byte(cfgEN),
+		Tool: &wire.Tool{Name: schenotify.ToolList, Parameters: []byte(`{}`), Session: s}}); !isCode(err, 403) {
 		t.Fatalf("invocation after uninstall: %v, want 403", err)
 	}
 }
@@ -135,7 +136,7 @@ func TestO2NoGoroutinePerScope(t *testing.T) {
 }
 
 func isCode(err error, code int) bool {
-	e, ok := bus.AsError(err)
+	e, ok := wire.AsError(err)
 	return err != nil && ok && e.Code == code
 }
 
@@ -173,7 +174,7 @@ func TestO4ScopeKeyIsTheFullBinding(t *testing.T) {
 	// dispatcher refuses it first, not_attached, leaving nothing either).
 	z := bindIn("workspace-1", "installation-z", 1)
 	if _, err := e.inv.InvokeRaw(t.Context(), "langbot.plugin.schenotify.tool.instance-1.workspace-1.installation-z", bus.NewInvocationID(),
-		[]byte(`{}`)); !errors.Is(err, bus.ErrNotAttached) {
+		[]byte(`{}`)); !errors.Is(err, wire.ErrNotAttached) {
 		t.Fatalf("never attached: %v, want 403 not_attached", err)
 	}
 	e.attached(t, z, json.RawMessage(`{}`))
@@ -188,7 +189,7 @@ func TestO4ScopeKeyIsTheFullBinding(t *testing.T) {
 		}
 	}
 	// Revoking an unrelated binding leaves w1's reminder armed; it fires.
-	if _, err := bus.PublishRevoke(t.Context(), e.js, bus.Subjects{}, schenotify.Plugin, bus.Revoke{Binding: bind("installation-other", 1), Reason: bus.ReasonUninstall}, ""); err != nil {
+	if _, err := bus.PublishRevoke(t.Context(), e.js, wire.Subjects{}, schenotify.Plugin, wire.Revoke{Binding: bind("installation-other", 1), Reason: wire.ReasonUninstall}, ""); err != nil {
 		t.Fatal(err)
 	}
 	T := nextSecond()
@@ -214,7 +215,7 @@ func TestO8SessionIsolation(t *testing.T) {
 	idB := e.schedule(t, b, cfgEN, sB, map[string]any{"message": "B reminder", "time_str": far})
 	e.schedule(t, b, cfgEN, sG, map[string]any{"message": "group one", "time_str": far})
 	for _, c := range []struct {
-		s    bus.Session
+		s    wire.Session
 		want string
 	}{{sA, "from bot-a"}, {sB, "B reminder"}, {sG, "group one"}} {
 		text := e.cmd(t, b, cfgEN, c.s, "!sche")
@@ -226,12 +227,12 @@ func TestO8SessionIsolation(t *testing.T) {
 		t.Fatalf("O11: bot-b sees %q", got)
 	}
 	// O9: launcher_id 42 as a number is the same session.
-	raw, err := e.call(t, bus.EndpointTool, "", &bus.Request{Binding: b, Config: []byte(cfgEN),
-		Tool: &bus.Tool{Name: schenotify.ToolList, Parameters: []byte(`{}`), Session: bus.Session{LauncherType: "person", LauncherID: "42", BotUUID: "bot-a"}}})
+	raw, err := e.call(t, wire.EndpointTool, "", &wire.Request{Binding: b, Config: []byte(cfgEN),
+		Tool: &wire.Tool{Name: schenotify.ToolList, Parameters: []byte(`{}`), Session: wire.Session{LauncherType: "person", LauncherID: "42", BotUUID: "bot-a"}}})
 	if err != nil || !strings.Contains(string(raw), "from bot-a") {
 		t.Fatalf("numeric launcher id: %s %v", raw, err)
 	}
-	var numeric bus.Session
+	var numeric wire.Session
 	if err := jsonUnmarshal(`{"launcher_type":"person","launcher_id":42,"bot_uuid":"bot-a"}`, &numeric); err != nil || numeric.LauncherID != "42" {
 		t.Fatalf("numeric id decodes as %q %v", numeric.LauncherID, err)
 	}

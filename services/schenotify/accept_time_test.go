@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -24,7 +24,7 @@ func (e *env) armed(t testing.TB, sc binding.Scope, id string) (string, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subj, _ := bus.Subjects{}.Internal(schenotify.Plugin, schenotify.KindSched, sc, id)
+	subj, _ := wire.Subjects{}.Internal(schenotify.Plugin, schenotify.KindSched, sc, id)
 	m, err := st.GetLastMsgForSubject(t.Context(), subj)
 	if err != nil {
 		return "", false
@@ -42,7 +42,7 @@ func armedFor(due string) string {
 // fire injects a fired message for a reminder, as the server would.
 func (e *env) fire(t testing.TB, sc binding.Scope, id string) {
 	t.Helper()
-	subj, _ := bus.Subjects{}.Internal(schenotify.Plugin, schenotify.KindDue, sc, id)
+	subj, _ := wire.Subjects{}.Internal(schenotify.Plugin, schenotify.KindDue, sc, id)
 	if _, err := e.js.PublishMsg(t.Context(), &nats.Msg{Subject: subj, Data: []byte(`{"id":"` + id + `"}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestN3Recurrence(t *testing.T) {
 		defer mu.Unlock()
 		if c.Scope == scopeOf(b) && !failedB {
 			failedB = true
-			return hostAction{Err: bus.Errorf(bus.ErrUnavailable, "busy")}
+			return hostAction{Err: wire.Errorf(wire.ErrUnavailable, "busy")}
 		}
 		return hostAction{}
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -21,18 +22,18 @@ import (
 
 // Reminder kinds (Record.Kind).
 const (
-	// KindText is fixed text, the default; records stored before kinds
+	// kindText is fixed text, the default; records stored before kinds
 	// existed have no kind and read as fixed text.
-	KindText = ""
-	// KindAI: Message is a prompt the host's LLM answers at the due time.
-	KindAI = "ai"
+	kindText = ""
+	// kindAI: Message is a prompt the host's LLM answers at the due time.
+	kindAI = "ai"
 )
 
 // Installation config of the AI-written form (setting ai_calls_per_day).
 const (
-	// DefaultAICallsPerDay is how many AI-written deliveries an
+	// defaultAICallsPerDay is how many AI-written deliveries an
 	// installation may make per day (its zone's calendar day) by default.
-	DefaultAICallsPerDay = 50
+	defaultAICallsPerDay = 50
 	// maxAIAnswerRunes caps the delivered answer (a chat message).
 	maxAIAnswerRunes = 2000
 	// defaultLLMTimeout bounds one invoke_llm of a delivery
@@ -89,7 +90,7 @@ func (rd Renderer) aiNote(set Settings) string {
 
 // kindMark is what lists put before an AI-written reminder's prompt.
 func (rd Renderer) kindMark(set Settings, rec *Record) string {
-	if rec.Kind == KindAI {
+	if rec.Kind == kindAI {
 		return rd.text(set, "word.ai", nil)
 	}
 	return ""
@@ -140,7 +141,7 @@ func (d *delivery) charge(ctx context.Context, sc binding.Scope, limit int, day,
 // claimExtra is how much longer than a fixed text's the send claim of rec
 // holds: an AI-written one also covers its LLM call.
 func (d *delivery) claimExtra(rec *Record) time.Duration {
-	if rec.Kind == KindAI {
+	if rec.Kind == kindAI {
 		return d.llmTimeout
 	}
 	return 0
@@ -159,7 +160,7 @@ func (d *delivery) writeAI(ctx context.Context, c *claimed) {
 	if !stored && why == "" {
 		answer, why = d.askLLM(ctx, c, set)
 		if why == "" {
-			d.keepAnswer(ctx, c, answer)
+			d.keepAnswer(c, answer)
 		}
 	}
 	now := d.now()
@@ -183,26 +184,24 @@ func (d *delivery) writeAI(ctx context.Context, c *claimed) {
 
 // storedAnswer is the LLM answer kept for occurrence occ, if any.
 func (r *Record) storedAnswer(occ time.Time) (string, bool) {
-	if r.Kind != KindAI || r.AIAnswer == nil || !r.AIAnswer.Occurrence.Equal(occ) {
+	if r.Kind != kindAI || r.AIAnswer == nil || !r.AIAnswer.Occurrence.Equal(occ) {
 		return "", false
 	}
 	return r.AIAnswer.Text, true
 }
 
-// keepAnswer stores answer in the claimed record before the send, so a
-// retry of the occurrence (on any replica) sends the same text under the
-// same idempotency key instead of asking the LLM again. The claim is held,
-// so only a user's change or delete can race it; then, or when the store
-// fails, the send goes on with the answer and a retry would ask again.
-func (d *delivery) keepAnswer(ctx context.Context, c *claimed, answer string) {
+// keepAnswer puts answer into the claimed record, in memory: the send's
+// outcome write (a retry, a refusal, a pause) stores it with the rest, so
+// a retry of the occurrence (on any replica) sends the same text under the
+// same idempotency key instead of asking the LLM again, and a delivered
+// occurrence clears it (advance). It costs no write of its own: a burst of
+// AI-written reminders due in one second must not pay one more KV write
+// each before its sends. Only a crash between the answer and the outcome
+// write loses it; the retry then asks again.
+func (d *delivery) keepAnswer(c *claimed, answer string) {
 	r := *c.rec
 	r.AIAnswer = &aiAnswer{Occurrence: c.occ.UTC(), Text: answer}
-	rev, err := d.rem.casRecord(ctx, c.sc, &r, c.rev)
-	if err != nil {
-		d.log.WarnContext(ctx, "ai answer not kept for retries", "scope", c.sc.String(), "id", c.rec.ID, "err", err)
-		return
-	}
-	c.rec, c.rev = &r, rev
+	c.rec = &r
 }
 
 // askLLM asks the host's LLM for the text of c; why is "" with an answer,
@@ -218,12 +217,12 @@ func (d *delivery) askLLM(ctx context.Context, c *claimed, set Settings) (answer
 	}
 	lctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	ans, err := d.host.InvokeLLM(lctx, c.auth.Binding, bus.InvokeLLM{Messages: []bus.LLMMessage{
-		{Role: bus.RoleSystem, Content: aiSystemPrompt(set, d.now())},
-		{Role: bus.RoleUser, Content: c.rec.Message},
+	ans, err := d.host.InvokeLLM(lctx, c.auth.Binding, wire.InvokeLLM{Messages: []wire.LLMMessage{
+		{Role: wire.RoleSystem, Content: aiSystemPrompt(set, d.now())},
+		{Role: wire.RoleUser, Content: c.rec.Message},
 	}})
 	switch {
-	case errors.Is(err, bus.ErrNoLLMModel):
+	case errors.Is(err, wire.ErrNoLLMModel):
 		return "", aiWhyNoModel
 	case err != nil:
 		// errorDetail names the code only, never the prompt or the answer.

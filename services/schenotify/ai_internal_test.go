@@ -40,7 +40,7 @@ func TestRecordKindDefault(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"v":1,"id":"abc123","message":"stretch","state":"scheduled"}`), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Kind != KindText {
+	if r.Kind != kindText {
 		t.Fatalf("old record kind %q", r.Kind)
 	}
 	b, _ := json.Marshal(&r)
@@ -83,14 +83,14 @@ func FuzzCutAIKeyword(f *testing.F) {
 // fixed text never has one.
 func TestStoredAnswerIsPerOccurrence(t *testing.T) {
 	occ := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
-	r := Record{Kind: KindAI, AIAnswer: &aiAnswer{Occurrence: occ, Text: "sunny"}}
+	r := Record{Kind: kindAI, AIAnswer: &aiAnswer{Occurrence: occ, Text: "sunny"}}
 	if got, ok := r.storedAnswer(occ); !ok || got != "sunny" {
 		t.Fatalf("same occurrence: %q, %v", got, ok)
 	}
 	if _, ok := r.storedAnswer(occ.Add(24 * time.Hour)); ok {
 		t.Fatal("the next occurrence reused the answer")
 	}
-	r.Kind = KindText
+	r.Kind = kindText
 	if _, ok := r.storedAnswer(occ); ok {
 		t.Fatal("fixed text has no kept answer")
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -56,11 +57,11 @@ func BenchmarkScheNotifyDelivery(b *testing.B) {
 		var mu sync.Mutex
 		arrivals := map[string][]time.Time{}
 		var sends atomic.Int64
-		sub, err := hostConn.Subscribe(bus.Subjects{}.HostActionAll(bus.ActionSendMessage), func(m *nats.Msg) {
+		sub, err := hostConn.Subscribe(wire.Subjects{}.HostActionAll(wire.ActionSendMessage), func(m *nats.Msg) {
 			at := time.Now()
 			sends.Add(1)
 			mu.Lock()
-			key := m.Header.Get(bus.HeaderIdempotencyKey)
+			key := m.Header.Get(wire.HeaderIdempotencyKey)
 			arrivals[key] = append(arrivals[key], at)
 			mu.Unlock()
 			_ = m.Respond([]byte(`{}`))
@@ -85,16 +86,16 @@ func BenchmarkScheNotifyDelivery(b *testing.B) {
 		// An invocation never creates an installation (not_attached):
 		// without its attach every add would be refused.
 		attachAll(b, srv, svc, installations, cfg)
-		inv := bus.NewInvoker(srv.Conn(b), bus.Subjects{}, nil)
+		inv := bus.NewInvoker(srv.Conn(b), wire.Subjects{}, nil)
 		// created counts the due reminders whose add succeeded: a refused
 		// add (an error above) is not a lost delivery
 		var created atomic.Int64
 		add := func(i int, due time.Time) error {
 			bd := bind(fmt.Sprintf("bench-%04d", i%installations), 1)
 			p, _ := json.Marshal(map[string]any{"message": fmt.Sprintf("reminder %d", i), "time_str": rfc(due)})
-			raw, err := inv.Invoke(context.Background(), schenotify.Plugin, bus.EndpointTool, bus.NewInvocationID(), &bus.Request{
+			raw, err := inv.Invoke(context.Background(), schenotify.Plugin, wire.EndpointTool, bus.NewInvocationID(), &wire.Request{
 				Binding: bd, Config: cfg,
-				Tool: &bus.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: sess("bot", "group", fmt.Sprint(i))}})
+				Tool: &wire.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: sess("bot", "group", fmt.Sprint(i))}})
 			if err != nil {
 				return err
 			}
@@ -286,10 +287,10 @@ func BenchmarkScheNotifyAIDelivery(b *testing.B) {
 		sends := map[string][]time.Time{} // by idempotency key
 		asks := map[string][]time.Time{}  // invoke_llm requests by prompt
 		var sent atomic.Int64
-		subSend, err := hostConn.Subscribe(bus.Subjects{}.HostActionAll(bus.ActionSendMessage), func(m *nats.Msg) {
+		subSend, err := hostConn.Subscribe(wire.Subjects{}.HostActionAll(wire.ActionSendMessage), func(m *nats.Msg) {
 			at := time.Now()
 			mu.Lock()
-			key := m.Header.Get(bus.HeaderIdempotencyKey)
+			key := m.Header.Get(wire.HeaderIdempotencyKey)
 			sends[key] = append(sends[key], at)
 			mu.Unlock()
 			sent.Add(1)
@@ -302,13 +303,13 @@ func BenchmarkScheNotifyAIDelivery(b *testing.B) {
 		// is taken first and the decoding done beside it, so the host's own
 		// work is not counted as the next request's lateness.
 		var answering sync.WaitGroup
-		subLLM, err := hostConn.Subscribe(bus.Subjects{}.HostActionAll(bus.ActionInvokeLLM), func(m *nats.Msg) {
+		subLLM, err := hostConn.Subscribe(wire.Subjects{}.HostActionAll(wire.ActionInvokeLLM), func(m *nats.Msg) {
 			at := time.Now()
 			answering.Add(1)
 			go func() {
 				defer answering.Done()
-				var req bus.HostRequest
-				var q bus.InvokeLLM
+				var req wire.HostRequest
+				var q wire.InvokeLLM
 				if json.Unmarshal(m.Data, &req) != nil || json.Unmarshal(req.Data, &q) != nil || len(q.Messages) == 0 {
 					return
 				}
@@ -316,7 +317,7 @@ func BenchmarkScheNotifyAIDelivery(b *testing.B) {
 				mu.Lock()
 				asks[prompt] = append(asks[prompt], at)
 				mu.Unlock()
-				out, _ := json.Marshal(bus.LLMAnswer{Text: "answer to " + prompt, Model: "bench"})
+				out, _ := json.Marshal(wire.LLMAnswer{Text: "answer to " + prompt, Model: "bench"})
 				_ = m.Respond(out)
 			}()
 		})
@@ -331,7 +332,7 @@ func BenchmarkScheNotifyAIDelivery(b *testing.B) {
 		svcRun := bustest.Start(b, svc)
 		cfg := json.RawMessage(`{"language":"en_US","max_reminders":1000}`)
 		attachAll(b, srv, svc, dueCount, cfg)
-		inv := bus.NewInvoker(srv.Conn(b), bus.Subjects{}, nil)
+		inv := bus.NewInvoker(srv.Conn(b), wire.Subjects{}, nil)
 		// round creates dueCount reminders of one kind due in the same
 		// second, waits for their deliveries (and 3 s for duplicates), and
 		// returns the due second and what the host received.
@@ -350,9 +351,9 @@ func BenchmarkScheNotifyAIDelivery(b *testing.B) {
 							return
 						}
 						p, _ := json.Marshal(map[string]any{"message": fmt.Sprintf("%s %d", kind, i), "time_str": rfc(due), "ai": kind == "ai"})
-						raw, err := inv.Invoke(context.Background(), schenotify.Plugin, bus.EndpointTool, bus.NewInvocationID(), &bus.Request{
+						raw, err := inv.Invoke(context.Background(), schenotify.Plugin, wire.EndpointTool, bus.NewInvocationID(), &wire.Request{
 							Binding: bind(fmt.Sprintf("bench-%04d", i), 1), Config: cfg,
-							Tool: &bus.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: sess("bot", "group", fmt.Sprint(i))}})
+							Tool: &wire.Tool{Name: schenotify.ToolSchedule, Parameters: p, Session: sess("bot", "group", fmt.Sprint(i))}})
 						var r struct {
 							Result struct{ Status, Code string }
 						}
@@ -440,8 +441,8 @@ func attachAll(b *testing.B, srv *bustest.Server, svc *schenotify.Service, n int
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if _, err := bus.PublishAttach(ctx, js, bus.Subjects{}, schenotify.Plugin,
-				bus.Attach{Binding: bind(fmt.Sprintf("bench-%04d", i), 1), Config: cfg, Enabled: true}, ""); err != nil {
+			if _, err := bus.PublishAttach(ctx, js, wire.Subjects{}, schenotify.Plugin,
+				wire.Attach{Binding: bind(fmt.Sprintf("bench-%04d", i), 1), Config: cfg, Enabled: true}, ""); err != nil {
 				errs <- err
 			}
 		}()
@@ -451,7 +452,7 @@ func attachAll(b *testing.B, srv *bustest.Server, svc *schenotify.Service, n int
 	for err := range errs {
 		b.Fatal(err)
 	}
-	bustest.WaitLifecycle(b, js, bus.Subjects{}, schenotify.Plugin, time.Minute)
+	bustest.WaitLifecycle(b, js, wire.Subjects{}, schenotify.Plugin, time.Minute)
 	for i := range n {
 		bustest.WaitAuthority(b, svc.Runner(), bus.ScopeOf(bind(fmt.Sprintf("bench-%04d", i), 1)), nil)
 	}

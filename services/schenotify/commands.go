@@ -62,12 +62,12 @@ func (rp *replies) sche(ctx context.Context, inv *bus.Invocation, set Settings, 
 			return rp.text(set, "cmd.add_usage", nil)
 		}
 		// The prompt form is read on the text the reader left (ai.go).
-		kind := KindText
+		kind := kindText
 		if prompt, ok := cutAIKeyword(msg); ok {
 			if f := checkAIAdd(set, prompt); f != nil {
 				return rp.rd.failureText(set, f)
 			}
-			msg, kind = prompt, KindAI
+			msg, kind = prompt, kindAI
 		}
 		plan.Message = msg
 		sess, sender, ok := sessionOf(inv.Command.Session).resolve()
@@ -78,7 +78,7 @@ func (rp *replies) sche(ctx context.Context, inv *bus.Invocation, set Settings, 
 		if err != nil {
 			return rp.failText(ctx, inv, set, err)
 		}
-		if kind == KindAI {
+		if kind == kindAI {
 			return rp.rd.scheduled(set, id, plan, now) + "\n" + rp.rd.aiNote(set)
 		}
 		return rp.rd.scheduled(set, id, plan, now)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -57,7 +58,7 @@ type delivery struct {
 	llmTimeout  time.Duration // an AI-written delivery's LLM call (Config.LLMTimeout)
 	replica     string
 	retry       RetryPolicy
-	subj        bus.Subjects
+	subj        wire.Subjects
 	now         func() time.Time
 	log         *slog.Logger
 	tracer      trace.Tracer
@@ -120,7 +121,7 @@ type claimed struct {
 // outgoing is a delivery's message, built before the send (a held
 // delivery builds it while it waits, so the instant costs only the send).
 type outgoing struct {
-	msg  bus.SendMessage
+	msg  wire.SendMessage
 	rule *when.Rule
 	loc  *time.Location
 	// ai is an AI-written reminder's budget decision: its text is asked
@@ -359,9 +360,9 @@ func (d *delivery) render(ctx context.Context, c *claimed, now time.Time) outgoi
 	}
 	out := outgoing{rule: rule, loc: loc, calendarEnd: calendarEndAt(rule, loc, c.occ, now, c.rec.Until)}
 	text := d.rd.DeliveryText(set, c.rec, c.occ, now, skipped) + d.rd.calendarNote(set, out.calendarEnd)
-	out.msg = bus.SendMessage{BotUUID: c.rec.Session.BotUUID, TargetType: c.rec.Session.TargetType, TargetID: c.rec.Session.TargetID,
+	out.msg = wire.SendMessage{BotUUID: c.rec.Session.BotUUID, TargetType: c.rec.Session.TargetType, TargetID: c.rec.Session.TargetID,
 		MessageChain: deliveryChain(set, c.rec, text)}
-	if c.rec.Kind == KindAI {
+	if c.rec.Kind == kindAI {
 		// The text is asked for at the send (writeAI); the budget is
 		// decided now, while a held delivery waits.
 		out.ai = d.chargeAI(ctx, c, set, now)
@@ -384,7 +385,7 @@ func (d *delivery) send(ctx context.Context, cl *claimed) (string, error) {
 	now := d.now()
 	d.metrics.lateness.Observe(now.Sub(cl.target).Seconds())
 	err := d.sendMessage(ctx, cl)
-	rec = cl.rec // an AI-written send may have stored its answer
+	rec = cl.rec // an AI-written send carries its answer, for the outcome write
 	if h := d.hooks.afterSend; h != nil {
 		h(ctx, sc, rec.ID)
 	}
@@ -394,7 +395,7 @@ func (d *delivery) send(ctx context.Context, cl *claimed) (string, error) {
 	c := *rec
 	c.Claim = nil
 	var outcome string
-	var hostErr *bus.Error
+	var hostErr *wire.Error
 	switch {
 	case err == nil:
 		outcome = outcomeDelivered
@@ -565,7 +566,7 @@ func (d *delivery) advance(ctx context.Context, cl *claimed, c *Record, now time
 
 // errorCode maps a failed send to the stored code.
 func errorCode(err error) string {
-	var e *bus.Error
+	var e *wire.Error
 	switch {
 	case errors.Is(err, bus.ErrHostTimeout), errors.Is(err, context.DeadlineExceeded):
 		return ErrCodeTimeout
@@ -580,7 +581,7 @@ func errorCode(err error) string {
 
 // errorDetail is a short, text-free description of a failed send.
 func errorDetail(err error) string {
-	var e *bus.Error
+	var e *wire.Error
 	switch {
 	case errors.As(err, &e):
 		d := strconv.Itoa(e.Code) + " " + e.Word

@@ -84,7 +84,7 @@
 //
 // # Imports
 //
-// This package may import pkg/bus, pkg/binding, pkg/i18n, pkg/plugin,
+// This package may import pkg/bus, pkg/wire, pkg/binding, pkg/i18n, pkg/plugin,
 // pkg/settings, pkg/svcmain, its own subpackages, the NATS client,
 // OpenTelemetry's API and Prometheus' client; no other service. Its
 // subpackages never import it.

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // TestUnknownNamesNotEchoed: a command or tool name the service does not
@@ -19,14 +19,14 @@ func TestUnknownNamesNotEchoed(t *testing.T) {
 	s := sess("bot", "person", "1")
 	const secret = "secretname9"
 	for _, tc := range []struct {
-		ep  bus.Endpoint
-		req *bus.Request
+		ep  wire.Endpoint
+		req *wire.Request
 	}{
-		{bus.EndpointCommand, &bus.Request{Binding: b, Command: &bus.Command{Name: secret, FullText: "!" + secret, Session: s}}},
-		{bus.EndpointTool, &bus.Request{Binding: b, Tool: &bus.Tool{Name: secret, Session: s}}},
+		{wire.EndpointCommand, &wire.Request{Binding: b, Command: &wire.Command{Name: secret, FullText: "!" + secret, Session: s}}},
+		{wire.EndpointTool, &wire.Request{Binding: b, Tool: &wire.Tool{Name: secret, Session: s}}},
 	} {
 		_, err := e.call(t, tc.ep, "", tc.req)
-		var be *bus.Error
+		var be *wire.Error
 		if !errors.As(err, &be) || be.Code != 404 {
 			t.Fatalf("%s %s: %v, want 404", tc.ep, secret, err)
 		}

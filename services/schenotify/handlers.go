@@ -6,6 +6,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // The runner's handlers: each decodes, calls one part and encodes.
@@ -23,9 +24,9 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	case CommandDsche:
 		body = s.rp.dsche(ctx, inv, set, ParseDsche(in))
 	default:
-		return nil, bus.Errorf(bus.ErrNotFound, "schenotify has no such command")
+		return nil, wire.Errorf(wire.ErrNotFound, "schenotify has no such command")
 	}
-	return bus.CommandReply{Returns: []bus.Return{{Text: s.rp.rd.Reply(set, body)}}}, nil
+	return wire.CommandReply{Returns: []wire.Return{{Text: s.rp.rd.Reply(set, body)}}}, nil
 }
 
 // handleTool answers the tools (replies).
@@ -50,7 +51,7 @@ type eventData struct {
 // reminders never block a message. A message event is the chat's next
 // message for delivery (nextmessage.go).
 func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, error) {
-	reply := bus.EventReply{}
+	reply := wire.EventReply{}
 	ev := inv.Event
 	if ev == nil || (ev.Name != EventPersonMessage && ev.Name != EventGroupMessage) {
 		return reply, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -38,7 +39,7 @@ func sentText(c bustest.HostCall) string {
 
 // hostAction says how the fake host answers one send_message.
 type hostAction struct {
-	Err  *bus.Error    // error reply
+	Err  *wire.Error   // error reply
 	Hang chan struct{} // answer (success) only once closed
 	Drop bool          // never answer
 }
@@ -48,7 +49,7 @@ type fakeHost struct{ *bustest.Host }
 
 func newFakeHost(t testing.TB, nc *nats.Conn) *fakeHost {
 	t.Helper()
-	return &fakeHost{bustest.NewHost(t, nc, bus.Subjects{})}
+	return &fakeHost{bustest.NewHost(t, nc, wire.Subjects{})}
 }
 
 func (h *fakeHost) respond(f func(bustest.HostCall) hostAction) {
@@ -97,7 +98,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{srv: srv, nc: nc, js: js, inv: bus.NewInvoker(nc, bus.Subjects{}, nil)}
+	e := &env{srv: srv, nc: nc, js: js, inv: bus.NewInvoker(nc, wire.Subjects{}, nil)}
 	e.host = newFakeHost(t, nc)
 	return e
 }
@@ -157,12 +158,12 @@ func bindIn(workspace, installation string, rev int64) binding.Binding {
 		InstallationUUID: installation, RuntimeRevision: rev, ArtifactDigest: "sha256:test"}
 }
 
-func sess(bot, typ, id string) bus.Session {
-	return bus.Session{LauncherType: typ, LauncherID: bus.ID(id), SenderID: bus.ID("sender-" + id), BotUUID: bot}
+func sess(bot, typ, id string) wire.Session {
+	return wire.Session{LauncherType: typ, LauncherID: wire.ID(id), SenderID: wire.ID("sender-" + id), BotUUID: bot}
 }
 
 // call invokes the plugin; cfg is the installation config JSON.
-func (e *env) call(t testing.TB, ep bus.Endpoint, invID string, req *bus.Request) (json.RawMessage, error) {
+func (e *env) call(t testing.TB, ep wire.Endpoint, invID string, req *wire.Request) (json.RawMessage, error) {
 	t.Helper()
 	if invID == "" {
 		invID = bus.NewInvocationID()
@@ -193,16 +194,16 @@ func (e *env) attached(t testing.TB, b binding.Binding, cfg json.RawMessage) {
 }
 
 // tool calls a tool and returns its result object.
-func (e *env) tool(t testing.TB, b binding.Binding, cfg string, s bus.Session, name string, params any) map[string]any {
+func (e *env) tool(t testing.TB, b binding.Binding, cfg string, s wire.Session, name string, params any) map[string]any {
 	t.Helper()
 	return e.toolID(t, "", b, cfg, s, name, params)
 }
 
-func (e *env) toolID(t testing.TB, invID string, b binding.Binding, cfg string, s bus.Session, name string, params any) map[string]any {
+func (e *env) toolID(t testing.TB, invID string, b binding.Binding, cfg string, s wire.Session, name string, params any) map[string]any {
 	t.Helper()
 	p, _ := json.Marshal(params)
-	raw, err := e.call(t, bus.EndpointTool, invID, &bus.Request{Binding: b, Config: json.RawMessage(cfg),
-		Tool: &bus.Tool{Name: name, Parameters: p, Session: s}})
+	raw, err := e.call(t, wire.EndpointTool, invID, &wire.Request{Binding: b, Config: json.RawMessage(cfg),
+		Tool: &wire.Tool{Name: name, Parameters: p, Session: s}})
 	if err != nil {
 		t.Fatalf("tool %s: %v", name, err)
 	}
@@ -216,7 +217,7 @@ func (e *env) toolID(t testing.TB, invID string, b binding.Binding, cfg string, 
 }
 
 // cmd sends a chat command ("!sche add ...") and returns the reply text.
-func (e *env) cmd(t testing.TB, b binding.Binding, cfg string, s bus.Session, full string) string {
+func (e *env) cmd(t testing.TB, b binding.Binding, cfg string, s wire.Session, full string) string {
 	t.Helper()
 	text, err := e.cmdErr(t, "", b, cfg, s, full)
 	if err != nil {
@@ -225,15 +226,15 @@ func (e *env) cmd(t testing.TB, b binding.Binding, cfg string, s bus.Session, fu
 	return text
 }
 
-func (e *env) cmdErr(t testing.TB, invID string, b binding.Binding, cfg string, s bus.Session, full string) (string, error) {
+func (e *env) cmdErr(t testing.TB, invID string, b binding.Binding, cfg string, s wire.Session, full string) (string, error) {
 	t.Helper()
 	words := strings.Split(full, " ")
-	raw, err := e.call(t, bus.EndpointCommand, invID, &bus.Request{Binding: b, Config: json.RawMessage(cfg),
-		Command: &bus.Command{Name: strings.TrimPrefix(words[0], "!"), Params: words[1:], FullText: full, Session: s}})
+	raw, err := e.call(t, wire.EndpointCommand, invID, &wire.Request{Binding: b, Config: json.RawMessage(cfg),
+		Command: &wire.Command{Name: strings.TrimPrefix(words[0], "!"), Params: words[1:], FullText: full, Session: s}})
 	if err != nil {
 		return "", err
 	}
-	var reply bus.CommandReply
+	var reply wire.CommandReply
 	if err := json.Unmarshal(raw, &reply); err != nil || len(reply.Returns) != 1 {
 		t.Fatalf("command %q reply %s: %v", full, raw, err)
 	}
@@ -241,7 +242,7 @@ func (e *env) cmdErr(t testing.TB, invID string, b binding.Binding, cfg string, 
 }
 
 // schedule sets a reminder through the tool and fails the test unless ok.
-func (e *env) schedule(t testing.TB, b binding.Binding, cfg string, s bus.Session, params map[string]any) string {
+func (e *env) schedule(t testing.TB, b binding.Binding, cfg string, s wire.Session, params map[string]any) string {
 	t.Helper()
 	r := e.tool(t, b, cfg, s, schenotify.ToolSchedule, params)
 	if r["status"] != "ok" {
@@ -251,7 +252,7 @@ func (e *env) schedule(t testing.TB, b binding.Binding, cfg string, s bus.Sessio
 }
 
 // list returns the messages of a session's reminders (list tool).
-func (e *env) list(t testing.TB, b binding.Binding, cfg string, s bus.Session) []string {
+func (e *env) list(t testing.TB, b binding.Binding, cfg string, s wire.Session) []string {
 	t.Helper()
 	r := e.tool(t, b, cfg, s, schenotify.ToolList, map[string]any{})
 	if r["status"] != "ok" {
@@ -314,7 +315,7 @@ func (e *env) streamMsgs(t testing.TB, sc binding.Scope) uint64 {
 	}
 	var n uint64
 	for _, kind := range []string{schenotify.KindSched, schenotify.KindDue} {
-		info, err := st.Info(ctx, jetstream.WithSubjectFilter(bus.Subjects{}.InternalScope(schenotify.Plugin, kind, sc)))
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(wire.Subjects{}.InternalScope(schenotify.Plugin, kind, sc)))
 		if err != nil {
 			t.Fatal(err)
 		}

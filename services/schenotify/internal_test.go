@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 func TestErrorMapping(t *testing.T) {
@@ -17,9 +18,9 @@ func TestErrorMapping(t *testing.T) {
 	}{
 		{fmt.Errorf("send: %w", bus.ErrHostTimeout), ErrCodeTimeout, "no reply in time"},
 		{context.DeadlineExceeded, ErrCodeTimeout, "transport error"},
-		{bus.Errorf(bus.ErrInternal, "secret text must not leak"), ErrCodeHost, "500 internal"},
-		{bus.WithReason(bus.ErrConflict, "dup", "x"), ErrCodeHost, "409 conflict (dup)"},
-		{bus.Errorf(bus.ErrUnavailable, "busy"), errCodeUnavailable, "503 unavailable"},
+		{wire.Errorf(wire.ErrInternal, "secret text must not leak"), ErrCodeHost, "500 internal"},
+		{wire.WithReason(wire.ErrConflict, "dup", "x"), ErrCodeHost, "409 conflict (dup)"},
+		{wire.Errorf(wire.ErrUnavailable, "busy"), errCodeUnavailable, "503 unavailable"},
 		{fmt.Errorf("x: %w", bus.ErrNoHost), errCodeUnavailable, "no host is serving actions"},
 		{errors.New("nats: connection closed"), errCodeUnavailable, "transport error"},
 	}

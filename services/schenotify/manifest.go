@@ -85,7 +85,7 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 			cfg("max_reminders", "integer", defaultMaxReminders),
 			cfg("max_per_session", "integer", defaultMaxPerSession),
 			cfg("mention_creator", "boolean", true),
-			cfg("ai_calls_per_day", "integer", DefaultAICallsPerDay),
+			cfg("ai_calls_per_day", "integer", defaultAICallsPerDay),
 			plugin.CommandPrefixConfig(),
 		},
 		Commands: []plugin.Command{command(CommandSche), command(CommandDsche)},

@@ -6,7 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -100,9 +100,9 @@ func validMentions(ids []string) ([]string, bool) {
 // the creator (when the installation mentions creators) and one for each
 // member the reminder names, then the text after a space; elsewhere the
 // text alone (spec 7.4 step 5).
-func deliveryChain(set Settings, rec *Record, text string) []bus.Component {
+func deliveryChain(set Settings, rec *Record, text string) []wire.Component {
 	if rec.Session.TargetType != "group" {
-		return bus.Plain(text)
+		return wire.Plain(text)
 	}
 	var targets []string
 	if set.MentionCreator && rec.CreatorSenderID != "" {
@@ -114,11 +114,11 @@ func deliveryChain(set Settings, rec *Record, text string) []bus.Component {
 		}
 	}
 	if len(targets) == 0 {
-		return bus.Plain(text)
+		return wire.Plain(text)
 	}
-	chain := make([]bus.Component, 0, len(targets)+1)
+	chain := make([]wire.Component, 0, len(targets)+1)
 	for _, id := range targets {
-		chain = append(chain, bus.Component{Type: "At", Target: bus.ID(id)})
+		chain = append(chain, wire.Component{Type: "At", Target: wire.ID(id)})
 	}
-	return append(chain, bus.Component{Type: "Plain", Text: " " + text})
+	return append(chain, wire.Component{Type: "Plain", Text: " " + text})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // nextMessage is a chat's incoming message: when the chat is marked as
@@ -188,7 +189,7 @@ func (d *delivery) waitingOutcome(ctx context.Context, cl *claimed, err error) f
 	now := d.now()
 	c := *cl.rec
 	c.Claim = nil
-	var hostErr *bus.Error
+	var hostErr *wire.Error
 	switch {
 	case err == nil:
 		c.Delivered++

@@ -5,22 +5,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // cmdAs sends "<prefix><word> <rest>" as a LangBot bot with that prefix
 // does: with the prefix field (withField) or only in the full text.
-func (e *env) cmdAs(t testing.TB, cfg string, s bus.Session, prefix, word, rest string, withField bool) string {
+func (e *env) cmdAs(t testing.TB, cfg string, s wire.Session, prefix, word, rest string, withField bool) string {
 	t.Helper()
-	c := &bus.Command{Name: word, Params: strings.Fields(rest), FullText: strings.TrimSpace(prefix + word + " " + rest), Session: s}
+	c := &wire.Command{Name: word, Params: strings.Fields(rest), FullText: strings.TrimSpace(prefix + word + " " + rest), Session: s}
 	if withField {
 		c.Prefix = prefix
 	}
-	raw, err := e.call(t, bus.EndpointCommand, "", &bus.Request{Binding: bind("prefix-cmds", 1), Config: json.RawMessage(cfg), Command: c})
+	raw, err := e.call(t, wire.EndpointCommand, "", &wire.Request{Binding: bind("prefix-cmds", 1), Config: json.RawMessage(cfg), Command: c})
 	if err != nil {
 		t.Fatalf("command %q: %v", c.FullText, err)
 	}
-	var reply bus.CommandReply
+	var reply wire.CommandReply
 	if err := json.Unmarshal(raw, &reply); err != nil || len(reply.Returns) != 1 {
 		t.Fatalf("command %q reply %s: %v", c.FullText, raw, err)
 	}

@@ -69,8 +69,8 @@ type Record struct {
 	// Held marks a reminder paused by a user (!sche pause): its state is
 	// paused, and only !sche resume brings it back, not an attach.
 	Held bool `json:"held,omitempty"`
-	// Kind is KindText (absent: every record stored before kinds) or
-	// KindAI, whose Message is the prompt (ai.go).
+	// Kind is kindText (absent: every record stored before kinds) or
+	// kindAI, whose Message is the prompt (ai.go).
 	Kind string `json:"kind,omitempty"`
 	// AIAnswer is an AI-written reminder's LLM answer for one occurrence,
 	// kept so that every retry of that occurrence sends the same text

@@ -14,6 +14,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -32,8 +33,8 @@ type reminders struct {
 	indexes *bus.Records[Index]  // <scope>.index, built at Start
 	// locks lets the updates of one installation's index take turns
 	// (updateIndex)
-	locks *keyLocks
-	subj  bus.Subjects
+	locks bus.KeyLocks[binding.Scope]
+	subj  wire.Subjects
 	// writes counts the JetStream writes the service asked for (KV writes,
 	// schedule publishes, purges), for the benchmark's writes per delivery.
 	writes atomic.Int64
@@ -52,7 +53,7 @@ type reminders struct {
 }
 
 func newReminders(cfg Config, deps bus.Deps, zone *time.Location, lead time.Duration, m *metrics) *reminders {
-	rm := &reminders{locks: newKeyLocks(), subj: deps.Subjects, lead: lead, zone: zone, minEvery: cfg.MinEvery,
+	rm := &reminders{subj: deps.Subjects, lead: lead, zone: zone, minEvery: cfg.MinEvery,
 		sweepEvery: cfg.SweepInterval, sweepDelay: cfg.SweepDelay, calendarEnd: cfg.calendarEnd, now: deps.Clock, log: deps.Logger, metrics: m}
 	rm.sweeper = bus.Loop(rm.sweepLoop)
 	return rm
@@ -99,7 +100,7 @@ type addRequest struct {
 	plan     when.Plan
 	via      string
 	mentions []string // member ids to mention, within the caps
-	kind     string   // KindText or KindAI (plan.Message is then the prompt)
+	kind     string   // kindText or kindAI (plan.Message is then the prompt)
 }
 
 // add creates and arms a reminder (spec 3.3 success, 6.1): the index entry

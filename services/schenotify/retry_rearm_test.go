@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -34,7 +35,7 @@ func TestRetryArmsItsOwnUnarmedReminder(t *testing.T) {
 
 	// what the failed attempt would have left: the record and its index
 	// entry, no schedule, no settled invocation
-	sched, err := bus.Subjects{}.Internal(schenotify.Plugin, schenotify.KindSched, sc, id)
+	sched, err := wire.Subjects{}.Internal(schenotify.Plugin, schenotify.KindSched, sc, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -28,13 +29,13 @@ import (
 func configSave(js jetstream.JetStream, b binding.Binding) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	seq, err := bus.PublishAttach(ctx, js, bus.Subjects{}, schenotify.Plugin,
-		bus.Attach{Binding: b, Config: json.RawMessage(cfgEN), Enabled: true}, "")
+	seq, err := bus.PublishAttach(ctx, js, wire.Subjects{}, schenotify.Plugin,
+		wire.Attach{Binding: b, Config: json.RawMessage(cfgEN), Enabled: true}, "")
 	if err != nil {
 		return err
 	}
 	for ctx.Err() == nil {
-		c, err := js.Consumer(ctx, bus.LifecycleStream, bus.LifecycleConsumer(schenotify.Plugin))
+		c, err := js.Consumer(ctx, wire.LifecycleStream, bus.LifecycleConsumer(schenotify.Plugin))
 		if err == nil {
 			if info, err := c.Info(ctx); err == nil && info.AckFloor.Stream >= seq {
 				return nil
@@ -52,10 +53,10 @@ func refuseAllBut(cur binding.Binding, fail bool) func(bustest.HostCall) hostAct
 	var n atomic.Int32
 	return func(c bustest.HostCall) hostAction {
 		if n.Add(1) == 1 && fail {
-			return hostAction{Err: &bus.Error{Code: 500, Word: "internal", Message: "host action failed"}}
+			return hostAction{Err: &wire.Error{Code: 500, Word: "internal", Message: "host action failed"}}
 		}
 		if c.Request.Binding != cur {
-			return hostAction{Err: &bus.Error{Code: 403, Word: "binding_refused", Message: "binding is not this worker's"}}
+			return hostAction{Err: &wire.Error{Code: 403, Word: "binding_refused", Message: "binding is not this worker's"}}
 		}
 		return hostAction{}
 	}

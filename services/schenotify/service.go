@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -170,7 +171,7 @@ func withDefaults(cfg Config) (Config, error) {
 		cfg.AckWait = 30 * time.Second
 	}
 	if cfg.HostTimeout <= 0 {
-		cfg.HostTimeout = bus.DefaultHostTimeout
+		cfg.HostTimeout = wire.DefaultHostTimeout
 	}
 	if cfg.LLMTimeout <= 0 {
 		cfg.LLMTimeout = defaultLLMTimeout

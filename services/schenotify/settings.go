@@ -80,7 +80,7 @@ func NormalizeConfig(raw json.RawMessage, defaultZone *time.Location) Settings {
 	s.MaxReminders = r.Int("max_reminders", defaultMaxReminders, caps)
 	s.MaxPerSession = min(r.Int("max_per_session", defaultMaxPerSession, caps), s.MaxReminders)
 	s.MentionCreator = r.Bool("mention_creator", true, settings.Bools{})
-	s.AICallsPerDay = r.Int("ai_calls_per_day", DefaultAICallsPerDay, settings.Ints{Min: 0, Max: maxCap})
+	s.AICallsPerDay = r.Int("ai_calls_per_day", defaultAICallsPerDay, settings.Ints{Min: 0, Max: maxCap})
 	s.CommandPrefix = r.CommandPrefix()
 	for _, w := range r.Warnings() {
 		s.Warnings = append(s.Warnings, configWarning{Field: w.Field, Value: shownValue(w.Raw), Used: w.Used})

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
 
@@ -34,7 +34,7 @@ func dueAfterSetup(t *testing.T, room time.Duration, newEnv func() *env, setup f
 
 // scheduleDue adds a reminder due at T and returns its id, or false when
 // it was refused because T had already passed.
-func (e *env) scheduleDue(t testing.TB, b binding.Binding, cfg string, s bus.Session, message string, T time.Time) (string, bool) {
+func (e *env) scheduleDue(t testing.TB, b binding.Binding, cfg string, s wire.Session, message string, T time.Time) (string, bool) {
 	t.Helper()
 	params := map[string]any{"message": message, "time_str": rfc(T)}
 	r := e.tool(t, b, cfg, s, schenotify.ToolSchedule, params)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
@@ -92,7 +91,7 @@ func decodeIndex(b []byte) (*Index, error) {
 // replicas: 64 adds of one installation at once, each racing the others
 // on the one record, made some run out of retries and answer unavailable.
 func (rm *reminders) updateIndex(ctx context.Context, sc binding.Scope, fn func(ix *Index) error) error {
-	unlock, err := rm.locks.lock(ctx, sc)
+	unlock, err := rm.locks.Lock(ctx, sc)
 	if err != nil {
 		return storeErr("update index", err)
 	}
@@ -208,48 +207,6 @@ func (rm *reminders) cancel(ctx context.Context, sc binding.Scope, id string) er
 func (rm *reminders) purgeScope(ctx context.Context, sc binding.Scope) error {
 	return bus.PurgeSubjects(ctx, rm.runner.Stream(StreamName),
 		rm.subj.InternalScope(Plugin, KindSched, sc), rm.subj.InternalScope(Plugin, KindDue, sc))
-}
-
-// keyLocks serializes work per installation (its index): a lock is an
-// entry while someone holds or waits for it, so the map holds no more
-// entries than callers.
-type keyLocks struct {
-	mu sync.Mutex
-	m  map[binding.Scope]*keyLock
-}
-
-type keyLock struct {
-	ch   chan struct{} // holds a token while the lock is held
-	refs int           // holders and waiters
-}
-
-func newKeyLocks() *keyLocks { return &keyLocks{m: map[binding.Scope]*keyLock{}} }
-
-// lock waits for key's lock, or gives up with ctx's error; unlock releases
-// it.
-func (l *keyLocks) lock(ctx context.Context, key binding.Scope) (unlock func(), err error) {
-	l.mu.Lock()
-	k := l.m[key]
-	if k == nil {
-		k = &keyLock{ch: make(chan struct{}, 1)}
-		l.m[key] = k
-	}
-	k.refs++
-	l.mu.Unlock()
-	release := func() {
-		l.mu.Lock()
-		if k.refs--; k.refs == 0 {
-			delete(l.m, key)
-		}
-		l.mu.Unlock()
-	}
-	select {
-	case k.ch <- struct{}{}:
-		return func() { <-k.ch; release() }, nil
-	case <-ctx.Done():
-		release()
-		return nil, ctx.Err()
-	}
 }
 
 // purgeReminder drops whatever an add that raced the scope's removal left:

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -50,8 +51,8 @@ func dedupes(inv *bus.Invocation) bool {
 }
 
 // sessionOf converts the envelope's session.
-func sessionOf(s bus.Session) sessionIn {
-	raw := func(id bus.ID) json.RawMessage {
+func sessionOf(s wire.Session) sessionIn {
+	raw := func(id wire.ID) json.RawMessage {
 		if id == "" {
 			return nil
 		}
@@ -74,11 +75,11 @@ func (rp *replies) internalFailure(ctx context.Context, inv *bus.Invocation, err
 func (rp *replies) tool(ctx context.Context, inv *bus.Invocation) (any, error) {
 	set := NormalizeConfig(inv.Config, rp.zone)
 	now := rp.now()
-	result := func(v any) (any, error) { return bus.ToolReply{Result: v}, nil }
+	result := func(v any) (any, error) { return wire.ToolReply{Result: v}, nil }
 	failed := func(f *when.Failure) (any, error) {
 		if f.Code == "unavailable" || f.Code == "internal" {
 			// spec 3.1.5: not kept for retries, so a retry runs again
-			return bus.NotFinal(bus.ToolReply{Result: rp.rd.ToolError(set, f)}), nil
+			return bus.NotFinal(wire.ToolReply{Result: rp.rd.ToolError(set, f)}), nil
 		}
 		return result(rp.rd.ToolError(set, f))
 	}
@@ -105,7 +106,7 @@ func (rp *replies) tool(ctx context.Context, inv *bus.Invocation) (any, error) {
 				return failed(mentionsFailure("mentions"))
 			}
 		}
-		kind := KindText
+		kind := kindText
 		if raw := bytes.TrimSpace(params["ai"]); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
 			var ai bool
 			if json.Unmarshal(raw, &ai) != nil {
@@ -115,7 +116,7 @@ func (rp *replies) tool(ctx context.Context, inv *bus.Invocation) (any, error) {
 				if f := checkAIAdd(set, plan.Message); f != nil {
 					return failed(f)
 				}
-				kind = KindAI
+				kind = kindAI
 			}
 		}
 		sess, sender, ok := sessionOf(inv.Tool.Session).resolve()
@@ -131,8 +132,8 @@ func (rp *replies) tool(ctx context.Context, inv *bus.Invocation) (any, error) {
 			return failed(rp.internalFailure(ctx, inv, err))
 		}
 		r := rp.rd.ScheduleResult(set, id, plan, now)
-		if kind == KindAI {
-			r.Kind = KindAI
+		if kind == kindAI {
+			r.Kind = kindAI
 			r.Text += "\n" + rp.rd.aiNote(set)
 		}
 		return result(r)
@@ -196,7 +197,7 @@ func (rp *replies) tool(ctx context.Context, inv *bus.Invocation) (any, error) {
 		}
 		return result(rp.rd.changeResult(set, out, now))
 	}
-	return nil, bus.Errorf(bus.ErrNotFound, "schenotify has no such tool")
+	return nil, wire.Errorf(wire.ErrNotFound, "schenotify has no such tool")
 }
 
 // changeParams reads the parameters of a change tool: id (required except

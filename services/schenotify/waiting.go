@@ -10,6 +10,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // Platforms that refuse proactive messages. A host answers a
@@ -26,9 +27,9 @@ import (
 // Reasons of a permanent refusal of send_message (the host's error
 // reason), as pkg/bus names them.
 const (
-	ReasonNotPermitted       = bus.RefusalNotPermitted
-	ReasonOutsideReplyWindow = bus.RefusalOutsideReplyWindow
-	ReasonUnsupportedTarget  = bus.RefusalUnsupportedTarget
+	ReasonNotPermitted       = wire.RefusalNotPermitted
+	ReasonOutsideReplyWindow = wire.RefusalOutsideReplyWindow
+	ReasonUnsupportedTarget  = wire.RefusalUnsupportedTarget
 )
 
 // StateWaiting is a reminder whose chat refused a proactive message: it is
@@ -50,7 +51,7 @@ const keyWaiting = "waiting"
 // bot that is not running, anything without one of the reasons). A 403 is
 // binding_refused (DESIGN 3.4) whatever its reason.
 func Refusal(err error) string {
-	var e *bus.Error
+	var e *wire.Error
 	if !errors.As(err, &e) || e.Code < 400 || e.Code >= 500 || e.Code == 403 || e.Code == 429 {
 		return ""
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/console"
 	"github.com/langbot-nats/plugins/services/takeover/model"
@@ -161,7 +161,7 @@ func (h *harness) sessionState(b binding.Binding, sid string) sessionState {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, store.KindTimer, sc, sid)
+	subj, _ := wire.Subjects{}.Internal(takeover.Plugin, store.KindTimer, sc, sid)
 	m, err := timers.GetLastMsgForSubject(ctx, subj)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -79,7 +79,7 @@ func (n *notices) notify(ctx context.Context, ses session, text string, on bool,
 	}
 	startedAt := rec.Takeover.StartedAt
 	idem := "takeover:" + sc.String() + ":" + sid + ":" + strconv.FormatInt(startedAt, 10) + ":" + model.OnOff(on)
-	msg := bus.SendMessage{BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: bus.Plain(text)}
+	msg := wire.SendMessage{BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: wire.Plain(text)}
 	gen := rec.Gen
 	try := func(ctx context.Context) bool {
 		tctx, cancel := context.WithTimeout(ctx, n.hostTimeout)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -40,7 +41,7 @@ func TestLargeAggregateDoesNotTouchSmallRecord(t *testing.T) {
 		if _, err := kv.Create(ctx, key, v); err != nil {
 			t.Fatal(err)
 		}
-		_, _, subj := store.HistoryOf(bus.Subjects{}, sc, sid)
+		_, _, subj := store.HistoryOf(wire.Subjects{}, sc, sid)
 		for j := range per {
 			e, _ := json.Marshal(model.Entry{V: 1, ID: fmt.Sprintf("%d-%d", i, j), Gen: rec.Gen, TS: 1, Role: model.RoleUser, Parts: []model.Part{{Type: model.PartText, Text: filler}}})
 			f, err := h.js.PublishAsync(subj, e)

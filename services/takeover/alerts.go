@@ -14,6 +14,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/settings"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -306,8 +307,8 @@ func (n *notices) handleAlert(ctx context.Context, f *bus.Fired) {
 	failed := 0
 	for _, o := range to {
 		tctx, cancel := context.WithTimeout(ctx, n.hostTimeout)
-		err := n.runner.Host().SendMessage(tctx, a.Binding, bus.SendMessage{BotUUID: o.BotUUID, TargetType: o.Type, TargetID: o.ID,
-			MessageChain: bus.Plain(text)}, alertKey(sc, kind, job.SID, job.N, o))
+		err := n.runner.Host().SendMessage(tctx, a.Binding, wire.SendMessage{BotUUID: o.BotUUID, TargetType: o.Type, TargetID: o.ID,
+			MessageChain: wire.Plain(text)}, alertKey(sc, kind, job.SID, job.N, o))
 		cancel()
 		if err != nil {
 			// a retry resends to every chat: the key lets the host drop the

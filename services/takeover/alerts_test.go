@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -120,8 +120,8 @@ func TestAlertDroppedAfterRetries(t *testing.T) {
 	b := newBinding("alert-dropped")
 	h.attach(b, opConfig, true)
 	h.host.Respond(func(c bustest.HostCall) bustest.HostReply {
-		if c.Action == bus.ActionSendMessage {
-			return bustest.HostReply{Err: bus.Errorf(bus.ErrUnavailable, "down")}
+		if c.Action == wire.ActionSendMessage {
+			return bustest.HostReply{Err: wire.Errorf(wire.ErrUnavailable, "down")}
 		}
 		return bustest.HostReply{}
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/settings"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -93,9 +94,9 @@ func (a *assist) ask(ctx context.Context, sc binding.Scope, b binding.Binding, s
 	}
 	cctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	ans, err := a.runner.Host().InvokeLLM(cctx, b, bus.InvokeLLM{Messages: []bus.LLMMessage{
-		{Role: bus.RoleSystem, Content: system},
-		{Role: bus.RoleUser, Content: transcript},
+	ans, err := a.runner.Host().InvokeLLM(cctx, b, wire.InvokeLLM{Messages: []wire.LLMMessage{
+		{Role: wire.RoleSystem, Content: system},
+		{Role: wire.RoleUser, Content: transcript},
 	}})
 	if err != nil {
 		return "", err
@@ -201,7 +202,7 @@ func (o *ops) suggestCommand(ctx context.Context, c pageCall, sid string, args m
 		o.log.WarnContext(ctx, "no AI suggestion", "scope", c.Scope.String(), "sid", sid, "err", err)
 		return say("cmd.suggest.failed", nil)
 	}
-	return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, c.Settings, "cmd.suggest.head", args) + "\n" + draft}}}, nil
+	return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, c.Settings, "cmd.suggest.head", args) + "\n" + draft}}}, nil
 }
 
 // withAISummary adds the AI summary to an alert's text on its first

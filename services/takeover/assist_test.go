@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -43,12 +43,12 @@ func TestAIAssistSummaryAndSuggest(t *testing.T) {
 	h := newLoggedHarness(t, &logs)
 	b := newBinding("assist")
 	h.attach(b, assistConfig, true)
-	h.host.AnswerLLM(func(req bus.InvokeLLM) bustest.HostReply {
+	h.host.AnswerLLM(func(req wire.InvokeLLM) bustest.HostReply {
 		answer := "Sorry for the wait, I can refund order 7 today."
 		if strings.Contains(req.Messages[0].Content, "two short lines") {
 			answer = "Wants a refund for order 7.\n\nThe AI greeted them only.\nA third line."
 		}
-		return bustest.HostReply{Data: bus.LLMAnswer{Text: answer, Model: bustest.LLMModel}}
+		return bustest.HostReply{Data: wire.LLMAnswer{Text: answer, Model: bustest.LLMModel}}
 	})
 	alert := askForHuman(t, h, b, assistConfig, "71")
 	text := alert.SendMessage().MessageChain[0].Text
@@ -60,7 +60,7 @@ func TestAIAssistSummaryAndSuggest(t *testing.T) {
 		t.Fatalf("%d invoke_llm calls", len(calls))
 	}
 	req := calls[0].InvokeLLM()
-	if len(req.Messages) != 2 || req.Messages[0].Role != bus.RoleSystem ||
+	if len(req.Messages) != 2 || req.Messages[0].Role != wire.RoleSystem ||
 		req.Messages[1].Content != "User: hello there\nAI: Hi! How can I help?\nUser: I want a refund for order 7" {
 		t.Fatalf("invoke_llm messages %+v", req.Messages)
 	}
@@ -125,7 +125,7 @@ func TestAIAssistFailures(t *testing.T) {
 	silent := newBinding("assist-silent")
 	cfg := strings.Replace(assistConfig, `"ai_calls_per_day":2`, `"ai_calls_per_day":5`, 1)
 	h.attach(silent, cfg, true)
-	h.host.AnswerLLM(func(bus.InvokeLLM) bustest.HostReply { return bustest.HostReply{Drop: true} })
+	h.host.AnswerLLM(func(wire.InvokeLLM) bustest.HostReply { return bustest.HostReply{Drop: true} })
 	alert = askForHuman(t, h, silent, cfg, "74")
 	if text := alert.SendMessage().MessageChain[0].Text; strings.Contains(text, "Summary") {
 		t.Errorf("alert with a silent LLM %q", text)

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
@@ -18,7 +18,7 @@ func TestAsyncAPIDocumentsInternalSubjects(t *testing.T) {
 	documented := slices.DeleteFunc(bustest.AsyncAPIAddresses(t, "../../docs/asyncapi.json"), func(a string) bool {
 		return !strings.HasPrefix(a, "{prefix}."+store.Plugin+".")
 	})
-	s := bus.Subjects{Prefix: bustest.DocPrefix}
+	s := wire.Subjects{Prefix: bustest.DocPrefix}
 	sc := bustest.DocScope(t)
 	var built []string
 	for _, in := range []struct {

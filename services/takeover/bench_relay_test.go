@@ -14,6 +14,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -53,7 +54,7 @@ func BenchmarkTakeoverRelay(b *testing.B) {
 		h.mustEvent(bnd, cfg, takeover.EventPersonMessage, "bench-bot", msgData("person", 100000+i, 100000+i, plain("a human please")))
 		sid := sidOf("bench-bot", "person", 100000+i)
 		bustest.Eventually(b, "unread", func() bool { r := h.record(bnd, sid); return r != nil && r.Unread })
-		op := bus.Session{LauncherType: "person", LauncherID: bus.ID(strconv.Itoa(9000 + i)), SenderID: "7", BotUUID: "op-bot"}
+		op := wire.Session{LauncherType: "person", LauncherID: wire.ID(strconv.Itoa(9000 + i)), SenderID: "7", BotUUID: "op-bot"}
 		h.command(bnd, cfg, 1, op, "!ho list")
 		if got := h.command(bnd, cfg, 1, op, "!ho take 1"); !strings.Contains(got, "Relay on") {
 			b.Fatalf("take: %q", got)
@@ -68,17 +69,17 @@ func BenchmarkTakeoverRelay(b *testing.B) {
 		dmu.Unlock()
 	})
 	sc, _ := bnd.Scope()
-	subject := bus.Subjects{}.Invocation(takeover.Plugin, bus.EndpointEvent, sc)
+	subject := wire.Subjects{}.Invocation(takeover.Plugin, wire.EndpointEvent, sc)
 	cli := h.srv.Conn(b)
 	var sent sync.Map // message number -> time.Time the request left
 	send := func(i int) error {
 		c := i % chats
-		data, _ := json.Marshal(&bus.Request{Binding: bnd, Config: json.RawMessage(cfg), Event: &bus.Event{
+		data, _ := json.Marshal(&wire.Request{Binding: bnd, Config: json.RawMessage(cfg), Event: &wire.Event{
 			Name: takeover.EventPersonMessage, BotUUID: "bench-bot",
 			Data: msgData("person", 100000+c, 100000+c, plain("relay-msg-"+strconv.Itoa(i)+" hello there")),
 		}})
 		msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: data}
-		msg.Header.Set(bus.HeaderInvocationID, bus.NewInvocationID())
+		msg.Header.Set(wire.HeaderInvocationID, bus.NewInvocationID())
 		sent.Store(i, time.Now())
 		_, err := cli.RequestMsg(msg, 10*time.Second)
 		return err

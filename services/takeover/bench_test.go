@@ -18,6 +18,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -54,10 +55,10 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 	cfg := `{"takeover_timeout":3600,"trigger_words":["human"],"auto_takeover_on_trigger":true}`
 	h.attach(bnd, cfg, true)
 	sc, _ := bnd.Scope()
-	subject := bus.Subjects{}.Invocation(takeover.Plugin, bus.EndpointEvent, sc)
+	subject := wire.Subjects{}.Invocation(takeover.Plugin, wire.EndpointEvent, sc)
 	const sessions = 1000
 	body := func(i int, text string) []byte {
-		b, _ := json.Marshal(&bus.Request{Binding: bnd, Config: json.RawMessage(cfg), Event: &bus.Event{
+		b, _ := json.Marshal(&wire.Request{Binding: bnd, Config: json.RawMessage(cfg), Event: &wire.Event{
 			Name: takeover.EventPersonMessage, BotUUID: "bench-bot",
 			Data: msgData("person", 100000+i, 100000+i, plain(text)),
 		}})
@@ -73,7 +74,7 @@ func BenchmarkTakeoverDecision(b *testing.B) {
 	// extends its takeover); the rest are plain chat.
 	request := func(data []byte) error {
 		msg := &nats.Msg{Subject: subject, Header: nats.Header{}, Data: data}
-		msg.Header.Set(bus.HeaderInvocationID, bus.NewInvocationID())
+		msg.Header.Set(wire.HeaderInvocationID, bus.NewInvocationID())
 		_, err := cli.RequestMsg(msg, 10*time.Second)
 		return err
 	}
@@ -193,7 +194,7 @@ func prefillHistory(b *testing.B, h *harness, bnd binding.Binding, sessions, n i
 	for i := range sessions {
 		sid := sidOf("bench-bot", "person", 100000+i)
 		rec := h.record(bnd, sid)
-		_, _, subj := store.HistoryOf(bus.Subjects{}, sc, sid)
+		_, _, subj := store.HistoryOf(wire.Subjects{}, sc, sid)
 		for j := range n {
 			e, _ := json.Marshal(model.Entry{V: 1, ID: fmt.Sprintf("prefill-%d-%d", i, j), Gen: rec.Gen, TS: rec.CreatedAt, Role: model.RoleUser,
 				Parts: []model.Part{{Type: model.PartText, Text: "hello there, a normal message"}}})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -43,8 +44,8 @@ func TestMaximumSizeEventsKeepTheServiceConnected(t *testing.T) {
 	h.nc = svcConn
 	h.js = srv.JetStream(t)
 	h.hostC = srv.Conn(t)
-	h.host = bustest.NewHost(t, h.hostC, bus.Subjects{})
-	h.inv = bustest.NewInvoker(t, bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil), h.js, h.runners)
+	h.host = bustest.NewHost(t, h.hostC, wire.Subjects{})
+	h.inv = bustest.NewInvoker(t, bus.NewInvoker(srv.Conn(t), wire.Subjects{}, nil), h.js, h.runners)
 	h.svc = h.startReplica(svcConn)
 
 	big, other := newBinding("big"), newBinding("other")
@@ -58,12 +59,12 @@ func TestMaximumSizeEventsKeepTheServiceConnected(t *testing.T) {
 		{"type": "Image", "base64": "data:image/png;base64," + img},
 	})
 	img = ""
-	body, err := json.Marshal(&bus.Request{Binding: big, Config: json.RawMessage(`{}`),
-		Event: &bus.Event{Name: "PersonNormalMessageReceived", BotUUID: "bot", Data: msgData("person", "big-1", "big-1", string(chain))}})
+	body, err := json.Marshal(&wire.Request{Binding: big, Config: json.RawMessage(`{}`),
+		Event: &wire.Event{Name: "PersonNormalMessageReceived", BotUUID: "bot", Data: msgData("person", "big-1", "big-1", string(chain))}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	subject := bus.Subjects{}.Invocation(takeover.Plugin, bus.EndpointEvent, bus.ScopeOf(big))
+	subject := wire.Subjects{}.Invocation(takeover.Plugin, wire.EndpointEvent, bus.ScopeOf(big))
 	if len(body) > int(svcConn.MaxPayload()) {
 		t.Fatalf("event of %d bytes is over max_payload %d", len(body), svcConn.MaxPayload())
 	}
@@ -79,7 +80,7 @@ func TestMaximumSizeEventsKeepTheServiceConnected(t *testing.T) {
 			defer wg.Done()
 			msg := nats.NewMsg(subject)
 			msg.Data = body
-			msg.Header.Set(bus.HeaderInvocationID, fmt.Sprintf("big-%d-%d", i, time.Now().UnixNano()))
+			msg.Header.Set(wire.HeaderInvocationID, fmt.Sprintf("big-%d-%d", i, time.Now().UnixNano()))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			res, err := nc.RequestMsgWithContext(ctx, msg)

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -59,7 +59,7 @@ func parseCannedRequest(p params, req *PageRequest) error {
 func cannedName(s string) (string, error) {
 	name, ok := model.CannedName(s)
 	if !ok {
-		return "", bus.WithReason(bus.ErrBadRequest, reasonCannedBadName, "a canned reply's name is 1 to 32 letters, digits, _ or -")
+		return "", wire.WithReason(wire.ErrBadRequest, reasonCannedBadName, "a canned reply's name is 1 to 32 letters, digits, _ or -")
 	}
 	return name, nil
 }
@@ -67,14 +67,14 @@ func cannedName(s string) (string, error) {
 // cannedText validates a canned reply's text.
 func cannedText(s string) (string, error) {
 	if !utf8.ValidString(s) {
-		return "", bus.Errorf(bus.ErrBadRequest, "text is not valid UTF-8")
+		return "", wire.Errorf(wire.ErrBadRequest, "text is not valid UTF-8")
 	}
 	s = strings.TrimSpace(s)
 	switch {
 	case s == "":
-		return "", bus.WithReason(bus.ErrBadRequest, reasonCannedEmpty, "a canned reply needs a text")
+		return "", wire.WithReason(wire.ErrBadRequest, reasonCannedEmpty, "a canned reply needs a text")
 	case utf8.RuneCountInString(s) > model.MaxCannedTextRunes:
-		return "", bus.WithReason(bus.ErrTooLarge, reasonCannedTooLong, "a canned reply is at most 2000 characters")
+		return "", wire.WithReason(wire.ErrTooLarge, reasonCannedTooLong, "a canned reply is at most 2000 characters")
 	}
 	return s, nil
 }
@@ -92,7 +92,7 @@ func (o *ops) cannedOp(ctx context.Context, c pageCall, req PageRequest) (Canned
 		set, err = o.st.UpdateCanned(ctx, c.Scope, func(cs *model.CannedSet) error {
 			i := slices.IndexFunc(cs.Replies, func(r model.CannedReply) bool { return r.Name == req.Canned })
 			if i < 0 {
-				return bus.WithReason(bus.ErrNotFound, reasonCannedNotFound, "no canned reply has that name")
+				return wire.WithReason(wire.ErrNotFound, reasonCannedNotFound, "no canned reply has that name")
 			}
 			cs.Replies = slices.Delete(cs.Replies, i, i+1)
 			return nil
@@ -118,7 +118,7 @@ func (o *ops) putCanned(ctx context.Context, c pageCall, name, text string) (mod
 			return nil
 		}
 		if len(cs.Replies) >= model.MaxCannedReplies {
-			return bus.WithReason(bus.ErrConflict, reasonCannedFull, "the installation has the most canned replies it may keep")
+			return wire.WithReason(wire.ErrConflict, reasonCannedFull, "the installation has the most canned replies it may keep")
 		}
 		cs.Replies = append(cs.Replies, r)
 		slices.SortFunc(cs.Replies, func(a, b model.CannedReply) int { return strings.Compare(a.Name, b.Name) })
@@ -150,7 +150,7 @@ func (o *ops) expandCanned(ctx context.Context, sc binding.Scope, text string) (
 	}
 	r, ok := set.Find(name)
 	if !ok {
-		return "", bus.WithReason(bus.ErrNotFound, reasonCannedNotFound, "no canned reply has that name")
+		return "", wire.WithReason(wire.ErrNotFound, reasonCannedNotFound, "no canned reply has that name")
 	}
 	return r.Text, nil
 }
@@ -159,14 +159,14 @@ func (o *ops) expandCanned(ctx context.Context, sc binding.Scope, text string) (
 // expandCanned refused a relayed text: no such canned reply, or the
 // message was not sent.
 func cannedRefusal(err error) string {
-	if be, ok := bus.AsError(err); ok && be.Reason == reasonCannedNotFound {
+	if be, ok := wire.AsError(err); ok && be.Reason == reasonCannedNotFound {
 		return "error." + reasonCannedNotFound
 	}
 	return "relay.not_sent"
 }
 
 // cannedCommand serves `!ho canned list | add <name> <text> | del <name>`.
-func (o *ops) cannedCommand(ctx context.Context, c pageCall, cmd *bus.Command, say func(string, map[string]string) (any, error)) (any, error) {
+func (o *ops) cannedCommand(ctx context.Context, c pageCall, cmd *wire.Command, say func(string, map[string]string) (any, error)) (any, error) {
 	sub := ""
 	if len(cmd.Params) > 1 {
 		sub = strings.ToLower(cmd.Params[1])
@@ -186,7 +186,7 @@ func (o *ops) cannedCommand(ctx context.Context, c pageCall, cmd *bus.Command, s
 			b.WriteString("\n")
 			b.WriteString(o.catalog.Text(c.Settings.Language, "cmd.canned.item", map[string]string{"canned": "/" + r.Name, "text": capPreview(r.Text)}))
 		}
-		return bus.CommandReply{Returns: []bus.Return{{Text: b.String()}}}, nil
+		return wire.CommandReply{Returns: []wire.Return{{Text: b.String()}}}, nil
 	case "add", "set":
 		if len(cmd.Params) < 4 {
 			return say("cmd.usage.canned", nil)

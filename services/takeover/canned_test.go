@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
@@ -190,10 +190,10 @@ func TestCannedRepliesInRelay(t *testing.T) {
 	}
 	n := 0
 	for _, m := range sendsTo(h, b, "bot-a", "person", "43") {
-		if hasText([]bus.SendMessage{m}, "/nope") {
+		if hasText([]wire.SendMessage{m}, "/nope") {
 			t.Error("an unknown canned name reached the user")
 		}
-		if hasText([]bus.SendMessage{m}, "One moment please") {
+		if hasText([]wire.SendMessage{m}, "One moment please") {
 			n++
 		}
 	}

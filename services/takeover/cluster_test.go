@@ -12,6 +12,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
@@ -26,8 +27,8 @@ func TestFailSafeWhenStorageDown(t *testing.T) {
 	h := &harness{t: t, srv: srv}
 	h.nc = srv.Conn(t)
 	h.js = srv.JetStream(t)
-	h.host = bustest.NewHost(t, srv.Conn(t), bus.Subjects{})
-	h.inv = bustest.NewInvoker(t, bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil), h.js, nil)
+	h.host = bustest.NewHost(t, srv.Conn(t), wire.Subjects{})
+	h.inv = bustest.NewInvoker(t, bus.NewInvoker(srv.Conn(t), wire.Subjects{}, nil), h.js, nil)
 	reg := prometheus.NewRegistry()
 	h.regs = append(h.regs, reg)
 	svc, err := takeover.New(takeover.Config{Replicas: 3}, bus.Deps{Conn: h.nc, Clock: h.now, Registerer: reg, Logger: testLogger()})

@@ -16,6 +16,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/plugin"
 	"github.com/langbot-nats/plugins/pkg/settings"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -48,7 +49,7 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 	// the answer names commands with the prefix the user typed
 	set.CommandPrefix = plugin.CommandPrefix(plugin.TypedPrefix(commandWord, cmd.Prefix, cmd.FullText), set.CommandPrefix)
 	say := func(key string, args map[string]string) (any, error) {
-		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, key, args)}}}, nil
+		return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, set, key, args)}}}, nil
 	}
 	sub := ""
 	if len(cmd.Params) > 0 {
@@ -62,7 +63,7 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 		Origin:   origin{Kind: originChat, Chat: model.OperatorChat{BotUUID: ses.BotUUID, Type: ses.LauncherType, ID: string(ses.LauncherID)}}}
 	switch sub {
 	case "", "help":
-		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, "cmd.help", nil) + "\n" + text(o.catalog, set, "cmd.help.relay", nil) +
+		return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, set, "cmd.help", nil) + "\n" + text(o.catalog, set, "cmd.help.relay", nil) +
 			"\n" + text(o.catalog, set, "cmd.help.more", nil)}}}, nil
 	case "pause", "resume":
 		if !admin {
@@ -130,7 +131,7 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 		if ses.LauncherType == model.LauncherGroup {
 			relay = "relay.on_group"
 		}
-		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, "cmd.taken", args) + "\n" + text(o.catalog, set, relay, args)}}}, nil
+		return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, set, "cmd.taken", args) + "\n" + text(o.catalog, set, relay, args)}}}, nil
 	case "release":
 		if _, err := o.operate(ctx, c, PageRequest{Op: opRelease, SID: sid}); err != nil {
 			return o.sayError(set, err)
@@ -180,7 +181,7 @@ func (o *ops) operate(ctx context.Context, c pageCall, req PageRequest) (any, er
 // 503 error reply would reach the user as the package's own "no answer
 // from the service" text, which names the wrong component.
 func (o *ops) sayError(set model.Settings, err error) (any, error) {
-	var be *bus.Error
+	var be *wire.Error
 	if !errors.As(wireError(err), &be) {
 		return nil, err
 	}
@@ -191,7 +192,7 @@ func (o *ops) sayError(set model.Settings, err error) (any, error) {
 	if errors.Is(err, bus.ErrNoHost) {
 		key = "error.no_host"
 	}
-	return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, set, key, nil)}}}, nil
+	return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, set, key, nil)}}}, nil
 }
 
 // pauseCommand takes over (pause) or releases (resume) the chat the
@@ -201,7 +202,7 @@ func (o *ops) pauseCommand(ctx context.Context, c pageCall, inv *bus.Invocation,
 	ses := inv.Command.Session
 	lid := string(ses.LauncherID)
 	if !model.ValidBotUUID(ses.BotUUID) || (ses.LauncherType != model.LauncherPerson && ses.LauncherType != model.LauncherGroup) || lid == "" {
-		return nil, bus.Errorf(bus.ErrBadRequest, "the command's session names no chat")
+		return nil, wire.Errorf(wire.ErrBadRequest, "the command's session names no chat")
 	}
 	sid := model.SID(model.SessionKey(ses.BotUUID, ses.LauncherType, lid))
 	if !pause {
@@ -298,7 +299,7 @@ func (o *ops) listCommand(ctx context.Context, c pageCall, numKey string) (any, 
 	}
 	lang := c.Settings.Language
 	if len(recs) == 0 {
-		return bus.CommandReply{Returns: []bus.Return{{Text: text(o.catalog, c.Settings, "cmd.list.empty", nil)}}}, nil
+		return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, c.Settings, "cmd.list.empty", nil)}}}, nil
 	}
 	var b strings.Builder
 	b.WriteString(text(o.catalog, c.Settings, "cmd.list.head", nil))
@@ -318,7 +319,7 @@ func (o *ops) listCommand(ctx context.Context, c pageCall, numKey string) (any, 
 			"preview": capPreview(r.LastPreview.Text),
 		}))
 	}
-	return bus.CommandReply{Returns: []bus.Return{{Text: b.String()}}}, nil
+	return wire.CommandReply{Returns: []wire.Return{{Text: b.String()}}}, nil
 }
 
 // listState is a listed chat's state as `!ho list` shows it: waiting, or
@@ -363,7 +364,7 @@ func (o *ops) numbered(ctx context.Context, c pageCall, numKey, word string) (st
 
 // numbersKey names an operator chat's numbers record: a hash of the chat,
 // so no chat id appears in a key.
-func numbersKey(ses bus.Session) string {
+func numbersKey(ses wire.Session) string {
 	h := sha256.Sum256([]byte(model.SessionKey(ses.BotUUID, ses.LauncherType, string(ses.LauncherID))))
 	return hex.EncodeToString(h[:16])
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -78,7 +79,7 @@ func TestRefusedCommandsChangeNothing(t *testing.T) {
 	h.command(b, cfg, 1, opSession, "!ho take 1")
 	// group 901 was an operator chat and listed the chats: it keeps its
 	// numbers after it leaves the setting
-	former := bus.Session{LauncherType: "group", LauncherID: "901", SenderID: "78", BotUUID: "op-bot"}
+	former := wire.Session{LauncherType: "group", LauncherID: "901", SenderID: "78", BotUUID: "op-bot"}
 	if got := h.command(b, `{"operator_chats":["op-bot:group:900","op-bot:group:901"]}`, 1, former, "!ho list"); !strings.Contains(got, "\n1. ") {
 		t.Fatalf("list in group 901 while an operator chat: %q", got)
 	}
@@ -91,7 +92,7 @@ func TestRefusedCommandsChangeNothing(t *testing.T) {
 	// a user's chat of the operator chat's bot, the user's own chat and
 	// the former operator chat: none is an operator chat now, and no
 	// sender an admin
-	for _, ses := range []bus.Session{
+	for _, ses := range []wire.Session{
 		{LauncherType: "person", LauncherID: "5", SenderID: "5", BotUUID: "op-bot"},
 		{LauncherType: "person", LauncherID: "53", SenderID: "53", BotUUID: "bot-a"},
 		former,
@@ -130,10 +131,10 @@ func TestToolWithoutOperatorChats(t *testing.T) {
 	h.attach(b, cfg, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
-	raw, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointTool, bus.NewInvocationID(), &bus.Request{
+	raw, err := h.inv.Invoke(ctx, takeover.Plugin, wire.EndpointTool, bus.NewInvocationID(), &wire.Request{
 		Binding: b, Config: json.RawMessage(cfg),
-		Tool: &bus.Tool{Name: "request_human", Parameters: json.RawMessage(`{"reason":"wants a person"}`),
-			Session: bus.Session{LauncherType: "person", LauncherID: "62", SenderID: "62", BotUUID: "bot-a"}},
+		Tool: &wire.Tool{Name: "request_human", Parameters: json.RawMessage(`{"reason":"wants a person"}`),
+			Session: wire.Session{LauncherType: "person", LauncherID: "62", SenderID: "62", BotUUID: "bot-a"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +157,7 @@ func TestToolWithoutOperatorChats(t *testing.T) {
 		t.Fatalf("%d sends without operator chats", n)
 	}
 	// the chat is listed as waiting to an admin
-	admin := bus.Session{LauncherType: "person", LauncherID: "1", SenderID: "1", BotUUID: "bot-a"}
+	admin := wire.Session{LauncherType: "person", LauncherID: "1", SenderID: "1", BotUUID: "bot-a"}
 	if got := h.command(b, cfg, 2, admin, "!ho list"); !strings.Contains(got, "\n1. ") {
 		t.Fatalf("!ho list after the tool: %q", got)
 	}

@@ -3,7 +3,7 @@ package takeover
 import (
 	"context"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -22,7 +22,7 @@ func (o *ops) consoleUpdate(ctx context.Context, c pageCall, sid string, change 
 	}
 	return o.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil {
-			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
+			return nil, wire.Errorf(wire.ErrNotFound, "no such session")
 		}
 		return change(cur)
 	})

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -46,7 +46,7 @@ func (o *ops) userInfo(ctx context.Context, c pageCall, req PageRequest) (UserCa
 	if rec.Type == model.LauncherGroup && req.MemberID != "" {
 		i := slices.IndexFunc(rec.Members, func(m model.Member) bool { return m.ID == req.MemberID })
 		if i < 0 {
-			return UserCard{}, bus.Errorf(bus.ErrNotFound, "no such member")
+			return UserCard{}, wire.Errorf(wire.ErrNotFound, "no such member")
 		}
 		card.ID, card.Name, card.FromGroup, card.GroupID = rec.Members[i].ID, rec.Members[i].Name, true, rec.TargetID
 		return card, nil
@@ -61,7 +61,7 @@ func (o *ops) groupInfo(ctx context.Context, c pageCall, sid string) (groupCard,
 		return groupCard{}, err
 	}
 	if rec.Type != model.LauncherGroup {
-		return groupCard{}, bus.Errorf(bus.ErrBadRequest, "not a group session")
+		return groupCard{}, wire.Errorf(wire.ErrBadRequest, "not a group session")
 	}
 	bot := o.bots.get(ctx, c.Scope, c.Binding, rec.BotUUID)
 	return groupCard{Type: "group", ID: rec.TargetID, Name: rec.Name, MemberCount: len(rec.Members), Members: members(rec),
@@ -81,7 +81,7 @@ func (o *ops) blob(ctx context.Context, c pageCall, req PageRequest) (BlobData, 
 		return BlobData{}, err
 	}
 	if (len(data)+2)/3*4 > o.maxBody-(64<<10) {
-		return BlobData{}, bus.Errorf(bus.ErrTooLarge, "the attachment does not fit a page reply")
+		return BlobData{}, wire.Errorf(wire.ErrTooLarge, "the attachment does not fit a page reply")
 	}
 	return BlobData{Mime: mime, Size: len(data), DataURL: model.DataURL(mime, data)}, nil
 }
@@ -89,17 +89,17 @@ func (o *ops) blob(ctx context.Context, c pageCall, req PageRequest) (BlobData, 
 // blobBytes reads one of the session's blobs and its mime type.
 func (o *ops) blobBytes(ctx context.Context, c pageCall, req PageRequest) ([]byte, string, error) {
 	if !strings.HasPrefix(req.Name, c.Scope.String()+"."+req.SID+".") {
-		return nil, "", bus.Errorf(bus.ErrNotFound, "no such attachment")
+		return nil, "", wire.Errorf(wire.ErrNotFound, "no such attachment")
 	}
 	if _, err := o.mustRecord(ctx, c.Scope, req.SID); err != nil {
 		return nil, "", err
 	}
 	data, mime, err := o.st.GetBlob(ctx, c.Scope, req.Name, o.maxBody)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, "", bus.Errorf(bus.ErrNotFound, "no such attachment")
+		return nil, "", wire.Errorf(wire.ErrNotFound, "no such attachment")
 	}
 	if errors.Is(err, store.ErrBlobTooLarge) {
-		return nil, "", bus.Errorf(bus.ErrTooLarge, "the attachment does not fit a page reply")
+		return nil, "", wire.Errorf(wire.ErrTooLarge, "the attachment does not fit a page reply")
 	}
 	if err != nil {
 		return nil, "", err

@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -53,7 +53,7 @@ func (o *ops) export(ctx context.Context, c pageCall, req PageRequest) (Export, 
 				// a blob past what is left of the inline limit is not read
 				data, mime, err := o.st.GetBlob(ctx, c.Scope, p.Blob, maxExportInline-total)
 				if errors.Is(err, store.ErrBlobTooLarge) {
-					return Export{}, bus.Errorf(bus.ErrTooLarge, "inline attachments exceed 64 MiB")
+					return Export{}, wire.Errorf(wire.ErrTooLarge, "inline attachments exceed 64 MiB")
 				}
 				if err == nil {
 					total += len(data)
@@ -83,7 +83,7 @@ func (o *ops) deleteSession(ctx context.Context, c pageCall, sid string) (map[st
 		return nil, err
 	}
 	if !existed && !left {
-		return nil, bus.Errorf(bus.ErrNotFound, "no such session")
+		return nil, wire.Errorf(wire.ErrNotFound, "no such session")
 	}
 	o.notices.publishLive(c.Scope, model.Live{Type: model.LiveDeleted, SID: sid, Data: map[string]string{"sid": sid}})
 	return map[string]bool{"deleted": true}, nil

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -75,7 +75,7 @@ func (o *ops) listSessions(ctx context.Context, c pageCall, req PageRequest) (Se
 	if req.Cursor != "" {
 		at, sid, ok := parseCursor(req.Cursor)
 		if !ok {
-			return SessionList{}, bus.Errorf(bus.ErrBadRequest, "cursor is malformed")
+			return SessionList{}, wire.Errorf(wire.ErrBadRequest, "cursor is malformed")
 		}
 		start = len(all)
 		for i, sum := range all {

@@ -15,6 +15,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/svcmain"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/console"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -55,16 +56,16 @@ func (o *ops) consoleCall(ctx context.Context, sc binding.Scope, operator string
 			return pageCall{}, storageError()
 		}
 		if stored == nil {
-			return pageCall{}, bus.Errorf(bus.ErrBindingRefused, "the installation is unknown")
+			return pageCall{}, wire.Errorf(wire.ErrBindingRefused, "the installation is unknown")
 		}
 		a = *stored
 	}
 	if a.State == bus.StateRemoved {
-		return pageCall{}, bus.Errorf(bus.ErrBindingRefused, "the installation was removed")
+		return pageCall{}, wire.Errorf(wire.ErrBindingRefused, "the installation was removed")
 	}
 	cfg, err := o.runner.OpenConfig(sc, &a)
 	if err != nil {
-		return pageCall{}, bus.Errorf(bus.ErrInternal, "the installation's config could not be opened")
+		return pageCall{}, wire.Errorf(wire.ErrInternal, "the installation's config could not be opened")
 	}
 	return pageCall{
 		Scope: sc, Binding: a.Binding, Settings: o.settings.get(sc, a.Binding, cfg),
@@ -73,7 +74,7 @@ func (o *ops) consoleCall(ctx context.Context, sc binding.Scope, operator string
 }
 
 // ConsoleDo runs one HTTP console operation for a verified token's scope
-// and operator; errors are *bus.Error. Actions write the audit line.
+// and operator; errors are *wire.Error. Actions write the audit line.
 func (o *ops) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 	req, err := parsePageRequest(c.Method, c.Endpoint, c.Params, c.Image, c.File)
 	if err != nil {
@@ -110,14 +111,14 @@ func (o *ops) ConsoleDo(ctx context.Context, c console.Call) (any, error) {
 // an unknown or removed scope.
 func (o *ops) ConsoleCheck(sc binding.Scope) error {
 	if !o.runner.Ready() {
-		return bus.WithReason(bus.ErrUnavailable, reasonNotReady, "takeover service: not ready (starting or stopping), retry later")
+		return wire.WithReason(wire.ErrUnavailable, reasonNotReady, "takeover service: not ready (starting or stopping), retry later")
 	}
 	a, ok := o.runner.View().Lookup(sc)
 	if !ok {
-		return bus.Errorf(bus.ErrBindingRefused, "the installation is unknown")
+		return wire.Errorf(wire.ErrBindingRefused, "the installation is unknown")
 	}
 	if a.State == bus.StateRemoved {
-		return bus.Errorf(bus.ErrBindingRefused, "the installation was removed")
+		return wire.Errorf(wire.ErrBindingRefused, "the installation was removed")
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -89,7 +90,7 @@ func TestRevokeAffectsOnlyItsInstallation(t *testing.T) {
 	png := "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes)
 	h.mustPage(b, `{}`, "POST", "/reply", map[string]string{"sid": sidB, "idempotency_key": "key-00001", "image_base64": png}, nil)
 
-	h.revoke(b, bus.ReasonDisable, bus.StateDisabled)
+	h.revoke(b, wire.ReasonDisable, bus.StateDisabled)
 	var list takeover.SessionList
 	h.mustPage(b, `{}`, "GET", "/sessions", nil, &list)
 	if len(list.Sessions) != 1 {
@@ -105,7 +106,7 @@ func TestRevokeAffectsOnlyItsInstallation(t *testing.T) {
 	}
 
 	aKeys := snapshotScope(h, a)
-	h.revoke(b, bus.ReasonUninstall, bus.StateRemoved)
+	h.revoke(b, wire.ReasonUninstall, bus.StateRemoved)
 	scB, _ := b.Scope()
 	bustest.Eventually(t, "B purged", func() bool {
 		for _, k := range h.keys(bus.Bucket(takeover.Plugin)) {
@@ -166,7 +167,7 @@ func snapshotScope(h *harness, b binding.Binding) string {
 			lines = append(lines, fmt.Sprintf("%s %d %s", k, e.Revision(), e.Value()))
 		}
 	}
-	subj := bus.Subjects{}.InternalScope(takeover.Plugin, store.KindHistory, sc)
+	subj := wire.Subjects{}.InternalScope(takeover.Plugin, store.KindHistory, sc)
 	for k := range store.HistoryShards {
 		hist, err := h.js.Stream(ctx, store.HistoryStream(k))
 		if err != nil {
@@ -264,7 +265,7 @@ func TestReplyIdempotency(t *testing.T) {
 	}
 	// a host timeout: outcome unknown, and the retry carries the same key
 	h.host.Respond(func(c bustest.HostCall) bustest.HostReply {
-		return bustest.HostReply{Drop: c.Action == bus.ActionSendMessage}
+		return bustest.HostReply{Drop: c.Action == wire.ActionSendMessage}
 	})
 	body3 := map[string]string{"sid": sid, "idempotency_key": "lost-key-3", "text": "?"}
 	if err := h.page(b, `{}`, "POST", "/reply", body3, nil); !isCode(err, 503, "outcome_unknown") {
@@ -345,9 +346,9 @@ func pageUnhurried(t *testing.T, h *harness, b binding.Binding, endpoint string,
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	_, err = h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointPage, bus.NewInvocationID(), &bus.Request{
+	_, err = h.inv.Invoke(ctx, takeover.Plugin, wire.EndpointPage, bus.NewInvocationID(), &wire.Request{
 		Binding: b, Config: json.RawMessage(`{}`),
-		Page: &bus.Page{PageID: "console", Endpoint: endpoint, Method: "POST", Body: raw},
+		Page: &wire.Page{PageID: "console", Endpoint: endpoint, Method: "POST", Body: raw},
 	})
 	return err
 }
@@ -483,7 +484,7 @@ func TestReplyWithoutHostSaysSo(t *testing.T) {
 	sid := h.takeOver(b, `{}`, "bot-1", 1)
 	h.hostC.Close()
 	err := h.page(b, `{}`, "POST", "/reply", map[string]string{"sid": sid, "idempotency_key": "nohost-key", "text": "hello"}, nil)
-	var e *bus.Error
+	var e *wire.Error
 	if !errors.As(err, &e) || e.Code != 503 || e.Reason != takeover.ReasonSendFailed {
 		t.Fatalf("reply without a host: %v, want 503 send_failed", err)
 	}

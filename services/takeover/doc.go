@@ -56,7 +56,7 @@
 //     (console_delete.go). The NATS page endpoint and the HTTP console
 //     (package console, through Service.Console) sit on it. ParsePageRequest
 //     validates every operation; the operator is always a parameter. Errors
-//     are *bus.Error values (errors.go). Issue 31's operator tools are
+//     are *wire.Error values (errors.go). Issue 31's operator tools are
 //     ops' too: canned replies (canned.go: /canned, `ho canned`,
 //     expandCanned for `ho reply N /name` and relay mode), internal notes
 //     (notes.go: /notes, `ho note`, `ho show`) and the AI assist
@@ -133,7 +133,7 @@
 //
 // # Imports
 //
-// This package may import pkg/bus, pkg/binding, pkg/i18n, pkg/plugin,
+// This package may import pkg/bus, pkg/wire, pkg/binding, pkg/i18n, pkg/plugin,
 // pkg/settings, pkg/svcmain, its own subpackages, the NATS client,
 // OpenTelemetry's API and Prometheus' client; no other service. Its
 // subpackages never import it.

@@ -1,16 +1,18 @@
 package takeover
 
-import "github.com/langbot-nats/plugins/pkg/bus"
+import (
+	"github.com/langbot-nats/plugins/pkg/wire"
+)
 
-// Request failures are *bus.Error values (pkg/bus/errors.go, DESIGN §3.1):
-// handlers return bus.Errorf or bus.WithReason of a bus sentinel with a
+// Request failures are *wire.Error values (pkg/wire/errors.go, DESIGN §3.1):
+// handlers return wire.Errorf or wire.WithReason of a bus sentinel with a
 // message safe to show the caller (never chat text or config values), and
 // wireError maps the rest (corrupt records, storage failures) onto them.
 
 // Reasons refining a code (spec §7).
 const (
 	reasonLegacyReadOnly       = "legacy_read_only"
-	reasonInstallationInactive = bus.ReasonInstallationInactive
+	reasonInstallationInactive = wire.ReasonInstallationInactive
 	reasonReplyInProgress      = "reply_in_progress"
 	reasonSendFailed           = "send_failed"
 	reasonOutcomeUnknown       = "outcome_unknown"
@@ -27,6 +29,6 @@ const (
 
 // storageError is the 503 of a storage failure (a new value each time:
 // callers may wrap it).
-func storageError() *bus.Error {
-	return bus.WithReason(bus.ErrUnavailable, reasonStorageUnavailable, "takeover service: its storage (NATS JetStream) did not answer, retry later")
+func storageError() *wire.Error {
+	return wire.WithReason(wire.ErrUnavailable, reasonStorageUnavailable, "takeover service: its storage (NATS JetStream) did not answer, retry later")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/settings"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -79,7 +80,7 @@ func (n *notices) askedHuman(ctx context.Context, ses session, raisedAt int64) {
 	}
 	key := "takeover:" + sc.String() + ":" + sid + ":" + kind + ":" + strconv.FormatInt(raisedAt, 10)
 	to := model.OperatorChat{BotUUID: rec.BotUUID, Type: rec.Type, ID: rec.TargetID}
-	n.goBackground(ctx, func(ctx context.Context) { n.sendWithRetry(ctx, ses.b, to, bus.Plain(msg), key) })
+	n.goBackground(ctx, func(ctx context.Context) { n.sendWithRetry(ctx, ses.b, to, wire.Plain(msg), key) })
 }
 
 // queuePlace is the chat's place among the scope's chats waiting for a
@@ -221,8 +222,8 @@ func (n *notices) reAlert(ctx context.Context, ses session, body escalationBody)
 	failed := 0
 	for _, o := range to {
 		tctx, cancel := context.WithTimeout(ctx, n.hostTimeout)
-		err := n.runner.Host().SendMessage(tctx, ses.b, bus.SendMessage{BotUUID: o.BotUUID, TargetType: o.Type, TargetID: o.ID,
-			MessageChain: bus.Plain(msg)}, alertKey(sc, "escalate"+strconv.Itoa(body.Level), body.SID, st.N, o))
+		err := n.runner.Host().SendMessage(tctx, ses.b, wire.SendMessage{BotUUID: o.BotUUID, TargetType: o.Type, TargetID: o.ID,
+			MessageChain: wire.Plain(msg)}, alertKey(sc, "escalate"+strconv.Itoa(body.Level), body.SID, st.N, o))
 		cancel()
 		if err != nil {
 			failed++
@@ -285,7 +286,7 @@ func (n *notices) idleReturn(ctx context.Context, ses session, body escalationBo
 	for _, o := range set.OperatorChats {
 		h := sha256.Sum256([]byte(o.Key()))
 		key := "takeover:" + sc.String() + ":idle:" + body.SID + ":" + strconv.FormatInt(body.Ref, 10) + ":" + hex.EncodeToString(h[:8])
-		n.goBackground(ctx, func(ctx context.Context) { n.sendWithRetry(ctx, ses.b, o, bus.Plain(msg), key) })
+		n.goBackground(ctx, func(ctx context.Context) { n.sendWithRetry(ctx, ses.b, o, wire.Plain(msg), key) })
 	}
 	n.requeue(ctx, ses, now)
 	return true, nil
@@ -315,10 +316,10 @@ func (n *notices) requeue(ctx context.Context, ses session, now int64) {
 // service answers it), and off the event's path the takeover is released,
 // the chat marked handled and the user told the AI is back. It reports
 // false for every other message.
-func (o *ops) cancelEvent(ctx context.Context, inv *bus.Invocation, set model.Settings, data model.EventData, lid string) (bus.EventReply, bool) {
+func (o *ops) cancelEvent(ctx context.Context, inv *bus.Invocation, set model.Settings, data model.EventData, lid string) (wire.EventReply, bool) {
 	ev := inv.Event
 	if len(set.CancelWords) == 0 || inv.Authority.State != bus.StateActive {
-		return bus.EventReply{}, false
+		return wire.EventReply{}, false
 	}
 	// the view first (memory), so an ordinary chat's message is not
 	// parsed twice
@@ -326,10 +327,10 @@ func (o *ops) cancelEvent(ctx context.Context, inv *bus.Invocation, set model.Se
 	e, ok := o.view.Lookup(store.SessionKey(inv.Scope, sid))
 	now := o.now.ms()
 	if !ok || e.Head == nil || !(e.Head.Unread || e.TakenOver(now)) {
-		return bus.EventReply{}, false
+		return wire.EventReply{}, false
 	}
 	if !set.IsCancel(model.ParseChain(data.Chain()).TriggerText()) {
-		return bus.EventReply{}, false
+		return wire.EventReply{}, false
 	}
 	taken := e.TakenOver(now)
 	c := pageCall{Scope: inv.Scope, Binding: inv.Binding, Settings: set, Operator: cancelOperator,
@@ -351,8 +352,8 @@ func (o *ops) cancelEvent(ctx context.Context, inv *bus.Invocation, set model.Se
 		}
 		sum := sha256.Sum256([]byte(invID))
 		to := model.OperatorChat{BotUUID: ev.BotUUID, Type: data.LauncherType, ID: lid}
-		o.notices.sendWithRetry(ctx, c.Binding, to, bus.Plain(text(o.catalog, set, "escalate.cancelled", nil)),
+		o.notices.sendWithRetry(ctx, c.Binding, to, wire.Plain(text(o.catalog, set, "escalate.cancelled", nil)),
 			"takeover:"+c.Scope.String()+":"+sid+":cancel:"+hex.EncodeToString(sum[:16]))
 	})
-	return bus.EventReply{PreventDefault: true, PreventPostorder: true}, true
+	return wire.EventReply{PreventDefault: true, PreventPostorder: true}, true
 }

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
@@ -22,7 +22,7 @@ func firstSend(h *harness, b binding.Binding, bot, typ, id, s string) (bustest.H
 	for _, c := range h.host.Sends() {
 		m := c.SendMessage()
 		if m.BotUUID == bot && m.TargetType == typ && m.TargetID == id && c.Request.Binding.InstallationUUID == b.InstallationUUID &&
-			hasText([]bus.SendMessage{m}, s) {
+			hasText([]wire.SendMessage{m}, s) {
 			return c, true
 		}
 	}
@@ -70,10 +70,10 @@ func TestEscalationReAlertAndQueue(t *testing.T) {
 	}
 	for _, c := range h.host.Sends() {
 		m := c.SendMessage()
-		if hasText([]bus.SendMessage{m}, "Still waiting") && strings.Contains(m.MessageChain[0].Text, "43") {
+		if hasText([]wire.SendMessage{m}, "Still waiting") && strings.Contains(m.MessageChain[0].Text, "43") {
 			t.Fatalf("a chat taken before its time was escalated: %q", m.MessageChain[0].Text)
 		}
-		if hasText([]bus.SendMessage{m}, "Still waiting") && !strings.Contains(c.IdempotencyKey, ":escalate") {
+		if hasText([]wire.SendMessage{m}, "Still waiting") && !strings.Contains(c.IdempotencyKey, ":escalate") {
 			t.Errorf("re-alert key %q", c.IdempotencyKey)
 		}
 	}
@@ -183,7 +183,7 @@ func TestEscalationIdleReturn(t *testing.T) {
 	bustest.Eventually(t, "the queue notice of the return", func() bool {
 		n := 0
 		for _, m := range sendsTo(h, b, "bot-a", "person", "42") {
-			if hasText([]bus.SendMessage{m}, "in the queue") {
+			if hasText([]wire.SendMessage{m}, "in the queue") {
 				n++
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -48,7 +49,7 @@ func (rc *recording) unkeyed(ctx context.Context, inv *bus.Invocation) {
 // event answers a decoded event of chat lid: the blocking decision first,
 // from the view (spec §3.2), then the recording within the budget (spec
 // §3.3).
-func (rc *recording) event(ctx context.Context, inv *bus.Invocation, data model.EventData, lid string) bus.EventReply {
+func (rc *recording) event(ctx context.Context, inv *bus.Invocation, data model.EventData, lid string) wire.EventReply {
 	ev := inv.Event
 	start := time.Now()
 	set := rc.settings.get(inv.Scope, inv.Binding, inv.Config)
@@ -88,7 +89,7 @@ func (rc *recording) event(ctx context.Context, inv *bus.Invocation, data model.
 	rc.metrics.decisions.WithLabelValues(path, strconv.FormatBool(blocked)).Inc()
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(attrPath.String(path), attrBlocked.Bool(blocked))
-	reply := bus.EventReply{PreventDefault: blocked, PreventPostorder: blocked}
+	reply := wire.EventReply{PreventDefault: blocked, PreventPostorder: blocked}
 
 	job := &recordJob{
 		sc: inv.Scope, b: inv.Binding, set: set, event: ev.Name, invID: inv.ID,

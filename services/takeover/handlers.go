@@ -7,6 +7,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/settings"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -22,22 +23,22 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	switch ev.Name {
 	case EventPersonMessage, EventGroupMessage, EventResponded:
 	default:
-		return bus.EventReply{}, nil
+		return wire.EventReply{}, nil
 	}
 	if !model.ValidBotUUID(ev.BotUUID) {
 		s.rec.unkeyed(ctx, inv)
-		return bus.EventReply{}, nil
+		return wire.EventReply{}, nil
 	}
 	var data model.EventData
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
-		return nil, bus.Errorf(bus.ErrBadRequest, "event data is malformed")
+		return nil, wire.Errorf(wire.ErrBadRequest, "event data is malformed")
 	}
 	if data.LauncherType != model.LauncherPerson && data.LauncherType != model.LauncherGroup {
-		return nil, bus.Errorf(bus.ErrBadRequest, "launcher_type must be person or group")
+		return nil, wire.Errorf(wire.ErrBadRequest, "launcher_type must be person or group")
 	}
 	lid, ok := model.LauncherID(data.LauncherID)
 	if !ok {
-		return nil, bus.Errorf(bus.ErrBadRequest, "launcher_id must be a string or number of 1 to 256 characters")
+		return nil, wire.Errorf(wire.ErrBadRequest, "launcher_id must be a string or number of 1 to 256 characters")
 	}
 	if ev.Name != EventResponded {
 		set := s.settings.get(inv.Scope, inv.Binding, inv.Config)
@@ -56,7 +57,7 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 // handleCommand serves the operators' `!ho` command (commands.go).
 func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, error) {
 	if inv.Command.Name != commandWord {
-		return nil, bus.Errorf(bus.ErrNotFound, "unknown command")
+		return nil, wire.Errorf(wire.ErrNotFound, "unknown command")
 	}
 	return s.ops.command(ctx, inv)
 }
@@ -65,19 +66,19 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, error) {
 	tool := inv.Tool
 	if tool.Name != toolRequestHuman {
-		return nil, bus.Errorf(bus.ErrNotFound, "unknown tool")
+		return nil, wire.Errorf(wire.ErrNotFound, "unknown tool")
 	}
 	var p struct {
 		Reason string `json:"reason"`
 	}
 	if len(tool.Parameters) > 0 && json.Unmarshal(tool.Parameters, &p) != nil {
-		return nil, bus.Errorf(bus.ErrBadRequest, "parameters must be {\"reason\": string}")
+		return nil, wire.Errorf(wire.ErrBadRequest, "parameters must be {\"reason\": string}")
 	}
 	reason := settings.CutRunes(strings.TrimSpace(p.Reason), model.MaxHandoffReason)
 	ses := tool.Session
 	lid := string(ses.LauncherID)
 	if !model.ValidBotUUID(ses.BotUUID) || (ses.LauncherType != model.LauncherPerson && ses.LauncherType != model.LauncherGroup) || lid == "" || len(lid) > 256 {
-		return nil, bus.Errorf(bus.ErrBadRequest, "the tool call's session names no chat")
+		return nil, wire.Errorf(wire.ErrBadRequest, "the tool call's session names no chat")
 	}
 	return s.ops.requestHuman(ctx, inv, lid, reason)
 }
@@ -86,7 +87,7 @@ func (s *Service) handleTool(ctx context.Context, inv *bus.Invocation) (any, err
 func (s *Service) handlePage(ctx context.Context, inv *bus.Invocation) (any, error) {
 	p := inv.Page
 	if p.PageID != ConsolePageID {
-		return nil, bus.Errorf(bus.ErrNotFound, "unknown page")
+		return nil, wire.Errorf(wire.ErrNotFound, "unknown page")
 	}
 	req, err := ParsePageRequest(p.Method, p.Endpoint, p.Body)
 	if err != nil {
@@ -109,7 +110,7 @@ func (s *Service) handlePage(ctx context.Context, inv *bus.Invocation) (any, err
 	if err != nil {
 		return nil, wireError(err)
 	}
-	return bus.PageReply{Data: data}, nil
+	return wire.PageReply{Data: data}, nil
 }
 
 // dedupePage: page actions run under the invocation dedupe record; reads

@@ -20,6 +20,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -72,8 +73,8 @@ func (h *harness) init() *harness {
 	h.nc = srv.Conn(t)
 	h.js = srv.JetStream(t)
 	h.hostC = srv.Conn(t)
-	h.host = bustest.NewHost(t, h.hostC, bus.Subjects{})
-	h.inv = bustest.NewInvoker(t, bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil), h.js, h.runners)
+	h.host = bustest.NewHost(t, h.hostC, wire.Subjects{})
+	h.inv = bustest.NewInvoker(t, bus.NewInvoker(srv.Conn(t), wire.Subjects{}, nil), h.js, h.runners)
 	h.svc = h.startReplica(h.nc)
 	return h
 }
@@ -169,18 +170,18 @@ func aiData(ltype string, lid any, text string) json.RawMessage {
 }
 
 // event invokes an event and returns the reply.
-func (h *harness) event(b binding.Binding, config, name, bot string, data json.RawMessage) (bus.EventReply, error) {
+func (h *harness) event(b binding.Binding, config, name, bot string, data json.RawMessage) (wire.EventReply, error) {
 	return h.eventID(b, config, name, bot, data, bus.NewInvocationID())
 }
 
-func (h *harness) eventID(b binding.Binding, config, name, bot string, data json.RawMessage, id string) (bus.EventReply, error) {
+func (h *harness) eventID(b binding.Binding, config, name, bot string, data json.RawMessage, id string) (wire.EventReply, error) {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
-	raw, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointEvent, id, &bus.Request{
-		Binding: b, Config: json.RawMessage(config), Event: &bus.Event{Name: name, BotUUID: bot, Data: data},
+	raw, err := h.inv.Invoke(ctx, takeover.Plugin, wire.EndpointEvent, id, &wire.Request{
+		Binding: b, Config: json.RawMessage(config), Event: &wire.Event{Name: name, BotUUID: bot, Data: data},
 	})
-	var r bus.EventReply
+	var r wire.EventReply
 	if err != nil {
 		return r, err
 	}
@@ -191,7 +192,7 @@ func (h *harness) eventID(b binding.Binding, config, name, bot string, data json
 }
 
 // mustEvent invokes an event that must succeed.
-func (h *harness) mustEvent(b binding.Binding, config, name, bot string, data json.RawMessage) bus.EventReply {
+func (h *harness) mustEvent(b binding.Binding, config, name, bot string, data json.RawMessage) wire.EventReply {
 	h.t.Helper()
 	r, err := h.event(b, config, name, bot, data)
 	if err != nil {
@@ -222,9 +223,9 @@ func (h *harness) pageCall(b binding.Binding, config, method, endpoint string, b
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	reply, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointPage, id, &bus.Request{
+	reply, err := h.inv.Invoke(ctx, takeover.Plugin, wire.EndpointPage, id, &wire.Request{
 		Binding: b, Config: json.RawMessage(config),
-		Page: &bus.Page{PageID: "console", Endpoint: endpoint, Method: method, Body: raw, Caller: caller},
+		Page: &wire.Page{PageID: "console", Endpoint: endpoint, Method: method, Body: raw, Caller: caller},
 	})
 	if err != nil {
 		return err
@@ -284,7 +285,7 @@ func (h *harness) record(b binding.Binding, sid string) *model.Record {
 // historyOf returns the stream and subject of a session's history.
 func historyOf(t testing.TB, js jetstream.JetStream, sc binding.Scope, sid string) (jetstream.Stream, string) {
 	t.Helper()
-	_, name, subj := store.HistoryOf(bus.Subjects{}, sc, sid)
+	_, name, subj := store.HistoryOf(wire.Subjects{}, sc, sid)
 	st, err := js.Stream(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
@@ -371,7 +372,7 @@ func sidOf(bot, ltype string, lid any) string {
 }
 
 func isCode(err error, code int, reason string) bool {
-	var e *bus.Error
+	var e *wire.Error
 	return errors.As(err, &e) && e.Code == code && (reason == "" || e.Reason == reason)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/admin"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -50,11 +51,11 @@ func toLegacyLayout(t *testing.T, h *harness) int {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, sc, ids, err := bus.Subjects{}.ParseInternal(takeover.Plugin, m.Subject())
+			_, sc, ids, err := wire.Subjects{}.ParseInternal(takeover.Plugin, m.Subject())
 			if err != nil || len(ids) != 2 {
 				t.Fatalf("history subject %q: %v", m.Subject(), err)
 			}
-			old, _ := bus.Subjects{}.Internal(takeover.Plugin, store.KindHistory, sc, ids[1])
+			old, _ := wire.Subjects{}.Internal(takeover.Plugin, store.KindHistory, sc, ids[1])
 			all = append(all, stored{old, m})
 		}
 		if err := h.js.DeleteStream(ctx, store.HistoryStream(k)); err != nil {
@@ -176,7 +177,7 @@ func TestMigrateHistoryRerun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sc, _ := b.Scope()
-	stray, _ := bus.Subjects{}.Internal(takeover.Plugin, store.KindHistory, sc, "not-a-session")
+	stray, _ := wire.Subjects{}.Internal(takeover.Plugin, store.KindHistory, sc, "not-a-session")
 	if _, err := h.js.Publish(ctx, stray, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/settings"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -67,7 +68,7 @@ func parseNotesRequest(p params, req *PageRequest) error {
 			return err
 		}
 		if !validNoteID(id) {
-			return bus.Errorf(bus.ErrBadRequest, "id is missing or malformed")
+			return wire.Errorf(wire.ErrBadRequest, "id is missing or malformed")
 		}
 		req.NoteID = id
 	}
@@ -77,14 +78,14 @@ func parseNotesRequest(p params, req *PageRequest) error {
 // noteText validates a note's text.
 func noteText(s string) (string, error) {
 	if !utf8.ValidString(s) {
-		return "", bus.Errorf(bus.ErrBadRequest, "text is not valid UTF-8")
+		return "", wire.Errorf(wire.ErrBadRequest, "text is not valid UTF-8")
 	}
 	s = strings.TrimSpace(s)
 	switch {
 	case s == "":
-		return "", bus.WithReason(bus.ErrBadRequest, reasonNoteEmpty, "a note needs a text")
+		return "", wire.WithReason(wire.ErrBadRequest, reasonNoteEmpty, "a note needs a text")
 	case utf8.RuneCountInString(s) > model.MaxNoteRunes:
-		return "", bus.WithReason(bus.ErrTooLarge, reasonNoteTooLong, "a note is at most 1000 characters")
+		return "", wire.WithReason(wire.ErrTooLarge, reasonNoteTooLong, "a note is at most 1000 characters")
 	}
 	return s, nil
 }
@@ -110,7 +111,7 @@ func (o *ops) notesOp(ctx context.Context, c pageCall, req PageRequest) (NoteLis
 		n, err = o.st.UpdateNotes(ctx, c.Scope, req.SID, func(ns *model.Notes) error {
 			i := slices.IndexFunc(ns.Notes, func(x model.Note) bool { return x.ID == req.NoteID })
 			if i < 0 {
-				return bus.Errorf(bus.ErrNotFound, "no such note")
+				return wire.Errorf(wire.ErrNotFound, "no such note")
 			}
 			ns.Notes = slices.Delete(ns.Notes, i, i+1)
 			return nil
@@ -134,7 +135,7 @@ func (o *ops) addNote(ctx context.Context, c pageCall, sid, id, text string) (mo
 			return bus.ErrNoChange
 		}
 		if len(ns.Notes) >= model.MaxNotes {
-			return bus.WithReason(bus.ErrConflict, reasonNotesFull, "the chat has the most notes it may keep")
+			return wire.WithReason(wire.ErrConflict, reasonNotesFull, "the chat has the most notes it may keep")
 		}
 		ns.Notes = append(ns.Notes, model.Note{ID: id, At: now, Operator: c.Operator, Text: text})
 		return nil
@@ -206,7 +207,7 @@ func (o *ops) showCommand(ctx context.Context, c pageCall, sid string, args map[
 				"operator": n.Operator, "text": settings.CutRunes(n.Text, showNoteRunes)}))
 		}
 	}
-	return bus.CommandReply{Returns: []bus.Return{{Text: strings.Join(lines, "\n")}}}, nil
+	return wire.CommandReply{Returns: []wire.Return{{Text: strings.Join(lines, "\n")}}}, nil
 }
 
 // noteTime is when a note was written, in UTC: the time of day for

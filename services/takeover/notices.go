@@ -14,6 +14,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -33,7 +34,7 @@ type notices struct {
 	runner   *bus.Runner // host, dedupe bucket, authority, installation config; set once the runner exists
 	nc       *nats.Conn  // the live publisher
 	js       jetstream.JetStream
-	subj     bus.Subjects
+	subj     wire.Subjects
 	catalog  *i18n.Catalog
 	metrics  *metrics
 	settings *settingsCache

@@ -15,6 +15,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -34,26 +35,26 @@ func alertsTo(h *harness, b binding.Binding) map[string][]bustest.HostCall {
 	return out
 }
 
-func (h *harness) command(b binding.Binding, config string, priv int, ses bus.Session, full string) string {
+func (h *harness) command(b binding.Binding, config string, priv int, ses wire.Session, full string) string {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
 	words := strings.Fields(strings.TrimPrefix(full, "!"))
-	raw, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointCommand, bus.NewInvocationID(), &bus.Request{
+	raw, err := h.inv.Invoke(ctx, takeover.Plugin, wire.EndpointCommand, bus.NewInvocationID(), &wire.Request{
 		Binding: b, Config: json.RawMessage(config),
-		Command: &bus.Command{Name: words[0], Params: words[1:], FullText: full, Session: ses, Privilege: priv},
+		Command: &wire.Command{Name: words[0], Params: words[1:], FullText: full, Session: ses, Privilege: priv},
 	})
 	if err != nil {
 		h.t.Fatalf("command %q: %v", full, err)
 	}
-	var r bus.CommandReply
+	var r wire.CommandReply
 	if err := json.Unmarshal(raw, &r); err != nil || len(r.Returns) == 0 {
 		h.t.Fatalf("command reply %s: %v", raw, err)
 	}
 	return r.Returns[0].Text
 }
 
-var opSession = bus.Session{LauncherType: "group", LauncherID: "900", SenderID: "77", BotUUID: "op-bot"}
+var opSession = wire.Session{LauncherType: "group", LauncherID: "900", SenderID: "77", BotUUID: "op-bot"}
 
 func TestAlertOncePerOperatorChat(t *testing.T) {
 	h := newHarness(t)
@@ -111,7 +112,7 @@ func TestCommandsWriteWhatTheConsoleWrites(t *testing.T) {
 	h.mustEvent(b, cfgNoAuto, takeover.EventPersonMessage, "bot-a", msgData("person", "50", "50", plain("help")))
 	bustest.Eventually(t, "recorded", func() bool { return h.record(b, sidCmd) != nil })
 
-	if got := h.command(b, cfgNoAuto, 1, bus.Session{LauncherType: "person", LauncherID: "5", SenderID: "5", BotUUID: "op-bot"}, "!ho take 1"); !strings.Contains(got, "Only admins") {
+	if got := h.command(b, cfgNoAuto, 1, wire.Session{LauncherType: "person", LauncherID: "5", SenderID: "5", BotUUID: "op-bot"}, "!ho take 1"); !strings.Contains(got, "Only admins") {
 		t.Errorf("a non-operator chat was not refused: %q", got)
 	}
 	list := h.command(b, cfgNoAuto, 1, opSession, "!ho list")
@@ -168,7 +169,7 @@ func TestPauseResumeAndTool(t *testing.T) {
 	h := newLoggedHarness(t, &logs)
 	b := newBinding("pause")
 	h.attach(b, opConfig, true)
-	user := bus.Session{LauncherType: "person", LauncherID: "60", SenderID: "60", BotUUID: "bot-a"}
+	user := wire.Session{LauncherType: "person", LauncherID: "60", SenderID: "60", BotUUID: "bot-a"}
 	sid := sidOf("bot-a", "person", "60")
 	if got := h.command(b, opConfig, 1, user, "!ho pause 10m"); !strings.Contains(got, "Only an admin") {
 		t.Errorf("non-admin pause: %q", got)
@@ -207,10 +208,10 @@ func TestPauseResumeAndTool(t *testing.T) {
 	// the handoff tool: waiting state, an alert, and what to say
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
-	raw, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointTool, bus.NewInvocationID(), &bus.Request{
+	raw, err := h.inv.Invoke(ctx, takeover.Plugin, wire.EndpointTool, bus.NewInvocationID(), &wire.Request{
 		Binding: b, Config: json.RawMessage(opConfig),
-		Tool: &bus.Tool{Name: "request_human", Parameters: json.RawMessage(`{"reason":"wants a refund decision"}`),
-			Session: bus.Session{LauncherType: "person", LauncherID: "61", SenderID: "61", BotUUID: "bot-a"}},
+		Tool: &wire.Tool{Name: "request_human", Parameters: json.RawMessage(`{"reason":"wants a refund decision"}`),
+			Session: wire.Session{LauncherType: "person", LauncherID: "61", SenderID: "61", BotUUID: "bot-a"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -244,8 +245,8 @@ func TestPendingAlertSurvivesRestart(t *testing.T) {
 	cfg := `{"trigger_words":["help"],"operator_chats":["op-bot:group:900"]}`
 	h.attach(b, cfg, true)
 	h.host.Respond(func(c bustest.HostCall) bustest.HostReply {
-		if c.Action == bus.ActionSendMessage && c.SendMessage().BotUUID == "op-bot" {
-			return bustest.HostReply{Err: bus.Errorf(bus.ErrUnavailable, "down")}
+		if c.Action == wire.ActionSendMessage && c.SendMessage().BotUUID == "op-bot" {
+			return bustest.HostReply{Err: wire.Errorf(wire.ErrUnavailable, "down")}
 		}
 		return bustest.HostReply{}
 	})
@@ -298,8 +299,8 @@ func TestAlertOfDeletedSessionNotSent(t *testing.T) {
 	cfg := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900"]}`
 	h.attach(b, cfg, true)
 	h.host.Respond(func(c bustest.HostCall) bustest.HostReply {
-		if c.Action == bus.ActionSendMessage && c.SendMessage().BotUUID == "op-bot" {
-			return bustest.HostReply{Err: bus.Errorf(bus.ErrUnavailable, "down")}
+		if c.Action == wire.ActionSendMessage && c.SendMessage().BotUUID == "op-bot" {
+			return bustest.HostReply{Err: wire.Errorf(wire.ErrUnavailable, "down")}
 		}
 		return bustest.HostReply{}
 	})
@@ -363,7 +364,7 @@ func alertsSettled(t *testing.T, h *harness) {
 		if err != nil {
 			return false
 		}
-		last, err := st.GetLastMsgForSubject(ctx, bus.Subjects{}.InternalAll(takeover.Plugin, store.KindAlert))
+		last, err := st.GetLastMsgForSubject(ctx, wire.Subjects{}.InternalAll(takeover.Plugin, store.KindAlert))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return true
 		}
@@ -383,8 +384,8 @@ func TestTakenNoteToOtherOperatorChats(t *testing.T) {
 	cfg := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900","op-bot:person:77"]}`
 	h.attach(b, cfg, true)
 	sc, _ := b.Scope()
-	group := bus.Session{LauncherType: "group", LauncherID: "900", SenderID: "31", BotUUID: "op-bot"}
-	person := bus.Session{LauncherType: "person", LauncherID: "77", SenderID: "77", BotUUID: "op-bot"}
+	group := wire.Session{LauncherType: "group", LauncherID: "900", SenderID: "31", BotUUID: "op-bot"}
+	person := wire.Session{LauncherType: "person", LauncherID: "77", SenderID: "77", BotUUID: "op-bot"}
 	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "50", "Ann", plain("help please")))
 	bustest.Eventually(t, "the trigger's alerts", func() bool { return len(alertsTo(h, b)) == 2 })
 	h.command(b, cfg, 1, group, "!ho list")
@@ -478,7 +479,7 @@ func TestAlertIsEventDriven(t *testing.T) {
 	if !h.clock.Now().Equal(fixed) {
 		t.Fatal("the service clock moved")
 	}
-	subject, err := bus.Subjects{}.Internal(takeover.Plugin, store.KindAlert, sc, sid)
+	subject, err := wire.Subjects{}.Internal(takeover.Plugin, store.KindAlert, sc, sid)
 	if err != nil {
 		t.Fatal(err)
 	}

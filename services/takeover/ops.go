@@ -8,6 +8,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/i18n"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
@@ -26,7 +27,7 @@ type ops struct {
 	notices  *notices
 	runner   *bus.Runner // host, dedupe bucket, authority view, installation config; set once the runner exists
 	nc       *nats.Conn  // the max payload, the live subscriptions
-	subj     bus.Subjects
+	subj     wire.Subjects
 	catalog  *i18n.Catalog
 	settings *settingsCache
 	now      clock

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/settings"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -133,7 +133,7 @@ func OperatorOf(callerOperator string) string {
 }
 
 // ParseOp resolves a method and endpoint ("/sessions" or "sessions") to an
-// operation; an unknown pair is bus.ErrNotFound.
+// operation; an unknown pair is wire.ErrNotFound.
 func ParseOp(method, endpoint string) (Op, error) {
 	ep := "/" + strings.TrimPrefix(strings.TrimSpace(endpoint), "/")
 	op := Op(strings.ToUpper(strings.TrimSpace(method)) + " " + ep)
@@ -142,7 +142,7 @@ func ParseOp(method, endpoint string) (Op, error) {
 			return o, nil
 		}
 	}
-	return "", bus.Errorf(bus.ErrNotFound, "unknown console operation")
+	return "", wire.Errorf(wire.ErrNotFound, "unknown console operation")
 }
 
 // ParsePageRequest parses and validates one console request: its method,
@@ -177,7 +177,7 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			case typeAll, typePerson, typeGroup:
 				req.Type = t
 			default:
-				return req, bus.Errorf(bus.ErrBadRequest, "type must be all, person or group")
+				return req, wire.Errorf(wire.ErrBadRequest, "type must be all, person or group")
 			}
 		}
 		q, _, err := p.str("q")
@@ -193,7 +193,7 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			return req, err
 		}
 		if len(c) > maxCursorLen || !cursorRE.MatchString(c) {
-			return req, bus.Errorf(bus.ErrBadRequest, "cursor is malformed")
+			return req, wire.Errorf(wire.ErrBadRequest, "cursor is malformed")
 		}
 		req.Cursor = c
 	case opMessages:
@@ -219,7 +219,7 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			return req, err
 		}
 		if len(m) > maxMemberIDLen {
-			return req, bus.Errorf(bus.ErrBadRequest, "member_id is too long")
+			return req, wire.Errorf(wire.ErrBadRequest, "member_id is too long")
 		}
 		req.MemberID = m
 	case opBlob:
@@ -231,7 +231,7 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			return req, err
 		}
 		if n == "" || len(n) > maxBlobNameLen || !blobNameRE.MatchString(n) {
-			return req, bus.Errorf(bus.ErrBadRequest, "name is missing or malformed")
+			return req, wire.Errorf(wire.ErrBadRequest, "name is missing or malformed")
 		}
 		req.Name = n
 	case opExport:
@@ -247,7 +247,7 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 			return req, err
 		}
 		if !confirm {
-			return req, bus.Errorf(bus.ErrBadRequest, "clear needs confirm: true")
+			return req, wire.Errorf(wire.ErrBadRequest, "clear needs confirm: true")
 		}
 	case opCannedList, opCannedPut, opCannedDel:
 		return req, parseCannedRequest(p, &req)
@@ -297,9 +297,9 @@ func decodeAttachment(field, s string) ([]byte, error) {
 	b, err := model.DecodeDataURL(s, model.MaxAttachmentBytes)
 	switch {
 	case err == model.ErrTooLarge:
-		return nil, bus.Errorf(bus.ErrTooLarge, "%s is over the attachment limit", field)
+		return nil, wire.Errorf(wire.ErrTooLarge, "%s is over the attachment limit", field)
 	case err != nil:
-		return nil, bus.Errorf(bus.ErrBadRequest, "%s is not valid base64", field)
+		return nil, wire.Errorf(wire.ErrBadRequest, "%s is not valid base64", field)
 	}
 	return b, nil
 }
@@ -311,25 +311,25 @@ func decodeAttachment(field, s string) ([]byte, error) {
 // name. It sets the sniffed mime types.
 func (r *replyRequest) Validate() error {
 	if !idemKeyRE.MatchString(r.IdempotencyKey) {
-		return bus.Errorf(bus.ErrBadRequest, "idempotency_key must be 8-128 of A-Z a-z 0-9 _ -")
+		return wire.Errorf(wire.ErrBadRequest, "idempotency_key must be 8-128 of A-Z a-z 0-9 _ -")
 	}
 	if !utf8.ValidString(r.Text) {
-		return bus.Errorf(bus.ErrBadRequest, "text is not valid UTF-8")
+		return wire.Errorf(wire.ErrBadRequest, "text is not valid UTF-8")
 	}
 	r.Text = strings.TrimSpace(r.Text)
 	if utf8.RuneCountInString(r.Text) > maxReplyRunes {
-		return bus.Errorf(bus.ErrTooLarge, "text is over %d characters", maxReplyRunes)
+		return wire.Errorf(wire.ErrTooLarge, "text is over %d characters", maxReplyRunes)
 	}
 	if r.Text == "" && len(r.Image) == 0 && len(r.File) == 0 {
-		return bus.Errorf(bus.ErrBadRequest, "a reply needs text, an image or a file")
+		return wire.Errorf(wire.ErrBadRequest, "a reply needs text, an image or a file")
 	}
 	if len(r.Image) > model.MaxAttachmentBytes || len(r.File) > model.MaxAttachmentBytes {
-		return bus.Errorf(bus.ErrTooLarge, "an attachment is over the limit")
+		return wire.Errorf(wire.ErrTooLarge, "an attachment is over the limit")
 	}
 	if len(r.Image) > 0 {
 		r.ImageMime = model.SniffMime(r.Image)
 		if !model.RasterImage(r.ImageMime) {
-			return bus.Errorf(bus.ErrBadRequest, "the image is not an image")
+			return wire.Errorf(wire.ErrBadRequest, "the image is not an image")
 		}
 	}
 	if len(r.File) > 0 {
@@ -352,9 +352,9 @@ func newParams(body []byte) (params, error) {
 	var p params
 	if err := json.Unmarshal(body, &p); err != nil {
 		if body[0] == '[' {
-			return nil, bus.Errorf(bus.ErrBadRequest, "parameters are a JSON array; they must be a JSON object")
+			return nil, wire.Errorf(wire.ErrBadRequest, "parameters are a JSON array; they must be a JSON object")
 		}
-		return nil, bus.Errorf(bus.ErrBadRequest, "parameters must be a JSON object")
+		return nil, wire.Errorf(wire.ErrBadRequest, "parameters must be a JSON object")
 	}
 	return p, nil
 }
@@ -369,7 +369,7 @@ func (p params) str(name string) (string, bool, error) {
 	if s, ok := model.IDText(v); ok {
 		return s, true, nil
 	}
-	return "", false, bus.Errorf(bus.ErrBadRequest, "%s must be a string", name)
+	return "", false, wire.Errorf(wire.ErrBadRequest, "%s must be a string", name)
 }
 
 func (p params) bool(name string) (bool, bool, error) {
@@ -380,7 +380,7 @@ func (p params) bool(name string) (bool, bool, error) {
 	if b, ok := model.ParseBool(v); ok {
 		return b, true, nil
 	}
-	return false, false, bus.Errorf(bus.ErrBadRequest, "%s must be a boolean", name)
+	return false, false, wire.Errorf(wire.ErrBadRequest, "%s must be a boolean", name)
 }
 
 func (p params) sid() (string, error) {
@@ -389,7 +389,7 @@ func (p params) sid() (string, error) {
 		return "", err
 	}
 	if !model.ValidSID(s) {
-		return "", bus.Errorf(bus.ErrBadRequest, "sid is missing or malformed")
+		return "", wire.Errorf(wire.ErrBadRequest, "sid is missing or malformed")
 	}
 	return s, nil
 }
@@ -402,7 +402,7 @@ func (p params) limit(def, maxN int) (int, error) {
 	}
 	n, ok := model.ParseInt(v)
 	if !ok {
-		return 0, bus.Errorf(bus.ErrBadRequest, "limit must be an integer")
+		return 0, wire.Errorf(wire.ErrBadRequest, "limit must be an integer")
 	}
 	return int(min(max(n, 1), int64(maxN))), nil
 }
@@ -414,14 +414,14 @@ func (p params) uint(name string) (uint64, error) {
 	}
 	s, ok := model.IDText(v)
 	if !ok {
-		return 0, bus.Errorf(bus.ErrBadRequest, "%s must be a sequence number", name)
+		return 0, wire.Errorf(wire.ErrBadRequest, "%s must be a sequence number", name)
 	}
 	if s == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, bus.Errorf(bus.ErrBadRequest, "%s must be a sequence number", name)
+		return 0, wire.Errorf(wire.ErrBadRequest, "%s must be a sequence number", name)
 	}
 	return n, nil
 }

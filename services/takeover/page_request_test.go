@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
@@ -28,9 +28,9 @@ func TestParsePageRequest(t *testing.T) {
 	}{
 		{"info", "get", "/info", ``, nil, func(r takeover.PageRequest) bool { return r.Op == takeover.OpInfo }},
 		{"endpoint without slash", "GET", "info", `null`, nil, func(r takeover.PageRequest) bool { return r.Op == takeover.OpInfo }},
-		{"unknown endpoint", "GET", "/nope", ``, bus.ErrNotFound, nil},
-		{"wrong method", "PUT", "/takeover", ``, bus.ErrNotFound, nil},
-		{"body not an object", "GET", "/sessions", `[1]`, bus.ErrBadRequest, nil},
+		{"unknown endpoint", "GET", "/nope", ``, wire.ErrNotFound, nil},
+		{"wrong method", "PUT", "/takeover", ``, wire.ErrNotFound, nil},
+		{"body not an object", "GET", "/sessions", `[1]`, wire.ErrBadRequest, nil},
 		{"sessions defaults", "GET", "/sessions", `{}`, nil, func(r takeover.PageRequest) bool {
 			return r.Type == "all" && r.Limit == 100 && r.Cursor == "" && r.Query == ""
 		}},
@@ -38,42 +38,42 @@ func TestParsePageRequest(t *testing.T) {
 			return r.Type == "group" && r.Limit == 500 && r.Query == "Ann" && r.Cursor == "abc_-="
 		}},
 		{"sessions limit low", "GET", "/sessions", `{"limit":0}`, nil, func(r takeover.PageRequest) bool { return r.Limit == 1 }},
-		{"sessions bad type", "GET", "/sessions", `{"type":"bots"}`, bus.ErrBadRequest, nil},
-		{"sessions bad limit", "GET", "/sessions", `{"limit":"many"}`, bus.ErrBadRequest, nil},
-		{"sessions bad cursor", "GET", "/sessions", `{"cursor":"a b"}`, bus.ErrBadRequest, nil},
+		{"sessions bad type", "GET", "/sessions", `{"type":"bots"}`, wire.ErrBadRequest, nil},
+		{"sessions bad limit", "GET", "/sessions", `{"limit":"many"}`, wire.ErrBadRequest, nil},
+		{"sessions bad cursor", "GET", "/sessions", `{"cursor":"a b"}`, wire.ErrBadRequest, nil},
 		{"messages", "GET", "/messages", `{` + sid + `,"before":"120","limit":500}`, nil, func(r takeover.PageRequest) bool {
 			return r.SID == testSID && r.Before == 120 && r.Limit == 200
 		}},
 		{"messages default limit", "GET", "/messages", `{` + sid + `}`, nil, func(r takeover.PageRequest) bool { return r.Limit == 50 && r.Before == 0 }},
-		{"messages bad before", "GET", "/messages", `{` + sid + `,"before":-1}`, bus.ErrBadRequest, nil},
-		{"missing sid", "POST", "/takeover", `{}`, bus.ErrBadRequest, nil},
-		{"uppercase sid", "POST", "/takeover", `{"sid":"` + strings.ToUpper(testSID) + `"}`, bus.ErrBadRequest, nil},
-		{"sid of wrong type", "POST", "/takeover", `{"sid":{}}`, bus.ErrBadRequest, nil},
+		{"messages bad before", "GET", "/messages", `{` + sid + `,"before":-1}`, wire.ErrBadRequest, nil},
+		{"missing sid", "POST", "/takeover", `{}`, wire.ErrBadRequest, nil},
+		{"uppercase sid", "POST", "/takeover", `{"sid":"` + strings.ToUpper(testSID) + `"}`, wire.ErrBadRequest, nil},
+		{"sid of wrong type", "POST", "/takeover", `{"sid":{}}`, wire.ErrBadRequest, nil},
 		{"takeover", "POST", "/takeover", `{` + sid + `}`, nil, func(r takeover.PageRequest) bool { return r.Op == takeover.OpTakeover && r.Op.IsAction() }},
 		{"release", "DELETE", "/takeover", `{` + sid + `}`, nil, func(r takeover.PageRequest) bool { return r.Op == takeover.OpRelease }},
 		{"status is a read", "GET", "/takeover_status", `{` + sid + `}`, nil, func(r takeover.PageRequest) bool { return !r.Op.IsAction() }},
 		{"user info numeric member", "GET", "/user_info", `{` + sid + `,"member_id":42}`, nil, func(r takeover.PageRequest) bool { return r.MemberID == "42" }},
 		{"blob", "GET", "/blob", `{` + sid + `,"name":"i.w.x.` + testSID + `.abc.1"}`, nil, func(r takeover.PageRequest) bool { return r.Name != "" }},
-		{"blob bad name", "GET", "/blob", `{` + sid + `,"name":"a/b"}`, bus.ErrBadRequest, nil},
+		{"blob bad name", "GET", "/blob", `{` + sid + `,"name":"a/b"}`, wire.ErrBadRequest, nil},
 		{"export inline", "GET", "/export", `{` + sid + `,"inline_blobs":"true"}`, nil, func(r takeover.PageRequest) bool { return r.InlineBlobs }},
-		{"clear without confirm", "DELETE", "/clear", `{}`, bus.ErrBadRequest, nil},
-		{"clear confirm false", "DELETE", "/clear", `{"confirm":false}`, bus.ErrBadRequest, nil},
+		{"clear without confirm", "DELETE", "/clear", `{}`, wire.ErrBadRequest, nil},
+		{"clear confirm false", "DELETE", "/clear", `{"confirm":false}`, wire.ErrBadRequest, nil},
 		{"clear", "DELETE", "/clear", `{"confirm":true}`, nil, func(r takeover.PageRequest) bool { return r.Op == takeover.OpClear }},
 		{"delete session", "DELETE", "/session", `{` + sid + `}`, nil, func(r takeover.PageRequest) bool { return r.Op.IsAction() }},
 		{"reply text", "POST", "/reply", `{` + sid + `,"idempotency_key":"key-0001","text":"  hello "}`, nil, func(r takeover.PageRequest) bool {
 			return r.Reply.Text == "hello" && r.Reply.Image == nil && r.Reply.FileName == ""
 		}},
-		{"reply empty", "POST", "/reply", `{` + sid + `,"idempotency_key":"key-0001","text":"   "}`, bus.ErrBadRequest, nil},
-		{"reply short key", "POST", "/reply", `{` + sid + `,"idempotency_key":"k1","text":"x"}`, bus.ErrBadRequest, nil},
-		{"reply bad key chars", "POST", "/reply", `{` + sid + `,"idempotency_key":"key 0001!","text":"x"}`, bus.ErrBadRequest, nil},
-		{"reply text too long", "POST", "/reply", `{` + sid + `,"idempotency_key":"key-0001","text":"` + strings.Repeat("x", 10001) + `"}`, bus.ErrTooLarge, nil},
+		{"reply empty", "POST", "/reply", `{` + sid + `,"idempotency_key":"key-0001","text":"   "}`, wire.ErrBadRequest, nil},
+		{"reply short key", "POST", "/reply", `{` + sid + `,"idempotency_key":"k1","text":"x"}`, wire.ErrBadRequest, nil},
+		{"reply bad key chars", "POST", "/reply", `{` + sid + `,"idempotency_key":"key 0001!","text":"x"}`, wire.ErrBadRequest, nil},
+		{"reply text too long", "POST", "/reply", `{` + sid + `,"idempotency_key":"key-0001","text":"` + strings.Repeat("x", 10001) + `"}`, wire.ErrTooLarge, nil},
 		{"reply image and file", "POST", "/reply", `{` + sid + `,"idempotency_key":"key-0001","image_base64":"` + png + `","file_base64":"` + txt + `","file_name":"../a\u0007.txt"}`, nil, func(r takeover.PageRequest) bool {
 			return r.Reply.ImageMime == "image/png" && string(r.Reply.File) == "plain text file" && r.Reply.FileName == "a.txt" && strings.HasPrefix(r.Reply.FileMime, "text/plain")
 		}},
 		{"reply default file name", "POST", "/reply", `{` + sid + `,"idempotency_key":"key-0001","file_base64":"` + txt + `"}`, nil, func(r takeover.PageRequest) bool { return r.Reply.FileName == "file" }},
-		{"reply non-image image", "POST", "/reply", `{` + sid + `,"idempotency_key":"key-0001","image_base64":"` + txt + `"}`, bus.ErrBadRequest, nil},
-		{"reply image too large", "POST", "/reply", `{` + sid + `,"idempotency_key":"key-0001","image_base64":"` + big + `"}`, bus.ErrTooLarge, nil},
-		{"reply file not base64", "POST", "/reply", `{` + sid + `,"idempotency_key":"key-0001","file_base64":"@@@"}`, bus.ErrBadRequest, nil},
+		{"reply non-image image", "POST", "/reply", `{` + sid + `,"idempotency_key":"key-0001","image_base64":"` + txt + `"}`, wire.ErrBadRequest, nil},
+		{"reply image too large", "POST", "/reply", `{` + sid + `,"idempotency_key":"key-0001","image_base64":"` + big + `"}`, wire.ErrTooLarge, nil},
+		{"reply file not base64", "POST", "/reply", `{` + sid + `,"idempotency_key":"key-0001","file_base64":"@@@"}`, wire.ErrBadRequest, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,7 +82,7 @@ func TestParsePageRequest(t *testing.T) {
 				if !errors.Is(err, tt.err) {
 					t.Fatalf("err = %v, want %v", err, tt.err)
 				}
-				var re *bus.Error
+				var re *wire.Error
 				if !errors.As(err, &re) || re.Message == "" {
 					t.Fatalf("err %v is not a bus.Error with a message", err)
 				}
@@ -107,7 +107,7 @@ func TestOperatorOf(t *testing.T) {
 }
 
 // FuzzParsePageRequest checks that parsing never panics, that every failure
-// is a bus.Error of a known kind, and that a success respects the bounds
+// is a wire.Error of a known kind, and that a success respects the bounds
 // of spec §7 and §11 for its operation.
 func FuzzParsePageRequest(f *testing.F) {
 	f.Add("GET", "/sessions", []byte(`{"type":"person","limit":"10","q":"x"}`))
@@ -119,12 +119,12 @@ func FuzzParsePageRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, method, endpoint string, body []byte) {
 		r, err := takeover.ParsePageRequest(method, endpoint, body)
 		if err != nil {
-			var re *bus.Error
+			var re *wire.Error
 			if !errors.As(err, &re) {
 				t.Fatalf("error %v is not a bus.Error", err)
 			}
 			switch {
-			case errors.Is(re, bus.ErrBadRequest), errors.Is(re, bus.ErrNotFound), errors.Is(re, bus.ErrTooLarge):
+			case errors.Is(re, wire.ErrBadRequest), errors.Is(re, wire.ErrNotFound), errors.Is(re, wire.ErrTooLarge):
 			default:
 				t.Fatalf("kind %v", re)
 			}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -57,11 +57,11 @@ type origin struct {
 }
 
 // do runs one console operation (spec §7.2) and returns its result. The
-// error is a *bus.Error, store.ErrCorrupt for an unreadable record, or a storage
+// error is a *wire.Error, store.ErrCorrupt for an unreadable record, or a storage
 // error (wireError maps the last two).
 func (o *ops) do(ctx context.Context, c pageCall, req PageRequest) (any, error) {
 	if c.Inactive && req.Op.IsAction() {
-		return nil, bus.WithReason(bus.ErrBindingRefused, reasonInstallationInactive, "the installation is disabled or superseded")
+		return nil, wire.WithReason(wire.ErrBindingRefused, reasonInstallationInactive, "the installation is disabled or superseded")
 	}
 	if req.Op.IsAction() {
 		// An action runs to its end once started: a caller that goes away
@@ -110,7 +110,7 @@ func (o *ops) do(ctx context.Context, c pageCall, req PageRequest) (any, error) 
 	case opNotesList, opNoteAdd, opNoteDel:
 		return o.notesOp(ctx, c, req)
 	}
-	return nil, bus.Errorf(bus.ErrNotFound, "unknown console operation")
+	return nil, wire.Errorf(wire.ErrNotFound, "unknown console operation")
 }
 
 // audit logs one line per action: never text, names or file names.
@@ -119,17 +119,17 @@ func (o *ops) audit(ctx context.Context, c pageCall, req PageRequest, outcome st
 }
 
 // wireError maps an operation error to the wire error (DESIGN §3.1): a
-// *bus.Error as it is, anything else by what went wrong.
+// *wire.Error as it is, anything else by what went wrong.
 func wireError(err error) error {
-	var be *bus.Error
+	var be *wire.Error
 	if errors.As(err, &be) {
 		return be
 	}
 	if errors.Is(err, store.ErrCorrupt) {
-		return bus.WithReason(bus.ErrInternal, reasonUnreadable, "the session's stored record is unreadable")
+		return wire.WithReason(wire.ErrInternal, reasonUnreadable, "the session's stored record is unreadable")
 	}
 	if errors.Is(err, context.Canceled) {
-		return bus.Errorf(bus.ErrUnavailable, "the request was cancelled")
+		return wire.Errorf(wire.ErrUnavailable, "the request was cancelled")
 	}
 	return storageError()
 }
@@ -151,11 +151,11 @@ func (o *ops) mustRecord(ctx context.Context, sc binding.Scope, sid string) (*mo
 		return nil, err
 	}
 	if rec == nil {
-		return nil, bus.Errorf(bus.ErrNotFound, "no such session")
+		return nil, wire.Errorf(wire.ErrNotFound, "no such session")
 	}
 	return rec, nil
 }
 
 func legacyErr() error {
-	return bus.WithReason(bus.ErrConflict, reasonLegacyReadOnly, "a legacy session is read-only")
+	return wire.WithReason(wire.ErrConflict, reasonLegacyReadOnly, "a legacy session is read-only")
 }

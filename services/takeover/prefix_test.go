@@ -11,27 +11,28 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
 // commandAs sends `<prefix>ho <rest>` as LangBot 4.12 does for a bot with
 // that prefix: the prefix in the command's prefix field (withField) or
 // only in its full text, as a host that does not send the field.
-func (h *harness) commandAs(b binding.Binding, config string, priv int, ses bus.Session, prefix, rest string, withField bool) string {
+func (h *harness) commandAs(b binding.Binding, config string, priv int, ses wire.Session, prefix, rest string, withField bool) string {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
-	cmd := &bus.Command{Name: "ho", Params: strings.Fields(rest), FullText: prefix + "ho " + rest, Session: ses, Privilege: priv}
+	cmd := &wire.Command{Name: "ho", Params: strings.Fields(rest), FullText: prefix + "ho " + rest, Session: ses, Privilege: priv}
 	if withField {
 		cmd.Prefix = prefix
 	}
-	raw, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointCommand, bus.NewInvocationID(), &bus.Request{
+	raw, err := h.inv.Invoke(ctx, takeover.Plugin, wire.EndpointCommand, bus.NewInvocationID(), &wire.Request{
 		Binding: b, Config: json.RawMessage(config), Command: cmd,
 	})
 	if err != nil {
 		h.t.Fatalf("command %q: %v", prefix+"ho "+rest, err)
 	}
-	var r bus.CommandReply
+	var r wire.CommandReply
 	if err := json.Unmarshal(raw, &r); err != nil || len(r.Returns) == 0 {
 		h.t.Fatalf("command reply %s: %v", raw, err)
 	}
@@ -171,7 +172,7 @@ func TestStorage503NamesTheComponent(t *testing.T) {
 		return nil
 	})
 	err := h.page(b, opConfig, "POST", "/takeover", map[string]string{"sid": sid}, nil)
-	var e *bus.Error
+	var e *wire.Error
 	if !errors.As(err, &e) || e.Code != 503 || e.Reason != takeover.ReasonStorageUnavailable || !strings.Contains(e.Message, "takeover service") || !strings.Contains(e.Message, "storage") {
 		t.Fatalf("a storage failure: %v, want 503 %s naming the service's storage", err, takeover.ReasonStorageUnavailable)
 	}

@@ -327,7 +327,10 @@ func (rc *recording) recordAppendFirst(ctx context.Context, j *recordJob, cur *m
 func (rc *recording) recordCAS(ctx context.Context, j *recordJob, bi botInfo, delta store.MetaDelta) (*model.Record, uint64, model.Transition, error) {
 	auto := j.hit && j.set.AutoTakeoverOnTrigger
 	var tr model.Transition
-	unlock := rc.locks.Lock(j.sc, j.sid)
+	unlock, err := rc.locks.Lock(ctx, store.SessionKey(j.sc, j.sid))
+	if err != nil {
+		return nil, 0, model.Unchanged, err
+	}
 	defer unlock()
 	rec, rev, err := rc.st.UpdateRecord(ctx, j.sc, j.sid, func(cur *model.Record) (*model.Record, error) {
 		tr = model.Unchanged

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
@@ -23,7 +24,7 @@ type recording struct {
 	view     *store.View
 	meta     *store.MetaWriter
 	trims    *store.Trimmer
-	locks    *store.Locks
+	locks    *bus.KeyLocks[string] // per session, by store.SessionKey
 	bots     *botCache
 	notices  *notices
 	pool     *recorder

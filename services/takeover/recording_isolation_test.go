@@ -15,6 +15,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
@@ -22,7 +23,7 @@ import (
 func TestGroupRecordingPolicy(t *testing.T) {
 	h := newHarness(t)
 	h.host.Respond(func(c bustest.HostCall) bustest.HostReply {
-		if c.Action == bus.ActionGetBotInfo {
+		if c.Action == wire.ActionGetBotInfo {
 			return bustest.HostReply{Data: map[string]any{"bot": map[string]any{"uuid": "bot-a", "name": "Bot", "adapter": "qq",
 				"adapter_runtime_values": map[string]any{"bot_account_id": 10001}}}}
 		}
@@ -78,7 +79,7 @@ func TestGroupRecordingPolicy(t *testing.T) {
 func TestForeignIdentityCannotWrite(t *testing.T) {
 	h := newHarness(t)
 	h.host.Respond(func(c bustest.HostCall) bustest.HostReply {
-		if c.Action == bus.ActionGetBotInfo {
+		if c.Action == wire.ActionGetBotInfo {
 			return bustest.HostReply{Data: map[string]any{"bot": map[string]any{"uuid": "bot-a", "name": "Bot", "adapter": "tg"}}}
 		}
 		return bustest.HostReply{}
@@ -151,10 +152,10 @@ func TestBindingMismatchWritesNothing(t *testing.T) {
 	h.attach(a, `{}`, true)
 	h.attach(b, `{}`, true)
 	before, beforeB := snapshotScope(h, a), snapshotScope(h, b)
-	body, _ := json.Marshal(&bus.Request{Binding: b, Config: json.RawMessage(`{}`), Event: &bus.Event{Name: takeover.EventPersonMessage, BotUUID: "bot-a",
+	body, _ := json.Marshal(&wire.Request{Binding: b, Config: json.RawMessage(`{}`), Event: &wire.Event{Name: takeover.EventPersonMessage, BotUUID: "bot-a",
 		Data: msgData("person", 1, 1, plain("x"))}})
 	sc, _ := a.Scope()
-	_, err := h.inv.InvokeRaw(context.Background(), bus.Subjects{}.Invocation(takeover.Plugin, bus.EndpointEvent, sc), bus.NewInvocationID(), body)
+	_, err := h.inv.InvokeRaw(context.Background(), wire.Subjects{}.Invocation(takeover.Plugin, wire.EndpointEvent, sc), bus.NewInvocationID(), body)
 	if !isCode(err, 403, "") {
 		t.Fatalf("mismatch: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/settings"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -197,22 +198,22 @@ func relayIdem(invID string, i int) string {
 // reports false for every other event, which then takes the ordinary
 // path: commands (`!ho ...`), group operator chats (they relay only
 // through `!ho r`), operator chats relaying nothing.
-func (o *ops) relayEvent(ctx context.Context, inv *bus.Invocation, set model.Settings, data model.EventData, lid string) (bus.EventReply, bool) {
+func (o *ops) relayEvent(ctx context.Context, inv *bus.Invocation, set model.Settings, data model.EventData, lid string) (wire.EventReply, bool) {
 	ev := inv.Event
 	if ev.Name != EventPersonMessage || data.LauncherType != model.LauncherPerson || !set.IsOperatorChat(ev.BotUUID, data.LauncherType, lid) {
-		return bus.EventReply{}, false
+		return wire.EventReply{}, false
 	}
 	chain := model.ParseChain(data.Chain())
 	if model.IsOperatorCommand(chain.TriggerText(), set.CommandPrefix) {
-		return bus.EventReply{}, false
+		return wire.EventReply{}, false
 	}
-	ses := bus.Session{BotUUID: ev.BotUUID, LauncherType: data.LauncherType, LauncherID: bus.ID(lid)}
+	ses := wire.Session{BotUUID: ev.BotUUID, LauncherType: data.LauncherType, LauncherID: wire.ID(lid)}
 	opKey := numbersKey(ses)
 	rctx, cancel := context.WithTimeout(ctx, directReadWait)
 	b, ok, err := o.relayOf(rctx, inv.Scope, opKey)
 	cancel()
 	if err != nil || !ok {
-		return bus.EventReply{}, false
+		return wire.EventReply{}, false
 	}
 	senderID, _ := data.Sender()
 	c := pageCall{Scope: inv.Scope, Binding: inv.Binding, Settings: set, Operator: OperatorOf(senderID),
@@ -223,7 +224,7 @@ func (o *ops) relayEvent(ctx context.Context, inv *bus.Invocation, set model.Set
 	o.notices.goBackground(ctx, func(ctx context.Context) {
 		o.relayOut(ctx, c, opKey, b, content, invID)
 	})
-	return bus.EventReply{PreventDefault: true, PreventPostorder: true}, true
+	return wire.EventReply{PreventDefault: true, PreventPostorder: true}, true
 }
 
 // relayOut sends an operator's relayed message to the user as replies
@@ -301,20 +302,20 @@ func (n *notices) relayUser(ctx context.Context, sc binding.Scope, b binding.Bin
 		return // the operator chat has moved on
 	}
 	prefix := n.catalog.Text(set.Language, "relay.prefix", map[string]string{"n": t.N, "chat": t.Chat})
-	var chain []bus.Component
+	var chain []wire.Component
 	txt := prefix
 	for _, p := range parts {
 		if p.Type == model.PartText {
 			txt = prefix + p.Text
 		}
 	}
-	chain = append(chain, bus.Component{Type: "Plain", Text: txt})
+	chain = append(chain, wire.Component{Type: "Plain", Text: txt})
 	for _, p := range parts {
 		switch {
 		case p.Type == model.PartImage && p.URL != "":
-			chain = append(chain, bus.Component{Type: "Image", URL: p.URL})
+			chain = append(chain, wire.Component{Type: "Image", URL: p.URL})
 		case p.Type == model.PartImage && p.Data != nil:
-			chain = append(chain, bus.Component{Type: "Image", Base64: model.DataURL(p.Mime, p.Data)})
+			chain = append(chain, wire.Component{Type: "Image", Base64: model.DataURL(p.Mime, p.Data)})
 		case p.Type == model.PartFile || p.Type == model.PartOther || p.Omitted != "":
 			chain[0].Text += " " + n.catalog.Text(set.Language, "relay.attachment", nil)
 		}
@@ -357,16 +358,16 @@ func (n *notices) relayReleased(ctx context.Context, ses session) {
 // once per key.
 func (n *notices) sendOperator(ctx context.Context, sc binding.Scope, b binding.Binding, to model.OperatorChat, text, key string) {
 	h := sha256.Sum256([]byte(key))
-	n.sendWithRetry(ctx, b, to, bus.Plain(text), "takeover:"+sc.String()+":note:"+hex.EncodeToString(h[:16]))
+	n.sendWithRetry(ctx, b, to, wire.Plain(text), "takeover:"+sc.String()+":note:"+hex.EncodeToString(h[:16]))
 }
 
 // sendWithRetry sends a chain to an operator chat with the notice retries
 // (Config.NoticeRetry); the idempotency key makes a resend after an
 // unknown outcome safe.
-func (n *notices) sendWithRetry(ctx context.Context, b binding.Binding, to model.OperatorChat, chain []bus.Component, key string) {
+func (n *notices) sendWithRetry(ctx context.Context, b binding.Binding, to model.OperatorChat, chain []wire.Component, key string) {
 	for try := 0; ; try++ {
 		tctx, cancel := context.WithTimeout(ctx, n.hostTimeout)
-		err := n.runner.Host().SendMessage(tctx, b, bus.SendMessage{BotUUID: to.BotUUID, TargetType: to.Type, TargetID: to.ID, MessageChain: chain}, key)
+		err := n.runner.Host().SendMessage(tctx, b, wire.SendMessage{BotUUID: to.BotUUID, TargetType: to.Type, TargetID: to.ID, MessageChain: chain}, key)
 		cancel()
 		if err == nil {
 			return

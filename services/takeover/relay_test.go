@@ -7,19 +7,19 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
 const relayConfig = `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900","op-bot:person:77"]}`
 
 // privateOp is the private operator chat of relayConfig.
-var privateOp = bus.Session{LauncherType: "person", LauncherID: "77", SenderID: "77", BotUUID: "op-bot"}
+var privateOp = wire.Session{LauncherType: "person", LauncherID: "77", SenderID: "77", BotUUID: "op-bot"}
 
 // sendsTo is what the service sent into chat bot/typ/id, in order.
-func sendsTo(h *harness, b binding.Binding, bot, typ, id string) []bus.SendMessage {
-	var out []bus.SendMessage
+func sendsTo(h *harness, b binding.Binding, bot, typ, id string) []wire.SendMessage {
+	var out []wire.SendMessage
 	for _, c := range h.host.Sends() {
 		m := c.SendMessage()
 		if m.BotUUID == bot && m.TargetType == typ && m.TargetID == id && c.Request.Binding.InstallationUUID == b.InstallationUUID {
@@ -30,7 +30,7 @@ func sendsTo(h *harness, b binding.Binding, bot, typ, id string) []bus.SendMessa
 }
 
 // hasText reports whether a send's chain holds a Plain text containing s.
-func hasText(ms []bus.SendMessage, s string) bool {
+func hasText(ms []wire.SendMessage, s string) bool {
 	for _, m := range ms {
 		for _, c := range m.MessageChain {
 			if c.Type == "Plain" && strings.Contains(c.Text, s) {
@@ -42,7 +42,7 @@ func hasText(ms []bus.SendMessage, s string) bool {
 }
 
 // hasImage reports whether a send's chain holds an Image of url.
-func hasImage(ms []bus.SendMessage, url string) bool {
+func hasImage(ms []wire.SendMessage, url string) bool {
 	for _, m := range ms {
 		for _, c := range m.MessageChain {
 			if c.Type == "Image" && c.URL == url {
@@ -67,7 +67,7 @@ func askHuman(h *harness, b binding.Binding, lid string) {
 	bustest.Eventually(h.t, "the chat is unread", func() bool { r := h.record(b, sid); return r != nil && r.Unread })
 }
 
-func opMessage(h *harness, b binding.Binding, chain string) bus.EventReply {
+func opMessage(h *harness, b binding.Binding, chain string) wire.EventReply {
 	h.t.Helper()
 	return h.mustEvent(b, relayConfig, takeover.EventPersonMessage, "op-bot", msgData("person", "77", "77", chain))
 }
@@ -117,7 +117,7 @@ func TestRelayPrivateBothWays(t *testing.T) {
 	})
 	for _, c := range h.host.Sends() {
 		m := c.SendMessage()
-		if m.TargetID == "77" && hasText([]bus.SendMessage{m}, "thanks") && !strings.Contains(c.IdempotencyKey, ":relay:") {
+		if m.TargetID == "77" && hasText([]wire.SendMessage{m}, "thanks") && !strings.Contains(c.IdempotencyKey, ":relay:") {
 			t.Errorf("forward key %q is not a relay key", c.IdempotencyKey)
 		}
 	}
@@ -245,7 +245,7 @@ func TestRelayGroupNeedsPrefix(t *testing.T) {
 		return hasText(sendsTo(h, b, "op-bot", "group", "900"), "hi team")
 	})
 	// outside an operator chat there is no relay
-	other := bus.Session{LauncherType: "person", LauncherID: "5", SenderID: "5", BotUUID: "op-bot"}
+	other := wire.Session{LauncherType: "person", LauncherID: "5", SenderID: "5", BotUUID: "op-bot"}
 	if got := h.command(b, relayConfig, 1, other, "!ho r x"); !strings.Contains(got, "operator chat") {
 		t.Fatalf("!ho r outside an operator chat: %q", got)
 	}

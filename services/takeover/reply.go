@@ -11,6 +11,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -29,7 +30,7 @@ type ReplyResult struct {
 
 // errReplyRecord answers a reply whose idempotency record could not be
 // read or written: nothing was sent, and a retry with the same key is safe.
-var errReplyRecord = bus.Errorf(bus.ErrUnavailable, "the reply could not be recorded; nothing was sent")
+var errReplyRecord = wire.Errorf(wire.ErrUnavailable, "the reply could not be recorded; nothing was sent")
 
 func replyKeyID(sid, idem string) string {
 	sum := sha256.Sum256([]byte(sid + ":" + idem))
@@ -47,7 +48,7 @@ func (o *ops) reply(ctx context.Context, c pageCall, sid string, r *replyRequest
 		return ReplyResult{}, legacyErr()
 	}
 	if len(r.Image) > o.attachmentLimit() || len(r.File) > o.attachmentLimit() {
-		return ReplyResult{}, bus.Errorf(bus.ErrTooLarge, "an attachment is over the limit")
+		return ReplyResult{}, wire.Errorf(wire.ErrTooLarge, "an attachment is over the limit")
 	}
 	now := o.now.ms()
 
@@ -136,7 +137,7 @@ func (o *ops) claimReply(ctx context.Context, c pageCall, sid, idem string, rec 
 					return nil, &res, nil
 				}
 			case (d.State == model.ReplySending || d.State == model.ReplyDelivered) && now-d.At < replyStaleMS:
-				return nil, nil, bus.WithReason(bus.ErrConflict, reasonReplyInProgress, "this reply is still being sent")
+				return nil, nil, wire.WithReason(wire.ErrConflict, reasonReplyInProgress, "this reply is still being sent")
 			case d.State == model.ReplyDelivered:
 				// delivered long ago and never saved: never send it again
 				return nil, &ReplyResult{Delivered: true, Warning: "history_not_saved", Takeover: o.notices.takeoverView(rec, c.Settings)}, nil
@@ -145,7 +146,7 @@ func (o *ops) claimReply(ctx context.Context, c pageCall, sid, idem string, rec 
 		// take the record over; losing the race means another attempt did
 		rev, err = o.st.Dedupe().UpdateAt(ctx, c.Scope, store.KeyReply, sending, e.Revision(), dk)
 		if bus.IsCASConflict(err) {
-			return nil, nil, bus.WithReason(bus.ErrConflict, reasonReplyInProgress, "this reply is still being sent")
+			return nil, nil, wire.WithReason(wire.ErrConflict, reasonReplyInProgress, "this reply is still being sent")
 		}
 	}
 	if err != nil {
@@ -165,7 +166,7 @@ func (o *ops) takeForReply(ctx context.Context, c pageCall, sid string, now int6
 	rec, krev, err := o.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		tr, claimed = model.Unchanged, false
 		if cur == nil {
-			refused = bus.Errorf(bus.ErrNotFound, "no such session")
+			refused = wire.Errorf(wire.ErrNotFound, "no such session")
 			return nil, refused
 		}
 		if model.IsLegacy(cur) {
@@ -189,7 +190,7 @@ func (o *ops) takeForReply(ctx context.Context, c pageCall, sid string, now int6
 		if refused != nil && errors.Is(err, refused) {
 			return nil, err
 		}
-		return nil, bus.Errorf(bus.ErrUnavailable, "the takeover could not be stored; nothing was sent")
+		return nil, wire.Errorf(wire.ErrUnavailable, "the takeover could not be stored; nothing was sent")
 	}
 	if tr != model.Unchanged {
 		o.view.ApplyRecord(c.Scope, sid, rec, krev)
@@ -204,37 +205,37 @@ func (o *ops) takeForReply(ctx context.Context, c pageCall, sid string, now int6
 // sendReply sends the reply to the session's chat through the host, under
 // an idempotency key of the reply's, so a retry is delivered once.
 func (o *ops) sendReply(ctx context.Context, c pageCall, sid string, rec *model.Record, r *replyRequest) error {
-	chain := []bus.Component{}
+	chain := []wire.Component{}
 	if r.Text != "" {
-		chain = append(chain, bus.Component{Type: "Plain", Text: r.Text})
+		chain = append(chain, wire.Component{Type: "Plain", Text: r.Text})
 	}
 	if len(r.Image) > 0 {
-		chain = append(chain, bus.Component{Type: "Image", Base64: model.DataURL(r.ImageMime, r.Image)})
+		chain = append(chain, wire.Component{Type: "Image", Base64: model.DataURL(r.ImageMime, r.Image)})
 	}
 	if r.ImageURL != "" {
-		chain = append(chain, bus.Component{Type: "Image", URL: r.ImageURL})
+		chain = append(chain, wire.Component{Type: "Image", URL: r.ImageURL})
 	}
 	if len(r.File) > 0 {
-		chain = append(chain, bus.Component{Type: "File", Base64: model.DataURL(r.FileMime, r.File), Name: r.FileName})
+		chain = append(chain, wire.Component{Type: "File", Base64: model.DataURL(r.FileMime, r.File), Name: r.FileName})
 	}
 	idem := "takeover:" + c.Scope.String() + ":" + sid + ":" + r.IdempotencyKey
 	sctx, cancel := context.WithTimeout(ctx, o.hostTimeout)
 	defer cancel()
-	err := o.runner.Host().SendMessage(sctx, c.Binding, bus.SendMessage{
+	err := o.runner.Host().SendMessage(sctx, c.Binding, wire.SendMessage{
 		BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: chain,
 	}, idem)
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, bus.ErrHostTimeout) {
-		return bus.WithReason(bus.ErrUnavailable, reasonOutcomeUnknown, "the host did not answer; retrying with the same key is safe")
+		return wire.WithReason(wire.ErrUnavailable, reasonOutcomeUnknown, "the host did not answer; retrying with the same key is safe")
 	}
 	if errors.Is(err, bus.ErrNoHost) {
 		// ErrNoHost stays in the chain so the chat command can say no
 		// host answered; the wire carries only the fixed message.
-		return fmt.Errorf("%w: %w", bus.WithReason(bus.ErrUnavailable, reasonSendFailed, "no host is connected to deliver the message; nothing was sent"), err)
+		return fmt.Errorf("%w: %w", wire.WithReason(wire.ErrUnavailable, reasonSendFailed, "no host is connected to deliver the message; nothing was sent"), err)
 	}
-	return bus.WithReason(bus.ErrUnavailable, reasonSendFailed, "the host refused the message")
+	return wire.WithReason(wire.ErrUnavailable, reasonSendFailed, "the host refused the message")
 }
 
 // saveReply stores a delivered reply as one human entry and updates the
@@ -259,7 +260,7 @@ func (o *ops) saveReply(ctx context.Context, c pageCall, sid, gen string, r *rep
 	}
 	rec, rev, err := o.st.UpdateRecord(ctx, c.Scope, sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil {
-			return nil, bus.Errorf(bus.ErrNotFound, "no such session")
+			return nil, wire.Errorf(wire.ErrNotFound, "no such session")
 		}
 		r := cur.Clone()
 		r.LastMsgAt = max(r.LastMsgAt, now)

@@ -12,6 +12,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -35,17 +36,17 @@ func TestNoticeRetryAfterConfigSave(t *testing.T) {
 	var once sync.Once
 	var saveErr error
 	h.host.Respond(func(c bustest.HostCall) bustest.HostReply {
-		if c.Action != bus.ActionSendMessage {
-			return bustest.HostReply{Data: map[string]any{"bot": bus.BotInfo{UUID: "bot-a", Name: "Bot"}}}
+		if c.Action != wire.ActionSendMessage {
+			return bustest.HostReply{Data: map[string]any{"bot": wire.BotInfo{UUID: "bot-a", Name: "Bot"}}}
 		}
 		if first.CompareAndSwap(false, true) {
 			// the first try fails while LangBot restarts the worker with
 			// revision 2 (a config save)
 			once.Do(func() { saveErr = configSave(h, b2, cfg) })
-			return bustest.HostReply{Err: bus.Errorf(bus.ErrInternal, "worker restarting")}
+			return bustest.HostReply{Err: wire.Errorf(wire.ErrInternal, "worker restarting")}
 		}
 		if c.Request.Binding != b2 {
-			return bustest.HostReply{Err: bus.Errorf(bus.ErrBindingRefused, "binding is not this worker's")}
+			return bustest.HostReply{Err: wire.Errorf(wire.ErrBindingRefused, "binding is not this worker's")}
 		}
 		return bustest.HostReply{}
 	})
@@ -71,7 +72,7 @@ func TestNoticeRetryAfterConfigSave(t *testing.T) {
 func configSave(h *harness, b binding.Binding, cfg string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := bus.PublishAttach(ctx, h.js, bus.Subjects{}, takeover.Plugin, bus.Attach{Binding: b, Config: json.RawMessage(cfg), Enabled: true}, ""); err != nil {
+	if _, err := bus.PublishAttach(ctx, h.js, wire.Subjects{}, takeover.Plugin, wire.Attach{Binding: b, Config: json.RawMessage(cfg), Enabled: true}, ""); err != nil {
 		return err
 	}
 	for ctx.Err() == nil {

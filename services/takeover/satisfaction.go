@@ -6,7 +6,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -57,7 +57,7 @@ func (n *notices) askSatisfaction(ctx context.Context, ses session) {
 	question := n.catalog.Text(userLanguage(rec, ses.set), "survey.question", nil)
 	askedAt := strconv.FormatInt(now, 10)
 	idem := "survey:" + ses.sc.String() + ":" + ses.sid + ":" + askedAt
-	msg := bus.SendMessage{BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: bus.Plain(question)}
+	msg := wire.SendMessage{BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: wire.Plain(question)}
 	sc, b, sid, gen := ses.sc, ses.b, ses.sid, rec.Gen
 	n.goBackground(ctx, func(bctx context.Context) {
 		for i := 0; ; i++ {
@@ -134,7 +134,11 @@ func (rc *recording) settleSurvey(ctx context.Context, j *recordJob) {
 	if j.survey == surveyNone {
 		return
 	}
-	unlock := rc.locks.Lock(j.sc, j.sid)
+	unlock, err := rc.locks.Lock(ctx, store.SessionKey(j.sc, j.sid))
+	if err != nil {
+		rc.log.WarnContext(ctx, "a satisfaction answer was not stored", "scope", j.sc.String(), "sid", j.sid, "err", err)
+		return
+	}
 	rec, rev, err := rc.st.UpdateRecord(ctx, j.sc, j.sid, func(cur *model.Record) (*model.Record, error) {
 		if cur == nil || !cur.Satisfaction.Waiting(j.now) {
 			return nil, store.ErrNoChange

@@ -13,6 +13,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/console"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -116,7 +117,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	}
 	st := store.New(deps.JetStream, deps.Subjects, s.faults.check)
 	trims := store.NewTrimmer(st, s.view, met.trims, log)
-	locks := store.NewLocks()
+	locks := new(bus.KeyLocks[string])
 	ai := &assist{st: st, now: now, log: log, timeout: cfg.LLMTimeout, recordBudget: cfg.RecordBudget}
 	s.notices = &notices{st: st, view: s.view, nc: deps.Conn, js: deps.JetStream, subj: deps.Subjects, catalog: cat,
 		metrics: met, settings: s.settings, now: now, log: log,
@@ -206,7 +207,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: MinTakeoverTimeout must be within [0, 30s]", bus.ErrInvalidConfig)
 	}
 	if cfg.HostTimeout <= 0 {
-		cfg.HostTimeout = bus.DefaultHostTimeout
+		cfg.HostTimeout = wire.DefaultHostTimeout
 	}
 	if cfg.NoticeRetry == nil {
 		cfg.NoticeRetry = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second}

@@ -13,6 +13,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/settings"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -33,7 +34,7 @@ func TestOverlongSettingRefused(t *testing.T) {
 		"operator_chats":          `{"trigger_words":["human"],"operator_chats":["bot-a:group:` + big + `"]}`,
 	} {
 		_, err := h.event(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", 43, 43, plain("human please")))
-		var e *bus.Error
+		var e *wire.Error
 		if !errors.As(err, &e) || e.Code != 400 || !strings.Contains(e.Message, field) || strings.Contains(e.Message, "zzz") {
 			t.Errorf("%s: %v, want 400 naming the field without the value", field, err)
 		}
@@ -51,10 +52,10 @@ func TestOverlongSettingRefused(t *testing.T) {
 	b2.RuntimeRevision++
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := bus.PublishAttach(ctx, h.js, bus.Subjects{}, takeover.Plugin, bus.Attach{Binding: b2, Config: []byte(bigCfg), Enabled: true}, ""); err != nil {
+	if _, err := bus.PublishAttach(ctx, h.js, wire.Subjects{}, takeover.Plugin, wire.Attach{Binding: b2, Config: []byte(bigCfg), Enabled: true}, ""); err != nil {
 		t.Fatal(err)
 	}
-	malformed := map[string]string{"kind": bus.LifecycleAttach, "result": "malformed"}
+	malformed := map[string]string{"kind": wire.LifecycleAttach, "result": "malformed"}
 	bustest.Eventually(t, "attach refused", func() bool { return h.metric("langbot_lifecycle_messages_total", malformed) == 1 })
 	for k, v := range h.bucketValues() {
 		if len(v) > settings.MaxStringBytes {

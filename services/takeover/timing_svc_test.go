@@ -10,6 +10,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
@@ -23,7 +24,7 @@ func TestExpiryBySchedule(t *testing.T) {
 	h.attach(b, short, true)
 	sc, _ := b.Scope()
 	live := make(chan model.Live, 100)
-	subj, _ := bus.Subjects{}.Internal(takeover.Plugin, store.KindLive, sc)
+	subj, _ := wire.Subjects{}.Internal(takeover.Plugin, store.KindLive, sc)
 	sub, err := h.nc.Subscribe(subj, func(m *nats.Msg) {
 		var l model.Live
 		_ = json.Unmarshal(m.Data, &l)
@@ -147,7 +148,7 @@ func TestPausedInstallationExpiresOnResume(t *testing.T) {
 	cfg := `{"takeover_timeout":2}`
 	h.attach(b, cfg, true)
 	sid := h.takeOver(b, cfg, "bot-a", 1)
-	h.revoke(b, bus.ReasonDisable, bus.StateDisabled)
+	h.revoke(b, wire.ReasonDisable, bus.StateDisabled)
 	exp := h.record(b, sid).Takeover.ExpiresAt
 	bustest.Eventually(t, "the deadline and its fire", func() bool { return time.Now().UnixMilli() > model.ScheduleAt(exp)+1500 })
 	if !h.record(b, sid).Takeover.Active {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -40,7 +41,7 @@ func (o *ops) requestHuman(ctx context.Context, inv *bus.Invocation, lid, reason
 			r = model.NewRecord(ses.BotUUID, ses.LauncherType, lid, lid, now)
 		} else {
 			if model.IsLegacy(cur) || model.IdentityConflict(cur, ses.BotUUID, "") {
-				return nil, bus.Errorf(bus.ErrConflict, "the chat's session belongs to another bot")
+				return nil, wire.Errorf(wire.ErrConflict, "the chat's session belongs to another bot")
 			}
 			if cur.Unread {
 				return nil, store.ErrNoChange
@@ -56,6 +57,6 @@ func (o *ops) requestHuman(ctx context.Context, inv *bus.Invocation, lid, reason
 	o.view.ApplyRecord(inv.Scope, sid, rec, rev)
 	o.notices.publishLive(inv.Scope, model.Live{Type: model.LiveSession, SID: sid, Data: o.notices.summary(ctx, inv.Scope, inv.Binding, sid, rec)})
 	o.notices.raiseAlert(ctx, session{sc: inv.Scope, b: inv.Binding, set: set, sid: sid, rec: rec}, causeTool, "", reason)
-	return bus.ToolReply{Result: ToolResult{Status: "waiting", SayToUser: o.catalog.Text(set.Language, "tool.say_to_user", nil),
+	return wire.ToolReply{Result: ToolResult{Status: "waiting", SayToUser: o.catalog.Text(set.Language, "tool.say_to_user", nil),
 		Alerted: len(set.OperatorChats) > 0}}, nil
 }

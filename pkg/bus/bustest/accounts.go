@@ -16,6 +16,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/natsembed"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // Accounts is a server started from a deployment's accounts file, with
@@ -74,7 +75,7 @@ func NewAccountsServer(t testing.TB, path string) *Accounts {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := bus.EnsureLifecycleStream(ctx, js, bus.Subjects{}, 1); err != nil {
+	if _, err := bus.EnsureLifecycleStream(ctx, js, wire.Subjects{}, 1); err != nil {
 		t.Fatalf("bustest: lifecycle stream: %v", err)
 	}
 	if _, err := bus.EnsureTenantBucket(ctx, js, 1); err != nil {
@@ -92,7 +93,7 @@ func (a *Accounts) ConnAs(t testing.TB, user string, opts ...nats.Option) *nats.
 		t.Fatalf("bustest: the accounts have no user %s", user)
 	}
 	return a.Conn(t, append([]nats.Option{nats.UserInfo(user, pw),
-		nats.CustomInboxPrefix(bus.InboxPrefixFor(bus.ConnConfig{User: user}))}, opts...)...)
+		nats.CustomInboxPrefix(wire.InboxPrefixFor(user))}, opts...)...)
 }
 
 // StartAuthCallout runs the tenant login responder on a connection of the

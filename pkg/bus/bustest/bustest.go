@@ -16,7 +16,7 @@
 // that service.
 //
 // Only tests and benchmarks import it. It may import pkg/binding,
-// pkg/bus, pkg/busbench, pkg/natsembed, nats-server, the NATS client and
+// pkg/bus, pkg/wire, pkg/busbench, pkg/natsembed, nats-server, the NATS client and
 // Prometheus' client.
 package bustest
 
@@ -35,6 +35,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/natsembed"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // Server is one NATS server with JetStream: embedded, or a process of its
@@ -76,7 +77,7 @@ func (s *Server) ensureLifecycle(t testing.TB) {
 	js, _ := jetstream.New(s.Conn(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := bus.EnsureLifecycleStream(ctx, js, bus.Subjects{}, 1); err != nil {
+	if _, err := bus.EnsureLifecycleStream(ctx, js, wire.Subjects{}, 1); err != nil {
 		t.Fatalf("bustest: lifecycle stream: %v", err)
 	}
 }
@@ -218,7 +219,7 @@ func NewCluster(t testing.TB, n int) *Cluster {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := bus.EnsureLifecycleStream(ctx, js, bus.Subjects{}, n)
+		_, err := bus.EnsureLifecycleStream(ctx, js, wire.Subjects{}, n)
 		cancel()
 		if err == nil {
 			break

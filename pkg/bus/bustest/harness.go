@@ -14,6 +14,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // WaitTimeout is how long Eventually waits: long enough for a loaded CI
@@ -198,10 +199,10 @@ func Attach(t testing.TB, js jetstream.JetStream, plugin string, b binding.Bindi
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := bus.PublishAttach(ctx, js, bus.Subjects{}, plugin, bus.Attach{Binding: b, Config: config, Enabled: enabled}, ""); err != nil {
+	if _, err := bus.PublishAttach(ctx, js, wire.Subjects{}, plugin, wire.Attach{Binding: b, Config: config, Enabled: enabled}, ""); err != nil {
 		t.Fatalf("bustest: attach: %v", err)
 	}
-	WaitLifecycle(t, js, bus.Subjects{}, plugin, WaitTimeout)
+	WaitLifecycle(t, js, wire.Subjects{}, plugin, WaitTimeout)
 }
 
 // EnsureAttached attaches b (enabled, with config) for plugin unless an
@@ -212,13 +213,13 @@ func Attach(t testing.TB, js jetstream.JetStream, plugin string, b binding.Bindi
 // With several replicas, wait for each one's view (WaitAuthority).
 func EnsureAttached(t testing.TB, js jetstream.JetStream, plugin string, b binding.Binding, config json.RawMessage) {
 	t.Helper()
-	subject := bus.Subjects{}.Lifecycle(plugin, bus.LifecycleAttach, bus.ScopeOf(b))
+	subject := wire.Subjects{}.Lifecycle(plugin, wire.LifecycleAttach, bus.ScopeOf(b))
 	var err error
 	// JetStream may be electing a leader (cluster tests): retry a while
 	for deadline := time.Now().Add(WaitTimeout); ; time.Sleep(50 * time.Millisecond) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		var st jetstream.Stream
-		if st, err = js.Stream(ctx, bus.LifecycleStream); err == nil {
+		if st, err = js.Stream(ctx, wire.LifecycleStream); err == nil {
 			_, err = st.GetLastMsgForSubject(ctx, subject)
 		}
 		cancel()
@@ -244,10 +245,10 @@ func Revoke(t testing.TB, js jetstream.JetStream, plugin string, b binding.Bindi
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := bus.PublishRevoke(ctx, js, bus.Subjects{}, plugin, bus.Revoke{Binding: b, Reason: reason}, ""); err != nil {
+	if _, err := bus.PublishRevoke(ctx, js, wire.Subjects{}, plugin, wire.Revoke{Binding: b, Reason: reason}, ""); err != nil {
 		t.Fatalf("bustest: revoke: %v", err)
 	}
-	WaitLifecycle(t, js, bus.Subjects{}, plugin, WaitTimeout)
+	WaitLifecycle(t, js, wire.Subjects{}, plugin, WaitTimeout)
 }
 
 // WaitAuthority waits until the authority view of r holds an entry for sc

@@ -10,29 +10,29 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // HostCall is one host action the fake host received.
 type HostCall struct {
 	Action         string
 	Scope          binding.Scope
-	Request        bus.HostRequest
+	Request        wire.HostRequest
 	IdempotencyKey string
 	Header         nats.Header
 	At             time.Time
 }
 
 // SendMessage decodes the call's data as send_message data.
-func (c HostCall) SendMessage() bus.SendMessage {
-	var m bus.SendMessage
+func (c HostCall) SendMessage() wire.SendMessage {
+	var m wire.SendMessage
 	_ = json.Unmarshal(c.Request.Data, &m)
 	return m
 }
 
 // InvokeLLM decodes the call's data as invoke_llm data.
-func (c HostCall) InvokeLLM() bus.InvokeLLM {
-	var m bus.InvokeLLM
+func (c HostCall) InvokeLLM() wire.InvokeLLM {
+	var m wire.InvokeLLM
 	_ = json.Unmarshal(c.Request.Data, &m)
 	return m
 }
@@ -42,7 +42,7 @@ const LLMModel = "test-model"
 
 // LLMAnswer is the fake host's default invoke_llm answer to req: "LLM: "
 // and the last message's content.
-func LLMAnswer(req bus.InvokeLLM) string {
+func LLMAnswer(req wire.InvokeLLM) string {
 	if len(req.Messages) == 0 {
 		return "LLM:"
 	}
@@ -51,9 +51,9 @@ func LLMAnswer(req bus.InvokeLLM) string {
 
 // HostReply is how the fake host answers one call.
 type HostReply struct {
-	Data any        // success body; nil means {}
-	Err  *bus.Error // error reply
-	Drop bool       // no reply at all: the caller times out
+	Data any         // success body; nil means {}
+	Err  *wire.Error // error reply
+	Drop bool        // no reply at all: the caller times out
 }
 
 // Host is a fake LangBot host: it answers every host action on
@@ -64,7 +64,7 @@ type Host struct {
 	mu      sync.Mutex
 	calls   []HostCall
 	respond func(HostCall) HostReply
-	llm     func(bus.InvokeLLM) HostReply
+	llm     func(wire.InvokeLLM) HostReply
 	changed chan struct{}
 }
 
@@ -74,7 +74,7 @@ type Host struct {
 // NewHost subscribes a fake host on nc until cleanup. Each call is
 // answered on its own goroutine, so a responder that blocks (to hold a
 // send in flight) does not hold up the others.
-func NewHost(t testing.TB, nc *nats.Conn, subjects bus.Subjects) *Host {
+func NewHost(t testing.TB, nc *nats.Conn, subjects wire.Subjects) *Host {
 	t.Helper()
 	h := &Host{changed: make(chan struct{})}
 	sub, err := nc.Subscribe(subjects.HostAll(), func(m *nats.Msg) {
@@ -82,7 +82,7 @@ func NewHost(t testing.TB, nc *nats.Conn, subjects bus.Subjects) *Host {
 		if err != nil {
 			return
 		}
-		call := HostCall{Action: action, Scope: sc, IdempotencyKey: m.Header.Get(bus.HeaderIdempotencyKey), Header: m.Header, At: time.Now()}
+		call := HostCall{Action: action, Scope: sc, IdempotencyKey: m.Header.Get(wire.HeaderIdempotencyKey), Header: m.Header, At: time.Now()}
 		_ = json.Unmarshal(m.Data, &call.Request)
 		h.mu.Lock()
 		h.calls = append(h.calls, call)
@@ -98,7 +98,7 @@ func NewHost(t testing.TB, nc *nats.Conn, subjects bus.Subjects) *Host {
 			switch {
 			case respond != nil:
 				reply = respond(call)
-			case llm != nil && call.Action == bus.ActionInvokeLLM:
+			case llm != nil && call.Action == wire.ActionInvokeLLM:
 				reply = llm(call.InvokeLLM())
 			}
 			if reply.Drop {
@@ -137,26 +137,26 @@ func NewHost(t testing.TB, nc *nats.Conn, subjects bus.Subjects) *Host {
 
 func defaultReply(c HostCall) HostReply {
 	switch c.Action {
-	case bus.ActionGetBotInfo:
+	case wire.ActionGetBotInfo:
 		var d struct {
 			BotUUID string `json:"bot_uuid"`
 		}
 		_ = json.Unmarshal(c.Request.Data, &d)
-		return HostReply{Data: map[string]any{"bot": bus.BotInfo{UUID: d.BotUUID, Name: "Test Bot", Adapter: "test"}}}
-	case bus.ActionGetBots:
-		return HostReply{Data: map[string]any{"bots": []bus.BotInfo{}}}
-	case bus.ActionInvokeLLM:
-		return HostReply{Data: bus.LLMAnswer{Text: LLMAnswer(c.InvokeLLM()), Model: LLMModel}}
+		return HostReply{Data: map[string]any{"bot": wire.BotInfo{UUID: d.BotUUID, Name: "Test Bot", Adapter: "test"}}}
+	case wire.ActionGetBots:
+		return HostReply{Data: map[string]any{"bots": []wire.BotInfo{}}}
+	case wire.ActionInvokeLLM:
+		return HostReply{Data: wire.LLMAnswer{Text: LLMAnswer(c.InvokeLLM()), Model: LLMModel}}
 	}
 	return HostReply{}
 }
 
 // ErrorMsg returns a reply message carrying e, as a peer following the
 // protocol would send it.
-func ErrorMsg(e *bus.Error) *nats.Msg {
+func ErrorMsg(e *wire.Error) *nats.Msg {
 	h := nats.Header{}
-	h.Set(bus.HeaderServiceError, e.Word)
-	h.Set(bus.HeaderServiceCode, strconv.Itoa(e.Code))
+	h.Set(wire.HeaderServiceError, e.Word)
+	h.Set(wire.HeaderServiceCode, strconv.Itoa(e.Code))
 	body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": e.Word, "message": e.Message, "reason": e.Reason}})
 	return &nats.Msg{Header: h, Data: body}
 }
@@ -170,15 +170,15 @@ func (h *Host) Respond(f func(HostCall) HostReply) {
 
 // AnswerLLM sets how later invoke_llm calls are answered (nil: the
 // default answer), unless Respond has taken over every action.
-func (h *Host) AnswerLLM(f func(bus.InvokeLLM) HostReply) {
+func (h *Host) AnswerLLM(f func(wire.InvokeLLM) HostReply) {
 	h.mu.Lock()
 	h.llm = f
 	h.mu.Unlock()
 }
 
 // NoLLMModel is the reply of a host whose workspace has no LLM model.
-func NoLLMModel(bus.InvokeLLM) HostReply {
-	return HostReply{Err: bus.ErrNoLLMModel}
+func NoLLMModel(wire.InvokeLLM) HostReply {
+	return HostReply{Err: wire.ErrNoLLMModel}
 }
 
 // Calls returns the calls received so far.
@@ -192,7 +192,7 @@ func (h *Host) Calls() []HostCall {
 func (h *Host) Sends() []HostCall {
 	var out []HostCall
 	for _, c := range h.Calls() {
-		if c.Action == bus.ActionSendMessage {
+		if c.Action == wire.ActionSendMessage {
 			out = append(out, c)
 		}
 	}
@@ -203,7 +203,7 @@ func (h *Host) Sends() []HostCall {
 func (h *Host) LLMCalls() []HostCall {
 	var out []HostCall
 	for _, c := range h.Calls() {
-		if c.Action == bus.ActionInvokeLLM {
+		if c.Action == wire.ActionInvokeLLM {
 			out = append(out, c)
 		}
 	}

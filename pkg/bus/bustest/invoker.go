@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // Invoker is a bus.Invoker that attaches each installation before its
@@ -37,7 +38,7 @@ func NewInvoker(t testing.TB, inv *bus.Invoker, js jetstream.JetStream, replicas
 }
 
 // Invoke attaches req's installation if needed, then invokes.
-func (i *Invoker) Invoke(ctx context.Context, plugin string, ep bus.Endpoint, id string, req *bus.Request) (json.RawMessage, error) {
+func (i *Invoker) Invoke(ctx context.Context, plugin string, ep wire.Endpoint, id string, req *wire.Request) (json.RawMessage, error) {
 	key := ""
 	if req != nil && req.Binding.Validate() == nil {
 		key = plugin + " " + bus.ScopeOf(req.Binding).String()
@@ -60,7 +61,7 @@ func (i *Invoker) Invoke(ctx context.Context, plugin string, ep bus.Endpoint, id
 	raw, err := i.Invoker.Invoke(ctx, plugin, ep, id, req)
 	// Without the replicas at hand, another replica than the one that
 	// applied the attach may not have seen it yet: retry as a host would.
-	for deadline := time.Now().Add(WaitTimeout); i.replicas == nil && errors.Is(err, bus.ErrNotAttached) &&
+	for deadline := time.Now().Add(WaitTimeout); i.replicas == nil && errors.Is(err, wire.ErrNotAttached) &&
 		time.Now().Before(deadline) && ctx.Err() == nil; {
 		time.Sleep(20 * time.Millisecond)
 		raw, err = i.Invoker.Invoke(ctx, plugin, ep, id, req)

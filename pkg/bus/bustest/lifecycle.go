@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // WaitLifecycle waits until plugin's lifecycle consumer has acknowledged
@@ -20,7 +21,7 @@ import (
 // not before, so a test that checks right after publishing can see an idle
 // consumer that has not yet heard of the newest message. The ack floor
 // passing the plugin's last message is the condition that cannot be early.
-func WaitLifecycle(t testing.TB, js jetstream.JetStream, subjects bus.Subjects, plugin string, timeout time.Duration) {
+func WaitLifecycle(t testing.TB, js jetstream.JetStream, subjects wire.Subjects, plugin string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last uint64
@@ -36,11 +37,11 @@ func WaitLifecycle(t testing.TB, js jetstream.JetStream, subjects bus.Subjects, 
 	}
 }
 
-func lifecycleAcked(js jetstream.JetStream, subjects bus.Subjects, plugin string, last *uint64) (bool, error) {
+func lifecycleAcked(js jetstream.JetStream, subjects wire.Subjects, plugin string, last *uint64) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if *last == 0 {
-		st, err := js.Stream(ctx, bus.LifecycleStream)
+		st, err := js.Stream(ctx, wire.LifecycleStream)
 		if err != nil {
 			return false, err
 		}
@@ -53,7 +54,7 @@ func lifecycleAcked(js jetstream.JetStream, subjects bus.Subjects, plugin string
 		}
 		*last = m.Sequence
 	}
-	c, err := js.Consumer(ctx, bus.LifecycleStream, bus.LifecycleConsumer(plugin))
+	c, err := js.Consumer(ctx, wire.LifecycleStream, bus.LifecycleConsumer(plugin))
 	if err != nil {
 		return false, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/lbpkg/runtimetest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"
 	"github.com/langbot-nats/plugins/services/takeover"
@@ -44,10 +45,10 @@ func BenchmarkPackageScheList(b *testing.B) {
 		}
 		e.waitWorker(ctx, schenotify.Plugin, sn)
 		attach, _ := e.lastAttach(ctx, schenotify.Plugin, sn)
-		inv := bus.NewInvoker(e.stack.nc, bus.Subjects{}, nil)
-		direct := &bus.Request{Binding: sn.Binding, Config: attach.Config, Command: &bus.Command{Name: schenotify.CommandSche,
+		inv := bus.NewInvoker(e.stack.nc, wire.Subjects{}, nil)
+		direct := &wire.Request{Binding: sn.Binding, Config: attach.Config, Command: &wire.Command{Name: schenotify.CommandSche,
 			Params: []string{}, FullText: "!sche", Prefix: "!", Privilege: 1,
-			Session: bus.Session{LauncherType: "group", LauncherID: "123456", SenderID: "42", BotUUID: "bot-1"}}}
+			Session: wire.Session{LauncherType: "group", LauncherID: "123456", SenderID: "42", BotUUID: "bot-1"}}}
 
 		ops := []func() error{
 			func() error { // through the runtime, the package and NATS
@@ -58,8 +59,8 @@ func BenchmarkPackageScheList(b *testing.B) {
 				return err
 			},
 			func() error { // the same invocation on NATS
-				raw, err := inv.Invoke(ctx, schenotify.Plugin, bus.EndpointCommand, bus.NewInvocationID(), direct)
-				var rep bus.CommandReply
+				raw, err := inv.Invoke(ctx, schenotify.Plugin, wire.EndpointCommand, bus.NewInvocationID(), direct)
+				var rep wire.CommandReply
 				if err == nil && (json.Unmarshal(raw, &rep) != nil || len(rep.Returns) != 1 || !strings.Contains(rep.Returns[0].Text, "stand up")) {
 					err = fmt.Errorf("direct list = %s", raw)
 				}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/langbot-nats/plugins/cmd/builtin"
 	"github.com/langbot-nats/plugins/pkg/lbpkg"
-	"github.com/langbot-nats/plugins/pkg/lbpkg/builtin"
 	"github.com/langbot-nats/plugins/pkg/lbpkg/runtimetest"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/cmd/builtin"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/lbpkg"
-	"github.com/langbot-nats/plugins/pkg/lbpkg/builtin"
 	"github.com/langbot-nats/plugins/pkg/lbpkg/runtimetest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"
 	"github.com/langbot-nats/plugins/services/takeover"
@@ -110,7 +110,7 @@ func (e *env) waitApplied(plugin string, in *runtimetest.Installation) {
 		_, m := e.lastAttach(ctx, plugin, in)
 		return m.Sequence != 0
 	})
-	bustest.WaitLifecycle(e.t, e.stack.js, bus.Subjects{}, plugin, time.Minute)
+	bustest.WaitLifecycle(e.t, e.stack.js, wire.Subjects{}, plugin, time.Minute)
 }
 
 // startEnv starts the services and the runtime and installs nothing.

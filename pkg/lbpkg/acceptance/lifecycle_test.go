@@ -17,6 +17,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/lbpkg/runtimetest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
@@ -28,7 +29,7 @@ import (
 // shutting down, with its subscription in the installation's queue group.
 func (e *env) waitWorker(ctx context.Context, plugin string, in *runtimetest.Installation) {
 	e.t.Helper()
-	name := bus.PackageConnName(plugin, bus.ScopeOf(in.Binding))
+	name := wire.PackageConnName(plugin, bus.ScopeOf(in.Binding))
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		a, _ := e.lastAttach(ctx, plugin, in)
@@ -52,7 +53,7 @@ func (e *env) waitWorker(ctx context.Context, plugin string, in *runtimetest.Ins
 
 // waitAttach waits until the newest attach of in in the stream satisfies
 // ok, and returns it.
-func (e *env) waitAttach(ctx context.Context, in *runtimetest.Installation, what string, timeout time.Duration, ok func(bus.Attach) bool) (bus.Attach, jetstream.RawStreamMsg) {
+func (e *env) waitAttach(ctx context.Context, in *runtimetest.Installation, what string, timeout time.Duration, ok func(wire.Attach) bool) (wire.Attach, jetstream.RawStreamMsg) {
 	e.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -68,20 +69,20 @@ func (e *env) waitAttach(ctx context.Context, in *runtimetest.Installation, what
 }
 
 // lastAttach is the newest attach of in in the stream.
-func (e *env) lastAttach(ctx context.Context, plugin string, in *runtimetest.Installation) (bus.Attach, jetstream.RawStreamMsg) {
+func (e *env) lastAttach(ctx context.Context, plugin string, in *runtimetest.Installation) (wire.Attach, jetstream.RawStreamMsg) {
 	e.t.Helper()
-	st, err := e.stack.js.Stream(ctx, bus.LifecycleStream)
+	st, err := e.stack.js.Stream(ctx, wire.LifecycleStream)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	m, err := st.GetLastMsgForSubject(ctx, bus.Subjects{}.Lifecycle(plugin, bus.LifecycleAttach, scopeOf(e.t, in.Binding)))
+	m, err := st.GetLastMsgForSubject(ctx, wire.Subjects{}.Lifecycle(plugin, wire.LifecycleAttach, scopeOf(e.t, in.Binding)))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return bus.Attach{}, jetstream.RawStreamMsg{}
+		return wire.Attach{}, jetstream.RawStreamMsg{}
 	}
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var a bus.Attach
+	var a wire.Attach
 	if err := json.Unmarshal(m.Data, &a); err != nil {
 		e.t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestPK5Attach(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	var mu sync.Mutex
 	published := map[string]int{}
-	sub, err := e.stack.nc.Subscribe(bus.Subjects{}.LifecycleAll(), func(m *nats.Msg) {
+	sub, err := e.stack.nc.Subscribe(wire.Subjects{}.LifecycleAll(), func(m *nats.Msg) {
 		mu.Lock()
 		published[m.Subject]++
 		mu.Unlock()
@@ -108,11 +109,11 @@ func TestPK5Attach(t *testing.T) {
 	raw := func(in *runtimetest.Installation) int {
 		mu.Lock()
 		defer mu.Unlock()
-		return published[bus.Subjects{}.Lifecycle(schenotify.Plugin, bus.LifecycleAttach, scopeOf(t, in.Binding))]
+		return published[wire.Subjects{}.Lifecycle(schenotify.Plugin, wire.LifecycleAttach, scopeOf(t, in.Binding))]
 	}
 
 	in := e.install(schenotify.Plugin)
-	a, m := e.waitAttach(ctx, in, "of the first start", 30*time.Second, func(bus.Attach) bool { return true })
+	a, m := e.waitAttach(ctx, in, "of the first start", 30*time.Second, func(wire.Attach) bool { return true })
 	if a.Binding != in.Binding || !a.Enabled || m.Header.Get(nats.MsgIdHdr) == "" {
 		t.Fatalf("attach = %+v, Nats-Msg-Id %q", a, m.Header.Get(nats.MsgIdHdr))
 	}
@@ -154,17 +155,17 @@ func TestPK5Attach(t *testing.T) {
 		if err := e.rt.Reconfigure(ctx, in, e.stack.packageConfig(schenotify.Plugin)); err != nil {
 			t.Fatal(err)
 		}
-		a, _ := e.waitAttach(ctx, in, "of the next revision", 30*time.Second, func(a bus.Attach) bool {
+		a, _ := e.waitAttach(ctx, in, "of the next revision", 30*time.Second, func(a wire.Attach) bool {
 			return a.Binding.RuntimeRevision > old.RuntimeRevision
 		})
 		if a.Binding != in.Binding || a.Binding.RuntimeRevision != old.RuntimeRevision+1 {
 			t.Fatalf("new attach binding = %+v, want %+v", a.Binding, in.Binding)
 		}
-		bustest.WaitLifecycle(t, e.stack.js, bus.Subjects{}, schenotify.Plugin, 30*time.Second)
-		inv := bus.NewInvoker(e.stack.nc, bus.Subjects{}, nil)
-		_, err := inv.Invoke(ctx, schenotify.Plugin, bus.EndpointCommand, bus.NewInvocationID(), &bus.Request{Binding: old, Config: a.Config,
-			Command: &bus.Command{Name: schenotify.CommandSche, FullText: "!sche", Session: bus.Session{LauncherType: "group", LauncherID: "123456", SenderID: "42", BotUUID: "bot-1"}}})
-		var be *bus.Error
+		bustest.WaitLifecycle(t, e.stack.js, wire.Subjects{}, schenotify.Plugin, 30*time.Second)
+		inv := bus.NewInvoker(e.stack.nc, wire.Subjects{}, nil)
+		_, err := inv.Invoke(ctx, schenotify.Plugin, wire.EndpointCommand, bus.NewInvocationID(), &wire.Request{Binding: old, Config: a.Config,
+			Command: &wire.Command{Name: schenotify.CommandSche, FullText: "!sche", Session: wire.Session{LauncherType: "group", LauncherID: "123456", SenderID: "42", BotUUID: "bot-1"}}})
+		var be *wire.Error
 		if !errors.As(err, &be) || be.Code != 403 {
 			t.Fatalf("the superseded revision's invocation = %v, want 403", err)
 		}
@@ -212,7 +213,7 @@ func TestPK5NATSDown(t *testing.T) {
 
 	e.stack.srv.Restart(t)
 	up = true
-	a, _ := e.waitAttach(ctx, in, "once NATS is back", 60*time.Second, func(bus.Attach) bool { return true })
+	a, _ := e.waitAttach(ctx, in, "once NATS is back", 60*time.Second, func(wire.Attach) bool { return true })
 	if a.Binding != in.Binding {
 		t.Fatalf("attach binding = %+v, want %+v", a.Binding, in.Binding)
 	}

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/langbot-nats/plugins/cmd/builtin"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/lbpkg"
-	"github.com/langbot-nats/plugins/pkg/lbpkg/builtin"
 	"github.com/langbot-nats/plugins/pkg/lbpkg/runtimetest"
 	"github.com/langbot-nats/plugins/services/schenotify"
 	"github.com/langbot-nats/plugins/services/takeover"

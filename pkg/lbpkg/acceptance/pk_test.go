@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/lbpkg/runtimetest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"
 	"github.com/langbot-nats/plugins/services/takeover"
@@ -134,7 +134,7 @@ func TestPackages(t *testing.T) {
 
 	t.Run("PK-3 host actions refused with spec 5 codes", func(t *testing.T) {
 		sc := scopeOf(t, sn.Binding)
-		send := bus.Subjects{}.HostAction("send_message", sc)
+		send := wire.Subjects{}.HostAction("send_message", sc)
 		data := map[string]any{"bot_uuid": "bot-1", "target_type": "group", "target_id": "123456",
 			"message_chain": []any{map[string]any{"type": "Plain", "text": "pk3"}}}
 		// A config change makes the worker's binding one revision newer
@@ -154,12 +154,12 @@ func TestPackages(t *testing.T) {
 			{"malformed", send, "not an object", 400, "bad_request"},
 			{"foreign plugin", send, map[string]any{"binding": sn.Binding, "plugin": githubkit.Plugin, "data": data}, 403, "binding_refused"},
 			{"older binding", send, map[string]any{"binding": old, "plugin": schenotify.Plugin, "data": data}, 403, "binding_refused"},
-			{"unknown action", bus.Subjects{}.HostAction("delete_chat", sc), map[string]any{"binding": sn.Binding, "plugin": schenotify.Plugin, "data": data}, 404, "not_found"},
+			{"unknown action", wire.Subjects{}.HostAction("delete_chat", sc), map[string]any{"binding": sn.Binding, "plugin": schenotify.Plugin, "data": data}, 404, "not_found"},
 		}
 		before := len(e.rt.Sends())
 		for _, c := range cases {
 			msg := hostRequest(t, e, c.subject, c.body, "")
-			if err := bus.DecodeReply(msg); err == nil || err.Code != c.code || err.Word != c.word {
+			if err := wire.DecodeReply(msg.Header, msg.Data); err == nil || err.Code != c.code || err.Word != c.word {
 				t.Errorf("%s: reply %v (%s), want %d %s", c.name, err, msg.Data, c.code, c.word)
 			}
 		}
@@ -170,7 +170,7 @@ func TestPackages(t *testing.T) {
 		body := map[string]any{"binding": sn.Binding, "plugin": schenotify.Plugin, "data": data}
 		for range 2 {
 			msg := hostRequest(t, e, send, body, "schenotify:"+sc.String()+":pk3-once")
-			if err := bus.DecodeReply(msg); err != nil {
+			if err := wire.DecodeReply(msg.Header, msg.Data); err != nil {
 				t.Fatalf("send with a key: %v", err)
 			}
 		}
@@ -187,7 +187,7 @@ func TestPackages(t *testing.T) {
 		})
 		msg := hostRequest(t, e, send, body, "")
 		e.rt.SetHostReply("send_message", nil)
-		if err := bus.DecodeReply(msg); err == nil || err.Code != 404 {
+		if err := wire.DecodeReply(msg.Header, msg.Data); err == nil || err.Code != 404 {
 			t.Fatalf("LangBot's not found answered %v, want 404", err)
 		}
 	})
@@ -248,9 +248,9 @@ func TestPackages(t *testing.T) {
 		// (githubkit stopped): what is checked is the package and the
 		// runtime, which must stream both.
 		e.stack.stop(githubkit.Plugin)
-		reqs := make(chan bus.Request, 1)
-		sub, err := e.stack.nc.Subscribe(bus.Subjects{}.Invocation(githubkit.Plugin, bus.EndpointCommand, scopeOf(t, gh.Binding)), func(m *nats.Msg) {
-			var r bus.Request
+		reqs := make(chan wire.Request, 1)
+		sub, err := e.stack.nc.Subscribe(wire.Subjects{}.Invocation(githubkit.Plugin, wire.EndpointCommand, scopeOf(t, gh.Binding)), func(m *nats.Msg) {
+			var r wire.Request
 			_ = json.Unmarshal(m.Data, &r)
 			select {
 			case reqs <- r:
@@ -327,9 +327,9 @@ func hostRequest(t testing.TB, e *env, subject string, body any, key string) *na
 	}
 	m := nats.NewMsg(subject)
 	m.Data = raw
-	m.Header.Set(bus.HeaderContentType, "application/json")
+	m.Header.Set(wire.HeaderContentType, "application/json")
 	if key != "" {
-		m.Header.Set(bus.HeaderIdempotencyKey, key)
+		m.Header.Set(wire.HeaderIdempotencyKey, key)
 	}
 	reply, err := e.stack.nc.RequestMsg(m, 20*time.Second)
 	if err != nil {

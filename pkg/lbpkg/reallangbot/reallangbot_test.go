@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/langbot-nats/plugins/pkg/lbpkg/builtin"
+	"github.com/langbot-nats/plugins/cmd/builtin"
 	"github.com/langbot-nats/plugins/pkg/lbpkg/reallangbot"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"

@@ -12,11 +12,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/langbot-nats/plugins/cmd/builtin"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/lbpkg"
-	"github.com/langbot-nats/plugins/pkg/lbpkg/builtin"
 	"github.com/langbot-nats/plugins/pkg/lbpkg/reallangbot"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 	"github.com/langbot-nats/plugins/services/schenotify"
@@ -181,7 +182,7 @@ func tail(s string, n int) string {
 func (w *world) watch() {
 	t := w.t
 	nc := w.srv.Conn(t)
-	subj := bus.Subjects{}
+	subj := wire.Subjects{}
 	if _, err := nc.Subscribe(subj.LifecycleAll(), func(m *nats.Msg) {
 		plugin, kind, _, err := subj.ParseLifecycle(m.Subject)
 		if err != nil || kind != "attach" {

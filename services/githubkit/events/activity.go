@@ -2,6 +2,8 @@ package events
 
 import (
 	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
@@ -25,6 +27,16 @@ type Activity struct {
 	Commits     int
 	HeadMessage string
 	Forced      bool
+	// Files are the paths the push touched; FilesKnown says the list is
+	// complete: a webhook push lists each commit's added, removed and
+	// modified files, an Events API item none (the poller may learn them
+	// from compare, Enrichment.Files).
+	Files      []string
+	FilesKnown bool
+
+	// Author is who opened the issue, PR or discussion an event is about,
+	// when the payload says.
+	Author string
 
 	// Pull requests, issues, comments, reviews, discussions.
 	Number      int
@@ -86,10 +98,13 @@ type payload struct {
 	After        string  `json:"after"`  // webhook push
 	Forced       bool    `json:"forced"` // webhook push
 	Commits      []struct {
-		SHA      string `json:"sha"`
-		ID       string `json:"id"` // webhook push
-		Message  string `json:"message"`
-		Distinct *bool  `json:"distinct"`
+		SHA      string   `json:"sha"`
+		ID       string   `json:"id"` // webhook push
+		Message  string   `json:"message"`
+		Distinct *bool    `json:"distinct"`
+		Added    []string `json:"added"` // webhook push: the files
+		Removed  []string `json:"removed"`
+		Modified []string `json:"modified"`
 	} `json:"commits"`
 	HeadCommit *struct {
 		ID      string `json:"id"`
@@ -103,12 +118,14 @@ type payload struct {
 		MergedAt *string   `json:"merged_at"`
 		Draft    bool      `json:"draft"`
 		Labels   []ghLabel `json:"labels"`
+		User     *ghUser   `json:"user"`
 	} `json:"pull_request"`
 	Issue *struct {
 		Number      int       `json:"number"`
 		Title       string    `json:"title"`
 		Labels      []ghLabel `json:"labels"`
-		PullRequest *struct{} `json:"pull_request"`
+		PullRequest *prLinks  `json:"pull_request"`
+		User        *ghUser   `json:"user"`
 	} `json:"issue"`
 	Label             *ghLabel `json:"label"`
 	Assignee          *ghUser  `json:"assignee"`
@@ -128,6 +145,10 @@ type payload struct {
 	Comment *struct {
 		ID       int64  `json:"id"`
 		CommitID string `json:"commit_id"`
+		// PullRequestURL and HTMLURL name the PR of a review comment; a
+		// legacy review comment payload has no pull_request object.
+		PullRequestURL string `json:"pull_request_url"`
+		HTMLURL        string `json:"html_url"`
 	} `json:"comment"`
 	Forkee *struct {
 		FullName string `json:"full_name"`
@@ -139,12 +160,49 @@ type payload struct {
 		Action   string `json:"action"`
 	} `json:"pages"`
 	Discussion *struct {
-		Number   int    `json:"number"`
-		Title    string `json:"title"`
+		Number   int     `json:"number"`
+		Title    string  `json:"title"`
+		User     *ghUser `json:"user"`
 		Category *struct {
 			Name string `json:"name"`
 		} `json:"category"`
 	} `json:"discussion"`
+}
+
+// prLinks is an issue's pull_request object. An issue that is a pull
+// request has its links; older payloads (the Events API for old activity,
+// Enterprise Server archives) put {"html_url": null, ...} on plain issues.
+type prLinks struct {
+	URL     *string `json:"url"`
+	HTMLURL *string `json:"html_url"`
+}
+
+// isPR reports whether an issue's pull_request object names a pull
+// request: present with a link. The same rule as IsPullRequest, for the
+// lookups.
+func (l *prLinks) isPR() bool {
+	return l != nil && ((l.URL != nil && *l.URL != "") || (l.HTMLURL != nil && *l.HTMLURL != ""))
+}
+
+// prNumberIn returns the pull request number at the end of a pulls API
+// address (…/pulls/5) or in a web address (…/pull/5#discussion_r1), 0 when
+// there is none.
+func prNumberIn(u string) int {
+	for _, seg := range []string{"/pulls/", "/pull/"} {
+		i := strings.LastIndex(u, seg)
+		if i < 0 {
+			continue
+		}
+		rest := u[i+len(seg):]
+		end := strings.IndexAny(rest, "/#?")
+		if end >= 0 {
+			rest = rest[:end]
+		}
+		if n, err := strconv.Atoi(rest); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
 }
 
 func payloadOf(e ghclient.Event) payload {
@@ -227,6 +285,29 @@ func (p payload) headMessage() string {
 	return ""
 }
 
+// files returns the files a webhook push's commits list, and whether the
+// payload lists them (every commit has at least one file list; an Events
+// API item has none).
+func (p payload) files() ([]string, bool) {
+	if len(p.Commits) == 0 {
+		return nil, false
+	}
+	var out []string
+	for _, c := range p.Commits {
+		if c.Added == nil && c.Removed == nil && c.Modified == nil {
+			return nil, false
+		}
+		for _, l := range [][]string{c.Added, c.Removed, c.Modified} {
+			for _, f := range l {
+				if !slices.Contains(out, f) {
+					out = append(out, f)
+				}
+			}
+		}
+	}
+	return out, true
+}
+
 // FromEvent normalizes an Events API item; en (may be nil) adds what extra
 // GitHub calls found out.
 func FromEvent(e ghclient.Event, en *Enrichment) Activity {
@@ -247,6 +328,10 @@ func FromEvent(e ghclient.Event, en *Enrichment) Activity {
 				a.HeadMessage = en.HeadMessage
 			}
 			a.Forced = a.Forced || en.Forced
+		}
+		a.Files, a.FilesKnown = p.files()
+		if !a.FilesKnown && en != nil && en.FilesKnown {
+			a.Files, a.FilesKnown = en.Files, true
 		}
 	case "PullRequestEvent":
 		a.Number = p.Number
@@ -272,10 +357,13 @@ func FromEvent(e ghclient.Event, en *Enrichment) Activity {
 				a.Labels, a.LabelsKnown = en.Labels, true
 			}
 		}
+		// older payloads said "merged" where GitHub now says closed with
+		// merged true
+		a.Merged = a.Merged || p.Action == "merged"
 		a.OnPR = true
 	case "IssuesEvent", "IssueCommentEvent":
 		if is := p.Issue; is != nil {
-			a.Number, a.Title, a.OnPR = is.Number, is.Title, is.PullRequest != nil
+			a.Number, a.Title, a.OnPR = is.Number, is.Title, is.PullRequest.isPR()
 			if is.Labels != nil {
 				a.Labels, a.LabelsKnown = labelNames(is.Labels), true
 			}
@@ -289,6 +377,12 @@ func FromEvent(e ghclient.Event, en *Enrichment) Activity {
 		}
 		if p.Review != nil {
 			a.ReviewState, a.ReviewID = strings.ToLower(p.Review.State), p.Review.ID
+		}
+		if a.Number == 0 && p.Comment != nil {
+			// a legacy review comment names its PR only in its addresses
+			if a.Number = prNumberIn(p.Comment.PullRequestURL); a.Number == 0 {
+				a.Number = prNumberIn(p.Comment.HTMLURL)
+			}
 		}
 		a.OnPR = true
 	case "ReleaseEvent":
@@ -318,6 +412,14 @@ func FromEvent(e ghclient.Event, en *Enrichment) Activity {
 				a.Category = d.Category.Name
 			}
 		}
+	}
+	switch {
+	case p.Issue != nil && p.Issue.User != nil:
+		a.Author = p.Issue.User.Login
+	case p.PullRequest != nil && p.PullRequest.User != nil:
+		a.Author = p.PullRequest.User.Login
+	case p.Discussion != nil && p.Discussion.User != nil:
+		a.Author = p.Discussion.User.Login
 	}
 	if p.Label != nil {
 		a.Label = p.Label.Name

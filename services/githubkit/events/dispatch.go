@@ -20,6 +20,10 @@ const (
 	SubHelp     = "help"
 	SubHook     = "hook" // admins: the repository's webhook (the root's webhook_cmd.go)
 	SubCards    = "cards"
+	// SubQuiet and SubDigest are a chat's quiet hours and digest (the
+	// root's noise_cmd.go).
+	SubQuiet  = "quiet"
+	SubDigest = "digest"
 )
 
 // aliases maps every accepted word to its canonical subcommand.
@@ -37,6 +41,8 @@ var aliases = map[string]string{
 	"help": SubHelp, "h": SubHelp,
 	"hook": SubHook, "webhook": SubHook,
 	"cards": SubCards,
+	"quiet": SubQuiet, "免打扰": SubQuiet,
+	"digest": SubDigest, "摘要": SubDigest,
 }
 
 // subcommandOrder is the order of the help text.

@@ -23,9 +23,18 @@ type Enrichment struct {
 	Merged bool
 	Labels []string
 	HasPR  bool
+	// Files are the paths a push touched, from compare's file list;
+	// FilesKnown says the list is whole (compare lists at most 300).
+	Files      []string
+	FilesKnown bool
 }
 
 func isZeroSHA(s string) bool { return s == "" || strings.Trim(s, "0") == "" }
+
+// newRef reports whether a push's before is the zero sha GitHub sends for
+// a ref the push created. A payload without before (older Events API
+// items) says nothing about it: such a push is not "the new branch".
+func newRef(before string) bool { return before != "" && strings.Trim(before, "0") == "" }
 
 // NeedsCompare reports whether a PushEvent needs compare (§7.6 rule 2):
 // the payload gives no count (trimmed form), or the push has more commits
@@ -40,6 +49,20 @@ func NeedsCompare(e ghclient.Event) (base, head string, ok bool) {
 		return "", "", false
 	}
 	if p.countKnown() && (p.pushCount() == 0 || p.headMessage() != "") {
+		return "", "", false
+	}
+	return p.Before, h, true
+}
+
+// PushRange returns a PushEvent's before and head when both name commits
+// (not a new ref, not a deletion): the range compare can be asked about.
+func PushRange(e ghclient.Event) (base, head string, ok bool) {
+	if e.Type != "PushEvent" {
+		return "", "", false
+	}
+	p := payloadOf(e)
+	h := p.head()
+	if isZeroSHA(p.Before) || isZeroSHA(h) {
 		return "", "", false
 	}
 	return p.Before, h, true
@@ -188,33 +211,39 @@ func (l Links) link(a Activity) string {
 	case "PushEvent":
 		ref := stripRef(a.Ref)
 		switch {
+		case strings.HasPrefix(a.Ref, "refs/tags/") && isZeroSHA(a.Head):
+			// a tag deleted by a push: its release page is gone
+			return l.path("tags")
 		case strings.HasPrefix(a.Ref, "refs/tags/"):
 			return l.path("releases", "tag", refPath(ref))
 		case isZeroSHA(a.Head):
 			return l.path("branches")
-		case isZeroSHA(a.Before):
+		case newRef(a.Before):
 			return l.path("commits", refPath(ref))
 		case a.Commits == 1 && !a.Forced:
 			return l.path("commit", a.Head)
+		case a.Before == "":
+			// an older payload without before: no range to compare
+			return l.path("commits", refPath(ref))
 		}
 		return l.path("compare", short(a.Before)+"..."+short(a.Head))
 	case "PullRequestEvent", "IssuesEvent":
 		return l.issueOrPR(a)
 	case "IssueCommentEvent":
 		u := l.issueOrPR(a)
-		if a.CommentID > 0 {
+		if a.CommentID > 0 && a.Number > 0 {
 			u += "#issuecomment-" + strconv.FormatInt(a.CommentID, 10)
 		}
 		return u
 	case "PullRequestReviewEvent":
 		u := l.issueOrPR(a)
-		if a.ReviewID > 0 {
+		if a.ReviewID > 0 && a.Number > 0 {
 			u += "#pullrequestreview-" + strconv.FormatInt(a.ReviewID, 10)
 		}
 		return u
 	case "PullRequestReviewCommentEvent":
 		u := l.issueOrPR(a)
-		if a.CommentID > 0 {
+		if a.CommentID > 0 && a.Number > 0 {
 			u += "#discussion_r" + strconv.FormatInt(a.CommentID, 10)
 		}
 		return u
@@ -305,30 +334,33 @@ func (x Texts) PushMessage(repo string, lines []string, more int) string {
 
 // CILine renders one run alert and its link.
 func (x Texts) CILine(r ghclient.WorkflowRun) string {
-	actor := ""
-	if r.TriggeringActor != nil {
-		actor = r.TriggeringActor.Login
+	key := "ev.ci_other"
+	switch r.Conclusion {
+	case "failure", "timed_out", "startup_failure", "success", "cancelled", "action_required", "skipped", "neutral", "stale":
+		key = "ev.ci_" + r.Conclusion
 	}
-	if actor == "" && r.Actor != nil {
-		actor = r.Actor.Login
-	}
+	return x.runLine(key, r)
+}
+
+// CIFixedLine renders the alert of a passing run after a failure of the
+// same workflow on the same branch ("fixed again").
+func (x Texts) CIFixedLine(r ghclient.WorkflowRun) string { return x.runLine("ev.ci_fixed", r) }
+
+// runLine renders a run with template key, and its link.
+func (x Texts) runLine(key string, r ghclient.WorkflowRun) string {
+	actor := r.ActorLogin()
 	or := func(s string) string {
 		if s = Clean(s); s == "" {
 			return x.Dash()
 		}
 		return s
 	}
-	key := "ev.ci_other"
-	switch r.Conclusion {
-	case "failure", "timed_out", "startup_failure", "success", "cancelled", "action_required", "skipped", "neutral", "stale":
-		key = "ev.ci_" + r.Conclusion
-	}
 	title := ""
 	if t := Clean(ghclient.FirstLine(r.DisplayTitle)); t != "" {
 		title = x.T("ev.title", "title", ghclient.Truncate(t, pushTitleRunes))
 	}
 	sha := r.HeadSHA[:min(7, len(r.HeadSHA))]
-	line := x.T(key, "workflow", or(r.Name), "number", strconv.Itoa(r.RunNumber), "branch", or(r.HeadBranch),
+	line := x.T(key, "workflow", or(r.WorkflowName()), "number", strconv.Itoa(r.RunNumber), "branch", or(r.HeadBranch),
 		"sha", or(sha), "actor", or(actor), "title", title)
 	return line + "\n" + x.T("ev.link", "url", Clean(r.HTMLURL))
 }

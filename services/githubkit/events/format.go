@@ -125,7 +125,7 @@ func (x Texts) RepoCard(r *github.Repository) string {
 func (x Texts) IssuesList(repo, state string, list []*github.Issue) string {
 	var lines []string
 	for _, is := range list {
-		if is == nil || is.PullRequestLinks != nil {
+		if is == nil || IsPullRequest(is) {
 			continue
 		}
 		if len(lines) == issuesShown {
@@ -191,9 +191,18 @@ func (x Texts) PullsList(repo, state string, list []*github.PullRequest) string 
 	return x.T("prs.header", "repo", repo, "state", x.stateWord(state)) + "\n" + strings.Join(lines, "\n")
 }
 
+// IsPullRequest reports whether an item of the issues API is a pull
+// request: its pull_request object has a link. Older payloads put
+// {"html_url": null, ...} on plain issues; the same rule reads push lines
+// (prLinks.isPR).
+func IsPullRequest(is *github.Issue) bool {
+	l := is.PullRequestLinks
+	return l != nil && (l.GetURL() != "" || l.GetHTMLURL() != "")
+}
+
 // IssueState is "merged" for a merged PR, else the raw state.
 func IssueState(is *github.Issue) string {
-	if is.PullRequestLinks != nil && is.PullRequestLinks.MergedAt != nil && !is.PullRequestLinks.MergedAt.IsZero() {
+	if IsPullRequest(is) && is.PullRequestLinks.MergedAt != nil && !is.PullRequestLinks.MergedAt.IsZero() {
 		return "merged"
 	}
 	return is.GetState()
@@ -201,7 +210,7 @@ func IssueState(is *github.Issue) string {
 
 func (x Texts) IssueCard(repo string, is *github.Issue) string {
 	emoji, kind := "📝", x.T("issue.kind_issue")
-	if is.PullRequestLinks != nil {
+	if IsPullRequest(is) {
 		emoji, kind = "🔀", x.T("issue.kind_pr")
 	}
 	var names []string
@@ -314,7 +323,7 @@ func (x Texts) KindsText(kinds []string, allKey string) string {
 }
 
 func (x Texts) Help(prefix string, admin bool) string {
-	out := x.T("help", "prefix", prefix) + "\n" + x.T("help.cards", "prefix", prefix)
+	out := x.T("help", "prefix", prefix) + "\n" + x.T("help.filters") + "\n" + x.T("help.cards", "prefix", prefix) + "\n" + x.T("help.noise", "prefix", prefix)
 	if admin {
 		out += "\n" + x.T("help.admin")
 	}

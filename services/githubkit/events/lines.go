@@ -21,7 +21,7 @@ var kindLines = map[string]func(l line) string{
 	"CreateEvent":                   refLine,
 	"DeleteEvent":                   refLine,
 	"PullRequestReviewEvent":        reviewLine,
-	"PullRequestReviewCommentEvent": func(l line) string { return l.ip("ev.review_comment") },
+	"PullRequestReviewCommentEvent": reviewCommentLine,
 	"CommitCommentEvent":            commitCommentLine,
 	"MemberEvent":                   memberLine,
 	"PublicEvent":                   publicLine,
@@ -114,13 +114,13 @@ func pushLine(l line) string {
 			return x.T("ev.push_tag_deleted", "actor", actor, "ref", ref)
 		}
 		return x.T("ev.push_tag", "actor", actor, "ref", ref)
-	case isZeroSHA(a.Head) && !isZeroSHA(a.Before):
+	case isZeroSHA(a.Head) && !newRef(a.Before):
 		return x.T("ev.push_deleted", "actor", actor, "ref", ref)
 	case a.Forced:
 		return x.T("ev.push_forced", "actor", actor, "ref", ref, "head", head)
-	case isZeroSHA(a.Before) && a.Commits > 0:
+	case newRef(a.Before) && a.Commits > 0:
 		return x.T(plural("ev.push_new_branch", a.Commits), "actor", actor, "n", n, "ref", ref, "head", head)
-	case isZeroSHA(a.Before):
+	case newRef(a.Before):
 		return x.T("ev.push_new_branch_nocount", "actor", actor, "ref", ref, "head", head)
 	case a.Commits > 0:
 		return x.T(plural("ev.push", a.Commits), "actor", actor, "n", n, "ref", ref, "head", head)
@@ -162,6 +162,8 @@ func issueOrPRLine(l line) string {
 		if a.Merged {
 			action = "ev.pr_merged"
 		}
+	case "merged":
+		action = "ev.pr_merged"
 	}
 	return l.ip("ev.pr", "action", x.T(action))
 }
@@ -226,6 +228,15 @@ func reviewLine(l line) string {
 		return l.ip("ev.review_" + a.ReviewState)
 	}
 	return l.ip("ev.review_other")
+}
+
+// reviewCommentLine is a comment on a PR's changes; a legacy payload whose
+// PR number cannot be found says "a PR" rather than "PR #-".
+func reviewCommentLine(l line) string {
+	if l.a.Number <= 0 {
+		return l.x.T("ev.review_comment_nonum", "actor", l.actor())
+	}
+	return l.ip("ev.review_comment")
 }
 
 func commitCommentLine(l line) string {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
 // Refinement limits.
@@ -15,7 +17,7 @@ const (
 	// valid word is longer (maxPatterns patterns of maxPatternBytes, their
 	// commas and the longest prefix). A subscription with a longer word is
 	// refused whole (FilterTooLong), and no part of the word is echoed.
-	MaxFilterWordBytes = len("-labels:") + maxPatterns*(maxPatternBytes+1)
+	MaxFilterWordBytes = len("conclusions:") + maxPatterns*(maxPatternBytes+1)
 	// maxBadShown caps the unreadable words a refusal repeats, each cut by
 	// Echo.
 	maxBadShown = 5
@@ -66,25 +68,87 @@ type Refine struct {
 	// Tags keeps releases, tag pushes, tag creations and deletions whose tag
 	// matches one of the patterns (case-sensitive).
 	Tags []string `json:"tags,omitempty"`
+	// Workflows keeps CI runs whose workflow name matches one of the
+	// patterns (case-insensitive).
+	Workflows []string `json:"workflows,omitempty"`
+	// Conclusions, when set, are the run conclusions CI alerts are sent
+	// for, instead of ci's failures or ci_all's every run.
+	Conclusions []string `json:"conclusions,omitempty"`
+	// Authors keeps issue, PR and discussion events (their comments and
+	// reviews too) whose item was opened by a matching login
+	// (case-insensitive, as logins are). A payload that names no author
+	// (the trimmed PR form, comments on the Events API) does not match.
+	Authors []string `json:"authors,omitempty"`
+	// Actors keeps events (and CI runs) done by a matching login; NotActors
+	// drops them (-actor:dependabot[bot]). Case-insensitive.
+	Actors    []string `json:"actors,omitempty"`
+	NotActors []string `json:"not_actors,omitempty"`
+	// Paths keeps pushes that touch a file matching one of the patterns
+	// (case-sensitive; docs/** or docs/* is everything under docs/). A push
+	// whose files are not known passes (see Activity.FilesKnown).
+	Paths []string `json:"paths,omitempty"`
 }
+
+// Conclusions a run can end with (GitHub's check conclusions); the
+// conclusion: refinement takes these words only.
+var runConclusions = []string{"success", "failure", "cancelled", "timed_out", "startup_failure", "action_required", "skipped", "neutral", "stale"}
 
 // empty reports whether r narrows nothing.
 func (r *Refine) empty() bool {
-	return r == nil || (len(r.Branches) == 0 && len(r.Labels) == 0 && len(r.NotLabels) == 0 && len(r.Tags) == 0)
+	return r == nil || (len(r.Branches) == 0 && len(r.Labels) == 0 && len(r.NotLabels) == 0 && len(r.Tags) == 0 &&
+		len(r.Workflows) == 0 && len(r.Conclusions) == 0 && len(r.Authors) == 0 && len(r.Actors) == 0 &&
+		len(r.NotActors) == 0 && len(r.Paths) == 0)
 }
 
-// refinePrefixes are the prefixes of refinement words.
-var refinePrefixes = []string{"branch:", "branches:", "label:", "labels:", "-label:", "-labels:", "tag:", "tags:"}
+// refineList is one refinement kind: its canonical prefix (what Words
+// writes), its aliases, whether its values fold case, and its list in r.
+type refineList struct {
+	prefix  string
+	aliases []string
+	fold    bool
+	key     string // catalogue key of FilterText
+	list    func(r *Refine) *[]string
+}
 
-// isRefineWord reports whether w is a refinement word (prefix:patterns).
-func isRefineWord(w string) bool {
-	lw := strings.ToLower(w)
-	for _, p := range refinePrefixes {
-		if strings.HasPrefix(lw, p) {
-			return true
+// refineLists are the refinement kinds, in the order FilterText shows them.
+var refineLists = []refineList{
+	{"branch:", []string{"branch:", "branches:"}, false, "refine.branches", func(r *Refine) *[]string { return &r.Branches }},
+	{"label:", []string{"label:", "labels:"}, true, "refine.labels", func(r *Refine) *[]string { return &r.Labels }},
+	{"-label:", []string{"-label:", "-labels:"}, true, "refine.not_labels", func(r *Refine) *[]string { return &r.NotLabels }},
+	{"tag:", []string{"tag:", "tags:"}, false, "refine.tags", func(r *Refine) *[]string { return &r.Tags }},
+	{"workflow:", []string{"workflow:", "workflows:"}, true, "refine.workflows", func(r *Refine) *[]string { return &r.Workflows }},
+	{"conclusion:", []string{"conclusion:", "conclusions:"}, true, "refine.conclusions", func(r *Refine) *[]string { return &r.Conclusions }},
+	{"author:", []string{"author:", "authors:"}, true, "refine.authors", func(r *Refine) *[]string { return &r.Authors }},
+	{"actor:", []string{"actor:", "actors:"}, true, "refine.actors", func(r *Refine) *[]string { return &r.Actors }},
+	{"-actor:", []string{"-actor:", "-actors:"}, true, "refine.not_actors", func(r *Refine) *[]string { return &r.NotActors }},
+	{"path:", []string{"path:", "paths:"}, false, "refine.paths", func(r *Refine) *[]string { return &r.Paths }},
+}
+
+// Words renders r as the refinement words that parse back to it.
+func (r *Refine) Words() []string {
+	if r.empty() {
+		return nil
+	}
+	var out []string
+	for _, l := range refineLists {
+		if v := *l.list(r); len(v) > 0 {
+			out = append(out, l.prefix+strings.Join(v, ","))
 		}
 	}
-	return false
+	return out
+}
+
+// refineOf returns the refinement kind of word w (prefix:patterns).
+func refineOf(w string) (refineList, bool) {
+	lw := strings.ToLower(w)
+	for _, l := range refineLists {
+		for _, p := range l.aliases {
+			if strings.HasPrefix(lw, p) {
+				return l, true
+			}
+		}
+	}
+	return refineList{}, false
 }
 
 // ParseSubscription splits the words after "sub owner/repo" into filter
@@ -95,27 +159,16 @@ func ParseSubscription(words []string) (kinds []string, ref *Refine, bad []strin
 	var plain []string
 	r := &Refine{}
 	for _, w := range words {
-		if !isRefineWord(w) {
+		rl, isRefine := refineOf(w)
+		if !isRefine {
 			plain = append(plain, w)
 			continue
 		}
-		i := strings.IndexByte(w, ':')
-		name, vals := strings.ToLower(w[:i]), w[i+1:]
-		var list *[]string
-		fold := false
-		switch name {
-		case "branch", "branches":
-			list = &r.Branches
-		case "label", "labels":
-			list, fold = &r.Labels, true
-		case "-label", "-labels":
-			list, fold = &r.NotLabels, true
-		default:
-			list = &r.Tags
-		}
+		vals := w[strings.IndexByte(w, ':')+1:]
+		list, fold := rl.list(r), rl.fold
 		ok := vals != ""
 		for _, v := range strings.Split(vals, ",") {
-			if !validPattern(v) {
+			if !validPattern(v) || (rl.prefix == "conclusion:" && !slices.Contains(runConclusions, strings.ToLower(v))) {
 				ok = false
 				break
 			}
@@ -139,6 +192,10 @@ func ParseSubscription(words []string) (kinds []string, ref *Refine, bad []strin
 	}
 	if r.empty() {
 		r = nil
+	} else if (len(r.Workflows) > 0 || len(r.Conclusions) > 0) && !slices.Contains(kinds, kindCI) && !slices.Contains(kinds, kindCIAll) {
+		// workflow: and conclusion: are about CI alerts: naming them asks
+		// for the alerts (the other kinds stay as written)
+		kinds = append(kinds, kindCI)
 	}
 	return kinds, r, nil
 }
@@ -197,14 +254,30 @@ func anyMatch(patterns []string, s string, fold bool) bool {
 	return false
 }
 
+// authored reports whether events of type typ have an item author the
+// author: refinement reads.
+func authored(typ string) bool {
+	switch typ {
+	case "IssuesEvent", "PullRequestEvent", "IssueCommentEvent", "PullRequestReviewEvent",
+		"PullRequestReviewCommentEvent", "DiscussionEvent":
+		return true
+	}
+	return false
+}
+
 // Refined reports whether r would look at an event of type typ at all; the
 // poll parses a payload for refinement only when it does.
 func (r *Refine) Refined(typ string) bool {
 	if r.empty() {
 		return false
 	}
+	if len(r.Actors) > 0 || len(r.NotActors) > 0 || (len(r.Authors) > 0 && authored(typ)) {
+		return true
+	}
 	switch typ {
-	case "PushEvent", "CreateEvent", "DeleteEvent":
+	case "PushEvent":
+		return len(r.Branches) > 0 || len(r.Tags) > 0 || len(r.Paths) > 0
+	case "CreateEvent", "DeleteEvent":
 		return len(r.Branches) > 0 || len(r.Tags) > 0
 	case "IssuesEvent", "PullRequestEvent", "IssueCommentEvent":
 		return len(r.Labels) > 0 || len(r.NotLabels) > 0
@@ -214,10 +287,31 @@ func (r *Refine) Refined(typ string) bool {
 	return false
 }
 
+// WantsFiles reports whether r reads the files of a push (path:), which
+// a polled push does not carry.
+func (r *Refine) WantsFiles() bool { return r != nil && len(r.Paths) > 0 }
+
+// allowsActor applies actor: and -actor: to login.
+func (r *Refine) allowsActor(login string) bool {
+	if len(r.NotActors) > 0 && login != "" && anyMatch(r.NotActors, login, true) {
+		return false
+	}
+	return len(r.Actors) == 0 || (login != "" && anyMatch(r.Actors, login, true))
+}
+
 // Allows reports whether a passes r.
 func (r *Refine) Allows(a Activity) bool {
 	if !r.Refined(a.Type) {
 		return true
+	}
+	if !r.allowsActor(a.Actor) {
+		return false
+	}
+	if len(r.Authors) > 0 && authored(a.Type) && (a.Author == "" || !anyMatch(r.Authors, a.Author, true)) {
+		return false
+	}
+	if a.Type == "PushEvent" && len(r.Paths) > 0 && a.FilesKnown && !r.touches(a.Files) {
+		return false
 	}
 	switch a.Type {
 	case "PushEvent", "CreateEvent", "DeleteEvent":
@@ -242,7 +336,7 @@ func (r *Refine) Allows(a Activity) bool {
 		return len(r.Branches) == 0 || anyMatch(r.Branches, name, false)
 	case "ReleaseEvent":
 		return anyMatch(r.Tags, a.Tag, false)
-	default: // issues, PRs, issue comments
+	case "IssuesEvent", "PullRequestEvent", "IssueCommentEvent":
 		if len(r.NotLabels) > 0 {
 			for _, l := range a.Labels {
 				if anyMatch(r.NotLabels, l, true) {
@@ -260,11 +354,42 @@ func (r *Refine) Allows(a Activity) bool {
 		}
 		return false
 	}
+	return true
+}
+
+// touches reports whether a file of files matches a path: pattern.
+func (r *Refine) touches(files []string) bool {
+	for _, f := range files {
+		if anyMatch(r.Paths, f, false) {
+			return true
+		}
+	}
+	return false
 }
 
 // AllowsBranch reports whether a CI run on branch passes r.
 func (r *Refine) AllowsBranch(branch string) bool {
 	return r == nil || len(r.Branches) == 0 || anyMatch(r.Branches, branch, false)
+}
+
+// AllowsRun reports whether a completed CI run passes r's branch:,
+// workflow:, actor: and -actor: refinements, and, when r names
+// conclusions, whether its conclusion is one of them; ok is false when r
+// names none (the caller's ci / ci_all rule decides).
+func (r *Refine) AllowsRun(run ghclient.WorkflowRun) (pass, byConclusion bool) {
+	if r == nil {
+		return true, false
+	}
+	if !r.AllowsBranch(run.HeadBranch) || !r.allowsActor(run.ActorLogin()) {
+		return false, false
+	}
+	if len(r.Workflows) > 0 && !anyMatch(r.Workflows, run.WorkflowName(), true) {
+		return false, false
+	}
+	if len(r.Conclusions) > 0 {
+		return slices.Contains(r.Conclusions, strings.ToLower(run.Conclusion)), true
+	}
+	return true, false
 }
 
 // FilterText renders a subscription's filter: its kinds (or allKey's
@@ -275,16 +400,13 @@ func (x Texts) FilterText(kinds []string, r *Refine, allKey string) string {
 		return out
 	}
 	var parts []string
-	for _, p := range []struct {
-		key  string
-		list []string
-	}{{"refine.branches", r.Branches}, {"refine.labels", r.Labels}, {"refine.not_labels", r.NotLabels}, {"refine.tags", r.Tags}} {
-		if len(p.list) > 0 {
-			ls := make([]string, len(p.list))
-			for i, v := range p.list {
+	for _, l := range refineLists {
+		if list := *l.list(r); len(list) > 0 {
+			ls := make([]string, len(list))
+			for i, v := range list {
 				ls[i] = Clean(v)
 			}
-			parts = append(parts, x.T(p.key, "list", x.Join(ls)))
+			parts = append(parts, x.T(l.key, "list", x.Join(ls)))
 		}
 	}
 	return out + x.T("refine.sep") + strings.Join(parts, x.T("refine.sep"))

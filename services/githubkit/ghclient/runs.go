@@ -27,13 +27,41 @@ type WorkflowRun struct {
 	RunAttempt   int    `json:"run_attempt"`
 	HTMLURL      string `json:"html_url"`
 	DisplayTitle string `json:"display_title"`
-	Actor        *struct {
+	// Path is the workflow file (.github/workflows/ci.yml), what names a
+	// run whose name is empty.
+	Path  string `json:"path"`
+	Actor *struct {
 		Login string `json:"login"`
 	} `json:"actor"`
 	TriggeringActor *struct {
 		Login string `json:"login"`
 	} `json:"triggering_actor"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ActorLogin is who the run is by: the triggering actor (a re-run's), else
+// the actor, else empty.
+func (r WorkflowRun) ActorLogin() string {
+	if r.TriggeringActor != nil && r.TriggeringActor.Login != "" {
+		return r.TriggeringActor.Login
+	}
+	if r.Actor != nil {
+		return r.Actor.Login
+	}
+	return ""
+}
+
+// WorkflowName is the run's workflow name, else its workflow file's base
+// name without extension (a workflow without name: is named by its file).
+func (r WorkflowRun) WorkflowName() string {
+	if n := strings.TrimSpace(r.Name); n != "" {
+		return r.Name
+	}
+	base := r.Path[strings.LastIndexByte(r.Path, '/')+1:]
+	if i := strings.IndexByte(base, '@'); i >= 0 {
+		base = base[:i]
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(base, ".yml"), ".yaml")
 }
 
 // Key is the run attempt's identity, "id.attempt".

@@ -4,7 +4,7 @@
 // single history stream of an earlier version into the shards) and GCBlobs
 // (attachments no entry names any more).
 //
-// It may import pkg/bus, pkg/binding, pkg/settings, nats.go and takeover's
+// It may import pkg/bus, pkg/wire, pkg/binding, pkg/settings, nats.go and takeover's
 // model and store packages; package takeover does not import it, so the service
 // binary does not link it.
 package admin

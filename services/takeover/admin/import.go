@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/settings"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -457,7 +457,7 @@ func importOne(ctx context.Context, st *store.Store, sc binding.Scope, sid strin
 // openStore opens the service's existing resources for the tools here,
 // which run outside the service.
 func openStore(ctx context.Context, js jetstream.JetStream, prefix string) (*store.Store, error) {
-	subj, err := bus.NewSubjects(prefix)
+	subj, err := wire.NewSubjects(prefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrImport, err)
 	}

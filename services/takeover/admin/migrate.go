@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
@@ -60,7 +60,7 @@ var ErrMigrate = errors.New("takeover: migrate history")
 // is then kept.
 func MigrateHistory(ctx context.Context, js jetstream.JetStream, o MigrateOptions) (MigrateSummary, error) {
 	var sum MigrateSummary
-	subj, err := bus.NewSubjects(o.Prefix)
+	subj, err := wire.NewSubjects(o.Prefix)
 	if err != nil {
 		return sum, fmt.Errorf("%w: %w", ErrMigrate, err)
 	}

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -108,10 +108,10 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, endpoint stri
 	writeJSON(w, res)
 }
 
-// writeOpError writes an operation's *bus.Error with its code as the HTTP
+// writeOpError writes an operation's *wire.Error with its code as the HTTP
 // status; anything else is a generic 500.
 func writeOpError(w http.ResponseWriter, err error) {
-	if be, ok := bus.AsError(err); ok && be.Code >= 400 && be.Code < 600 {
+	if be, ok := wire.AsError(err); ok && be.Code >= 400 && be.Code < 600 {
 		writeError(w, be.Code, be.Word, be.Reason, be.Message)
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/console"
 	"github.com/langbot-nats/plugins/services/takeover/model"
@@ -417,7 +418,7 @@ func TestDisabledInstallationReadsOnly(t *testing.T) {
 	h.say(a, cfg, "person", "42", "42", "Alice", "hello")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := bus.PublishRevoke(ctx, h.js, bus.Subjects{}, takeover.Plugin, bus.Revoke{Binding: a, Reason: "disable"}, ""); err != nil {
+	if _, err := bus.PublishRevoke(ctx, h.js, wire.Subjects{}, takeover.Plugin, wire.Revoke{Binding: a, Reason: "disable"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	bustest.Eventually(t, "disabled", func() bool { x, ok := h.svc.Runner().View().Lookup(sc); return ok && x.State == bus.StateDisabled })

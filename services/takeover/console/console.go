@@ -40,14 +40,14 @@ type Blob struct {
 }
 
 // Operations are the console operations of one service replica. The
-// takeover service implements them; errors are *bus.Error values (their
+// takeover service implements them; errors are *wire.Error values (their
 // Code is the HTTP status).
 type Operations interface {
 	// ConsoleDo runs one operation. GET /blob returns a Blob.
 	ConsoleDo(ctx context.Context, c Call) (any, error)
 	// ConsoleCheck reports whether the scope is served: nil when its
-	// authority exists and is not removed, a 403 *bus.Error for an unknown
-	// or removed scope, another *bus.Error (503) while the service cannot
+	// authority exists and is not removed, a 403 *wire.Error for an unknown
+	// or removed scope, another *wire.Error (503) while the service cannot
 	// serve, which ends live streams without "revoked".
 	ConsoleCheck(sc binding.Scope) error
 	// ConsoleSubscribe delivers every message of the scope's live subject

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/httpserve"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // errTooManyStreams: the token, the scope or the replica already has its
@@ -169,7 +169,7 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request, c Claims, 
 			}
 		case <-check.C:
 			if err := h.ops.ConsoleCheck(sc); err != nil {
-				if be, ok := bus.AsError(err); ok && be.Code == http.StatusForbidden {
+				if be, ok := wire.AsError(err); ok && be.Code == http.StatusForbidden {
 					renew()
 					_ = writeEvent(w, "revoked", []byte("{}"))
 					fl.Flush()

@@ -24,6 +24,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/console"
 	"github.com/langbot-nats/plugins/services/takeover/model"
@@ -61,8 +62,8 @@ func newHarness(t testing.TB) *harness {
 func newHarnessOn(t testing.TB, srv *bustest.Server, opts ...func(*takeover.Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, srv: srv, nc: srv.Conn(t), js: srv.JetStream(t), opts: opts}
-	h.host = bustest.NewHost(t, srv.Conn(t), bus.Subjects{})
-	h.inv = bus.NewInvoker(srv.Conn(t), bus.Subjects{}, nil)
+	h.host = bustest.NewHost(t, srv.Conn(t), wire.Subjects{})
+	h.inv = bus.NewInvoker(srv.Conn(t), wire.Subjects{}, nil)
 	h.svc = h.replica(h.nc)
 	h.key = make([]byte, 32)
 	_, _ = rand.Read(h.key)
@@ -133,13 +134,13 @@ func (h *harness) token(sc binding.Scope, operator string, ttl time.Duration) st
 }
 
 // say sends a user message as an event and returns the reply.
-func (h *harness) say(b binding.Binding, config, ltype, lid, sender, name, text string) bus.EventReply {
+func (h *harness) say(b binding.Binding, config, ltype, lid, sender, name, text string) wire.EventReply {
 	h.t.Helper()
 	chain, _ := json.Marshal([]map[string]string{{"type": "Plain", "text": text}})
 	return h.event(b, config, ltype, lid, sender, name, chain)
 }
 
-func (h *harness) event(b binding.Binding, config, ltype, lid, sender, name string, chain []byte) bus.EventReply {
+func (h *harness) event(b binding.Binding, config, ltype, lid, sender, name string, chain []byte) wire.EventReply {
 	h.t.Helper()
 	ev := takeover.EventPersonMessage
 	if ltype == "group" {
@@ -156,13 +157,13 @@ func (h *harness) event(b binding.Binding, config, ltype, lid, sender, name stri
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	raw, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointEvent, bus.NewInvocationID(), &bus.Request{
-		Binding: b, Config: json.RawMessage(config), Event: &bus.Event{Name: ev, BotUUID: "bot-1", Data: data},
+	raw, err := h.inv.Invoke(ctx, takeover.Plugin, wire.EndpointEvent, bus.NewInvocationID(), &wire.Request{
+		Binding: b, Config: json.RawMessage(config), Event: &wire.Event{Name: ev, BotUUID: "bot-1", Data: data},
 	})
 	if err != nil {
 		h.t.Fatalf("event: %v", err)
 	}
-	var r bus.EventReply
+	var r wire.EventReply
 	if err := json.Unmarshal(raw, &r); err != nil {
 		h.t.Fatal(err)
 	}
@@ -183,9 +184,9 @@ func (h *harness) tryPage(b binding.Binding, config, method, endpoint string, bo
 	raw, _ := json.Marshal(body)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	reply, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointPage, bus.NewInvocationID(), &bus.Request{
+	reply, err := h.inv.Invoke(ctx, takeover.Plugin, wire.EndpointPage, bus.NewInvocationID(), &wire.Request{
 		Binding: b, Config: json.RawMessage(config),
-		Page: &bus.Page{PageID: "console", Endpoint: endpoint, Method: method, Body: raw},
+		Page: &wire.Page{PageID: "console", Endpoint: endpoint, Method: method, Body: raw},
 	})
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
@@ -188,9 +189,9 @@ func TestReplyMemoryBounded(t *testing.T) {
 	f = measure(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, pageErr = h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointPage, bus.NewInvocationID(), &bus.Request{
+		_, pageErr = h.inv.Invoke(ctx, takeover.Plugin, wire.EndpointPage, bus.NewInvocationID(), &wire.Request{
 			Binding: b, Config: json.RawMessage(`{}`),
-			Page: &bus.Page{PageID: "console", Endpoint: "/reply", Method: http.MethodPost, Body: pageBody},
+			Page: &wire.Page{PageID: "console", Endpoint: "/reply", Method: http.MethodPost, Body: pageBody},
 		})
 	})
 	if pageErr != nil {

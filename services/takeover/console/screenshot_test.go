@@ -18,6 +18,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -27,8 +28,8 @@ func (h *harness) ai(b binding.Binding, config, ltype, lid, text string) {
 	data, _ := json.Marshal(map[string]any{"launcher_type": ltype, "launcher_id": lid, "sender_id": lid, "response_text": text})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := h.inv.Invoke(ctx, takeover.Plugin, bus.EndpointEvent, bus.NewInvocationID(), &bus.Request{
-		Binding: b, Config: json.RawMessage(config), Event: &bus.Event{Name: takeover.EventResponded, BotUUID: "bot-1", Data: data},
+	if _, err := h.inv.Invoke(ctx, takeover.Plugin, wire.EndpointEvent, bus.NewInvocationID(), &wire.Request{
+		Binding: b, Config: json.RawMessage(config), Event: &wire.Event{Name: takeover.EventResponded, BotUUID: "bot-1", Data: data},
 	}); err != nil {
 		h.t.Fatalf("ai event: %v", err)
 	}
@@ -59,8 +60,8 @@ func picture() []byte {
 func TestConsoleC21Screenshots(t *testing.T) {
 	h := newHarness(t)
 	h.host.Respond(func(c bustest.HostCall) bustest.HostReply {
-		if c.Action == bus.ActionGetBotInfo {
-			return bustest.HostReply{Data: map[string]any{"bot": bus.BotInfo{UUID: "bot-1", Name: "Support Bot", Adapter: "telegram"}}}
+		if c.Action == wire.ActionGetBotInfo {
+			return bustest.HostReply{Data: map[string]any{"bot": wire.BotInfo{UUID: "bot-1", Name: "Support Bot", Adapter: "telegram"}}}
 		}
 		return bustest.HostReply{}
 	})

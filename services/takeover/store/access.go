@@ -10,13 +10,14 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 // New returns a store over js with subjects subj; it does no I/O. fault,
 // when non-nil (tests only), is consulted before each storage call: a
 // non-nil error fails the call as if JetStream had. The service starts it
 // as a bus.Part (Serve, then Start); tools call Open instead.
-func New(js jetstream.JetStream, subj bus.Subjects, fault func(op string, sc binding.Scope) error) *Store {
+func New(js jetstream.JetStream, subj wire.Subjects, fault func(op string, sc binding.Scope) error) *Store {
 	return &Store{js: js, subj: subj, fault: fault}
 }
 
@@ -75,7 +76,7 @@ func (st *Store) UseDedupe(kv *bus.KV) { st.dedupe = kv }
 func (st *Store) Dedupe() *bus.KV { return st.dedupe }
 
 // Subjects are the subjects the store builds its names with.
-func (st *Store) Subjects() bus.Subjects { return st.subj }
+func (st *Store) Subjects() wire.Subjects { return st.subj }
 
 // ErrNotSetUp is returned by Open when a resource the service creates is
 // not there.
@@ -84,7 +85,7 @@ var ErrNotSetUp = errors.New("takeover store: not set up")
 // Open opens the service's existing resources (the session bucket, the
 // history shards, the blob store) for tools that run outside the service.
 // It creates nothing.
-func Open(ctx context.Context, js jetstream.JetStream, subj bus.Subjects) (*Store, error) {
+func Open(ctx context.Context, js jetstream.JetStream, subj wire.Subjects) (*Store, error) {
 	st := New(js, subj, nil)
 	kv, err := js.KeyValue(ctx, bus.Bucket(Plugin))
 	if err != nil {

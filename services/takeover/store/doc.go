@@ -9,7 +9,7 @@
 // Each constructor takes the parts it uses (a JetStream context, the
 // subjects, the view, a metric, a logger), never the service. Store, View,
 // Trimmer and MetaWriter are bus.Parts: the service's runner starts and
-// stops them. It may import pkg/bus, pkg/binding, pkg/settings, nats.go,
+// stops them. It may import pkg/bus, pkg/wire, pkg/binding, pkg/settings, nats.go,
 // prometheus and takeover's model and batch packages; it must not import package takeover, its console or its
 // admin tools.
 package store

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"hash/maphash"
 	"log/slog"
 	"slices"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
@@ -81,7 +81,7 @@ type pendingMeta struct {
 type MetaWriter struct {
 	st      *Store
 	view    *View
-	locks   *Locks
+	locks   *bus.KeyLocks[string]
 	trims   *Trimmer
 	gauge   prometheus.Gauge       // sessions waiting
 	dropped *prometheus.CounterVec // by reason; "metadata" counts failed writes
@@ -105,8 +105,12 @@ type MetaConfig struct {
 	Store *Store
 	// View is kept current with the records written.
 	View *View
-	// Locks serialise the writes with the recordings' record changes.
-	Locks *Locks
+	// Locks serialise one replica's CAS writes per session (keyed by the
+	// record's SessionKey): these writes with the recordings' record
+	// changes, so that concurrent writers of a busy session do not exhaust
+	// each other's compare-and-set retries; other replicas still race by
+	// CAS.
+	Locks *bus.KeyLocks[string]
 	// Trims is where the writes queue the trims they make due.
 	Trims *Trimmer
 	// Rate is the most writes a second (at least 1).
@@ -222,16 +226,20 @@ func (w *MetaWriter) flush(force bool) {
 func (w *MetaWriter) write(p *pendingMeta) {
 	ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
 	defer cancel()
-	unlock := w.locks.Lock(p.sc, p.sid)
-	rec, rev, err := w.st.UpdateRecord(ctx, p.sc, p.sid, func(cur *model.Record) (*model.Record, error) {
-		if cur == nil || model.IsLegacy(cur) || cur.BotUUID != p.bot {
-			return nil, ErrNoChange // deleted meanwhile, or not this bot's
-		}
-		r := cur.Clone()
-		p.delta.Apply(r)
-		return r, nil
-	})
-	unlock()
+	var rec *model.Record
+	var rev uint64
+	unlock, err := w.locks.Lock(ctx, SessionKey(p.sc, p.sid))
+	if err == nil {
+		rec, rev, err = w.st.UpdateRecord(ctx, p.sc, p.sid, func(cur *model.Record) (*model.Record, error) {
+			if cur == nil || model.IsLegacy(cur) || cur.BotUUID != p.bot {
+				return nil, ErrNoChange // deleted meanwhile, or not this bot's
+			}
+			r := cur.Clone()
+			p.delta.Apply(r)
+			return r, nil
+		})
+		unlock()
+	}
 	if err != nil {
 		w.dropped.WithLabelValues("metadata").Inc()
 		w.log.WarnContext(ctx, "session metadata not written", "scope", p.sc.String(), "sid", p.sid, "err", err)
@@ -242,22 +250,4 @@ func (w *MetaWriter) write(p *pendingMeta) {
 	}
 	w.view.ApplyRecord(p.sc, p.sid, rec, rev)
 	w.trims.MaybeTrim(p.sc, p.sid, rec, p.set)
-}
-
-// Locks serialise one replica's CAS writes per session, so that
-// concurrent recordings of a busy session do not exhaust each other's
-// compare-and-set retries; other replicas still race by CAS.
-type Locks struct {
-	seed  maphash.Seed
-	locks [256]sync.Mutex
-}
-
-// NewLocks returns the session locks of one replica.
-func NewLocks() *Locks { return &Locks{seed: maphash.MakeSeed()} }
-
-// Lock takes a session's lock and returns its unlock.
-func (l *Locks) Lock(sc binding.Scope, sid string) func() {
-	m := &l.locks[maphash.String(l.seed, sc.String()+sid)%uint64(len(l.locks))]
-	m.Lock()
-	return m.Unlock
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
-	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -40,7 +40,7 @@ func newReplicaBehind(t *testing.T) *replicaBehind {
 		if err != nil {
 			t.Fatal(err)
 		}
-		*s = New(js, bus.Subjects{}, nil)
+		*s = New(js, wire.Subjects{}, nil)
 		if err := (*s).EnsureHistory(ctx, 1); err != nil {
 			t.Fatal(err)
 		}

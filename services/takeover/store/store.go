@@ -15,6 +15,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/batch"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
@@ -32,7 +33,7 @@ func HistoryStream(k int) string { return fmt.Sprintf("LANGBOT_TAKEOVER_HISTORY_
 // HistoryOf returns the shard, stream and subject that hold a session's
 // history: langbot.takeover.history.<scope>.<shard>.<sid>, the shard being
 // the sid's first hex digit.
-func HistoryOf(subj bus.Subjects, sc binding.Scope, sid string) (shard int, stream, subject string) {
+func HistoryOf(subj wire.Subjects, sc binding.Scope, sid string) (shard int, stream, subject string) {
 	shard = shardOf(sid)
 	subject, _ = subj.Internal(Plugin, KindHistory, sc, shardToken(shard), sid)
 	return shard, HistoryStream(shard), subject
@@ -76,7 +77,7 @@ var ErrBlobTooLarge = errors.New("takeover: blob over the size limit")
 // built from a Scope.
 type Store struct {
 	js      jetstream.JetStream
-	subj    bus.Subjects
+	subj    wire.Subjects
 	kv      *bus.KV
 	records *bus.Records[model.Record] // the session records in kv
 	dedupe  *bus.KV

@@ -1,7 +1,9 @@
 // Package builtin names the three services' declarations for the package
 // builder: lbctl package and the package tests look them up here by the
 // plugin's wire name. It imports the services (only their declaration
-// functions) and pkg/plugin.
+// functions) and pkg/plugin. It lives with the commands because it lists
+// the services: pkg/ never imports a service (docs/architecture.md), and
+// the package tests of pkg/lbpkg reach it from their test files only.
 package builtin
 
 import (

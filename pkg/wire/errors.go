@@ -1,12 +1,10 @@
-package bus
+package wire
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
-
-	"github.com/nats-io/nats.go"
 )
 
 // Header names of the protocol.
@@ -16,8 +14,10 @@ const (
 	HeaderServiceError   = "Nats-Service-Error"
 	HeaderServiceCode    = "Nats-Service-Error-Code"
 	HeaderContentType    = "Content-Type"
-	contentTypeJSON      = "application/json"
 )
+
+// ContentTypeJSON is the Content-Type of every body of the protocol.
+const ContentTypeJSON = "application/json"
 
 // Error is the one wire error of the protocol (DESIGN 3.1): a numeric code,
 // its code word, an optional reason refining it, and a message safe to show
@@ -172,27 +172,31 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-// encode returns the headers and body of e on the wire.
-func (e *Error) encode() (nats.Header, []byte) {
+// Encode returns the headers and body of e on the wire. The headers are a
+// NATS header map (nats.Header converts to and from it).
+func (e *Error) Encode() (map[string][]string, []byte) {
 	var b errorBody
 	b.Error.Code, b.Error.Message, b.Error.Reason = e.Word, e.Message, e.Reason
 	body, _ := json.Marshal(b)
-	h := nats.Header{}
-	h.Set(HeaderServiceError, e.Word)
-	h.Set(HeaderServiceCode, strconv.Itoa(e.Code))
-	h.Set(HeaderContentType, contentTypeJSON)
-	return h, body
+	return map[string][]string{
+		HeaderServiceError: {e.Word},
+		HeaderServiceCode:  {strconv.Itoa(e.Code)},
+		HeaderContentType:  {ContentTypeJSON},
+	}, body
 }
 
-// DecodeReply returns the *Error carried by a reply, or nil when the reply is
-// a success. Both the headers and the body are consulted, so replies of
-// peers that set only one of them are understood.
-func DecodeReply(msg *nats.Msg) *Error {
-	if msg == nil {
-		return nil
+// DecodeReply returns the *Error carried by a reply's header and body, or
+// nil when the reply is a success. Both are consulted, so replies of peers
+// that set only one of them are understood.
+func DecodeReply(header map[string][]string, body []byte) *Error {
+	get := func(k string) string {
+		if v := header[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
 	}
-	codeText := msg.Header.Get(HeaderServiceCode)
-	word := msg.Header.Get(HeaderServiceError)
+	codeText := get(HeaderServiceCode)
+	word := get(HeaderServiceError)
 	if codeText == "" && word == "" {
 		return nil
 	}
@@ -202,7 +206,7 @@ func DecodeReply(msg *nats.Msg) *Error {
 	}
 	e := &Error{Code: code, Word: word}
 	var b errorBody
-	if json.Unmarshal(msg.Data, &b) == nil {
+	if json.Unmarshal(body, &b) == nil {
 		if b.Error.Code != "" {
 			e.Word = b.Error.Code
 		}

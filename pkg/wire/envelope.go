@@ -1,4 +1,4 @@
-package bus
+package wire
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	switch {
 	case len(b) == 0:
-		return errors.New("bus: empty id")
+		return errors.New("wire: empty id")
 	case string(b) == "null":
 		*id = ""
 		return nil
@@ -51,7 +51,7 @@ func (id *ID) UnmarshalJSON(b []byte) error {
 	case 't', 'f':
 		kind = "a boolean"
 	}
-	return fmt.Errorf("bus: id must be a string or a number, not %s", kind)
+	return &EnvelopeError{Field: "id", Reason: "id must be a string or a number, not " + kind}
 }
 
 // String returns the id's text.
@@ -120,48 +120,76 @@ type Request struct {
 	Page    *Page           `json:"page,omitempty"`
 }
 
-// ErrEnvelope is wrapped by DecodeRequest for any malformed body.
-var ErrEnvelope = errors.New("bus: malformed request")
+// ErrEnvelope matches every refusal of DecodeRequest (errors.Is).
+var ErrEnvelope = errors.New("wire: malformed request")
+
+// EnvelopeError is DecodeRequest's refusal of a body. Its Reason is the
+// text the caller gets in the 400 reply: fixed words, field names and JSON
+// positions, never a value of the body nor a Go error chain, so a caller
+// cannot make the service echo what it sent (chat text, tokens).
+type EnvelopeError struct {
+	// Field is the part of the envelope at fault: "body", "binding",
+	// "config", "id", an endpoint's field ("command", ...) or the JSON
+	// field of a value of the wrong type.
+	Field string
+	// Reason says what is wrong with it, as the caller reads it.
+	Reason string
+}
+
+func (e *EnvelopeError) Error() string { return ErrEnvelope.Error() + ": " + e.Reason }
+
+// Is makes every EnvelopeError match ErrEnvelope.
+func (e *EnvelopeError) Is(target error) bool { return target == ErrEnvelope }
+
+// refuse returns the EnvelopeError of field with reason.
+func refuse(field, reason string) *EnvelopeError { return &EnvelopeError{Field: field, Reason: reason} }
 
 // DecodeRequest decodes and checks an invocation body for endpoint ep: valid
 // JSON object, a complete binding, a config object (or absent), and the
-// endpoint's field present with a name.
+// endpoint's field present with a name. Every refusal is an *EnvelopeError.
 func DecodeRequest(ep Endpoint, body []byte) (*Request, error) {
 	// encoding/json would turn invalid UTF-8 into U+FFFD silently, so a
 	// corrupted name or text would be stored as something else.
 	if !utf8.Valid(body) {
-		return nil, fmt.Errorf("%w: body is not valid UTF-8", ErrEnvelope)
+		return nil, refuse("body", "body is not valid UTF-8")
 	}
 	// json.Unmarshal rejects data after the object, and decodes in place
 	// where a Decoder would first copy the body into a buffer of its own:
 	// this runs for every invocation.
 	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '[' {
-		return nil, fmt.Errorf("%w: body is a JSON array, expected an object", ErrEnvelope)
+		return nil, refuse("body", "body is a JSON array, expected an object")
 	}
 	var r Request
 	if err := json.Unmarshal(body, &r); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEnvelope, err)
+		return nil, jsonRefusal(err)
 	}
 	if err := r.Binding.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEnvelope, err)
+		if errors.Is(err, binding.ErrInvalidScope) {
+			return nil, refuse("binding", "the binding's instance, workspace or installation id is not a valid token")
+		}
+		return nil, refuse("binding", "the binding is invalid (generation and revision must be >= 1, the digest printable)")
 	}
 	if len(r.Config) == 0 || string(r.Config) == "null" {
 		r.Config = json.RawMessage("{}")
 	} else if r.Config[0] != '{' {
-		return nil, fmt.Errorf("%w: config must be an object", ErrEnvelope)
+		return nil, refuse("config", "config must be an object")
 	} else if err := settings.CheckSizes(r.Config); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEnvelope, err)
+		var size *settings.SizeError
+		if errors.As(err, &size) {
+			return nil, refuse("config", size.Detail()) // names the field and the cap, never the value
+		}
+		return nil, refuse("config", "malformed request body")
 	}
 	var name string
 	switch ep {
 	case EndpointCommand:
 		if r.Command == nil {
-			return nil, fmt.Errorf("%w: missing command", ErrEnvelope)
+			return nil, refuse("command", "missing command")
 		}
 		name = r.Command.Name
 	case EndpointEvent:
 		if r.Event == nil {
-			return nil, fmt.Errorf("%w: missing event", ErrEnvelope)
+			return nil, refuse("event", "missing event")
 		}
 		name = r.Event.Name
 		if len(r.Event.Data) == 0 || string(r.Event.Data) == "null" {
@@ -169,7 +197,7 @@ func DecodeRequest(ep Endpoint, body []byte) (*Request, error) {
 		}
 	case EndpointTool:
 		if r.Tool == nil {
-			return nil, fmt.Errorf("%w: missing tool", ErrEnvelope)
+			return nil, refuse("tool", "missing tool")
 		}
 		name = r.Tool.Name
 		if len(r.Tool.Parameters) == 0 || string(r.Tool.Parameters) == "null" {
@@ -177,16 +205,37 @@ func DecodeRequest(ep Endpoint, body []byte) (*Request, error) {
 		}
 	case EndpointPage:
 		if r.Page == nil {
-			return nil, fmt.Errorf("%w: missing page", ErrEnvelope)
+			return nil, refuse("page", "missing page")
 		}
 		name = r.Page.Endpoint
 	default:
-		return nil, fmt.Errorf("%w: unknown endpoint %q", ErrEnvelope, ep)
+		return nil, refuse("endpoint", "unknown endpoint")
 	}
 	if strings.TrimSpace(name) == "" {
-		return nil, fmt.Errorf("%w: %s has no name", ErrEnvelope, ep)
+		return nil, refuse(string(ep), string(ep)+" has no name")
 	}
 	return &r, nil
+}
+
+// jsonRefusal names what json.Unmarshal found wrong with a body by its
+// position or field, never by the value: its own texts quote the body.
+func jsonRefusal(err error) *EnvelopeError {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return refuse("body", fmt.Sprintf("malformed JSON at byte %d", syn.Offset))
+	}
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		if typ.Field == "" {
+			return refuse("body", "the body must be a JSON object")
+		}
+		return refuse(typ.Field, fmt.Sprintf("field %q has the wrong type", typ.Field))
+	}
+	var env *EnvelopeError // an ID's own refusal
+	if errors.As(err, &env) {
+		return env
+	}
+	return refuse("body", "malformed request body")
 }
 
 // Return is one message of a command reply.

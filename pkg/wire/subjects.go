@@ -1,10 +1,11 @@
-package bus
+package wire
 
 import (
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 )
@@ -43,6 +44,10 @@ const (
 	ActionInvokeLLM = "invoke_llm"
 )
 
+// DefaultHostTimeout bounds a host action whose caller set no earlier
+// deadline; the LangBot packages wait as long for the host's reply.
+const DefaultHostTimeout = 15 * time.Second
+
 // ReasonNoLLMModel refines the 404 not_found a host answers invoke_llm
 // with when the installation's workspace has no LLM model (or not the one
 // named): no retry helps until an operator adds one.
@@ -64,36 +69,14 @@ const (
 	RefusalUnsupportedTarget = "unsupported_target"
 )
 
-// KV key kinds: the token after "<scope>." of a key (DESIGN 4; the
-// service specs). The ones every plugin has are here; a service declares
-// its own subject and key kinds (githubkit and schenotify in their
-// kinds.go, takeover in store/names.go).
-const (
-	KeyAuthority = "authority" // every plugin: <scope>.authority
-	KeyInv       = "inv"       // dedupe buckets: <scope>.inv.<hash>
-)
-
-// Stream, bucket and consumer names (DESIGN 3.2, 4).
-const (
-	LifecycleStream = "LANGBOT_LIFECYCLE"
-)
-
-// Bucket returns the plugin's main KV bucket name, e.g. "langbot_githubkit".
-func Bucket(plugin string) string { return "langbot_" + plugin }
-
-// DedupeBucket returns the plugin's dedupe KV bucket name.
-func DedupeBucket(plugin string) string { return "langbot_" + plugin + "_dedupe" }
-
-// LifecycleConsumer returns the durable lifecycle consumer of a plugin.
-func LifecycleConsumer(plugin string) string { return plugin + "-lifecycle" }
+// LifecycleStream is the JetStream stream of lifecycle messages (DESIGN 3.2).
+const LifecycleStream = "LANGBOT_LIFECYCLE"
 
 // ErrSubject is returned when a subject does not have the expected shape.
-var ErrSubject = errors.New("bus: malformed subject")
+var ErrSubject = errors.New("wire: malformed subject")
 
 // ErrKey is returned when a key part is not key-safe.
-var ErrKey = errors.New("bus: malformed key")
-
-var pluginRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+var ErrKey = errors.New("wire: malformed key")
 
 // keyTokenRE is the charset of one KV key or subject token built from
 // service ids; free text must go through binding.Token first.
@@ -120,7 +103,7 @@ func NewSubjects(prefix string) (Subjects, error) {
 		prefix = DefaultPrefix
 	}
 	if err := binding.CheckToken(prefix); err != nil {
-		return Subjects{}, fmt.Errorf("bus: subject prefix: %w", err)
+		return Subjects{}, fmt.Errorf("wire: subject prefix: %w", err)
 	}
 	return Subjects{Prefix: prefix}, nil
 }
@@ -231,15 +214,6 @@ func (s Subjects) HostTenant(instance, workspace string) string {
 	return join(s.p(), "host", "*", instance, workspace, "*")
 }
 
-// AuthCalloutSubject is where the NATS server asks its auth callout
-// service to authorize a client (nats-server's server.AuthCalloutSubject;
-// it has no prefix of ours).
-const AuthCalloutSubject = "$SYS.REQ.USER.AUTH"
-
-// TenantBucket is the KV bucket of tenant credentials (bus.Tenant records
-// keyed by the tenant's NATS user).
-const TenantBucket = "langbot_tenants"
-
 // Internal is a plugin's internal subject
 // "<prefix>.<plugin>.<kind>.<scope>[.<id>...]"; each id must pass CheckID.
 func (s Subjects) Internal(plugin, kind string, sc binding.Scope, ids ...string) (string, error) {
@@ -292,73 +266,4 @@ func (s Subjects) ParseInternal(plugin, subject string) (kind string, sc binding
 		}
 	}
 	return t[2], sc, t[6:], nil
-}
-
-// Key is the KV key "<scope>.<kind>[.<id>...]"; each id must pass CheckID.
-func Key(sc binding.Scope, kind string, ids ...string) (string, error) {
-	if sc.IsZero() {
-		return "", fmt.Errorf("%w: zero scope", binding.ErrInvalidScope)
-	}
-	if err := CheckID(kind); err != nil {
-		return "", err
-	}
-	for _, id := range ids {
-		if err := CheckID(id); err != nil {
-			return "", err
-		}
-	}
-	return join(append([]string{sc.String(), kind}, ids...)...), nil
-}
-
-// KVStream returns the name of the stream that holds a bucket, "KV_<bucket>".
-func KVStream(bucket string) string { return "KV_" + bucket }
-
-// directGetSubject is the JetStream API subject of a batched direct get on
-// a stream (a single-message get appends the subject).
-func directGetSubject(stream string) string { return "$JS.API.DIRECT.GET." + stream }
-
-// msgGetSubject is the JetStream API subject of a message get on a stream,
-// which only the stream's leader answers.
-func msgGetSubject(stream string) string { return "$JS.API.STREAM.MSG.GET." + stream }
-
-// KVSubject returns the stream subject under which a bucket stores the keys
-// matching keyFilter, "$KV.<bucket>.<keyFilter>", for consumers that read
-// a bucket's stream directly (a view with its own heartbeat handling).
-func KVSubject(bucket, keyFilter string) string { return "$KV." + bucket + "." + keyFilter }
-
-// KVKeysFilter matches one key kind of every scope: "*.*.*.<kind>.*".
-func KVKeysFilter(kind string) string { return "*.*.*." + kind + ".*" }
-
-// AuthorityKey is "<scope>.authority".
-func AuthorityKey(sc binding.Scope) string { return sc.String() + "." + KeyAuthority }
-
-// AuthorityKeysFilter matches every scope's authority key.
-const AuthorityKeysFilter = "*.*.*." + KeyAuthority
-
-// ScopeKeysFilter matches every key of one scope: "<scope>.>".
-func ScopeKeysFilter(sc binding.Scope) string { return sc.String() + ".>" }
-
-// InvocationKey is the dedupe key "<scope>.inv.<first 32 hex of sha256(id)>".
-func InvocationKey(sc binding.Scope, invocationID string) string {
-	return sc.String() + "." + KeyInv + "." + binding.HashToken(invocationID, 32)
-}
-
-// ParseKey splits a KV key into scope, kind and ids.
-func ParseKey(key string) (sc binding.Scope, kind string, ids []string, err error) {
-	t := strings.Split(key, ".")
-	if len(t) < 4 {
-		return binding.Scope{}, "", nil, fmt.Errorf("%w: %q", ErrKey, key)
-	}
-	sc, err = binding.ScopeFromTokens(t[:3])
-	if err != nil {
-		return binding.Scope{}, "", nil, err
-	}
-	return sc, t[3], t[4:], nil
-}
-
-func checkPlugin(plugin string) error {
-	if !pluginRE.MatchString(plugin) {
-		return fmt.Errorf("bus: invalid plugin name %q", plugin)
-	}
-	return nil
 }
