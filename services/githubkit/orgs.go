@@ -57,6 +57,37 @@ type orgRecord struct {
 	Subscribers []*Subscriber `json:"subscribers"`
 	// HookID names the organisation's webhook (orgs_hook.go); "" for none.
 	HookID string `json:"hook_id,omitempty"`
+	// Repos are the organisation's repositories its feed showed activity
+	// in, most recent first, at most maxOrgRepos: the ones its chats' review
+	// reminders read (reviews.go).
+	Repos []string `json:"repos,omitempty"`
+}
+
+// maxOrgRepos caps orgRecord.Repos.
+const maxOrgRepos = 20
+
+// noteRepos puts the repositories of evs (newest first) at the front of
+// repos, keeping at most maxOrgRepos.
+func noteRepos(repos []string, evs []ghclient.Event) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range append(eventRepos(evs), repos...) {
+		k := strings.ToLower(n)
+		if n == "" || seen[k] || len(out) >= maxOrgRepos {
+			continue
+		}
+		seen[k] = true
+		out = append(out, n)
+	}
+	return out
+}
+
+func eventRepos(evs []ghclient.Event) []string {
+	out := make([]string, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, e.Repo.Name)
+	}
+	return out
 }
 
 func orgStore(kv *bus.KV) *bus.Records[orgRecord] {
@@ -87,12 +118,12 @@ type orgFeed struct{ o *orgs }
 func (r *orgRecord) asRepo() *RepoRecord {
 	ps := r.Poll
 	ps.IntervalS = r.IntervalS
-	return &RepoRecord{V: r.V, FullName: r.Org, Head: r.Head, ETag: r.ETag, Poll: ps, Subscribers: r.Subscribers, HookID: r.HookID}
+	return &RepoRecord{V: r.V, FullName: r.Org, Head: r.Head, ETag: r.ETag, Poll: ps, Subscribers: r.Subscribers, HookID: r.HookID, orgRepos: r.Repos}
 }
 
 // takePoll copies what a poll changes from p into r.
 func (r *orgRecord) takePoll(p *RepoRecord) {
-	r.Head, r.ETag, r.Poll, r.Subscribers = p.Head, p.ETag, p.Poll, p.Subscribers
+	r.Head, r.ETag, r.Poll, r.Subscribers, r.Repos = p.Head, p.ETag, p.Poll, p.Subscribers, p.orgRepos
 	r.IntervalS = p.Poll.IntervalS
 }
 

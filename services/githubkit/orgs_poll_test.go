@@ -205,3 +205,52 @@ func TestOrgPushHeldInQuietHours(t *testing.T) {
 		t.Fatalf("a held push leaves the cursor at %v", c)
 	}
 }
+
+// TestReviewRemindersIncludeOrgRepos: a chat following an organisation
+// is reminded of the pull requests waiting in the organisation's
+// repositories its feed showed activity in (not in a repository the feed
+// never showed); a repository one chat follows directly and another
+// through the organisation is read once per reminder time.
+func TestReviewRemindersIncludeOrgRepos(t *testing.T) {
+	h, a, poll := orgInst(t)
+	h.clock.Set(time.Date(2027, 6, 1, 8, 0, 0, 0, time.UTC))
+	created := time.Date(2027, 5, 30, 0, 0, 0, 0, time.UTC)
+	for _, r := range []string{"acme/web", "acme/quiet"} {
+		h.fake.AddRepo(r, 0)
+		h.fake.SetPulls(r, fakegithub.Pull{Number: 4, Title: "Waiting in " + r, Author: "alice", CreatedAt: created, Reviewers: []string{"bob"}})
+	}
+	h.fake.AddOrgEvents("acme", "acme/web", fakegithub.Event("issue_opened", 101))
+	h.fireOn(poll, githubkit.OrgConsumer)
+	direct := a.session
+	direct.LauncherID = "group-direct"
+	h.cmd(a, "sub acme/web", withSession(direct))
+	for _, s := range []wire.Session{a.session, direct} {
+		if got := h.cmd(a, "reviews 9:30", withSession(s)); !strings.Contains(got, "09:30") {
+			t.Fatalf("reviews: %q", got)
+		}
+	}
+	at, ok := h.scheduledAt(h.featSubject(a, githubkit.KindReviewSched, "0930"))
+	if !ok {
+		t.Fatal("no reminder schedule")
+	}
+	h.clock.Set(at)
+	before := len(h.sends())
+	h.fake.ResetRequests()
+	h.fireOn(h.featSubject(a, githubkit.KindReviewFire, "0930"), githubkit.ReviewConsumer)
+	byChat := map[string]string{}
+	for _, c := range h.sends()[before:] {
+		byChat[c.SendMessage().TargetID] = sendText(c)
+	}
+	for _, chat := range []wire.ID{a.session.LauncherID, direct.LauncherID} {
+		text := byChat[string(chat)]
+		if !strings.Contains(text, "acme/web#4") || strings.Contains(text, "acme/quiet") {
+			t.Fatalf("reminder to %s: %q", chat, text)
+		}
+	}
+	if n := len(h.requestsTo("/repos/acme/web/pulls")); n != 1 {
+		t.Fatalf("%d pulls requests for acme/web, want 1", n)
+	}
+	if n := len(h.requestsTo("/repos/acme/quiet/pulls")); n != 0 {
+		t.Fatalf("%d pulls requests for a repository the feed never showed", n)
+	}
+}

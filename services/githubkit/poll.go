@@ -341,6 +341,11 @@ func (p *pollRun) morePages(ctx context.Context, page ghclient.EventsPage, targe
 func (p *pollRun) noteRead(page ghclient.EventsPage, evs []ghclient.Event) (maxSeen string) {
 	r := p.rec
 	p.success(page.PollInterval)
+	if p.feed.org() {
+		// the organisation's repositories with activity, for its chats'
+		// review reminders (reviews.go)
+		r.orgRepos = noteRepos(r.orgRepos, evs)
+	}
 	if len(evs) > 0 && !p.feed.org() {
 		ev := evs[0]
 		if ev.Repo.Name != "" && ev.Repo.Name != r.FullName {
