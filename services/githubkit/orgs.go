@@ -151,6 +151,9 @@ func (f orgFeed) update(ctx context.Context, sc binding.Scope, key string, fn fu
 		if err != nil || out == nil {
 			return nil, err
 		}
+		if r == nil {
+			r = &orgRecord{V: 1, Org: out.FullName, HookID: out.HookID}
+		}
 		r.takePoll(out)
 		return r, nil
 	}, key)
