@@ -334,23 +334,36 @@ func (s *orgs) disarm(ctx context.Context, sc binding.Scope, key string) error {
 	return bus.PurgeSubjects(ctx, st, sched, poll)
 }
 
-// listLines are the chat's organisation subscriptions for "gh subs".
-func (s *orgs) listLines(ctx context.Context, sc binding.Scope, id Identity, x texts) string {
+// listLines are the chat's organisation subscriptions for "gh subs"; a
+// broken one gets its own line saying so and how to resume it.
+func (s *orgs) listLines(ctx context.Context, sc binding.Scope, id Identity, x texts, prefix string) string {
 	all, err := orgStore(s.runner.KV()).List(ctx, sc)
 	if err != nil {
 		return ""
 	}
 	var names []string
+	var broken []*orgRecord
 	for _, l := range all {
 		if l.Value != nil && l.Value.Find(id) != nil {
 			names = append(names, l.Value.Org)
+			if l.Value.Poll.Broken != nil {
+				broken = append(broken, l.Value)
+			}
 		}
 	}
 	if len(names) == 0 {
 		return ""
 	}
-	slices.SortFunc(names, func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
-	return x.T("org.subs", "orgs", strings.Join(names, ", "))
+	byName := func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) }
+	slices.SortFunc(names, byName)
+	slices.SortFunc(broken, func(a, b *orgRecord) int { return byName(a.Org, b.Org) })
+	out := x.T("org.subs", "orgs", strings.Join(names, ", "))
+	for _, r := range broken {
+		sub := r.Find(id)
+		out += "\n" + x.T("subs.item_broken", "repo", r.Org, "events", x.FilterText(sub.Kinds, sub.Refine, "sub.all_events"),
+			"status", strconv.Itoa(r.Poll.Broken.Status), "prefix", prefix)
+	}
+	return out
 }
 
 // handlePoll runs a fired organisation poll: the repository poll's steps

@@ -173,6 +173,10 @@ func TestOrgPollBroken(t *testing.T) {
 			if n := len(h.fake.Requests()); n != 0 || len(h.sends()) != 1 {
 				t.Fatalf("after broken: %d requests, %d sends", n, len(h.sends()))
 			}
+			if got := h.cmd(a, "subs"); !strings.Contains(got, "Organisations: acme") ||
+				!strings.Contains(got, "acme (all events) ⚠ stopped after repeated errors (HTTP "+strconv.Itoa(status)+")") {
+				t.Fatalf("subs: %q", got)
+			}
 			h.fake.ClearFaults()
 			if got := h.cmd(a, "sub acme"); !strings.Contains(got, "organisation acme") {
 				t.Fatalf("resume: %q", got)
