@@ -34,8 +34,9 @@
 //     repository per fire), personal (personal.go: "gh me", links
 //     <scope>.me.<login>, private pushes from the events the poller and
 //     the webhook consumer already read), orgs (orgs.go: "gh sub <org>",
-//     <scope>.org.<org>, polled by /orgs/{org}/events; orgs_hook.go: the
-//     organisation's webhook) and summaries (summary.go: "gh summary",
+//     <scope>.org.<org>, polled by /orgs/{org}/events through the
+//     poller's pollRun over orgFeed, the feed interface of poll.go;
+//     orgs_hook.go: the organisation's webhook) and summaries (summary.go: "gh summary",
 //     invoke_llm within <scope>.aibudget). settings_feat.go reads their
 //     settings. seen.go's recent-event sets and the record schedules
 //     (arm, disarm) are shared's.

@@ -55,7 +55,7 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	case events.SubSubs:
 		text, err = s.subs.listSubs(ctx, inv, x, prefix)
 		if id, ok := identity(inv.Command); ok && err == nil {
-			if l := s.orgs.listLines(ctx, inv.Scope, id, x); l != "" {
+			if l := s.orgs.listLines(ctx, inv.Scope, id, x, prefix); l != "" {
 				text += "\n" + l
 			}
 		}

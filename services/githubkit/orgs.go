@@ -9,6 +9,12 @@ package githubkit
 // <prefix>.githubkit.osched.<scope>.<org-token> firing onto
 // <prefix>.githubkit.opoll.<scope>.<org-token>. A new subscriber starts
 // at the head: it gets what happens after it subscribed.
+//
+// The poll is the repository poll's pollRun over orgFeed (poll.go): the
+// same backoff, rate-limit memory, broken-marking, claim, noise hold and
+// per-subscriber cursors, so the head and a chat's cursor move only after
+// its send succeeded (or was held), and a retry repeats the same
+// idempotency key.
 
 import (
 	"context"
@@ -20,7 +26,6 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
@@ -41,14 +46,48 @@ const (
 
 // orgRecord is <scope>.org.<org-token>.
 type orgRecord struct {
-	V           int           `json:"v"`
-	Org         string        `json:"org"`
-	Head        *string       `json:"head"`
-	ETag        string        `json:"etag,omitempty"`
-	IntervalS   int           `json:"interval_s"`
+	V         int     `json:"v"`
+	Org       string  `json:"org"`
+	Head      *string `json:"head"`
+	ETag      string  `json:"etag,omitempty"`
+	IntervalS int     `json:"interval_s"`
+	// Poll is the poll bookkeeping (backoff, claim, failures, broken);
+	// its IntervalS mirrors IntervalS. Absent in records written before it.
+	Poll        PollState     `json:"poll"`
 	Subscribers []*Subscriber `json:"subscribers"`
 	// HookID names the organisation's webhook (orgs_hook.go); "" for none.
 	HookID string `json:"hook_id,omitempty"`
+	// Repos are the organisation's repositories its feed showed activity
+	// in, most recent first, at most maxOrgRepos: the ones its chats' review
+	// reminders read (reviews.go).
+	Repos []string `json:"repos,omitempty"`
+}
+
+// maxOrgRepos caps orgRecord.Repos.
+const maxOrgRepos = 20
+
+// noteRepos puts the repositories of evs (newest first) at the front of
+// repos, keeping at most maxOrgRepos.
+func noteRepos(repos []string, evs []ghclient.Event) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range append(eventRepos(evs), repos...) {
+		k := strings.ToLower(n)
+		if n == "" || seen[k] || len(out) >= maxOrgRepos {
+			continue
+		}
+		seen[k] = true
+		out = append(out, n)
+	}
+	return out
+}
+
+func eventRepos(evs []ghclient.Event) []string {
+	out := make([]string, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, e.Repo.Name)
+	}
+	return out
 }
 
 func orgStore(kv *bus.KV) *bus.Records[orgRecord] {
@@ -65,9 +104,87 @@ func isOrgArg(a string) bool { return loginRE.MatchString(a) }
 // orgs is "gh sub <org>", "gh unsub <org>" and the organisation polls.
 type orgs struct {
 	*shared
-	gh *ghclient.GitHub
-	me *personal
-	wh *webhooks
+	gh   *ghclient.GitHub
+	me   *personal
+	wh   *webhooks
+	poll *poller // runs the fired polls over orgFeed
+}
+
+// orgFeed is an organisation's events feed and its <scope>.org record, as
+// the RepoRecord a pollRun works on (FullName is the organisation).
+type orgFeed struct{ o *orgs }
+
+// asRepo is r as a poll's record; the subscribers are shared.
+func (r *orgRecord) asRepo() *RepoRecord {
+	ps := r.Poll
+	ps.IntervalS = r.IntervalS
+	return &RepoRecord{V: r.V, FullName: r.Org, Head: r.Head, ETag: r.ETag, Poll: ps, Subscribers: r.Subscribers, HookID: r.HookID, orgRepos: r.Repos}
+}
+
+// takePoll copies what a poll changes from p into r.
+func (r *orgRecord) takePoll(p *RepoRecord) {
+	r.Head, r.ETag, r.Poll, r.Subscribers, r.Repos = p.Head, p.ETag, p.Poll, p.Subscribers, p.orgRepos
+	r.IntervalS = p.Poll.IntervalS
+}
+
+func (f orgFeed) get(ctx context.Context, sc binding.Scope, key string) (*RepoRecord, uint64, error) {
+	r, rev, err := orgStore(f.o.runner.KV()).Get(ctx, sc, key)
+	if err != nil || r == nil {
+		return nil, rev, err
+	}
+	return r.asRepo(), rev, nil
+}
+
+func (f orgFeed) updateAt(ctx context.Context, sc binding.Scope, key string, p *RepoRecord, rev uint64) (uint64, error) {
+	r := &orgRecord{V: max(p.V, 1), Org: p.FullName, HookID: p.HookID}
+	r.takePoll(p)
+	return orgStore(f.o.runner.KV()).UpdateAt(ctx, sc, r, rev, key)
+}
+
+func (f orgFeed) update(ctx context.Context, sc binding.Scope, key string, fn func(*RepoRecord) (*RepoRecord, error)) error {
+	_, _, err := orgStore(f.o.runner.KV()).Update(ctx, sc, func(r *orgRecord) (*orgRecord, error) {
+		var in *RepoRecord
+		if r != nil {
+			in = r.asRepo()
+		}
+		out, err := fn(in)
+		if err != nil || out == nil {
+			return nil, err
+		}
+		if r == nil {
+			r = &orgRecord{V: 1, Org: out.FullName, HookID: out.HookID}
+		}
+		r.takePoll(out)
+		return r, nil
+	}, key)
+	return err
+}
+
+func (f orgFeed) remove(ctx context.Context, sc binding.Scope, key string, rev uint64) error {
+	return orgStore(f.o.runner.KV()).Delete(ctx, sc, rev, key)
+}
+
+func (f orgFeed) events(ctx context.Context, t ghclient.Target, name string, page int, etag string) (ghclient.EventsPage, error) {
+	return f.o.gh.OrgEvents(ctx, t, name, page, eventsPerPage, etag)
+}
+
+func (f orgFeed) arm(ctx context.Context, sc binding.Scope, key string, intervalS int) error {
+	return f.o.arm(ctx, sc, key, intervalS)
+}
+
+func (f orgFeed) disarm(ctx context.Context, sc binding.Scope, key string) error {
+	return f.o.disarm(ctx, sc, key)
+}
+
+func (orgFeed) org() bool { return true }
+
+// arm (re)publishes the organisation's "@every" schedule.
+func (s *orgs) arm(ctx context.Context, sc binding.Scope, key string, intervalS int) error {
+	sched, poll, err := s.subjects(sc, key)
+	if err != nil {
+		return err
+	}
+	return bus.ScheduleEvery(ctx, s.runner.JetStream(), sched, poll, time.Duration(intervalS)*time.Second, []byte(`{"v":1}`))
 }
 
 func (s *orgs) subjects(sc binding.Scope, key string) (sched, poll string, err error) {
@@ -124,15 +241,28 @@ func (s *orgs) subscribe(ctx context.Context, inv *bus.Invocation, st Settings, 
 		if r == nil {
 			r = &orgRecord{V: 1}
 		}
-		r.Org, r.IntervalS = org, interval
+		r.Org = org
 		if sub := r.Find(id); sub != nil {
 			sub.Kinds, sub.Refine, sub.Prefix = kinds, ref, prefix
 		} else {
 			if len(r.Subscribers) >= events.MaxSubscribersRepo {
 				return nil, &errAbort{x.T("sub.cap_subscribers", "repo", org, "max", strconv.Itoa(events.MaxSubscribersRepo))}
 			}
-			r.Subscribers = append(r.Subscribers, &Subscriber{Identity: id, Kinds: kinds, Refine: ref, Prefix: prefix, AddedAt: now})
+			var cursor *string
+			if r.Head != nil {
+				c := *r.Head
+				cursor = &c
+			}
+			r.Subscribers = append(r.Subscribers, &Subscriber{Identity: id, Kinds: kinds, Refine: ref, Prefix: prefix, Cursor: cursor, AddedAt: now})
 		}
+		if r.Poll.Broken != nil {
+			// subscribing again resumes a broken organisation, as for a repository
+			r.Poll.Broken = nil
+			r.Poll.PermanentFailures, r.Poll.TransientFailures = 0, 0
+			r.Poll.NotBefore = nil
+		}
+		interval = effectiveInterval(st.PollInterval, r.Poll.XPollIntervalS)
+		r.IntervalS = interval
 		return r, nil
 	}, key)
 	if a, ok := asAbort(err); ok {
@@ -141,11 +271,7 @@ func (s *orgs) subscribe(ctx context.Context, inv *bus.Invocation, st Settings, 
 	if err != nil {
 		return "", errStore(err)
 	}
-	sched, poll, err := s.subjects(sc, key)
-	if err != nil {
-		return "", errStore(err)
-	}
-	if err := bus.ScheduleEvery(ctx, s.runner.JetStream(), sched, poll, time.Duration(interval)*time.Second, []byte(`{"v":1}`)); err != nil {
+	if err := s.arm(ctx, sc, key, interval); err != nil {
 		return "", errStore(err)
 	}
 	return x.T("org.sub_ok", "org", rec.Org, "events", x.FilterText(kinds, ref, "sub.all_events"), "interval", strconv.Itoa(interval), "prefix", prefix), nil
@@ -208,146 +334,42 @@ func (s *orgs) disarm(ctx context.Context, sc binding.Scope, key string) error {
 	return bus.PurgeSubjects(ctx, st, sched, poll)
 }
 
-// listLines are the chat's organisation subscriptions for "gh subs".
-func (s *orgs) listLines(ctx context.Context, sc binding.Scope, id Identity, x texts) string {
+// listLines are the chat's organisation subscriptions for "gh subs"; a
+// broken one gets its own line saying so and how to resume it.
+func (s *orgs) listLines(ctx context.Context, sc binding.Scope, id Identity, x texts, prefix string) string {
 	all, err := orgStore(s.runner.KV()).List(ctx, sc)
 	if err != nil {
 		return ""
 	}
 	var names []string
+	var broken []*orgRecord
 	for _, l := range all {
 		if l.Value != nil && l.Value.Find(id) != nil {
 			names = append(names, l.Value.Org)
+			if l.Value.Poll.Broken != nil {
+				broken = append(broken, l.Value)
+			}
 		}
 	}
 	if len(names) == 0 {
 		return ""
 	}
-	slices.SortFunc(names, func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
-	return x.T("org.subs", "orgs", strings.Join(names, ", "))
+	byName := func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) }
+	slices.SortFunc(names, byName)
+	slices.SortFunc(broken, func(a, b *orgRecord) int { return byName(a.Org, b.Org) })
+	out := x.T("org.subs", "orgs", strings.Join(names, ", "))
+	for _, r := range broken {
+		sub := r.Find(id)
+		out += "\n" + x.T("subs.item_broken", "repo", r.Org, "events", x.FilterText(sub.Kinds, sub.Refine, "sub.all_events"),
+			"status", strconv.Itoa(r.Poll.Broken.Status), "prefix", prefix)
+	}
+	return out
 }
 
+// handlePoll runs a fired organisation poll: the repository poll's steps
+// over orgFeed.
 func (s *orgs) handlePoll(ctx context.Context, f *bus.Fired) {
-	ctx = ghclient.WithInstallation(ctx, f.Scope.String())
-	ctx, span := s.tracer.Start(ctx, "githubkit.org.poll")
-	defer span.End()
-	if f.Kind != KindOrgPoll || len(f.IDs) != 1 {
-		_ = f.Term()
-		return
-	}
-	if s.poll(ctx, f.Scope, f.IDs[0]) {
-		_ = f.Nak(5 * time.Second)
-		return
-	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = f.Ack(actx)
-}
-
-// poll reads the organisation's feed once (conditionally) and pushes what
-// is new to each subscriber; retry asks for redelivery.
-func (s *orgs) poll(ctx context.Context, sc binding.Scope, key string) (retry bool) {
-	kv := s.runner.KV()
-	a, err := s.runner.Authority(ctx, sc)
-	if err != nil {
-		return true
-	}
-	rec, rev, err := orgStore(kv).Get(ctx, sc, key)
-	if err != nil {
-		return true
-	}
-	if a == nil || a.State == bus.StateRemoved || rec == nil || len(rec.Subscribers) == 0 {
-		_ = s.disarm(ctx, sc, key)
-		return false
-	}
-	if !a.Active() {
-		return false
-	}
-	raw, err := s.runner.OpenConfig(sc, a)
-	if err != nil {
-		return false
-	}
-	st, _ := s.settings(raw)
-	if st.APIErr != nil {
-		return false
-	}
-	page, err := s.gh.OrgEvents(ctx, ghclient.Target{BaseURL: st.APIURL, Token: st.Token}, rec.Org, rec.ETag)
-	if err != nil || page.NotModified {
-		return false
-	}
-	head := ""
-	if rec.Head != nil {
-		head = *rec.Head
-	}
-	maxSeen := head
-	var asc []ghclient.Event
-	for i := len(page.Events) - 1; i >= 0; i-- {
-		e := page.Events[i]
-		if !isDecimal(e.ID) {
-			continue
-		}
-		if maxSeen == "" || CompareIDs(e.ID, maxSeen) > 0 {
-			maxSeen = e.ID
-		}
-		asc = append(asc, e)
-	}
-	if maxSeen == "" {
-		maxSeen = "0"
-	}
-	// the record moves first (compare-and-set on the revision read): a
-	// replica that lost the race sends nothing, so nothing goes twice
-	next := *rec
-	next.Head, next.ETag = &maxSeen, page.ETag
-	if _, err := orgStore(kv).UpdateAt(ctx, sc, &next, rev, key); err != nil {
-		if bus.IsCASConflict(err) {
-			return false
-		}
-		return true
-	}
-	if rec.Head == nil {
-		return false // primed: nothing older is pushed
-	}
-	asc = newerThan(asc, head)
-	if rec.HookID != "" {
-		// what the webhook delivered is left out, and what is pushed here
-		// is claimed against the webhook (seen.go)
-		asc = s.claimPolled(ctx, sc, key, asc, s.now())
-	}
-	x := s.texts(st.Language)
-	base := events.WebBase(st.APIURL)
-	for _, sub := range rec.Subscribers {
-		sel := SelectRefined(asc, head, sub.Kinds, sub.Refine, st.MaxEventsPerPush)
-		if len(sel.Events) == 0 {
-			continue
-		}
-		var lines []string
-		for _, e := range sel.Events {
-			if line, ok := x.EventLine(e, nil, events.NewLinks(base, e.Repo.Name)); ok {
-				lines = append(lines, e.Repo.Name+": "+line)
-			}
-		}
-		if len(lines) == 0 {
-			continue
-		}
-		text := x.PushMessage(rec.Org, lines, sel.More)
-		sctx, cancel := context.WithTimeout(ctx, s.cfg.HostTimeout)
-		err := s.runner.Host().SendMessage(sctx, a.Binding, wire.SendMessage{
-			BotUUID: sub.BotUUID, TargetType: sub.TargetType, TargetID: sub.TargetID, MessageChain: wire.Plain(text),
-		}, "githubkit:"+sc.String()+":org:"+key+":"+sub.SID()+":"+head+"-"+maxSeen)
-		cancel()
-		if err != nil {
-			s.log.WarnContext(ctx, "org: send failed", "scope", sc.String(), "err", err)
-		}
-	}
-	// personal notifications: the organisation's repositories are followed
-	byRepo := map[string][]ghclient.Event{}
-	for _, e := range asc {
-		byRepo[e.Repo.Name] = append(byRepo[e.Repo.Name], e)
-	}
-	for repo, evs := range byRepo {
-		s.me.notify(ctx, sc, a, st, repo, evs)
-	}
-	return false
+	s.poll.handle(ctx, f, KindOrgPoll, orgFeed{s}, "githubkit.org.poll")
 }
 
 func (s *orgs) consumer() bus.Consumer {
@@ -396,24 +418,21 @@ func featTransition(ctx context.Context, revs *reviewReminders, o *orgs, sc bind
 		return err
 	}
 	for _, l := range ol {
-		if l.Value == nil || len(l.Value.Subscribers) == 0 || l.Value.IntervalS == st.PollInterval {
+		if l.Value == nil || len(l.Value.Subscribers) == 0 || l.Value.Poll.Broken != nil ||
+			l.Value.IntervalS == effectiveInterval(st.PollInterval, l.Value.Poll.XPollIntervalS) {
 			continue
 		}
 		if _, _, err := orgStore(kv).Update(ctx, sc, func(r *orgRecord) (*orgRecord, error) {
 			if r == nil {
 				return nil, bus.ErrNoChange
 			}
-			r.IntervalS = st.PollInterval
+			r.IntervalS = effectiveInterval(st.PollInterval, r.Poll.XPollIntervalS)
 			return r, nil
 		}, l.ID); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		sched, poll, err := o.subjects(sc, l.ID)
-		if err == nil {
-			err = bus.ScheduleEvery(ctx, o.runner.JetStream(), sched, poll, time.Duration(st.PollInterval)*time.Second, []byte(`{"v":1}`))
-		}
-		errs = append(errs, err)
+		errs = append(errs, o.arm(ctx, sc, l.ID, effectiveInterval(st.PollInterval, l.Value.Poll.XPollIntervalS)))
 	}
 	return errors.Join(errs...)
 }

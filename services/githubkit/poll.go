@@ -36,21 +36,79 @@ const (
 	outBusy        = "busy" // the installation's or host's cap was taken (ghclient/limits.go)
 )
 
-// handlePoll handles one fired poll message (spec §7.2).
+// feed is what one poll reads and where it keeps its record: a
+// repository's events (repoFeed) or an organisation's (orgFeed, orgs.go).
+// Every step of pollRun (backoff, rate-limit memory, claim, send, cursor
+// moves, broken-marking) is the same for both; only these differ. The
+// record is a RepoRecord in memory either way.
+type feed interface {
+	get(ctx context.Context, sc binding.Scope, key string) (*RepoRecord, uint64, error)
+	// updateAt writes r by compare-and-set on rev.
+	updateAt(ctx context.Context, sc binding.Scope, key string, r *RepoRecord, rev uint64) (uint64, error)
+	update(ctx context.Context, sc binding.Scope, key string, fn func(*RepoRecord) (*RepoRecord, error)) error
+	remove(ctx context.Context, sc binding.Scope, key string, rev uint64) error
+	events(ctx context.Context, t ghclient.Target, name string, page int, etag string) (ghclient.EventsPage, error)
+	arm(ctx context.Context, sc binding.Scope, key string, intervalS int) error
+	disarm(ctx context.Context, sc binding.Scope, key string) error
+	// org reports an organisation's feed: its events name their
+	// repositories, so lines say which, and there is no rename or CI step.
+	org() bool
+}
+
+// repoFeed is a repository's events feed and its <scope>.repo record.
+type repoFeed struct{ s *poller }
+
+func (f repoFeed) get(ctx context.Context, sc binding.Scope, key string) (*RepoRecord, uint64, error) {
+	return repos(f.s.runner.KV()).Get(ctx, sc, key)
+}
+
+func (f repoFeed) updateAt(ctx context.Context, sc binding.Scope, key string, r *RepoRecord, rev uint64) (uint64, error) {
+	return repos(f.s.runner.KV()).UpdateAt(ctx, sc, r, rev, key)
+}
+
+func (f repoFeed) update(ctx context.Context, sc binding.Scope, key string, fn func(*RepoRecord) (*RepoRecord, error)) error {
+	_, _, err := updateRecord(ctx, f.s.runner.KV(), sc, key, fn)
+	return err
+}
+
+func (f repoFeed) remove(ctx context.Context, sc binding.Scope, key string, rev uint64) error {
+	return repos(f.s.runner.KV()).Delete(ctx, sc, rev, key)
+}
+
+func (f repoFeed) events(ctx context.Context, t ghclient.Target, name string, page int, etag string) (ghclient.EventsPage, error) {
+	return f.s.gh.Events(ctx, t, name, page, eventsPerPage, etag)
+}
+
+func (f repoFeed) arm(ctx context.Context, sc binding.Scope, key string, intervalS int) error {
+	return f.s.arm(ctx, sc, key, intervalS)
+}
+
+func (f repoFeed) disarm(ctx context.Context, sc binding.Scope, key string) error {
+	return f.s.disarm(ctx, sc, key)
+}
+
+func (repoFeed) org() bool { return false }
+
+// handlePoll handles one fired repository poll message (spec §7.2).
 func (s *poller) handlePoll(ctx context.Context, f *bus.Fired) {
+	s.handle(ctx, f, KindPoll, repoFeed{s}, "githubkit.poll")
+}
+
+// handle handles one fired poll message of kind on fd.
+func (s *poller) handle(ctx context.Context, f *bus.Fired, kind string, fd feed, spanName string) {
 	ctx = ghclient.WithInstallation(ctx, f.Scope.String())
 	opts := []trace.SpanStartOption{trace.WithAttributes(bus.AttrScope.String(f.Scope.String()))}
 	if f.Origin.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: f.Origin}))
 	}
-	ctx, span := s.tracer.Start(ctx, "githubkit.poll", opts...)
+	ctx, span := s.tracer.Start(ctx, spanName, opts...)
 	defer span.End()
-	if f.Kind != KindPoll || len(f.IDs) != 1 {
+	if f.Kind != kind || len(f.IDs) != 1 {
 		s.log.ErrorContext(ctx, "poll message with a malformed subject")
 		_ = f.Term()
 		return
 	}
-	outcome, retry := s.poll(ctx, f, f.Scope, f.IDs[0])
+	outcome, retry := s.poll(ctx, f, f.Scope, f.IDs[0], fd)
 	span.SetAttributes(attribute.String("githubkit.poll.outcome", outcome))
 	s.metrics.polls.WithLabelValues(outcome).Inc()
 	if retry {
@@ -66,6 +124,7 @@ func (s *poller) handlePoll(ctx context.Context, f *bus.Fired) {
 // pollRun carries one poll's state.
 type pollRun struct {
 	s        *poller
+	feed     feed
 	sc       binding.Scope
 	key      string
 	auth     *bus.Authority
@@ -97,20 +156,19 @@ func (p *pollRun) enricher() *enricher {
 
 // poll runs the steps of spec §7.2; retry asks for redelivery (the state
 // store failed before anything was decided).
-func (s *poller) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key string) (outcome string, retry bool) {
-	kv := s.runner.KV()
+func (s *poller) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key string, fd feed) (outcome string, retry bool) {
 	// 2. Authority.
 	a, err := s.runner.Authority(ctx, sc)
 	if err != nil {
 		return outTransient, true
 	}
 	if a == nil || a.State == bus.StateRemoved {
-		if err := s.disarm(ctx, sc, key); err != nil {
+		if err := fd.disarm(ctx, sc, key); err != nil {
 			return outTransient, true
 		}
 		if a != nil {
-			if r, err := getRecord(ctx, kv, sc, key); err == nil && r != nil {
-				_ = repos(kv).Delete(ctx, sc, r.Rev, key)
+			if r, rev, err := fd.get(ctx, sc, key); err == nil && r != nil {
+				_ = fd.remove(ctx, sc, key, rev)
 			}
 		}
 		return outPaused, false
@@ -128,23 +186,23 @@ func (s *poller) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key s
 		return outConfigError, false
 	}
 	// 3. Record.
-	cur, err := getRecord(ctx, kv, sc, key)
+	rec, rev, err := fd.get(ctx, sc, key)
 	if err != nil {
 		return outTransient, true
 	}
-	if cur == nil || len(cur.Rec.Subscribers) == 0 || cur.Rec.Poll.Broken != nil {
-		if err := s.disarm(ctx, sc, key); err != nil {
+	if rec == nil || len(rec.Subscribers) == 0 || rec.Poll.Broken != nil {
+		if err := fd.disarm(ctx, sc, key); err != nil {
 			return outTransient, true
 		}
-		if cur != nil && len(cur.Rec.Subscribers) == 0 {
-			_ = repos(kv).Delete(ctx, sc, cur.Rev, key)
+		if rec != nil && len(rec.Subscribers) == 0 {
+			_ = fd.remove(ctx, sc, key, rev)
 		}
 		return outPaused, false
 	}
-	run := &pollRun{s: s, sc: sc, key: key, auth: a, st: st, fp: s.rateKey(st),
-		target: ghclient.Target{BaseURL: st.APIURL, Token: st.Token}, now: s.now(), rev: cur.Rev, rec: cur.Rec,
+	run := &pollRun{s: s, feed: fd, sc: sc, key: key, auth: a, st: st, fp: s.rateKey(st),
+		target: ghclient.Target{BaseURL: st.APIURL, Token: st.Token}, now: s.now(), rev: rev, rec: rec,
 		progress: func() { _ = f.InProgress() }}
-	if h := s.wh.hookStatus(ctx, sc, cur.Rec); h != nil {
+	if h := s.wh.hookStatus(ctx, sc, rec); h != nil {
 		run.hooked, run.hookLive = true, h.Live(run.now, s.wh.hookLiveFor())
 	}
 	outcome = run.run(ctx)
@@ -152,7 +210,7 @@ func (s *poller) poll(ctx context.Context, f *bus.Fired, sc binding.Scope, key s
 	case outNotModified, outNoNew, outDelivered:
 		// ciWanted reads the record of the start: polls of repositories
 		// without CI subscribers pay nothing for it
-		if ciWanted(run.rec) {
+		if !fd.org() && ciWanted(run.rec) {
 			run.pollCI(ctx)
 		}
 	}
@@ -183,7 +241,7 @@ func (p *pollRun) run(ctx context.Context) string {
 		newHead = maxID(head, maxSeen)
 	}
 	plans := p.plan(ctx, evs, head, target)
-	p.s.me.notify(ctx, p.sc, p.auth, p.st, p.rec.FullName, p.fresh)
+	p.notifyPersonal(ctx)
 	if len(plans) == 0 {
 		return p.nothingToSend(ctx, newHead)
 	}
@@ -239,7 +297,7 @@ func (p *pollRun) firstPage(ctx context.Context, lagging bool) (page ghclient.Ev
 	if r.ETag != "" && !lagging {
 		etag = r.ETag
 	}
-	page, err := p.s.gh.Events(ctx, p.target, r.FullName, 1, eventsPerPage, etag)
+	page, err := p.feed.events(ctx, p.target, r.FullName, 1, etag)
 	if err != nil {
 		return page, p.failure(ctx, err), true
 	}
@@ -265,7 +323,7 @@ func (p *pollRun) morePages(ctx context.Context, page ghclient.EventsPage, targe
 	for n := 2; n <= maxEventPages && r.Head != nil && len(last) == eventsPerPage &&
 		CompareIDs(last[len(last)-1].ID, target) > 0; n++ {
 		p.progress()
-		more, err := p.s.gh.Events(ctx, p.target, r.FullName, n, eventsPerPage, "")
+		more, err := p.feed.events(ctx, p.target, r.FullName, n, "")
 		if err != nil {
 			return nil, p.failure(ctx, err), false
 		}
@@ -283,7 +341,12 @@ func (p *pollRun) morePages(ctx context.Context, page ghclient.EventsPage, targe
 func (p *pollRun) noteRead(page ghclient.EventsPage, evs []ghclient.Event) (maxSeen string) {
 	r := p.rec
 	p.success(page.PollInterval)
-	if len(evs) > 0 {
+	if p.feed.org() {
+		// the organisation's repositories with activity, for its chats'
+		// review reminders (reviews.go)
+		r.orgRepos = noteRepos(r.orgRepos, evs)
+	}
+	if len(evs) > 0 && !p.feed.org() {
 		ev := evs[0]
 		if ev.Repo.Name != "" && ev.Repo.Name != r.FullName {
 			r.FullName = ev.Repo.Name
@@ -405,7 +468,7 @@ func (p *pollRun) send(ctx context.Context, plans []pushPlan, newHead string) (r
 	r := p.rec
 	x := p.s.texts(p.st.Language)
 	en := p.enricher()
-	ln := events.NewLinks(events.WebBase(p.st.APIURL), r.FullName)
+	base := events.WebBase(p.st.APIURL)
 	results = map[Identity]sendResult{}
 	for _, pl := range plans {
 		if ctx.Err() != nil || stale {
@@ -414,9 +477,15 @@ func (p *pollRun) send(ctx context.Context, plans []pushPlan, newHead string) (r
 		p.progress()
 		var lines []string
 		for _, e := range pl.sel.Events {
-			if line, ok := x.EventLine(e, en.enrich(ctx, e), ln); ok {
-				lines = append(lines, line)
+			repo := p.repoOf(e)
+			line, ok := x.EventLine(e, en.enrich(ctx, e), events.NewLinks(base, repo))
+			if !ok {
+				continue
 			}
+			if p.feed.org() {
+				line = repo + ": " + line // an organisation's push names each line's repository
+			}
+			lines = append(lines, line)
 		}
 		text := x.PushMessage(r.FullName, lines, pl.sel.More)
 		idem := pushIdem(p.sc, p.key, pl.sub, pl.cur+"-"+newHead)
@@ -466,7 +535,7 @@ func (p *pollRun) finish(ctx context.Context, plans []pushPlan, results map[Iden
 	// the final write must happen even when the poll deadline cut the sends
 	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer fcancel()
-	_, _, err := updateRecord(fctx, p.s.runner.KV(), p.sc, p.key, func(cur *RepoRecord) (*RepoRecord, error) {
+	err := p.feed.update(fctx, p.sc, p.key, func(cur *RepoRecord) (*RepoRecord, error) {
 		dropped = 0
 		if cur == nil {
 			return nil, bus.ErrNoChange
@@ -551,6 +620,36 @@ func (p *pollRun) interval() int {
 	return eff
 }
 
+// repoOf is the repository an event of this poll belongs to: the
+// record's (its current name) for a repository, the event's own for an
+// organisation.
+func (p *pollRun) repoOf(e ghclient.Event) string {
+	if p.feed.org() && e.Repo.Name != "" {
+		return e.Repo.Name
+	}
+	return p.rec.FullName
+}
+
+// notifyPersonal hands the new events to personal notifications
+// (personal.go), per repository.
+func (p *pollRun) notifyPersonal(ctx context.Context) {
+	if !p.feed.org() {
+		p.s.me.notify(ctx, p.sc, p.auth, p.st, p.rec.FullName, p.fresh)
+		return
+	}
+	var order []string
+	byRepo := map[string][]ghclient.Event{}
+	for _, e := range p.fresh {
+		if _, ok := byRepo[e.Repo.Name]; !ok {
+			order = append(order, e.Repo.Name)
+		}
+		byRepo[e.Repo.Name] = append(byRepo[e.Repo.Name], e)
+	}
+	for _, repo := range order {
+		p.s.me.notify(ctx, p.sc, p.auth, p.st, repo, byRepo[repo])
+	}
+}
+
 // newerThan returns the events (oldest first) with ids above cursor.
 func newerThan(asc []ghclient.Event, cursor string) []ghclient.Event {
 	for i, e := range asc {
@@ -564,7 +663,7 @@ func newerThan(asc []ghclient.Event, cursor string) []ghclient.Event {
 // writeAt writes the in-memory record by a single CAS on the revision read
 // at the start; it reports success and moves the revision on.
 func (p *pollRun) writeAt(ctx context.Context) bool {
-	rev, err := repos(p.s.runner.KV()).UpdateAt(ctx, p.sc, p.rec, p.rev, p.key)
+	rev, err := p.feed.updateAt(ctx, p.sc, p.key, p.rec, p.rev)
 	if err != nil {
 		if !bus.IsCASConflict(err) {
 			p.s.log.ErrorContext(ctx, "poll: write failed", "scope", p.sc.String(), "err", err)
@@ -582,7 +681,7 @@ func (p *pollRun) rearmIfNeeded(ctx context.Context) {
 	if eff == p.rec.Poll.IntervalS {
 		return
 	}
-	_, _, err := updateRecord(ctx, p.s.runner.KV(), p.sc, p.key, func(cur *RepoRecord) (*RepoRecord, error) {
+	err := p.feed.update(ctx, p.sc, p.key, func(cur *RepoRecord) (*RepoRecord, error) {
 		if cur == nil || cur.Poll.Broken != nil || cur.Poll.IntervalS == eff {
 			return nil, bus.ErrNoChange
 		}
@@ -593,7 +692,7 @@ func (p *pollRun) rearmIfNeeded(ctx context.Context) {
 		return
 	}
 	p.rec.Poll.IntervalS = eff
-	if err := p.s.arm(ctx, p.sc, p.key, eff); err != nil {
+	if err := p.feed.arm(ctx, p.sc, p.key, eff); err != nil {
 		p.s.log.ErrorContext(ctx, "poll: re-arm failed", "scope", p.sc.String(), "err", err)
 	}
 }
@@ -632,7 +731,7 @@ func (p *pollRun) failure(ctx context.Context, err error) string {
 			return outConflict
 		}
 		p.notifyBroken(ctx, at, ae.Status)
-		if err := p.s.disarm(ctx, p.sc, p.key); err != nil {
+		if err := p.feed.disarm(ctx, p.sc, p.key); err != nil {
 			p.s.log.ErrorContext(ctx, "poll: disarm of a broken record failed", "scope", p.sc.String(), "err", err)
 		}
 		return outBroken
@@ -677,26 +776,28 @@ type enricher struct {
 	budget  int
 	stopped bool
 	compare map[string]*events.Enrichment
-	pulls   map[int]*events.Enrichment
+	pulls   map[string]*events.Enrichment // by repository#number
 }
 
 func newEnricher(p *pollRun) *enricher {
-	return &enricher{p: p, budget: enrichmentBudget, compare: map[string]*events.Enrichment{}, pulls: map[int]*events.Enrichment{}}
+	return &enricher{p: p, budget: enrichmentBudget, compare: map[string]*events.Enrichment{}, pulls: map[string]*events.Enrichment{}}
 }
 
 // enrich returns what extra calls found out about e, or nil.
 func (en *enricher) enrich(ctx context.Context, e ghclient.Event) *events.Enrichment {
+	repo := en.p.repoOf(e)
 	if base, head, ok := events.NeedsCompare(e); ok {
-		return en.compareOf(ctx, base, head)
+		return en.compareOf(ctx, repo, base, head)
 	}
 	if n, ok := events.NeedsPull(e); ok {
-		if r, ok := en.pulls[n]; ok {
+		pk := repo + "#" + strconv.Itoa(n)
+		if r, ok := en.pulls[pk]; ok {
 			return r
 		}
 		if !en.take("pull") {
 			return nil
 		}
-		pr, err := en.p.s.gh.Pull(ctx, en.p.target, en.p.rec.FullName, n)
+		pr, err := en.p.s.gh.Pull(ctx, en.p.target, repo, n)
 		if en.failed("pull", err) {
 			return nil
 		}
@@ -707,7 +808,7 @@ func (en *enricher) enrich(ctx context.Context, e ghclient.Event) *events.Enrich
 				r.Labels = append(r.Labels, n)
 			}
 		}
-		en.pulls[n] = r
+		en.pulls[pk] = r
 		return r
 	}
 	return nil
@@ -716,15 +817,15 @@ func (en *enricher) enrich(ctx context.Context, e ghclient.Event) *events.Enrich
 // compareOf is one compare call per push range and poll: the count, the
 // head's message, a rewrite, and the files (whole when GitHub listed
 // fewer than its cap of 300); nil when the budget is spent or it failed.
-func (en *enricher) compareOf(ctx context.Context, base, head string) *events.Enrichment {
-	k := base + "..." + head
+func (en *enricher) compareOf(ctx context.Context, repo, base, head string) *events.Enrichment {
+	k := repo + ":" + base + "..." + head
 	if r, ok := en.compare[k]; ok {
 		return r
 	}
 	if !en.take("compare") {
 		return nil
 	}
-	cmp, err := en.p.s.gh.Compare(ctx, en.p.target, en.p.rec.FullName, base, head)
+	cmp, err := en.p.s.gh.Compare(ctx, en.p.target, repo, base, head)
 	if en.failed("compare", err) {
 		en.compare[k] = nil
 		return nil
@@ -767,7 +868,7 @@ func (en *enricher) files(ctx context.Context, e ghclient.Event) *events.Enrichm
 	if !ok {
 		return nil
 	}
-	return en.compareOf(ctx, base, head)
+	return en.compareOf(ctx, en.p.repoOf(e), base, head)
 }
 
 func (en *enricher) take(kind string) bool {

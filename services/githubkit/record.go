@@ -45,6 +45,9 @@ type RepoRecord struct {
 	// HookID names the repository's webhook (<scope>.hook.<id>, webhook_cmd.go);
 	// empty when it has none.
 	HookID string `json:"hook_id,omitempty"`
+	// orgRepos is, for an organisation's poll (orgFeed), its record's
+	// Repos: never stored in a repository record.
+	orgRepos []string
 }
 
 // PollState is the poll bookkeeping of a record.

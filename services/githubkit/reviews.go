@@ -390,6 +390,10 @@ func (s *reviewReminders) fire(ctx context.Context, sc binding.Scope, id string)
 	if err != nil {
 		return true
 	}
+	orgRecs, err := orgStore(kv).List(ctx, sc)
+	if err != nil {
+		return true
+	}
 	// each repository is read once for every chat of the slot
 	waiting := map[string][]waitingPull{}
 	x := s.texts(st.Language)
@@ -397,10 +401,7 @@ func (s *reviewReminders) fire(ctx context.Context, sc binding.Scope, id string)
 	day := local.Format("20060102")
 	for _, c := range due {
 		var list []waitingPull
-		for _, r := range recs {
-			if r.Rec.Find(c.Identity) == nil {
-				continue
-			}
+		for _, r := range chatRepos(recs, orgRecs, c.Identity) {
 			w, ok := waiting[r.Key]
 			if !ok {
 				w = s.waiting(ctx, sc, t, r)
@@ -423,6 +424,35 @@ func (s *reviewReminders) fire(ctx context.Context, sc binding.Scope, id string)
 		}
 	}
 	return false
+}
+
+// chatRepos are the repositories a chat's reminder reads: those it
+// subscribes to, then the repositories of the organisations it follows
+// that the organisation's feed showed activity in (orgRecord.Repos), each
+// once. An organisation repository is keyed like a subscribed one, so
+// both share one read and one pulls cache.
+func chatRepos(recs []*storedRecord, orgRecs []bus.Stored[orgRecord], id Identity) []*storedRecord {
+	var out []*storedRecord
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if r.Rec.Find(id) != nil && !seen[r.Key] {
+			seen[r.Key] = true
+			out = append(out, r)
+		}
+	}
+	for _, o := range orgRecs {
+		if o.Value == nil || o.Value.Find(id) == nil {
+			continue
+		}
+		for _, name := range o.Value.Repos {
+			k := RepoKey(name)
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, &storedRecord{Key: k, Rec: &RepoRecord{FullName: name}})
+			}
+		}
+	}
+	return out
 }
 
 // waiting reads one repository's pull requests waiting for review: a

@@ -252,7 +252,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	s.me = &personal{shared: sh}
 	s.poll.me, wh.me = s.me, s.me
 	s.revs = &reviewReminders{shared: sh, gh: s.gh}
-	s.orgs = &orgs{shared: sh, gh: s.gh, me: s.me, wh: wh}
+	s.orgs = &orgs{shared: sh, gh: s.gh, me: s.me, wh: wh, poll: s.poll}
 	wh.orgs = s.orgs
 	s.sums = &summaries{shared: sh, gh: s.gh}
 	if s.cards, err = newCards(sh, s.gh, cfg.Cards, deps.Registerer); err != nil {

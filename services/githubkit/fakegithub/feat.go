@@ -107,8 +107,16 @@ func (s *Server) orgRoute(w http.ResponseWriter, r *http.Request, rel string) bo
 	}
 	s.mu.Lock()
 	evs, ok := s.ext.orgs[strings.ToLower(m[1])]
+	// newest first, per_page (at most 100) from page's start
+	per, page := 30, 1
+	if v, err := strconv.Atoi(r.URL.Query().Get("per_page")); err == nil && v > 0 {
+		per = min(v, 100)
+	}
+	if v, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && v > 0 {
+		page = v
+	}
 	var out []any
-	for i := len(evs) - 1; i >= 0 && len(out) < 100; i-- {
+	for i := len(evs) - 1 - (page-1)*per; i >= 0 && len(out) < per; i-- {
 		out = append(out, evs[i])
 	}
 	s.mu.Unlock()

@@ -70,13 +70,13 @@ func (g *GitHub) OpenPulls(ctx context.Context, t Target, fullName, etag string)
 	return out, err
 }
 
-// OrgEvents reads the first page (100) of an organisation's public events
+// OrgEvents reads one page of an organisation's public events
 // (GET /orgs/{org}/events), sending If-None-Match when etag is set. Each
 // event names its repository.
-func (g *GitHub) OrgEvents(ctx context.Context, t Target, org, etag string) (EventsPage, error) {
+func (g *GitHub) OrgEvents(ctx context.Context, t Target, org string, page, perPage int, etag string) (EventsPage, error) {
 	var out EventsPage
 	err := g.do(ctx, t, "/orgs/{org}/events", func(ctx context.Context, c *github.Client) (*github.Response, error) {
-		req, err := c.NewRequest(http.MethodGet, fmt.Sprintf("orgs/%s/events?per_page=100", url.PathEscape(org)), nil)
+		req, err := c.NewRequest(http.MethodGet, fmt.Sprintf("orgs/%s/events?per_page=%d&page=%d", url.PathEscape(org), perPage, page), nil)
 		if err != nil {
 			return nil, err
 		}
