@@ -88,15 +88,10 @@ func (s *subscriptions) resync(ctx context.Context, sc binding.Scope, st Setting
 			}
 		} else if stream != nil {
 			sched, _, err := s.schedSubjects(sc, r.Key)
-			if err != nil {
-				errs = append(errs, err)
-				continue
+			if err == nil {
+				arm, err = scheduleMissing(ctx, stream, sched)
 			}
-			_, err = stream.GetLastMsgForSubject(ctx, sched)
-			switch {
-			case errors.Is(err, jetstream.ErrMsgNotFound):
-				arm = true
-			case err != nil:
+			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -108,6 +103,17 @@ func (s *subscriptions) resync(ctx context.Context, sc binding.Scope, st Setting
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// scheduleMissing reports whether the schedule message sched is gone
+// from stream: a fire found the installation inactive and did not re-arm
+// it, so a (re)activation must.
+func scheduleMissing(ctx context.Context, stream jetstream.Stream, sched string) (bool, error) {
+	_, err := stream.GetLastMsgForSubject(ctx, sched)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return true, nil
+	}
+	return false, err
 }
 
 // scheduleKeys lists the record keys of a scope that have a schedule

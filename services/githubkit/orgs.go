@@ -417,9 +417,24 @@ func featTransition(ctx context.Context, revs *reviewReminders, o *orgs, sc bind
 	if err != nil {
 		return err
 	}
+	stream := revs.streamHandle()
 	for _, l := range ol {
-		if l.Value == nil || len(l.Value.Subscribers) == 0 || l.Value.Poll.Broken != nil ||
-			l.Value.IntervalS == effectiveInterval(st.PollInterval, l.Value.Poll.XPollIntervalS) {
+		if l.Value == nil || len(l.Value.Subscribers) == 0 || l.Value.Poll.Broken != nil {
+			continue
+		}
+		if l.Value.IntervalS == effectiveInterval(st.PollInterval, l.Value.Poll.XPollIntervalS) {
+			// the interval stands: re-arm only a schedule a fire while
+			// the installation was inactive let lapse, as resync does
+			missing := false
+			sched, _, err := o.subjects(sc, l.ID)
+			if err == nil && stream != nil {
+				missing, err = scheduleMissing(ctx, stream, sched)
+			}
+			if err != nil {
+				errs = append(errs, err)
+			} else if missing {
+				errs = append(errs, o.arm(ctx, sc, l.ID, l.Value.IntervalS))
+			}
 			continue
 		}
 		if _, _, err := orgStore(kv).Update(ctx, sc, func(r *orgRecord) (*orgRecord, error) {

@@ -258,3 +258,33 @@ func TestReviewRemindersIncludeOrgRepos(t *testing.T) {
 		t.Fatalf("%d pulls requests for a repository the feed never showed", n)
 	}
 }
+
+// TestOrgScheduleReArmedOnActivation: an organisation's poll schedule that
+// lapsed while the installation was inactive (a fire found it paused and
+// did not re-arm) is armed again when the installation becomes active, as
+// a repository's is; before, only a changed interval re-armed it, so the
+// organisation's pushes stopped for good after a disable and enable.
+func TestOrgScheduleReArmedOnActivation(t *testing.T) {
+	h := newHarness(t)
+	h.start(githubkit.Config{}, nil)
+	a := newInst(t, "a", h.baseConfig("en_US", "token-a", 120))
+	h.attach(a, true)
+	h.fake.AddOrgEvents("acme", "acme/api", fakegithub.Event("watch", 100))
+	if got := h.cmd(a, "sub acme"); !strings.Contains(got, "organisation acme") {
+		t.Fatalf("sub org: %q", got)
+	}
+	sched := h.featSubject(a, githubkit.KindOrgSched, githubkit.OrgKey("acme"))
+	st, err := h.js.Stream(context.Background(), githubkit.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Purge(context.Background(), jetstream.WithPurgeSubject(sched)); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.schedule2(sched); got != "" {
+		t.Fatalf("schedule after the purge %q", got)
+	}
+	a.b.RuntimeRevision++ // a disable and enable: a new revision, active
+	h.attach(a, true)
+	bustest.Eventually(t, "org schedule re-armed", func() bool { return h.schedule2(sched) == "@every 2m0s" })
+}
