@@ -49,6 +49,6 @@ const (
 	KeyAIUsage = "aiuse"   // <scope>.aiuse: the day's LLM calls (bus.DailyBudget)
 
 	// relay mode (issue 31)
-	KeyRelay   = "relay"   // dedupe bucket: <scope>.relay.<hash>, the chat an operator chat relays
-	KeyRelayTo = "relayto" // dedupe bucket: <scope>.relayto.<sid>, the operator chat a chat is relayed to
+	KeyRelay   = "relay"   // <scope>.relay.<hash>, the chat an operator chat relays (Store.Relays)
+	KeyRelayTo = "relayto" // <scope>.relayto.<sid>, the operator chat a chat is relayed to
 )
