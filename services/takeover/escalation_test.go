@@ -241,3 +241,35 @@ func TestEscalationReArmedOnResume(t *testing.T) {
 		return r != nil && !r.Takeover.Active && r.Takeover.ReleaseReason == model.ReasonIdle && r.Unread
 	})
 }
+
+// TestCancelWordIsRecorded: the user's cancel word is in the chat's
+// history like any message of theirs (the console shows what the user
+// said), in a chat taken over and in one waiting; a trigger word inside
+// it raises no new request.
+func TestCancelWordIsRecorded(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("esc-cancel-rec")
+	taken := `{"trigger_words":["人工"],"operator_chats":["op-bot:person:77"]}`
+	waitingCfg := `{"trigger_words":["人工"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:person:77"]}`
+	h.attach(b, taken, true)
+	for _, c := range []struct{ lid, cfg string }{{"42", taken}, {"43", waitingCfg}} {
+		sid := sidOf("bot-a", "person", c.lid)
+		h.mustEvent(b, c.cfg, takeover.EventPersonMessage, "bot-a", msgData("person", c.lid, c.lid, plain("转人工")))
+		bustest.Eventually(t, "the request", func() bool { r := h.record(b, sid); return r != nil && r.Unread })
+		if r := h.mustEvent(b, c.cfg, takeover.EventPersonMessage, "bot-a", msgData("person", c.lid, c.lid, plain("取消人工"))); !r.PreventDefault {
+			t.Fatalf("chat %s: the cancel word was left to the AI", c.lid)
+		}
+		bustest.Eventually(t, "the cancel word is recorded", func() bool {
+			for _, e := range h.messages(b, c.cfg, sid).Messages {
+				if e.Role == model.RoleUser && len(e.Parts) > 0 && e.Parts[0].Text == "取消人工" {
+					return true
+				}
+			}
+			return false
+		})
+		bustest.Eventually(t, "released and handled", func() bool {
+			r := h.record(b, sid)
+			return r != nil && !r.Takeover.Active && !r.Unread
+		})
+	}
+}
