@@ -37,6 +37,31 @@ const (
 	KindEscalate = "escalate" // fired escalations
 )
 
+// SubjectKind is one kind of the service's internal subjects: the id
+// tokens after the scope, and whether it lives on the timer stream.
+type SubjectKind struct {
+	Kind  string
+	IDs   []string // names of the tokens after the scope: "shard", "sid"
+	Timer bool     // on TimerStream (its subjects, PurgeTimers)
+}
+
+// SubjectKinds lists every internal subject kind the service builds. The
+// timer stream's subjects and its per-scope purge are made from it, and
+// docs/asyncapi.json documents exactly these (TestAsyncAPIDocumentsInternalSubjects
+// also checks that every Kind constant is listed).
+func SubjectKinds() []SubjectKind {
+	sid := []string{"sid"}
+	return []SubjectKind{
+		{Kind: KindTimer, IDs: sid, Timer: true},
+		{Kind: KindExpire, IDs: sid, Timer: true},
+		{Kind: KindHistory, IDs: []string{"shard", "sid"}},
+		{Kind: KindLive},
+		{Kind: KindAlert, IDs: sid, Timer: true},
+		{Kind: KindEscTimer, IDs: sid, Timer: true},
+		{Kind: KindEscalate, IDs: sid, Timer: true},
+	}
+}
+
 // KV key kinds: the token after "<scope>." of the service's keys (DESIGN 4).
 const (
 	KeySession = "session" // <scope>.session.<sid>
