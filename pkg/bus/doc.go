@@ -33,6 +33,11 @@
 //	// r.KV(), r.Host(), r.Stream(name) for the handlers and the parts
 //	err = r.Run(ctx) // until ctx is done; nil for a requested stop
 //
+// Background work is a Part: bus.Loop for one loop, bus.Background for work
+// started as the service goes (Go runs a function on the part's context;
+// Stop drains, cancels after a grace and waits), so a service keeps no
+// context, cancel func or wait group of its own.
+//
 // Run creates the streams and buckets, loads the authority view, starts
 // the parts, opens intake (endpoints, lifecycle and fired-message
 // consumers) and reports Ready; at the end intake drains first, then the

@@ -82,6 +82,9 @@ func (o *ops) deleteSession(ctx context.Context, c pageCall, sid string) (map[st
 	if err := o.st.PurgeNotes(ctx, c.Scope, sid); err != nil {
 		return nil, err
 	}
+	if err := o.st.PurgeRelays(ctx, c.Scope, sid); err != nil {
+		return nil, err
+	}
 	if !existed && !left {
 		return nil, wire.Errorf(wire.ErrNotFound, "no such session")
 	}
@@ -105,6 +108,9 @@ func (o *ops) clear(ctx context.Context, c pageCall) (map[string]int, error) {
 		return nil, err
 	}
 	if err := o.st.PurgeNotes(ctx, c.Scope, noted...); err != nil {
+		return nil, err
+	}
+	if err := o.st.PurgeRelays(ctx, c.Scope); err != nil {
 		return nil, err
 	}
 	o.notices.publishLive(c.Scope, model.Live{Type: model.LiveCleared})

@@ -110,8 +110,9 @@
 // Syntax and settings: docs/protocol.md (Names).
 //
 // Relay mode (relay.go): `!ho take N` or `!ho switch N` binds the operator
-// chat to chat N (<scope>.relay.<hash> and <scope>.relayto.<sid> in the
-// dedupe bucket). The event handler hands a private operator chat's plain
+// chat to chat N (<scope>.relay.<hash> and <scope>.relayto.<sid> beside
+// the session records, with no TTL: the relay lives as long as the
+// takeover). The event handler hands a private operator chat's plain
 // messages to ops (blocked, sent as replies off the event's path); the
 // recording worker hands a relayed chat's user messages to notices after
 // their append (forwarded with the notice retries). Escalation

@@ -118,11 +118,40 @@ func (n *notices) armIdle(ctx context.Context, ses session) {
 	if ses.set.OperatorIdle <= 0 || t.Operator == "" || !t.Active {
 		return
 	}
-	at := t.LastHumanAt + int64(ses.set.OperatorIdle)*1000
+	// not before now: on resume the time may have passed while paused
+	at := max(t.LastHumanAt+int64(ses.set.OperatorIdle)*1000, n.now.ms())
 	if at >= t.ExpiresAt {
 		return // the expiry comes first
 	}
 	n.armEscalation(ctx, ses.sc, escalationBody{SID: ses.sid, Kind: escIdle, Ref: t.LastHumanAt}, at)
+}
+
+// rearmEscalation gives a chat its escalation timer back on resume (the
+// fires of a paused installation are acked and dropped): a chat still
+// waiting for the request its alert record holds gets the re-alert, due
+// escalate_after after the request or now if that passed; a chat an
+// operator holds gets the idle return. The re-alert starts again at level
+// 1: a level the host already delivered is dropped there by its key, and
+// level 2 follows as usual.
+func (n *notices) rearmEscalation(ctx context.Context, ses session) {
+	now := n.now.ms()
+	if ses.rec.Takeover.TakenOver(now) && ses.rec.Takeover.Operator != "" {
+		n.armIdle(ctx, ses)
+		return
+	}
+	if ses.set.EscalateAfter <= 0 || !waiting(ses.rec, now) {
+		return
+	}
+	e, err := n.runner.Dedupe().Get(ctx, ses.sc, store.KeyAlert, ses.sid)
+	if err != nil {
+		return // no alert record: nothing raised to escalate
+	}
+	var st alertState
+	if json.Unmarshal(e.Value(), &st) != nil || !st.Pending {
+		return
+	}
+	at := max(st.RaisedAt+int64(ses.set.EscalateAfter)*1000, now)
+	n.armEscalation(ctx, ses.sc, escalationBody{SID: ses.sid, Kind: escQueue, Level: 1, Ref: st.RaisedAt}, at)
 }
 
 func (n *notices) armEscalation(ctx context.Context, sc binding.Scope, body escalationBody, at int64) {

@@ -200,3 +200,76 @@ func askHumanWith(h *harness, b binding.Binding, cfg, lid string) {
 	sid := sidOf("bot-a", "person", lid)
 	bustest.Eventually(h.t, "the chat is unread", func() bool { r := h.record(b, sid); return r != nil && r.Unread })
 }
+
+// TestEscalationReArmedOnResume: the escalation timers that fire while an
+// installation is paused are dropped; the resume gives a chat still
+// waiting its re-alert back, and a chat an operator holds its idle return.
+func TestEscalationReArmedOnResume(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("esc-resume")
+	cfg := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:person:77"],
+		"escalate_after":2,"operator_idle_return":2}`
+	h.attach(b, cfg, true)
+	askHumanWith(h, b, cfg, "42")
+	h.clock.Advance(time.Second)
+	askHumanWith(h, b, cfg, "43")
+	h.command(b, cfg, 1, privateOp, "!ho list")
+	h.command(b, cfg, 1, privateOp, "!ho take 1") // the newest: 43
+	h.command(b, cfg, 1, privateOp, "!ho reply 1 one moment")
+	waitingSID, heldSID := sidOf("bot-a", "person", "42"), sidOf("bot-a", "person", "43")
+	raised, replied := h.record(b, waitingSID).TriggeredAt, h.record(b, heldSID).Takeover.LastHumanAt
+
+	h.attach(b, cfg, false) // paused
+	bustest.Eventually(t, "both timers' times and their fires", func() bool {
+		last := max(model.ScheduleAt(raised+2000), model.ScheduleAt(replied+2000))
+		return time.Now().UnixMilli() > last+1500
+	})
+	if _, ok := firstSend(h, b, "op-bot", "person", "77", "Still waiting"); ok {
+		t.Fatal("a paused installation re-alerted")
+	}
+	if r := h.record(b, heldSID); !r.Takeover.Active {
+		t.Fatalf("a paused installation returned a chat: %+v", r.Takeover)
+	}
+
+	h.attach(b, cfg, true) // resumed
+	bustest.Eventually(t, "the waiting chat is re-alerted after the resume", func() bool {
+		_, ok := firstSend(h, b, "op-bot", "person", "77", "Still waiting")
+		return ok
+	})
+	bustest.Eventually(t, "the held chat goes back to the queue after the resume", func() bool {
+		r := h.record(b, heldSID)
+		return r != nil && !r.Takeover.Active && r.Takeover.ReleaseReason == model.ReasonIdle && r.Unread
+	})
+}
+
+// TestCancelWordIsRecorded: the user's cancel word is in the chat's
+// history like any message of theirs (the console shows what the user
+// said), in a chat taken over and in one waiting; a trigger word inside
+// it raises no new request.
+func TestCancelWordIsRecorded(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("esc-cancel-rec")
+	taken := `{"trigger_words":["人工"],"operator_chats":["op-bot:person:77"]}`
+	waitingCfg := `{"trigger_words":["人工"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:person:77"]}`
+	h.attach(b, taken, true)
+	for _, c := range []struct{ lid, cfg string }{{"42", taken}, {"43", waitingCfg}} {
+		sid := sidOf("bot-a", "person", c.lid)
+		h.mustEvent(b, c.cfg, takeover.EventPersonMessage, "bot-a", msgData("person", c.lid, c.lid, plain("转人工")))
+		bustest.Eventually(t, "the request", func() bool { r := h.record(b, sid); return r != nil && r.Unread })
+		if r := h.mustEvent(b, c.cfg, takeover.EventPersonMessage, "bot-a", msgData("person", c.lid, c.lid, plain("取消人工"))); !r.PreventDefault {
+			t.Fatalf("chat %s: the cancel word was left to the AI", c.lid)
+		}
+		bustest.Eventually(t, "the cancel word is recorded", func() bool {
+			for _, e := range h.messages(b, c.cfg, sid).Messages {
+				if e.Role == model.RoleUser && len(e.Parts) > 0 && e.Parts[0].Text == "取消人工" {
+					return true
+				}
+			}
+			return false
+		})
+		bustest.Eventually(t, "released and handled", func() bool {
+			r := h.record(b, sid)
+			return r != nil && !r.Takeover.Active && !r.Unread
+		})
+	}
+}

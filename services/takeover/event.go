@@ -91,16 +91,11 @@ func (rc *recording) event(ctx context.Context, inv *bus.Invocation, data model.
 	span.SetAttributes(attrPath.String(path), attrBlocked.Bool(blocked))
 	reply := wire.EventReply{PreventDefault: blocked, PreventPostorder: blocked}
 
-	job := &recordJob{
-		sc: inv.Scope, b: inv.Binding, set: set, event: ev.Name, invID: inv.ID,
-		bot: ev.BotUUID, ltype: data.LauncherType, lid: lid, sid: sid, key: key,
-		takenOver: taken, survey: survey, now: now, span: span.SpanContext(), done: make(chan struct{}),
-	}
+	job := newJob(inv, set, data, lid, sid, key, taken, now, span.SpanContext())
+	job.survey = survey
 	if message {
-		job.chain = chain
+		job.withMessage(data, chain, lid)
 		job.word, job.hit = word, hit
-		job.senderID, job.senderName = data.Sender()
-		job.sessionName = data.SessionName(lid)
 	} else {
 		// a blocked reply was never seen by the user; an empty one is not kept
 		if blocked || data.ResponseText == "" {
@@ -111,6 +106,39 @@ func (rc *recording) event(ctx context.Context, inv *bus.Invocation, data model.
 	}
 	rc.pool.submitAndWait(ctx, job, rc.budget)
 	return reply
+}
+
+// cancelWord records a user's cancel word, which ops answers
+// (cancelEvent), as any message of the chat is recorded, so the console
+// shows what the user said; it is matched against no trigger (a cancel
+// word containing one must not raise the request it withdraws).
+func (rc *recording) cancelWord(ctx context.Context, inv *bus.Invocation, data model.EventData, lid string) {
+	set := rc.settings.get(inv.Scope, inv.Binding, inv.Config)
+	now := rc.now.ms()
+	sid := model.SID(model.SessionKey(inv.Event.BotUUID, data.LauncherType, lid))
+	key := store.SessionKey(inv.Scope, sid)
+	taken, _ := rc.decide(ctx, inv.Scope, sid, key, now)
+	job := newJob(inv, set, data, lid, sid, key, taken, now, trace.SpanFromContext(ctx).SpanContext())
+	job.withMessage(data, model.ParseChain(data.Chain()), lid)
+	rc.pool.submitAndWait(ctx, job, rc.budget)
+}
+
+// newJob is the recording job of an event of chat lid (session sid, view
+// key key).
+func newJob(inv *bus.Invocation, set model.Settings, data model.EventData, lid, sid, key string, taken bool, now int64, span trace.SpanContext) *recordJob {
+	ev := inv.Event
+	return &recordJob{
+		sc: inv.Scope, b: inv.Binding, set: set, event: ev.Name, invID: inv.ID,
+		bot: ev.BotUUID, ltype: data.LauncherType, lid: lid, sid: sid, key: key,
+		takenOver: taken, now: now, span: span, done: make(chan struct{}),
+	}
+}
+
+// withMessage sets a user message's chain and sender on the job.
+func (j *recordJob) withMessage(data model.EventData, chain model.Chain, lid string) {
+	j.chain = chain
+	j.senderID, j.senderName = data.Sender()
+	j.sessionName = data.SessionName(lid)
 }
 
 // decide evaluates taken_over for a session key by the table of spec §3.2.

@@ -102,12 +102,19 @@ func (n *notices) onTransition(ctx context.Context, sc binding.Scope, prev *bus.
 }
 
 // resume releases every active session of the scope whose deadline passed
-// and re-arms the schedule of the others.
+// and re-arms the schedule of the others, then re-arms the escalations
+// (rearmEscalation): a timer that fired while the installation was paused
+// was dropped.
 func (n *notices) resume(ctx context.Context, sc binding.Scope, a *bus.Authority) error {
 	stored, err := n.st.ListRecords(ctx, sc)
 	if err != nil {
 		return err
 	}
+	cfg, err := n.runner.OpenConfig(sc, a)
+	if err != nil {
+		cfg = nil
+	}
+	set := n.settings.get(sc, a.Binding, cfg)
 	var errs []error
 	for _, l := range stored {
 		sid, rec := l.SID, l.Rec
@@ -117,8 +124,12 @@ func (n *notices) resume(ctx context.Context, sc binding.Scope, a *bus.Authority
 		switch model.ResumeAction(rec, n.now.ms()) {
 		case model.FireRelease:
 			errs = append(errs, n.expire(ctx, sc, a, sid))
+			continue
 		case model.FireRearm:
 			errs = append(errs, n.st.Schedule(ctx, sc, sid, rec.Takeover.ExpiresAt))
+		}
+		if !model.IsLegacy(rec) {
+			n.rearmEscalation(ctx, session{sc: sc, b: a.Binding, set: set, sid: sid, rec: rec})
 		}
 	}
 	return errors.Join(errs...)

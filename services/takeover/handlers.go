@@ -46,8 +46,9 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 		if reply, ok := s.ops.relayEvent(ctx, inv, set, data, lid); ok {
 			return reply, nil
 		}
-		// a user's cancel word (escalation.go)
+		// a user's cancel word (escalation.go), recorded as any message
 		if reply, ok := s.ops.cancelEvent(ctx, inv, set, data, lid); ok {
+			s.rec.cancelWord(ctx, inv, data, lid)
 			return reply, nil
 		}
 	}

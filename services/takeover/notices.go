@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -26,8 +25,7 @@ import (
 // operations call down into it; it calls nothing above it.
 //
 // It is a bus.Part: its background work (notice retries, bot info
-// fetches) runs on a context that Start opens and Stop cancels, and Stop
-// waits for it.
+// fetches) is a bus.Background, which Stop cancels and waits for.
 type notices struct {
 	st       *store.Store
 	view     *store.View
@@ -47,9 +45,7 @@ type notices struct {
 	alertInterval time.Duration   // Config.AlertInterval
 	assist        *assist         // the alert's AI summary (assist.go)
 
-	ctx    context.Context // background work's, set by Start
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	bg bus.Background // the background work: notice retries, bot info fetches
 }
 
 // session is one session as the notices act on it: the installation
@@ -64,33 +60,18 @@ type session struct {
 }
 
 // Start opens the context of background work (bus.Part).
-func (n *notices) Start(ctx context.Context) error {
-	n.ctx, n.cancel = context.WithCancel(ctx)
-	return nil
-}
+func (n *notices) Start(ctx context.Context) error { return n.bg.Start(ctx) }
 
 // Stop ends the background context and waits for the notices and fetches
 // it runs (bus.Part).
-func (n *notices) Stop(context.Context) error {
-	n.cancel()
-	n.wg.Wait()
-	return nil
-}
+func (n *notices) Stop(ctx context.Context) error { return n.bg.Stop(ctx) }
 
-// goBackground runs f on a goroutine the notices own and wait for at
-// shutdown. f's ctx is cancelled when the service stops.
+// goBackground runs f in the notices' background work, which the
+// service's stop cancels and waits for; after the stop it runs nothing.
 func (n *notices) goBackground(parent context.Context, f func(ctx context.Context)) {
-	ctx := n.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	// the work outlives the request but stays in its trace
-	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(parent))
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		f(ctx)
-	}()
+	span := trace.SpanContextFromContext(parent)
+	_ = n.bg.Go(func(ctx context.Context) { f(trace.ContextWithSpanContext(ctx, span)) })
 }
 
 // publishLive sends a live message to the scope's live subject (best

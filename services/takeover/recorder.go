@@ -213,7 +213,7 @@ var errIdentity = errors.New("takeover: session identity mismatch")
 // before a coalesced metadata update (an existing session, no trigger) or
 // writes the record by CAS first (a new session or a trigger).
 func (rc *recording) record(j *recordJob) {
-	ctx, cancel := context.WithTimeout(trace.ContextWithRemoteSpanContext(rc.ctx, j.span), 30*time.Second)
+	ctx, cancel := context.WithTimeout(trace.ContextWithRemoteSpanContext(rc.bg.Context(), j.span), 30*time.Second)
 	defer cancel()
 	defer rc.view.SettlePending(j.key)
 	defer rc.settleSurvey(ctx, j)

@@ -41,8 +41,10 @@ type recording struct {
 	// unknown account id under record_groups=addressed.
 	unknownAccount sync.Map
 
-	ctx    context.Context // the recordings' and metadata writes', set by Start
-	cancel context.CancelFunc
+	// bg is the recordings' and metadata writes' context: its Drain lets
+	// the queued recordings, then the metadata writes, finish; after
+	// stopGrace their storage calls are cancelled
+	bg bus.Background
 }
 
 // stopGrace is how long Stop lets the queued recordings and metadata
@@ -51,16 +53,17 @@ const stopGrace = 2 * time.Second
 
 // Start starts the recording pool and the metadata writer (bus.Part).
 func (rc *recording) Start(ctx context.Context) error {
-	rc.ctx, rc.cancel = context.WithCancel(ctx)
+	rc.bg.Grace = stopGrace
+	rc.bg.Drain = func(ctx context.Context) error {
+		rc.pool.stop()
+		return rc.meta.Stop(ctx)
+	}
+	if err := rc.bg.Start(ctx); err != nil {
+		return err
+	}
 	rc.pool.start()
-	return rc.meta.Start(rc.ctx)
+	return rc.meta.Start(rc.bg.Context())
 }
 
 // Stop drains the recordings, then the metadata writes (bus.Part).
-func (rc *recording) Stop(ctx context.Context) error {
-	grace := time.AfterFunc(stopGrace, rc.cancel)
-	defer grace.Stop()
-	defer rc.cancel()
-	rc.pool.stop()
-	return rc.meta.Stop(ctx)
-}
+func (rc *recording) Stop(ctx context.Context) error { return rc.bg.Stop(ctx) }

@@ -28,10 +28,12 @@ import (
 // end of the takeover (release or timeout): a binding is honoured only
 // while its chat is taken over, and the first message after that ends it.
 //
-// The state is two records in the dedupe bucket, both scoped: the
-// operator chat's binding (<scope>.relay.<hash of the operator chat>) and
-// the chat's reverse pointer (<scope>.relayto.<sid>), so the recording
-// path finds the operator chat of a user's message with one read. The
+// The state is two records beside the session records (Store.Relays, no
+// TTL, so a relay lasts as long as its takeover, renewals included), both
+// scoped: the operator chat's binding (<scope>.relay.<hash of the operator
+// chat>) and the chat's reverse pointer (<scope>.relayto.<sid>), so the
+// recording path finds the operator chat of a user's message with one
+// read. The
 // operator side lives in ops (it replies through the reply operation);
 // the user side in notices (it sends to operator chats, as the alerts do).
 
@@ -81,18 +83,18 @@ func (o *ops) bindRelay(ctx context.Context, c pageCall, opKey, sid, n string) e
 		o.dropRelayTo(ctx, c.Scope, old.SID, opKey)
 	}
 	b, _ := json.Marshal(relayBinding{SID: sid, N: n, Chat: name, At: o.now.ms()})
-	if _, _, err := o.runner.Dedupe().Update(ctx, c.Scope, store.KeyRelay, func([]byte, bool) ([]byte, error) { return b, nil }, opKey); err != nil {
+	if _, _, err := o.st.Relays().Update(ctx, c.Scope, store.KeyRelay, func([]byte, bool) ([]byte, error) { return b, nil }, opKey); err != nil {
 		return err
 	}
 	oc := c.Origin.Chat
 	t, _ := json.Marshal(relayTarget{Bot: oc.BotUUID, Type: oc.Type, ID: oc.ID, Key: opKey, N: n, Chat: name})
-	_, _, err = o.runner.Dedupe().Update(ctx, c.Scope, store.KeyRelayTo, func([]byte, bool) ([]byte, error) { return t, nil }, sid)
+	_, _, err = o.st.Relays().Update(ctx, c.Scope, store.KeyRelayTo, func([]byte, bool) ([]byte, error) { return t, nil }, sid)
 	return err
 }
 
 // relayOf reads an operator chat's binding.
 func (o *ops) relayOf(ctx context.Context, sc binding.Scope, opKey string) (relayBinding, bool, error) {
-	return readRelay(ctx, o.runner.Dedupe(), sc, opKey)
+	return readRelay(ctx, o.st.Relays(), sc, opKey)
 }
 
 func readRelay(ctx context.Context, kv *bus.KV, sc binding.Scope, opKey string) (relayBinding, bool, error) {
@@ -116,7 +118,7 @@ func (o *ops) unbindRelay(ctx context.Context, sc binding.Scope, opKey string) (
 	if err != nil || !ok {
 		return b, ok, err
 	}
-	if err := o.runner.Dedupe().Purge(ctx, sc, store.KeyRelay, opKey); err != nil {
+	if err := o.st.Relays().Purge(ctx, sc, store.KeyRelay, opKey); err != nil {
 		return b, ok, err
 	}
 	o.dropRelayTo(ctx, sc, b.SID, opKey)
@@ -126,7 +128,7 @@ func (o *ops) unbindRelay(ctx context.Context, sc binding.Scope, opKey string) (
 // dropRelayTo removes a chat's reverse pointer if it still names the
 // operator chat opKey (another operator chat may have switched to it).
 func (o *ops) dropRelayTo(ctx context.Context, sc binding.Scope, sid, opKey string) {
-	e, err := o.runner.Dedupe().Get(ctx, sc, store.KeyRelayTo, sid)
+	e, err := o.st.Relays().Get(ctx, sc, store.KeyRelayTo, sid)
 	if err != nil {
 		return
 	}
@@ -134,7 +136,7 @@ func (o *ops) dropRelayTo(ctx context.Context, sc binding.Scope, sid, opKey stri
 	if json.Unmarshal(e.Value(), &t) == nil && t.Key != opKey {
 		return
 	}
-	_ = o.runner.Dedupe().Delete(ctx, sc, store.KeyRelayTo, e.Revision(), sid)
+	_ = o.st.Relays().Delete(ctx, sc, store.KeyRelayTo, e.Revision(), sid)
 }
 
 // relayCommand serves `!ho switch N` (bind, taking N over), `!ho leave`
@@ -289,7 +291,7 @@ func (n *notices) relayUser(ctx context.Context, sc binding.Scope, b binding.Bin
 	if e.Role != model.RoleUser || len(set.OperatorChats) == 0 {
 		return
 	}
-	kv := n.runner.Dedupe()
+	kv := n.st.Relays()
 	ent, err := kv.Get(ctx, sc, store.KeyRelayTo, sid)
 	if err != nil {
 		return
@@ -332,7 +334,7 @@ func (n *notices) relayUser(ctx context.Context, sc binding.Scope, b binding.Bin
 // here leaves the binding, which the operator chat's next message finds
 // ended (relayOut).
 func (n *notices) relayReleased(ctx context.Context, ses session) {
-	kv := n.runner.Dedupe()
+	kv := n.st.Relays()
 	ent, err := kv.Get(ctx, ses.sc, store.KeyRelayTo, ses.sid)
 	if err != nil {
 		return

@@ -276,3 +276,33 @@ func TestRelayFindsTheTakeoverOver(t *testing.T) {
 		t.Fatalf("the relay did not end: %+v", r)
 	}
 }
+
+// TestRelayOutlivesTheDedupeTTL: a relay lasts as long as its takeover,
+// however long that is renewed: nothing of it lives in the dedupe bucket,
+// whose entries expire (24 h; 2 s here).
+func TestRelayOutlivesTheDedupeTTL(t *testing.T) {
+	h := newHarness(t, func(c *takeover.Config) { c.DedupeTTL = 2 * time.Second })
+	b := newBinding("relay-ttl")
+	h.attach(b, relayConfig, true)
+	askHuman(h, b, "42")
+	h.command(b, relayConfig, 1, privateOp, "!ho list")
+	if got := h.command(b, relayConfig, 1, privateOp, "!ho take 1"); !strings.Contains(got, "Relay on") {
+		t.Fatalf("take in a private operator chat: %q", got)
+	}
+	dedupe := bus.DedupeBucket(takeover.Plugin)
+	bustest.Eventually(t, "every dedupe entry expired", func() bool { return len(h.keys(dedupe)) == 0 })
+	sid := sidOf("bot-a", "person", "42")
+	if r := h.record(b, sid); r == nil || !r.Takeover.TakenOver(h.now().UnixMilli()) {
+		t.Fatalf("the takeover ended: %+v", r)
+	}
+	h.mustEvent(b, relayConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("still waiting")))
+	bustest.Eventually(t, "the user's message reaches the operator chat after the TTL", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "still waiting")
+	})
+	if r := opMessage(h, b, plain("back with you")); !r.PreventDefault {
+		t.Fatalf("the operator's message was not relayed after the TTL: %+v", r)
+	}
+	bustest.Eventually(t, "the operator's message reaches the user after the TTL", func() bool {
+		return hasText(sendsTo(h, b, "bot-a", "person", "42"), "back with you")
+	})
+}

@@ -32,6 +32,10 @@ type Config struct {
 	// Retention removes installations not attached for this long
 	// (bus.RunnerConfig.Retention); 0, the default, is off.
 	Retention time.Duration
+	// DedupeTTL is the dedupe bucket's TTL (bus.RunnerConfig.DedupeTTL);
+	// default 24 h. Tests shorten it to prove that nothing a live takeover
+	// needs lives there.
+	DedupeTTL time.Duration
 	// Workers is the invocation worker pool size; default 1024: an event
 	// holds its worker while it waits up to RecordBudget for its recording,
 	// so Workers / RecordBudget bounds the event rate (5000/s by default).
@@ -138,6 +142,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		MaxBody:     cfg.MaxBody,
 		Replicas:    cfg.Replicas,
 		Retention:   cfg.Retention,
+		DedupeTTL:   cfg.DedupeTTL,
 		Handlers: bus.Handlers{
 			Event:         s.handleEvent,
 			Command:       s.handleCommand,

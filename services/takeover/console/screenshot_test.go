@@ -86,6 +86,13 @@ func TestConsoleC21Screenshots(t *testing.T) {
 		t.Fatalf("reply: %d %s", status, body)
 	}
 	h.say(bnd, config, "person", "1001", "1001", "Alice Chen", "Perfect, thank you so much!")
+	// issue 31: an internal note on the chat and a canned reply
+	if status, body := h.do(tok, "POST", "/notes", map[string]any{"sid": alice, "text": "VIP customer: second late parcel this month, offer the voucher."}); status != 200 {
+		t.Fatalf("note: %d %s", status, body)
+	}
+	if status, body := h.do(tok, "POST", "/canned", map[string]any{"name": "depot", "text": "Your parcel is waiting at the local depot."}); status != 200 {
+		t.Fatalf("canned: %d %s", status, body)
+	}
 
 	b := newBrowser(t, h)
 	dir := t.TempDir()
@@ -134,6 +141,7 @@ func TestConsoleC21Screenshots(t *testing.T) {
 		b.run(clickID("infoBtn"))
 		b.until("the picture loaded", `document.querySelector('[data-testid=msg-image][data-loaded=true]')`)
 		b.until("the countdown", `!document.querySelector('[data-testid=countdown]').hidden`)
+		b.until("the note", `document.querySelectorAll('#noteList li:not(.muted)').length === 1`)
 		shoot("console-chat-" + theme + ".png")
 	}
 	// the group in Chinese, dark

@@ -132,11 +132,21 @@ func (st *Store) PurgeRecords(ctx context.Context, sc binding.Scope, sids []stri
 	return nil
 }
 
-// PurgeTimers removes a scope's expiry schedules, fired expiries and
-// undelivered operator alerts.
+// PurgeTimers removes a scope's expiry schedules, fired expiries,
+// undelivered operator alerts and escalations: every timer stream kind.
 func (st *Store) PurgeTimers(ctx context.Context, sc binding.Scope) error {
-	return bus.PurgeSubjects(ctx, st.timers, st.subj.InternalScope(Plugin, KindTimer, sc), st.subj.InternalScope(Plugin, KindExpire, sc),
-		st.subj.InternalScope(Plugin, KindAlert, sc), st.subj.InternalScope(Plugin, KindEscTimer, sc), st.subj.InternalScope(Plugin, KindEscalate, sc))
+	return bus.PurgeSubjects(ctx, st.timers, st.timerSubjects(func(kind string) string { return st.subj.InternalScope(Plugin, kind, sc) })...)
+}
+
+// timerSubjects is subject(kind) of every kind on the timer stream.
+func (st *Store) timerSubjects(subject func(kind string) string) []string {
+	var out []string
+	for _, k := range SubjectKinds() {
+		if k.Timer {
+			out = append(out, subject(k.Kind))
+		}
+	}
+	return out
 }
 
 // ListBlobs lists every object of the blob store (gc).

@@ -37,6 +37,31 @@ const (
 	KindEscalate = "escalate" // fired escalations
 )
 
+// SubjectKind is one kind of the service's internal subjects: the id
+// tokens after the scope, and whether it lives on the timer stream.
+type SubjectKind struct {
+	Kind  string
+	IDs   []string // names of the tokens after the scope: "shard", "sid"
+	Timer bool     // on TimerStream (its subjects, PurgeTimers)
+}
+
+// SubjectKinds lists every internal subject kind the service builds. The
+// timer stream's subjects and its per-scope purge are made from it, and
+// docs/asyncapi.json documents exactly these (TestAsyncAPIDocumentsInternalSubjects
+// also checks that every Kind constant is listed).
+func SubjectKinds() []SubjectKind {
+	sid := []string{"sid"}
+	return []SubjectKind{
+		{Kind: KindTimer, IDs: sid, Timer: true},
+		{Kind: KindExpire, IDs: sid, Timer: true},
+		{Kind: KindHistory, IDs: []string{"shard", "sid"}},
+		{Kind: KindLive},
+		{Kind: KindAlert, IDs: sid, Timer: true},
+		{Kind: KindEscTimer, IDs: sid, Timer: true},
+		{Kind: KindEscalate, IDs: sid, Timer: true},
+	}
+}
+
 // KV key kinds: the token after "<scope>." of the service's keys (DESIGN 4).
 const (
 	KeySession = "session" // <scope>.session.<sid>
@@ -49,6 +74,6 @@ const (
 	KeyAIUsage = "aiuse"   // <scope>.aiuse: the day's LLM calls (bus.DailyBudget)
 
 	// relay mode (issue 31)
-	KeyRelay   = "relay"   // dedupe bucket: <scope>.relay.<hash>, the chat an operator chat relays
-	KeyRelayTo = "relayto" // dedupe bucket: <scope>.relayto.<sid>, the operator chat a chat is relayed to
+	KeyRelay   = "relay"   // <scope>.relay.<hash>, the chat an operator chat relays (Store.Relays)
+	KeyRelayTo = "relayto" // <scope>.relayto.<sid>, the operator chat a chat is relayed to
 )

@@ -121,9 +121,8 @@ func (st *Store) Ensure(ctx context.Context, replicas int) error {
 	}
 	var err error
 	st.timers, err = bus.EnsureStream(ctx, st.js, bus.StreamSpec{
-		Name: TimerStream,
-		Subjects: []string{st.subj.InternalAll(Plugin, KindTimer), st.subj.InternalAll(Plugin, KindExpire), st.subj.InternalAll(Plugin, KindAlert),
-			st.subj.InternalAll(Plugin, KindEscTimer), st.subj.InternalAll(Plugin, KindEscalate)},
+		Name:              TimerStream,
+		Subjects:          st.timerSubjects(func(kind string) string { return st.subj.InternalAll(Plugin, kind) }),
 		Replicas:          replicas,
 		Schedules:         true,
 		MaxMsgsPerSubject: 1,

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
@@ -40,9 +41,7 @@ type Trimmer struct {
 	view    *View
 	results *prometheus.CounterVec // by result: ok, failed, skipped
 	log     *slog.Logger
-	ctx     context.Context // the workers' context, set by Start
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	workers bus.Background // the workers, cancelled by Stop
 	jobs    chan trimJob
 	mu      sync.Mutex
 	pending map[string]bool // session keys queued or running
@@ -63,31 +62,26 @@ func NewTrimmer(st *Store, view *View, results *prometheus.CounterVec, log *slog
 // Start runs the workers until Stop (bus.Part); a trim running then is
 // cancelled.
 func (t *Trimmer) Start(parent context.Context) error {
-	ctx, cancel := context.WithCancel(parent)
-	t.ctx, t.cancel = ctx, cancel
+	if err := t.workers.Start(parent); err != nil {
+		return err
+	}
 	for range trimWorkers {
-		t.wg.Add(1)
-		go func() {
-			defer t.wg.Done()
+		_ = t.workers.Go(func(ctx context.Context) {
 			for {
 				select {
 				case <-ctx.Done():
 					return
 				case j := <-t.jobs:
-					t.run(j)
+					t.run(ctx, j)
 				}
 			}
-		}()
+		})
 	}
 	return nil
 }
 
 // Stop cancels the workers and waits for them (bus.Part).
-func (t *Trimmer) Stop(context.Context) error {
-	t.cancel()
-	t.wg.Wait()
-	return nil
-}
+func (t *Trimmer) Stop(ctx context.Context) error { return t.workers.Stop(ctx) }
 
 func (t *Trimmer) queue(j trimJob) {
 	key := SessionKey(j.sc, j.sid)
@@ -104,8 +98,8 @@ func (t *Trimmer) queue(j trimJob) {
 	}
 }
 
-func (t *Trimmer) run(j trimJob) {
-	ctx, cancel := context.WithTimeout(t.ctx, 30*time.Second)
+func (t *Trimmer) run(ctx context.Context, j trimJob) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	err := t.trim(ctx, j.sc, j.sid, j.limit, j.hint)
 	t.mu.Lock()
