@@ -14,11 +14,17 @@ var ErrStopped = errors.New("bus: background work stopped")
 // notice's retries, a fetch, a pool's workers): Go runs a function on the
 // part's context and Stop waits for every one, so a service keeps no
 // context, cancel func or wait group of its own. The zero value is ready;
-// set Grace and Drain before Start.
+// set Grace, CancelAtDeadline and Drain before Start.
 type Background struct {
 	// Grace is how long Stop lets the work run before it cancels the
 	// work's context; 0 cancels at once.
 	Grace time.Duration
+	// CancelAtDeadline makes Stop wait the work out: Grace is not used,
+	// the work runs until Stop's ctx is done, then its context is
+	// cancelled and Stop waits for every function to return instead of
+	// giving up. For work that must have ended when the part counts as
+	// stopped (a worker that finishes a queued job it took).
+	CancelAtDeadline bool
 	// Drain, when set, runs first in Stop, within the grace: it makes the
 	// work end on its own (lets queued jobs finish, closes their queue)
 	// and waits for what it owns. Its error is Stop's.
@@ -73,7 +79,9 @@ func (b *Background) Go(f func(ctx context.Context)) error {
 
 // Stop refuses further work, runs Drain, cancels the work's context once
 // the grace is over (at the latest when the work ended) and waits for
-// every function Go ran, giving up when ctx is done (Part).
+// every function Go ran, giving up when ctx is done (Part). With
+// CancelAtDeadline it cancels when ctx is done instead and then waits for
+// the work to return; the work ended, so ctx's error is not Stop's.
 func (b *Background) Stop(ctx context.Context) error {
 	b.mu.Lock()
 	b.stopped = true
@@ -83,10 +91,12 @@ func (b *Background) Stop(ctx context.Context) error {
 		cancel = func() {}
 	}
 	defer cancel()
-	if b.Grace > 0 {
+	switch {
+	case b.CancelAtDeadline:
+	case b.Grace > 0:
 		grace := time.AfterFunc(b.Grace, cancel)
 		defer grace.Stop()
-	} else {
+	default:
 		cancel()
 	}
 	var err error
@@ -102,6 +112,11 @@ func (b *Background) Stop(ctx context.Context) error {
 	case <-done:
 		return err
 	case <-ctx.Done():
+	}
+	if !b.CancelAtDeadline {
 		return errors.Join(err, ctx.Err())
 	}
+	cancel()
+	<-done
+	return err
 }

@@ -128,3 +128,54 @@ func TestBackgroundGoAfterStop(t *testing.T) {
 		t.Fatal("Go after Stop ran its function")
 	}
 }
+
+// TestBackgroundCancelAtDeadline: with CancelAtDeadline the work's context
+// stays live through Drain and until Stop's context is done; then it is
+// cancelled and Stop waits for the work to return, and returns no error.
+func TestBackgroundCancelAtDeadline(t *testing.T) {
+	queue := make(chan struct{})
+	b := &bus.Background{CancelAtDeadline: true}
+	var liveInDrain atomic.Bool
+	b.Drain = func(context.Context) error {
+		liveInDrain.Store(b.Context().Err() == nil)
+		close(queue)
+		return nil
+	}
+	if err := b.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	queued := make(chan error, 1)
+	_ = b.Go(func(ctx context.Context) {
+		<-queue
+		queued <- ctx.Err()
+	})
+	cancelled, finish := make(chan struct{}), make(chan struct{})
+	_ = b.Go(func(ctx context.Context) {
+		<-ctx.Done()
+		close(cancelled)
+		<-finish
+	})
+	stopCtx, deadline := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- b.Stop(stopCtx) }()
+	if err := <-queued; err != nil {
+		t.Fatalf("queued work ended on its own before Stop's deadline, context %v", err)
+	}
+	if !liveInDrain.Load() {
+		t.Fatal("the work's context was cancelled before Drain")
+	}
+	if err := b.Context().Err(); err != nil {
+		t.Fatalf("the work's context ended before Stop's deadline: %v", err)
+	}
+	deadline()
+	<-cancelled
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while the cancelled work still ran", err)
+	default:
+	}
+	close(finish)
+	if err := <-stopped; err != nil {
+		t.Fatalf("Stop after the work returned: %v", err)
+	}
+}
