@@ -19,7 +19,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 
@@ -167,14 +166,15 @@ type cards struct {
 	outcome *prometheus.CounterVec
 	lookups *prometheus.CounterVec
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	quit   chan struct{} // closed by Stop: the sweep ends
-	wg     sync.WaitGroup
+	// bg runs the workers and the sweep. Its Drain refuses new jobs and
+	// wakes the workers; they finish the queued ones until Stop's ctx
+	// ends, then their context is cancelled and Stop waits for them.
+	bg   bus.Background
+	quit chan struct{} // closed by Stop: the sweep ends
 }
 
 func newCards(s *shared, gh *ghclient.GitHub, lim CardLimits, reg prometheus.Registerer) (*cards, error) {
-	c := &cards{s: s, gh: gh, state: newCardState(lim, s.now),
+	c := &cards{s: s, gh: gh, state: newCardState(lim, s.now), quit: make(chan struct{}),
 		outcome: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "githubkit_link_cards_total", Help: "Messages with GitHub links by card outcome.",
 		}, []string{"outcome"}),
@@ -182,6 +182,8 @@ func newCards(s *shared, gh *ghclient.GitHub, lim CardLimits, reg prometheus.Reg
 			Name: "githubkit_card_lookups_total", Help: "Card lookups by result (hit, revalidated, fetched, error).",
 		}, []string{"result"}),
 	}
+	c.bg.CancelAtDeadline = true
+	c.bg.Drain = c.drain
 	if reg != nil {
 		for _, m := range []prometheus.Collector{c.outcome, c.lookups} {
 			if err := reg.Register(m); err != nil {
@@ -194,65 +196,50 @@ func newCards(s *shared, gh *ghclient.GitHub, lim CardLimits, reg prometheus.Reg
 
 // Start starts the workers and the sweep (bus.Part).
 func (c *cards) Start(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	quit := make(chan struct{})
-	c.mu.Lock()
-	c.cancel, c.quit = cancel, quit
-	c.mu.Unlock()
-	for range c.state.lim.Workers {
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			c.work(ctx)
-		}()
+	if err := c.bg.Start(ctx); err != nil {
+		return err
 	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		t := time.NewTicker(cardSweepEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-quit:
-				return
-			case <-t.C:
-				c.state.sweep()
-			}
+	for range c.state.lim.Workers {
+		if err := c.bg.Go(c.work); err != nil {
+			return err
 		}
-	}()
-	return nil
+	}
+	return c.bg.Go(c.sweep)
+}
+
+// sweep drops expired card state until Stop.
+func (c *cards) sweep(ctx context.Context) {
+	t := time.NewTicker(cardSweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.quit:
+			return
+		case <-t.C:
+			c.state.sweep()
+		}
+	}
 }
 
 // Stop refuses new jobs, lets the workers finish the queued ones until ctx
 // ends, then cancels what still runs and waits (bus.Part).
-func (c *cards) Stop(ctx context.Context) error {
+func (c *cards) Stop(ctx context.Context) error { return c.bg.Stop(ctx) }
+
+// drain refuses new jobs, ends the sweep and wakes the idle workers, which
+// return once the queue is empty.
+func (c *cards) drain(context.Context) error {
 	c.state.mu.Lock()
 	c.state.stop = true
 	c.state.mu.Unlock()
-	c.mu.Lock()
-	cancel, quit := c.cancel, c.quit
-	c.mu.Unlock()
-	close(quit)
+	close(c.quit)
 	for range c.state.lim.Workers {
 		select {
 		case c.state.wake <- struct{}{}:
 		default:
 		}
 	}
-	done := make(chan struct{})
-	go func() {
-		c.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		cancel()
-		<-done
-	}
-	cancel()
 	return nil
 }
 
