@@ -85,10 +85,12 @@ func newDelivery(cfg Config, deps bus.Deps, rem *reminders, rd Renderer, zone *t
 
 // Start starts the janitor and lets next-message sends run. The runner
 // starts it before the due consumer opens.
-func (d *delivery) Start(context.Context) error {
+func (d *delivery) Start(ctx context.Context) error {
 	d.janitor.start()
-	d.flusher.open()
-	return nil
+	if err := d.holds.releases.Start(ctx); err != nil {
+		return err
+	}
+	return d.flusher.open(ctx)
 }
 
 // Stop puts the held deliveries back, waits for the next-message sends
@@ -96,8 +98,8 @@ func (d *delivery) Start(context.Context) error {
 // stops it after the due consumer's handlers returned, so no finished
 // delivery is queued to a stopped janitor.
 func (d *delivery) Stop(ctx context.Context) error {
-	d.stopHolds()
-	d.flusher.close(ctx)
+	d.stopHolds(ctx)
+	_ = d.flusher.close(ctx) // the flushes returned: its error is nil
 	d.janitor.stop()
 	return nil
 }

@@ -45,10 +45,17 @@ type holder struct {
 	reserved int
 	max      int
 	stopped  bool
-	running  sync.WaitGroup
+	// releases runs the sends of released deliveries. A send that began
+	// runs to its end, as the instant is now and its claim is taken: stop
+	// waits for it without giving up, and its context is not cancelled.
+	releases bus.Background
 }
 
-func newHolder(max int) *holder { return &holder{held: map[*held]struct{}{}, max: max} }
+func newHolder(max int) *holder {
+	h := &holder{held: map[*held]struct{}{}, max: max}
+	h.releases.CancelAtDeadline = true
+	return h
+}
 
 // reserve takes a slot for one held delivery; false when the cap is reached
 // or the holder has stopped.
@@ -127,19 +134,23 @@ func (d *delivery) hold(it *held) {
 	h.mu.Unlock()
 }
 
-// release sends a held delivery at its instant.
+// release sends a held delivery at its instant. It hands the send to
+// releases while it holds the lock, so stopHolds, which marks the holder
+// stopped under the same lock before it stops releases, waits for it.
 func (d *delivery) release(it *held) {
 	h := d.holds
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	if _, ok := h.held[it]; !ok || h.stopped {
-		h.mu.Unlock()
 		return // stop took it over
 	}
 	delete(h.held, it)
 	h.reserved--
-	h.running.Add(1)
-	h.mu.Unlock()
-	defer h.running.Done()
+	_ = h.releases.Go(func(ctx context.Context) { d.sendReleased(context.WithoutCancel(ctx), it) })
+}
+
+// sendReleased sends a released delivery and settles its fired message.
+func (d *delivery) sendReleased(ctx context.Context, it *held) {
 	if a, ok := d.runner.View().Lookup(it.f.Scope); ok && !a.Active() {
 		// Disabled, superseded or removed while it waited: the record
 		// decides again, on the fire's own path (which pauses or purges).
@@ -156,7 +167,7 @@ func (d *delivery) release(it *held) {
 	if it.f.Origin.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: it.f.Origin}))
 	}
-	ctx, span := d.tracer.Start(context.Background(), "release held reminder", opts...)
+	ctx, span := d.tracer.Start(ctx, "release held reminder", opts...)
 	defer span.End()
 	ctx, cancel := context.WithTimeout(ctx, d.hostTimeout+10*time.Second+d.claimExtra(it.rec))
 	defer cancel()
@@ -167,7 +178,7 @@ func (d *delivery) release(it *held) {
 // stopHolds stops every timer, puts their records back and naks their
 // messages with a delay until their targets, then waits for the releases
 // already running. Nothing is held afterwards.
-func (d *delivery) stopHolds() {
+func (d *delivery) stopHolds(ctx context.Context) {
 	h := d.holds
 	h.mu.Lock()
 	h.stopped = true
@@ -195,7 +206,7 @@ func (d *delivery) stopHolds() {
 	}
 	close(work)
 	wg.Wait()
-	h.running.Wait()
+	_ = h.releases.Stop(ctx) // it waits the sends out: its error is nil
 }
 
 // putBack undoes the claim of a delivery that will not be sent here (the

@@ -28,65 +28,45 @@ func (d *delivery) nextMessage(ctx context.Context, sc binding.Scope, sess sessi
 }
 
 // flusher runs at most one background send of a chat's waiting reminders
-// per chat in this replica, and stops with delivery. A flush runs under a
-// context of its own, which close cancels once its ctx is done.
+// per chat in this replica, and stops with delivery: close lets no new
+// flush start and waits for the running ones; when its ctx is done first,
+// it cancels them and waits for them to return.
 type flusher struct {
-	mu        sync.Mutex
-	accepting bool
-	running   map[string]context.CancelFunc
-	wg        sync.WaitGroup
+	bg      bus.Background
+	mu      sync.Mutex
+	running map[string]struct{} // the chats with a flush running
 }
 
-func newFlusher() *flusher { return &flusher{running: map[string]context.CancelFunc{}} }
-
-// open lets flushes run until close.
-func (fl *flusher) open() {
-	fl.mu.Lock()
-	fl.accepting = true
-	fl.mu.Unlock()
+func newFlusher() *flusher {
+	fl := &flusher{running: map[string]struct{}{}}
+	fl.bg.CancelAtDeadline = true
+	return fl
 }
 
-// close lets no new flush start and waits for the running ones; when ctx
-// is done first, it cancels them and waits for them to return.
-func (fl *flusher) close(ctx context.Context) {
-	fl.mu.Lock()
-	fl.accepting = false
-	fl.mu.Unlock()
-	done := make(chan struct{})
-	go func() { fl.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return
-	case <-ctx.Done():
-	}
-	fl.mu.Lock()
-	for _, cancel := range fl.running {
-		cancel()
-	}
-	fl.mu.Unlock()
-	<-done
-}
+// open lets flushes run until close, under a context of ctx's.
+func (fl *flusher) open(ctx context.Context) error { return fl.bg.Start(ctx) }
+
+// close is described on flusher.
+func (fl *flusher) close(ctx context.Context) error { return fl.bg.Stop(ctx) }
 
 func (fl *flusher) start(sc binding.Scope, sess session, run func(context.Context, binding.Scope, session)) {
 	key := sc.String() + "/" + sess.Token()
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
-	if !fl.accepting || fl.running[key] != nil {
+	if _, ok := fl.running[key]; ok {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	fl.running[key] = cancel
-	fl.wg.Add(1)
-	go func() {
-		defer fl.wg.Done()
+	err := fl.bg.Go(func(ctx context.Context) {
 		defer func() {
 			fl.mu.Lock()
 			delete(fl.running, key)
 			fl.mu.Unlock()
-			cancel()
 		}()
 		run(ctx, sc, sess)
-	}()
+	})
+	if err == nil {
+		fl.running[key] = struct{}{}
+	}
 }
 
 // flushResult is what sending one waiting reminder came to.
