@@ -336,6 +336,9 @@ func registerCommon(fs *flag.FlagSet, getenv func(string) string) *Options {
 // server's shutdown and the connections' drain share it.
 const stopGrace = 5 * time.Second
 
+// run starts the embedding (if any), builds each part's service on a
+// connection of its own, serves HTTP, runs the services until ctx is done
+// or one of them stops, and shuts everything down in reverse.
 func run(ctx context.Context, name string, o Options, getenv func(string) string, stderr io.Writer,
 	parts []Binary, emb *Embedding) (err error) {
 	level, err := telemetry.ParseLevel(o.LogLevel)
@@ -347,15 +350,8 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 	if err != nil {
 		return err
 	}
-	// named prefixes a part's error with its name when there are several
-	named := func(part string, err error) error {
-		if len(parts) > 1 {
-			return fmt.Errorf("%s: %w", part, err)
-		}
-		return err
-	}
-	conns := map[string]bus.ConnConfig{}
-	svcGetenv := getenv
+	a := &assembly{parts: parts, getenv: getenv, svcGetenv: getenv, stderr: stderr, level: level, log: log,
+		subjects: subjects, embedded: emb != nil}
 	if emb != nil {
 		st, err := emb.Start(ctx, &o, getenv, log)
 		if err != nil {
@@ -364,23 +360,23 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 		if st.Stop != nil {
 			defer st.Stop() // deferred first: runs after the connections closed
 		}
-		conns = st.Conns
+		a.conns = st.Conns
 		if st.NoServices {
-			parts = nil
+			a.parts = nil
 		}
 		if st.Getenv != nil {
-			svcGetenv = st.Getenv
+			a.svcGetenv = st.Getenv
 		}
 	}
-	var kr *bus.Keyring
+	a.o = o
 	if o.StateKey != "" {
-		if kr, err = bus.ParseKeyring(o.StateKey); err != nil {
+		if a.kr, err = bus.ParseKeyring(o.StateKey); err != nil {
 			return err
 		}
 	}
 
-	reg := telemetry.NewRegistry()
-	svcs := make([]Service, len(parts))
+	a.reg = telemetry.NewRegistry()
+	svcs := make([]Service, len(a.parts))
 	ready := func() error {
 		for _, s := range svcs {
 			if s == nil || !s.Ready() {
@@ -391,107 +387,32 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 	}
 	// mux serves HTTPAddr; with MetricsAddr, health and metrics move to a
 	// mux of their own
-	mux, metricsMux := telemetry.Mux(reg, ready), (*http.ServeMux)(nil)
+	mux, metricsMux := telemetry.Mux(a.reg, ready), (*http.ServeMux)(nil)
 	if o.MetricsAddr != "" {
 		mux, metricsMux = http.NewServeMux(), mux
 	}
-	var ncs []*nats.Conn
-	defer func() { drainAll(ncs) }()
-	for i, p := range parts {
-		tp, err := telemetry.NewTracerProvider(ctx, p.Name, getenv)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = tp.Shutdown(sctx)
-		}()
-		plog := log
-		if len(parts) > 1 {
-			plog = telemetry.NewLogger(stderr, level, p.Name)
-		}
-		cc := o.NATS
-		if emb != nil {
-			var ok bool
-			if cc, ok = conns[p.Name]; !ok {
-				return fmt.Errorf("svcmain: no connection for %s", p.Name)
-			}
-		}
-		cc.Name = p.Name
-		cc.Logger = plog
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		nc, err := bus.Connect(cctx, cc)
-		cancel()
-		if err != nil {
-			return named(p.Name, err)
-		}
-		ncs = append(ncs, nc)
-		env := &Env{Options: o, Conn: nc, Subjects: subjects, Keyring: kr, Logger: plog, TracerProvider: tp,
-			Registry: reg, Mux: mux, Getenv: svcGetenv}
-		if svcs[i], err = p.Build(ctx, env); err != nil {
-			return named(p.Name, err)
-		}
+	ncs, closeBuilt, err := a.build(ctx, svcs, mux)
+	defer closeBuilt()
+	if err != nil {
+		return err
 	}
 	if len(ncs) > 0 {
-		stopAuth, err := startAuthCallout(ctx, o, ncs[0], subjects, log, reg)
+		stopAuth, err := startAuthCallout(ctx, o, ncs[0], subjects, log, a.reg)
 		if err != nil {
 			return err
 		}
 		defer stopAuth()
 	}
-	hs, err := httpserve.Listen(o.HTTPAddr, mux, httpserve.Limits{})
+	hs, ms, attrs, err := listen(o, mux, metricsMux)
 	if err != nil {
-		return fmt.Errorf("http: %w", err)
-	}
-	attrs := []any{"http", hs.Addr()}
-	var ms *httpserve.Server
-	if metricsMux != nil {
-		if ms, err = httpserve.Listen(o.MetricsAddr, metricsMux, httpserve.Limits{}); err != nil {
-			sctx, cancel := context.WithTimeout(context.Background(), stopGrace)
-			defer cancel()
-			return errors.Join(fmt.Errorf("metrics http: %w", err), hs.Shutdown(sctx))
-		}
-		attrs = append(attrs, "metrics", ms.Addr())
+		return err
 	}
 	if len(ncs) == 1 {
 		attrs = append(attrs, "nats", ncs[0].ConnectedUrlRedacted())
 	}
 	log.Info("started", attrs...)
 
-	runCtx, stopAll := context.WithCancel(ctx)
-	defer stopAll()
-	errs := make([]error, len(svcs))
-	var wg sync.WaitGroup
-	for i, s := range svcs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.Run(runCtx)
-			if errs[i] != nil && !errors.Is(errs[i], context.Canceled) {
-				errs[i] = named(parts[i].Name, errs[i])
-			} else {
-				errs[i] = nil
-			}
-			stopAll() // one stops, all stop: the process is restarted whole
-		}()
-	}
-	if len(svcs) == 0 {
-		<-ctx.Done()
-	}
-	allDone, stuck := make(chan struct{}), false
-	go func() { wg.Wait(); close(allDone) }()
-	select {
-	case <-allDone:
-	case <-ctx.Done():
-		// asked to stop: the services get the drain bound, no more
-		select {
-		case <-allDone:
-		case <-time.After(o.DrainTimeout):
-			log.Error("services did not stop within the drain timeout; exiting anyway", "drain_timeout", o.DrainTimeout.String())
-			stuck = true
-		}
-	}
+	errs, stuck := a.runAll(ctx, svcs)
 	sctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
 	herr := hs.Shutdown(sctx)
@@ -506,9 +427,140 @@ func run(ctx context.Context, name string, o Options, getenv func(string) string
 	return errors.Join(append(errs, herr)...)
 }
 
-// drainAll drains every connection at once and waits, bounded, until each
-// is closed: Drain only starts the drain, and a server shut down under a
-// draining connection would lose its last replies and acks.
+// assembly is what run's steps share: the options, the parts to run and
+// what every part's Env is made of.
+type assembly struct {
+	o         Options
+	parts     []Binary
+	getenv    func(string) string // the process's environment (tracing)
+	svcGetenv func(string) string // the services' (the embedding may extend it)
+	embedded  bool                // an Embedding gives each part's connection
+	conns     map[string]bus.ConnConfig
+	subjects  wire.Subjects
+	kr        *bus.Keyring
+	stderr    io.Writer
+	level     slog.Level
+	log       *slog.Logger
+	reg       *prometheus.Registry
+}
+
+// named prefixes a part's error with its name when there are several.
+func (a *assembly) named(part string, err error) error {
+	if len(a.parts) > 1 {
+		return fmt.Errorf("%s: %w", part, err)
+	}
+	return err
+}
+
+// build connects each part and builds its service into svcs. closeBuilt,
+// also returned with an error, shuts the tracer providers down (last
+// built first) and then drains the connections.
+func (a *assembly) build(ctx context.Context, svcs []Service, mux *http.ServeMux) (ncs []*nats.Conn, closeBuilt func(), err error) {
+	var shutdowns []func()
+	closeBuilt = func() {
+		for i := len(shutdowns) - 1; i >= 0; i-- {
+			shutdowns[i]()
+		}
+		drainAll(ncs)
+	}
+	for i, p := range a.parts {
+		tp, err := telemetry.NewTracerProvider(ctx, p.Name, a.getenv)
+		if err != nil {
+			return ncs, closeBuilt, err
+		}
+		shutdowns = append(shutdowns, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = tp.Shutdown(sctx)
+		})
+		plog := a.log
+		if len(a.parts) > 1 {
+			plog = telemetry.NewLogger(a.stderr, a.level, p.Name)
+		}
+		cc := a.o.NATS
+		if a.embedded {
+			var ok bool
+			if cc, ok = a.conns[p.Name]; !ok {
+				return ncs, closeBuilt, fmt.Errorf("svcmain: no connection for %s", p.Name)
+			}
+		}
+		cc.Name = p.Name
+		cc.Logger = plog
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		nc, err := bus.Connect(cctx, cc)
+		cancel()
+		if err != nil {
+			return ncs, closeBuilt, a.named(p.Name, err)
+		}
+		ncs = append(ncs, nc)
+		env := &Env{Options: a.o, Conn: nc, Subjects: a.subjects, Keyring: a.kr, Logger: plog, TracerProvider: tp,
+			Registry: a.reg, Mux: mux, Getenv: a.svcGetenv}
+		if svcs[i], err = p.Build(ctx, env); err != nil {
+			return ncs, closeBuilt, a.named(p.Name, err)
+		}
+	}
+	return ncs, closeBuilt, nil
+}
+
+// listen serves mux on HTTPAddr and, when there is one, metricsMux on
+// MetricsAddr; attrs name the addresses for the "started" line.
+func listen(o Options, mux, metricsMux *http.ServeMux) (hs, ms *httpserve.Server, attrs []any, err error) {
+	hs, err = httpserve.Listen(o.HTTPAddr, mux, httpserve.Limits{})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("http: %w", err)
+	}
+	attrs = []any{"http", hs.Addr()}
+	if metricsMux != nil {
+		if ms, err = httpserve.Listen(o.MetricsAddr, metricsMux, httpserve.Limits{}); err != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+			defer cancel()
+			return nil, nil, nil, errors.Join(fmt.Errorf("metrics http: %w", err), hs.Shutdown(sctx))
+		}
+		attrs = append(attrs, "metrics", ms.Addr())
+	}
+	return hs, ms, attrs, nil
+}
+
+// runAll runs the services until ctx is done or one of them returns (one
+// stops, all stop). Once ctx is done they get the drain timeout, no more:
+// stuck says some did not return, and errs is then still being written.
+func (a *assembly) runAll(ctx context.Context, svcs []Service) (errs []error, stuck bool) {
+	runCtx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	errs = make([]error, len(svcs))
+	var wg sync.WaitGroup
+	for i, s := range svcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Run(runCtx)
+			if errs[i] != nil && !errors.Is(errs[i], context.Canceled) {
+				errs[i] = a.named(a.parts[i].Name, errs[i])
+			} else {
+				errs[i] = nil
+			}
+			stopAll() // one stops, all stop: the process is restarted whole
+		}()
+	}
+	if len(svcs) == 0 {
+		<-ctx.Done()
+	}
+	allDone := make(chan struct{})
+	go func() { wg.Wait(); close(allDone) }()
+	select {
+	case <-allDone:
+	case <-ctx.Done():
+		// asked to stop: the services get the drain bound, no more
+		select {
+		case <-allDone:
+		case <-time.After(a.o.DrainTimeout):
+			a.log.Error("services did not stop within the drain timeout; exiting anyway", "drain_timeout", a.o.DrainTimeout.String())
+			stuck = true
+		}
+	}
+	return errs, stuck
+}
+
 func drainAll(ncs []*nats.Conn) {
 	for _, nc := range ncs {
 		_ = nc.Drain()
