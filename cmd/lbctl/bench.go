@@ -20,7 +20,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
-// Targets of the invocation benchmark (issue 7), as ratios to the bus floor
+// Targets of the invocation benchmark, as ratios to the bus floor
 // with one KV read measured in the same run.
 const (
 	benchTargetP50     = 1.5 // p50 at most 1.5x the KV-read floor's

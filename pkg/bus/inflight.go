@@ -1,6 +1,6 @@
 package bus
 
-// Bytes in flight per connection (issue 33, docs/operations.md "Message
+// Bytes in flight per connection (docs/operations.md "Message
 // sizes and slow consumers").
 //
 // The server queues the messages addressed to a connection in that

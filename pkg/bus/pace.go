@@ -13,7 +13,7 @@ const maxDeferral = time.Minute
 // (before any handler has been measured, and for handlers faster than it).
 const minDeferralStep = time.Millisecond
 
-// pacer chooses the delays of a fired-message pool's deferrals (issue 33).
+// pacer chooses the delays of a fired-message pool's deferrals.
 //
 // A deferred message stays pending on the server until its delay is over,
 // and then comes back with every other message whose delay ended at the

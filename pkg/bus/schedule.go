@@ -153,7 +153,7 @@ func PurgeSubjects(ctx context.Context, stream jetstream.Stream, subjects ...str
 // time (measured) apart divided by the handlers it may run, and at most a
 // minute ahead; so deferred messages come back at the rate the pool takes
 // them, and a burst of N is handled in about N service times, never in
-// doubling waves (issue 33: with a delay doubling per delivery, 300
+// doubling waves (with a delay doubling per delivery, 300
 // reminders of one installation on two workers were 139 delivered after
 // 120 s). Waiting messages have their ack deadline extended every
 // AckWait/3.
@@ -205,7 +205,7 @@ func (f *Fired) Ack(context.Context) error { return f.msg.Ack() }
 // whole redelivery queue on any purge of a subject the consumer's filter
 // covers, so each such purge left every message already due for
 // redelivery (nak'd with a delay, deferred by the pool) waiting a full
-// AckWait more (docs/reliability.md, "Hardening (issue 33)"). A rollup on a fired subject is such a purge too, which is
+// AckWait more (docs/reliability.md, the second "Hardening" section). A rollup on a fired subject is such a purge too, which is
 // why ScheduleAt relies on the stream's per-subject limit instead. The ack
 // stands when the delete fails; the error says why.
 func (f *Fired) Remove(ctx context.Context) error {
@@ -462,7 +462,7 @@ func (r *Runner) ConsumeFired(ctx context.Context, cfg FiredConfig, h FiredHandl
 // reset it, and the dropped message itself came back only after AckWait:
 // under the race detector about one run in four of 300 reminders due at
 // once stalled for 30 s with 172 messages undelivered and no pull request
-// waiting (issue 33). A fetch's channel holds twice its batch and is
+// waiting. A fetch's channel holds twice its batch and is
 // drained by its own goroutine. An error (the server answers a pending
 // pull with a terminal status when a node holding the consumer restarts)
 // is retried after a second, so fired messages never stop for good.

@@ -7,7 +7,7 @@ import (
 
 // fairQueue holds the invocations waiting for a worker, one FIFO per
 // installation scope, and hands them out round robin across the scopes
-// that have work waiting (issue 19, docs/reliability.md "Shared pools"): a
+// that have work waiting (docs/reliability.md "Shared pools"): a
 // flooding installation's backlog never sits in front of another
 // installation's request, yet an installation alone may use every worker.
 // The schedule is that of fq_codel's two lists: a scope that held nothing

@@ -4,7 +4,7 @@
 // lbctl dev's server all come from Listen, so none lacks a timeout or a
 // bound on the request bodies it holds.
 //
-// Two things bound a slow or heavy client (issue 33: 150 connections
+// Two things bound a slow or heavy client (150 connections
 // that each sent 1,000,000 of 1,048,576 webhook body bytes and stalled
 // raised a service from 28 MB to 200 MB and were never closed):
 //

@@ -12,7 +12,7 @@ import (
 // chunk size: a protocol message longer than this is sent as a
 // chunk_start line, 16 KiB chunk_data lines each followed by a 1 ms sleep,
 // and a chunk_end line (runtime/io/connections/stdio.py), which costs an
-// event 5-8 ms on the benchmark's machine (docs/benchmarks.md, issue 32).
+// event 5-8 ms on the benchmark's machine (docs/benchmarks.md).
 const RuntimeChunkBytes = 16 * 1024
 
 // DumpMargin is what an emit_event answer carries besides the package's

@@ -193,7 +193,7 @@ type genPlugin struct {
 }
 
 // NotConfigured is what every command, tool and page answers while the
-// installation's package config cannot be used (issue 32 D1); the core
+// installation's package config cannot be used; the core
 // fills {item}, {instance} and {workspace}, so the operator learns which
 // setting to fix and which tenant asks (never a value).
 var NotConfigured = plugin.Text{

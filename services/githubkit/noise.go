@@ -16,7 +16,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
-// Less noise: quiet hours and digests per chat (issue 30). A chat's choice
+// Less noise: quiet hours and digests per chat. A chat's choice
 // and the events held for it are one record, <scope>.noise.<chat sid>; the
 // summary is sent when a one-shot JetStream schedule,
 // <prefix>.githubkit.nsched.<scope>.<chat sid>, fires onto

@@ -1,6 +1,6 @@
 package githubkit
 
-// Whole-organisation subscriptions (issue 30): "gh sub <org>" follows
+// Whole-organisation subscriptions: "gh sub <org>" follows
 // every public repository of an organisation by polling its events feed
 // (GET /orgs/{org}/events, one conditional request per interval, the same
 // cost rule as a repository: an unchanged feed costs one 304).

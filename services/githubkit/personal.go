@@ -1,6 +1,6 @@
 package githubkit
 
-// Personal notifications (issue 30): a user links their GitHub login in a
+// Personal notifications: a user links their GitHub login in a
 // private chat ("gh me <login>", per installation, "gh me off" to undo)
 // and gets a private message when a review is requested from them, they
 // are assigned, or they are mentioned, in a repository some chat of the

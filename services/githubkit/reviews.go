@@ -1,6 +1,6 @@
 package githubkit
 
-// Scheduled review reminders (issue 30): a chat chooses times of day
+// Scheduled review reminders: a chat chooses times of day
 // ("gh reviews 09:30 weekdays"), and at each one gets one message listing
 // the open pull requests waiting for review in the repositories it
 // subscribes to, oldest first. Nothing waiting sends nothing.

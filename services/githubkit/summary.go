@@ -1,6 +1,6 @@
 package githubkit
 
-// AI summary on request (issue 30): "gh summary <owner/repo>#<n>" reads
+// AI summary on request: "gh summary <owner/repo>#<n>" reads
 // the issue or pull request and its newest comments (two GitHub requests;
 // one when it has no comments) and asks the host's LLM (the invoke_llm
 // host action) for a short summary, within the installation's daily

@@ -11,7 +11,7 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
-// Canned replies (issue 31): an installation's named texts, one KV value
+// Canned replies: an installation's named texts, one KV value
 // at <scope>.canned.all (store.Canned), bounded to 100 replies of 2000
 // characters. Operators send one as `!ho reply N /<name>` (and in relay
 // mode as `/<name>`, through expandCanned) or pick it in the console.

@@ -71,7 +71,7 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 		}
 		return o.pauseCommand(ctx, c, inv, sub == "pause", say)
 	case "list", "take", "reply", "release", "switch", "leave", relaySub:
-	case "canned", "note", "show", "suggest": // issue 31: canned.go, notes.go, assist.go
+	case "canned", "note", "show", "suggest": // canned.go, notes.go, assist.go
 	default:
 		return say("cmd.unknown", nil)
 	}

@@ -19,7 +19,7 @@ type Export struct {
 	Session    *model.Record       `json:"session"`
 	Messages   []model.Entry       `json:"messages"`
 	Blobs      map[string]BlobData `json:"blobs"`
-	// Notes are the chat's internal notes (issue 31), oldest first.
+	// Notes are the chat's internal notes, oldest first.
 	Notes []model.Note `json:"notes"`
 }
 

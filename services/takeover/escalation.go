@@ -17,7 +17,7 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
-// Escalation (issue 31, settings in model.Escalation): a chat that asked
+// Escalation (settings in model.Escalation): a chat that asked
 // for a human is told its place in the queue (or, outside the working
 // hours, when operators are back); if no operator takes it within
 // escalate_after it is alerted again to every operator chat, and after as

@@ -72,12 +72,12 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 				plugin.Option{Name: model.LanguageEnUS, Label: t("English", "英语")},
 				plugin.Option{Name: model.LanguageZhHans, Label: t("Chinese", "中文")}),
 			plugin.CommandPrefixConfig(),
-			// issue 31: satisfaction and AI assist
+			// satisfaction and AI assist
 			cfg("satisfaction_survey", "boolean", def.SatisfactionSurvey),
 			cfg("satisfaction_window", "integer", def.SatisfactionWindow),
 			cfg("ai_assist", "boolean", def.AIAssist),
 			cfg("ai_calls_per_day", "integer", def.AICallsPerDay),
-			// escalation (issue 31, model.Escalation): off by default but the cancel words
+			// escalation (model.Escalation): off by default but the cancel words
 			cfg("escalate_after", "integer", def.EscalateAfter),
 			cfg("escalate_fallback_chats", "array[string]", []string{}),
 			cfg("queue_notice", "boolean", def.QueueNotice),

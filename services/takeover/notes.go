@@ -15,7 +15,7 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
-// Internal notes (issue 31): operators' notes on a chat, one KV value per
+// Internal notes: operators' notes on a chat, one KV value per
 // chat at <scope>.notes.<sid> (store.Notes), at most 50 of 1000
 // characters. They are never sent to the user; `!ho show N`, the console
 // and the export show them. Deleting a session or clearing the

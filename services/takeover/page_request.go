@@ -32,7 +32,7 @@ const (
 	opExport         Op = "GET /export"
 	opDeleteSession  Op = "DELETE /session"
 	opClear          Op = "DELETE /clear"
-	// issue 31: canned replies (canned.go) and notes (notes.go)
+	// canned replies (canned.go) and notes (notes.go)
 	opCannedList Op = "GET /canned"
 	opCannedPut  Op = "POST /canned"
 	opCannedDel  Op = "DELETE /canned"

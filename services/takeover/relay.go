@@ -19,7 +19,7 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
-// Relay mode (issue 31): after `!ho take N` (or `!ho switch N`) an
+// Relay mode: after `!ho take N` (or `!ho switch N`) an
 // operator chat relays chat N. In a private operator chat the operator's
 // plain messages go to the user as replies, and the user's messages come
 // back to the operator chat with a prefix naming the chat; in a group

@@ -11,7 +11,7 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
-// Satisfaction after release (issue 31, satisfaction_survey, off by
+// Satisfaction after release (satisfaction_survey, off by
 // default). When a takeover of a private chat ends, the notices ask the
 // user once "How did we do? 1-5" and mark the record's satisfaction as
 // waiting for satisfaction_window. The session view carries that mark, so

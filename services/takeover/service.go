@@ -77,7 +77,7 @@ type Config struct {
 	// chat; default 60 s.
 	AlertInterval time.Duration
 
-	// LLMTimeout bounds one invoke_llm of the AI assist (issue 31: an
+	// LLMTimeout bounds one invoke_llm of the AI assist (an
 	// alert's summary, `ho suggest`); default 10 s. An alert waits for
 	// its summary at most this long.
 	LLMTimeout time.Duration

@@ -26,7 +26,7 @@ type Summary struct {
 	Takeover      *TakeoverView `json:"takeover,omitempty"`
 	Error         string        `json:"error,omitempty"`
 	// Satisfaction is the question asked after the last release and its
-	// score (issue 31), when one was asked.
+	// score, when one was asked.
 	Satisfaction *model.Satisfaction `json:"satisfaction,omitempty"`
 }
 

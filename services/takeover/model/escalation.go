@@ -13,7 +13,7 @@ import (
 // said nothing for operator_idle_return: it goes back to the queue.
 const ReasonIdle = "idle"
 
-// Escalation bounds (issue 31).
+// Escalation bounds.
 const (
 	MaxEscalateSeconds = 86400
 	MaxCancelWords     = 20
@@ -24,7 +24,7 @@ const (
 // request for a human when the config names none.
 func DefaultCancelWords() []string { return []string{"取消人工", "cancel human"} }
 
-// Escalation is the escalation block of the settings (issue 31): every
+// Escalation is the escalation block of the settings: every
 // part is off by default except the cancel words.
 type Escalation struct {
 	// EscalateAfter (escalate_after, seconds, 0 = off): a chat waiting for

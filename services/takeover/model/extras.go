@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of the canned replies and notes (issue 31): one installation's
+// Limits of the canned replies and notes: one installation's
 // canned replies are one KV value, a chat's notes another, so both are
 // bounded to keep each value small.
 const (
@@ -74,7 +74,7 @@ type Notes struct {
 	Notes []Note `json:"notes"`
 }
 
-// Satisfaction is the satisfaction question after a release (issue 31):
+// Satisfaction is the satisfaction question after a release:
 // asked at AskedAt, answered by the user's next message if it is a score
 // from 1 to 5 before Until. Closed (Until 0) by any other message.
 type Satisfaction struct {

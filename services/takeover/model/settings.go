@@ -80,7 +80,7 @@ type Settings struct {
 	// AICallsPerDay bounds the installation's LLM calls per UTC day
 	// (ai_calls_per_day).
 	AICallsPerDay int `json:"ai_calls_per_day"`
-	// Escalation is the queue's escalation (escalation.go, issue 31).
+	// Escalation is the queue's escalation (escalation.go).
 	Escalation
 }
 

@@ -7,7 +7,7 @@ const (
 	BlobBucket    = "langbot_takeover_blobs"
 	ExpireDurable = "takeover-expire"
 	AlertDurable  = "takeover-alert"
-	// EscalateDurable reads fired escalation schedules (issue 31).
+	// EscalateDurable reads fired escalation schedules.
 	EscalateDurable = "takeover-escalate"
 
 	historyPerSubject = 2200 // largest history_limit plus the largest trim slack
@@ -31,7 +31,7 @@ const (
 	KindLive    = "live"    // live feed (core NATS)
 	KindAlert   = "alert"   // operator alerts waiting for delivery, one per session
 
-	// escalation (issue 31): one schedule per session, a waiting chat's
+	// escalation: one schedule per session, a waiting chat's
 	// re-alert or a taken chat's idle return (the two never overlap)
 	KindEscTimer = "esctimer" // escalation schedules
 	KindEscalate = "escalate" // fired escalations
@@ -73,7 +73,7 @@ const (
 	KeyNotes   = "notes"   // <scope>.notes.<sid>, a chat's internal notes
 	KeyAIUsage = "aiuse"   // <scope>.aiuse: the day's LLM calls (bus.DailyBudget)
 
-	// relay mode (issue 31)
+	// relay mode
 	KeyRelay   = "relay"   // <scope>.relay.<hash>, the chat an operator chat relays (Store.Relays)
 	KeyRelayTo = "relayto" // <scope>.relayto.<sid>, the operator chat a chat is relayed to
 )
