@@ -266,7 +266,11 @@ func (e *env) list(t testing.TB, b binding.Binding, cfg string, s wire.Session) 
 }
 
 // nextSecond is T, the next whole second.
-func nextSecond() time.Time { return time.Now().Truncate(time.Second).Add(time.Second) }
+// nextSecond is a whole second at least one second ahead: the add that
+// names it must still find it in the future (the reader refuses a time
+// that is not), and on a loaded machine the add can take most of a second
+// to run (a clean-clone CI run refused the very next second twice).
+func nextSecond() time.Time { return time.Now().Truncate(time.Second).Add(2 * time.Second) }
 
 func rfc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
