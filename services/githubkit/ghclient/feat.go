@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -74,29 +73,7 @@ func (g *GitHub) OpenPulls(ctx context.Context, t Target, fullName, etag string)
 // (GET /orgs/{org}/events), sending If-None-Match when etag is set. Each
 // event names its repository.
 func (g *GitHub) OrgEvents(ctx context.Context, t Target, org string, page, perPage int, etag string) (EventsPage, error) {
-	var out EventsPage
-	err := g.do(ctx, t, "/orgs/{org}/events", func(ctx context.Context, c *github.Client) (*github.Response, error) {
-		req, err := c.NewRequest(http.MethodGet, fmt.Sprintf("orgs/%s/events?per_page=%d&page=%d", url.PathEscape(org), perPage, page), nil)
-		if err != nil {
-			return nil, err
-		}
-		if etag != "" {
-			req.Header.Set("If-None-Match", etag)
-		}
-		resp, err := c.Do(ctx, req, &out.Events)
-		if resp != nil && resp.Response != nil {
-			out.ETag = resp.Header.Get("ETag")
-			if v, perr := strconv.Atoi(resp.Header.Get("X-Poll-Interval")); perr == nil && v > 0 {
-				out.PollInterval = v
-			}
-			if resp.StatusCode == http.StatusNotModified {
-				out.NotModified, out.ETag, out.Events = true, etag, nil
-				return resp, nil
-			}
-		}
-		return resp, err
-	})
-	return out, err
+	return g.eventsPage(ctx, t, "/orgs/{org}/events", fmt.Sprintf("orgs/%s/events?per_page=%d&page=%d", url.PathEscape(org), perPage, page), etag)
 }
 
 // Org gets an organisation (GET /orgs/{org}); a 404 means there is none.

@@ -396,10 +396,17 @@ type EventsPage struct {
 // Events reads one page of a repository's events (100 per page), sending
 // If-None-Match when etag is set (spec §3.3 rule 6).
 func (g *GitHub) Events(ctx context.Context, t Target, fullName string, page, perPage int, etag string) (EventsPage, error) {
+	o, r, _ := strings.Cut(fullName, "/")
+	return g.eventsPage(ctx, t, "/repos/{owner}/{repo}/events", fmt.Sprintf("repos/%s/%s/events?per_page=%d&page=%d", o, r, perPage, page), etag)
+}
+
+// eventsPage reads one page of an events feed at path (route is its
+// template, for metrics and spans): a conditional GET that keeps etag
+// on a 304 and reads GitHub's X-Poll-Interval.
+func (g *GitHub) eventsPage(ctx context.Context, t Target, route, path, etag string) (EventsPage, error) {
 	var out EventsPage
-	err := g.do(ctx, t, "/repos/{owner}/{repo}/events", func(ctx context.Context, c *github.Client) (*github.Response, error) {
-		o, r, _ := strings.Cut(fullName, "/")
-		req, err := c.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/events?per_page=%d&page=%d", o, r, perPage, page), nil)
+	err := g.do(ctx, t, route, func(ctx context.Context, c *github.Client) (*github.Response, error) {
+		req, err := c.NewRequest(http.MethodGet, path, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -413,8 +420,7 @@ func (g *GitHub) Events(ctx context.Context, t Target, fullName string, page, pe
 				out.PollInterval = v
 			}
 			if resp.StatusCode == http.StatusNotModified {
-				out.NotModified = true
-				out.ETag = etag
+				out.NotModified, out.ETag, out.Events = true, etag, nil
 				return resp, nil
 			}
 		}
@@ -422,6 +428,8 @@ func (g *GitHub) Events(ctx context.Context, t Target, fullName string, page, pe
 	})
 	return out, err
 }
+
+// ReleaseByTag reads the release of a tag.
 func (g *GitHub) ReleaseByTag(ctx context.Context, t Target, r Repo, tag string) (*github.RepositoryRelease, error) {
 	var out *github.RepositoryRelease
 	err := g.do(ctx, t, "/repos/{owner}/{repo}/releases/tags/{tag}", func(ctx context.Context, c *github.Client) (*github.Response, error) {
