@@ -159,24 +159,14 @@ func (s *subscriptions) subscribe(ctx context.Context, inv *bus.Invocation, st S
 		r.FullName = fullName
 		rid := repoID
 		r.RepoID = &rid
-		if sub := r.Find(id); sub != nil {
-			sub.Kinds, sub.Refine, sub.Prefix = kinds, ref, prefix
-		} else {
-			if len(r.Subscribers) >= events.MaxSubscribersRepo {
-				return nil, &errAbort{x.T("sub.cap_subscribers", "repo", fullName, "max", strconv.Itoa(events.MaxSubscribersRepo))}
-			}
-			var cursor *string
-			if r.Head != nil {
-				c := *r.Head
-				cursor = &c
-			}
-			r.Subscribers = append(r.Subscribers, &Subscriber{Identity: id, Kinds: kinds, Refine: ref, Prefix: prefix, Cursor: cursor, AddedAt: now})
+		subs, err := upsertSubscriber(r.Subscribers, r.Head, Subscriber{Identity: id, Kinds: kinds, Refine: ref, Prefix: prefix, AddedAt: now}, func() error {
+			return &errAbort{x.T("sub.cap_subscribers", "repo", fullName, "max", strconv.Itoa(events.MaxSubscribersRepo))}
+		})
+		if err != nil {
+			return nil, err
 		}
-		if r.Poll.Broken != nil {
-			r.Poll.Broken = nil
-			r.Poll.PermanentFailures, r.Poll.TransientFailures = 0, 0
-			r.Poll.NotBefore = nil
-		}
+		r.Subscribers = subs
+		r.Poll.resume()
 		interval = effectiveInterval(st.PollInterval, r.Poll.XPollIntervalS)
 		r.Poll.IntervalS = interval
 		return r, nil
@@ -292,4 +282,43 @@ func (s *subscriptions) listSubs(ctx context.Context, inv *bus.Invocation, x tex
 		return strings.Compare(strings.ToLower(a.FullName), strings.ToLower(b.FullName))
 	})
 	return x.SubsList(items, prefix), nil
+}
+
+// upsertSubscriber updates the choice of the chat sub names in subs, or
+// adds it reading from head on (a new chat sees nothing older); a new chat
+// past the subscribers' cap is refused with capErr. Repositories and
+// organisations subscribe alike.
+func upsertSubscriber(subs []*Subscriber, head *string, sub Subscriber, capErr func() error) ([]*Subscriber, error) {
+	if cur := findSubscriber(subs, sub.Identity); cur != nil {
+		cur.Kinds, cur.Refine, cur.Prefix = sub.Kinds, sub.Refine, sub.Prefix
+		return subs, nil
+	}
+	if len(subs) >= events.MaxSubscribersRepo {
+		return nil, capErr()
+	}
+	if head != nil {
+		c := *head
+		sub.Cursor = &c
+	}
+	return append(subs, &sub), nil
+}
+
+// resume clears a broken poll's state: subscribing again resumes a broken
+// repository or organisation.
+func (p *PollState) resume() {
+	if p.Broken != nil {
+		p.Broken = nil
+		p.PermanentFailures, p.TransientFailures = 0, 0
+		p.NotBefore = nil
+	}
+}
+
+// findSubscriber is the subscriber of chat id in subs (nil when none).
+func findSubscriber(subs []*Subscriber, id Identity) *Subscriber {
+	for _, s := range subs {
+		if s.Identity == id {
+			return s
+		}
+	}
+	return nil
 }

@@ -242,25 +242,14 @@ func (s *orgs) subscribe(ctx context.Context, inv *bus.Invocation, st Settings, 
 			r = &orgRecord{V: 1}
 		}
 		r.Org = org
-		if sub := r.Find(id); sub != nil {
-			sub.Kinds, sub.Refine, sub.Prefix = kinds, ref, prefix
-		} else {
-			if len(r.Subscribers) >= events.MaxSubscribersRepo {
-				return nil, &errAbort{x.T("sub.cap_subscribers", "repo", org, "max", strconv.Itoa(events.MaxSubscribersRepo))}
-			}
-			var cursor *string
-			if r.Head != nil {
-				c := *r.Head
-				cursor = &c
-			}
-			r.Subscribers = append(r.Subscribers, &Subscriber{Identity: id, Kinds: kinds, Refine: ref, Prefix: prefix, Cursor: cursor, AddedAt: now})
+		subs, err := upsertSubscriber(r.Subscribers, r.Head, Subscriber{Identity: id, Kinds: kinds, Refine: ref, Prefix: prefix, AddedAt: now}, func() error {
+			return &errAbort{x.T("sub.cap_subscribers", "repo", org, "max", strconv.Itoa(events.MaxSubscribersRepo))}
+		})
+		if err != nil {
+			return nil, err
 		}
-		if r.Poll.Broken != nil {
-			// subscribing again resumes a broken organisation, as for a repository
-			r.Poll.Broken = nil
-			r.Poll.PermanentFailures, r.Poll.TransientFailures = 0, 0
-			r.Poll.NotBefore = nil
-		}
+		r.Subscribers = subs
+		r.Poll.resume()
 		interval = effectiveInterval(st.PollInterval, r.Poll.XPollIntervalS)
 		r.IntervalS = interval
 		return r, nil
@@ -278,14 +267,7 @@ func (s *orgs) subscribe(ctx context.Context, inv *bus.Invocation, st Settings, 
 }
 
 // Find returns the subscriber with identity id, or nil.
-func (r *orgRecord) Find(id Identity) *Subscriber {
-	for _, s := range r.Subscribers {
-		if s.Identity == id {
-			return s
-		}
-	}
-	return nil
-}
+func (r *orgRecord) Find(id Identity) *Subscriber { return findSubscriber(r.Subscribers, id) }
 
 func (s *orgs) unsubscribe(ctx context.Context, inv *bus.Invocation, st Settings, x texts, org string) (string, error) {
 	if st.SubscribeRequiresAdmin && inv.Command.Privilege < adminPrivilege {

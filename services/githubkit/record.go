@@ -98,14 +98,7 @@ type Subscriber struct {
 }
 
 // Find returns the subscriber with identity id, or nil.
-func (r *RepoRecord) Find(id Identity) *Subscriber {
-	for _, s := range r.Subscribers {
-		if s.Identity == id {
-			return s
-		}
-	}
-	return nil
-}
+func (r *RepoRecord) Find(id Identity) *Subscriber { return findSubscriber(r.Subscribers, id) }
 
 // Remove drops the subscriber with identity id and reports whether it was there.
 func (r *RepoRecord) Remove(id Identity) bool {
