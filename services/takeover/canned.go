@@ -3,6 +3,7 @@ package takeover
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -66,15 +67,22 @@ func cannedName(s string) (string, error) {
 
 // cannedText validates a canned reply's text.
 func cannedText(s string) (string, error) {
+	return checkText(s, model.MaxCannedTextRunes, reasonCannedEmpty, reasonCannedTooLong, "a canned reply")
+}
+
+// checkText trims an operator's text (a canned reply, a note) and refuses
+// invalid UTF-8, an empty text (emptyReason) and one over max runes
+// (longReason); what names the kind in the refusal.
+func checkText(s string, max int, emptyReason, longReason, what string) (string, error) {
 	if !utf8.ValidString(s) {
 		return "", wire.Errorf(wire.ErrBadRequest, "text is not valid UTF-8")
 	}
 	s = strings.TrimSpace(s)
 	switch {
 	case s == "":
-		return "", wire.WithReason(wire.ErrBadRequest, reasonCannedEmpty, "a canned reply needs a text")
-	case utf8.RuneCountInString(s) > model.MaxCannedTextRunes:
-		return "", wire.WithReason(wire.ErrTooLarge, reasonCannedTooLong, "a canned reply is at most 2000 characters")
+		return "", wire.WithReason(wire.ErrBadRequest, emptyReason, what+" needs a text")
+	case utf8.RuneCountInString(s) > max:
+		return "", wire.WithReason(wire.ErrTooLarge, longReason, what+" is at most "+strconv.Itoa(max)+" characters")
 	}
 	return s, nil
 }

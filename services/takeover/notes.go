@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/settings"
@@ -77,17 +76,7 @@ func parseNotesRequest(p params, req *PageRequest) error {
 
 // noteText validates a note's text.
 func noteText(s string) (string, error) {
-	if !utf8.ValidString(s) {
-		return "", wire.Errorf(wire.ErrBadRequest, "text is not valid UTF-8")
-	}
-	s = strings.TrimSpace(s)
-	switch {
-	case s == "":
-		return "", wire.WithReason(wire.ErrBadRequest, reasonNoteEmpty, "a note needs a text")
-	case utf8.RuneCountInString(s) > model.MaxNoteRunes:
-		return "", wire.WithReason(wire.ErrTooLarge, reasonNoteTooLong, "a note is at most 1000 characters")
-	}
-	return s, nil
+	return checkText(s, model.MaxNoteRunes, reasonNoteEmpty, reasonNoteTooLong, "a note")
 }
 
 // notesOp runs GET, POST and DELETE /notes on a session of the scope
