@@ -22,7 +22,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
@@ -180,19 +179,7 @@ func (orgFeed) org() bool { return true }
 
 // arm (re)publishes the organisation's "@every" schedule.
 func (s *orgs) arm(ctx context.Context, sc binding.Scope, key string, intervalS int) error {
-	sched, poll, err := s.subjects(sc, key)
-	if err != nil {
-		return err
-	}
-	return bus.ScheduleEvery(ctx, s.runner.JetStream(), sched, poll, time.Duration(intervalS)*time.Second, []byte(`{"v":1}`))
-}
-
-func (s *orgs) subjects(sc binding.Scope, key string) (sched, poll string, err error) {
-	if sched, err = s.subj.Internal(Plugin, KindOrgSched, sc, key); err != nil {
-		return "", "", err
-	}
-	poll, err = s.subj.Internal(Plugin, KindOrgPoll, sc, key)
-	return sched, poll, err
+	return s.armEvery(ctx, orgPolls, sc, key, intervalS)
 }
 
 func (s *orgs) subscribe(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
@@ -305,15 +292,7 @@ func (s *orgs) unsubscribe(ctx context.Context, inv *bus.Invocation, st Settings
 }
 
 func (s *orgs) disarm(ctx context.Context, sc binding.Scope, key string) error {
-	sched, poll, err := s.subjects(sc, key)
-	if err != nil {
-		return err
-	}
-	st := s.streamHandle()
-	if st == nil {
-		return errors.New("githubkit: stream not ready")
-	}
-	return bus.PurgeSubjects(ctx, st, sched, poll)
+	return s.disarmOf(ctx, orgPolls, sc, key)
 }
 
 // listLines are the chat's organisation subscriptions for "gh subs"; a
@@ -408,7 +387,7 @@ func featTransition(ctx context.Context, revs *reviewReminders, o *orgs, sc bind
 			// the interval stands: re-arm only a schedule a fire while
 			// the installation was inactive let lapse, as resync does
 			missing := false
-			sched, _, err := o.subjects(sc, l.ID)
+			sched, _, err := o.schedSubjectsOf(orgPolls, sc, l.ID)
 			if err == nil && stream != nil {
 				missing, err = scheduleMissing(ctx, stream, sched)
 			}

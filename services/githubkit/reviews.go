@@ -142,19 +142,10 @@ func nextReviewTime(now time.Time, loc *time.Location, minute int, weekdays bool
 	return now.Add(24 * time.Hour) // unreachable: a week has weekdays
 }
 
-// reviewSubjects returns the schedule and fire subjects of one slot.
-func (s *reviewReminders) reviewSubjects(sc binding.Scope, id string) (sched, fire string, err error) {
-	if sched, err = s.subj.Internal(Plugin, KindReviewSched, sc, id); err != nil {
-		return "", "", err
-	}
-	fire, err = s.subj.Internal(Plugin, KindReviewFire, sc, id)
-	return sched, fire, err
-}
-
 // armSlot schedules a slot's next fire after now: the earliest next time
 // of its chats.
 func (s *reviewReminders) armSlot(ctx context.Context, sc binding.Scope, st Settings, sl *reviewSlot, now time.Time) error {
-	sched, fire, err := s.reviewSubjects(sc, slotID(sl.Minute))
+	sched, fire, err := s.schedSubjectsOf(reviewFirings, sc, slotID(sl.Minute))
 	if err != nil {
 		return err
 	}
@@ -169,15 +160,7 @@ func (s *reviewReminders) armSlot(ctx context.Context, sc binding.Scope, st Sett
 }
 
 func (s *reviewReminders) disarmSlot(ctx context.Context, sc binding.Scope, id string) error {
-	sched, fire, err := s.reviewSubjects(sc, id)
-	if err != nil {
-		return err
-	}
-	st := s.streamHandle()
-	if st == nil {
-		return errors.New("githubkit: stream not ready")
-	}
-	return bus.PurgeSubjects(ctx, st, sched, fire)
+	return s.disarmOf(ctx, reviewFirings, sc, id)
 }
 
 // command is "gh reviews [<HH:MM>... [weekdays|daily] | off]".

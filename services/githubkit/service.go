@@ -326,29 +326,59 @@ func (s *shared) settings(raw []byte) (Settings, []Warning) {
 
 func (s *shared) texts(lang string) texts { return texts{events.NewTexts(s.cat, lang)} }
 
-// schedSubjects returns the schedule and poll subjects of one record.
-func (s *shared) schedSubjects(sc binding.Scope, key string) (sched, poll string, err error) {
-	if sched, err = s.subj.Internal(Plugin, KindSched, sc, key); err != nil {
+// schedKinds names one kind of schedule on the service's stream.
+type schedKinds int
+
+// The schedules of the stream: repository polls, organisation polls and
+// review reminder slots.
+const (
+	repoPolls schedKinds = iota
+	orgPolls
+	reviewFirings
+)
+
+// kinds are the subject kinds of k: where the schedule lives and where it
+// fires.
+func (k schedKinds) kinds() (sched, fire string) {
+	switch k {
+	case orgPolls:
+		return KindOrgSched, KindOrgPoll
+	case reviewFirings:
+		return KindReviewSched, KindReviewFire
+	}
+	return KindSched, KindPoll
+}
+
+// schedSubjectsOf returns the schedule and fire subjects of key's
+// schedule of kinds k.
+func (s *shared) schedSubjectsOf(k schedKinds, sc binding.Scope, key string) (sched, fire string, err error) {
+	schedKind, fireKind := k.kinds()
+	if sched, err = s.subj.Internal(Plugin, schedKind, sc, key); err != nil {
 		return "", "", err
 	}
-	poll, err = s.subj.Internal(Plugin, KindPoll, sc, key)
-	return sched, poll, err
+	fire, err = s.subj.Internal(Plugin, fireKind, sc, key)
+	return sched, fire, err
+}
+
+// schedSubjects returns the schedule and poll subjects of one record.
+func (s *shared) schedSubjects(sc binding.Scope, key string) (sched, poll string, err error) {
+	return s.schedSubjectsOf(repoPolls, sc, key)
 }
 
 func (s *shared) streamHandle() jetstream.Stream { return s.runner.Stream(StreamName) }
 
-// arm publishes (or replaces) the @every schedule of one record.
-func (s *shared) arm(ctx context.Context, sc binding.Scope, key string, intervalS int) error {
-	sched, poll, err := s.schedSubjects(sc, key)
+// armEvery publishes (or replaces) key's "@every" schedule of kinds k.
+func (s *shared) armEvery(ctx context.Context, k schedKinds, sc binding.Scope, key string, intervalS int) error {
+	sched, fire, err := s.schedSubjectsOf(k, sc, key)
 	if err != nil {
 		return err
 	}
-	return bus.ScheduleEvery(ctx, s.runner.JetStream(), sched, poll, time.Duration(intervalS)*time.Second, []byte(`{"v":1}`))
+	return bus.ScheduleEvery(ctx, s.runner.JetStream(), sched, fire, time.Duration(intervalS)*time.Second, []byte(`{"v":1}`))
 }
 
-// disarm cancels the schedule of one record and drops a pending fire.
-func (s *shared) disarm(ctx context.Context, sc binding.Scope, key string) error {
-	sched, poll, err := s.schedSubjects(sc, key)
+// disarmOf cancels key's schedule of kinds k and drops a pending fire.
+func (s *shared) disarmOf(ctx context.Context, k schedKinds, sc binding.Scope, key string) error {
+	sched, fire, err := s.schedSubjectsOf(k, sc, key)
 	if err != nil {
 		return err
 	}
@@ -356,5 +386,15 @@ func (s *shared) disarm(ctx context.Context, sc binding.Scope, key string) error
 	if st == nil {
 		return errors.New("githubkit: stream not ready")
 	}
-	return bus.PurgeSubjects(ctx, st, sched, poll)
+	return bus.PurgeSubjects(ctx, st, sched, fire)
+}
+
+// arm publishes (or replaces) the @every schedule of one record.
+func (s *shared) arm(ctx context.Context, sc binding.Scope, key string, intervalS int) error {
+	return s.armEvery(ctx, repoPolls, sc, key, intervalS)
+}
+
+// disarm cancels the schedule of one record and drops a pending fire.
+func (s *shared) disarm(ctx context.Context, sc binding.Scope, key string) error {
+	return s.disarmOf(ctx, repoPolls, sc, key)
 }
