@@ -21,11 +21,16 @@ func TestRetryArmsItsOwnUnarmedReminder(t *testing.T) {
 	e := newEnv(t)
 	b := bind("installation-rearm", 1)
 	s := sess("bot", "person", "1")
-	e.start(t, testConfig(), nil, nil, nil)
+	// No lead: with the default 5 s lead the schedule of a reminder due in
+	// a few seconds fires at once, and the check below would find it
+	// already fired and gone.
+	cfg := testConfig()
+	cfg.Lead = -1
+	e.start(t, cfg, nil, nil, nil)
 	ctx := context.Background()
 	sc := scopeOf(b)
 
-	due := nextSecond().Add(3 * time.Second)
+	due := nextSecond().Add(5 * time.Second)
 	params := map[string]any{"message": "armed again", "time_str": rfc(due)}
 	const invID = "inv-rearm-1"
 	if r := e.toolID(t, invID, b, cfgEN, s, schenotify.ToolSchedule, params); r["status"] != "ok" {
