@@ -50,7 +50,7 @@ var readAll = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 func TestSlowBodiesCutOffAndBounded(t *testing.T) {
 	const conns, maxBody, sent = 64, 1 << 20, 1_000_000
 	const budget = 4 * maxBody
-	s := listen(t, readAll, httpserve.Limits{ReadTimeout: 300 * time.Millisecond, MaxBody: maxBody, BodyBudget: budget})
+	s := listen(t, readAll, httpserve.Limits{ReadTimeout: time.Second, MaxBody: maxBody, BodyBudget: budget})
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
@@ -109,8 +109,14 @@ func TestSlowBodiesCutOffAndBounded(t *testing.T) {
 	if got := s.Budget().Peak(); got > budget || got == 0 {
 		t.Fatalf("body bytes admitted at once peaked at %d; want (0, %d]", got, budget)
 	}
-	if statuses[http.StatusServiceUnavailable] != conns-budget/maxBody {
-		t.Fatalf("answers %v: want %d refused 503 before reading", statuses, conns-budget/maxBody)
+	// How many are refused depends on how many arrive while the first
+	// ones hold the budget: on a loaded machine some arrive after the
+	// read timeout freed it and are admitted in turn. Each connection is
+	// either admitted and cut (400) or refused (503), the budget's worth
+	// at least are admitted, and the rest of the first wave are refused.
+	admitted, refused := statuses[http.StatusBadRequest], statuses[http.StatusServiceUnavailable]
+	if admitted+refused != conns || admitted < budget/maxBody || refused == 0 {
+		t.Fatalf("answers %v: want every one 400 (cut) or 503 (refused), at least %d cut and some refused", statuses, budget/maxBody)
 	}
 	if limit := uint64(conns) * maxBody / 2; peak.Load() > limit {
 		t.Fatalf("heap in use grew by %d with %d stalled connections; want below %d", peak.Load(), conns, limit)
