@@ -37,9 +37,13 @@ const unloadableAdapter = "reallangbot-no-such-adapter"
 // drops it (src/langbot/pkg/platform/sources/web_page_bot_adapter.py:45-47).
 // That is also why the refusal's end needs care: the restored bot's new
 // adapter delivers nothing until a user message of the web chat wires it
-// to the WebSocket (src/langbot/pkg/platform/sources/websocket_adapter.py:721-722),
-// and a user message while the bot is gone closes the chat ("Bot is
-// unavailable", src/langbot/pkg/api/http/controller/groups/pipelines/embed.py:451-455).
+// to the WebSocket (src/langbot/pkg/platform/sources/websocket_adapter.py:721-722).
+// Both were seen on this LangBot: a reminder due while the bot was
+// disabled, and one retried after the bot was saved back but before the
+// user's next message, were "delivered" (LangBot answered success) and
+// never reached the chat. And a user message while the bot is gone
+// closes the chat ("Bot is unavailable",
+// src/langbot/pkg/api/http/controller/groups/pipelines/embed.py:451-455).
 // So the user stays quiet while the bot is gone, and NATS is stopped from
 // the bot's restore until the user's next message has its answer: no
 // retry can reach LangBot in between, where LangBot would lose it.
@@ -47,7 +51,9 @@ func (w *world) refusedConfigSave(t *testing.T, ctx context.Context, user *reall
 	const text = "pending-refused"
 	handled := w.delivered()
 	retried := w.deliveries(t, "retry")
-	say(t, ctx, user, "!sche add in 6s "+text, text)
+	// 8 s: the bot's save below lands well before the first attempt,
+	// even on a loaded machine.
+	say(t, ctx, user, "!sche add in 8s "+text, text)
 
 	// Refused from here: LangBot stores the row and fails the load.
 	err := w.lb.SaveBot(ctx, w.setup.Bot, map[string]any{"adapter": unloadableAdapter})
