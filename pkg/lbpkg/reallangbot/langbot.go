@@ -531,6 +531,15 @@ func (lb *LangBot) SetUpChat(ctx context.Context, llmURL string) (ChatSetup, err
 	return setup, nil
 }
 
+// SaveBot saves the given fields of a bot as LangBot's bot form does
+// (PUT /api/v1/platform/bots/<uuid>). LangBot stores the fields, removes
+// the running bot and loads it again from its row (LangBot
+// src/langbot/pkg/api/http/service/bot.py:167-182); an error of that
+// load comes back as an *APIError after the row is stored.
+func (lb *LangBot) SaveBot(ctx context.Context, bot string, fields map[string]any) error {
+	return lb.Do(ctx, http.MethodPut, "/api/v1/platform/bots/"+bot, fields, nil)
+}
+
 // BindPlugins sets the pipeline's plugin binding: all plugins, or only
 // those listed (author/name) when all is false.
 func (lb *LangBot) BindPlugins(ctx context.Context, pipeline string, all bool, ids ...string) error {

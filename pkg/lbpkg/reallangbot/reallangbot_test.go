@@ -227,6 +227,13 @@ func TestRealLangBot(t *testing.T) {
 		w.deliveredOnce(ctx, t, user, "pending-rebind", handled)
 	})
 
+	// A config save while a reminder is pending and LangBot refuses its
+	// sends: the retries go on under the new revision, and once the
+	// refusal ends the reminder is delivered, once.
+	run("config save while sends are refused", func(t *testing.T) {
+		w.refusedConfigSave(t, within(t, 2*step), user)
+	})
+
 	// After uninstall nothing of the plugin reaches the chat: the service
 	// still tries to deliver the pending reminder, and no one answers.
 	run("uninstall", func(t *testing.T) {

@@ -37,16 +37,27 @@ type world struct {
 	ids   map[string]string         // plugin -> author/name in LangBot
 	setup reallangbot.ChatSetup
 
+	schenotifyMetrics *prometheus.Registry
+
 	mu       sync.Mutex
-	attaches map[string]int64 // plugin -> highest revision attached
-	sends    []string         // send_message request bodies
+	attaches map[string]int64       // plugin -> highest revision attached
+	sends    []sent                 // send_message requests, in order
+	replies  map[string]*wire.Error // by reply subject: nil for a success
+}
+
+// sent is one send_message request a service made.
+type sent struct {
+	body     string
+	revision int64 // of the binding it carries
+	reply    string
 }
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	env := reallangbot.Find(t)
 	w := &world{t: t, srv: bustest.NewServer(t), logs: &bustest.LogBuffer{},
-		pkgs: map[string]*lbpkg.Package{}, ids: map[string]string{}, attaches: map[string]int64{}}
+		pkgs: map[string]*lbpkg.Package{}, ids: map[string]string{}, attaches: map[string]int64{},
+		replies: map[string]*wire.Error{}, schenotifyMetrics: prometheus.NewRegistry()}
 	w.gh = fakegithub.New(fakegithub.Options{AutoRepos: true})
 	t.Cleanup(w.gh.Close)
 	w.llm = reallangbot.NewFakeLLM()
@@ -95,7 +106,11 @@ func (w *world) startServices() {
 	}
 	deps := func(plugin string) bus.Deps {
 		log := slog.New(slog.NewJSONHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("service", plugin)
-		return bus.Deps{Conn: w.srv.Conn(t), Keyring: kr, Logger: log, Registerer: prometheus.NewRegistry()}
+		reg := prometheus.NewRegistry()
+		if plugin == schenotify.Plugin {
+			reg = w.schenotifyMetrics
+		}
+		return bus.Deps{Conn: w.srv.Conn(t), Keyring: kr, Logger: log, Registerer: reg}
 	}
 	gk, err := githubkit.New(githubkit.Config{Replicas: 1, AllowHTTP: true, AllowPrivateNetworks: true, DefaultAPIURL: w.gh.URL,
 		HostTimeout: 5 * time.Second, GitHubTimeout: 5 * time.Second, MinPollInterval: 1, InvocationTimeout: 10 * time.Second}, deps(githubkit.Plugin))
@@ -177,8 +192,10 @@ func tail(s string, n int) string {
 }
 
 // watch records what the packages publish on NATS: every attach (the
-// signal that a worker under a new revision is up) and every send_message
-// request a service makes (the signal that a delivery was attempted).
+// signal that a worker under a new revision is up), every send_message
+// request a service makes (the signal that a delivery was attempted) and
+// the package's answer to it (LangBot's, mapped: 404 for "Bot with
+// bot_uuid ... not found").
 func (w *world) watch() {
 	t := w.t
 	nc := w.srv.Conn(t)
@@ -202,8 +219,19 @@ func (w *world) watch() {
 		t.Fatal(err)
 	}
 	if _, err := nc.Subscribe(subj.HostActionAll("send_message"), func(m *nats.Msg) {
+		var req wire.HostRequest
+		_ = json.Unmarshal(m.Data, &req)
 		w.mu.Lock()
-		w.sends = append(w.sends, string(m.Data))
+		w.sends = append(w.sends, sent{body: string(m.Data), revision: req.Binding.RuntimeRevision, reply: m.Reply})
+		w.mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The services' connections use the default inbox prefix (no NATS
+	// user here): every reply to their requests passes this subscription.
+	if _, err := nc.Subscribe(nats.InboxPrefix+">", func(m *nats.Msg) {
+		w.mu.Lock()
+		w.replies[m.Subject] = wire.DecodeReply(m.Header, m.Data)
 		w.mu.Unlock()
 	}); err != nil {
 		t.Fatal(err)
@@ -227,11 +255,49 @@ func (w *world) sendsWith(substr string) int {
 	defer w.mu.Unlock()
 	n := 0
 	for _, s := range w.sends {
-		if strings.Contains(s, substr) {
+		if strings.Contains(s.body, substr) {
 			n++
 		}
 	}
 	return n
+}
+
+// refusedSends returns how many send_message requests carrying substr,
+// under a binding of revision rev or later, the package answered with
+// code (LangBot's refusal as the package maps it).
+func (w *world) refusedSends(substr string, rev int64, code int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, s := range w.sends {
+		if e := w.replies[s.reply]; e != nil && e.Code == code && s.revision >= rev && strings.Contains(s.body, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+// deliveries reads ScheNotify's schenotify_deliveries_total for outcome.
+func (w *world) deliveries(t testing.TB, outcome string) float64 {
+	t.Helper()
+	families, err := w.schenotifyMetrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "schenotify_deliveries_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == outcome {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("schenotify_deliveries_total{outcome=%q} not registered", outcome)
+	return 0
 }
 
 // saveConfig saves plugin's form through LangBot's API and waits until
