@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify"
 )
@@ -30,23 +31,25 @@ func TestBurstOfOneInstallationIsAllCreatedAndDelivered(t *testing.T) {
 	e := newEnv(t)
 	cfg := testConfig()
 	cfg.Workers = callers // every add runs at once: the index is the only contention
-	e.start(t, cfg, nil, nil, nil)
+	clk := pausedClock()
+	e.start(t, cfg, nil, clk.Now, nil)
 	a := bind("installation-a", 1)
 	s := sess("bot", "person", "1")
 	const conf = `{"language":"en_US","max_reminders":1000,"max_per_session":1000}`
-	// The adds must all land before the due second (a time in the past is
-	// refused). They took 22-33 s under the race detector beside the rest
-	// of the package's tests, which ran past a 25 s lead; 45 s leaves room.
+	// The adds took 22-33 s under the race detector beside the rest of the
+	// package's tests, and over 45 s on a loaded machine; the service's
+	// clock stands still while they run, so none is refused as past.
 	due := nextSecond().Add(45 * time.Second)
 	start := time.Now()
 	if refused := addBurst(t, e, a, s, conf, n, callers, due); len(refused) > 0 {
 		t.Fatalf("%d of %d adds refused: %v", len(refused), n, refused)
 	}
 	t.Logf("%d adds in %v", n, time.Since(start))
-	if time.Now().After(due) {
-		t.Fatalf("the adds overran the due second")
-	}
-	e.host.wait(t, n, 60*time.Second)
+	clk.Resume()
+	// On a loaded machine the sends are slow (705 of 1000 had arrived
+	// after 50 s beside a full test run); a lost reminder never arrives,
+	// so a generous wait costs only a failing run its time.
+	e.host.wait(t, n, 180*time.Second)
 	seen := map[string]int{}
 	last := due
 	for _, c := range e.host.sends() {
@@ -65,6 +68,13 @@ func TestBurstOfOneInstallationIsAllCreatedAndDelivered(t *testing.T) {
 		}
 	}
 }
+
+// pausedClock is a service clock standing at the wall clock's now until
+// the test resumes it: a burst of adds on a loaded machine can then not
+// run past the due second it names. Once resumed it runs behind the wall
+// clock by the pause, so the reminders are delivered that much later, in
+// the service's time exactly at their second.
+func pausedClock() *bustest.Clock { return bustest.FixedClock(time.Now()) }
 
 // addBurst adds n reminders of b's session s, all due at due, from callers
 // concurrent tool calls, and returns the adds refused.
@@ -120,7 +130,8 @@ func TestBurstOnASmallPoolIsDeliveredInBoundedTime(t *testing.T) {
 	e := newEnv(t)
 	cfg := testConfig()
 	cfg.DueWorkers, cfg.MaxHeld = 2, 1
-	in := e.start(t, cfg, nil, nil, nil)
+	clk := pausedClock()
+	in := e.start(t, cfg, nil, clk.Now, nil)
 	a := bind("installation-a", 1)
 	s := sess("bot", "person", "1")
 	const conf = `{"language":"en_US","max_reminders":1000,"max_per_session":1000}`
@@ -128,9 +139,7 @@ func TestBurstOnASmallPoolIsDeliveredInBoundedTime(t *testing.T) {
 	if refused := addBurst(t, e, a, s, conf, n, cfg.Workers, due); len(refused) > 0 {
 		t.Fatalf("%d of %d adds refused: %v", len(refused), n, refused)
 	}
-	if time.Now().After(due) {
-		t.Fatalf("the adds overran the due second")
-	}
+	clk.Resume()
 	sends := e.host.wait(t, n, 60*time.Second)
 	last := due
 	seen := map[string]int{}

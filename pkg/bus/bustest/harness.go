@@ -86,6 +86,19 @@ func (c *Clock) Advance(d time.Duration) {
 // Set stops the clock at t.
 func (c *Clock) Set(t time.Time) { c.fixed.Store(t.UnixNano()) }
 
+// Resume lets a stopped clock run again from where it stands, behind the
+// wall clock by as long as it stood still. A test stops a service's clock
+// (Set(time.Now())) while it prepares work due at a real instant, so that
+// a loaded machine's slow preparation cannot make that instant past.
+func (c *Clock) Resume() {
+	ns := c.fixed.Load()
+	if ns == 0 {
+		return
+	}
+	c.off.Store(ns - time.Now().UnixNano())
+	c.fixed.Store(0)
+}
+
 // LogBuffer collects log output from concurrent writers: pass it to
 // slog.NewJSONHandler and read String after the fact.
 type LogBuffer struct {
