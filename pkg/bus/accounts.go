@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"text/template"
 
@@ -56,26 +57,15 @@ func PasswordVar(user string) string { return strings.ToUpper(user) + "_PASSWORD
 // RenderAccounts writes the deployment's NATS accounts file
 // (deploy/k8s/base/nats/accounts.conf) for subjects s: the host, the
 // given service users (Runner.Grants with AuthCalloutGrants, in order),
-// the legacy package user, the operators' users and the auth callout. A
-// user named like another, or not a plain NATS user name, is refused.
+// the legacy package user, the operators' users and the auth callout,
+// whose auth_users lists every user of the file. A user named like
+// another, or not a plain NATS user name, is refused.
 func RenderAccounts(s wire.Subjects, services []UserGrants) ([]byte, error) {
 	s, err := wire.NewSubjects(s.Prefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrAccounts, err)
 	}
 	host, legacy := HostGrants(s), LegacyPackageGrants(s)
-	names := []string{host.User}
-	for _, g := range services {
-		names = append(names, g.User)
-	}
-	names = append(names, legacy.User, "admin", "sys")
-	seen := map[string]bool{}
-	for _, n := range names {
-		if !pluginRE.MatchString(n) || seen[n] {
-			return nil, fmt.Errorf("%w: user %q: want a unique name of [a-z0-9_]", ErrAccounts, n)
-		}
-		seen[n] = true
-	}
 	var list []string
 	for _, g := range services {
 		list = append(list, g.User)
@@ -100,13 +90,31 @@ func RenderAccounts(s wire.Subjects, services []UserGrants) ([]byte, error) {
 		"Host":            host,
 		"Services":        services,
 		"Legacy":          legacy,
-		"AuthUsers":       strings.Join(names, ", "),
+		"AuthUsers":       authUsersMark,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrAccounts, err)
 	}
-	return b.Bytes(), nil
+	// every user of the file logs in with its password: a user left out
+	// of auth_users would be sent to the callout
+	var names []string
+	seen := map[string]bool{}
+	for _, m := range userLineRE.FindAllSubmatch(b.Bytes(), -1) {
+		n := string(m[1])
+		if !pluginRE.MatchString(n) || seen[n] {
+			return nil, fmt.Errorf("%w: user %q: want a unique name of [a-z0-9_]", ErrAccounts, n)
+		}
+		seen[n] = true
+		names = append(names, n)
+	}
+	return bytes.Replace(b.Bytes(), []byte(authUsersMark), []byte(strings.Join(names, ", ")), 1), nil
 }
+
+// authUsersMark stands for the auth_users list until every user is known.
+const authUsersMark = "<auth users>"
+
+// userLineRE finds the users of an accounts file.
+var userLineRE = regexp.MustCompile(`(?m)^\s*user:\s*(\S+)\s*$`)
 
 // userBody writes the user, password and permissions lines of one user.
 func userBody(g UserGrants) string {

@@ -221,4 +221,3 @@ func TestRenderAccountsRefusesDuplicateUsers(t *testing.T) {
 		t.Errorf("two services a: got %v, want ErrAccounts", err)
 	}
 }
-
