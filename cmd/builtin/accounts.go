@@ -24,13 +24,13 @@ type offlineDialer struct{}
 
 func (offlineDialer) Dial(string, string) (net.Conn, error) { return nil, errOffline }
 
-// Grants returns the NATS permissions of each service's user, in Names
-// order: what its runner declares (bus.Runner.Grants) and what the auth
+// Grants returns the NATS permissions of each service's user under
+// subjects s, in Names order: what its runner declares (bus.Runner.Grants) and what the auth
 // callout every service process runs needs (bus.AuthCalloutGrants). It
 // builds the three services with their default configuration on a
 // connection that never dials (New does no I/O), so the grants come from
 // the very declarations the services run with.
-func Grants() ([]bus.UserGrants, error) {
+func Grants(s wire.Subjects) ([]bus.UserGrants, error) {
 	nc, err := nats.Connect("nats://offline.invalid:4222", nats.SetCustomDialer(offlineDialer{}),
 		nats.RetryOnFailedConnect(true), nats.MaxReconnects(0), nats.ReconnectWait(time.Hour))
 	if err != nil {
@@ -46,7 +46,7 @@ func Grants() ([]bus.UserGrants, error) {
 	if err != nil {
 		return nil, err
 	}
-	deps := bus.Deps{Conn: nc, Keyring: keyring}
+	deps := bus.Deps{Conn: nc, Keyring: keyring, Subjects: s}
 	type granter interface{ Grants() bus.UserGrants }
 	var out []bus.UserGrants
 	for _, n := range Names() {
@@ -70,12 +70,12 @@ func Grants() ([]bus.UserGrants, error) {
 }
 
 // Accounts renders the deployment's NATS accounts file
-// (deploy/k8s/base/nats/accounts.conf) from the services' Grants, for the
-// default subject prefix.
-func Accounts() ([]byte, error) {
-	g, err := Grants()
+// (deploy/k8s/base/nats/accounts.conf, for the default subject prefix)
+// from the services' Grants under subjects s.
+func Accounts(s wire.Subjects) ([]byte, error) {
+	g, err := Grants(s)
 	if err != nil {
 		return nil, err
 	}
-	return bus.RenderAccounts(wire.Subjects{}, g)
+	return bus.RenderAccounts(s, g)
 }

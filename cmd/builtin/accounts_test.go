@@ -4,17 +4,19 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/langbot-nats/plugins/cmd/builtin"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
 // TestAccountsFileGenerated keeps the shipped accounts file and its
 // embedded copy equal to the generator's output.
 func TestAccountsFileGenerated(t *testing.T) {
-	want, err := builtin.Accounts()
+	want, err := builtin.Accounts(wire.Subjects{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestAccountsFileGenerated(t *testing.T) {
 // TestGrantsFollowDeclarations checks that the grants name what each
 // service declares and nothing of another's.
 func TestGrantsFollowDeclarations(t *testing.T) {
-	grants, err := builtin.Grants()
+	grants, err := builtin.Grants(wire.Subjects{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,5 +81,28 @@ func TestGrantsFollowDeclarations(t *testing.T) {
 	}
 	if slices.Contains(tk, "$JS.API.STREAM.CREATE."+store.LegacyHistoryStream) {
 		t.Error("takeover may create the legacy history stream")
+	}
+}
+
+// TestAccountsFollowPrefix: a deployment with another subject prefix gets
+// every grant under it; only bucket and stream names keep "langbot".
+func TestAccountsFollowPrefix(t *testing.T) {
+	subj, err := wire.NewSubjects("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants, err := builtin.Grants(subj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range append(grants, bus.HostGrants(subj), bus.LegacyPackageGrants(subj)) {
+		for _, s := range append(g.PublishAllowed(), g.SubscribeAllowed()...) {
+			if strings.HasPrefix(s, wire.DefaultPrefix+".") || strings.Contains(s, "."+wire.DefaultPrefix+".") {
+				t.Errorf("%s: %s keeps the default prefix", g.User, s)
+			}
+		}
+		if pub := g.PublishAllowed(); !slices.ContainsFunc(pub, func(s string) bool { return strings.HasPrefix(s, "acme.") }) {
+			t.Errorf("%s: no subject under acme: %v", g.User, pub)
+		}
 	}
 }

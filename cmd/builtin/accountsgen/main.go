@@ -4,13 +4,20 @@
 // given. go generate ./pkg/natsembed runs it for
 // deploy/k8s/base/nats/accounts.conf and pkg/natsembed/accounts.conf;
 // TestAccountsFileGenerated fails while either differs from its output.
+//
+// A deployment with another subject prefix (LANGBOT_SUBJECT_PREFIX)
+// writes its own with -prefix:
+//
+//	go run ./cmd/builtin/accountsgen -prefix acme accounts.conf
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 
 	"github.com/langbot-nats/plugins/cmd/builtin"
+	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
 func main() {
@@ -20,15 +27,24 @@ func main() {
 	}
 }
 
-func run(paths []string) error {
-	if len(paths) == 0 {
-		return fmt.Errorf("usage: accountsgen FILE...")
+func run(args []string) error {
+	fs := flag.NewFlagSet("accountsgen", flag.ContinueOnError)
+	prefix := fs.String("prefix", wire.DefaultPrefix, "subject prefix (LANGBOT_SUBJECT_PREFIX)")
+	if err := fs.Parse(args); err != nil {
+		return err
 	}
-	text, err := builtin.Accounts()
+	if fs.NArg() == 0 {
+		return fmt.Errorf("usage: accountsgen [-prefix P] FILE...")
+	}
+	subj, err := wire.NewSubjects(*prefix)
 	if err != nil {
 		return err
 	}
-	for _, p := range paths {
+	text, err := builtin.Accounts(subj)
+	if err != nil {
+		return err
+	}
+	for _, p := range fs.Args() {
 		if err := os.WriteFile(p, text, 0o644); err != nil {
 			return err
 		}
