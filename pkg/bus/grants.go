@@ -252,8 +252,9 @@ func AuthCalloutGrants() (publish, subscribe []GrantGroup) {
 // lifecycle stream and the tenant bucket), list the services, and serve
 // host actions.
 func HostGrants(s wire.Subjects) UserGrants {
+	const user = "host"
 	ls := wire.LifecycleStream
-	return UserGrants{User: "host",
+	return UserGrants{User: user,
 		Publish: []GrantGroup{
 			{Why: "Invocations of every plugin (request/reply).", Subjects: []string{s.InvocationsAll()}},
 			{Why: "Lifecycle messages (JetStream publish, acknowledged by the stream).", Subjects: []string{s.LifecycleAll()}},
@@ -266,7 +267,7 @@ func HostGrants(s wire.Subjects) UserGrants {
 		},
 		Subscribe: []GrantGroup{
 			{Why: "Serve host actions (queue group).", Subjects: []string{s.HostAll()}},
-			{Why: "Replies to its own requests.", Subjects: []string{wire.InboxPrefixFor("host") + ".>"}},
+			{Why: "Replies to its own requests.", Subjects: []string{wire.InboxPrefixFor(user) + ".>"}},
 		},
 		Responses: "Answer the host actions it received.",
 	}
