@@ -1,9 +1,11 @@
 // Package builtin names the three services' declarations for the package
 // builder: lbctl package and the package tests look them up here by the
-// plugin's wire name. It imports the services (only their declaration
-// functions) and pkg/plugin. It lives with the commands because it lists
-// the services: pkg/ never imports a service (docs/architecture.md), and
-// the package tests of pkg/lbpkg reach it from their test files only.
+// plugin's wire name. It also builds the services offline for the NATS
+// permissions they declare (Grants), from which accountsgen writes the
+// deployment's accounts file (Accounts). It lives with the commands because
+// it lists the services: pkg/ never imports a service
+// (docs/architecture.md), and the package tests of pkg/lbpkg reach it from
+// their test files only.
 package builtin
 
 import (

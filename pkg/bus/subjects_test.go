@@ -48,3 +48,38 @@ func TestInternalShard(t *testing.T) {
 		t.Error("shard filters 7 and 8 collide")
 	}
 }
+
+// TestGrantWildcards checks the wildcards the accounts file grants
+// (PluginAll, InvocationsAll, InternalRoot) against the server's own
+// subject matching: each takes what its user needs and nothing of
+// another plugin or another subject space.
+func TestGrantWildcards(t *testing.T) {
+	s := wire.Subjects{Prefix: "lb"}
+	sc, _ := binding.ParseScope("i1.w1.n1")
+	own, _ := s.Internal("takeover", "live", sc)
+	other, _ := s.Internal("githubkit", "sched", sc)
+	inv := s.Invocation("takeover", wire.EndpointCommand, sc)
+	otherInv := s.Invocation("githubkit", wire.EndpointCommand, sc)
+	host := s.HostAction(wire.ActionSendMessage, sc)
+	for _, c := range []struct {
+		filter  string
+		subject string
+		match   bool
+	}{
+		{s.PluginAll("takeover"), inv, true},
+		{s.PluginAll("takeover"), otherInv, false},
+		{s.PluginAll("takeover"), own, false},
+		{s.InvocationsAll(), inv, true},
+		{s.InvocationsAll(), otherInv, true},
+		{s.InvocationsAll(), own, false},
+		{s.InvocationsAll(), host, false},
+		{s.InternalRoot("takeover"), own, true},
+		{s.InternalRoot("takeover"), other, false},
+		{s.InternalRoot("takeover"), inv, false},
+		{s.InternalRoot("takeover"), "langbot.takeover.live.i1.w1.n1", false},
+	} {
+		if got := server.SubjectMatchesFilter(c.subject, c.filter); got != c.match {
+			t.Errorf("%s matches %s: %v, want %v", c.subject, c.filter, got, c.match)
+		}
+	}
+}

@@ -25,10 +25,12 @@ import (
 // Accounts is deploy/k8s/base/nats/accounts.conf, the deployment's NATS
 // accounts, users and auth callout, for the processes that embed a server
 // with them (cmd/langbot-plugins, lbctl dev). It is a copy, since embed
-// cannot reach another module's directory; the one binary's
-// TestAccountsMatchDeployment keeps it equal, and go generate refreshes it.
+// cannot reach another module's directory. Both files are generated from
+// the services' declarations (cmd/builtin/accountsgen): go generate
+// writes them, and cmd/builtin's TestAccountsFileGenerated fails while
+// either differs from the generator's output.
 //
-//go:generate cp ../../deploy/k8s/base/nats/accounts.conf accounts.conf
+//go:generate go run ../../cmd/builtin/accountsgen ../../deploy/k8s/base/nats/accounts.conf accounts.conf
 //go:embed accounts.conf
 var Accounts string
 

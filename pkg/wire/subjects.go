@@ -128,6 +128,14 @@ func (s Subjects) InvocationAll(plugin string, ep Endpoint) string {
 	return join(s.p(), "plugin", plugin, string(ep), "*.*.*")
 }
 
+// PluginAll is every invocation of one plugin, the subject space its
+// service serves: "<prefix>.plugin.<plugin>.>".
+func (s Subjects) PluginAll(plugin string) string { return join(s.p(), "plugin", plugin, ">") }
+
+// InvocationsAll is every invocation of every plugin, the subject space a
+// host invokes: "<prefix>.plugin.>".
+func (s Subjects) InvocationsAll() string { return join(s.p(), "plugin", ">") }
+
 // ParseInvocation returns the plugin, endpoint and scope of an invocation
 // subject.
 func (s Subjects) ParseInvocation(subject string) (plugin string, ep Endpoint, sc binding.Scope, err error) {
@@ -233,6 +241,10 @@ func (s Subjects) Internal(plugin, kind string, sc binding.Scope, ids ...string)
 func (s Subjects) InternalAll(plugin, kind string) string {
 	return join(s.p(), plugin, kind, ">")
 }
+
+// InternalRoot is every internal subject of a plugin, of any kind:
+// "<prefix>.<plugin>.>".
+func (s Subjects) InternalRoot(plugin string) string { return join(s.p(), plugin, ">") }
 
 // InternalShard is the wildcard of one shard of a kind whose subjects carry
 // a shard token right after the scope (a scope is always three tokens):

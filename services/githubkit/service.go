@@ -319,6 +319,10 @@ func (s *Service) Run(ctx context.Context) error { return s.runner.Run(ctx) }
 // Ready reports whether the service serves (bus.Runner.Ready).
 func (s *Service) Ready() bool { return s.runner.Ready() }
 
+// Grants are the NATS permissions the service needs as its user
+// (bus.Runner.Grants); cmd/builtin writes them into the accounts file.
+func (s *Service) Grants() bus.UserGrants { return s.runner.Grants() }
+
 // settings normalises a plain-text config with the service's flags.
 func (s *shared) settings(raw []byte) (Settings, []Warning) {
 	return normalizeSettings(raw, normOptions{allowHTTP: s.cfg.AllowHTTP, minPoll: s.cfg.MinPollInterval, defaultURL: s.cfg.DefaultAPIURL})

@@ -219,6 +219,10 @@ func (s *Service) Run(ctx context.Context) error { return s.runner.Run(ctx) }
 // Ready reports whether the service serves (bus.Runner.Ready).
 func (s *Service) Ready() bool { return s.runner.Ready() }
 
+// Grants are the NATS permissions the service needs as its user
+// (bus.Runner.Grants); cmd/builtin writes them into the accounts file.
+func (s *Service) Grants() bus.UserGrants { return s.runner.Grants() }
+
 // Held is the number of deliveries waiting for their instant.
 func (s *Service) Held() int { return s.dl.holds.len() }
 

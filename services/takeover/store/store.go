@@ -603,3 +603,19 @@ func (st *Store) CancelSchedule(ctx context.Context, sc binding.Scope, sid strin
 	subject, _ := st.subj.Internal(Plugin, KindTimer, sc, sid)
 	return bus.PurgeSubjects(ctx, st.timers, subject)
 }
+
+// Resources are the streams and the object store the store creates and
+// uses, and the earlier version's history stream it looks for
+// (bus.ResourceOwner): the service's NATS user is granted them.
+func (st *Store) Resources() bus.Resources {
+	streams := make([]string, 0, HistoryShards+1)
+	for k := range HistoryShards {
+		streams = append(streams, HistoryStream(k))
+	}
+	return bus.Resources{
+		Streams:      append(streams, TimerStream),
+		ObjectStores: []string{BlobBucket},
+		Inspected: []bus.Inspected{{Stream: LegacyHistoryStream,
+			Why: "The single history stream of earlier versions: info only, so\nthat the service can see it is still there and refuse to start\nuntil lbctl migrate takeover-history (run as admin) moved it."}},
+	}
+}
