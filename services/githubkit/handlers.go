@@ -41,13 +41,13 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	var err error
 	switch p.Sub {
 	case events.SubSub:
-		if len(p.Args) > 0 && isOrgArg(p.Args[0]) {
+		if isOrgArg(p.Arg(0)) {
 			text, err = s.orgs.subscribe(ctx, inv, st, x, p, prefix)
 			break
 		}
 		text, err = s.subs.subscribe(ctx, inv, st, x, p, prefix)
 	case events.SubUnsub:
-		if len(p.Args) > 0 && isOrgArg(p.Args[0]) {
+		if isOrgArg(p.Arg(0)) {
 			text, err = s.orgs.unsubscribe(ctx, inv, st, x, p.Args[0])
 			break
 		}

@@ -138,14 +138,10 @@ func (s *webhooks) readHook(inv *bus.Invocation, st Settings, x texts, p events.
 		return hookRequest{}, x.T("hook.disabled"), false
 	}
 	var req hookRequest
-	if len(p.Args) > 0 && isOrgArg(p.Args[0]) {
-		req.org, req.name = true, p.Args[0]
+	if isOrgArg(p.Arg(0)) {
+		req.org, req.name = true, p.Arg(0)
 	} else {
-		arg := ""
-		if len(p.Args) > 0 {
-			arg = p.Args[0]
-		}
-		repo, msg, ok := x.repoArg(events.SubHook, arg, prefix, st)
+		repo, msg, ok := x.repoArg(p, prefix, st)
 		if !ok {
 			return hookRequest{}, msg, false
 		}

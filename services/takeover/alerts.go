@@ -111,10 +111,7 @@ func (n *notices) raiseAlert(ctx context.Context, ses session, cause, who, previ
 		n.log.WarnContext(ctx, "raising an operator alert failed", "scope", sc.String(), "sid", sid, "err", err)
 		return
 	}
-	chat := rec.Name
-	if chat == "" {
-		chat = rec.TargetID
-	}
+	chat := rec.ChatName()
 	if who == "" {
 		who = chat
 	}
@@ -180,10 +177,7 @@ func (n *notices) noteTaken(ctx context.Context, c pageCall, sid string, rec *mo
 		n.log.WarnContext(ctx, "raising a taken-by note failed", "scope", c.Scope.String(), "sid", sid, "err", err)
 		return
 	}
-	chat := rec.Name
-	if chat == "" {
-		chat = rec.TargetID
-	}
+	chat := rec.ChatName()
 	job := alertJob{SID: sid, N: st.N, RaisedAt: now, Who: settings.CutRunes(c.Operator, 64), Chat: settings.CutRunes(chat, 64), Type: rec.Type,
 		Taken: true, Origin: kind, StartedAt: rec.Takeover.StartedAt}
 	if kind == originChat {

@@ -216,10 +216,7 @@ func (n *notices) reAlert(ctx context.Context, ses session, body escalationBody)
 	if body.Level >= 2 {
 		to = set.FallbackChats
 	}
-	chat := rec.Name
-	if chat == "" {
-		chat = rec.TargetID
-	}
+	chat := rec.ChatName()
 	msg := text(n.catalog, set, "escalate.alert", map[string]string{
 		"wait": formatWait(set.Language, max(now-body.Ref, 0)), "kind": n.catalog.Text(set.Language, "chat.type."+rec.Type, nil),
 		"chat": settings.CutRunes(chat, 64),
@@ -280,10 +277,7 @@ func (n *notices) idleReturn(ctx context.Context, ses session, body escalationBo
 	n.view.ApplyRecord(sc, body.SID, rec, rev)
 	ses.rec = rec
 	n.afterRelease(ctx, ses, true)
-	chat := rec.Name
-	if chat == "" {
-		chat = rec.TargetID
-	}
+	chat := rec.ChatName()
 	msg := text(n.catalog, set, "escalate.idle", map[string]string{
 		"kind": n.catalog.Text(set.Language, "chat.type."+rec.Type, nil), "chat": settings.CutRunes(chat, 64),
 		"operator": operator, "wait": formatWait(set.Language, idle),
