@@ -164,7 +164,7 @@ func TestArchitectureRuleCatches(t *testing.T) {
 // pure cores have no I/O).
 var pureCores = map[string][]string{
 	"services/takeover/model":  {module + "/pkg/settings"},
-	"services/schenotify/when": {"github.com/robfig/cron/v3", "github.com/6tail/lunar-go/HolidayUtil", "github.com/6tail/lunar-go/calendar"},
+	"services/schenotify/when": {module + "/pkg/settings", "github.com/robfig/cron/v3", "github.com/6tail/lunar-go/HolidayUtil", "github.com/6tail/lunar-go/calendar"},
 }
 
 // wireImports is all the protocol package (pkg/wire) may import besides the

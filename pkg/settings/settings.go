@@ -12,7 +12,8 @@
 // word lists are read the same way everywhere and the parsing is fuzzed
 // once; what differs between services (bounds, which forms a field
 // accepts, what a value below the minimum becomes) is data in the rules.
-// Values that need a service's own parser (a time zone, a URL) are read
+// A time zone is read by Zone (one rule for which names are zones,
+// LoadZone); values that need a service's own parser (a URL) are read
 // with Raw and reported with Warn.
 //
 // It may import only the standard library.

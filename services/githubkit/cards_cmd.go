@@ -40,10 +40,7 @@ func (c *cards) command(ctx context.Context, inv *bus.Invocation, st Settings, x
 	if !ok {
 		return x.T("err.no_bot"), nil
 	}
-	word := ""
-	if len(p.Args) > 0 {
-		word = strings.ToLower(p.Args[0])
-	}
+	word := strings.ToLower(p.Arg(0))
 	if word != "" && word != "on" && word != "off" {
 		return x.Usage(events.SubCards, prefix), nil
 	}

@@ -84,11 +84,7 @@ func (s *subscriptions) subscribe(ctx context.Context, inv *bus.Invocation, st S
 	if !ok {
 		return x.T("err.no_bot"), nil
 	}
-	arg := ""
-	if len(p.Args) > 0 {
-		arg = p.Args[0]
-	}
-	repo, msg, ok := x.repoArg(events.SubSub, arg, prefix, st)
+	repo, msg, ok := x.repoArg(p, prefix, st)
 	if !ok {
 		return msg, nil
 	}
@@ -195,11 +191,7 @@ func (s *subscriptions) unsubscribe(ctx context.Context, inv *bus.Invocation, st
 	if !ok {
 		return x.T("err.no_bot"), nil
 	}
-	arg := ""
-	if len(p.Args) > 0 {
-		arg = p.Args[0]
-	}
-	repo, msg, ok := x.repoArg(events.SubUnsub, arg, prefix, st)
+	repo, msg, ok := x.repoArg(p, prefix, st)
 	if !ok {
 		return msg, nil
 	}

@@ -41,13 +41,13 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	var err error
 	switch p.Sub {
 	case events.SubSub:
-		if len(p.Args) > 0 && isOrgArg(p.Args[0]) {
+		if isOrgArg(p.Arg(0)) {
 			text, err = s.orgs.subscribe(ctx, inv, st, x, p, prefix)
 			break
 		}
 		text, err = s.subs.subscribe(ctx, inv, st, x, p, prefix)
 	case events.SubUnsub:
-		if len(p.Args) > 0 && isOrgArg(p.Args[0]) {
+		if isOrgArg(p.Arg(0)) {
 			text, err = s.orgs.unsubscribe(ctx, inv, st, x, p.Args[0])
 			break
 		}
@@ -66,11 +66,15 @@ func (s *Service) handleCommand(ctx context.Context, inv *bus.Invocation) (any, 
 	case events.SubSummary:
 		text, err = s.sums.command(ctx, inv, st, x, p.Args, prefix)
 	case events.SubHook:
-		if orgHookArg(p) {
-			text, err = s.orgs.hookCommand(ctx, inv, x, p, prefix)
-			break
+		req, reply, ok := s.wh.readHook(inv, st, x, p, prefix)
+		switch {
+		case !ok:
+			text = reply
+		case req.org:
+			text, err = s.orgs.hookCommand(ctx, inv, x, req, prefix)
+		default:
+			text, err = s.wh.hookCommand(ctx, inv, x, req, prefix)
 		}
-		text, err = s.wh.hookCommand(ctx, inv, st, x, p, prefix)
 	case events.SubCards:
 		text, err = s.cards.command(ctx, inv, st, x, p, prefix)
 	case events.SubQuiet:

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
 
 // TestHookSecretNeverShownInGroup: "!gh hook" in a group chat refuses with
@@ -41,5 +42,43 @@ func TestHookSecretNeverShownInGroup(t *testing.T) {
 	}
 	if got := e.cmd(zh, "hook "+hw+" off", withPrivilege(2)); !strings.Contains(got, hw) || strings.Contains(got, "私聊中显示") {
 		t.Fatalf("off in the group: %q", got)
+	}
+}
+
+// TestHookArgumentsReadOnce: "!gh hook" reads its arguments the same way
+// for a repository and an organisation: a user gets the admins-only
+// refusal, words after the target other than one "off" get the usage, and
+// a group chat gets the private-chat pointer naming the target; none of
+// them writes anything.
+func TestHookArgumentsReadOnce(t *testing.T) {
+	e := newHookEnv(t, githubkit.Config{})
+	e.fake.AddOrgEvents("acme", "acme/api", fakegithub.Event("watch", 100))
+	e.cmd(e.a, "sub "+hw)
+	if got := e.cmd(e.a, "sub acme"); !strings.Contains(got, "organisation acme") {
+		t.Fatalf("sub acme: %q", got)
+	}
+	before := e.state()
+	for _, target := range []string{hw, "acme"} {
+		for _, tc := range []struct {
+			args string
+			opts []cmdOpt
+			want string
+		}{
+			{"", nil, "Only bot admins"},
+			{" off", nil, "Only bot admins"},
+			{" now", []cmdOpt{withPrivilege(2)}, "Usage: !gh hook"},
+			{" off now", []cmdOpt{withPrivilege(2)}, "Usage: !gh hook"},
+			{"", []cmdOpt{withPrivilege(2)}, "Send !gh hook " + target + " to the bot in a private chat"},
+		} {
+			if got := e.cmd(e.a, "hook "+target+tc.args, tc.opts...); !strings.Contains(got, tc.want) {
+				t.Errorf("hook %s%s: %q, want %q", target, tc.args, got, tc.want)
+			}
+		}
+	}
+	if got := e.cmd(e.a, "hook not/a/repo now", withPrivilege(2)); !strings.Contains(got, "is not a repository") {
+		t.Errorf("hook not/a/repo now: %q, want the bad repository text", got)
+	}
+	if after := e.state(); !sameState(before, after) {
+		t.Fatalf("refused hook commands wrote: %v -> %v", before, after)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	_ "time/tzdata" // quiet hours are in the installation's zone, whatever the host has
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"

@@ -13,41 +13,24 @@ import (
 	"strings"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
 )
 
-// hookCommand is "gh hook <org> [off]".
-func (s *orgs) hookCommand(ctx context.Context, inv *bus.Invocation, x texts, p events.Parsed, prefix string) (string, error) {
-	if inv.Command.Privilege < adminPrivilege {
-		return x.T("hook.admin_only"), nil
-	}
-	if s.cfg.WebhookURL == "" {
-		return x.T("hook.disabled"), nil
-	}
-	org := p.Args[0]
-	off := false
-	switch {
-	case len(p.Args) == 2 && strings.EqualFold(p.Args[1], "off"):
-		off = true
-	case len(p.Args) > 1:
-		return x.Usage(events.SubHook, prefix), nil
-	}
-	if !off && inv.Command.Session.LauncherType != wire.LauncherPerson {
-		return x.T("hook.private_only", "repo", org, "prefix", prefix), nil
-	}
+// hookCommand is "gh hook <org> [off]" once webhooks.readHook let it
+// through.
+func (s *orgs) hookCommand(ctx context.Context, inv *bus.Invocation, x texts, req hookRequest, prefix string) (string, error) {
 	kv := s.runner.KV()
 	sc := inv.Scope
-	key := OrgKey(org)
+	key := OrgKey(req.name)
 	rec, _, err := orgStore(kv).Get(ctx, sc, key)
 	if err != nil {
 		return "", errStore(err)
 	}
 	if rec == nil || len(rec.Subscribers) == 0 {
-		return x.T("hook.not_subbed", "repo", org, "prefix", prefix), nil
+		return x.T("hook.not_subbed", "repo", req.name, "prefix", prefix), nil
 	}
-	if off {
+	if req.off {
 		if rec.HookID == "" {
 			return x.T("hook.none", "repo", rec.Org), nil
 		}
@@ -149,9 +132,4 @@ func (s *orgs) pushDelivery(ctx context.Context, f *bus.Fired, a *bus.Authority,
 		return "filtered", false
 	}
 	return s.wh.sendBudgeted(ctx, f, a, id, hook.RepoKey, rec.Org, st.Language, sends)
-}
-
-// orgHookArg reports whether "gh hook <arg>" names an organisation.
-func orgHookArg(p events.Parsed) bool {
-	return len(p.Args) > 0 && isOrgArg(p.Args[0])
 }

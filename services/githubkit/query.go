@@ -25,14 +25,15 @@ func apiHost(s Settings) string {
 	return u.Host
 }
 
-// repoArg parses a repository argument; on failure it returns the reply.
-func (x texts) repoArg(sub, arg, prefix string, s Settings) (ghclient.Repo, string, bool) {
-	r, err := events.ParseRepo(arg, apiHost(s))
+// repoArg parses the repository a subcommand names first; on failure it
+// returns the reply (the subcommand's usage when there is none).
+func (x texts) repoArg(p events.Parsed, prefix string, s Settings) (ghclient.Repo, string, bool) {
+	r, err := events.ParseRepo(p.Arg(0), apiHost(s))
 	switch {
 	case errors.Is(err, events.ErrEmptyRepo):
-		return ghclient.Repo{}, x.Usage(sub, prefix), false
+		return ghclient.Repo{}, x.Usage(p.Sub, prefix), false
 	case err != nil:
-		return ghclient.Repo{}, x.T("err.bad_repo", "input", events.Echo(arg), "prefix", prefix), false
+		return ghclient.Repo{}, x.T("err.bad_repo", "input", events.Echo(p.Arg(0)), "prefix", prefix), false
 	}
 	return r, "", true
 }
@@ -53,12 +54,6 @@ func (x texts) queryCommand(ctx context.Context, gh *ghclient.GitHub, s Settings
 	// values from GitHub (titles, bodies, descriptions) may carry raw
 	// control characters; none reaches the chat
 	defer func() { out = events.ChatSafe(out) }()
-	arg := func(i int) string {
-		if i < len(p.Args) {
-			return p.Args[i]
-		}
-		return ""
-	}
 	needsAPI := func() (ghclient.Target, string, bool) {
 		if s.APIErr != nil {
 			return ghclient.Target{}, x.T("err.config", "field", "github_api_url"), false
@@ -67,7 +62,7 @@ func (x texts) queryCommand(ctx context.Context, gh *ghclient.GitHub, s Settings
 	}
 	switch p.Sub {
 	case events.SubRepo:
-		r, msg, ok := x.repoArg(events.SubRepo, arg(0), prefix, s)
+		r, msg, ok := x.repoArg(p, prefix, s)
 		if !ok {
 			return msg
 		}
@@ -84,7 +79,7 @@ func (x texts) queryCommand(ctx context.Context, gh *ghclient.GitHub, s Settings
 		if len(p.Args) == 0 {
 			return x.Usage(p.Sub, prefix)
 		}
-		r, msg, ok := x.repoArg(p.Sub, arg(0), prefix, s)
+		r, msg, ok := x.repoArg(p, prefix, s)
 		if !ok {
 			return msg
 		}
@@ -109,11 +104,11 @@ func (x texts) queryCommand(ctx context.Context, gh *ghclient.GitHub, s Settings
 		if len(p.Args) < 2 {
 			return x.Usage(events.SubIssue, prefix)
 		}
-		r, msg, ok := x.repoArg(events.SubIssue, arg(0), prefix, s)
+		r, msg, ok := x.repoArg(p, prefix, s)
 		if !ok {
 			return msg
 		}
-		n, ok := events.ParseIssueNumber(arg(1))
+		n, ok := events.ParseIssueNumber(p.Arg(1))
 		if !ok {
 			return x.T("issue.bad_number")
 		}
@@ -127,7 +122,7 @@ func (x texts) queryCommand(ctx context.Context, gh *ghclient.GitHub, s Settings
 		}
 		return x.IssueCard(r.String(), is)
 	case events.SubReleases:
-		r, msg, ok := x.repoArg(events.SubReleases, arg(0), prefix, s)
+		r, msg, ok := x.repoArg(p, prefix, s)
 		if !ok {
 			return msg
 		}
@@ -141,7 +136,7 @@ func (x texts) queryCommand(ctx context.Context, gh *ghclient.GitHub, s Settings
 		}
 		return x.ReleasesList(r.String(), list)
 	case events.SubUser:
-		login, ok := events.ParseUsername(arg(0))
+		login, ok := events.ParseUsername(p.Arg(0))
 		if !ok {
 			return x.Usage(events.SubUser, prefix)
 		}

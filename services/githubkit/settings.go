@@ -119,14 +119,8 @@ func normalizeSettings(raw json.RawMessage, o normOptions) (Settings, []Warning)
 	s.SubscribeRequiresAdmin = r.Bool("subscribe_requires_admin", false, settings.Bools{})
 	s.LinkCards = r.Bool("link_cards", true, settings.Bools{})
 	s.CommandPrefix = r.CommandPrefix()
-	s.Timezone = r.String("timezone", "UTC", settings.Strings{Trim: true, EmptyIsDefault: true})
-	s.Zone = time.UTC
-	if loc, err := time.LoadLocation(s.Timezone); err != nil || strings.EqualFold(s.Timezone, "local") {
-		r.Warn("timezone", settings.Invalid, "UTC")
-		s.Timezone = "UTC"
-	} else {
-		s.Zone = loc
-	}
+	s.Zone = r.Zone("timezone", time.UTC)
+	s.Timezone = s.Zone.String()
 	readFeatSettings(r, &s)
 	var warns []Warning
 	for _, w := range r.Warnings() {

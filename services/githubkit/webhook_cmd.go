@@ -116,45 +116,64 @@ func (s *webhooks) healthIntervalS() int { return int(s.cfg.HookHealthInterval /
 // delivering: two health intervals, so one health poll always falls inside.
 func (s *webhooks) hookLiveFor() time.Duration { return 2 * s.cfg.HookHealthInterval }
 
-// hookCommand serves "!gh hook <repo> [off]" (admins only).
-func (s *webhooks) hookCommand(ctx context.Context, inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (string, error) {
+// hookRequest is "gh hook <target> [off]" as readHook read it: name is
+// the organisation (org) or the repository ("owner/name") the webhook is
+// for, as replies name it.
+type hookRequest struct {
+	org  bool
+	name string
+	off  bool
+}
+
+// readHook is the one reader of "gh hook <repo|org> [off]" for both kinds
+// of webhook, with the checks they share: admins only, webhooks
+// configured, a target, at most the word off after it, and a private chat
+// to be shown a secret. It returns the request, or the reply that ends the
+// command.
+func (s *webhooks) readHook(inv *bus.Invocation, st Settings, x texts, p events.Parsed, prefix string) (hookRequest, string, bool) {
 	if inv.Command.Privilege < adminPrivilege {
-		return x.T("hook.admin_only"), nil
+		return hookRequest{}, x.T("hook.admin_only"), false
 	}
 	if s.cfg.WebhookURL == "" {
-		return x.T("hook.disabled"), nil
+		return hookRequest{}, x.T("hook.disabled"), false
 	}
-	arg := ""
-	if len(p.Args) > 0 {
-		arg = p.Args[0]
+	var req hookRequest
+	if isOrgArg(p.Arg(0)) {
+		req.org, req.name = true, p.Arg(0)
+	} else {
+		repo, msg, ok := x.repoArg(p, prefix, st)
+		if !ok {
+			return hookRequest{}, msg, false
+		}
+		req.name = repo.String()
 	}
-	repo, msg, ok := x.repoArg(events.SubHook, arg, prefix, st)
-	if !ok {
-		return msg, nil
-	}
-	off := false
 	switch {
 	case len(p.Args) == 2 && strings.EqualFold(p.Args[1], "off"):
-		off = true
+		req.off = true
 	case len(p.Args) > 1:
-		return x.Usage(events.SubHook, prefix), nil
+		return hookRequest{}, x.Usage(events.SubHook, prefix), false
 	}
-	if !off && inv.Command.Session.LauncherType != wire.LauncherPerson {
+	if !req.off && inv.Command.Session.LauncherType != wire.LauncherPerson {
 		// the reply carries the secret, and every member of a group
 		// reads it and could sign forged deliveries: the secret is
 		// shown in a private chat only, and nothing is rotated here
-		return x.T("hook.private_only", "repo", repo.String(), "prefix", prefix), nil
+		return hookRequest{}, x.T("hook.private_only", "repo", req.name, "prefix", prefix), false
 	}
+	return req, "", true
+}
+
+// hookCommand serves "!gh hook <repo> [off]" once readHook let it through.
+func (s *webhooks) hookCommand(ctx context.Context, inv *bus.Invocation, x texts, req hookRequest, prefix string) (string, error) {
 	kv := s.runner.KV()
 	sc := inv.Scope
-	found, _, _, err := findRecord(ctx, kv, sc, RepoKey(repo.String()), nil, repo.String())
+	found, _, _, err := findRecord(ctx, kv, sc, RepoKey(req.name), nil, req.name)
 	if err != nil {
 		return "", errStore(err)
 	}
 	if found == nil || len(found.Rec.Subscribers) == 0 {
-		return x.T("hook.not_subbed", "repo", repo.String(), "prefix", prefix), nil
+		return x.T("hook.not_subbed", "repo", req.name, "prefix", prefix), nil
 	}
-	if off {
+	if req.off {
 		return s.hookOff(ctx, sc, x, found)
 	}
 	id, secret, err := s.hookOn(ctx, sc, found, inv.ID)

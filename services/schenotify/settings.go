@@ -11,7 +11,6 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/pkg/settings"
-	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
 // Installation config defaults (spec 2).
@@ -61,19 +60,7 @@ func NormalizeConfig(raw json.RawMessage, defaultZone *time.Location) Settings {
 	r := settings.Read(raw)
 	s := Settings{
 		Language: r.String("language", defaultLanguage, settings.Strings{Quiet: true, Valid: func(l string) bool { return l == i18n.EnUS || l == i18n.ZhHans }}),
-		Zone:     defaultZone,
-	}
-	if v, ok := r.Raw("timezone"); ok {
-		var name string
-		if json.Unmarshal(v, &name) != nil {
-			r.Warn("timezone", settings.WrongType, defaultZone.String())
-		} else if name != "" {
-			if loc, ok := when.LoadZone(name); ok {
-				s.Zone = loc
-			} else {
-				r.Warn("timezone", settings.Invalid, defaultZone.String())
-			}
-		}
+		Zone:     r.Zone("timezone", defaultZone),
 	}
 	s.Prefix = r.String("notify_prefix", defaultPrefix, settings.Strings{Valid: validPrefix})
 	caps := settings.Ints{Min: 1, Max: maxCap, LowIsDefault: true}

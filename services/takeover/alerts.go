@@ -111,10 +111,7 @@ func (n *notices) raiseAlert(ctx context.Context, ses session, cause, who, previ
 		n.log.WarnContext(ctx, "raising an operator alert failed", "scope", sc.String(), "sid", sid, "err", err)
 		return
 	}
-	chat := rec.Name
-	if chat == "" {
-		chat = rec.TargetID
-	}
+	chat := rec.ChatName()
 	if who == "" {
 		who = chat
 	}
@@ -180,10 +177,7 @@ func (n *notices) noteTaken(ctx context.Context, c pageCall, sid string, rec *mo
 		n.log.WarnContext(ctx, "raising a taken-by note failed", "scope", c.Scope.String(), "sid", sid, "err", err)
 		return
 	}
-	chat := rec.Name
-	if chat == "" {
-		chat = rec.TargetID
-	}
+	chat := rec.ChatName()
 	job := alertJob{SID: sid, N: st.N, RaisedAt: now, Who: settings.CutRunes(c.Operator, 64), Chat: settings.CutRunes(chat, 64), Type: rec.Type,
 		Taken: true, Origin: kind, StartedAt: rec.Takeover.StartedAt}
 	if kind == originChat {
@@ -256,21 +250,12 @@ func alertKey(sc binding.Scope, kind, sid string, n int, o model.OperatorChat) s
 // session deleted meanwhile, is not sent.
 func (n *notices) handleAlert(ctx context.Context, f *bus.Fired) {
 	var job alertJob
-	if json.Unmarshal(f.Data, &job) != nil || !model.ValidSID(job.SID) || len(f.IDs) != 1 || f.IDs[0] != job.SID {
-		n.log.ErrorContext(ctx, "malformed alert message", "scope", f.Scope.String())
-		_ = f.Term()
+	decoded := json.Unmarshal(f.Data, &job) == nil
+	a, ok := n.activeFired(ctx, f, job.SID, decoded, "alert")
+	if !ok {
 		return
 	}
 	sc := f.Scope
-	a, err := n.runner.Authority(ctx, sc)
-	if err != nil {
-		_ = f.Nak(5 * time.Second)
-		return
-	}
-	if a == nil || !a.Active() {
-		_ = f.Ack(ctx)
-		return
-	}
 	if job.Taken {
 		if e, err := n.runner.Dedupe().Get(ctx, sc, store.KeyClaim, job.SID); err == nil {
 			var st claimState
@@ -293,11 +278,7 @@ func (n *notices) handleAlert(ctx context.Context, f *bus.Fired) {
 		_ = f.Ack(ctx)
 		return
 	}
-	cfg, err := n.runner.OpenConfig(sc, a)
-	if err != nil {
-		cfg = nil
-	}
-	set := n.settings.get(sc, a.Binding, cfg)
+	set := n.settingsOf(sc, a)
 	text, kind, to := n.alertText(set, job), "alert", set.OperatorChats
 	if job.Taken {
 		text, kind = n.noteText(set, job), "taken"

@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"strconv"
-	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
@@ -164,40 +162,18 @@ func (n *notices) armEscalation(ctx context.Context, sc binding.Scope, body esca
 // handleEscalate handles a fired escalation schedule.
 func (n *notices) handleEscalate(ctx context.Context, f *bus.Fired) {
 	var body escalationBody
-	if json.Unmarshal(f.Data, &body) != nil || !model.ValidSID(body.SID) || len(f.IDs) != 1 || f.IDs[0] != body.SID ||
-		(body.Kind != escQueue && body.Kind != escIdle) {
-		n.log.ErrorContext(ctx, "malformed escalation message", "scope", f.Scope.String())
-		_ = f.Term()
-		return
-	}
-	sc := f.Scope
-	a, err := n.runner.Authority(ctx, sc)
-	if err != nil {
-		_ = f.Nak(5 * time.Second)
-		return
-	}
-	if a == nil || !a.Active() {
-		_ = f.Ack(ctx)
-		return
-	}
-	rec, _, err := n.st.GetRecord(ctx, sc, body.SID)
-	if err != nil {
-		if errors.Is(err, store.ErrCorrupt) {
-			_ = f.Ack(ctx)
-			return
-		}
-		_ = f.Nak(5 * time.Second)
+	decoded := json.Unmarshal(f.Data, &body) == nil && (body.Kind == escQueue || body.Kind == escIdle)
+	a, rec, ok := n.loadFired(ctx, f, body.SID, decoded, "escalation")
+	if !ok {
 		return
 	}
 	if rec == nil || model.IsLegacy(rec) {
 		_ = f.Ack(ctx)
 		return
 	}
-	cfg, err := n.runner.OpenConfig(sc, a)
-	if err != nil {
-		cfg = nil
-	}
-	ses := session{sc: sc, b: a.Binding, set: n.settings.get(sc, a.Binding, cfg), sid: body.SID, rec: rec}
+	sc := f.Scope
+	ses := session{sc: sc, b: a.Binding, set: n.settingsOf(sc, a), sid: body.SID, rec: rec}
+	var err error
 	var done bool
 	if body.Kind == escQueue {
 		done, err = n.reAlert(ctx, ses, body)
@@ -206,7 +182,7 @@ func (n *notices) handleEscalate(ctx context.Context, f *bus.Fired) {
 	}
 	switch {
 	case err != nil:
-		_ = f.Nak(5 * time.Second)
+		_ = f.Nak(retryFired)
 	case done:
 		_ = f.Ack(ctx)
 	case int(f.Delivered) <= len(n.noticeRetry):
@@ -240,10 +216,7 @@ func (n *notices) reAlert(ctx context.Context, ses session, body escalationBody)
 	if body.Level >= 2 {
 		to = set.FallbackChats
 	}
-	chat := rec.Name
-	if chat == "" {
-		chat = rec.TargetID
-	}
+	chat := rec.ChatName()
 	msg := text(n.catalog, set, "escalate.alert", map[string]string{
 		"wait": formatWait(set.Language, max(now-body.Ref, 0)), "kind": n.catalog.Text(set.Language, "chat.type."+rec.Type, nil),
 		"chat": settings.CutRunes(chat, 64),
@@ -304,10 +277,7 @@ func (n *notices) idleReturn(ctx context.Context, ses session, body escalationBo
 	n.view.ApplyRecord(sc, body.SID, rec, rev)
 	ses.rec = rec
 	n.afterRelease(ctx, ses, true)
-	chat := rec.Name
-	if chat == "" {
-		chat = rec.TargetID
-	}
+	chat := rec.ChatName()
 	msg := text(n.catalog, set, "escalate.idle", map[string]string{
 		"kind": n.catalog.Text(set.Language, "chat.type."+rec.Type, nil), "chat": settings.CutRunes(chat, 64),
 		"operator": operator, "wait": formatWait(set.Language, idle),

@@ -12,35 +12,74 @@ import (
 	"github.com/langbot-nats/plugins/services/takeover/store"
 )
 
+// retryFired is when a fired timer whose work failed for a passing reason
+// (a read, a write) is delivered again.
+const retryFired = 5 * time.Second
+
+// activeFired is the preamble of every fired timer of one session
+// (expiry, escalation, alert): the message names one valid session
+// (decoded says the caller could read its body; what names the timer in
+// the log) and the installation is active. It settles the fire itself and
+// reports false when there is nothing more to do: a malformed message is
+// terminated, a paused or removed installation acknowledged (the resume
+// sweep handles it on re-attach), a failed read retried.
+func (n *notices) activeFired(ctx context.Context, f *bus.Fired, sid string, decoded bool, what string) (*bus.Authority, bool) {
+	if !decoded || !model.ValidSID(sid) || len(f.IDs) != 1 || f.IDs[0] != sid {
+		n.log.ErrorContext(ctx, "malformed "+what+" message", "scope", f.Scope.String())
+		_ = f.Term()
+		return nil, false
+	}
+	a, err := n.runner.Authority(ctx, f.Scope)
+	if err != nil {
+		_ = f.Nak(retryFired)
+		return nil, false
+	}
+	if a == nil || !a.Active() {
+		_ = f.Ack(ctx)
+		return nil, false
+	}
+	return a, true
+}
+
+// loadFired is activeFired and then the session's record, for the timers
+// that act on it (expiry, escalation): a corrupt record is acknowledged, a
+// failed read retried. rec is nil when the session is gone.
+func (n *notices) loadFired(ctx context.Context, f *bus.Fired, sid string, decoded bool, what string) (a *bus.Authority, rec *model.Record, ok bool) {
+	if a, ok = n.activeFired(ctx, f, sid, decoded, what); !ok {
+		return nil, nil, false
+	}
+	rec, _, err := n.st.GetRecord(ctx, f.Scope, sid)
+	switch {
+	case errors.Is(err, store.ErrCorrupt):
+		_ = f.Ack(ctx)
+		return nil, nil, false
+	case err != nil:
+		_ = f.Nak(retryFired)
+		return nil, nil, false
+	}
+	return a, rec, true
+}
+
+// settingsOf is the scope's settings under its authority's binding and
+// config; a config that cannot be opened reads as empty (the defaults).
+func (n *notices) settingsOf(sc binding.Scope, a *bus.Authority) model.Settings {
+	cfg, err := n.runner.OpenConfig(sc, a)
+	if err != nil {
+		cfg = nil
+	}
+	return n.settings.get(sc, a.Binding, cfg)
+}
+
 // handleFired handles a fired expiry schedule (spec §6 rule 5). The fire
 // is only a wake-up: the stored record decides.
 func (n *notices) handleFired(ctx context.Context, f *bus.Fired) {
 	var body model.TimerBody
-	if json.Unmarshal(f.Data, &body) != nil || !model.ValidSID(body.SID) || len(f.IDs) != 1 || f.IDs[0] != body.SID {
-		n.log.ErrorContext(ctx, "malformed expiry message", "scope", f.Scope.String())
-		_ = f.Term()
+	decoded := json.Unmarshal(f.Data, &body) == nil
+	a, rec, ok := n.loadFired(ctx, f, body.SID, decoded, "expiry")
+	if !ok {
 		return
 	}
 	sc, sid := f.Scope, body.SID
-	a, err := n.runner.Authority(ctx, sc)
-	if err != nil {
-		_ = f.Nak(5 * time.Second)
-		return
-	}
-	if a == nil || !a.Active() {
-		// paused or removed: the resume sweep handles it on re-attach
-		_ = f.Ack(ctx)
-		return
-	}
-	rec, _, err := n.st.GetRecord(ctx, sc, sid)
-	if err != nil {
-		if errors.Is(err, store.ErrCorrupt) {
-			_ = f.Ack(ctx)
-			return
-		}
-		_ = f.Nak(5 * time.Second)
-		return
-	}
 	now := n.now.ms()
 	switch model.OnFire(rec, body.ExpiresAt, now) {
 	case model.FireAck:
@@ -49,14 +88,14 @@ func (n *notices) handleFired(ctx context.Context, f *bus.Fired) {
 		_ = f.Nak(time.Duration(rec.Takeover.ExpiresAt-now)*time.Millisecond + 50*time.Millisecond)
 	case model.FireRearm:
 		if err := n.st.Schedule(ctx, sc, sid, rec.Takeover.ExpiresAt); err != nil {
-			_ = f.Nak(5 * time.Second)
+			_ = f.Nak(retryFired)
 			return
 		}
 		_ = f.Ack(ctx)
 	case model.FireRelease:
 		if err := n.expire(ctx, sc, a, sid); err != nil {
 			n.log.WarnContext(ctx, "expiry failed, will retry", "scope", sc.String(), "sid", sid, "err", err)
-			_ = f.Nak(5 * time.Second)
+			_ = f.Nak(retryFired)
 			return
 		}
 		_ = f.Ack(ctx)
@@ -83,12 +122,7 @@ func (n *notices) expire(ctx context.Context, sc binding.Scope, a *bus.Authority
 		return err
 	}
 	n.view.ApplyRecord(sc, sid, rec, rev)
-	cfg, err := n.runner.OpenConfig(sc, a)
-	if err != nil {
-		cfg = nil
-	}
-	set := n.settings.get(sc, a.Binding, cfg)
-	n.afterRelease(ctx, session{sc: sc, b: a.Binding, set: set, sid: sid, rec: rec}, false)
+	n.afterRelease(ctx, session{sc: sc, b: a.Binding, set: n.settingsOf(sc, a), sid: sid, rec: rec}, false)
 	return nil
 }
 
@@ -110,11 +144,7 @@ func (n *notices) resume(ctx context.Context, sc binding.Scope, a *bus.Authority
 	if err != nil {
 		return err
 	}
-	cfg, err := n.runner.OpenConfig(sc, a)
-	if err != nil {
-		cfg = nil
-	}
-	set := n.settings.get(sc, a.Binding, cfg)
+	set := n.settingsOf(sc, a)
 	var errs []error
 	for _, l := range stored {
 		sid, rec := l.SID, l.Rec

@@ -169,10 +169,7 @@ func (o *ops) showCommand(ctx context.Context, c pageCall, sid string, args map[
 		return o.sayError(c.Settings, err)
 	}
 	lang, now := c.Settings.Language, o.now.ms()
-	name := rec.Name
-	if name == "" {
-		name = rec.TargetID
-	}
+	name := rec.ChatName()
 	t := func(key string, a map[string]string) string { return text(o.catalog, c.Settings, key, a) }
 	lines := []string{t("cmd.show.head", map[string]string{"n": args["n"], "chat": settings.CutRunes(name, 64),
 		"kind": o.catalog.Text(lang, "chat.type."+rec.Type, nil), "state": o.listState(lang, rec.Takeover, now)})}

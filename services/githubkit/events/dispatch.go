@@ -65,6 +65,14 @@ type Parsed struct {
 	Args []string // the words after the subcommand
 }
 
+// Arg is the i-th word after the subcommand, "" when there are fewer.
+func (p Parsed) Arg(i int) string {
+	if i < len(p.Args) {
+		return p.Args[i]
+	}
+	return ""
+}
+
 // ParseCommand applies spec §3.1 rules 1-3 to the command's params.
 func ParseCommand(params []string) Parsed {
 	if len(params) > 0 && strings.EqualFold(strings.TrimSpace(params[0]), "gh") {

@@ -212,3 +212,15 @@ func TestMatches(t *testing.T) {
 		}
 	}
 }
+
+func TestParsedArg(t *testing.T) {
+	p := events.ParseCommand([]string{"hook", "acme", "off"})
+	for i, want := range []string{"acme", "off", "", ""} {
+		if got := p.Arg(i); got != want {
+			t.Errorf("Arg(%d) = %q, want %q", i, got, want)
+		}
+	}
+	if got := (events.Parsed{}).Arg(0); got != "" {
+		t.Errorf("Arg(0) of no words = %q", got)
+	}
+}

@@ -5,7 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	_ "time/tzdata" // zones must not depend on the host's tz database
+
+	"github.com/langbot-nats/plugins/pkg/settings"
 )
 
 // Adjust reasons reported when the DST policy moves or picks a wall time.
@@ -15,18 +16,13 @@ const (
 	AdjustOverlap = "dst_overlap"
 )
 
-// LoadZone loads an IANA zone by name from Go's zone database. It refuses
-// the empty name, "Local", fixed offsets and anything time.LoadLocation
-// cannot load, so a stored zone name always means the same rules.
+// LoadZone loads an IANA zone by name from Go's embedded zone database by
+// the rule every service shares (settings.LoadZone): it refuses the empty
+// name, "Local", fixed offsets and anything time.LoadLocation cannot load,
+// so a stored zone name always means the same rules.
 func LoadZone(name string) (*time.Location, bool) {
-	if name == "" || name == "Local" || strings.ContainsAny(name, "+:") || strings.HasPrefix(name, "-") {
-		return nil, false
-	}
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, false
-	}
-	return loc, true
+	loc, err := settings.LoadZone(name)
+	return loc, err == nil
 }
 
 // DefaultZoneName resolves the process zone once (spec 2 rule 2): TZ if it

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	_ "time/tzdata" // installations name IANA zones; the binary may run where none are installed
 
 	"github.com/langbot-nats/plugins/pkg/settings"
 )
@@ -17,7 +16,7 @@ const ReasonIdle = "idle"
 const (
 	MaxEscalateSeconds = 86400
 	MaxCancelWords     = 20
-	DefaultTimezone    = "UTC"
+	DefaultTimezone    = "UTC" // time.UTC's name
 )
 
 // DefaultCancelWords returns the words with which a user withdraws a
@@ -38,8 +37,9 @@ type Escalation struct {
 	// place in the queue.
 	QueueNotice bool `json:"queue_notice"`
 	// WorkingHours (working_hours, "HH:MM-HH:MM", "" = always) in Timezone
-	// (timezone, an IANA name): outside them a user who asks for a human
-	// gets OutOfHoursReply (out_of_hours_reply, "" = the catalogue's).
+	// (timezone, an IANA name read by settings.Reader.Zone; "" = UTC):
+	// outside them a user who asks for a human gets OutOfHoursReply
+	// (out_of_hours_reply, "" = the catalogue's).
 	WorkingHours    string `json:"working_hours"`
 	Timezone        string `json:"timezone"`
 	OutOfHoursReply string `json:"out_of_hours_reply"`
@@ -72,13 +72,7 @@ func parseEscalation(r *settings.Reader, minSeconds int) (Escalation, []string) 
 		_, _, ok := parseHours(v)
 		return v == "" || ok
 	}})
-	e.Timezone = r.String("timezone", DefaultTimezone, settings.Strings{Trim: true, Valid: func(v string) bool {
-		if v == "" || v == "Local" {
-			return false
-		}
-		_, err := time.LoadLocation(v)
-		return err == nil
-	}})
+	e.Timezone = r.Zone("timezone", time.UTC).String()
 	e.OutOfHoursReply = r.String("out_of_hours_reply", "", settings.Strings{Trim: true, MaxRunes: MaxNoticeRunes})
 	if _, ok := r.Raw("cancel_words"); ok {
 		e.CancelWords = r.Words("cancel_words", settings.Words{MaxWords: MaxCancelWords, MaxRunes: MaxTriggerWordRunes})
@@ -126,7 +120,7 @@ func (e Escalation) InWorkingHours(ms int64) bool {
 	if !ok {
 		return true
 	}
-	loc, err := time.LoadLocation(e.Timezone)
+	loc, err := settings.LoadZone(e.Timezone)
 	if err != nil {
 		loc = time.UTC
 	}

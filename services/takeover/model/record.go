@@ -145,6 +145,15 @@ func (r *Record) Clone() *Record {
 	return &c
 }
 
+// ChatName is how operators' messages name the chat: its name, else its
+// target id.
+func (r *Record) ChatName() string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return r.TargetID
+}
+
 // AddMember moves or inserts a speaker at the front of the members list and
 // keeps at most MaxMembers.
 func (r *Record) AddMember(id, name string, at int64) {
