@@ -85,18 +85,27 @@ func TestTraceSpansHostToServiceToHostAction(t *testing.T) {
 	if sends[0].IdempotencyKey != "i.w.n:k" {
 		t.Fatalf("idempotency key = %q", sends[0].IdempotencyKey)
 	}
+	// The server span ends after its reply is sent, so it may end after
+	// the invoker has its answer: wait for the four spans by name, not
+	// for a count (the attach's consumer span is among the ended ones).
+	want := []string{"client send langbot.plugin.echo.command.*.*.*", "server process langbot.plugin.echo.command.*.*.*",
+		"client send langbot.host.send_message.*.*.*", "client kv create langbot_echo"}
 	spans := map[string]sdktrace.ReadOnlySpan{}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(spans) < 5 && time.Now().Before(deadline) {
+	all := func() bool {
 		for _, s := range rec.Ended() {
 			spans[s.SpanKind().String()+" "+s.Name()] = s
 		}
+		for _, name := range want {
+			if spans[name] == nil {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(bustest.WaitTimeout); !all() && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	client := spans["client send langbot.plugin.echo.command.*.*.*"]
-	server := spans["server process langbot.plugin.echo.command.*.*.*"]
-	action := spans["client send langbot.host.send_message.*.*.*"]
-	kvSpan := spans["client kv create langbot_echo"]
+	client, server, action, kvSpan := spans[want[0]], spans[want[1]], spans[want[2]], spans[want[3]]
 	if client == nil || server == nil || action == nil || kvSpan == nil {
 		t.Fatalf("missing spans; have %v", keysOf(spans))
 	}
