@@ -108,6 +108,9 @@ type sessionDetail struct {
 	Summary
 	Gen     string       `json:"gen"`
 	Members []memberView `json:"members"`
+	// RelayedTo is the operator chats relaying the chat now (relay.go),
+	// which the console shows as `!ho show N` does.
+	RelayedTo []RelayPlace `json:"relayed_to,omitempty"`
 }
 
 // memberView is a member in the console.
@@ -145,6 +148,11 @@ func (o *ops) messages(ctx context.Context, c pageCall, req PageRequest) (Messag
 		Summary: o.notices.summaryWith(req.SID, rec, c.Settings, o.notices.botName(c.Scope, c.Binding, rec.BotUUID)),
 		Gen:     rec.Gen, Members: members(rec),
 	}, Messages: []model.Entry{}}
+	if req.Before == 0 { // the first page: the console shows the chat's state from it
+		for _, t := range o.relayedTo(ctx, c.Scope, c.Settings, req.SID) {
+			out.Session.RelayedTo = append(out.Session.RelayedTo, t.place())
+		}
+	}
 	// newest first, older than the entry before names; by place, not by
 	// sequence, since a late entry's place is not its sequence's
 	end := len(vis)
