@@ -492,6 +492,7 @@
     renderMessages(true);
     renderInfo();
     renderTakeover();
+    renderRelay();
     updateComposer();
   }
   function renderMessages(scrollToEnd) {
@@ -758,6 +759,16 @@
     if (on) startCountdown(d.sid, d.takeover.remaining);
     else stopCountdown();
     renderTip();
+  }
+  // renderRelay shows the operator chats relaying the displayed chat (takeover
+  // relay mode), in the words of `!ho show N`: "Relayed to: private chat 77"
+  function renderRelay() {
+    const d = S.displayed, badge = $('relayBadge');
+    const places = (d && d.sid === S.current && d.session.relayed_to) || [];
+    badge.hidden = !places.length;
+    badge.textContent = places.length ? t('chat.relayedTo', {
+      where: places.map((p) => t('chat.relayPlace', { kind: t(p.type === 'group' ? 'chat.relayGroup' : 'chat.relayPerson'), id: p.id })).join(t('chat.relaySep')),
+    }) : '';
   }
   function renderTip() {
     const d = S.displayed, tip = $('composerTip');
@@ -1079,6 +1090,11 @@
         scheduleListReload();
         break;
       }
+      case 'relay': {
+        const d = S.displayed;
+        if (d && data && d.sid === data.sid && S.current === d.sid) { d.session.relayed_to = data.relayed_to || []; renderRelay(); }
+        break;
+      }
       case 'takeover': {
         const d = S.displayed;
         if (d && d.sid === sid && S.current === sid) { d.takeover = data; renderTakeover(); }
@@ -1114,6 +1130,8 @@
       const page = await api('GET', '/messages', { sid: d.sid, limit: 50 });
       if (S.displayed !== d || S.current !== d.sid) return;
       if (page.session.gen !== d.gen) { openSession(d.sid); return; }
+      d.session.relayed_to = page.session.relayed_to || [];
+      renderRelay();
       page.messages.slice().reverse().forEach(addEntry);
     } catch (e) { /* best effort */ }
   }
