@@ -22,6 +22,9 @@ type infoView struct {
 		TakeoverTimeout int  `json:"takeover_timeout"`
 		TakeoverOnReply bool `json:"takeover_on_reply"`
 		HistoryLimit    int  `json:"history_limit"`
+		// AIAssist: the console offers the AI's suggested reply
+		// (POST /suggest).
+		AIAssist bool `json:"ai_assist"`
 	} `json:"config"`
 	Limits struct {
 		AttachmentBytes int `json:"attachment_bytes"`
@@ -32,6 +35,7 @@ func (o *ops) info(c pageCall) infoView {
 	var i infoView
 	i.Scope, i.Operator, i.Now = c.Scope.String(), c.Operator, o.now.ms()
 	i.Config.TakeoverTimeout, i.Config.TakeoverOnReply, i.Config.HistoryLimit = c.Settings.TakeoverTimeout, c.Settings.TakeoverOnReply, c.Settings.HistoryLimit
+	i.Config.AIAssist = c.Settings.AIAssist
 	i.Limits.AttachmentBytes = o.attachmentLimit()
 	return i
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
@@ -86,4 +87,48 @@ func evalBool(b *browser, js string) bool {
 	var v bool
 	b.eval(js, &v)
 	return v
+}
+
+// TestConsoleSuggestFillsTheBox: with ai_assist on, the composer's
+// suggestion button fills the reply box with the AI's draft (POST
+// /suggest, the path of `!ho suggest N`) and sends nothing; the operator
+// then sends it as any reply. A failed LLM says so and leaves the box;
+// without ai_assist there is no button.
+func TestConsoleSuggestFillsTheBox(t *testing.T) {
+	const cfg = `{"takeover_timeout":600,"trigger_words":["human"],"takeover_on_reply":true,"ai_assist":true,"ai_calls_per_day":5}`
+	w := newWorld(t, cfg)
+	b, h := w.b, w.h
+	h.host.AnswerLLM(func(req wire.InvokeLLM) bustest.HostReply {
+		return bustest.HostReply{Data: wire.LLMAnswer{Text: "Hi A, how can I help?", Model: bustest.LLMModel}}
+	})
+	b.show(w.sid["A"])
+	b.until("the suggestion button", `!document.querySelector('[data-testid=suggest-btn]').hidden && !document.querySelector('[data-testid=suggest-btn]').disabled`)
+	sends := w.sends()
+	b.run(chromedpClick(`[data-testid=suggest-btn]`))
+	b.until("the draft in the reply box", `TakeoverConsole.snapshot().settled['POST /suggest'] >= 1 && document.querySelector('[data-testid=msg-input]').value === 'Hi A, how can I help?'`)
+	if calls := h.host.LLMCalls(); len(calls) != 1 || !strings.Contains(calls[0].InvokeLLM().Messages[1].Content, "hello from A") {
+		t.Fatalf("invoke_llm calls %d, want 1 on A's transcript", len(calls))
+	}
+	if w.sends() != sends {
+		t.Fatal("the suggestion was sent by itself")
+	}
+	b.send()
+	b.until("the reply sent", `TakeoverConsole.snapshot().settled['POST /reply'] >= 1`)
+	if got := h.host.Sends(); len(got) == sends || got[len(got)-1].SendMessage().MessageChain[0].Text != "Hi A, how can I help?" {
+		t.Fatal("the draft was not sent as the reply")
+	}
+
+	h.host.AnswerLLM(bustest.NoLLMModel)
+	b.setText("my own words")
+	b.run(chromedpClick(`[data-testid=suggest-btn]`))
+	b.until("the failure said", `Array.from(document.querySelectorAll('[data-testid=toast]')).some((n) => n.textContent.includes('could not draft'))`)
+	if got := b.snap().Text; got != "my own words" {
+		t.Fatalf("a failed suggestion changed the box to %q", got)
+	}
+
+	off := newWorld(t, cfgReply)
+	off.b.show(off.sid["A"])
+	if !evalBool(off.b, `document.querySelector('[data-testid=suggest-btn]').hidden`) {
+		t.Fatal("the suggestion button shows without ai_assist")
+	}
 }
