@@ -227,9 +227,13 @@ func (o *ops) bindRelay(ctx context.Context, c pageCall, opKey, sid, n string) (
 func (o *ops) relayJoined(ctx context.Context, c pageCall, sid, opKey string, others []relayTarget) {
 	me := relayTarget{Type: c.Origin.Chat.Type, ID: c.Origin.Chat.ID}
 	at := strconv.FormatInt(o.now.ms(), 10)
+	lang := c.Settings.Language
+	who := o.catalog.Text(lang, "note.who.host", nil) // a sender id that is no valid operator id
+	if c.Operator != "" && c.Operator != hostOperator {
+		who = o.catalog.Text(lang, "relay.who", map[string]string{"id": c.Operator})
+	}
 	for _, t := range others {
-		msg := text(o.catalog, c.Settings, "relay.joined", map[string]string{
-			"n": t.N, "who": settings.CutRunes(c.Operator, 64), "where": me.where(o.catalog, c.Settings.Language)})
+		msg := text(o.catalog, c.Settings, "relay.joined", map[string]string{"n": t.N, "who": who, "where": me.where(o.catalog, lang)})
 		to, key := t.chat(), "relay-join:"+sid+":"+opKey+":"+at+":"+t.Key
 		o.notices.goBackground(ctx, func(ctx context.Context) { o.notices.sendOperator(ctx, c.Scope, c.Binding, to, msg, key) })
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 const relayConfig = `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900","op-bot:person:77"]}`
@@ -347,7 +348,7 @@ func TestRelayTwoOperatorChats(t *testing.T) {
 		t.Fatalf("the second take does not name the first operator chat: %q", got)
 	}
 	bustest.Eventually(t, "the first operator chat is told the second joined", func() bool {
-		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "Operator 78 in private chat 78 now also relays chat 1")
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "Chat 1 is now also relayed to private chat 78 (operator 78)")
 	})
 
 	// the user's message reaches both operator chats
@@ -393,7 +394,7 @@ func TestRelayTwoOperatorChats(t *testing.T) {
 	// a repeated take by a chat already relaying tells nobody again
 	h.command(b, twoOpConfig, 1, secondOp, "!ho take 1")
 	bustest.Eventually(t, "the rejoin is told", func() bool {
-		return countText(sendsTo(h, b, "op-bot", "person", "77"), "now also relays chat 1") == 2
+		return countText(sendsTo(h, b, "op-bot", "person", "77"), "is now also relayed to private chat 78") == 2
 	})
 	if got := h.command(b, twoOpConfig, 1, secondOp, "!ho take 1"); !strings.Contains(got, "also relayed to private chat 77") {
 		t.Fatalf("a repeated take: %q", got)
@@ -409,7 +410,7 @@ func TestRelayTwoOperatorChats(t *testing.T) {
 			t.Fatalf("operator chat %s still relays after the release: %+v", op, r)
 		}
 	}
-	if n := countText(sendsTo(h, b, "op-bot", "person", "77"), "now also relays chat 1"); n != 2 {
+	if n := countText(sendsTo(h, b, "op-bot", "person", "77"), "is now also relayed to private chat 78"); n != 2 {
 		t.Fatalf("the first operator chat was told of a join %d times, want 2 (a repeated take tells nobody)", n)
 	}
 	if r := h.messages(b, twoOpConfig, sid).Session.RelayedTo; len(r) != 0 {
@@ -461,4 +462,52 @@ func TestRelayReadsTheOneTargetForm(t *testing.T) {
 	bustest.Eventually(t, "both get the next message", func() bool {
 		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "new form") && hasText(sendsTo(h, b, "op-bot", "person", "78"), "new form")
 	})
+}
+
+// TestRelayEndsOnCancelAndIdleReturn: the user's cancel word and the
+// operator's idle return end the relay too, in every operator chat
+// relaying the chat, and each is told.
+func TestRelayEndsOnCancelAndIdleReturn(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("relay-cancel")
+	cfg := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:person:77","op-bot:person:78"],"operator_idle_return":2}`
+	h.attach(b, cfg, true)
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("help")))
+	bustest.Eventually(t, "the chat is unread", func() bool { r := h.record(b, sidOf("bot-a", "person", "42")); return r != nil && r.Unread })
+	for _, op := range []wire.Session{privateOp, secondOp} {
+		h.command(b, cfg, 1, op, "!ho list")
+		h.command(b, cfg, 1, op, "!ho take 1")
+	}
+	if r := h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("cancel human"))); !r.PreventDefault {
+		t.Fatalf("the cancel word was left to the AI: %+v", r)
+	}
+	bustest.Eventually(t, "both operator chats are told the cancel ended the relay", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "relay ended") && hasText(sendsTo(h, b, "op-bot", "person", "78"), "relay ended")
+	})
+	for _, op := range []string{"77", "78"} {
+		if r := h.mustEvent(b, cfg, takeover.EventPersonMessage, "op-bot", msgData("person", op, op, plain("still relaying?"))); r.PreventDefault {
+			t.Fatalf("operator chat %s still relays after the cancel: %+v", op, r)
+		}
+	}
+
+	h.clock.Advance(time.Second)
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "43", "43", plain("help")))
+	sid := sidOf("bot-a", "person", "43")
+	bustest.Eventually(t, "the second chat is unread", func() bool { r := h.record(b, sid); return r != nil && r.Unread })
+	h.command(b, cfg, 1, privateOp, "!ho list") // the cancelled chat left the list: this one is 1
+	if got := h.command(b, cfg, 1, privateOp, "!ho take 1"); !strings.Contains(got, "Relay on") {
+		t.Fatalf("take: %q", got)
+	}
+	if r := h.record(b, sid); !r.Takeover.TakenOver(h.now().UnixMilli()) || r.Takeover.Operator != "77" {
+		t.Fatalf("take 1 took another chat: %+v", r.Takeover)
+	}
+	before := countText(sendsTo(h, b, "op-bot", "person", "77"), "relay ended")
+	bustest.Eventually(t, "the idle return ends the relay and tells the operator", func() bool {
+		r := h.record(b, sid)
+		return r != nil && r.Takeover.ReleaseReason == model.ReasonIdle &&
+			countText(sendsTo(h, b, "op-bot", "person", "77"), "relay ended") == before+1
+	})
+	if r := h.mustEvent(b, cfg, takeover.EventPersonMessage, "op-bot", msgData("person", "77", "77", plain("after idle"))); r.PreventDefault {
+		t.Fatalf("the operator chat still relays after the idle return: %+v", r)
+	}
 }
