@@ -500,6 +500,55 @@ func (n *notices) relayUser(ctx context.Context, sc binding.Scope, b binding.Bin
 	}
 }
 
+// relayReply shows a delivered operator reply to every operator chat
+// relaying the chat but the one it came from, prefixed with the chat and
+// who wrote it, so operators relaying one chat see each other's answers
+// (and the console's) as the user does. Off the reply's path, in the
+// background with the notice retries, once per reply (its idempotency
+// key).
+func (o *ops) relayReply(ctx context.Context, c pageCall, sid string, r *replyRequest) {
+	if len(c.Settings.OperatorChats) == 0 {
+		return
+	}
+	from := ""
+	if c.Origin.Kind == originChat {
+		from = c.Origin.Chat.Key()
+	}
+	lang := c.Settings.Language
+	who := o.catalog.Text(lang, "note.who.host", nil)
+	if c.Operator != "" && c.Operator != hostOperator {
+		who = o.catalog.Text(lang, "relay.who", map[string]string{"id": c.Operator})
+	}
+	var images []wire.Component
+	extra := ""
+	switch {
+	case r.ImageURL != "":
+		images = append(images, wire.Component{Type: "Image", URL: r.ImageURL})
+	case len(r.Image) > 0:
+		images = append(images, wire.Component{Type: "Image", Base64: model.DataURL(r.ImageMime, r.Image)})
+	}
+	if len(r.File) > 0 {
+		extra = " " + o.catalog.Text(lang, "relay.attachment", nil)
+	}
+	sum := sha256.Sum256([]byte(sid + ":" + r.IdempotencyKey))
+	id := hex.EncodeToString(sum[:16])
+	o.notices.goBackground(ctx, func(ctx context.Context) {
+		targets, _, err := liveTargets(ctx, o.st.Relays(), c.Scope, c.Settings, sid)
+		if err != nil {
+			return
+		}
+		for _, t := range targets {
+			if t.chat().Key() == from {
+				continue
+			}
+			head := o.catalog.Text(lang, "relay.mirror", map[string]string{"n": t.N, "chat": t.Chat, "who": who})
+			chain := append([]wire.Component{{Type: "Plain", Text: head + r.Text + extra}}, images...)
+			h := sha256.Sum256([]byte(t.Key))
+			o.notices.sendWithRetry(ctx, c.Binding, t.chat(), chain, "takeover:"+c.Scope.String()+":relay-op:"+id+":"+hex.EncodeToString(h[:8]))
+		}
+	})
+}
+
 // relayReleased ends the relay of a released chat (release, timeout, a
 // user's cancel, an idle return) in every operator chat relaying it, and
 // tells each. A failure here leaves a binding, which that operator chat's

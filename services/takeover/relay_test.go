@@ -329,8 +329,9 @@ func countText(ms []wire.SendMessage, s string) int {
 
 // TestRelayTwoOperatorChats: a second operator chat that takes a chat
 // another one relays does not steal the relay: both get the user's
-// messages, both reach the user, each is told of the other, `!ho show N`
-// and the console name both, and a release ends the relay in both.
+// messages, both reach the user, each is told of the other and sees the
+// other's (and the console's) answers, `!ho show N` and the console name
+// both, and a release ends the relay in both.
 func TestRelayTwoOperatorChats(t *testing.T) {
 	h := newHarness(t)
 	b := newBinding("relay-two")
@@ -366,6 +367,22 @@ func TestRelayTwoOperatorChats(t *testing.T) {
 	bustest.Eventually(t, "both operators' messages reach the user", func() bool {
 		m := sendsTo(h, b, "bot-a", "person", "42")
 		return hasText(m, "from 77") && hasText(m, "from 78")
+	})
+	// each operator chat sees what the other one sent, never its own
+	bustest.Eventually(t, "each operator chat sees the other's answer", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "78"), "[#1 Nick] operator 77: from 77") &&
+			hasText(sendsTo(h, b, "op-bot", "person", "77"), "[#1 Nick] operator 78: from 78")
+	})
+	if hasText(sendsTo(h, b, "op-bot", "person", "77"), "operator 77: from 77") || hasText(sendsTo(h, b, "op-bot", "person", "78"), "operator 78: from 78") {
+		t.Fatal("an operator chat got its own message back")
+	}
+	// and a console reply reaches both
+	if err := h.pageAs(b, twoOpConfig, "POST", "/reply", map[string]any{"sid": sid, "idempotency_key": "console-reply-1", "text": "from the console"}, "carol", nil); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, "a console reply is shown in both operator chats", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "[#1 Nick] operator carol: from the console") &&
+			hasText(sendsTo(h, b, "op-bot", "person", "78"), "[#1 Nick] operator carol: from the console")
 	})
 
 	// `!ho show 1` and the console name both operator chats
