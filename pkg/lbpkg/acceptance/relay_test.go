@@ -125,6 +125,9 @@ func TestRelayThroughPackage(t *testing.T) {
 	if !sentTo(e.rt, "person", "61", "from the team", "") {
 		t.Fatal("!ho r did not reach the user")
 	}
+	bustest.Eventually(t, "the private operator chat sees the group's answer", func() bool {
+		return sentTo(e.rt, "person", "9", "operator 9: from the team", "")
+	})
 	if sentTo(e.rt, "person", "61", "between operators", "") {
 		t.Fatal("a group operator chat relayed without the prefix")
 	}
