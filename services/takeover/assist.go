@@ -187,22 +187,51 @@ func (a *assist) alertSummary(ctx context.Context, sc binding.Scope, b binding.B
 // suggestCommand serves `!ho suggest N`: an AI draft of the operator's
 // next reply, which `!ho reply N` sends as it is or edited.
 func (o *ops) suggestCommand(ctx context.Context, c pageCall, sid string, args map[string]string, say func(string, map[string]string) (any, error)) (any, error) {
+	draft, err := o.suggest(ctx, c, sid)
+	if err != nil {
+		var be *wire.Error
+		if errors.As(err, &be) {
+			switch be.Reason {
+			case reasonAIOff:
+				return say("cmd.suggest.off", nil)
+			case reasonAIBudget:
+				return say("cmd.suggest.budget", nil)
+			case reasonAIFailed:
+				return say("cmd.suggest.failed", nil)
+			}
+		}
+		return o.sayError(c.Settings, err)
+	}
+	return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, c.Settings, "cmd.suggest.head", args) + "\n" + draft}}}, nil
+}
+
+// Suggestion is the result of POST /suggest: the AI's draft, which the
+// console puts in its reply box.
+type Suggestion struct {
+	Text string `json:"text"`
+}
+
+// suggest writes the AI's draft of the operator's next reply to chat sid:
+// the one path of `!ho suggest N` and the console's POST /suggest. It is
+// refused with reasonAIOff, reasonAIBudget or reasonAIFailed; a missing
+// chat or a storage failure is the operations' usual error.
+func (o *ops) suggest(ctx context.Context, c pageCall, sid string) (string, error) {
 	if !c.Settings.AIAssist {
-		return say("cmd.suggest.off", nil)
+		return "", wire.WithReason(wire.ErrConflict, reasonAIOff, "AI help is off for this installation (ai_assist)")
 	}
 	rec, err := o.mustRecord(ctx, c.Scope, sid)
 	if err != nil {
-		return o.sayError(c.Settings, err)
+		return "", err
 	}
 	draft, err := o.assist.ask(ctx, c.Scope, c.Binding, c.Settings, sid, rec, assistSuggest)
 	switch {
 	case errors.Is(err, errAssistBudget):
-		return say("cmd.suggest.budget", nil)
+		return "", wire.WithReason(wire.ErrRateLimited, reasonAIBudget, "today's AI calls of this installation are used up (ai_calls_per_day)")
 	case err != nil || draft == "":
 		o.log.WarnContext(ctx, "no AI suggestion", "scope", c.Scope.String(), "sid", sid, "err", err)
-		return say("cmd.suggest.failed", nil)
+		return "", wire.WithReason(wire.ErrUnavailable, reasonAIFailed, "the AI did not draft a reply")
 	}
-	return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, c.Settings, "cmd.suggest.head", args) + "\n" + draft}}}, nil
+	return draft, nil
 }
 
 // withAISummary adds the AI summary to an alert's text on its first

@@ -145,3 +145,74 @@ func TestAIAssistFailures(t *testing.T) {
 		t.Errorf("assist off made %d invoke_llm calls", n-calls)
 	}
 }
+
+// TestAIAssistSuggestPage: the console's POST /suggest is `!ho suggest
+// N`'s path: the same draft, the same budget (ai_calls_per_day 2, shared
+// with the command), nothing sent to the user; refusals carry their
+// reasons (off 409, budget 429, a failed LLM 503) and an unknown chat is
+// 404; GET /info tells the console whether to offer it.
+func TestAIAssistSuggestPage(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("assist-page")
+	h.attach(b, assistConfig, true)
+	h.host.AnswerLLM(func(req wire.InvokeLLM) bustest.HostReply {
+		return bustest.HostReply{Data: wire.LLMAnswer{Text: "  Happy to help with order 7.  ", Model: bustest.LLMModel}}
+	})
+	h.mustEvent(b, assistConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "76", "76", plain("where is order 7")))
+	sid := sidOf("bot-a", "person", "76")
+	bustest.Eventually(t, "the message is recorded", func() bool { return h.historyCount(b, sid) == 1 })
+	var info struct {
+		Config struct {
+			AIAssist bool `json:"ai_assist"`
+		} `json:"config"`
+	}
+	h.mustPage(b, assistConfig, "GET", "/info", nil, &info)
+	if !info.Config.AIAssist {
+		t.Fatal("GET /info does not offer the suggestion with ai_assist on")
+	}
+	sends := len(h.host.Sends())
+	var s takeover.Suggestion
+	h.mustPage(b, assistConfig, "POST", "/suggest", map[string]string{"sid": sid}, &s)
+	if s.Text != "Happy to help with order 7." {
+		t.Fatalf("POST /suggest = %q", s.Text)
+	}
+	if len(h.host.Sends()) != sends {
+		t.Fatal("a suggestion was sent to the user")
+	}
+	if err := h.page(b, assistConfig, "POST", "/suggest", map[string]string{"sid": sidOf("bot-a", "person", "999")}, nil); !isCode(err, 404, "") {
+		t.Errorf("an unknown chat: %v, want 404", err)
+	}
+	h.mustPage(b, assistConfig, "POST", "/takeover", map[string]string{"sid": sid}, nil) // so `!ho list` numbers it
+	h.command(b, assistConfig, 1, opSession, "!ho list")
+	if got := h.command(b, assistConfig, 1, opSession, "!ho suggest 1"); !strings.Contains(got, "Happy to help with order 7.") {
+		t.Fatalf("the command after the page: %q", got)
+	}
+	// the two calls of the day are spent, by the page and the command alike
+	if err := h.page(b, assistConfig, "POST", "/suggest", map[string]string{"sid": sid}, nil); !isCode(err, 429, "ai_budget") {
+		t.Errorf("over budget: %v, want 429 ai_budget", err)
+	}
+	if n := len(h.host.LLMCalls()); n != 2 {
+		t.Errorf("%d invoke_llm calls, want 2", n)
+	}
+
+	h.clock.Advance(24 * time.Hour)
+	h.host.AnswerLLM(bustest.NoLLMModel)
+	if err := h.page(b, assistConfig, "POST", "/suggest", map[string]string{"sid": sid}, nil); !isCode(err, 503, "ai_failed") {
+		t.Errorf("a failed LLM: %v, want 503 ai_failed", err)
+	}
+
+	off := newBinding("assist-page-off")
+	offCfg := `{"trigger_words":["refund"]}`
+	h.attach(off, offCfg, true)
+	h.mustEvent(off, offCfg, takeover.EventPersonMessage, "bot-a", msgData("person", "77", "77", plain("hi")))
+	offSID := sidOf("bot-a", "person", "77")
+	bustest.Eventually(t, "recorded", func() bool { return h.historyCount(off, offSID) == 1 })
+	calls := len(h.host.LLMCalls())
+	if err := h.page(off, offCfg, "POST", "/suggest", map[string]string{"sid": offSID}, nil); !isCode(err, 409, "ai_assist_off") {
+		t.Errorf("assist off: %v, want 409 ai_assist_off", err)
+	}
+	h.mustPage(off, offCfg, "GET", "/info", nil, &info)
+	if info.Config.AIAssist || len(h.host.LLMCalls()) != calls {
+		t.Errorf("assist off: info %+v, %d calls", info.Config, len(h.host.LLMCalls())-calls)
+	}
+}

@@ -123,15 +123,24 @@ func (o *ops) command(ctx context.Context, inv *bus.Invocation) (any, error) {
 		if !operatorChat {
 			return say("cmd.taken", args)
 		}
-		// the operator chat relays the chat it took (relay.go)
-		if err := o.bindRelay(ctx, c, numKey, sid, cmd.Params[1]); err != nil {
+		// the operator chat relays the chat it took (relay.go), beside any
+		// other operator chat relaying it: each is told of the others
+		others, again, err := o.bindRelay(ctx, c, numKey, sid, cmd.Params[1])
+		if err != nil {
 			return o.sayError(set, err)
 		}
 		relay := "relay.on"
 		if ses.LauncherType == model.LauncherGroup {
 			relay = "relay.on_group"
 		}
-		return wire.CommandReply{Returns: []wire.Return{{Text: text(o.catalog, set, "cmd.taken", args) + "\n" + text(o.catalog, set, relay, args)}}}, nil
+		answer := text(o.catalog, set, "cmd.taken", args) + "\n" + text(o.catalog, set, relay, args)
+		if len(others) > 0 {
+			answer += "\n" + text(o.catalog, set, "relay.shared", map[string]string{"n": args["n"], "where": relayPlaces(o.catalog, set.Language, others)})
+			if !again {
+				o.relayJoined(ctx, c, sid, numKey, others)
+			}
+		}
+		return wire.CommandReply{Returns: []wire.Return{{Text: answer}}}, nil
 	case "release":
 		if _, err := o.operate(ctx, c, PageRequest{Op: opRelease, SID: sid}); err != nil {
 			return o.sayError(set, err)

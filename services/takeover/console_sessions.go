@@ -22,6 +22,9 @@ type infoView struct {
 		TakeoverTimeout int  `json:"takeover_timeout"`
 		TakeoverOnReply bool `json:"takeover_on_reply"`
 		HistoryLimit    int  `json:"history_limit"`
+		// AIAssist: the console offers the AI's suggested reply
+		// (POST /suggest).
+		AIAssist bool `json:"ai_assist"`
 	} `json:"config"`
 	Limits struct {
 		AttachmentBytes int `json:"attachment_bytes"`
@@ -32,6 +35,7 @@ func (o *ops) info(c pageCall) infoView {
 	var i infoView
 	i.Scope, i.Operator, i.Now = c.Scope.String(), c.Operator, o.now.ms()
 	i.Config.TakeoverTimeout, i.Config.TakeoverOnReply, i.Config.HistoryLimit = c.Settings.TakeoverTimeout, c.Settings.TakeoverOnReply, c.Settings.HistoryLimit
+	i.Config.AIAssist = c.Settings.AIAssist
 	i.Limits.AttachmentBytes = o.attachmentLimit()
 	return i
 }
@@ -108,6 +112,9 @@ type sessionDetail struct {
 	Summary
 	Gen     string       `json:"gen"`
 	Members []memberView `json:"members"`
+	// RelayedTo is the operator chats relaying the chat now (relay.go),
+	// which the console shows as `!ho show N` does.
+	RelayedTo []RelayPlace `json:"relayed_to,omitempty"`
 }
 
 // memberView is a member in the console.
@@ -145,6 +152,11 @@ func (o *ops) messages(ctx context.Context, c pageCall, req PageRequest) (Messag
 		Summary: o.notices.summaryWith(req.SID, rec, c.Settings, o.notices.botName(c.Scope, c.Binding, rec.BotUUID)),
 		Gen:     rec.Gen, Members: members(rec),
 	}, Messages: []model.Entry{}}
+	if req.Before == 0 { // the first page: the console shows the chat's state from it
+		for _, t := range o.relayedTo(ctx, c.Scope, c.Settings, req.SID) {
+			out.Session.RelayedTo = append(out.Session.RelayedTo, t.place())
+		}
+	}
 	// newest first, older than the entry before names; by place, not by
 	// sequence, since a late entry's place is not its sequence's
 	end := len(vis)

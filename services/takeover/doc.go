@@ -60,7 +60,7 @@
 //     ops' too: canned replies (canned.go: /canned, `ho canned`,
 //     expandCanned for `ho reply N /name` and relay mode), internal notes
 //     (notes.go: /notes, `ho note`, `ho show`) and the AI assist
-//     (assist.go: the alert's summary, `ho suggest`).
+//     (assist.go: the alert's summary, `ho suggest` and POST /suggest).
 //   - satisfaction.go: the rating after a release, split by part: the
 //     notices ask (askSatisfaction, after the release notice) and the
 //     recording reads the answer from the session view's head
@@ -112,7 +112,9 @@
 // Relay mode (relay.go): `!ho take N` or `!ho switch N` binds the operator
 // chat to chat N (<scope>.relay.<hash> and <scope>.relayto.<sid> beside
 // the session records, with no TTL: the relay lives as long as the
-// takeover). The event handler hands a private operator chat's plain
+// takeover; relayto lists every operator chat relaying the chat, so a
+// second operator chat's take joins the first instead of stealing it, and
+// each is told of the other). The event handler hands a private operator chat's plain
 // messages to ops (blocked, sent as replies off the event's path); the
 // recording worker hands a relayed chat's user messages to notices after
 // their append (forwarded with the notice retries). Escalation

@@ -25,6 +25,11 @@ const (
 	reasonStorageUnavailable = "storage_unavailable"
 	// reasonNotReady: a 503 because the service is starting or stopping.
 	reasonNotReady = "not_ready"
+	// The AI's suggested reply (assist.go): ai_assist is off (409), the
+	// day's AI calls are used up (429), the LLM gave no draft (503).
+	reasonAIOff    = "ai_assist_off"
+	reasonAIBudget = "ai_budget"
+	reasonAIFailed = "ai_failed"
 )
 
 // storageError is the 503 of a storage failure (a new value each time:

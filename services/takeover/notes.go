@@ -176,6 +176,9 @@ func (o *ops) showCommand(ctx context.Context, c pageCall, sid string, args map[
 	if rec.LastPreview.Text != "" {
 		lines = append(lines, t("cmd.show.preview", map[string]string{"preview": capPreview(rec.LastPreview.Text)}))
 	}
+	if ts := o.relayedTo(ctx, c.Scope, c.Settings, sid); len(ts) > 0 {
+		lines = append(lines, t("cmd.show.relay", map[string]string{"where": relayPlaces(o.catalog, lang, ts)}))
+	}
 	if s := rec.Satisfaction; s != nil {
 		switch {
 		case s.Score > 0:

@@ -39,19 +39,22 @@ const (
 	opNotesList  Op = "GET /notes"
 	opNoteAdd    Op = "POST /notes"
 	opNoteDel    Op = "DELETE /notes"
+	// the AI's suggested reply (assist.go)
+	opSuggest Op = "POST /suggest"
 )
 
 // allOps lists every operation.
 var allOps = []Op{opInfo, opSessions, opMessages, opTakeoverStatus, opTakeover, opRelease,
 	opMarkHandled, opReply, opUserInfo, opGroupInfo, opBlob, opExport, opDeleteSession, opClear,
-	opCannedList, opCannedPut, opCannedDel, opNotesList, opNoteAdd, opNoteDel}
+	opCannedList, opCannedPut, opCannedDel, opNotesList, opNoteAdd, opNoteDel, opSuggest}
 
 // IsAction reports whether the operation changes state (the rest are reads,
 // which have no side effects and skip invocation dedupe).
 func (o Op) IsAction() bool {
 	switch o {
 	case opTakeover, opRelease, opMarkHandled, opReply, opDeleteSession, opClear,
-		opCannedPut, opCannedDel, opNoteAdd, opNoteDel:
+		opCannedPut, opCannedDel, opNoteAdd, opNoteDel,
+		opSuggest: // it spends the installation's AI calls
 		return true
 	}
 	return false
@@ -206,7 +209,7 @@ func parsePageRequest(method, endpoint string, body []byte, image, file []byte) 
 		if req.Limit, err = p.limit(defaultHistoryPage, maxHistoryPage); err != nil {
 			return req, err
 		}
-	case opTakeoverStatus, opTakeover, opRelease, opMarkHandled, opGroupInfo, opDeleteSession:
+	case opTakeoverStatus, opTakeover, opRelease, opMarkHandled, opGroupInfo, opDeleteSession, opSuggest:
 		if req.SID, err = p.sid(); err != nil {
 			return req, err
 		}

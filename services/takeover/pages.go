@@ -109,6 +109,9 @@ func (o *ops) do(ctx context.Context, c pageCall, req PageRequest) (any, error) 
 		return o.cannedOp(ctx, c, req)
 	case opNotesList, opNoteAdd, opNoteDel:
 		return o.notesOp(ctx, c, req)
+	case opSuggest:
+		text, err := o.suggest(ctx, c, req.SID)
+		return Suggestion{Text: text}, err
 	}
 	return nil, wire.Errorf(wire.ErrNotFound, "unknown console operation")
 }

@@ -1,6 +1,7 @@
 package takeover_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 const relayConfig = `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:group:900","op-bot:person:77"]}`
@@ -306,4 +308,223 @@ func TestRelayOutlivesTheDedupeTTL(t *testing.T) {
 	bustest.Eventually(t, "the operator's message reaches the user after the TTL", func() bool {
 		return hasText(sendsTo(h, b, "bot-a", "person", "42"), "back with you")
 	})
+}
+
+// twoOpConfig has two private operator chats, 77 and 78.
+const twoOpConfig = `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:person:77","op-bot:person:78"]}`
+
+// secondOp is the second private operator chat of twoOpConfig.
+var secondOp = wire.Session{LauncherType: "person", LauncherID: "78", SenderID: "78", BotUUID: "op-bot"}
+
+// countText counts the sends whose Plain text contains s.
+func countText(ms []wire.SendMessage, s string) int {
+	n := 0
+	for _, m := range ms {
+		if hasText([]wire.SendMessage{m}, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRelayTwoOperatorChats: a second operator chat that takes a chat
+// another one relays does not steal the relay: both get the user's
+// messages, both reach the user, each is told of the other and sees the
+// other's (and the console's) answers, `!ho show N` and the console name
+// both, and a release ends the relay in both.
+func TestRelayTwoOperatorChats(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("relay-two")
+	h.attach(b, twoOpConfig, true)
+	h.mustEvent(b, twoOpConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("help")))
+	sid := sidOf("bot-a", "person", "42")
+	bustest.Eventually(t, "the chat is unread", func() bool { r := h.record(b, sid); return r != nil && r.Unread })
+	h.command(b, twoOpConfig, 1, privateOp, "!ho list")
+	h.command(b, twoOpConfig, 1, secondOp, "!ho list")
+	if got := h.command(b, twoOpConfig, 1, privateOp, "!ho take 1"); !strings.Contains(got, "Relay on") || strings.Contains(got, "also relayed") {
+		t.Fatalf("the first take: %q", got)
+	}
+	got := h.command(b, twoOpConfig, 1, secondOp, "!ho take 1")
+	if !strings.Contains(got, "Relay on") || !strings.Contains(got, "Chat 1 is also relayed to private chat 77") || !strings.Contains(got, "!ho leave") {
+		t.Fatalf("the second take does not name the first operator chat: %q", got)
+	}
+	bustest.Eventually(t, "the first operator chat is told the second joined", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "Chat 1 is now also relayed to private chat 78 (operator 78)")
+	})
+
+	// the user's message reaches both operator chats
+	h.mustEvent(b, twoOpConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("hello both")))
+	bustest.Eventually(t, "the user's message reaches both operator chats", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "[#1 Nick] hello both") &&
+			hasText(sendsTo(h, b, "op-bot", "person", "78"), "[#1 Nick] hello both")
+	})
+	// both operators reach the user, neither is answered by the AI
+	for _, op := range []string{"77", "78"} {
+		if r := h.mustEvent(b, twoOpConfig, takeover.EventPersonMessage, "op-bot", msgData("person", op, op, plain("from "+op))); !r.PreventDefault || !r.PreventPostorder {
+			t.Fatalf("operator %s's relayed message was left to the AI: %+v", op, r)
+		}
+	}
+	bustest.Eventually(t, "both operators' messages reach the user", func() bool {
+		m := sendsTo(h, b, "bot-a", "person", "42")
+		return hasText(m, "from 77") && hasText(m, "from 78")
+	})
+	// each operator chat sees what the other one sent, never its own
+	bustest.Eventually(t, "each operator chat sees the other's answer", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "78"), "[#1 Nick] operator 77: from 77") &&
+			hasText(sendsTo(h, b, "op-bot", "person", "77"), "[#1 Nick] operator 78: from 78")
+	})
+	if hasText(sendsTo(h, b, "op-bot", "person", "77"), "operator 77: from 77") || hasText(sendsTo(h, b, "op-bot", "person", "78"), "operator 78: from 78") {
+		t.Fatal("an operator chat got its own message back")
+	}
+	// and a console reply reaches both
+	if err := h.pageAs(b, twoOpConfig, "POST", "/reply", map[string]any{"sid": sid, "idempotency_key": "console-reply-1", "text": "from the console"}, "carol", nil); err != nil {
+		t.Fatal(err)
+	}
+	bustest.Eventually(t, "a console reply is shown in both operator chats", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "[#1 Nick] operator carol: from the console") &&
+			hasText(sendsTo(h, b, "op-bot", "person", "78"), "[#1 Nick] operator carol: from the console")
+	})
+
+	// `!ho show 1` and the console name both operator chats
+	if got := h.command(b, twoOpConfig, 1, privateOp, "!ho show 1"); !strings.Contains(got, "Relayed to: private chat 77, private chat 78") {
+		t.Fatalf("show: %q", got)
+	}
+	if r := h.messages(b, twoOpConfig, sid).Session.RelayedTo; len(r) != 2 || r[0] != (takeover.RelayPlace{Type: "person", ID: "77"}) || r[1] != (takeover.RelayPlace{Type: "person", ID: "78"}) {
+		t.Fatalf("the console's relay status: %+v", r)
+	}
+
+	// the second leaves: the first keeps relaying alone
+	if got := h.command(b, twoOpConfig, 1, secondOp, "!ho leave"); !strings.Contains(got, "stopped") {
+		t.Fatalf("leave: %q", got)
+	}
+	h.mustEvent(b, twoOpConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("after 78 left")))
+	bustest.Eventually(t, "the first operator chat still gets the user's messages", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "after 78 left")
+	})
+	if got := h.command(b, twoOpConfig, 1, privateOp, "!ho show 1"); !strings.Contains(got, "Relayed to: private chat 77") || strings.Contains(got, "chat 78") {
+		t.Fatalf("show after leave: %q", got)
+	}
+	if hasText(sendsTo(h, b, "op-bot", "person", "78"), "after 78 left") {
+		t.Fatal("an operator chat that left still gets the user's messages")
+	}
+
+	// a repeated take by a chat already relaying tells nobody again
+	h.command(b, twoOpConfig, 1, secondOp, "!ho take 1")
+	bustest.Eventually(t, "the rejoin is told", func() bool {
+		return countText(sendsTo(h, b, "op-bot", "person", "77"), "is now also relayed to private chat 78") == 2
+	})
+	if got := h.command(b, twoOpConfig, 1, secondOp, "!ho take 1"); !strings.Contains(got, "also relayed to private chat 77") {
+		t.Fatalf("a repeated take: %q", got)
+	}
+
+	// release ends the relay in both, and both are told
+	h.command(b, twoOpConfig, 1, privateOp, "!ho release 1")
+	bustest.Eventually(t, "both operator chats are told the relay ended", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "relay ended") && hasText(sendsTo(h, b, "op-bot", "person", "78"), "relay ended")
+	})
+	for _, op := range []string{"77", "78"} {
+		if r := h.mustEvent(b, twoOpConfig, takeover.EventPersonMessage, "op-bot", msgData("person", op, op, plain("after release"))); r.PreventDefault {
+			t.Fatalf("operator chat %s still relays after the release: %+v", op, r)
+		}
+	}
+	if n := countText(sendsTo(h, b, "op-bot", "person", "77"), "is now also relayed to private chat 78"); n != 2 {
+		t.Fatalf("the first operator chat was told of a join %d times, want 2 (a repeated take tells nobody)", n)
+	}
+	if r := h.messages(b, twoOpConfig, sid).Session.RelayedTo; len(r) != 0 {
+		t.Fatalf("the console's relay status after release: %+v", r)
+	}
+}
+
+// TestRelayReadsTheOneTargetForm: a chat's reverse pointer stored by the
+// version that kept one operator chat per chat still forwards, and the
+// next take adds to it.
+func TestRelayReadsTheOneTargetForm(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("relay-old")
+	h.attach(b, twoOpConfig, true)
+	h.mustEvent(b, twoOpConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("help")))
+	sid := sidOf("bot-a", "person", "42")
+	bustest.Eventually(t, "the chat is unread", func() bool { r := h.record(b, sid); return r != nil && r.Unread })
+	h.command(b, twoOpConfig, 1, privateOp, "!ho list")
+	h.command(b, twoOpConfig, 1, privateOp, "!ho take 1")
+	// rewrite the reverse pointer in the one-target form
+	kv, err := h.js.KeyValue(context.Background(), bus.Bucket(takeover.Plugin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := b.Scope()
+	key, _ := bus.Key(sc, "relayto", sid)
+	e, err := kv.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur struct {
+		Targets []json.RawMessage `json:"targets"`
+	}
+	if err := json.Unmarshal(e.Value(), &cur); err != nil || len(cur.Targets) != 1 {
+		t.Fatalf("the stored reverse pointer %s: %v", e.Value(), err)
+	}
+	if _, err := kv.Put(context.Background(), key, cur.Targets[0]); err != nil {
+		t.Fatal(err)
+	}
+	h.mustEvent(b, twoOpConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("old form")))
+	bustest.Eventually(t, "the one-target form forwards", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "old form")
+	})
+	h.command(b, twoOpConfig, 1, secondOp, "!ho list")
+	if got := h.command(b, twoOpConfig, 1, secondOp, "!ho take 1"); !strings.Contains(got, "also relayed to private chat 77") {
+		t.Fatalf("a take beside the one-target form: %q", got)
+	}
+	h.mustEvent(b, twoOpConfig, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("new form")))
+	bustest.Eventually(t, "both get the next message", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "new form") && hasText(sendsTo(h, b, "op-bot", "person", "78"), "new form")
+	})
+}
+
+// TestRelayEndsOnCancelAndIdleReturn: the user's cancel word and the
+// operator's idle return end the relay too, in every operator chat
+// relaying the chat, and each is told.
+func TestRelayEndsOnCancelAndIdleReturn(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("relay-cancel")
+	cfg := `{"trigger_words":["help"],"auto_takeover_on_trigger":false,"operator_chats":["op-bot:person:77","op-bot:person:78"],"operator_idle_return":2}`
+	h.attach(b, cfg, true)
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("help")))
+	bustest.Eventually(t, "the chat is unread", func() bool { r := h.record(b, sidOf("bot-a", "person", "42")); return r != nil && r.Unread })
+	for _, op := range []wire.Session{privateOp, secondOp} {
+		h.command(b, cfg, 1, op, "!ho list")
+		h.command(b, cfg, 1, op, "!ho take 1")
+	}
+	if r := h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "42", "42", plain("cancel human"))); !r.PreventDefault {
+		t.Fatalf("the cancel word was left to the AI: %+v", r)
+	}
+	bustest.Eventually(t, "both operator chats are told the cancel ended the relay", func() bool {
+		return hasText(sendsTo(h, b, "op-bot", "person", "77"), "relay ended") && hasText(sendsTo(h, b, "op-bot", "person", "78"), "relay ended")
+	})
+	for _, op := range []string{"77", "78"} {
+		if r := h.mustEvent(b, cfg, takeover.EventPersonMessage, "op-bot", msgData("person", op, op, plain("still relaying?"))); r.PreventDefault {
+			t.Fatalf("operator chat %s still relays after the cancel: %+v", op, r)
+		}
+	}
+
+	h.clock.Advance(time.Second)
+	h.mustEvent(b, cfg, takeover.EventPersonMessage, "bot-a", msgData("person", "43", "43", plain("help")))
+	sid := sidOf("bot-a", "person", "43")
+	bustest.Eventually(t, "the second chat is unread", func() bool { r := h.record(b, sid); return r != nil && r.Unread })
+	h.command(b, cfg, 1, privateOp, "!ho list") // the cancelled chat left the list: this one is 1
+	if got := h.command(b, cfg, 1, privateOp, "!ho take 1"); !strings.Contains(got, "Relay on") {
+		t.Fatalf("take: %q", got)
+	}
+	if r := h.record(b, sid); !r.Takeover.TakenOver(h.now().UnixMilli()) || r.Takeover.Operator != "77" {
+		t.Fatalf("take 1 took another chat: %+v", r.Takeover)
+	}
+	before := countText(sendsTo(h, b, "op-bot", "person", "77"), "relay ended")
+	bustest.Eventually(t, "the idle return ends the relay and tells the operator", func() bool {
+		r := h.record(b, sid)
+		return r != nil && r.Takeover.ReleaseReason == model.ReasonIdle &&
+			countText(sendsTo(h, b, "op-bot", "person", "77"), "relay ended") == before+1
+	})
+	if r := h.mustEvent(b, cfg, takeover.EventPersonMessage, "op-bot", msgData("person", "77", "77", plain("after idle"))); r.PreventDefault {
+		t.Fatalf("the operator chat still relays after the idle return: %+v", r)
+	}
 }

@@ -75,6 +75,7 @@ func (o *ops) reply(ctx context.Context, c pageCall, sid string, r *replyRequest
 	}
 	d.set(ctx, model.ReplyDedupe{State: model.ReplyDelivered, At: now})
 	o.notices.resolveAlert(ctx, c.Scope, c.Settings, sid)
+	o.relayReply(ctx, c, sid, r) // relay.go: the other operator chats relaying the chat see it
 
 	// 4. the entry
 	res := ReplyResult{Delivered: true, Takeover: o.notices.takeoverView(rec, c.Settings)}

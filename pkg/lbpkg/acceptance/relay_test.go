@@ -48,7 +48,9 @@ func sentTo(rt *runtimetest.Runtime, typ, id, text, url string) bool {
 // a private operator chat, the operator's text and image reach the user
 // and the AI never answers the operator; the user's message reaches the
 // operator chat and the AI stays blocked for it; a group operator chat
-// does not relay without `!ho r`; release ends the relay.
+// does not relay without `!ho r`, and its take adds it beside the
+// private operator chat (both get the user's messages); release ends the
+// relay in both.
 func TestRelayThroughPackage(t *testing.T) {
 	e := startEnv(t)
 	ctx := ctxT(t, 3*time.Minute)
@@ -102,9 +104,20 @@ func TestRelayThroughPackage(t *testing.T) {
 		return sentTo(e.rt, "person", "9", "thanks, here it is", "https://example.com/user.png")
 	})
 
-	// a group operator chat relays only with the prefix
+	// a group operator chat relays only with the prefix; taking a chat
+	// the private operator chat relays adds it beside that chat, never
+	// stealing it: both are told, both get the user's messages
 	command(group, "!ho list")
-	command(group, "!ho take 1")
+	if got := command(group, "!ho take 1"); !strings.Contains(got, "Chat 1 is also relayed to private chat 9") {
+		t.Fatalf("the group's take does not name the private operator chat: %q", got)
+	}
+	bustest.Eventually(t, "the private operator chat is told the group joined", func() bool {
+		return sentTo(e.rt, "person", "9", "Chat 1 is now also relayed to group 900", "")
+	})
+	emit(user, "PersonMessageReceived", "to both of you")
+	bustest.Eventually(t, "the user's message reaches both operator chats", func() bool {
+		return sentTo(e.rt, "person", "9", "to both of you", "") && sentTo(e.rt, "group", "900", "to both of you", "")
+	})
 	emit(group, "GroupMessageReceived", "between operators")
 	if got := command(group, "!ho r from the team"); !strings.Contains(got, "Sent to chat 1") {
 		t.Fatalf("!ho r = %q", got)
@@ -112,14 +125,20 @@ func TestRelayThroughPackage(t *testing.T) {
 	if !sentTo(e.rt, "person", "61", "from the team", "") {
 		t.Fatal("!ho r did not reach the user")
 	}
+	bustest.Eventually(t, "the private operator chat sees the group's answer", func() bool {
+		return sentTo(e.rt, "person", "9", "operator 9: from the team", "")
+	})
 	if sentTo(e.rt, "person", "61", "between operators", "") {
 		t.Fatal("a group operator chat relayed without the prefix")
 	}
 
-	// release ends the relay: the operator is told, the user gets nothing
+	// release ends the relay in both operator chats: each is told, the
+	// user gets nothing
 	command(op, "!ho release 1")
 	emit(op, "PersonMessageReceived", "are you still there")
-	bustest.Eventually(t, "the operator is told the relay ended", func() bool { return sentTo(e.rt, "person", "9", "relay ended", "") })
+	bustest.Eventually(t, "both operator chats are told the relay ended", func() bool {
+		return sentTo(e.rt, "person", "9", "relay ended", "") && sentTo(e.rt, "group", "900", "relay ended", "")
+	})
 	if sentTo(e.rt, "person", "61", "are you still there", "") {
 		t.Fatal("a message after release reached the user")
 	}

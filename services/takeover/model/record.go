@@ -311,6 +311,9 @@ const (
 	LiveTrigger  = "trigger"
 	LiveDeleted  = "deleted"
 	LiveCleared  = "cleared"
+	// LiveRelay is the operator chats relaying a chat, after each change
+	// (data {sid, relayed_to}; takeover relay mode).
+	LiveRelay = "relay"
 )
 
 // Live is a message on the scope's live subject.

@@ -24,7 +24,7 @@
     sessions: new Map(), tab: 'all', q: '', listSeq: 0, listTimer: null,
     current: null, // the session the operator chose
     displayed: null, // {sid, gen, session, messages, ids, nextBefore, takeover, olderLoading}
-    loading: false, loadSeq: 0, sending: false, lastSend: new Map(), // sid -> ms of the last send (500 ms debounce)
+    loading: false, loadSeq: 0, sending: false, suggesting: false, lastSend: new Map(), // sid -> ms of the last send (500 ms debounce)
     drafts: new Map(), // sid -> {text, image, file}
     staged: { image: null, file: null }, // {owner, dataURL, name, size}
     draftGen: 0,
@@ -173,6 +173,9 @@
     if (e.reason === 'legacy_read_only') return t('error.legacy');
     if (e.reason === 'installation_inactive') return t('error.inactive');
     if (e.reason === 'in_progress' || e.reason === 'reply_in_progress') return t('error.inProgress');
+    if (e.reason === 'ai_assist_off') return t('error.aiOff');
+    if (e.reason === 'ai_budget') return t('error.aiBudget');
+    if (e.reason === 'ai_failed') return t('error.aiFailed');
     if (e.status === 404) return t('error.notFound');
     if (e.status === 429) return t('error.rateLimited');
     if (e.status === 413) return t('error.tooLarge');
@@ -492,6 +495,7 @@
     renderMessages(true);
     renderInfo();
     renderTakeover();
+    renderRelay();
     updateComposer();
   }
   function renderMessages(scrollToEnd) {
@@ -746,6 +750,29 @@
     input.focus();
   }
 
+  // ---- the AI's suggested reply (ai_assist) ------------------------------
+  // POST /suggest is the service path of `!ho suggest N`; the draft goes
+  // into the reply box of the chat it was asked for, never sent by itself
+  async function suggestReply() {
+    const d = S.displayed, sid = S.current;
+    if (!d || d.sid !== sid || S.loading || S.suggesting || S.dead) return;
+    S.suggesting = true;
+    updateComposer();
+    try {
+      const r = await api('POST', '/suggest', { sid });
+      if (S.current === sid && S.displayed === d) {
+        const input = $('msgInput');
+        input.value = r.text || '';
+        input.dispatchEvent(new Event('input'));
+        input.focus();
+      }
+    } catch (e) { toastError(e); }
+    finally {
+      S.suggesting = false;
+      updateComposer();
+    }
+  }
+
   // ---- takeover ---------------------------------------------------------
   function renderTakeover() {
     const d = S.displayed;
@@ -758,6 +785,16 @@
     if (on) startCountdown(d.sid, d.takeover.remaining);
     else stopCountdown();
     renderTip();
+  }
+  // renderRelay shows the operator chats relaying the displayed chat (takeover
+  // relay mode), in the words of `!ho show N`: "Relayed to: private chat 77"
+  function renderRelay() {
+    const d = S.displayed, badge = $('relayBadge');
+    const places = (d && d.sid === S.current && d.session.relayed_to) || [];
+    badge.hidden = !places.length;
+    badge.textContent = places.length ? t('chat.relayedTo', {
+      where: places.map((p) => t('chat.relayPlace', { kind: t(p.type === 'group' ? 'chat.relayGroup' : 'chat.relayPerson'), id: p.id })).join(t('chat.relaySep')),
+    }) : '';
   }
   function renderTip() {
     const d = S.displayed, tip = $('composerTip');
@@ -847,6 +884,9 @@
     $('sendBtn').disabled = !ready || S.sending || legacy;
     $('msgInput').disabled = legacy;
     $('imageBtn').disabled = $('fileBtn').disabled = legacy;
+    // the AI's suggested reply, when the installation enabled ai_assist
+    $('suggestBtn').hidden = !(S.info && S.info.config && S.info.config.ai_assist);
+    $('suggestBtn').disabled = !ready || legacy || S.suggesting;
   }
   function consumeSent(sid, raw, image, file) {
     // remove only what was sent, from the session it was sent from (invariants 9, 10)
@@ -1079,6 +1119,11 @@
         scheduleListReload();
         break;
       }
+      case 'relay': {
+        const d = S.displayed;
+        if (d && data && d.sid === data.sid && S.current === d.sid) { d.session.relayed_to = data.relayed_to || []; renderRelay(); }
+        break;
+      }
       case 'takeover': {
         const d = S.displayed;
         if (d && d.sid === sid && S.current === sid) { d.takeover = data; renderTakeover(); }
@@ -1114,6 +1159,8 @@
       const page = await api('GET', '/messages', { sid: d.sid, limit: 50 });
       if (S.displayed !== d || S.current !== d.sid) return;
       if (page.session.gen !== d.gen) { openSession(d.sid); return; }
+      d.session.relayed_to = page.session.relayed_to || [];
+      renderRelay();
       page.messages.slice().reverse().forEach(addEntry);
     } catch (e) { /* best effort */ }
   }
@@ -1155,6 +1202,7 @@
     $('imageBtn').addEventListener('click', () => $('imageInput').click());
     $('fileBtn').addEventListener('click', () => $('fileInput').click());
     $('cannedBtn').addEventListener('click', openCanned);
+    $('suggestBtn').addEventListener('click', suggestReply);
     $('imageInput').addEventListener('change', (ev) => { pickAttachment('image', ev.target.files[0]); ev.target.value = ''; });
     $('fileInput').addEventListener('change', (ev) => { pickAttachment('file', ev.target.files[0]); ev.target.value = ''; });
     $('messages').addEventListener('scroll', () => {
