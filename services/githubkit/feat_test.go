@@ -172,6 +172,41 @@ func TestReviewRemindersWeekAcrossDST(t *testing.T) {
 	}
 }
 
+// TestReviewReminderNotReArmedInServersPast: a reminder the server fires
+// while the service's clock is behind it (here by years: the slot's first
+// time is in the server's past and fires at once) sends once and arms the
+// next time after the server's clock too; armed from the service's clock
+// alone it was this same time, which the server fired again at once, in a
+// loop, with a reminder each time.
+func TestReviewReminderNotReArmedInServersPast(t *testing.T) {
+	h := newHarness(t)
+	h.start(githubkit.Config{}, nil)
+	a := newInst(t, "a", h.baseConfig("en_US", "token-a", 120))
+	a.cfg["timezone"] = "UTC"
+	h.attach(a, true)
+	h.clock.Set(time.Date(2020, 6, 1, 8, 0, 0, 0, time.UTC))
+	h.cmd(a, "sub "+hw)
+	h.fake.SetPulls(hw, fakegithub.Pull{Number: 7, Title: "Waiting", Author: "alice", CreatedAt: time.Date(2020, 5, 30, 0, 0, 0, 0, time.UTC), Reviewers: []string{"bob"}})
+	before := time.Now()
+	if got := h.cmd(a, "reviews 9:30"); !strings.Contains(got, "09:30") {
+		t.Fatalf("reviews: %q", got)
+	}
+	sched := h.featSubject(a, githubkit.KindReviewSched, "0930")
+	var at time.Time
+	bustest.Eventually(t, "the fired reminder re-armed", func() bool {
+		var ok bool
+		at, ok = h.scheduledAt(sched)
+		return ok && at.After(before)
+	})
+	if at.Hour() != 9 || at.Minute() != 30 || at.After(before.Add(25*time.Hour)) {
+		t.Fatalf("next reminder at %v, want the next 09:30 UTC after %v", at, before)
+	}
+	sends := h.sends()
+	if len(sends) != 1 || !strings.Contains(sendText(sends[0]), hw+"#7") {
+		t.Fatalf("%d reminders sent, want 1", len(sends))
+	}
+}
+
 // TestReviewRemindersCost: twenty chats of one installation, each following
 // the same three repositories with a reminder at the same minute: one fire
 // reads each repository's pull requests once (the next day, once again,
