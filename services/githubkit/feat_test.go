@@ -488,7 +488,7 @@ func TestOrgSubscriptionWebhook(t *testing.T) {
 	if code, why := e.post(delivery{id: id, event: "issues", guid: "d-1", body: body, secret: secret}); code != http.StatusAccepted {
 		t.Fatalf("delivery: %d %s", code, why)
 	}
-	sends := e.host.WaitSends(t, 2, 10*time.Second)
+	sends := e.host.WaitSends(t, 2, bustest.WaitTimeout)
 	e.idle()
 	var group, private []string
 	for _, c := range e.sends() {
