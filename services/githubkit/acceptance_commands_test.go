@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -169,7 +168,7 @@ func TestAT15NetworkErrorsBothLanguages(t *testing.T) {
 		h.start(githubkit.Config{GitHubTimeout: 200 * time.Millisecond}, nil)
 		a := newInst(t, "a", h.baseConfig(lang, "t", 120))
 		h.attach(a, true)
-		h.fake.Inject(fakegithub.Fault{Path: "/repos/", Delay: 5 * time.Second, Times: 1})
+		h.fake.Inject(fakegithub.Fault{Path: "/repos/", Hold: make(chan struct{}), Times: 1}) // never answered: the timeout ends it
 		if got := h.cmd(a, "repo octocat/Hello-World"); !strings.Contains(got, want) {
 			t.Errorf("%s timeout: %q", lang, got)
 		}
@@ -362,8 +361,6 @@ func TestAT25NoBot(t *testing.T) {
 
 func TestAT26RetriedInvocation(t *testing.T) {
 	h := newHarness(t)
-	var once sync.Once
-	block := make(chan struct{})
 	h.start(githubkit.Config{}, nil)
 	a := newInst(t, "a", h.baseConfig("en_US", "t", 120))
 	h.attach(a, true)
@@ -377,8 +374,10 @@ func TestAT26RetriedInvocation(t *testing.T) {
 	if err != nil || again != first || h.recordRev(a, "octocat/Hello-World") != rev {
 		t.Fatalf("retry: %q vs %q, %v", again, first, err)
 	}
-	// a retry while the first attempt runs gets 409 in_progress
-	h.fake.Inject(fakegithub.Fault{Path: "/repos/octocat/Hello-World", Delay: 2 * time.Second, Times: 1})
+	// a retry while the first attempt runs gets 409 in_progress: GitHub
+	// holds the first attempt's answer until the retry was answered
+	hold := make(chan struct{})
+	h.fake.Inject(fakegithub.Fault{Path: "/repos/octocat/Hello-World", Hold: hold, Times: 1})
 	id2 := h.newID()
 	errc := make(chan error, 1)
 	go func() { _, err := h.cmdID(a, id2, "sub octocat/Hello-World push"); errc <- err }()
@@ -386,13 +385,13 @@ func TestAT26RetriedInvocation(t *testing.T) {
 		return len(h.keys(bus.DedupeBucket(githubkit.Plugin))) >= 2
 	})
 	_, err = h.cmdID(a, id2, "sub octocat/Hello-World push")
+	close(hold)
 	if !errors.Is(err, wire.ErrInProgress) {
 		t.Fatalf("concurrent retry: %v", err)
 	}
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	once.Do(func() { close(block) })
 	// a retry after a 503 runs again: make the schedule publish fail by
 	// removing the stream, then restore it.
 	h.stopAll()

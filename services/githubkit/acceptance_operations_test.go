@@ -96,7 +96,7 @@ func TestAT39Replicas(t *testing.T) {
 		js := c.WaitLeader(t)
 		_ = js
 		h := newHarnessOn(t, nil, nc)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), bustest.WaitTimeout)
 		defer cancel()
 		if _, err := bus.EnsureLifecycleStream(ctx, h.js, wire.Subjects{}, 3); err != nil {
 			t.Fatal(err)
@@ -156,7 +156,7 @@ func replicas(t *testing.T, h *harness) {
 	}
 	select {
 	case <-held:
-	case <-time.After(15 * time.Second):
+	case <-time.After(bustest.WaitTimeout):
 		t.Fatal("no claim")
 	}
 	// a second fire now finds the claim and acks without sending
@@ -183,7 +183,7 @@ func TestAT43SelfResume(t *testing.T) {
 	bustest.Eventually(h.t, "reconnected", h.nc.IsConnected)
 	h.addEvents(hw, 101, "release_full")
 	h.start(githubkit.Config{MinPollInterval: 1}, nil)
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(bustest.WaitTimeout)
 	for len(h.sends()) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("no push from the schedule; schedule %q, polls %v, github %d, logs %s", h.schedule(a, hw),

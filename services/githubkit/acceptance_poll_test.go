@@ -219,6 +219,9 @@ func TestAT32StaleBinding(t *testing.T) {
 
 func TestAT33RateLimits(t *testing.T) {
 	h, a := oneInstall(t, "en_US")
+	// the clock stands still: a wait the poll sets is measured from the
+	// instant the test read, however long the poll took under load
+	h.clock.Set(time.Now())
 	h.fake.AddRepo("o/other", 0)
 	h.cmd(a, "sub "+hw)
 	h.cmd(a, "sub o/other")
@@ -266,6 +269,7 @@ func TestAT33RateLimits(t *testing.T) {
 
 func TestAT34Backoff(t *testing.T) {
 	h, a := oneInstall(t, "en_US")
+	h.clock.Set(time.Now()) // stands still: the backoff is measured from the instant the test read
 	h.cmd(a, "sub "+hw)
 	h.fake.Inject(fakegithub.Fault{Path: "/repos/" + hw + "/events", Status: 500})
 	interval := 120 * time.Second

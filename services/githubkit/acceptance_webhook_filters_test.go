@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
@@ -59,7 +59,7 @@ func TestWebhookFiltersAsPolled(t *testing.T) {
 			t.Fatalf("%s: %d %s", c.name, code, why)
 		}
 		if len(c.to) > 0 {
-			e.host.WaitSends(t, before+len(c.to), 10*time.Second)
+			e.host.WaitSends(t, before+len(c.to), bustest.WaitTimeout)
 		}
 		e.idle()
 		var got []string

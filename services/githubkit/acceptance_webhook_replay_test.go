@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/githubkit"
 )
 
@@ -26,7 +27,7 @@ func TestWebhookLateReplayChangesNothing(t *testing.T) {
 	if code, why := e.post(good); code != http.StatusAccepted {
 		t.Fatalf("delivery: %d %s", code, why)
 	}
-	e.host.WaitSends(t, 1, 10*time.Second)
+	e.host.WaitSends(t, 1, bustest.WaitTimeout)
 	e.idle()
 
 	for _, c := range []struct {

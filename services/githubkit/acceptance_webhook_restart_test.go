@@ -35,7 +35,7 @@ func TestWebhookDeliverySurvivesRestart(t *testing.T) {
 	if code, why := e.post(d); code != http.StatusAccepted {
 		t.Fatalf("delivery: %d %s", code, why)
 	}
-	e.host.WaitSends(t, 1, 10*time.Second) // refused: nothing pushed yet
+	e.host.WaitSends(t, 1, bustest.WaitTimeout) // refused: nothing pushed yet
 	e.stopAll()
 	mu.Lock()
 	refuse = false

@@ -128,17 +128,31 @@ func pushBody(after string) []byte {
 
 const pushFullHead = "7a8f3ac80e2ad2f6842cb86f576d4bfe2c03e300"
 
-// idle waits until the hook consumer has handled every recorded delivery.
+// idle waits until the hook consumer has handled every recorded delivery:
+// its ack floor reached the stream's last one (or the stream is empty, a
+// purge) and nothing waits for an ack or a redelivery. NumPending alone
+// is not enough: the server counts a stored message for the consumer on
+// another goroutine, so right after a delivery was recorded the consumer
+// may still report nothing pending.
 func (e *hookEnv) idle() {
 	e.t.Helper()
 	bustest.Eventually(e.t, "hook consumer idle", func() bool {
 		ctx := context.Background()
+		st, err := e.js.Stream(ctx, githubkit.HookStreamName)
+		if err != nil {
+			return false
+		}
+		si, err := st.Info(ctx)
+		if err != nil {
+			return false
+		}
 		c, err := e.js.Consumer(ctx, githubkit.HookStreamName, githubkit.HookConsumer)
 		if err != nil {
 			return false
 		}
 		info, err := c.Info(ctx)
-		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 &&
+			(si.State.Msgs == 0 || info.AckFloor.Stream >= si.State.LastSeq)
 	})
 }
 
@@ -192,7 +206,7 @@ func TestWebhookPushedOnce(t *testing.T) {
 	if code, why := e.post(d); code != http.StatusAccepted {
 		t.Fatalf("delivery: %d %s", code, why)
 	}
-	sends := e.host.WaitSends(t, 1, 10*time.Second)
+	sends := e.host.WaitSends(t, 1, bustest.WaitTimeout)
 	text := sends[0].SendMessage().MessageChain[0].Text
 	if !strings.Contains(text, "octocat") || !strings.Contains(text, "master") || !strings.Contains(text, "Make the greeting friendlier") {
 		t.Fatalf("push text %q", text)
@@ -233,7 +247,7 @@ func TestWebhookRedeliveredDaysLaterPushedOnce(t *testing.T) {
 	if code, why := e.post(d); code != http.StatusAccepted {
 		t.Fatalf("delivery: %d %s", code, why)
 	}
-	e.host.WaitSends(t, 1, 10*time.Second)
+	e.host.WaitSends(t, 1, bustest.WaitTimeout)
 	e.idle()
 	// each time, another push arrives first (its claim prunes the recent
 	// set), then the first delivery is recorded again as the receiver
@@ -244,7 +258,7 @@ func TestWebhookRedeliveredDaysLaterPushedOnce(t *testing.T) {
 		if code, why := e.post(other); code != http.StatusAccepted {
 			t.Fatalf("other delivery: %d %s", code, why)
 		}
-		e.host.WaitSends(t, 2+i, 10*time.Second)
+		e.host.WaitSends(t, 2+i, bustest.WaitTimeout)
 		e.idle()
 		e.recordAgain(id, func(rec map[string]any) {
 			rec["nonce"] = fmt.Sprintf("redelivered-%d", i)
@@ -300,7 +314,7 @@ func TestWebhookRefusalsChangeNothing(t *testing.T) {
 	if code, why := e.post(good); code != http.StatusAccepted {
 		t.Fatalf("delivery: %d %s", code, why)
 	}
-	e.host.WaitSends(t, 1, 10*time.Second)
+	e.host.WaitSends(t, 1, bustest.WaitTimeout)
 	e.idle()
 	big := append(pushBody(strings.Repeat("b", 40)), bytes.Repeat([]byte(" "), 70<<10)...)
 	cases := []struct {
@@ -368,7 +382,7 @@ func TestWebhookSlowsPolling(t *testing.T) {
 	if code, why := e.post(delivery{id: id, event: "push", guid: "p-2", body: pushBody(pushFullHead), secret: secret}); code != http.StatusAccepted {
 		t.Fatalf("push: %d %s", code, why)
 	}
-	e.host.WaitSends(t, 1, 10*time.Second)
+	e.host.WaitSends(t, 1, bustest.WaitTimeout)
 	e.idle()
 	e.clock.Advance(20 * time.Minute)
 	e.fire(e.a, hw)
@@ -471,7 +485,7 @@ func TestWebhookAndPollPushOnce(t *testing.T) {
 	if code, why := e.post(delivery{id: id, event: "push", guid: "w-1", body: pushBody(pushFullHead), secret: secret}); code != http.StatusAccepted {
 		t.Fatalf("delivery: %d %s", code, why)
 	}
-	e.host.WaitSends(t, 1, 10*time.Second)
+	e.host.WaitSends(t, 1, bustest.WaitTimeout)
 	e.idle()
 	e.fire(e.a, hw)
 	if n := len(e.sends()); n != 1 {
@@ -532,7 +546,7 @@ func TestWebhookRetriesFailedSend(t *testing.T) {
 	}
 	// the first send fails; the redelivery (the consumer's own retry)
 	// pushes, with the same idempotency key
-	sends := e.host.WaitSends(t, 2, 20*time.Second)
+	sends := e.host.WaitSends(t, 2, bustest.WaitTimeout)
 	if sends[0].IdempotencyKey != sends[1].IdempotencyKey {
 		t.Fatalf("retry keys %q, %q", sends[0].IdempotencyKey, sends[1].IdempotencyKey)
 	}

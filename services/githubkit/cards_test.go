@@ -45,7 +45,7 @@ func (h *harness) event(in *inst, m chatMsg) wire.EventReply {
 	id := h.newID()
 	req := &wire.Request{Binding: in.b, Config: in.config(), Event: &wire.Event{Name: githubkit.EventGroupMessage, BotUUID: m.bot,
 		Data: data, QueryUUID: wire.ID("q-" + id)}}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), bustest.WaitTimeout)
 	defer cancel()
 	raw, err := h.invoker.Invoke(ctx, githubkit.Plugin, wire.EndpointEvent, id, req)
 	if err != nil {
@@ -86,8 +86,10 @@ func TestLinkCardsOneMessagePerChatMessage(t *testing.T) {
 	en := cardInst(t, h, "en", "en_US")
 	zh := cardInst(t, h, "zh", "zh_Hans")
 
-	// GitHub holds every answer back: the event reply must not wait for it
-	h.fake.Inject(fakegithub.Fault{Path: "/repos/", Delay: 300 * time.Millisecond})
+	// GitHub holds every answer back until the reply is checked: the event
+	// reply must not wait for it
+	hold := make(chan struct{})
+	h.fake.Inject(fakegithub.Fault{Path: "/repos/", Hold: hold})
 	rep := h.event(en, chatMsg{launcher: "g1", sender: "u1",
 		text: "see " + repoLink + " and " + issueLink + ", also " + commitLink + " and " + releaseLink + " (one too many)"})
 	if rep.PreventDefault || rep.PreventPostorder || len(rep.ReplyMessageChain) != 0 {
@@ -96,7 +98,8 @@ func TestLinkCardsOneMessagePerChatMessage(t *testing.T) {
 	if n := len(h.sends()); n != 0 {
 		t.Fatalf("%d sends before the event reply: the reply waited for GitHub", n)
 	}
-	sends := h.host.WaitSends(t, 1, 10*time.Second)
+	close(hold)
+	sends := h.host.WaitSends(t, 1, bustest.WaitTimeout)
 	m := sends[0].SendMessage()
 	if m.BotUUID != en.session.BotUUID || m.TargetType != "group" || m.TargetID != "g1" || len(m.MessageChain) != 1 {
 		t.Fatalf("card sent to %+v", m)
@@ -120,7 +123,7 @@ func TestLinkCardsOneMessagePerChatMessage(t *testing.T) {
 
 	h.fake.ClearFaults()
 	h.event(zh, chatMsg{launcher: "g1", sender: "u1", text: "合并了：" + prLink + "。"})
-	sends = h.host.WaitSends(t, 2, 10*time.Second)
+	sends = h.host.WaitSends(t, 2, bustest.WaitTimeout)
 	zhText := sends[1].SendMessage().MessageChain[0].Text
 	if !strings.HasPrefix(zhText, "🔀 octocat/Hello-World#1290 [已合并] Speed up the build\n拉取请求 · 作者") || sends[1].Scope != zh.sc {
 		t.Fatalf("zh_Hans card on %v:\n%s", sends[1].Scope, zhText)
@@ -211,7 +214,7 @@ func TestLinkCardsRateLimit(t *testing.T) {
 	b := cardInst(t, h, "b", "en_US")
 
 	h.event(a, chatMsg{launcher: "g1", sender: "u1", text: repoLink + " " + issueLink + " " + commitLink})
-	sends := h.host.WaitSends(t, 1, 10*time.Second)
+	sends := h.host.WaitSends(t, 1, bustest.WaitTimeout)
 	if n := len(strings.Split(sends[0].SendMessage().MessageChain[0].Text, "\n\n")); n != 2 {
 		t.Fatalf("%d cards with a burst of 2", n)
 	}
@@ -223,7 +226,7 @@ func TestLinkCardsRateLimit(t *testing.T) {
 	// the same chat id in another installation, and another chat here
 	h.event(b, chatMsg{launcher: "g1", sender: "u1", text: releaseLink})
 	h.event(a, chatMsg{launcher: "g2", sender: "u1", text: releaseLink})
-	sends = h.host.WaitSends(t, 3, 10*time.Second)
+	sends = h.host.WaitSends(t, 3, bustest.WaitTimeout)
 	got := map[string]bool{}
 	for _, s := range sends[1:] {
 		got[s.Scope.String()+"/"+s.SendMessage().TargetID] = true
@@ -234,7 +237,7 @@ func TestLinkCardsRateLimit(t *testing.T) {
 
 	h.clock.Advance(time.Hour)
 	h.event(a, chatMsg{launcher: "g1", sender: "u1", text: prLink})
-	h.host.WaitSends(t, 4, 10*time.Second)
+	h.host.WaitSends(t, 4, bustest.WaitTimeout)
 	if v := h.cardOutcome("limited"); v != 1 {
 		t.Fatalf("limited = %v after the refill", v)
 	}
@@ -252,21 +255,21 @@ func TestLinkCardsCache(t *testing.T) {
 
 	for i, chat := range []string{"g1", "g2"} {
 		h.event(a, chatMsg{launcher: chat, sender: "u1", text: issueLink})
-		h.host.WaitSends(t, i+1, 10*time.Second)
+		h.host.WaitSends(t, i+1, bustest.WaitTimeout)
 	}
 	if r := h.requestsTo(path); len(r) != 1 || r[0].IfNoneMatch != "" {
 		t.Fatalf("requests within the TTL: %+v, want one, unconditional", r)
 	}
 	// the cache is the installation's: b asks GitHub itself, with its token
 	h.event(b, chatMsg{launcher: "g1", sender: "u1", text: issueLink})
-	h.host.WaitSends(t, 3, 10*time.Second)
+	h.host.WaitSends(t, 3, bustest.WaitTimeout)
 	if r := h.requestsTo(path); len(r) != 2 || r[1].Authorization != "Bearer tok-b" {
 		t.Fatalf("requests after b's message: %+v", r)
 	}
 
 	h.clock.Advance(2 * time.Minute)
 	h.event(a, chatMsg{launcher: "g3", sender: "u1", text: issueLink})
-	sends := h.host.WaitSends(t, 4, 10*time.Second)
+	sends := h.host.WaitSends(t, 4, bustest.WaitTimeout)
 	r := h.requestsTo(path)
 	if len(r) != 3 || r[2].IfNoneMatch == "" {
 		t.Fatalf("requests after the TTL: %+v, want a third one with If-None-Match", r)

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
 )
@@ -83,9 +83,9 @@ func TestCIFixedAgainFromWebhook(t *testing.T) {
 		}
 	}
 	post("f-2", failedRun(9002, "main", "failure"))
-	e.host.WaitSends(t, 1, 10*time.Second)
+	e.host.WaitSends(t, 1, bustest.WaitTimeout)
 	post("f-3", failedRun(9003, "main", "success"))
-	sends := e.host.WaitSends(t, 2, 10*time.Second)
+	sends := e.host.WaitSends(t, 2, bustest.WaitTimeout)
 	if text := sends[1].SendMessage().MessageChain[0].Text; !strings.Contains(text, "CI is fixed again on main: #3 passed") {
 		t.Fatalf("fixed line %q", text)
 	}

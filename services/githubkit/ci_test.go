@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/githubkit/fakegithub"
@@ -153,7 +154,7 @@ func TestCIAlertsFromWebhook(t *testing.T) {
 	if code, why := post("ci-1", failedRun(9002, "main", "failure")); code != http.StatusAccepted {
 		t.Fatalf("delivery: %d %s", code, why)
 	}
-	sends := e.host.WaitSends(t, 1, 10*time.Second)
+	sends := e.host.WaitSends(t, 1, bustest.WaitTimeout)
 	e.idle()
 	want := "❌ CI #2 failed on main (aa218f5) by hubot: Speed up the build\n   " + e.fake.URL + "/" + hw + "/actions/runs/9002"
 	if text := sends[0].SendMessage().MessageChain[0].Text; !strings.Contains(text, want) || sends[0].SendMessage().TargetID != string(e.a.session.LauncherID) {

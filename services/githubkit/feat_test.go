@@ -77,7 +77,7 @@ func sendText(c bustest.HostCall) string {
 }
 
 // TestReviewRemindersWeekAcrossDST drives a week of fake time over the
-// 2027 US DST change: "09:30 weekdays" in America/New_York fires at 09:30
+// 2094 US DST change: "09:30 weekdays" in America/New_York fires at 09:30
 // local on each weekday (14:30 UTC before the change, 13:30 after), never
 // at the weekend, lists the pull requests waiting for review oldest first
 // with age and reviewers, and sends nothing when none waits.
@@ -91,9 +91,12 @@ func TestReviewRemindersWeekAcrossDST(t *testing.T) {
 	a := newInst(t, "a", h.baseConfig("en_US", "token-a", 120))
 	a.cfg["timezone"] = "America/New_York"
 	h.attach(a, true)
-	// the fake week is in the future so that the server's own timers stay
-	// out of the way: the test fires each reminder itself
-	start := time.Date(2027, 3, 10, 8, 0, 0, 0, ny) // a Wednesday; DST starts Sunday 14 March
+	// the fake week is far in the future (2094 has 2027's calendar) so
+	// that the server's own timers stay out of the way: the test fires each
+	// reminder itself. The server fires a schedule by the real clock, at
+	// once when it is past: a week that has become past (2027 once) fires
+	// each reminder at once, and the next one it arms, in a loop.
+	start := time.Date(2094, 3, 10, 8, 0, 0, 0, ny) // a Wednesday; DST starts Sunday 14 March
 	h.clock.Set(start)
 	h.cmd(a, "sub "+hw)
 	old := start.Add(-72 * time.Hour)
@@ -115,7 +118,7 @@ func TestReviewRemindersWeekAcrossDST(t *testing.T) {
 	}
 	sched := h.featSubject(a, githubkit.KindReviewSched, "0930")
 	fire := h.featSubject(a, githubkit.KindReviewFire, "0930")
-	wantDays := []string{"2027-03-10", "2027-03-11", "2027-03-12", "2027-03-15", "2027-03-16", "2027-03-17"}
+	wantDays := []string{"2094-03-10", "2094-03-11", "2094-03-12", "2094-03-15", "2094-03-16", "2094-03-17"}
 	for i, day := range wantDays {
 		at, ok := h.scheduledAt(sched)
 		if !ok {
@@ -125,17 +128,17 @@ func TestReviewRemindersWeekAcrossDST(t *testing.T) {
 		if local.Format("2006-01-02 15:04") != day+" 09:30" {
 			t.Fatalf("fire %d at %s local (%s UTC), want %s 09:30", i, local, at, day)
 		}
-		if wantUTC := map[bool]int{true: 14, false: 13}[day < "2027-03-14"]; at.Hour() != wantUTC {
+		if wantUTC := map[bool]int{true: 14, false: 13}[day < "2094-03-14"]; at.Hour() != wantUTC {
 			t.Fatalf("fire %d at %s UTC, want hour %d", i, at, wantUTC)
 		}
-		if day == "2027-03-16" {
+		if day == "2094-03-16" {
 			h.fake.SetPulls(hw, fakegithub.Pull{Number: 9, Title: "Nobody asked", Author: "dave", CreatedAt: old})
 		}
 		before := len(h.sends())
 		h.clock.Set(at)
 		h.fireOn(fire, githubkit.ReviewConsumer)
 		sends := h.sends()
-		if day == "2027-03-16" {
+		if day == "2094-03-16" {
 			if len(sends) != before {
 				t.Fatalf("%s: nothing waiting, but sent %q", day, sendText(sends[len(sends)-1]))
 			}
@@ -158,7 +161,7 @@ func TestReviewRemindersWeekAcrossDST(t *testing.T) {
 			t.Fatalf("sent to %+v", m)
 		}
 	}
-	if at, _ := h.scheduledAt(sched); at.In(ny).Format("2006-01-02 15:04") != "2027-03-18 09:30" {
+	if at, _ := h.scheduledAt(sched); at.In(ny).Format("2006-01-02 15:04") != "2094-03-18 09:30" {
 		t.Fatalf("after the week: next %s", at.In(ny))
 	}
 	if got := h.cmd(a, "reviews off"); !strings.Contains(got, "off") {
@@ -166,6 +169,41 @@ func TestReviewRemindersWeekAcrossDST(t *testing.T) {
 	}
 	if _, ok := h.scheduledAt(sched); ok {
 		t.Fatal("reviews off left the schedule")
+	}
+}
+
+// TestReviewReminderNotReArmedInServersPast: a reminder the server fires
+// while the service's clock is behind it (here by years: the slot's first
+// time is in the server's past and fires at once) sends once and arms the
+// next time after the server's clock too; armed from the service's clock
+// alone it was this same time, which the server fired again at once, in a
+// loop, with a reminder each time.
+func TestReviewReminderNotReArmedInServersPast(t *testing.T) {
+	h := newHarness(t)
+	h.start(githubkit.Config{}, nil)
+	a := newInst(t, "a", h.baseConfig("en_US", "token-a", 120))
+	a.cfg["timezone"] = "UTC"
+	h.attach(a, true)
+	h.clock.Set(time.Date(2020, 6, 1, 8, 0, 0, 0, time.UTC))
+	h.cmd(a, "sub "+hw)
+	h.fake.SetPulls(hw, fakegithub.Pull{Number: 7, Title: "Waiting", Author: "alice", CreatedAt: time.Date(2020, 5, 30, 0, 0, 0, 0, time.UTC), Reviewers: []string{"bob"}})
+	before := time.Now()
+	if got := h.cmd(a, "reviews 9:30"); !strings.Contains(got, "09:30") {
+		t.Fatalf("reviews: %q", got)
+	}
+	sched := h.featSubject(a, githubkit.KindReviewSched, "0930")
+	var at time.Time
+	bustest.Eventually(t, "the fired reminder re-armed", func() bool {
+		var ok bool
+		at, ok = h.scheduledAt(sched)
+		return ok && at.After(before)
+	})
+	if at.Hour() != 9 || at.Minute() != 30 || at.After(before.Add(25*time.Hour)) {
+		t.Fatalf("next reminder at %v, want the next 09:30 UTC after %v", at, before)
+	}
+	sends := h.sends()
+	if len(sends) != 1 || !strings.Contains(sendText(sends[0]), hw+"#7") {
+		t.Fatalf("%d reminders sent, want 1", len(sends))
 	}
 }
 
@@ -180,12 +218,12 @@ func TestReviewRemindersCost(t *testing.T) {
 	a := newInst(t, "a", h.baseConfig("zh_Hans", "token-a", 120))
 	a.cfg["timezone"] = "Asia/Shanghai"
 	h.attach(a, true)
-	h.clock.Set(time.Date(2027, 6, 1, 8, 0, 0, 0, time.UTC))
+	h.clock.Set(time.Date(2094, 6, 1, 8, 0, 0, 0, time.UTC)) // far ahead: only the test fires the reminders
 	repos := []string{"team/one", "team/two", "team/three"}
 	for _, r := range repos {
 		h.fake.AddRepo(r, 0)
 		h.addEvents(r, 100, "watch")
-		h.fake.SetPulls(r, fakegithub.Pull{Number: 1, Title: "改进", Author: "alice", CreatedAt: time.Date(2027, 5, 30, 0, 0, 0, 0, time.UTC), Reviewers: []string{"bob"}})
+		h.fake.SetPulls(r, fakegithub.Pull{Number: 1, Title: "改进", Author: "alice", CreatedAt: time.Date(2094, 5, 30, 0, 0, 0, 0, time.UTC), Reviewers: []string{"bob"}})
 	}
 	const chats = 20 // events.MaxSubscribersRepo: every chat follows every repository
 	for i := range chats {
@@ -450,7 +488,7 @@ func TestOrgSubscriptionWebhook(t *testing.T) {
 	if code, why := e.post(delivery{id: id, event: "issues", guid: "d-1", body: body, secret: secret}); code != http.StatusAccepted {
 		t.Fatalf("delivery: %d %s", code, why)
 	}
-	sends := e.host.WaitSends(t, 2, 10*time.Second)
+	sends := e.host.WaitSends(t, 2, bustest.WaitTimeout)
 	e.idle()
 	var group, private []string
 	for _, c := range e.sends() {
@@ -506,13 +544,13 @@ func TestFeatSchedulesFollowConfig(t *testing.T) {
 	a := newInst(t, "a", h.baseConfig("en_US", "token-a", 120))
 	a.cfg["timezone"] = "Asia/Shanghai"
 	h.attach(a, true)
-	h.clock.Set(time.Date(2027, 6, 1, 0, 0, 0, 0, time.UTC))
+	h.clock.Set(time.Date(2094, 6, 1, 0, 0, 0, 0, time.UTC)) // far ahead: the reminder is armed, never fired
 	h.fake.AddOrgEvents("acme", "acme/api", fakegithub.Event("watch", 100))
 	h.cmd(a, "sub acme")
 	h.cmd(a, "reviews 09:30")
 	sched := h.featSubject(a, githubkit.KindReviewSched, "0930")
 	osched := h.featSubject(a, githubkit.KindOrgSched, githubkit.OrgKey("acme"))
-	if at, _ := h.scheduledAt(sched); at.Format(time.RFC3339) != "2027-06-01T01:30:00Z" {
+	if at, _ := h.scheduledAt(sched); at.Format(time.RFC3339) != "2094-06-01T01:30:00Z" {
 		t.Fatalf("Shanghai 09:30 is %s", at)
 	}
 	a.cfg["timezone"] = "Europe/London"
@@ -520,7 +558,7 @@ func TestFeatSchedulesFollowConfig(t *testing.T) {
 	h.attach(a, true)
 	bustest.Eventually(t, "re-armed", func() bool {
 		at, _ := h.scheduledAt(sched)
-		return at.Format(time.RFC3339) == "2027-06-01T08:30:00Z" && h.schedule2(osched) == "@every 5m0s"
+		return at.Format(time.RFC3339) == "2094-06-01T08:30:00Z" && h.schedule2(osched) == "@every 5m0s"
 	})
 	h.revoke(a, a.b, wire.ReasonUninstall)
 	bustest.Eventually(t, "cancelled", func() bool {

@@ -47,6 +47,9 @@ const (
 	maxDigest = 24 * time.Hour
 	// flushRetries is how often a failed summary send is retried.
 	flushRetries = 10
+	// rearmFloor is how far past a fire, by the server's clock, a summary
+	// that is still quiet is re-armed at the least (rearmAt).
+	rearmFloor = time.Minute
 )
 
 // quietHours is a daily window in the installation's zone, minutes after
@@ -295,7 +298,7 @@ func (n *noise) flush(ctx context.Context, f *bus.Fired) (outcome string, retry 
 	}
 	now, loc := n.now(), st.Zone
 	if cur.Quiet.in(now, loc) {
-		at := cur.Quiet.end(now, loc).UTC().Truncate(time.Second)
+		at := rearmAt(cur.Quiet.end(now, loc), f.Published)
 		if _, _, err := chatNoises(kv).Update(ctx, sc, func(c *chatNoise) (*chatNoise, error) {
 			c.FlushAt = &at
 			return c, nil
@@ -349,6 +352,20 @@ func (n *noise) flush(ctx context.Context, f *bus.Fired) (outcome string, retry 
 		}
 	}
 	return "sent", false
+}
+
+// rearmAt is when a summary that fired in its chat's quiet hours fires
+// again: at the window's end by the service's clock (end), but never less
+// than rearmFloor after the fire by the server's clock (fired, the fired
+// message's timestamp). The server fires a schedule by its own clock, so
+// a server clock ahead of the service's fires early; re-armed at the
+// same end, which the server has passed, the schedule would fire again at
+// once, and again, until the service's clock reaches it.
+func rearmAt(end, fired time.Time) time.Time {
+	if floor := fired.Add(rearmFloor); end.Before(floor) {
+		end = floor
+	}
+	return end.UTC().Truncate(time.Second)
 }
 
 // summaryText is one chat's summary: a header (quiet hours or digest),

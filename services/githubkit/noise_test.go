@@ -87,13 +87,19 @@ func fireFlush(t *testing.T, h *harness, in *inst) {
 	})
 }
 
+// The tests below stop the service's clock in 2099 (2026's calendar): the
+// server fires a schedule by the real clock, at once when its instant is
+// past, so a summary schedule armed from a clock stopped in the real past
+// would fire while the test still holds the clock in quiet hours. Armed in
+// 2099, a schedule fires only when the test fires it (fireFlush).
+
 // TestQuietHoursHeldAndSummarised: in the chat's quiet hours (the
 // installation's zone) pushed events are held, not sent; a fire before
 // the window ends sends nothing and re-arms; at its end one summary
 // carries them; after it, events are pushed again. Only admins change it.
 func TestQuietHoursHeldAndSummarised(t *testing.T) {
 	h, a := noiseInst(t, "en_US", "Asia/Shanghai")
-	h.clock.Set(time.Date(2026, 3, 2, 14, 30, 0, 0, time.UTC)) // 22:30 in Shanghai
+	h.clock.Set(time.Date(2099, 3, 2, 14, 30, 0, 0, time.UTC)) // 22:30 in Shanghai
 	if got := h.cmd(a, "quiet 22:00-07:00"); !strings.Contains(got, "Only bot admins") {
 		t.Fatalf("non-admin change: %q", got)
 	}
@@ -116,7 +122,7 @@ func TestQuietHoursHeldAndSummarised(t *testing.T) {
 	if n := len(h.sends()); n != 0 {
 		t.Fatalf("%d sends in quiet hours", n)
 	}
-	if got := flushSchedule(t, h, a); got != "@at 2026-03-02T23:00:00Z" {
+	if got := flushSchedule(t, h, a); got != "@at 2099-03-02T23:00:00Z" {
 		t.Fatalf("summary schedule %q, want 07:00 Shanghai", got)
 	}
 	// a repeated poll of the same range holds nothing twice
@@ -129,14 +135,14 @@ func TestQuietHoursHeldAndSummarised(t *testing.T) {
 	if n := len(h.sends()); n != 0 {
 		t.Fatalf("%d sends before the window ended", n)
 	}
-	h.clock.Set(time.Date(2026, 3, 2, 23, 0, 5, 0, time.UTC))
+	h.clock.Set(time.Date(2099, 3, 2, 23, 0, 5, 0, time.UTC))
 	fireFlush(t, h, a)
 	sends := h.sends()
 	if len(sends) != 1 {
 		t.Fatalf("%d sends at the window's end", len(sends))
 	}
 	text := sends[0].SendMessage().MessageChain[0].Text
-	for _, want := range []string{"🌙 While this chat was quiet (since 2026-03-02 22:30), held: 2", "📦 octocat/Hello-World",
+	for _, want := range []string{"🌙 While this chat was quiet (since 2099-03-02 22:30), held: 2", "📦 octocat/Hello-World",
 		"pushed 2 new commits to master", "published the release Spring release", "/releases/tag/"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("summary %q lacks %q", text, want)
@@ -169,7 +175,7 @@ func TestQuietHoursHeldAndSummarised(t *testing.T) {
 // off sends what is held at once.
 func TestDigestOneSummaryPerInterval(t *testing.T) {
 	h, a := noiseInst(t, "zh_Hans", "UTC")
-	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	t0 := time.Date(2099, 3, 2, 9, 0, 0, 0, time.UTC)
 	h.clock.Set(t0)
 	for _, bad := range []string{"digest 5m", "digest 48h", "digest soon", "digest 90s"} {
 		if got := h.cmd(a, bad, withPrivilege(2)); !strings.HasPrefix(got, "用法：!gh digest") {
@@ -187,7 +193,7 @@ func TestDigestOneSummaryPerInterval(t *testing.T) {
 	if n := len(h.sends()); n != 0 {
 		t.Fatalf("%d sends with a digest", n)
 	}
-	if got := flushSchedule(t, h, a); got != "@at 2026-03-02T10:00:00Z" {
+	if got := flushSchedule(t, h, a); got != "@at 2099-03-02T10:00:00Z" {
 		t.Fatalf("digest schedule %q", got)
 	}
 	h.clock.Set(t0.Add(time.Hour))
@@ -197,21 +203,21 @@ func TestDigestOneSummaryPerInterval(t *testing.T) {
 		t.Fatalf("%d sends at the digest", len(sends))
 	}
 	text := sends[0].SendMessage().MessageChain[0].Text
-	if !strings.HasPrefix(text, "🗞 摘要（自 2026-03-02 09:00），动态 2 条\n📦 octocat/Hello-World\n") || strings.Count(text, "\n   http") != 2 {
+	if !strings.HasPrefix(text, "🗞 摘要（自 2099-03-02 09:00），动态 2 条\n📦 octocat/Hello-World\n") || strings.Count(text, "\n   http") != 2 {
 		t.Fatalf("digest %q", text)
 	}
 	// the next event waits for the next tick, an interval after the last
 	h.clock.Set(t0.Add(70 * time.Minute))
 	h.addEvents(hw, 103, "fork")
 	h.fire(a, hw)
-	if got := flushSchedule(t, h, a); got != "@at 2026-03-02T11:00:00Z" {
+	if got := flushSchedule(t, h, a); got != "@at 2099-03-02T11:00:00Z" {
 		t.Fatalf("next digest schedule %q", got)
 	}
 	// off: what is held goes at once
 	if got := h.cmd(a, "digest off", withPrivilege(2)); !strings.Contains(got, "未开启摘要") {
 		t.Fatalf("off: %q", got)
 	}
-	if got := flushSchedule(t, h, a); got != "@at 2026-03-02T10:10:00Z" {
+	if got := flushSchedule(t, h, a); got != "@at 2099-03-02T10:10:00Z" {
 		t.Fatalf("schedule after off %q, want now", got)
 	}
 	fireFlush(t, h, a)
@@ -227,7 +233,7 @@ func TestDigestOneSummaryPerInterval(t *testing.T) {
 // are counted and the summary says how many were left out.
 func TestHeldBounded(t *testing.T) {
 	h, a := noiseInst(t, "en_US", "UTC")
-	h.clock.Set(time.Date(2026, 3, 2, 23, 0, 0, 0, time.UTC))
+	h.clock.Set(time.Date(2099, 3, 2, 23, 0, 0, 0, time.UTC))
 	h.cmd(a, "quiet 22:00-06:00", withPrivilege(2))
 	for i := int64(0); i < 33; i++ {
 		h.addEvents(hw, 101+i, "watch")
@@ -237,7 +243,7 @@ func TestHeldBounded(t *testing.T) {
 	if held := rec["held"].([]any); len(held) != 30 || rec["more"] != float64(3) {
 		t.Fatalf("held %d, more %v", len(held), rec["more"])
 	}
-	h.clock.Set(time.Date(2026, 3, 3, 6, 0, 0, 0, time.UTC))
+	h.clock.Set(time.Date(2099, 3, 3, 6, 0, 0, 0, time.UTC))
 	fireFlush(t, h, a)
 	sends := h.sends()
 	if len(sends) != 1 {
@@ -259,7 +265,7 @@ func TestWebhookHeldAndFilteredByPath(t *testing.T) {
 	e.cmd(e.a, "sub "+hw+" push")
 	e.cmd(e.a, "sub "+hw+" push path:docs/**", withSession(other))
 	e.fire(e.a, hw)
-	e.clock.Set(time.Date(2026, 3, 2, 23, 0, 0, 0, time.UTC))
+	e.clock.Set(time.Date(2099, 3, 2, 23, 0, 0, 0, time.UTC))
 	e.cmd(e.a, "quiet 22:00-06:00", withPrivilege(2))
 	e.cmd(e.a, "digest 1h", withPrivilege(2), withSession(other))
 	id, secret := e.hook(hw)
@@ -287,5 +293,44 @@ func TestWebhookHeldAndFilteredByPath(t *testing.T) {
 	e.fire(e.a, hw)
 	if n := len(e.fake.Requests()); n != 1 {
 		t.Fatalf("an unchanged poll made %d requests, want 1", n)
+	}
+}
+
+// TestStillQuietRearmedPastTheServersNow: a summary that fires while the
+// service's clock still says quiet (here the server's clock is years
+// ahead, so the schedule the hold armed fires at once) is re-armed in the
+// server's future, not again at the window's end the server has passed:
+// re-armed there, it fired again at once, in a loop, until the service's
+// clock left the window. Nothing is sent while quiet.
+func TestStillQuietRearmedPastTheServersNow(t *testing.T) {
+	h, a := noiseInst(t, "en_US", "UTC")
+	h.clock.Set(time.Date(2020, 3, 2, 23, 0, 0, 0, time.UTC))
+	h.cmd(a, "quiet 22:00-06:00", withPrivilege(2))
+	before := time.Now()
+	h.addEvents(hw, 101, "watch")
+	h.fire(a, hw)
+	end := time.Date(2020, 3, 3, 6, 0, 0, 0, time.UTC)
+	var flushAt time.Time
+	bustest.Eventually(t, "the fired summary re-armed", func() bool {
+		rec, _ := noiseRec(t, h, a)
+		s, _ := rec["flush_at"].(string)
+		at, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatalf("flush_at %q: %v", s, err)
+		}
+		flushAt = at
+		return !at.Equal(end)
+	})
+	if !flushAt.After(before) {
+		t.Fatalf("re-armed at %v, before the server fired it (%v)", flushAt, before)
+	}
+	if got, want := flushSchedule(t, h, a), "@at "+flushAt.UTC().Format(time.RFC3339); got != want {
+		t.Fatalf("schedule %q, want %q", got, want)
+	}
+	if n := len(h.sends()); n != 0 {
+		t.Fatalf("%d sends in quiet hours", n)
+	}
+	if rec, _ := noiseRec(t, h, a); len(rec["held"].([]any)) != 1 {
+		t.Fatalf("held %v", rec["held"])
 	}
 }

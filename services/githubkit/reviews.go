@@ -312,7 +312,7 @@ func (s *reviewReminders) handleFire(ctx context.Context, f *bus.Fired) {
 		_ = f.Term()
 		return
 	}
-	if retry := s.fire(ctx, f.Scope, f.IDs[0]); retry {
+	if retry := s.fire(ctx, f.Scope, f.IDs[0], f.Published); retry {
 		_ = f.Nak(5 * time.Second)
 		return
 	}
@@ -322,8 +322,9 @@ func (s *reviewReminders) handleFire(ctx context.Context, f *bus.Fired) {
 }
 
 // fire sends one reminder time's messages and arms the next; retry asks
-// for redelivery (the state store failed before anything was sent).
-func (s *reviewReminders) fire(ctx context.Context, sc binding.Scope, id string) (retry bool) {
+// for redelivery (the state store failed before anything was sent). fired
+// is when the server fired it, by the server's clock.
+func (s *reviewReminders) fire(ctx context.Context, sc binding.Scope, id string, fired time.Time) (retry bool) {
 	kv := s.runner.KV()
 	a, err := s.runner.Authority(ctx, sc)
 	if err != nil {
@@ -346,11 +347,18 @@ func (s *reviewReminders) fire(ctx context.Context, sc binding.Scope, id string)
 		return false
 	}
 	st, _ := s.settings(raw)
-	// the next occurrence is armed whatever happens to the sends; a minute
-	// on, so that a fire a little early (another replica's clock) never
-	// arms this same occurrence again
+	// the next occurrence is armed whatever happens to the sends: the
+	// first a minute after both this service's clock and the server's
+	// (the fire's time) passed this one. The server fires by its own
+	// clock: one ahead of the service's fires early, and an occurrence
+	// taken from the service's clock alone would be this same one, which
+	// the server, having passed it, would fire again at once, in a loop.
 	defer func() {
-		if err := s.armSlot(context.WithoutCancel(ctx), sc, st, sl, s.now().Add(time.Minute)); err != nil {
+		from := s.now()
+		if fired.After(from) {
+			from = fired
+		}
+		if err := s.armSlot(context.WithoutCancel(ctx), sc, st, sl, from.Add(time.Minute)); err != nil {
 			s.log.WarnContext(ctx, "reviews: next reminder not armed", "scope", sc.String(), "err", err)
 		}
 	}()

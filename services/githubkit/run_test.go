@@ -44,7 +44,7 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 	if svc.Ready() {
 		t.Fatal("ready after Run returned")
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(bustest.WaitTimeout)
 	for clientGoroutines() > before {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)

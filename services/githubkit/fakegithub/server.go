@@ -76,6 +76,10 @@ type Fault struct {
 	Body   string
 	// Delay holds the answer back (the request's context still ends it).
 	Delay time.Duration
+	// Hold holds the answer back until it is closed (the request's
+	// context still ends it): a test that needs a request in flight
+	// releases it when it is done looking, whatever the machine's load.
+	Hold <-chan struct{}
 	// Reset closes the connection without answering.
 	Reset bool
 	// RedirectTo answers with a redirect (Status, default 302) to this
@@ -354,6 +358,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+		if f.Hold != nil {
+			select {
+			case <-f.Hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if s.applyFault(w, f) {
 			return
 		}
@@ -390,7 +401,7 @@ func (s *Server) matchFaultLocked(rel string) *Fault {
 }
 
 // applyFault answers per the fault and reports whether it did; a fault with
-// only a Delay lets the normal answer follow.
+// only a Delay or a Hold lets the normal answer follow.
 func (s *Server) applyFault(w http.ResponseWriter, f *Fault) bool {
 	switch {
 	case f.Reset:
