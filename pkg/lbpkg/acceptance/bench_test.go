@@ -147,7 +147,7 @@ func BenchmarkPackageEvent(b *testing.B) {
 		ops := []op{
 			{"floor", pr, received, "hello there"},
 			{"floor+get_bot_uuid", pr, received, "block please"}, // the fixture asks LangBot for the bot, then blocks
-			{"floor+dump", padded, received, "hello there"},       // the fixture with a dump as large as GitHubKit's
+			{"floor+dump", padded, received, "hello there"},      // the fixture with a dump as large as GitHubKit's
 			{githubkit.Plugin, e.ins[githubkit.Plugin], received, "hello there"},
 			{takeover.Plugin, e.ins[takeover.Plugin], received, "hello there"},
 			{takeover.Plugin + "/responded", e.ins[takeover.Plugin], responded, "the AI's answer"}, // carries its bot
