@@ -212,8 +212,13 @@ async def observe_event(fw: Forwarder, gen: p.Generated, ctx: typing.Any) -> asy
     async def run() -> None:
         deadline = loop.time() + gen.timeout("event")
         try:
-            data = ctx.event.model_dump(mode="json")
+            # The bot first: this task's first step runs before the
+            # listener returns (see below), and the event's answer must
+            # not wait for the serialisation.
             bot_uuid = await asyncio.wait_for(_bot_uuid(ask, carried), gen.timeout("event"))
+            if ask is None:
+                await asyncio.sleep(0)
+            data = ctx.event.model_dump(mode="json")
             await fw.request("event", event_body(ctx, bot_uuid, data), max(deadline - loop.time(), 0.001))
         except asyncio.CancelledError:
             if ask is not None:
