@@ -112,7 +112,12 @@ func BenchmarkPackageScheList(b *testing.B) {
 // installation, interleaved in the same rounds with the runtime's own
 // floor (the runtimetest fixture's listener, which returns at once) and
 // with the fixture asking get_bot_uuid once (what a round trip to LangBot
-// costs). Each package's figure is its p50 minus the floor's p50. It runs
+// costs). The breakdown rows: floor+ask, the fixture sending get_bot_uuid
+// without waiting for its answer (what an observed event's ask costs);
+// floor+dump, a copy of the fixture whose runtime dump is padded to
+// GitHubKit's size (the answer's size); <plugin>/nats, the package's own
+// event request sent again by Go on NATS (NATS and the service). Each
+// package's figure is its p50 minus the floor's p50. It runs
 // twice: with NATS and the services up, then with the NATS server
 // stopped. Goals: <= 1 ms added at p50 with NATS up, <= 5 ms with NATS
 // unreachable. Each phase's first answer of each package is checked
@@ -148,6 +153,7 @@ func BenchmarkPackageEvent(b *testing.B) {
 			{"floor", pr, received, "hello there"},
 			{"floor+get_bot_uuid", pr, received, "block please"}, // the fixture asks LangBot for the bot, then blocks
 			{"floor+dump", padded, received, "hello there"},      // the fixture with a dump as large as GitHubKit's
+			{"floor+ask", pr, received, "ask"},                   // the fixture sends get_bot_uuid and returns without its answer
 			{githubkit.Plugin, e.ins[githubkit.Plugin], received, "hello there"},
 			{takeover.Plugin, e.ins[takeover.Plugin], received, "hello there"},
 			{takeover.Plugin + "/responded", e.ins[takeover.Plugin], responded, "the AI's answer"}, // carries its bot
