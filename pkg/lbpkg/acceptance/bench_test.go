@@ -197,8 +197,9 @@ func BenchmarkPackageEvent(b *testing.B) {
 					if phase != "nats-up" {
 						break
 					}
+					req := d.inChat(b, 100000+i%50) // the chats the packages' rows use
 					start := time.Now()
-					raw, err := inv.Invoke(ctx, d.plugin, wire.EndpointEvent, bus.NewInvocationID(), d.req)
+					raw, err := inv.Invoke(ctx, d.plugin, wire.EndpointEvent, bus.NewInvocationID(), req)
 					took := time.Since(start)
 					var rep wire.EventReply
 					if err != nil || json.Unmarshal(raw, &rep) != nil || rep.PreventDefault {
@@ -237,6 +238,23 @@ func BenchmarkPackageEvent(b *testing.B) {
 type directEvent struct {
 	name, plugin string
 	req          *wire.Request
+}
+
+// inChat is d's request for the group chat id (its launcher_id).
+func (d directEvent) inChat(b *testing.B, id int) *wire.Request {
+	var data map[string]any
+	if err := json.Unmarshal(d.req.Event.Data, &data); err != nil {
+		b.Fatal(err)
+	}
+	data["launcher_id"] = id
+	raw, err := json.Marshal(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, ev := *d.req, *d.req.Event
+	ev.Data = raw
+	r.Event = &ev
+	return &r
 }
 
 // capturedEvent is the event request in's package sent on NATS for one
