@@ -187,6 +187,14 @@ async def _ask_bot_uuid(ctx: typing.Any) -> tuple[asyncio.Task[typing.Any] | Non
     return ask, ""
 
 
+def _drop(task: asyncio.Task[typing.Any]) -> None:
+    """End task if it still runs, and retrieve its failure if it had one."""
+    if not task.done():
+        task.cancel()
+    elif not task.cancelled():
+        task.exception()
+
+
 def event_body(ctx: typing.Any, bot_uuid: str, data: dict[str, typing.Any]) -> dict[str, typing.Any]:
     """The ``event`` field of an event invocation."""
     body: dict[str, typing.Any] = {"name": ctx.event_name, "bot_uuid": bot_uuid, "data": data}
@@ -221,8 +229,6 @@ async def observe_event(fw: Forwarder, gen: p.Generated, ctx: typing.Any) -> asy
             data = ctx.event.model_dump(mode="json")
             await fw.request("event", event_body(ctx, bot_uuid, data), max(deadline - loop.time(), 0.001))
         except asyncio.CancelledError:
-            if ask is not None:
-                ask.cancel()
             raise
         except Exception as exc:  # nothing waits for it: logged, never raised
             log.warning("event %s not delivered: %s", name, type(exc).__name__)
@@ -232,6 +238,9 @@ async def observe_event(fw: Forwarder, gen: p.Generated, ctx: typing.Any) -> asy
         if task is None:
             ask.cancel()  # dropped: never asked
         else:
+            # However the forwarding ends (close may cancel it before it
+            # awaits the ask), the ask ends with it.
+            task.add_done_callback(lambda _: _drop(ask))
             # The ask's first step writes the get_bot_uuid request (see
             # _ask_bot_uuid): before the event's answer, while LangBot
             # still holds the query.

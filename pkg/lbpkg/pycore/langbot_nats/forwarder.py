@@ -349,11 +349,15 @@ class Forwarder:
         """Run work (one observed event's forwarding) in the background.
 
         Returns its task, or None when it was dropped: while closing, or
-        with OBSERVE_IN_FLIGHT already running (counted in
-        ``observe_dropped``, logged at most every OBSERVE_DROP_LOG_INTERVAL).
+        with OBSERVE_IN_FLIGHT already running (then counted in
+        ``observe_dropped`` and logged at most every
+        OBSERVE_DROP_LOG_INTERVAL).
         It never waits. close cancels what is still running.
         """
-        if self._closing or len(self._observed) >= OBSERVE_IN_FLIGHT:
+        if self._closing:
+            work.close()
+            return None
+        if len(self._observed) >= OBSERVE_IN_FLIGHT:
             work.close()
             self.observe_dropped += 1
             now = asyncio.get_running_loop().time()
