@@ -15,6 +15,9 @@ import (
 	"github.com/langbot-nats/plugins/pkg/lbpkg"
 	"github.com/langbot-nats/plugins/pkg/lbpkg/runtimetest"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/services/githubkit"
+	"github.com/langbot-nats/plugins/services/schenotify"
+	"github.com/langbot-nats/plugins/services/takeover"
 )
 
 // wheelPath finds the pinned nats-py wheel: NATS_PY_WHEEL, else
@@ -398,6 +401,40 @@ func TestRuntimeDumpBudget(t *testing.T) {
 		}
 		if !json.Valid(p.RuntimeDump()) {
 			t.Errorf("%s: the dump is not JSON", d.Plugin)
+		}
+	}
+}
+
+// TestObserveEventsGenerated checks that each package's generated.json
+// carries its declaration's ObserveEvents, which decides whether the core
+// forwards an event in the background or waits for the service's decision:
+// githubkit and schenotify observe, takeover decides.
+func TestObserveEventsGenerated(t *testing.T) {
+	wheel := wheelPath(t)
+	want := map[string]bool{githubkit.Plugin: true, schenotify.Plugin: true, takeover.Plugin: false}
+	for _, d := range declarations(t) {
+		p, err := lbpkg.Build(d, lbpkg.Options{WheelPath: wheel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := p.WriteDir(dir); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, lbpkg.GeneratedFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gen struct {
+			Plugin struct {
+				Observe *bool `json:"observe_events"`
+			} `json:"plugin"`
+		}
+		if err := json.Unmarshal(raw, &gen); err != nil || gen.Plugin.Observe == nil {
+			t.Fatalf("%s: generated.json has no plugin.observe_events: %v", d.Plugin, err)
+		}
+		if w, ok := want[d.Plugin]; !ok || *gen.Plugin.Observe != w || d.ObserveEvents != w {
+			t.Errorf("%s: observe_events %v (declared %v), want %v", d.Plugin, *gen.Plugin.Observe, d.ObserveEvents, w)
 		}
 	}
 }

@@ -181,7 +181,10 @@ type genPlugin struct {
 	Events   []string `json:"events"`
 	// OptionalEvents are the declared events the listener registers only
 	// when the runtime's SDK has them (plugin.OptionalEvents).
-	OptionalEvents  []string       `json:"optional_events"`
+	OptionalEvents []string `json:"optional_events"`
+	// ObserveEvents is plugin.Declaration.ObserveEvents: the core forwards
+	// each event in the background and the listener returns at once.
+	ObserveEvents   bool           `json:"observe_events"`
 	Pages           []string       `json:"pages"`
 	DefaultLanguage string         `json:"default_language"`
 	Texts           map[string]any `json:"texts"`
@@ -224,6 +227,7 @@ func (g generator) generated() ([]byte, error) {
 		Secrets:         g.decl.SecretFields(),
 		ConfigDefaults:  map[string]any{},
 		OptionalEvents:  []string{},
+		ObserveEvents:   g.decl.ObserveEvents,
 	}
 	for _, e := range g.decl.Events {
 		if slices.Contains(plugin.OptionalEvents[:], e) {

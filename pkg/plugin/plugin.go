@@ -128,14 +128,20 @@ type Texts struct {
 type Declaration struct {
 	// Plugin is the wire name of the plugin: the <plugin> token of its
 	// subjects and the "plugin" field of its host actions ("githubkit").
-	Plugin   string       `json:"plugin"`
-	Meta     Meta         `json:"meta"`
-	Commands []Command    `json:"commands"`
-	Tools    []Tool       `json:"tools"`
-	Events   []string     `json:"events"`
-	Pages    []Page       `json:"pages"`
-	Config   []ConfigItem `json:"config"`
-	Texts    Texts        `json:"texts"`
+	Plugin   string    `json:"plugin"`
+	Meta     Meta      `json:"meta"`
+	Commands []Command `json:"commands"`
+	Tools    []Tool    `json:"tools"`
+	Events   []string  `json:"events"`
+	// ObserveEvents says the service only observes its Events: its event
+	// reply is always empty (no prevent flag, no reply chain), so a host
+	// may forward an event without making the chat wait for the answer,
+	// and ignores the answer. A service that decides (blocks a message,
+	// replaces a reply) leaves it false.
+	ObserveEvents bool         `json:"observe_events,omitempty"`
+	Pages         []Page       `json:"pages"`
+	Config        []ConfigItem `json:"config"`
+	Texts         Texts        `json:"texts"`
 }
 
 // ConfigItem returns the config item called name.

@@ -111,6 +111,9 @@ func (d Declaration) Validate() error {
 			bad("event %q: not one of %v", e, Events)
 		}
 	}
+	if d.ObserveEvents && len(d.Events) == 0 {
+		bad("observe_events without events")
+	}
 	for _, p := range d.Pages {
 		unique("page", p.ID)
 		text("page "+p.ID+" label", p.Label)

@@ -44,6 +44,7 @@ func TestValidate(t *testing.T) {
 		{"tool schema", func(d *plugin.Declaration) { d.Tools[0].Parameters = json.RawMessage(`[]`) }, "JSON Schema"},
 		{"empty prompt", func(d *plugin.Declaration) { d.Tools[0].LLMPrompt = " " }, "llm_prompt"},
 		{"unknown event", func(d *plugin.Declaration) { d.Events = []string{"Whatever"} }, "not one of"},
+		{"observe without events", func(d *plugin.Declaration) { d.Events, d.ObserveEvents = nil, true }, "observe_events without events"},
 		{"form type", func(d *plugin.Declaration) { d.Config[2].Type = "number" }, "form type"},
 		{"secret not masked", func(d *plugin.Declaration) { d.Config[0].Name = "api_key_value" }, "secret"},
 		{"masked not secret", func(d *plugin.Declaration) { d.Config[0].Secret = false }, "secret"},

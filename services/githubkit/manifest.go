@@ -24,6 +24,8 @@ func Declaration() plugin.Declaration {
 			Repository:  "https://github.com/langbot-nats/plugins",
 		},
 		Events: []string{eventPersonMessage, EventGroupMessage},
+		// link cards are sent after the event is answered (handleEvent)
+		ObserveEvents: true,
 		Commands: []plugin.Command{{
 			Name:        CommandWord,
 			Label:       t("GitHub", "GitHub"),

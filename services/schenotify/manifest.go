@@ -91,6 +91,8 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 		Commands: []plugin.Command{command(CommandSche), command(CommandDsche)},
 		// a chat that refused a proactive reminder gets it on its next message
 		Events: []string{EventPersonMessage, EventGroupMessage},
+		// reminders never block a message (handleEvent)
+		ObserveEvents: true,
 		Tools: []plugin.Tool{
 			tool(ToolNow, schemaEmpty, promptNow),
 			tool(ToolSchedule, schemaSchedule, promptSchedule),

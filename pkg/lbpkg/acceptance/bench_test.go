@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -109,7 +112,12 @@ func BenchmarkPackageScheList(b *testing.B) {
 // installation, interleaved in the same rounds with the runtime's own
 // floor (the runtimetest fixture's listener, which returns at once) and
 // with the fixture asking get_bot_uuid once (what a round trip to LangBot
-// costs). Each package's figure is its p50 minus the floor's p50. It runs
+// costs). The breakdown rows: floor+ask, the fixture sending get_bot_uuid
+// without waiting for its answer (what an observed event's ask costs);
+// floor+dump, a copy of the fixture whose runtime dump is padded to
+// GitHubKit's size (the answer's size); <plugin>/nats, the package's own
+// event request sent again by Go on NATS (NATS and the service). Each
+// package's figure is its p50 minus the floor's p50. It runs
 // twice: with NATS and the services up, then with the NATS server
 // stopped. Goals: <= 1 ms added at p50 with NATS up, <= 5 ms with NATS
 // unreachable. Each phase's first answer of each package is checked
@@ -133,6 +141,7 @@ func BenchmarkPackageEvent(b *testing.B) {
 		for _, p := range []string{githubkit.Plugin, takeover.Plugin} {
 			e.waitWorker(ctx, p, e.ins[p])
 		}
+		padded := installPaddedProbe(b, e, pr)
 		type op struct {
 			name  string
 			in    *runtimetest.Installation
@@ -143,13 +152,23 @@ func BenchmarkPackageEvent(b *testing.B) {
 		ops := []op{
 			{"floor", pr, received, "hello there"},
 			{"floor+get_bot_uuid", pr, received, "block please"}, // the fixture asks LangBot for the bot, then blocks
+			{"floor+dump", padded, received, "hello there"},      // the fixture with a dump as large as GitHubKit's
+			{"floor+ask", pr, received, "ask"},                   // the fixture sends get_bot_uuid and returns without its answer
 			{githubkit.Plugin, e.ins[githubkit.Plugin], received, "hello there"},
 			{takeover.Plugin, e.ins[takeover.Plugin], received, "hello there"},
 			{takeover.Plugin + "/responded", e.ins[takeover.Plugin], responded, "the AI's answer"}, // carries its bot
 			{schenotify.Plugin, e.ins[schenotify.Plugin], received, "hello there"},
 		}
+		// The same event requests sent on NATS by a Go invoker: NATS and
+		// the service's share (nats-up only).
+		inv := bus.NewInvoker(e.stack.nc, wire.Subjects{}, nil)
+		var direct []directEvent
+		for _, p := range []string{githubkit.Plugin, takeover.Plugin, schenotify.Plugin} {
+			direct = append(direct, directEvent{p + "/nats", p, capturedEvent(b, e, p)})
+		}
 		measure := func(phase string) {
 			lat := make([][]time.Duration, len(ops))
+			dlat := make([][]time.Duration, len(direct))
 			emitted := make([]int, len(ops)) // listeners the runtime called (last round)
 			answer := make([]int, len(ops))  // the answer's data, bytes (last round)
 			for i := range warmup + rounds {
@@ -174,6 +193,22 @@ func BenchmarkPackageEvent(b *testing.B) {
 						checkDump(b, e, o.name, res.Raw)
 					}
 				}
+				for j, d := range direct {
+					if phase != "nats-up" {
+						break
+					}
+					req := d.inChat(b, 100000+i%50) // the chats the packages' rows use
+					start := time.Now()
+					raw, err := inv.Invoke(ctx, d.plugin, wire.EndpointEvent, bus.NewInvocationID(), req)
+					took := time.Since(start)
+					var rep wire.EventReply
+					if err != nil || json.Unmarshal(raw, &rep) != nil || rep.PreventDefault {
+						b.Fatalf("%s: %s %v", d.name, raw, err)
+					}
+					if i >= warmup {
+						dlat[j] = append(dlat[j], took)
+					}
+				}
 			}
 			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
 			floor := bustest.Percentile(lat[0], 50)
@@ -183,12 +218,121 @@ func BenchmarkPackageEvent(b *testing.B) {
 				b.Logf("%-9s %-19s p50 %-9v p99 %-9v added to the floor at p50 %-9v (%.2fx), %d listener(s) called, answer %d bytes",
 					phase, o.name, p50, p99, p50-floor, float64(p50)/float64(floor), emitted[j], answer[j])
 			}
+			for j, d := range direct {
+				if len(dlat[j]) == 0 {
+					continue
+				}
+				p50, p99 := bustest.Percentile(dlat[j], 50), bustest.Percentile(dlat[j], 99)
+				b.ReportMetric(ms(p50), phase+"-"+d.name+"-p50-ms")
+				b.Logf("%-9s %-19s p50 %-9v p99 %-9v (the event request alone, from Go: NATS and the service)", phase, d.name, p50, p99)
+			}
 		}
 		measure("nats-up")
 		e.stack.srv.Stop()
 		measure("nats-down")
 		e.stack.srv.Restart(b) // the services stop cleanly on a live server
 	}
+}
+
+// directEvent is one package's event request, sent on NATS by Go.
+type directEvent struct {
+	name, plugin string
+	req          *wire.Request
+}
+
+// inChat is d's request for the group chat id (its launcher_id).
+func (d directEvent) inChat(b *testing.B, id int) *wire.Request {
+	var data map[string]any
+	if err := json.Unmarshal(d.req.Event.Data, &data); err != nil {
+		b.Fatal(err)
+	}
+	data["launcher_id"] = id
+	raw, err := json.Marshal(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, ev := *d.req, *d.req.Event
+	ev.Data = raw
+	r.Event = &ev
+	return &r
+}
+
+// capturedEvent is the event request in's package sent on NATS for one
+// GroupMessageReceived (the sniffer of the stack saw it), to be sent
+// again by Go.
+func capturedEvent(b *testing.B, e *env, plugin string) *wire.Request {
+	b.Helper()
+	ctx := ctxT(b, time.Minute)
+	in := e.ins[plugin]
+	sc, err := in.Binding.Scope()
+	if err != nil {
+		b.Fatal(err)
+	}
+	subj := wire.Subjects{}.Invocation(plugin, wire.EndpointEvent, sc)
+	if _, err := e.rt.Emit(ctx, in, runtimetest.Event{Name: "GroupMessageReceived", Session: group, Text: "hello there"}); err != nil {
+		b.Fatal(err)
+	}
+	var req *wire.Request
+	bustest.EventuallyWithin(b, time.Minute, "the event request of "+plugin, func() bool {
+		for _, m := range e.stack.messages() {
+			if m.Subject == subj {
+				req = &wire.Request{}
+				return json.Unmarshal(m.Data, req) == nil && req.Event != nil
+			}
+		}
+		return false
+	})
+	return req
+}
+
+// installPaddedProbe installs a copy of the fixture (ProbeDump) whose
+// manifest description is padded so that its emit_event answer is as
+// large as GitHubKit's: the floor plus what the dump's size costs.
+func installPaddedProbe(b *testing.B, e *env, pr *runtimetest.Installation) *runtimetest.Installation {
+	b.Helper()
+	ctx := ctxT(b, 5*time.Minute)
+	size := func(in *runtimetest.Installation) int {
+		res, err := e.rt.Emit(ctx, in, runtimetest.Event{Name: "GroupMessageReceived", Session: group, Text: "hello there"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return len(res.Raw)
+	}
+	pad := size(e.ins[githubkit.Plugin]) - size(pr)
+	dir := b.TempDir()
+	src := "../runtimetest/testdata/probe"
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if rel == "manifest.yaml" {
+			s := strings.Replace(string(data), "  name: Probe\n", "  name: ProbeDump\n", 1)
+			s = strings.Replace(s, "    en_US: Fixture plugin", "    en_US: "+strings.Repeat("x", max(pad, 0))+" Fixture plugin", 1)
+			data = []byte(s)
+		}
+		return os.WriteFile(filepath.Join(dir, rel), data, 0o644)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	zip, err := runtimetest.ZipDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := e.rt.Install(ctx, zip, "runtimetest", "ProbeDump", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("floor+dump: the fixture's answer padded by %d bytes to %d (GitHubKit's)", pad, size(in))
+	return in
 }
 
 // checkDump checks lbpkg's RuntimeDump of the package against the dump the

@@ -79,7 +79,7 @@ type conn struct {
 	err     error // set once reading stopped
 
 	// serve answers a request of the runtime; it runs on its own goroutine,
-	// tracked by wg.
+	// tracked by wg (get_bot_uuid, a lookup, on the reading one: read).
 	serve func(req request) response
 	wg    sync.WaitGroup
 	done  chan struct{}
@@ -170,12 +170,23 @@ func (c *conn) read(r io.Reader) {
 			if json.Unmarshal(line, &req) != nil {
 				continue
 			}
+			var resp *response
+			if req.Action == "get_bot_uuid" {
+				// A lookup answered in arrival order, as LangBot finds the
+				// query before it goes on with an answer read after the
+				// request: Emit ends its query once answered.
+				r := c.serve(req)
+				resp = &r
+			}
 			c.wg.Add(1)
 			go func() {
 				defer c.wg.Done()
-				resp := c.serve(req)
+				if resp == nil {
+					r := c.serve(req)
+					resp = &r
+				}
 				resp.SeqID = req.SeqID
-				_ = c.send(resp)
+				_ = c.send(*resp)
 			}()
 			continue
 		}

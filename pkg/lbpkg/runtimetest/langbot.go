@@ -567,6 +567,13 @@ func (r *Runtime) Emit(ctx context.Context, in *Installation, ev Event) (*EventR
 		ectx[k] = v
 	}
 	raw, err := r.call(ctx, &in.Binding, "emit_event", map[string]any{"event_context": ectx, "include_plugins": nil}, timeoutInvoke)
+	// The query ends with its answer: the earliest LangBot 4.10.8 drops it
+	// (a pipeline that stops at once, pipelinemgr.py's remove_query), so a
+	// get_bot_uuid sent after the answer is refused, one sent before it
+	// is not (the conn answers it in arrival order).
+	r.mu.Lock()
+	delete(r.queries, qid)
+	r.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}

@@ -157,11 +157,104 @@ def carried_bot_uuid(event: typing.Any) -> str:
     return bot if isinstance(bot, str) else ""
 
 
+async def _bot_uuid(ask: asyncio.Task[typing.Any] | None, carried: str) -> str:
+    """The event's bot: carried, else what the get_bot_uuid ask answers ("" on failure)."""
+    if ask is None:
+        return carried
+    try:
+        return await ask or ""
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.warning("get_bot_uuid failed: %s", type(exc).__name__)
+        return ""
+
+
+async def _ask_bot_uuid(ctx: typing.Any) -> tuple[asyncio.Task[typing.Any] | None, str]:
+    """Start LangBot's get_bot_uuid for an event that does not carry its bot
+    (0.5.5's *MessageReceived), and return once its request is written.
+
+    The runtime's get_bot_uuid is a round trip to LangBot (about a
+    millisecond): the caller prepares its body meanwhile. One yield lets
+    the new task run up to its first real wait: the SDK serialises and
+    writes the request without yielding before that (Handler.call_action).
+    """
+    carried = carried_bot_uuid(ctx.event)
+    if carried:
+        return None, carried
+    ask = asyncio.get_running_loop().create_task(ctx.get_bot_uuid())
+    await asyncio.sleep(0)
+    return ask, ""
+
+
+def _drop(task: asyncio.Task[typing.Any]) -> None:
+    """End task if it still runs, and retrieve its failure if it had one."""
+    if not task.done():
+        task.cancel()
+    elif not task.cancelled():
+        task.exception()
+
+
+def event_body(ctx: typing.Any, bot_uuid: str, data: dict[str, typing.Any]) -> dict[str, typing.Any]:
+    """The ``event`` field of an event invocation."""
+    body: dict[str, typing.Any] = {"name": ctx.event_name, "bot_uuid": bot_uuid, "data": data}
+    if getattr(ctx, "query_uuid", None):
+        body["query_uuid"] = ctx.query_uuid
+    return body
+
+
+async def observe_event(fw: Forwarder, gen: p.Generated, ctx: typing.Any) -> asyncio.Task[None] | None:
+    """Forward an event the service only observes (observe_events), off the
+    chat's critical path: the returned task (None when dropped, see
+    Forwarder.observe) asks the bot, sends the event and drops the answer;
+    the caller returns at once. Only the get_bot_uuid request is written
+    before this returns, so it leaves the worker before the event's answer:
+    LangBot 4.10.8 finds the query (pipeline/pool.py) only until its
+    pipeline ends, which may be right after the answer. Each task is bounded
+    by the event timeout, their number by Forwarder.observe."""
+    carried = carried_bot_uuid(ctx.event)
+    name = getattr(ctx, "event_name", "?")
+    loop = asyncio.get_running_loop()
+    ask = None if carried else loop.create_task(ctx.get_bot_uuid())
+
+    async def run() -> None:
+        deadline = loop.time() + gen.timeout("event")
+        try:
+            # The bot first: this task's first step runs before the
+            # listener returns (see below), and the event's answer must
+            # not wait for the serialisation.
+            bot_uuid = await asyncio.wait_for(_bot_uuid(ask, carried), gen.timeout("event"))
+            if ask is None:
+                await asyncio.sleep(0)
+            data = ctx.event.model_dump(mode="json")
+            await fw.request("event", event_body(ctx, bot_uuid, data), max(deadline - loop.time(), 0.001))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # nothing waits for it: logged, never raised
+            log.warning("event %s not delivered: %s", name, type(exc).__name__)
+
+    task = fw.observe(run())
+    if ask is not None:
+        if task is None:
+            ask.cancel()  # dropped: never asked
+        else:
+            # However the forwarding ends (close may cancel it before it
+            # awaits the ask), the ask ends with it.
+            task.add_done_callback(lambda _: _drop(ask))
+            # The ask's first step writes the get_bot_uuid request (see
+            # _ask_bot_uuid): before the event's answer, while LangBot
+            # still holds the query.
+            await asyncio.sleep(0)
+    return task
+
+
 async def forward_event(fw: Forwarder | None, gen: p.Generated, ctx: typing.Any) -> None:
     """Forward one event and apply the service's decision; unchanged on any failure.
 
     While NATS is disconnected or the config unusable the event passes at
-    once, before anything else is asked (issue 32 D3).
+    once, before anything else is asked (issue 32 D3). An event of a
+    service that only observes (generated.json's observe_events) is
+    forwarded in the background (observe_event) and passes at once.
     """
     if fw is None:
         return
@@ -169,27 +262,21 @@ async def forward_event(fw: Forwarder | None, gen: p.Generated, ctx: typing.Any)
         await fw.ready()
     except (p.NotConfigured, p.Unavailable):
         return
+    if gen.plugin.get("observe_events") is True:
+        await observe_event(fw, gen, ctx)
+        return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + gen.timeout("event")
 
     async def run() -> dict[str, typing.Any]:
-        # The runtime's get_bot_uuid is a round trip to LangBot: asked only
-        # when the event does not carry the bot (0.5.5's *MessageReceived).
-        bot_uuid = carried_bot_uuid(ctx.event)
-        if not bot_uuid:
-            try:
-                bot_uuid = await ctx.get_bot_uuid() or ""
-            except Exception as exc:
-                log.warning("get_bot_uuid failed: %s", type(exc).__name__)
-                bot_uuid = ""
-        body: dict[str, typing.Any] = {
-            "name": ctx.event_name,
-            "bot_uuid": bot_uuid,
-            "data": ctx.event.model_dump(mode="json"),
-        }
-        if getattr(ctx, "query_uuid", None):
-            body["query_uuid"] = ctx.query_uuid
-        return await fw.request("event", body, max(deadline - loop.time(), 0.001))
+        ask, carried = await _ask_bot_uuid(ctx)
+        try:
+            data = ctx.event.model_dump(mode="json")  # while LangBot answers
+            bot_uuid = await _bot_uuid(ask, carried)
+        finally:
+            if ask is not None and not ask.done():
+                ask.cancel()  # the event timeout ended the wait
+        return await fw.request("event", event_body(ctx, bot_uuid, data), max(deadline - loop.time(), 0.001))
 
     try:
         reply = await asyncio.wait_for(run(), gen.timeout("event"))

@@ -62,6 +62,16 @@ async def _stop(task: asyncio.Task[typing.Any]) -> None:
         task.exception()  # retrieved; _run logs its own failures
 
 
+# OBSERVE_IN_FLIGHT bounds the observed events (components.observe_event)
+# one installation forwards at once in the background: beyond it an event
+# is dropped, never waited for, so a slow or stuck service costs the chat
+# nothing and the worker's memory stays bounded.
+OBSERVE_IN_FLIGHT = 64
+
+# OBSERVE_DROP_LOG_INTERVAL is how often dropped observed events are
+# reported again (with how many since the last report).
+OBSERVE_DROP_LOG_INTERVAL = 60.0
+
 # ERROR_LOG_INTERVAL is how often a repeated connection error (a wrong
 # password, NATS down) is logged again: the client retries every second,
 # and a log line a second tells the operator nothing new.
@@ -179,6 +189,10 @@ class Forwarder:
         self._task: asyncio.Task[None] | None = None
         self._host_tasks: set[asyncio.Task[None]] = set()
         self._host_slots = asyncio.Semaphore(64)
+        self._observed: set[asyncio.Task[None]] = set()
+        self.observe_dropped = 0
+        self._drop_logged = -OBSERVE_DROP_LOG_INTERVAL
+        self._drop_repeats = 0
         self._idem: collections.OrderedDict[str, asyncio.Future[typing.Any]] = collections.OrderedDict()
         self.attach_acks = 0
         self._closing = False
@@ -197,6 +211,10 @@ class Forwarder:
             await _stop(self._task)
         for t in list(self._host_tasks):
             t.cancel()
+        # Observed events still in flight are cancelled and waited for
+        # (each until it ends, as _stop does), before the connection drains.
+        if self._observed:
+            await asyncio.gather(*(_stop(t) for t in list(self._observed)))
         if self._nc is not None:
             try:
                 await asyncio.wait_for(self._nc.drain(), CLOSE_DRAIN_TIMEOUT)
@@ -324,6 +342,37 @@ class Forwarder:
             if self._closing:
                 return
             await asyncio.sleep(self.gen.timeout("attach_refresh"))
+
+    # ----- observed events
+
+    def observe(self, work: typing.Coroutine[typing.Any, typing.Any, None]) -> asyncio.Task[None] | None:
+        """Run work (one observed event's forwarding) in the background.
+
+        Returns its task, or None when it was dropped: while closing, or
+        with OBSERVE_IN_FLIGHT already running (then counted in
+        ``observe_dropped`` and logged at most every
+        OBSERVE_DROP_LOG_INTERVAL).
+        It never waits. close cancels what is still running.
+        """
+        if self._closing:
+            work.close()
+            return None
+        if len(self._observed) >= OBSERVE_IN_FLIGHT:
+            work.close()
+            self.observe_dropped += 1
+            now = asyncio.get_running_loop().time()
+            if now - self._drop_logged < OBSERVE_DROP_LOG_INTERVAL:
+                self._drop_repeats += 1
+            else:
+                again = f" ({self._drop_repeats} more since the last report)" if self._drop_repeats else ""
+                self._drop_logged, self._drop_repeats = now, 0
+                log.warning("event for %s not forwarded: %d already in flight%s; next report in %ds at the earliest",
+                            self.scope, OBSERVE_IN_FLIGHT, again, OBSERVE_DROP_LOG_INTERVAL)
+            return None
+        task = asyncio.get_running_loop().create_task(work)
+        self._observed.add(task)
+        task.add_done_callback(self._observed.discard)
+        return task
 
     # ----- invocations
 

@@ -21,6 +21,7 @@ import nats.errors
 
 from langbot_nats import protocol as p
 from langbot_nats import components as c
+from langbot_nats import forwarder as f
 from langbot_nats.forwarder import Forwarder, HostCallFailed, HostTimeout
 from langbot_nats.plugin import ForwardingPlugin
 from langbot_plugin.api.definition.components.page import PageRequest
@@ -28,6 +29,10 @@ from langbot_plugin.api.entities.builtin.command.context import ExecuteContext
 
 URL = os.environ.get("LANGBOT_NATS_TEST_URL", "")
 GEN = p.load()
+# The package's generated.json as a service that decides its events
+# (HumanTakeover) and as one that only observes them (observe_events).
+DECIDES = p.Generated(protocol=GEN.protocol, plugin={**GEN.plugin, "observe_events": False})
+OBSERVES = p.Generated(protocol=GEN.protocol, plugin={**GEN.plugin, "observe_events": True})
 PKG_KEYS = GEN.protocol["package_config_keys"]
 
 
@@ -328,6 +333,30 @@ class InitializeTest(unittest.IsolatedAsyncioTestCase):
         self.assertTrue(fw._task.done())
 
 
+    async def test_close_ends_an_observed_event_that_dropped_its_cancel(self) -> None:
+        swallowed = asyncio.Event()
+
+        async def stubborn() -> None:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                swallowed.set()
+            await asyncio.sleep(3600)
+
+        fw = Forwarder(GEN, new_binding(), config(nats_url="nats://127.0.0.1:1"), Recorder())
+        task = fw.observe(stubborn())
+        self.assertIsNotNone(task)
+        await asyncio.sleep(0)
+        closing = asyncio.get_running_loop().create_task(fw.close())
+        done, _ = await asyncio.wait({closing}, timeout=10)
+        if not done:
+            closing.cancel()
+            task.cancel()  # type: ignore[union-attr]
+            self.fail("close waits for an observed event that dropped its cancel")
+        self.assertTrue(swallowed.is_set())
+        self.assertTrue(task.done())  # type: ignore[union-attr]
+
+
 class CommandTest(Base):
     async def test_every_return_streamed_in_order(self) -> None:
         seen = await self.serve("command", lambda m: _async(ok({"returns": [{"text": "one"}, {"text": "two\nlines"}, {"text": "three"}]})))
@@ -474,7 +503,7 @@ class EventTest(Base):
     async def test_decision_applied(self) -> None:
         seen = await self.serve("event", lambda m: _async(ok({"prevent_default": True, "prevent_postorder": True})))
         ctx = FakeEventContext()
-        await c.forward_event(self.fw, GEN, ctx)
+        await c.forward_event(self.fw, DECIDES, ctx)
         self.assertTrue(ctx.is_prevent_default and ctx.is_prevent_postorder)
         body = json.loads(seen[0].data)["event"]
         self.assertEqual((body["name"], body["bot_uuid"], body["query_uuid"]), ("GroupMessageReceived", "bot-1", "q-7"))
@@ -483,7 +512,7 @@ class EventTest(Base):
     async def test_bot_uuid_the_event_carries_is_not_asked(self) -> None:
         seen = await self.serve("event", lambda m: _async(ok({"prevent_default": False})))
         ctx = FakeEventContext()
-        await c.forward_event(self.fw, GEN, ctx)
+        await c.forward_event(self.fw, DECIDES, ctx)
         self.assertEqual(ctx.bot_asked, 1, "0.5.5's MessageReceived events carry no bot: asked")
         for name, attach in [
             ("NormalMessageResponded", lambda ev: setattr(ev, "session", execute_context("!x").session)),
@@ -493,7 +522,7 @@ class EventTest(Base):
                 ctx = FakeEventContext()
                 ctx.event_name = name
                 attach(ctx.event)
-                await c.forward_event(self.fw, GEN, ctx)
+                await c.forward_event(self.fw, DECIDES, ctx)
                 self.assertEqual(ctx.bot_asked, 0)
                 self.assertEqual(json.loads(seen[-1].data)["event"]["bot_uuid"], "bot-1")
 
@@ -501,18 +530,18 @@ class EventTest(Base):
         await self.serve("event", lambda m: _async(ok({"prevent_default": False, "prevent_postorder": False,
                                                        "reply_message_chain": [{"type": "Plain", "text": "from service"}]})))
         ctx = FakeEventContext()
-        await c.forward_event(self.fw, GEN, ctx)  # GroupMessageReceived-like: no reply field
+        await c.forward_event(self.fw, DECIDES, ctx)  # GroupMessageReceived-like: no reply field
         self.assertFalse(hasattr(ctx.event, "reply_message_chain"))
         ctx = FakeEventContext()
         ctx.event.reply_message_chain = None  # type: ignore[attr-defined]
-        await c.forward_event(self.fw, GEN, ctx)
+        await c.forward_event(self.fw, DECIDES, ctx)
         chain = ctx.event.reply_message_chain  # type: ignore[attr-defined]
         self.assertEqual([cmp.text for cmp in chain], ["from service"])
         self.assertFalse(ctx.is_prevent_default)
 
     async def test_fail_open(self) -> None:
         ctx = FakeEventContext(fail=True)
-        await c.forward_event(self.fw, GEN, ctx)  # nobody serves: unchanged, no exception
+        await c.forward_event(self.fw, DECIDES, ctx)  # nobody serves: unchanged, no exception
         self.assertFalse(ctx.is_prevent_default or ctx.is_prevent_postorder)
 
         delay = GEN.timeout("event") * 2
@@ -524,9 +553,66 @@ class EventTest(Base):
         await self.serve("event", slow)
         t0 = time.monotonic()
         ctx = FakeEventContext()
-        await c.forward_event(self.fw, GEN, ctx)
+        await c.forward_event(self.fw, DECIDES, ctx)
         self.assertLess(time.monotonic() - t0, delay, "the event timeout cut the slow service")
         self.assertFalse(ctx.is_prevent_default)
+
+
+class ObservedEventTest(Base):
+    """An event of a service that only observes (observe_events) passes at
+    once; the package forwards it in the background, bounded."""
+
+    async def until(self, cond: typing.Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 10
+        while not cond():
+            if time.monotonic() > deadline:
+                self.fail("never: " + what)
+            await asyncio.sleep(0.01)
+
+    async def test_the_event_returns_before_the_service_answers(self) -> None:
+        release = asyncio.Event()
+
+        async def held(m: typing.Any) -> tuple[dict[str, str], bytes]:
+            await release.wait()
+            return ok({"prevent_default": True, "prevent_postorder": True})
+
+        seen = await self.serve("event", held)
+        ctx = FakeEventContext()
+        await asyncio.wait_for(c.forward_event(self.fw, OBSERVES, ctx), 1)
+        self.assertEqual(ctx.bot_asked, 1, "LangBot is asked for the bot before the event returns")
+        self.assertEqual(len(self.fw._observed), 1)
+        await self.until(lambda: len(seen) == 1, "the service got the event")
+        body = json.loads(seen[0].data)["event"]
+        self.assertEqual((body["name"], body["bot_uuid"], body["query_uuid"]), ("GroupMessageReceived", "bot-1", "q-7"))
+        self.assertEqual(body["data"]["launcher_id"], "g1")
+        release.set()
+        await self.until(lambda: not self.fw._observed, "the background forwarding ended")
+        self.assertFalse(ctx.is_prevent_default or ctx.is_prevent_postorder, "an observed event's answer is not applied")
+
+    async def test_bounded_dropped_and_closed(self) -> None:
+        seen = await self.serve("event", lambda m: _async(None))  # never answers
+        ctxs = [FakeEventContext() for _ in range(f.OBSERVE_IN_FLIGHT + 5)]
+        with self.assertLogs("langbot_nats", "WARNING") as logs:
+            for ctx in ctxs:
+                await asyncio.wait_for(c.forward_event(self.fw, OBSERVES, ctx), 1)
+        self.assertEqual(len(self.fw._observed), f.OBSERVE_IN_FLIGHT)
+        self.assertEqual(self.fw.observe_dropped, 5)
+        self.assertEqual([ctx.bot_asked for ctx in ctxs[f.OBSERVE_IN_FLIGHT:]], [0] * 5, "a dropped event asks nothing")
+        self.assertEqual(len([r for r in logs.output if "not forwarded" in r]), 1, "drops are reported once per interval")
+        await self.until(lambda: len(seen) == f.OBSERVE_IN_FLIGHT, "the service got every event in flight")
+        tasks = list(self.fw._observed)
+        await asyncio.wait_for(self.fw.close(), 10)
+        self.assertTrue(all(t.done() for t in tasks), "close ends the events in flight")
+        self.assertFalse(self.fw._observed)
+        self.assertIsNone(self.fw.observe(_async(None)), "nothing starts while closing")
+
+    async def test_nats_down_passes_at_once_without_asking(self) -> None:
+        fw = Forwarder(GEN, new_binding(), config(nats_url="nats://127.0.0.1:1"), Recorder())
+        fw._tried.set()
+        ctx = FakeEventContext()
+        await c.forward_event(fw, OBSERVES, ctx)
+        self.assertEqual((ctx.bot_asked, len(fw._observed)), (0, 0))
+        await fw.close()
 
 
 class PageTest(Base):

@@ -25,7 +25,7 @@ from langbot_nats.plugin import ForwardingPlugin
 from langbot_plugin.api.definition.components.page import PageRequest
 from langbot_plugin.api.entities import events as sdk_events
 
-from test_core import GEN, URL, Base, FakeEventContext, _async, config, execute_context, new_binding, ok
+from test_core import DECIDES, GEN, URL, Base, FakeEventContext, _async, config, execute_context, new_binding, ok
 
 
 class MessageReceived:
@@ -84,7 +84,7 @@ class MessageReceivedTest(Base):
     async def test_forwarded_as_today_with_the_bot_it_carries(self) -> None:
         seen = await self.serve("event", lambda m: _async(ok({"prevent_default": True})))
         ctx = MessageReceivedContext()
-        await c.forward_event(self.fw, GEN, ctx)
+        await c.forward_event(self.fw, DECIDES, ctx)
         self.assertEqual(ctx.bot_asked, 0, "the event carries its bot: LangBot is not asked")
         self.assertTrue(ctx.is_prevent_default)
         body = json.loads(seen[0].data)["event"]
