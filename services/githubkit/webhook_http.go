@@ -119,163 +119,271 @@ func (s *webhooks) serveWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 // receive handles one delivery and returns the status and reason word to
-// answer with.
+// answer with. Each step either passes the delivery on or answers it.
 func (s *webhooks) receive(ctx context.Context, w http.ResponseWriter, r *http.Request, span trace.Span) (int, string) {
+	d, v := s.checkRequest(w, r)
+	if v.done() {
+		return v.answer()
+	}
+	if v := s.locateHook(ctx, d); v.done() {
+		return v.answer()
+	}
+	span.SetAttributes(bus.AttrScope.String(d.sc.String()))
+	ctx = ghclient.WithInstallation(ctx, d.sc.String())
+	if v := s.loadHook(ctx, d); v.done() {
+		return v.answer()
+	}
+	release, v := s.admitBody(w, r, d)
+	if v.done() {
+		return v.answer()
+	}
+	defer release()
+	if v := s.authenticate(ctx, d); v.done() {
+		return v.answer()
+	}
+	if v := s.answerUnrecorded(ctx, d); v.done() {
+		return v.answer()
+	}
+	msg, v := s.hookRecord(d)
+	if v.done() {
+		return v.answer()
+	}
+	if v := s.refuseReplay(ctx, d); v.done() {
+		return v.answer()
+	}
+	return s.record(ctx, d, msg).answer()
+}
+
+// hookVerdict is how receive answers a delivery: the HTTP status and the
+// reason word (the deliveries metric's outcome label). The zero verdict
+// passes the delivery on to the next step.
+type hookVerdict struct {
+	status int
+	reason string
+}
+
+// done reports whether the delivery is answered.
+func (v hookVerdict) done() bool { return v.status != 0 }
+
+func (v hookVerdict) answer() (int, string) { return v.status, v.reason }
+
+// hookDelivery is what receive has learned of one delivery so far.
+type hookDelivery struct {
+	id       string // the hook id of the path
+	hh       hookHeaders
+	sc       binding.Scope
+	hook     *HookRecord
+	body     []byte
+	bodyHash string
+}
+
+// checkRequest refuses, from the request line and headers alone, what is
+// not a delivery to a hook.
+func (s *webhooks) checkRequest(w http.ResponseWriter, r *http.Request) (*hookDelivery, hookVerdict) {
 	id, ok := parseHookPath(r.URL.Path)
 	if !ok {
-		return http.StatusNotFound, "unknown_hook"
+		return nil, hookVerdict{http.StatusNotFound, "unknown_hook"}
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return http.StatusMethodNotAllowed, "method"
+		return nil, hookVerdict{http.StatusMethodNotAllowed, "method"}
 	}
 	if r.ContentLength > s.cfg.WebhookMaxBody {
-		return http.StatusRequestEntityTooLarge, "too_large"
+		return nil, hookVerdict{http.StatusRequestEntityTooLarge, "too_large"}
 	}
 	hh, err := parseHookHeaders(r.Header)
 	if err != nil {
-		return http.StatusBadRequest, "bad_headers"
+		return nil, hookVerdict{http.StatusBadRequest, "bad_headers"}
 	}
-	kv := s.runner.KV()
-	sc, _, _, err := kv.Locate(ctx, KindHook, id)
+	return &hookDelivery{id: id, hh: hh}, hookVerdict{}
+}
+
+// locateHook finds the scope that holds the hook.
+func (s *webhooks) locateHook(ctx context.Context, d *hookDelivery) hookVerdict {
+	sc, _, _, err := s.runner.KV().Locate(ctx, KindHook, d.id)
 	switch {
 	case errors.Is(err, bus.ErrNoScope):
-		return http.StatusNotFound, "unknown_hook"
+		return hookVerdict{http.StatusNotFound, "unknown_hook"}
 	case err != nil:
 		s.log.ErrorContext(ctx, "webhook: lookup failed", "err", err)
-		return http.StatusServiceUnavailable, "unavailable"
+		return hookVerdict{http.StatusServiceUnavailable, "unavailable"}
 	}
-	span.SetAttributes(bus.AttrScope.String(sc.String()))
-	ctx = ghclient.WithInstallation(ctx, sc.String())
-	hook, _, err := hookStore(kv).Get(ctx, sc, id)
+	d.sc = sc
+	return hookVerdict{}
+}
+
+// loadHook reads the hook's record.
+func (s *webhooks) loadHook(ctx context.Context, d *hookDelivery) hookVerdict {
+	hook, _, err := hookStore(s.runner.KV()).Get(ctx, d.sc, d.id)
 	if err != nil || hook == nil {
 		if err != nil {
-			s.log.ErrorContext(ctx, "webhook: read failed", "scope", sc.String(), "err", err)
-			return http.StatusServiceUnavailable, "unavailable"
+			s.log.ErrorContext(ctx, "webhook: read failed", "scope", d.sc.String(), "err", err)
+			return hookVerdict{http.StatusServiceUnavailable, "unavailable"}
 		}
-		return http.StatusNotFound, "unknown_hook"
+		return hookVerdict{http.StatusNotFound, "unknown_hook"}
 	}
-	// the body is admitted to the receiver's budget before a byte of it
-	// is read, and must arrive within the read timeout, whatever server
-	// mounts the receiver: slow clients cannot hold memory
+	d.hook = hook
+	return hookVerdict{}
+}
+
+// admitBody reads the body into d. The body is admitted to the receiver's
+// budget before a byte of it is read, and must arrive within the read
+// timeout, whatever server mounts the receiver: slow clients cannot hold
+// memory. Once the body is read, the caller calls release when the delivery
+// is answered; a body that could not be read is released here.
+func (s *webhooks) admitBody(w http.ResponseWriter, r *http.Request, d *hookDelivery) (release func(), v hookVerdict) {
 	release, err := s.bodies.Admit(r, s.cfg.WebhookMaxBody)
 	switch {
 	case errors.Is(err, httpserve.ErrTooLarge):
-		return http.StatusRequestEntityTooLarge, "too_large"
+		return nil, hookVerdict{http.StatusRequestEntityTooLarge, "too_large"}
 	case err != nil:
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set("Connection", "close")
-		return http.StatusServiceUnavailable, "busy"
+		return nil, hookVerdict{http.StatusServiceUnavailable, "busy"}
 	}
-	defer release()
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.WebhookReadTimeout))
 	body, err := readBody(w, r, s.cfg.WebhookMaxBody)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		var ne net.Error
-		switch {
-		case errors.As(err, &mbe):
-			return http.StatusRequestEntityTooLarge, "too_large"
-		case errors.As(err, &ne) && ne.Timeout():
-			w.Header().Set("Connection", "close")
-			return http.StatusRequestTimeout, "slow_body"
-		}
-		return http.StatusBadRequest, "bad_body"
+		release()
+		return nil, bodyVerdict(w, err)
 	}
-	secret, err := s.keyring.Open(sc, hook.Secret)
+	d.body = body
+	return release, hookVerdict{}
+}
+
+// bodyVerdict answers a body that could not be read.
+func bodyVerdict(w http.ResponseWriter, err error) hookVerdict {
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		return hookVerdict{http.StatusRequestEntityTooLarge, "too_large"}
+	case errors.As(err, &ne) && ne.Timeout():
+		w.Header().Set("Connection", "close")
+		return hookVerdict{http.StatusRequestTimeout, "slow_body"}
+	}
+	return hookVerdict{http.StatusBadRequest, "bad_body"}
+}
+
+// authenticate checks the body's signature against the hook's secret, and
+// that the scope's installation is there and active.
+func (s *webhooks) authenticate(ctx context.Context, d *hookDelivery) hookVerdict {
+	secret, err := s.keyring.Open(d.sc, d.hook.Secret)
 	if err != nil {
-		s.log.ErrorContext(ctx, "webhook: sealed secret cannot be opened", "scope", sc.String())
-		return http.StatusInternalServerError, "internal"
+		s.log.ErrorContext(ctx, "webhook: sealed secret cannot be opened", "scope", d.sc.String())
+		return hookVerdict{http.StatusInternalServerError, "internal"}
 	}
-	if !verifySignature(secret, body, hh.Signature) {
-		return http.StatusUnauthorized, "bad_signature"
+	if !verifySignature(secret, d.body, d.hh.Signature) {
+		return hookVerdict{http.StatusUnauthorized, "bad_signature"}
 	}
-	a, err := s.authorityOf(ctx, sc)
+	a, err := s.authorityOf(ctx, d.sc)
 	if err != nil {
-		return http.StatusServiceUnavailable, "unavailable"
+		return hookVerdict{http.StatusServiceUnavailable, "unavailable"}
 	}
 	if a == nil || a.State == bus.StateRemoved {
-		return http.StatusNotFound, "unknown_hook"
+		return hookVerdict{http.StatusNotFound, "unknown_hook"}
 	}
 	if !a.Active() {
-		return http.StatusServiceUnavailable, "inactive"
+		return hookVerdict{http.StatusServiceUnavailable, "inactive"}
 	}
-	if hh.Event == "ping" {
-		if _, err := s.touchHook(ctx, sc, id, true); err != nil {
-			return http.StatusServiceUnavailable, "unavailable"
+	return hookVerdict{}
+}
+
+// answerUnrecorded answers a ping and an event there is nothing to push
+// for: either way the webhook delivers, and the hook notes it.
+func (s *webhooks) answerUnrecorded(ctx context.Context, d *hookDelivery) hookVerdict {
+	if d.hh.Event == "ping" {
+		if _, err := s.touchHook(ctx, d.sc, d.id, true); err != nil {
+			return hookVerdict{http.StatusServiceUnavailable, "unavailable"}
 		}
-		return http.StatusOK, "pong"
+		return hookVerdict{http.StatusOK, "pong"}
 	}
-	_, isEvent := webhookEvent(hh.Event, body)
-	if _, isRun := webhookRun(hh.Event, body); !isEvent && !isRun {
+	_, isEvent := webhookEvent(d.hh.Event, d.body)
+	if _, isRun := webhookRun(d.hh.Event, d.body); !isEvent && !isRun {
 		// nothing to push, but the webhook delivers
-		if _, err := s.touchHook(ctx, sc, id, false); err != nil {
-			return http.StatusServiceUnavailable, "unavailable"
+		if _, err := s.touchHook(ctx, d.sc, d.id, false); err != nil {
+			return hookVerdict{http.StatusServiceUnavailable, "unavailable"}
 		}
-		return http.StatusAccepted, "ignored"
+		return hookVerdict{http.StatusAccepted, "ignored"}
 	}
-	sum := sha256.Sum256(body)
-	bodyHash := hex.EncodeToString(sum[:16])
+	return hookVerdict{}
+}
+
+// hookRecord builds the message that records the delivery for the hook
+// consumer, and sets d.bodyHash.
+func (s *webhooks) hookRecord(d *hookDelivery) (*nats.Msg, hookVerdict) {
+	sum := sha256.Sum256(d.body)
+	d.bodyHash = hex.EncodeToString(sum[:16])
 	nonce, err := randomToken(12)
 	if err != nil {
-		return http.StatusInternalServerError, "internal"
+		return nil, hookVerdict{http.StatusInternalServerError, "internal"}
 	}
-	data, err := json.Marshal(hookMessage{V: 1, Event: hh.Event, Delivery: hh.Delivery, Nonce: nonce, BodyHash: bodyHash,
-		At: s.now().UTC(), Body: body})
+	data, err := json.Marshal(hookMessage{V: 1, Event: d.hh.Event, Delivery: d.hh.Delivery, Nonce: nonce, BodyHash: d.bodyHash,
+		At: s.now().UTC(), Body: d.body})
 	if err != nil {
-		return http.StatusBadRequest, "bad_body"
+		return nil, hookVerdict{http.StatusBadRequest, "bad_body"}
 	}
 	if int64(len(data))+hookHeadroom > s.nc.MaxPayload() {
-		return http.StatusRequestEntityTooLarge, "too_large"
+		return nil, hookVerdict{http.StatusRequestEntityTooLarge, "too_large"}
 	}
-	subject, err := s.subj.Internal(Plugin, KindHook, sc, id)
+	subject, err := s.subj.Internal(Plugin, KindHook, d.sc, d.id)
 	if err != nil {
-		return http.StatusInternalServerError, "internal"
+		return nil, hookVerdict{http.StatusInternalServerError, "internal"}
 	}
-	// GitHub signs the body only, so a captured body sent again under a
-	// new delivery id must not be pushed again. A body the recent set
-	// holds (a delivery's entry lives deliveryKeep) was recorded before:
-	// refused under another delivery id, answered as a duplicate under
-	// its own (an admin's redelivery days later), either way before
-	// anything is written.
-	switch by, err := s.bodyRecorded(ctx, sc, hook.RepoKey, bodyHash); {
+	return &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}, hookVerdict{}
+}
+
+// refuseReplay refuses a body recorded before under another delivery id.
+//
+// GitHub signs the body only, so a captured body sent again under a new
+// delivery id must not be pushed again. A body the recent set holds (a
+// delivery's entry lives deliveryKeep) was recorded before: refused under
+// another delivery id, answered as a duplicate under its own (an admin's
+// redelivery days later), either way before anything is written.
+func (s *webhooks) refuseReplay(ctx context.Context, d *hookDelivery) hookVerdict {
+	switch by, err := s.bodyRecorded(ctx, d.sc, d.hook.RepoKey, d.bodyHash); {
 	case err != nil:
-		s.log.ErrorContext(ctx, "webhook: recent set unreadable", "scope", sc.String(), "err", err)
-		return http.StatusServiceUnavailable, "unavailable"
-	case by == hh.Delivery:
-		return http.StatusOK, "duplicate"
+		s.log.ErrorContext(ctx, "webhook: recent set unreadable", "scope", d.sc.String(), "err", err)
+		return hookVerdict{http.StatusServiceUnavailable, "unavailable"}
+	case by == d.hh.Delivery:
+		return hookVerdict{http.StatusOK, "duplicate"}
 	case by != "":
-		return http.StatusConflict, "replay"
+		return hookVerdict{http.StatusConflict, "replay"}
 	}
 	// The body marker covers the minutes before the consumer claimed the
 	// delivery in the recent set. The same delivery id passes (GitHub's
 	// redelivery, or our own answer lost) and is recorded again, which
 	// the stream drops as a duplicate.
 	dd := s.runner.Dedupe()
-	if _, err := dd.Create(ctx, sc, KindHookBody, []byte(hh.Delivery), bodyHash); err != nil {
+	if _, err := dd.Create(ctx, d.sc, KindHookBody, []byte(d.hh.Delivery), d.bodyHash); err != nil {
 		if !bus.IsCASConflict(err) {
-			return http.StatusServiceUnavailable, "unavailable"
+			return hookVerdict{http.StatusServiceUnavailable, "unavailable"}
 		}
-		e, gerr := dd.Get(ctx, sc, KindHookBody, bodyHash)
+		e, gerr := dd.Get(ctx, d.sc, KindHookBody, d.bodyHash)
 		if gerr != nil {
-			return http.StatusServiceUnavailable, "unavailable"
+			return hookVerdict{http.StatusServiceUnavailable, "unavailable"}
 		}
-		if string(e.Value()) != hh.Delivery {
-			return http.StatusConflict, "replay"
+		if string(e.Value()) != d.hh.Delivery {
+			return hookVerdict{http.StatusConflict, "replay"}
 		}
 	}
-	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
-	msg.Header.Set(jetstream.MsgIDHeader, sc.String()+":"+id+":"+hh.Delivery)
+	return hookVerdict{}
+}
+
+// record publishes the delivery to the hook stream, with the delivery as
+// Nats-Msg-Id so that a second recording of it is dropped as a duplicate.
+func (s *webhooks) record(ctx context.Context, d *hookDelivery, msg *nats.Msg) hookVerdict {
+	msg.Header.Set(jetstream.MsgIDHeader, d.sc.String()+":"+d.id+":"+d.hh.Delivery)
 	bus.Inject(ctx, msg.Header)
 	ack, err := s.runner.JetStream().PublishMsg(ctx, msg, jetstream.WithExpectStream(HookStreamName))
 	if err != nil {
-		s.log.ErrorContext(ctx, "webhook: record failed", "scope", sc.String(), "err", err)
-		return http.StatusServiceUnavailable, "unavailable"
+		s.log.ErrorContext(ctx, "webhook: record failed", "scope", d.sc.String(), "err", err)
+		return hookVerdict{http.StatusServiceUnavailable, "unavailable"}
 	}
 	if ack.Duplicate {
-		return http.StatusOK, "duplicate"
+		return hookVerdict{http.StatusOK, "duplicate"}
 	}
-	return http.StatusAccepted, "recorded"
+	return hookVerdict{http.StatusAccepted, "recorded"}
 }
 
 // hookHeadroom is what the recorded message's headers may take beside its
