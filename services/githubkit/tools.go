@@ -178,139 +178,196 @@ func runTool(ctx context.Context, gh *ghclient.GitHub, s Settings, name string, 
 	if !ok {
 		return badInput("parameters must be a JSON object"), nil
 	}
-	repoParam := func() (ghclient.Repo, any) {
-		str, ok := params["repo"].(string)
-		if !ok {
-			return ghclient.Repo{}, badInput("repo is required: owner/repo or a GitHub URL")
-		}
-		r, err := events.ParseRepo(str, apiHost(s))
-		if err != nil {
-			return ghclient.Repo{}, badInput("repo must be owner/repo or a GitHub repository URL")
-		}
-		return r, nil
-	}
 	if s.APIErr != nil {
 		return toolFailure(&ghclient.APIError{Code: ghclient.CodeConfig}), nil
 	}
-	t := ghclient.Target{BaseURL: s.APIURL, Token: s.Token}
+	c := toolCall{gh: gh, target: ghclient.Target{BaseURL: s.APIURL, Token: s.Token}, settings: s, params: params}
 	switch name {
 	case ToolRepo:
-		r, bad := repoParam()
-		if bad != nil {
-			return bad, nil
-		}
-		rp, err := gh.Repo(ctx, t, r)
-		if err != nil {
-			return toolFailure(err), nil
-		}
-		out := repoResult{
-			FullName: rp.GetFullName(), Description: ghclient.Truncate(strings.TrimSpace(rp.GetDescription()), 300),
-			HTMLURL: rp.GetHTMLURL(), Homepage: strings.TrimSpace(rp.GetHomepage()), Language: rp.GetLanguage(),
-			DefaultBranch: rp.GetDefaultBranch(), Stars: rp.StargazersCount, Forks: rp.ForksCount,
-			Watchers: rp.SubscribersCount, OpenIssues: rp.OpenIssuesCount, Archived: rp.Archived, Fork: rp.Fork,
-			CreatedAt: ts(rp.CreatedAt), PushedAt: ts(rp.PushedAt),
-		}
-		if rp.License != nil {
-			out.License = rp.License.GetSPDXID()
-		}
-		if len(rp.Topics) > 10 {
-			out.Topics = rp.Topics[:10]
-		} else {
-			out.Topics = rp.Topics
-		}
-		return fitResult(&out, func() bool {
-			if len(out.Topics) > 0 {
-				out.Topics = out.Topics[:len(out.Topics)-1]
-				return true
-			}
-			if out.Description != "" {
-				out.Description = ghclient.Truncate(out.Description, utf8.RuneCountInString(out.Description)/2)
-				return true
-			}
-			return false
-		}), nil
+		return c.repoTool(ctx), nil
 	case ToolIssue:
-		r, bad := repoParam()
-		if bad != nil {
-			return bad, nil
-		}
-		n, ok := intParam(params["number"])
-		if !ok || n < 1 {
-			return badInput("number must be an integer >= 1"), nil
-		}
-		is, err := gh.Issue(ctx, t, r, n)
-		if err != nil {
-			return toolFailure(err), nil
-		}
-		out := issueResult{Repo: r.String(), Number: n, Kind: "issue", State: events.IssueState(is), Title: is.GetTitle(),
-			Comments: is.Comments, CreatedAt: ts(is.CreatedAt), ClosedAt: ts(is.ClosedAt), HTMLURL: is.GetHTMLURL()}
-		if is.Number != nil {
-			out.Number = *is.Number
-		}
-		if events.IsPullRequest(is) {
-			out.Kind = "pull_request"
-		}
-		if is.User != nil {
-			out.Author = is.User.GetLogin()
-		}
-		for _, l := range is.Labels {
-			if len(out.Labels) == 10 {
-				break
-			}
-			if n := l.GetName(); n != "" {
-				out.Labels = append(out.Labels, n)
-			}
-		}
-		body := strings.TrimSpace(is.GetBody())
-		out.Body = ghclient.Truncate(body, 1500)
-		out.BodyTruncated = out.Body != body
-		return fitResult(&out, func() bool {
-			if len(out.Labels) > 0 {
-				out.Labels = out.Labels[:len(out.Labels)-1]
-				return true
-			}
-			if out.Body != "" {
-				out.Body = ghclient.Truncate(out.Body, utf8.RuneCountInString(out.Body)/2)
-				out.BodyTruncated = true
-				return true
-			}
-			return false
-		}), nil
+		return c.issueTool(ctx), nil
 	default: // ToolSearch
-		q, ok := params["query"].(string)
-		q = strings.TrimSpace(q)
-		if !ok || q == "" || utf8.RuneCountInString(q) > events.MaxSearchRunes {
-			return badInput(fmt.Sprintf("query must be 1-%d characters", events.MaxSearchRunes)), nil
-		}
-		limit := 5
-		if v, present := params["limit"]; present && v != nil {
-			n, ok := intParam(v)
-			if !ok || n < 1 || n > 10 {
-				return badInput("limit must be an integer from 1 to 10"), nil
-			}
-			limit = n
-		}
-		res, err := gh.Search(ctx, t, q, limit)
-		if err != nil {
-			return toolFailure(err), nil
-		}
-		out := searchResult{Query: q, TotalCount: res.Total, Items: []searchItem{}}
-		for _, rp := range res.Repositories {
-			if rp == nil || len(out.Items) == limit {
-				continue
-			}
-			out.Items = append(out.Items, searchItem{FullName: rp.GetFullName(),
-				Description: ghclient.Truncate(strings.TrimSpace(rp.GetDescription()), 200),
-				Stars:       rp.StargazersCount, Language: rp.GetLanguage(), HTMLURL: rp.GetHTMLURL()})
-		}
-		return fitResult(&out, func() bool {
-			if len(out.Items) > 0 {
-				out.Items = out.Items[:len(out.Items)-1]
-				return true
-			}
-			return false
-		}), nil
+		return c.searchTool(ctx), nil
 	}
+}
+
+// toolCall is one call's decoded parameters and the GitHub it asks.
+type toolCall struct {
+	gh       *ghclient.GitHub
+	target   ghclient.Target
+	settings Settings
+	params   map[string]any
+}
+
+// repo reads the repo parameter, or returns the bad-input result.
+func (c toolCall) repo() (ghclient.Repo, any) {
+	str, ok := c.params["repo"].(string)
+	if !ok {
+		return ghclient.Repo{}, badInput("repo is required: owner/repo or a GitHub URL")
+	}
+	r, err := events.ParseRepo(str, apiHost(c.settings))
+	if err != nil {
+		return ghclient.Repo{}, badInput("repo must be owner/repo or a GitHub repository URL")
+	}
+	return r, nil
+}
+
+// repoTool serves ToolRepo.
+func (c toolCall) repoTool(ctx context.Context) any {
+	r, bad := c.repo()
+	if bad != nil {
+		return bad
+	}
+	rp, err := c.gh.Repo(ctx, c.target, r)
+	if err != nil {
+		return toolFailure(err)
+	}
+	out := newRepoResult(rp)
+	return fitResult(&out, out.shrink)
+}
+
+// issueTool serves ToolIssue.
+func (c toolCall) issueTool(ctx context.Context) any {
+	r, bad := c.repo()
+	if bad != nil {
+		return bad
+	}
+	n, ok := intParam(c.params["number"])
+	if !ok || n < 1 {
+		return badInput("number must be an integer >= 1")
+	}
+	is, err := c.gh.Issue(ctx, c.target, r, n)
+	if err != nil {
+		return toolFailure(err)
+	}
+	out := newIssueResult(r, n, is)
+	return fitResult(&out, out.shrink)
+}
+
+// searchTool serves ToolSearch.
+func (c toolCall) searchTool(ctx context.Context) any {
+	q, ok := c.params["query"].(string)
+	q = strings.TrimSpace(q)
+	if !ok || q == "" || utf8.RuneCountInString(q) > events.MaxSearchRunes {
+		return badInput(fmt.Sprintf("query must be 1-%d characters", events.MaxSearchRunes))
+	}
+	limit := 5
+	if v, present := c.params["limit"]; present && v != nil {
+		n, ok := intParam(v)
+		if !ok || n < 1 || n > 10 {
+			return badInput("limit must be an integer from 1 to 10")
+		}
+		limit = n
+	}
+	res, err := c.gh.Search(ctx, c.target, q, limit)
+	if err != nil {
+		return toolFailure(err)
+	}
+	out := newSearchResult(q, res, limit)
+	return fitResult(&out, out.shrink)
+}
+
+// newRepoResult is ToolRepo's answer for a repository: at most ten topics,
+// the description cut to 300 characters.
+func newRepoResult(rp *github.Repository) repoResult {
+	out := repoResult{
+		FullName: rp.GetFullName(), Description: ghclient.Truncate(strings.TrimSpace(rp.GetDescription()), 300),
+		HTMLURL: rp.GetHTMLURL(), Homepage: strings.TrimSpace(rp.GetHomepage()), Language: rp.GetLanguage(),
+		DefaultBranch: rp.GetDefaultBranch(), Stars: rp.StargazersCount, Forks: rp.ForksCount,
+		Watchers: rp.SubscribersCount, OpenIssues: rp.OpenIssuesCount, Archived: rp.Archived, Fork: rp.Fork,
+		CreatedAt: ts(rp.CreatedAt), PushedAt: ts(rp.PushedAt),
+	}
+	if rp.License != nil {
+		out.License = rp.License.GetSPDXID()
+	}
+	if len(rp.Topics) > 10 {
+		out.Topics = rp.Topics[:10]
+	} else {
+		out.Topics = rp.Topics
+	}
+	return out
+}
+
+// shrink drops a topic, then halves the description; false when nothing
+// is left to drop.
+func (out *repoResult) shrink() bool {
+	if len(out.Topics) > 0 {
+		out.Topics = out.Topics[:len(out.Topics)-1]
+		return true
+	}
+	if out.Description != "" {
+		out.Description = ghclient.Truncate(out.Description, utf8.RuneCountInString(out.Description)/2)
+		return true
+	}
+	return false
+}
+
+// newIssueResult is ToolIssue's answer for issue or pull request n of r:
+// at most ten labels, the body cut to 1500 characters.
+func newIssueResult(r ghclient.Repo, n int, is *github.Issue) issueResult {
+	out := issueResult{Repo: r.String(), Number: n, Kind: "issue", State: events.IssueState(is), Title: is.GetTitle(),
+		Comments: is.Comments, CreatedAt: ts(is.CreatedAt), ClosedAt: ts(is.ClosedAt), HTMLURL: is.GetHTMLURL()}
+	if is.Number != nil {
+		out.Number = *is.Number
+	}
+	if events.IsPullRequest(is) {
+		out.Kind = "pull_request"
+	}
+	if is.User != nil {
+		out.Author = is.User.GetLogin()
+	}
+	for _, l := range is.Labels {
+		if len(out.Labels) == 10 {
+			break
+		}
+		if n := l.GetName(); n != "" {
+			out.Labels = append(out.Labels, n)
+		}
+	}
+	body := strings.TrimSpace(is.GetBody())
+	out.Body = ghclient.Truncate(body, 1500)
+	out.BodyTruncated = out.Body != body
+	return out
+}
+
+// shrink drops a label, then halves the body; false when nothing is left
+// to drop.
+func (out *issueResult) shrink() bool {
+	if len(out.Labels) > 0 {
+		out.Labels = out.Labels[:len(out.Labels)-1]
+		return true
+	}
+	if out.Body != "" {
+		out.Body = ghclient.Truncate(out.Body, utf8.RuneCountInString(out.Body)/2)
+		out.BodyTruncated = true
+		return true
+	}
+	return false
+}
+
+// newSearchResult is ToolSearch's answer: at most limit repositories,
+// descriptions cut to 200 characters.
+func newSearchResult(q string, res *github.RepositoriesSearchResult, limit int) searchResult {
+	out := searchResult{Query: q, TotalCount: res.Total, Items: []searchItem{}}
+	for _, rp := range res.Repositories {
+		if rp == nil || len(out.Items) == limit {
+			continue
+		}
+		out.Items = append(out.Items, searchItem{FullName: rp.GetFullName(),
+			Description: ghclient.Truncate(strings.TrimSpace(rp.GetDescription()), 200),
+			Stars:       rp.StargazersCount, Language: rp.GetLanguage(), HTMLURL: rp.GetHTMLURL()})
+	}
+	return out
+}
+
+// shrink drops an item; false when none is left.
+func (out *searchResult) shrink() bool {
+	if len(out.Items) > 0 {
+		out.Items = out.Items[:len(out.Items)-1]
+		return true
+	}
+	return false
 }
 
 // fitResult shrinks v with shrink until it encodes under MaxToolResult.
