@@ -23,8 +23,9 @@
 //     catalogue, subjects, metrics) and what it alone uses:
 //     poller (poll.go: pollRun, one method per step of spec §7.2; ci.go:
 //     the Actions step; ci_fixed.go: the "fixed again" line), webhooks (webhook_cmd.go: "gh hook";
-//     webhook_verify.go: signature and mapping; webhook_http.go: the
-//     receiver; webhook_consume.go: the hook consumer; pushbudget.go),
+//     webhook_verify.go: signature and mapping; webhook_consume.go: the
+//     hook consumer; pushbudget.go), hookReceiver (webhook_http.go: the
+//     HTTP receiver, receive one method per step, and its listener),
 //     subscriptions (commands.go: sub, unsub, subs; lifecycle.go),
 //     cards (cards*.go: link cards, a bus.Part), noise (noise.go: quiet
 //     hours and digests hold pushes per chat, a summary when a one-shot

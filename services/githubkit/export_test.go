@@ -24,4 +24,4 @@ func (s *Service) ScheduleKeys(ctx context.Context, sc binding.Scope) ([]string,
 func UpdateGoldens() bool { return *update }
 
 // WebhookBodies exposes the receiver's body budget (its peak) to tests.
-func (s *Service) WebhookBodies() interface{ Peak() int64 } { return s.wh.bodies }
+func (s *Service) WebhookBodies() interface{ Peak() int64 } { return s.rx.bodies }

@@ -150,7 +150,7 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 // WebhookHandler returns the receiver's HTTP handler. It serves
 // POST WebhookPath<hook-id> and answers anything else 404 or 405; mount
 // it on WebhookPath.
-func (s *Service) WebhookHandler() http.Handler { return http.HandlerFunc(s.wh.serveWebhook) }
+func (s *Service) WebhookHandler() http.Handler { return http.HandlerFunc(s.rx.serveWebhook) }
 
 // hookReply answers a delivery with a short plain-text reason.
 func hookReply(w http.ResponseWriter, status int, reason string) {

@@ -101,7 +101,8 @@ type Service struct {
 	gh    *ghclient.GitHub
 	hc    *http.Client
 	poll  *poller          // fired polls (poll.go, ci.go)
-	wh    *webhooks        // the webhook command, receiver and consumer (webhook_*.go)
+	wh    *webhooks        // the webhook command and consumer (webhook_cmd.go, webhook_consume.go)
+	rx    *hookReceiver    // the webhook receiver (webhook_http.go)
 	subs  *subscriptions   // sub, unsub, subs and the installation lifecycle (commands.go, lifecycle.go)
 	cards *cards           // link cards (cards*.go)
 	revs  *reviewReminders // gh reviews and the fired reminders (reviews.go)
@@ -146,18 +147,26 @@ type hooks struct {
 	afterClaim func(ctx context.Context, sc binding.Scope, key string)
 }
 
-// webhooks is the "gh hook" command, the HTTP receiver, the hook stream's
-// consumer and the push budget with its summaries.
+// webhooks is the "gh hook" command, the hook stream's consumer and the
+// push budget with its summaries.
 type webhooks struct {
 	*shared
-	nc      *nats.Conn   // the receiver publishes deliveries
 	keyring *bus.Keyring // webhook secrets are sealed
 	hm      *hookMetrics
-	bodies  *httpserve.Budget // delivery bodies being read
 	pushes  *pushBudget
 	me      *personal // personal pushes of delivered events (personal.go)
 	orgs    *orgs     // organisations' deliveries (orgs_hook.go)
 	noise   *noise    // quiet hours and digests hold deliveries
+}
+
+// hookReceiver is the webhook's HTTP receiver (webhook_http.go): it
+// refuses or records one delivery at a time; the hook consumer pushes.
+type hookReceiver struct {
+	*shared
+	nc      *nats.Conn   // deliveries are published
+	keyring *bus.Keyring // hook secrets are opened
+	hm      *hookMetrics
+	bodies  *httpserve.Budget // delivery bodies being read
 }
 
 // subscriptions is "gh sub", "gh unsub" and "gh subs", and what an
@@ -237,10 +246,11 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
 	s := &Service{shared: sh}
-	wh := &webhooks{shared: sh, nc: deps.Conn, keyring: deps.Keyring, bodies: httpserve.NewBudget(cfg.WebhookBodyBudget), pushes: newPushBudget(cfg.Pushes, sh.now)}
-	if wh.hm, err = newHookMetrics(deps.Registerer, wh.bodies); err != nil {
+	s.rx = &hookReceiver{shared: sh, nc: deps.Conn, keyring: deps.Keyring, bodies: httpserve.NewBudget(cfg.WebhookBodyBudget)}
+	if s.rx.hm, err = newHookMetrics(deps.Registerer, s.rx.bodies); err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)
 	}
+	wh := &webhooks{shared: sh, keyring: deps.Keyring, hm: s.rx.hm, pushes: newPushBudget(cfg.Pushes, sh.now)}
 	s.hc = ghclient.NewHTTPClient(ghclient.HTTPOptions{AllowPrivateNetworks: cfg.AllowPrivateNetworks, Tracer: sh.tracer, Metrics: &sh.metrics.github, Timeout: cfg.GitHubTimeout})
 	s.gh = ghclient.NewGitHub(s.hc, cfg.GitHubTimeout, sh.now)
 	s.gh.SetLimits(cfg.Limits, cfg.DefaultAPIURL)
@@ -300,7 +310,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		}, Handler: s.poll.handlePoll}, wh.hookConsumer(), s.revs.consumer(), s.orgs.consumer(), s.noise.consumer()},
 		// the GitHub client's idle connections close once no poll runs
 		Parts: []bus.Part{bus.PartFuncs{StopFunc: func(context.Context) error { s.hc.CloseIdleConnections(); return nil }},
-			wh.hookListener(), s.cards, &pushSummaries{s: wh}},
+			s.rx.hookListener(), s.cards, &pushSummaries{s: wh}},
 		HostTimeout:     cfg.HostTimeout,
 		ShutdownTimeout: cfg.PollDeadline + 5*time.Second,
 	}, deps)

@@ -297,7 +297,7 @@ func (s *webhooks) dropHook(ctx context.Context, sc binding.Scope, id string) {
 
 // touchHook records a delivery: a ping always, an event at most every
 // hookTouchEvery. It reports whether the record exists.
-func (s *webhooks) touchHook(ctx context.Context, sc binding.Scope, id string, ping bool) (bool, error) {
+func (s *shared) touchHook(ctx context.Context, sc binding.Scope, id string, ping bool) (bool, error) {
 	now := s.now().UTC()
 	h, _, err := hookStore(s.runner.KV()).Update(ctx, sc, func(h *HookRecord) (*HookRecord, error) {
 		if h == nil {

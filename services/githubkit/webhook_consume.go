@@ -9,8 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -19,7 +17,6 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
-	"github.com/langbot-nats/plugins/pkg/httpserve"
 	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/githubkit/events"
 	"github.com/langbot-nats/plugins/services/githubkit/ghclient"
@@ -292,36 +289,4 @@ func (s *webhooks) purgeHooks(ctx context.Context, sc binding.Scope) error {
 		return errors.New("githubkit: hook stream not ready")
 	}
 	return bus.PurgeSubjects(ctx, st, s.subj.InternalScope(Plugin, KindHook, sc))
-}
-
-// hookListener serves the receiver on Config.WebhookAddr, when set, as a
-// part of the runner: it listens before intake opens and shuts down after
-// intake drained.
-func (s *webhooks) hookListener() bus.Part {
-	var srv *httpserve.Server
-	return bus.PartFuncs{
-		StartFunc: func(context.Context) error {
-			if s.cfg.WebhookAddr == "" {
-				return nil
-			}
-			mux := http.NewServeMux()
-			mux.Handle(WebhookPath, http.HandlerFunc(s.serveWebhook))
-			var err error
-			srv, err = httpserve.Listen(s.cfg.WebhookAddr, mux, httpserve.Limits{
-				ReadTimeout: s.cfg.WebhookReadTimeout + httpserve.DefaultReadHeaderTimeout, WriteTimeout: 30 * time.Second,
-				MaxBody: s.cfg.WebhookMaxBody, BodyBudget: s.cfg.WebhookBodyBudget,
-			})
-			if err != nil {
-				return fmt.Errorf("githubkit: webhook listener: %w", err)
-			}
-			s.log.Info("webhook receiver listening", "addr", srv.Addr())
-			return nil
-		},
-		StopFunc: func(ctx context.Context) error {
-			if srv == nil {
-				return nil
-			}
-			return srv.Shutdown(ctx)
-		},
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net"
@@ -102,7 +103,7 @@ type hookMessage struct {
 	Body     json.RawMessage `json:"body"`
 }
 
-func (s *webhooks) serveWebhook(w http.ResponseWriter, r *http.Request) {
+func (s *hookReceiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(r.Context(), hookRequestTimeout)
 	defer cancel()
@@ -118,9 +119,41 @@ func (s *webhooks) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	hookReply(w, status, reason)
 }
 
+// hookListener serves the receiver on Config.WebhookAddr, when set, as a
+// part of the runner: it listens before intake opens and shuts down after
+// intake drained.
+func (s *hookReceiver) hookListener() bus.Part {
+	var srv *httpserve.Server
+	return bus.PartFuncs{
+		StartFunc: func(context.Context) error {
+			if s.cfg.WebhookAddr == "" {
+				return nil
+			}
+			mux := http.NewServeMux()
+			mux.Handle(WebhookPath, http.HandlerFunc(s.serveWebhook))
+			var err error
+			srv, err = httpserve.Listen(s.cfg.WebhookAddr, mux, httpserve.Limits{
+				ReadTimeout: s.cfg.WebhookReadTimeout + httpserve.DefaultReadHeaderTimeout, WriteTimeout: 30 * time.Second,
+				MaxBody: s.cfg.WebhookMaxBody, BodyBudget: s.cfg.WebhookBodyBudget,
+			})
+			if err != nil {
+				return fmt.Errorf("githubkit: webhook listener: %w", err)
+			}
+			s.log.Info("webhook receiver listening", "addr", srv.Addr())
+			return nil
+		},
+		StopFunc: func(ctx context.Context) error {
+			if srv == nil {
+				return nil
+			}
+			return srv.Shutdown(ctx)
+		},
+	}
+}
+
 // receive handles one delivery and returns the status and reason word to
 // answer with. Each step either passes the delivery on or answers it.
-func (s *webhooks) receive(ctx context.Context, w http.ResponseWriter, r *http.Request, span trace.Span) (int, string) {
+func (s *hookReceiver) receive(ctx context.Context, w http.ResponseWriter, r *http.Request, span trace.Span) (int, string) {
 	d, v := s.checkRequest(w, r)
 	if v.done() {
 		return v.answer()
@@ -179,7 +212,7 @@ type hookDelivery struct {
 
 // checkRequest refuses, from the request line and headers alone, what is
 // not a delivery to a hook.
-func (s *webhooks) checkRequest(w http.ResponseWriter, r *http.Request) (*hookDelivery, hookVerdict) {
+func (s *hookReceiver) checkRequest(w http.ResponseWriter, r *http.Request) (*hookDelivery, hookVerdict) {
 	id, ok := parseHookPath(r.URL.Path)
 	if !ok {
 		return nil, hookVerdict{http.StatusNotFound, "unknown_hook"}
@@ -199,7 +232,7 @@ func (s *webhooks) checkRequest(w http.ResponseWriter, r *http.Request) (*hookDe
 }
 
 // locateHook finds the scope that holds the hook.
-func (s *webhooks) locateHook(ctx context.Context, d *hookDelivery) hookVerdict {
+func (s *hookReceiver) locateHook(ctx context.Context, d *hookDelivery) hookVerdict {
 	sc, _, _, err := s.runner.KV().Locate(ctx, KindHook, d.id)
 	switch {
 	case errors.Is(err, bus.ErrNoScope):
@@ -213,7 +246,7 @@ func (s *webhooks) locateHook(ctx context.Context, d *hookDelivery) hookVerdict 
 }
 
 // loadHook reads the hook's record.
-func (s *webhooks) loadHook(ctx context.Context, d *hookDelivery) hookVerdict {
+func (s *hookReceiver) loadHook(ctx context.Context, d *hookDelivery) hookVerdict {
 	hook, _, err := hookStore(s.runner.KV()).Get(ctx, d.sc, d.id)
 	if err != nil || hook == nil {
 		if err != nil {
@@ -231,7 +264,7 @@ func (s *webhooks) loadHook(ctx context.Context, d *hookDelivery) hookVerdict {
 // timeout, whatever server mounts the receiver: slow clients cannot hold
 // memory. Once the body is read, the caller calls release when the delivery
 // is answered; a body that could not be read is released here.
-func (s *webhooks) admitBody(w http.ResponseWriter, r *http.Request, d *hookDelivery) (release func(), v hookVerdict) {
+func (s *hookReceiver) admitBody(w http.ResponseWriter, r *http.Request, d *hookDelivery) (release func(), v hookVerdict) {
 	release, err := s.bodies.Admit(r, s.cfg.WebhookMaxBody)
 	switch {
 	case errors.Is(err, httpserve.ErrTooLarge):
@@ -267,7 +300,7 @@ func bodyVerdict(w http.ResponseWriter, err error) hookVerdict {
 
 // authenticate checks the body's signature against the hook's secret, and
 // that the scope's installation is there and active.
-func (s *webhooks) authenticate(ctx context.Context, d *hookDelivery) hookVerdict {
+func (s *hookReceiver) authenticate(ctx context.Context, d *hookDelivery) hookVerdict {
 	secret, err := s.keyring.Open(d.sc, d.hook.Secret)
 	if err != nil {
 		s.log.ErrorContext(ctx, "webhook: sealed secret cannot be opened", "scope", d.sc.String())
@@ -291,7 +324,7 @@ func (s *webhooks) authenticate(ctx context.Context, d *hookDelivery) hookVerdic
 
 // answerUnrecorded answers a ping and an event there is nothing to push
 // for: either way the webhook delivers, and the hook notes it.
-func (s *webhooks) answerUnrecorded(ctx context.Context, d *hookDelivery) hookVerdict {
+func (s *hookReceiver) answerUnrecorded(ctx context.Context, d *hookDelivery) hookVerdict {
 	if d.hh.Event == "ping" {
 		if _, err := s.touchHook(ctx, d.sc, d.id, true); err != nil {
 			return hookVerdict{http.StatusServiceUnavailable, "unavailable"}
@@ -311,7 +344,7 @@ func (s *webhooks) answerUnrecorded(ctx context.Context, d *hookDelivery) hookVe
 
 // hookRecord builds the message that records the delivery for the hook
 // consumer, and sets d.bodyHash.
-func (s *webhooks) hookRecord(d *hookDelivery) (*nats.Msg, hookVerdict) {
+func (s *hookReceiver) hookRecord(d *hookDelivery) (*nats.Msg, hookVerdict) {
 	sum := sha256.Sum256(d.body)
 	d.bodyHash = hex.EncodeToString(sum[:16])
 	nonce, err := randomToken(12)
@@ -340,7 +373,7 @@ func (s *webhooks) hookRecord(d *hookDelivery) (*nats.Msg, hookVerdict) {
 // delivery's entry lives deliveryKeep) was recorded before: refused under
 // another delivery id, answered as a duplicate under its own (an admin's
 // redelivery days later), either way before anything is written.
-func (s *webhooks) refuseReplay(ctx context.Context, d *hookDelivery) hookVerdict {
+func (s *hookReceiver) refuseReplay(ctx context.Context, d *hookDelivery) hookVerdict {
 	switch by, err := s.bodyRecorded(ctx, d.sc, d.hook.RepoKey, d.bodyHash); {
 	case err != nil:
 		s.log.ErrorContext(ctx, "webhook: recent set unreadable", "scope", d.sc.String(), "err", err)
@@ -372,7 +405,7 @@ func (s *webhooks) refuseReplay(ctx context.Context, d *hookDelivery) hookVerdic
 
 // record publishes the delivery to the hook stream, with the delivery as
 // Nats-Msg-Id so that a second recording of it is dropped as a duplicate.
-func (s *webhooks) record(ctx context.Context, d *hookDelivery, msg *nats.Msg) hookVerdict {
+func (s *hookReceiver) record(ctx context.Context, d *hookDelivery, msg *nats.Msg) hookVerdict {
 	msg.Header.Set(jetstream.MsgIDHeader, d.sc.String()+":"+d.id+":"+d.hh.Delivery)
 	bus.Inject(ctx, msg.Header)
 	ack, err := s.runner.JetStream().PublishMsg(ctx, msg, jetstream.WithExpectStream(HookStreamName))
@@ -400,7 +433,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 
 // authorityOf returns a scope's authority from the in-process view, or
 // from storage when the view has not seen it.
-func (s *webhooks) authorityOf(ctx context.Context, sc binding.Scope) (*bus.Authority, error) {
+func (s *hookReceiver) authorityOf(ctx context.Context, sc binding.Scope) (*bus.Authority, error) {
 	if a, ok := s.runner.View().Lookup(sc); ok {
 		return &a, nil
 	}
