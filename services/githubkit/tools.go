@@ -292,15 +292,7 @@ func newRepoResult(rp *github.Repository) repoResult {
 // shrink drops a topic, then halves the description; false when nothing
 // is left to drop.
 func (out *repoResult) shrink() bool {
-	if len(out.Topics) > 0 {
-		out.Topics = out.Topics[:len(out.Topics)-1]
-		return true
-	}
-	if out.Description != "" {
-		out.Description = ghclient.Truncate(out.Description, utf8.RuneCountInString(out.Description)/2)
-		return true
-	}
-	return false
+	return dropLast(&out.Topics) || halve(&out.Description)
 }
 
 // newIssueResult is ToolIssue's answer for issue or pull request n of r:
@@ -334,12 +326,10 @@ func newIssueResult(r ghclient.Repo, n int, is *github.Issue) issueResult {
 // shrink drops a label, then halves the body; false when nothing is left
 // to drop.
 func (out *issueResult) shrink() bool {
-	if len(out.Labels) > 0 {
-		out.Labels = out.Labels[:len(out.Labels)-1]
+	if dropLast(&out.Labels) {
 		return true
 	}
-	if out.Body != "" {
-		out.Body = ghclient.Truncate(out.Body, utf8.RuneCountInString(out.Body)/2)
+	if halve(&out.Body) {
 		out.BodyTruncated = true
 		return true
 	}
@@ -363,11 +353,25 @@ func newSearchResult(q string, res *github.RepositoriesSearchResult, limit int) 
 
 // shrink drops an item; false when none is left.
 func (out *searchResult) shrink() bool {
-	if len(out.Items) > 0 {
-		out.Items = out.Items[:len(out.Items)-1]
-		return true
+	return dropLast(&out.Items)
+}
+
+// dropLast drops the last element of *s; false when there is none.
+func dropLast[T any](s *[]T) bool {
+	if len(*s) == 0 {
+		return false
 	}
-	return false
+	*s = (*s)[:len(*s)-1]
+	return true
+}
+
+// halve cuts *s to half its characters; false when it is empty.
+func halve(s *string) bool {
+	if *s == "" {
+		return false
+	}
+	*s = ghclient.Truncate(*s, utf8.RuneCountInString(*s)/2)
+	return true
 }
 
 // fitResult shrinks v with shrink until it encodes under MaxToolResult.
