@@ -87,14 +87,13 @@ const (
 	jsInfo = jsAPI + "INFO"
 )
 
-// kvStream and objStream are the streams behind a KV and an object store
-// bucket.
-func kvStream(bucket string) string  { return "KV_" + bucket }
+// objStream is the stream behind an object store bucket (KVStream is a
+// KV bucket's).
 func objStream(bucket string) string { return "OBJ_" + bucket }
 
 // kvWrites is the subject space of a KV bucket's puts, deletes and
 // purges; objWrites that of an object store's chunks and metadata.
-func kvWrites(bucket string) string  { return "$KV." + bucket + ".>" }
+func kvWrites(bucket string) string  { return KVSubject(bucket, ">") }
 func objWrites(bucket string) string { return "$O." + bucket + ".>" }
 
 // StreamGrants are the grants of a stream a service owns: create and
@@ -110,10 +109,10 @@ func StreamGrants(stream string) []string {
 		jsAPI + "STREAM.UPDATE." + stream,
 		jsAPI + "STREAM.INFO." + stream,
 		jsAPI + "STREAM.PURGE." + stream,
-		jsAPI + "STREAM.MSG.GET." + stream,
+		msgGetSubject(stream),
 		jsAPI + "STREAM.MSG.DELETE." + stream,
-		jsAPI + "DIRECT.GET." + stream,
-		jsAPI + "DIRECT.GET." + stream + ".>",
+		directGetSubject(stream),
+		directGetSubject(stream) + ".>",
 		jsAPI + "CONSUMER.CREATE." + stream,
 		jsAPI + "CONSUMER.CREATE." + stream + ".>",
 		jsAPI + "CONSUMER.INFO." + stream + ".*",
@@ -130,12 +129,12 @@ func StreamGrants(stream string) []string {
 // client's bind), message gets and direct gets, and $KV writes (a CAS
 // write needs them too).
 func kvReadGrants(bucket string) []string {
-	s := kvStream(bucket)
+	s := KVStream(bucket)
 	return []string{
 		jsAPI + "STREAM.INFO." + s,
-		jsAPI + "STREAM.MSG.GET." + s,
-		jsAPI + "DIRECT.GET." + s,
-		jsAPI + "DIRECT.GET." + s + ".>",
+		msgGetSubject(s),
+		directGetSubject(s),
+		directGetSubject(s) + ".>",
 		kvWrites(bucket),
 	}
 }
@@ -173,7 +172,7 @@ func (r *Runner) Grants() UserGrants {
 		{Why: "JetStream account info (readiness, limits).", Subjects: []string{jsInfo}},
 	}
 	for _, b := range buckets {
-		pub = append(pub, GrantGroup{Why: "Its stream " + kvStream(b) + ".", Subjects: StreamGrants(kvStream(b))})
+		pub = append(pub, GrantGroup{Why: "Its stream " + KVStream(b) + ".", Subjects: StreamGrants(KVStream(b))})
 	}
 	for _, in := range res.Inspected {
 		pub = append(pub, GrantGroup{Why: in.Why, Subjects: []string{jsAPI + "STREAM.INFO." + in.Stream}})
@@ -261,7 +260,7 @@ func HostGrants(s wire.Subjects) UserGrants {
 			{Why: "\"lbctl setup\": create, update and inspect " + ls + ".", Subjects: []string{jsInfo,
 				jsAPI + "STREAM.CREATE." + ls, jsAPI + "STREAM.UPDATE." + ls, jsAPI + "STREAM.INFO." + ls}},
 			{Why: "\"lbctl setup\": create and update the tenant bucket, and write\nthe first tenant of a single-host deployment (--first-tenant).",
-				Subjects: append([]string{jsAPI + "STREAM.CREATE." + kvStream(TenantBucket), jsAPI + "STREAM.UPDATE." + kvStream(TenantBucket)},
+				Subjects: append([]string{jsAPI + "STREAM.CREATE." + KVStream(TenantBucket), jsAPI + "STREAM.UPDATE." + KVStream(TenantBucket)},
 					kvReadGrants(TenantBucket)...)},
 			{Why: "micro discovery of the services (nats micro ls/info/stats).", Subjects: []string{micro.APIPrefix + ".>"}},
 		},

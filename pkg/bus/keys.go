@@ -59,11 +59,11 @@ func KVStream(bucket string) string { return "KV_" + bucket }
 
 // directGetSubject is the JetStream API subject of a batched direct get on
 // a stream (a single-message get appends the subject).
-func directGetSubject(stream string) string { return "$JS.API.DIRECT.GET." + stream }
+func directGetSubject(stream string) string { return jsAPI + "DIRECT.GET." + stream }
 
 // msgGetSubject is the JetStream API subject of a message get on a stream,
 // which only the stream's leader answers.
-func msgGetSubject(stream string) string { return "$JS.API.STREAM.MSG.GET." + stream }
+func msgGetSubject(stream string) string { return jsAPI + "STREAM.MSG.GET." + stream }
 
 // KVSubject returns the stream subject under which a bucket stores the keys
 // matching keyFilter, "$KV.<bucket>.<keyFilter>", for consumers that read
