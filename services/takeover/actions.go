@@ -78,7 +78,7 @@ func (n *notices) notify(ctx context.Context, ses session, text string, on bool,
 		return
 	}
 	startedAt := rec.Takeover.StartedAt
-	idem := "takeover:" + sc.String() + ":" + sid + ":" + strconv.FormatInt(startedAt, 10) + ":" + model.OnOff(on)
+	idem := sendKey(sc, sid, strconv.FormatInt(startedAt, 10), model.OnOff(on))
 	msg := wire.SendMessage{BotUUID: rec.BotUUID, TargetType: rec.Type, TargetID: rec.TargetID, MessageChain: wire.Plain(text)}
 	gen := rec.Gen
 	try := func(ctx context.Context) bool {

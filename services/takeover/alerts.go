@@ -238,7 +238,7 @@ func (n *notices) resolveAlert(ctx context.Context, sc binding.Scope, set model.
 // scoped, never reused by another alert or note.
 func alertKey(sc binding.Scope, kind, sid string, n int, o model.OperatorChat) string {
 	h := sha256.Sum256([]byte(o.Key()))
-	return "takeover:" + sc.String() + ":" + kind + ":" + sid + ":" + strconv.Itoa(n) + ":" + hex.EncodeToString(h[:8])
+	return sendKey(sc, kind, sid, strconv.Itoa(n), hex.EncodeToString(h[:8]))
 }
 
 // handleAlert delivers a queued alert to every operator chat of the

@@ -76,7 +76,7 @@ func (n *notices) askedHuman(ctx context.Context, ses session, raisedAt int64) {
 	default:
 		return
 	}
-	key := "takeover:" + sc.String() + ":" + sid + ":" + kind + ":" + strconv.FormatInt(raisedAt, 10)
+	key := sendKey(sc, sid, kind, strconv.FormatInt(raisedAt, 10))
 	to := model.OperatorChat{BotUUID: rec.BotUUID, Type: rec.Type, ID: rec.TargetID}
 	n.goBackground(ctx, func(ctx context.Context) { n.sendWithRetry(ctx, ses.b, to, wire.Plain(msg), key) })
 }
@@ -284,7 +284,7 @@ func (n *notices) idleReturn(ctx context.Context, ses session, body escalationBo
 	})
 	for _, o := range set.OperatorChats {
 		h := sha256.Sum256([]byte(o.Key()))
-		key := "takeover:" + sc.String() + ":idle:" + body.SID + ":" + strconv.FormatInt(body.Ref, 10) + ":" + hex.EncodeToString(h[:8])
+		key := sendKey(sc, "idle", body.SID, strconv.FormatInt(body.Ref, 10), hex.EncodeToString(h[:8]))
 		n.goBackground(ctx, func(ctx context.Context) { n.sendWithRetry(ctx, ses.b, o, wire.Plain(msg), key) })
 	}
 	n.requeue(ctx, ses, now)
@@ -352,7 +352,7 @@ func (o *ops) cancelEvent(ctx context.Context, inv *bus.Invocation, set model.Se
 		sum := sha256.Sum256([]byte(invID))
 		to := model.OperatorChat{BotUUID: ev.BotUUID, Type: data.LauncherType, ID: lid}
 		o.notices.sendWithRetry(ctx, c.Binding, to, wire.Plain(text(o.catalog, set, "escalate.cancelled", nil)),
-			"takeover:"+c.Scope.String()+":"+sid+":cancel:"+hex.EncodeToString(sum[:16]))
+			sendKey(c.Scope, sid, "cancel", hex.EncodeToString(sum[:16])))
 	})
 	return wire.EventReply{PreventDefault: true, PreventPostorder: true}, true
 }

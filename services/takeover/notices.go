@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -107,4 +108,12 @@ func storeEntry(ctx context.Context, st *store.Store, sc binding.Scope, sid stri
 	}
 	e.Seq = seq
 	return nil
+}
+
+// sendKey is the idempotency key of a message the service sends for the
+// installation sc: "takeover:<scope>:" and parts joined by ":". A host
+// drops a repeat of a key it has sent, so each kind of message names what
+// makes it one message (the session, the occurrence, the operator chat).
+func sendKey(sc binding.Scope, parts ...string) string {
+	return Plugin + ":" + sc.String() + ":" + strings.Join(parts, ":")
 }

@@ -492,7 +492,7 @@ func (n *notices) relayUser(ctx context.Context, sc binding.Scope, b binding.Bin
 		prefix := n.catalog.Text(set.Language, "relay.prefix", map[string]string{"n": t.N, "chat": t.Chat})
 		chain := append([]wire.Component{{Type: "Plain", Text: prefix + body + extra}}, images...)
 		h := sha256.Sum256([]byte(t.Key))
-		key := "takeover:" + sc.String() + ":relay:" + e.ID + ":" + hex.EncodeToString(h[:8])
+		key := sendKey(sc, "relay", e.ID, hex.EncodeToString(h[:8]))
 		to := t.chat()
 		n.goBackground(ctx, func(ctx context.Context) {
 			n.sendWithRetry(ctx, b, to, chain, key)
@@ -544,7 +544,7 @@ func (o *ops) relayReply(ctx context.Context, c pageCall, sid string, r *replyRe
 			head := o.catalog.Text(lang, "relay.mirror", map[string]string{"n": t.N, "chat": t.Chat, "who": who})
 			chain := append([]wire.Component{{Type: "Plain", Text: head + r.Text + extra}}, images...)
 			h := sha256.Sum256([]byte(t.Key))
-			o.notices.sendWithRetry(ctx, c.Binding, t.chat(), chain, "takeover:"+c.Scope.String()+":relay-op:"+id+":"+hex.EncodeToString(h[:8]))
+			o.notices.sendWithRetry(ctx, c.Binding, t.chat(), chain, sendKey(c.Scope, "relay-op", id, hex.EncodeToString(h[:8])))
 		}
 	})
 }
@@ -582,7 +582,7 @@ func (n *notices) relayReleased(ctx context.Context, ses session) {
 // once per key.
 func (n *notices) sendOperator(ctx context.Context, sc binding.Scope, b binding.Binding, to model.OperatorChat, text, key string) {
 	h := sha256.Sum256([]byte(key))
-	n.sendWithRetry(ctx, b, to, wire.Plain(text), "takeover:"+sc.String()+":note:"+hex.EncodeToString(h[:16]))
+	n.sendWithRetry(ctx, b, to, wire.Plain(text), sendKey(sc, "note", hex.EncodeToString(h[:16])))
 }
 
 // sendWithRetry sends a chain to an operator chat with the notice retries

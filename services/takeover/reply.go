@@ -219,7 +219,7 @@ func (o *ops) sendReply(ctx context.Context, c pageCall, sid string, rec *model.
 	if len(r.File) > 0 {
 		chain = append(chain, wire.Component{Type: "File", Base64: model.DataURL(r.FileMime, r.File), Name: r.FileName})
 	}
-	idem := "takeover:" + c.Scope.String() + ":" + sid + ":" + r.IdempotencyKey
+	idem := sendKey(c.Scope, sid, r.IdempotencyKey)
 	sctx, cancel := context.WithTimeout(ctx, o.hostTimeout)
 	defer cancel()
 	err := o.runner.Host().SendMessage(sctx, c.Binding, wire.SendMessage{
