@@ -3,7 +3,6 @@ package takeover_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -309,20 +308,7 @@ func TestAlertOfDeletedSessionNotSent(t *testing.T) {
 	bustest.Eventually(t, "a failed alert try", func() bool { return len(alertsTo(h, b)["group:900"]) >= 1 })
 	h.mustPage(b, cfg, "DELETE", "/session", map[string]string{"sid": sid}, nil)
 	tries := len(alertsTo(h, b)["group:900"])
-	js, err := jetstream.New(h.srv.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bustest.Eventually(t, "the alert job settled", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c, err := js.Consumer(ctx, store.TimerStream, store.AlertDurable)
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(ctx)
-		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
-	})
+	alertsSettled(t, h)
 	if got := len(alertsTo(h, b)["group:900"]); got != tries {
 		t.Fatalf("%d alert tries after the session was deleted, want %d", got, tries)
 	}
@@ -346,30 +332,7 @@ func notesTo(h *harness, b binding.Binding) map[string][]bustest.HostCall {
 // this every note it caused has been sent or dropped.
 func alertsSettled(t *testing.T, h *harness) {
 	t.Helper()
-	bustest.Eventually(t, "the alert consumer idle", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c, err := h.js.Consumer(ctx, store.TimerStream, store.AlertDurable)
-		if err != nil {
-			return false
-		}
-		info, err := c.Info(ctx)
-		if err != nil || info.NumPending != 0 || info.NumAckPending != 0 {
-			return false
-		}
-		// The consumer counts a new message a moment after its publish
-		// was acknowledged: idle counts are not enough until its ack floor
-		// has passed the newest alert job.
-		st, err := h.js.Stream(ctx, store.TimerStream)
-		if err != nil {
-			return false
-		}
-		last, err := st.GetLastMsgForSubject(ctx, wire.Subjects{}.InternalAll(takeover.Plugin, store.KindAlert))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return true
-		}
-		return err == nil && info.AckFloor.Stream >= last.Sequence
-	})
+	bustest.CaughtUp(t, h.js, store.TimerStream, store.AlertDurable, wire.Subjects{}.InternalAll(takeover.Plugin, store.KindAlert))
 }
 
 // TestTakenNoteToOtherOperatorChats: a take from one operator chat tells
