@@ -135,9 +135,6 @@ func (s *stack) startAll(conn func() *nats.Conn) {
 	}
 }
 
-// stop stops a replica and waits for Run to return.
-func (s *stack) stop(r *running) { r.run.Stop() }
-
 // install is one installation of each of the three plugins in one
 // workspace: each plugin has its own installation uuid, hence its own scope.
 type install struct {

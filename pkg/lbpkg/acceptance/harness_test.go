@@ -2,7 +2,6 @@ package acceptance_test
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"testing"
@@ -181,15 +180,4 @@ func (s *stack) spanAttributes() []string {
 		}
 	}
 	return out
-}
-
-// jsonEqual reports whether got and want hold the same JSON value.
-func jsonEqual(got json.RawMessage, want string) bool {
-	var a, b any
-	if json.Unmarshal(got, &a) != nil || json.Unmarshal([]byte(want), &b) != nil {
-		return false
-	}
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
 }

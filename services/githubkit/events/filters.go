@@ -173,17 +173,3 @@ func Matches(kinds []string, typ, refType string) bool {
 func WantsCI(kinds []string) (on, all bool) {
 	return slices.Contains(kinds, kindCI) || slices.Contains(kinds, kindCIAll), slices.Contains(kinds, kindCIAll)
 }
-
-// eventKinds reports whether kinds select any event at all (nil does;
-// ["ci"] alone does not).
-func eventKinds(kinds []string) bool {
-	if kinds == nil {
-		return true
-	}
-	for _, k := range kinds {
-		if k != kindCI && k != kindCIAll {
-			return true
-		}
-	}
-	return false
-}
