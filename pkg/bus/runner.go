@@ -109,6 +109,13 @@ type RunnerConfig struct {
 	Description string
 
 	Handlers Handlers
+	// ObserveEvents is the plugin's plugin.Declaration.ObserveEvents: its
+	// packages forward events without waiting and ignore the answer, so
+	// every event is answered with both flags false. An Event handler
+	// that returns anything else is a bug: its decision would be lost
+	// without a word in the packages, so the runner drops it here and
+	// logs an error.
+	ObserveEvents bool
 
 	// Streams are the service's own streams, created or updated first, in
 	// order; Stream returns their handles.
@@ -762,6 +769,9 @@ func (r *Runner) handle(ctx context.Context, span trace.Span, j job) (nats.Heade
 		switch {
 		case handler != nil:
 			reply, herr = r.call(ctx, handler, inv)
+			if j.ep == wire.EndpointEvent && r.cfg.ObserveEvents && herr == nil {
+				reply = r.observed(ctx, inv, reply)
+			}
 		case j.ep == wire.EndpointEvent:
 			reply = wire.EventReply{}
 		default:
@@ -812,6 +822,15 @@ func (r *Runner) call(ctx context.Context, h Handler, inv *Invocation) (reply an
 		}
 	}()
 	return h(ctx, inv)
+}
+
+// observed is the reply to an event of an ObserveEvents plugin: always
+// both flags false. A decision its handler returned is logged and dropped.
+func (r *Runner) observed(ctx context.Context, inv *Invocation, reply any) wire.EventReply {
+	if er, ok := reply.(wire.EventReply); !ok || er.PreventDefault || er.PreventPostorder || er.ReplyMessageChain != nil {
+		r.log.ErrorContext(ctx, "an observed event's handler returned a decision; answered with none", "scope", inv.Scope.String(), "event", inv.Event.Name)
+	}
+	return wire.EventReply{}
 }
 
 // admit decides from the in-process view whether inv is served (DESIGN

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 	"github.com/langbot-nats/plugins/pkg/wire"
 )
 
@@ -50,6 +52,39 @@ func TestRunnerUnusedEndpoints(t *testing.T) {
 	_, err = h.invoker.Invoke(context.Background(), plugin, wire.EndpointTool, "t1", tool)
 	if !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("tool on a plugin without tools = %v, want 404", err)
+	}
+}
+
+// TestRunnerObserveEventsAnswersNoDecision: a plugin that declares it
+// only observes events (plugin.Declaration.ObserveEvents) never answers an
+// event with a decision, since its packages would ignore it: a handler
+// that returns one is logged as an error, with the scope and no content,
+// and its decision dropped. Without ObserveEvents the decision goes out.
+func TestRunnerObserveEventsAnswersNoDecision(t *testing.T) {
+	decide := bus.Handlers{Event: func(ctx context.Context, inv *bus.Invocation) (any, error) {
+		return wire.EventReply{PreventDefault: true, PreventPostorder: true}, nil
+	}}
+	for _, observe := range []bool{true, false} {
+		var logs bustest.LogBuffer
+		h := newHarness(t, bus.RunnerConfig{Handlers: decide, ObserveEvents: observe}, bus.Deps{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		b := bindingFor("i1", "w1", "n1", 1, 1)
+		h.install(b)
+		ev := &wire.Request{Binding: b, Event: &wire.Event{Name: "PersonMessageReceived", BotUUID: "bot", Data: json.RawMessage(`{"text":"secret words"}`)}}
+		out, err := h.invoker.Invoke(context.Background(), plugin, wire.EndpointEvent, "e1", ev)
+		var got wire.EventReply
+		if err != nil || json.Unmarshal(out, &got) != nil {
+			t.Fatalf("observe=%v: event = %s, %v", observe, out, err)
+		}
+		logged := strings.Contains(logs.String(), "returned a decision")
+		if observe && (got.PreventDefault || got.PreventPostorder || !logged) {
+			t.Fatalf("observing: reply %s, error logged %v; want no decision, logged", out, logged)
+		}
+		if !observe && (!got.PreventDefault || logged) {
+			t.Fatalf("deciding: reply %s, error logged %v; want the decision, nothing logged", out, logged)
+		}
+		if observe && (!strings.Contains(logs.String(), bus.ScopeOf(b).String()) || strings.Contains(logs.String(), "secret")) {
+			t.Fatalf("the error line names no scope or quotes the event: %s", logs.String())
+		}
 	}
 }
 

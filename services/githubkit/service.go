@@ -277,6 +277,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		DedupeTTL:         dedupeTTL,
 		Replicas:          cfg.Replicas,
 		SecretFields:      []string{secretField},
+		ObserveEvents:     Declaration().ObserveEvents,
 		Handlers: bus.Handlers{
 			Command: s.handleCommand,
 			Tool:    s.handleTool,

@@ -115,6 +115,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		InvocationTimeout: cfg.InvocationTimeout,
 		Retention:         cfg.Retention,
 		Replicas:          cfg.Replicas,
+		ObserveEvents:     declaration(cat).ObserveEvents,
 		Handlers: bus.Handlers{
 			Command: s.handleCommand,
 			Tool:    s.handleTool,
