@@ -524,6 +524,9 @@ type EventResult struct {
 	PreventDefault, PreventPostorder bool
 	Emitted                          int
 	Raw                              json.RawMessage
+	// Arrived is when the runtime's answer was read, before this fake
+	// decoded it (see response.Arrived).
+	Arrived time.Time
 }
 
 // Emit sends ev to in's binding and returns the event context LangBot would
@@ -566,7 +569,7 @@ func (r *Runtime) Emit(ctx context.Context, in *Installation, ev Event) (*EventR
 	for k, v := range scope {
 		ectx[k] = v
 	}
-	raw, err := r.call(ctx, &in.Binding, "emit_event", map[string]any{"event_context": ectx, "include_plugins": nil}, timeoutInvoke)
+	resp, err := r.callFrame(ctx, &in.Binding, "emit_event", map[string]any{"event_context": ectx, "include_plugins": nil}, timeoutInvoke)
 	// The query ends with its answer: the earliest LangBot 4.10.8 drops it
 	// (a pipeline that stops at once, pipelinemgr.py's remove_query), so a
 	// get_bot_uuid sent after the answer is refused, one sent before it
@@ -584,11 +587,11 @@ func (r *Runtime) Emit(ctx context.Context, in *Installation, ev Event) (*EventR
 			PreventPostorder bool `json:"is_prevent_postorder"`
 		} `json:"event_context"`
 	}
-	if err := json.Unmarshal(raw, &ans); err != nil {
+	if err := json.Unmarshal(resp.Data, &ans); err != nil {
 		return nil, fmt.Errorf("runtimetest: emit_event: %w", err)
 	}
 	return &EventResult{PreventDefault: ans.Context.PreventDefault, PreventPostorder: ans.Context.PreventPostorder,
-		Emitted: len(ans.Emitted), Raw: raw}, nil
+		Emitted: len(ans.Emitted), Raw: resp.Data, Arrived: resp.Arrived}, nil
 }
 
 // PageResult is a page_api answer: data, or the page's error text.

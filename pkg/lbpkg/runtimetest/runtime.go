@@ -473,9 +473,15 @@ func (r *Runtime) CallWithBinding(ctx context.Context, b binding.Binding, action
 }
 
 func (r *Runtime) call(ctx context.Context, b *binding.Binding, action string, data any, timeout time.Duration) (json.RawMessage, error) {
-	var out json.RawMessage
+	resp, err := r.callFrame(ctx, b, action, data, timeout)
+	return resp.Data, err
+}
+
+// callFrame is call's whole answer frame: its data and when it arrived.
+func (r *Runtime) callFrame(ctx context.Context, b *binding.Binding, action string, data any, timeout time.Duration) (response, error) {
+	var out response
 	err := r.stream(ctx, b, action, data, timeout, func(resp response) bool {
-		out = resp.Data
+		out = resp
 		return false
 	})
 	return out, err
