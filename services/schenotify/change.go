@@ -155,13 +155,9 @@ func (rm *reminders) resumeHeld(ctx context.Context, sc binding.Scope, sess sess
 		}
 		next := r.NextDue
 		if r.Recurrence != nil && !next.After(now) {
-			rule, err := when.RuleOf(*r.Recurrence)
-			if err != nil {
+			rule, loc := rm.ruleOf(r)
+			if rule == nil {
 				return fail("internal", "", nil)
-			}
-			loc := rm.zone
-			if l, ok := when.LoadZone(r.Zone); ok {
-				loc = l
 			}
 			next = rule.Next(r.NextDue, now, loc)
 			if next.IsZero() {

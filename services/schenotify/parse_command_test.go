@@ -213,9 +213,9 @@ func utc(s string) time.Time {
 
 func mustZone(t testing.TB, name string) *time.Location {
 	t.Helper()
-	loc, ok := when.LoadZone(name)
-	if !ok {
-		t.Fatalf("LoadZone(%q) failed", name)
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return loc
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
@@ -268,7 +269,7 @@ func (rm *reminders) remove(ctx context.Context, sc binding.Scope, sess session,
 // delivery, a resume and the sweep get a record's rule.
 func (rm *reminders) ruleOf(rec *Record) (*when.Rule, *time.Location) {
 	loc := rm.zone
-	if l, ok := when.LoadZone(rec.Zone); ok {
+	if l, err := settings.LoadZone(rec.Zone); err == nil {
 		loc = l
 	}
 	if rec.Recurrence == nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/i18n"
 	"github.com/langbot-nats/plugins/pkg/plugin"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -365,7 +366,7 @@ func (rd Renderer) DeliveryText(s Settings, rec *Record, occurrence, now time.Ti
 		return text
 	}
 	zone := s.Zone
-	if loc, ok := when.LoadZone(rec.Zone); ok && rec.Recurrence != nil {
+	if loc, err := settings.LoadZone(rec.Zone); err == nil && rec.Recurrence != nil {
 		zone = loc
 	}
 	args := map[string]string{"time": when.Local(occurrence, zone), "late": coarseDuration(rd.Cat, s.Language, late), "skipped": strconv.Itoa(skipped)}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/langbot-nats/plugins/pkg/bus"
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
@@ -89,8 +90,8 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	if cfg, err = withDefaults(cfg); err != nil {
 		return nil, err
 	}
-	zone, ok := when.LoadZone(cfg.DefaultZone)
-	if !ok {
+	zone, err := settings.LoadZone(cfg.DefaultZone)
+	if err != nil {
 		return nil, fmt.Errorf("%w: default zone %q is not an IANA zone", bus.ErrInvalidConfig, cfg.DefaultZone)
 	}
 	cat, err := Catalog()

@@ -1,7 +1,8 @@
 // Package when is schenotify's time: what a user may write for "when" and
 // what instants that means. It holds the time forms of spec 3.3 (ParseTime,
 // forms L and R), the duration grammar (ParseDuration), zones and the DST
-// policy of spec 7.3 (LoadZone, Resolve), recurrence rules (ParseRecurrence,
+// policy of spec 7.3 (DefaultZoneName, Resolve; names load through
+// settings.LoadZone), recurrence rules (ParseRecurrence,
 // Rule.Next), the when forms of "!sche add" (AddSpec, PlanAdd) and the
 // validation of a schedule into a Plan with its result codes (PlanTool,
 // Failure). Rules cron cannot express (month ends, nth weekdays, working

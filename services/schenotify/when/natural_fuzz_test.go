@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -20,7 +21,7 @@ func FuzzReadNatural(f *testing.F) {
 		"in an hour and a half", "三点一刻", "１２月２４日 ２０：００", "明天25点", "12/24 8pm", "每隔30分钟", "下下周三", ""} {
 		f.Add(s)
 	}
-	ny, _ := when.LoadZone("America/New_York")
+	ny, _ := settings.LoadZone("America/New_York")
 	now := time.Date(2030, 3, 9, 17, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, text string) {
 		in := when.ScheduleInput{Now: now, Zone: ny}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/langbot-nats/plugins/pkg/settings"
 	"github.com/langbot-nats/plugins/services/schenotify/when"
 )
 
@@ -19,7 +20,7 @@ func FuzzReadReminder(f *testing.F) {
 		"tomorrow 3pm meeting, remind me 10 minutes before", "每隔一天 早上7点 浇花", "提醒我", "remind me", ""} {
 		f.Add(s)
 	}
-	sh, _ := when.LoadZone("Asia/Shanghai")
+	sh, _ := settings.LoadZone("Asia/Shanghai")
 	now := time.Date(2026, 12, 6, 2, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, text string) {
 		in := when.ScheduleInput{Now: now, Zone: sh}

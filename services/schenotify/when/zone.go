@@ -16,15 +16,6 @@ const (
 	AdjustOverlap = "dst_overlap"
 )
 
-// LoadZone loads an IANA zone by name from Go's embedded zone database by
-// the rule every service shares (settings.LoadZone): it refuses the empty
-// name, "Local", fixed offsets and anything time.LoadLocation cannot load,
-// so a stored zone name always means the same rules.
-func LoadZone(name string) (*time.Location, bool) {
-	loc, err := settings.LoadZone(name)
-	return loc, err == nil
-}
-
 // DefaultZoneName resolves the process zone once (spec 2 rule 2): TZ if it
 // names a loadable zone (TZ="" means UTC), otherwise the target of the
 // /etc/localtime symlink below zoneinfo/, otherwise UTC. lookupEnv and
@@ -35,7 +26,7 @@ func DefaultZoneName(lookupEnv func(string) (string, bool), readlink func(string
 			return "UTC"
 		}
 		tz = strings.TrimPrefix(tz, ":")
-		if _, ok := LoadZone(tz); ok {
+		if _, err := settings.LoadZone(tz); err == nil {
 			return tz
 		}
 	}
@@ -43,7 +34,7 @@ func DefaultZoneName(lookupEnv func(string) (string, bool), readlink func(string
 		target = filepath.ToSlash(target)
 		if i := strings.LastIndex(target, "zoneinfo/"); i >= 0 {
 			name := target[i+len("zoneinfo/"):]
-			if _, ok := LoadZone(name); ok {
+			if _, err := settings.LoadZone(name); err == nil {
 				return name
 			}
 		}
