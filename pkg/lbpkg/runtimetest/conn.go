@@ -58,7 +58,7 @@ type envelope struct {
 	Offset      int             `json:"offset"`
 	SeqID       *int64          `json:"seq_id"`
 	Action      string          `json:"action"`
-	Code        *int            `json:"code"`
+	Code        int             `json:"code"`
 	Message     string          `json:"message"`
 	ChunkStatus string          `json:"chunk_status"`
 	Context     json.RawMessage `json:"context"`
@@ -198,10 +198,7 @@ func (c *conn) read(r io.Reader) {
 			}()
 			continue
 		}
-		resp := response{SeqID: *env.SeqID, Message: env.Message, Data: env.Data, ChunkStatus: env.ChunkStatus, Arrived: arrived}
-		if env.Code != nil {
-			resp.Code = *env.Code
-		}
+		resp := response{SeqID: *env.SeqID, Code: env.Code, Message: env.Message, Data: env.Data, ChunkStatus: env.ChunkStatus, Arrived: arrived}
 		c.mu.Lock()
 		ch := c.pending[resp.SeqID]
 		c.mu.Unlock()
