@@ -11,7 +11,8 @@ import (
 )
 
 // TestConsolePhoneWidth: at 360 px the list and the conversation are two
-// views with a back button, and nothing overflows horizontally. With
+// views with a back button, nothing overflows horizontally, and the empty
+// reply box does not scroll its hint. With
 // TAKEOVER_SCREENSHOTS=1 (or -screenshots) the two views go to docs/images.
 func TestConsolePhoneWidth(t *testing.T) {
 	h := newHarness(t)
@@ -45,6 +46,12 @@ func TestConsolePhoneWidth(t *testing.T) {
 	b.show(alice)
 	b.until("the list hidden", `getComputedStyle(document.querySelector('.sidebar')).display === 'none' && document.querySelector('[data-testid=takeover-btn]').getBoundingClientRect().right <= 360`)
 	fits("conversation")
+	// the empty reply box shows its hint on one line, without a scroll bar
+	var scroll bool
+	b.eval(`(() => { const ta = document.querySelector('[data-testid=msg-input]'); return ta.value === '' && ta.scrollHeight > ta.clientHeight; })()`, &scroll)
+	if scroll {
+		t.Fatal("the empty reply box scrolls its hint at 360 px")
+	}
 	shot(t, b.ctx, filepath.Join(dir, "console-phone-chat.png"))
 	b.run(chromedp.Click(chromedp.CSS(`[data-testid=back-btn]`)))
 	b.until("back at the list", `getComputedStyle(document.querySelector('.sidebar')).display !== 'none' && document.querySelectorAll('[data-testid=session-item]').length === 2`)
