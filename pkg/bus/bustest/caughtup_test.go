@@ -5,31 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
-	"github.com/langbot-nats/plugins/pkg/natsembed"
 )
 
 // TestIsCaughtUp: a consumer is caught up only once it has acknowledged
 // the last message of its subject; other subjects and an empty stream do
 // not hold it back.
 func TestIsCaughtUp(t *testing.T) {
-	srv, err := natsembed.Start(natsembed.Config{Dir: t.TempDir(), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := bustest.NewServer(t).JetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}})
