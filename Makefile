@@ -117,10 +117,15 @@ e2e:
 	@if [ -x e2e/run.sh ]; then e2e/run.sh; else echo "e2e: not built yet"; exit 1; fi
 	LANGBOT_SOAK=1 $(GO) test -race -count=1 -timeout 30m ./reliability/...
 
+# staticcheck, pinned; fetched from the module proxy on first use.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	cd deploy && $(GO) vet ./...
+	$(GO) run $(STATICCHECK) $(PKGS)
+	cd deploy && $(GO) run $(STATICCHECK) ./...
 	@# a merge left half done (markers in docs or code) fails here, not in a reader's hands
 	@if git grep -nE '^(<<<<<<<|>>>>>>>) ' -- . ':!*.lbpkg'; then echo "merge conflict markers left"; exit 1; fi
 

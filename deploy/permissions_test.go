@@ -333,11 +333,11 @@ func exerciseService(t *testing.T, host, svc *client, p pluginSpec) {
 	// Start-up: create or update its buckets, streams and object store.
 	var kvs []jetstream.KeyValue
 	for _, cfg := range p.buckets {
-		kv, err := svc.js.CreateOrUpdateKeyValue(ctx, cfg)
+		_, err := svc.js.CreateOrUpdateKeyValue(ctx, cfg)
 		must("create bucket "+cfg.Bucket, err)
 		_, err = svc.js.CreateOrUpdateKeyValue(ctx, cfg)
 		must("update bucket "+cfg.Bucket, err)
-		kv, err = svc.js.KeyValue(ctx, cfg.Bucket)
+		kv, err := svc.js.KeyValue(ctx, cfg.Bucket)
 		must("bind bucket "+cfg.Bucket, err)
 		kvs = append(kvs, kv)
 	}

@@ -84,7 +84,7 @@ func render(t testing.TB, dir string) *manifest {
 	}
 	for _, r := range resMap.Resources() {
 		gvk := r.GetGvk()
-		key := gvk.Kind
+		var key string
 		if gvk.Group != "" {
 			key = gvk.Group + "/" + gvk.Version + "/" + gvk.Kind
 		} else {

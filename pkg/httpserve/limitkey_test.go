@@ -9,7 +9,7 @@ import (
 // TestLimitKeyOf: the key is a function of the parts and of where they
 // split, never of their concatenation alone.
 func TestLimitKeyOf(t *testing.T) {
-	if httpserve.LimitKeyOf("a", "b") != httpserve.LimitKeyOf("a", "b") {
+	if k1, k2 := httpserve.LimitKeyOf("a", "b"), httpserve.LimitKeyOf("a", "b"); k1 != k2 {
 		t.Fatal("same parts, different keys")
 	}
 	if httpserve.LimitKeyOf("ab", "c") == httpserve.LimitKeyOf("a", "bc") {

@@ -149,9 +149,9 @@ func writeNode(b *bytes.Buffer, n node, indent int, inSeq bool) {
 }
 
 func writeValue(b *bytes.Buffer, v node, indent int) {
-	switch v.(type) {
+	switch x := v.(type) {
 	case yscalar:
-		b.WriteString(" " + scalarText(v.(yscalar)) + "\n")
+		b.WriteString(" " + scalarText(x) + "\n")
 	default:
 		writeNode(b, v, indent, false)
 	}

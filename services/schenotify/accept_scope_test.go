@@ -107,9 +107,9 @@ func TestO2UninstallStopsScope(t *testing.T) {
 		return len(k) == 1 && k[0] == scopeOf(a).String()+".authority" && len(e.keys(t, "langbot_schenotify_dedupe", scopeOf(a))) == 0 &&
 			e.streamMsgs(t, scopeOf(a)) == 0
 	})
-	sends := e.host.wait(t, 1, 6*time.Second)
+	e.host.wait(t, 1, 6*time.Second)
 	time.Sleep(time.Until(T.Add(6 * time.Second))) // the window in which A would have fired
-	sends = e.host.sends()
+	sends := e.host.sends()
 	if len(sends) != 1 || sentText(sends[0]) != "[Notify] B reminder" {
 		t.Fatalf("sends %q", e.host.texts())
 	}

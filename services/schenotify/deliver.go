@@ -383,11 +383,11 @@ func (d *delivery) sendMessage(ctx context.Context, c *claimed) error {
 // send performs the claimed delivery of a fired message and records its
 // outcome.
 func (d *delivery) send(ctx context.Context, cl *claimed) (string, error) {
-	sc, f, rec, occ := cl.sc, cl.f, cl.rec, cl.occ
+	sc, f, occ := cl.sc, cl.f, cl.occ
 	now := d.now()
 	d.metrics.lateness.Observe(now.Sub(cl.target).Seconds())
 	err := d.sendMessage(ctx, cl)
-	rec = cl.rec // an AI-written send carries its answer, for the outcome write
+	rec := cl.rec // after the send: an AI-written send carries its answer, for the outcome write
 	if h := d.hooks.afterSend; h != nil {
 		h(ctx, sc, rec.ID)
 	}

@@ -12,6 +12,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -34,7 +35,7 @@ func run(args []string) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("usage: accountsgen [-prefix P] FILE...")
+		return errors.New("usage: accountsgen [-prefix P] FILE [FILE ...]")
 	}
 	subj, err := wire.NewSubjects(*prefix)
 	if err != nil {

@@ -176,7 +176,7 @@ func (s *stack) spanAttributes() []string {
 	var out []string
 	for _, sp := range s.spans.Ended() {
 		for _, a := range sp.Attributes() {
-			out = append(out, string(a.Key)+"="+a.Value.Emit())
+			out = append(out, string(a.Key)+"="+a.Value.String())
 		}
 	}
 	return out

@@ -45,9 +45,6 @@ var aliases = map[string]string{
 	"digest": SubDigest, "摘要": SubDigest,
 }
 
-// subcommandOrder is the order of the help text.
-var subcommandOrder = []string{SubRepo, SubIssues, SubPRs, SubIssue, SubReleases, SubUser, SubSearch, SubSub, SubUnsub, SubSubs, SubCards, SubHelp}
-
 // Aliases returns the aliases of a canonical subcommand, in a fixed order.
 func Aliases(canonical string) []string {
 	var out []string

@@ -103,7 +103,6 @@ type repo struct {
 type override struct {
 	status int
 	body   string
-	header http.Header
 }
 
 // Server is a running fake GitHub. Its methods are safe for concurrent use.
