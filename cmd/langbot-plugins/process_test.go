@@ -74,12 +74,33 @@ type install struct {
 	dir                string
 	natsAddr, httpAddr string
 	env                []string
+	started            bool // the addresses are in use: a restart keeps them
 }
 
 func newInstall(t *testing.T, gh *fakegithub.Server) *install {
 	return &install{t: t, dir: filepath.Join(t.TempDir(), "data"), natsAddr: freeAddr(t), httpAddr: freeAddr(t),
 		env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TZ=UTC", "LANGBOT_LOG_LEVEL=info",
 			"GITHUB_API_URL=" + gh.URL, "GITHUB_ALLOW_HTTP=true", "GITHUB_ALLOW_PRIVATE_NETWORKS=true"}}
+}
+
+// TestStartAgainOnTakenPort: a first start whose HTTP port was taken
+// between freeAddr and the bind starts again on new addresses.
+func TestStartAgainOnTakenPort(t *testing.T) {
+	t.Parallel()
+	gh := fakegithub.New(fakegithub.Options{})
+	defer gh.Close()
+	in := newInstall(t, gh)
+	taken := in.httpAddr
+	ln, err := net.Listen("tcp", taken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	p, _ := in.start("-nats-only")
+	if in.httpAddr == taken {
+		t.Fatalf("started on the taken address %s", taken)
+	}
+	p.stop(t)
 }
 
 // proc is one run of the binary.
@@ -92,7 +113,29 @@ type proc struct {
 // start runs the binary on the install and waits until /readyz answers
 // 200 (with -nats-only, until the server is up); it returns how long that
 // took.
+//
+// freeAddr's ports are only free when it returns: a parallel test's
+// socket may take one before the binary binds it. So a first start that
+// fails on a taken address starts again on new ones (nothing has been
+// given the old ones yet); a restart keeps its addresses.
 func (in *install) start(args ...string) (*proc, time.Duration) {
+	in.t.Helper()
+	for attempt := 1; ; attempt++ {
+		p, took, err := in.try(args...)
+		if err == nil {
+			in.started = true
+			return p, took
+		}
+		if in.started || attempt == 3 || !strings.Contains(p.out.String(), "address already in use") {
+			in.t.Fatal(err)
+		}
+		in.t.Logf("start %d: a port was taken meanwhile; again on new ones", attempt)
+		in.natsAddr, in.httpAddr = freeAddr(in.t), freeAddr(in.t)
+	}
+}
+
+// try is one start: the running process, or why it is not ready.
+func (in *install) try(args ...string) (*proc, time.Duration, error) {
 	t := in.t
 	t.Helper()
 	p := &proc{out: &bustest.LogBuffer{}, done: make(chan error, 1)}
@@ -111,17 +154,19 @@ func (in *install) start(args ...string) (*proc, time.Duration) {
 		}
 	})
 	deadline := time.Now().Add(90 * time.Second)
+	// bounded: whatever else holds the port may accept and never answer
+	probe := &http.Client{Timeout: 2 * time.Second}
 	for {
 		select {
 		case err := <-p.done:
-			t.Fatalf("%s exited before ready: %v\n%s", name, err, p.out.String())
+			return p, 0, fmt.Errorf("%s exited before ready: %v\n%s", name, err, p.out.String())
 		default:
 		}
-		if resp, err := http.Get("http://" + in.httpAddr + "/readyz"); err == nil {
+		if resp, err := probe.Get("http://" + in.httpAddr + "/readyz"); err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return p, time.Since(began)
+				return p, time.Since(began), nil
 			}
 		}
 		if time.Now().After(deadline) {
