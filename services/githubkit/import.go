@@ -200,10 +200,7 @@ func (sum *ImportSummary) count(ir ImportRecord, cur *storedRecord) int {
 func (t *importTarget) openStream(ctx context.Context, subj wire.Subjects, replicas int) error {
 	stream, err := t.js.Stream(ctx, StreamName)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		stream, err = bus.EnsureStream(ctx, t.js, bus.StreamSpec{
-			Name: StreamName, Subjects: []string{subj.InternalAll(Plugin, KindSched), subj.InternalAll(Plugin, KindPoll)},
-			Replicas: replicas, Schedules: true, MaxMsgsPerSubject: 1,
-		})
+		stream, err = bus.EnsureStream(ctx, t.js, scheduleStream(subj, replicas))
 	}
 	if err != nil {
 		return fmt.Errorf("githubkit: import: stream: %w", err)

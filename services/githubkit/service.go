@@ -296,15 +296,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 		OnTransition: func(ctx context.Context, sc binding.Scope, prev *bus.Authority, next bus.Authority) error {
 			return errors.Join(s.subs.onTransition(ctx, sc, prev, next), featTransition(ctx, s.revs, s.orgs, sc, next))
 		},
-		Streams: []bus.StreamSpec{{
-			Name: StreamName,
-			Subjects: []string{s.subj.InternalAll(Plugin, KindSched), s.subj.InternalAll(Plugin, KindPoll),
-				s.subj.InternalAll(Plugin, KindReviewSched), s.subj.InternalAll(Plugin, KindReviewFire),
-				s.subj.InternalAll(Plugin, KindOrgSched), s.subj.InternalAll(Plugin, KindOrgPoll)},
-			Replicas:          cfg.Replicas,
-			Schedules:         true,
-			MaxMsgsPerSubject: 1,
-		}, wh.hookStream(), s.noise.stream()},
+		Streams: []bus.StreamSpec{scheduleStream(s.subj, cfg.Replicas), wh.hookStream(), s.noise.stream()},
 		Consumers: []bus.Consumer{{FiredConfig: bus.FiredConfig{
 			Stream: StreamName, Durable: PollConsumer, Filter: s.subj.InternalAll(Plugin, KindPoll),
 			Workers: cfg.PollWorkers, AckWait: cfg.AckWait, MaxDeliver: 3, Timeout: cfg.PollDeadline,
@@ -378,6 +370,22 @@ func (s *shared) schedSubjectsOf(k schedKinds, sc binding.Scope, key string) (sc
 // schedSubjects returns the schedule and poll subjects of one record.
 func (s *shared) schedSubjects(sc binding.Scope, key string) (sched, poll string, err error) {
 	return s.schedSubjectsOf(repoPolls, sc, key)
+}
+
+// scheduleStream is the stream of the repositories' poll schedules and the
+// review and organisation schedules, one message per subject. The service
+// creates it at start; an import before the service ever ran creates the
+// same (Import).
+func scheduleStream(subj wire.Subjects, replicas int) bus.StreamSpec {
+	return bus.StreamSpec{
+		Name: StreamName,
+		Subjects: []string{subj.InternalAll(Plugin, KindSched), subj.InternalAll(Plugin, KindPoll),
+			subj.InternalAll(Plugin, KindReviewSched), subj.InternalAll(Plugin, KindReviewFire),
+			subj.InternalAll(Plugin, KindOrgSched), subj.InternalAll(Plugin, KindOrgPoll)},
+		Replicas:          replicas,
+		Schedules:         true,
+		MaxMsgsPerSubject: 1,
+	}
 }
 
 func (s *shared) streamHandle() jetstream.Stream { return s.runner.Stream(StreamName) }
