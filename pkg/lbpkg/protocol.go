@@ -90,6 +90,9 @@ type protocol struct {
 	// LLMNoModel is the reason of the 404 invoke_llm answers when the
 	// workspace has no LLM model.
 	LLMNoModel string `json:"llm_no_model_reason"`
+	// GateRevoke is the host-action token of an event gate's revocation
+	// (wire.ActionGateRevoke), which the core serves itself.
+	GateRevoke string `json:"gate_revoke_action"`
 }
 
 // template turns a subject built from placeholders into a Python format
@@ -161,6 +164,7 @@ func buildProtocol(configKeys []string) (protocol, error) {
 		IdemKeys:   IdempotencyKeys,
 		Refusals:   refusalPhrases(),
 		LLMNoModel: wire.ReasonNoLLMModel,
+		GateRevoke: wire.ActionGateRevoke,
 	}
 	return p, nil
 }
@@ -184,7 +188,11 @@ type genPlugin struct {
 	OptionalEvents []string `json:"optional_events"`
 	// ObserveEvents is plugin.Declaration.ObserveEvents: the core forwards
 	// each event in the background and the listener returns at once.
-	ObserveEvents   bool           `json:"observe_events"`
+	ObserveEvents bool `json:"observe_events"`
+	// EventGate is plugin.Declaration.EventGate: the core asks the
+	// service for a wire.EventGate and lets the events it covers pass at
+	// once.
+	EventGate       bool           `json:"event_gate"`
 	Pages           []string       `json:"pages"`
 	DefaultLanguage string         `json:"default_language"`
 	Texts           map[string]any `json:"texts"`
@@ -228,6 +236,7 @@ func (g generator) generated() ([]byte, error) {
 		ConfigDefaults:  map[string]any{},
 		OptionalEvents:  []string{},
 		ObserveEvents:   g.decl.ObserveEvents,
+		EventGate:       g.decl.EventGate,
 	}
 	for _, e := range g.decl.Events {
 		if slices.Contains(plugin.OptionalEvents[:], e) {

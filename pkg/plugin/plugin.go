@@ -138,10 +138,14 @@ type Declaration struct {
 	// may forward an event without making the chat wait for the answer,
 	// and ignores the answer. A service that decides (blocks a message,
 	// replaces a reply) leaves it false.
-	ObserveEvents bool         `json:"observe_events,omitempty"`
-	Pages         []Page       `json:"pages"`
-	Config        []ConfigItem `json:"config"`
-	Texts         Texts        `json:"texts"`
+	ObserveEvents bool `json:"observe_events,omitempty"`
+	// EventGate says the service answers an event's WantGate with a
+	// wire.EventGate, so a host may let most events pass without waiting
+	// for a decision (takeover: every chat no human watches).
+	EventGate bool         `json:"event_gate,omitempty"`
+	Pages     []Page       `json:"pages"`
+	Config    []ConfigItem `json:"config"`
+	Texts     Texts        `json:"texts"`
 }
 
 // ConfigItem returns the config item called name.

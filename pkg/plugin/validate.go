@@ -114,6 +114,9 @@ func (d Declaration) Validate() error {
 	if d.ObserveEvents && len(d.Events) == 0 {
 		bad("observe_events without events")
 	}
+	if d.EventGate && (d.ObserveEvents || len(d.Events) == 0) {
+		bad("event_gate needs events the service decides (no observe_events)")
+	}
 	for _, p := range d.Pages {
 		unique("page", p.ID)
 		text("page "+p.ID+" label", p.Label)

@@ -45,6 +45,8 @@ func TestValidate(t *testing.T) {
 		{"empty prompt", func(d *plugin.Declaration) { d.Tools[0].LLMPrompt = " " }, "llm_prompt"},
 		{"unknown event", func(d *plugin.Declaration) { d.Events = []string{"Whatever"} }, "not one of"},
 		{"observe without events", func(d *plugin.Declaration) { d.Events, d.ObserveEvents = nil, true }, "observe_events without events"},
+		{"gate without events", func(d *plugin.Declaration) { d.Events, d.EventGate = nil, true }, "event_gate needs events"},
+		{"gate of observed events", func(d *plugin.Declaration) { d.ObserveEvents, d.EventGate = true, true }, "event_gate needs events"},
 		{"form type", func(d *plugin.Declaration) { d.Config[2].Type = "number" }, "form type"},
 		{"secret not masked", func(d *plugin.Declaration) { d.Config[0].Name = "api_key_value" }, "secret"},
 		{"masked not secret", func(d *plugin.Declaration) { d.Config[0].Secret = false }, "secret"},

@@ -89,6 +89,13 @@ type Event struct {
 	BotUUID   string          `json:"bot_uuid"`
 	Data      json.RawMessage `json:"data"`
 	QueryUUID ID              `json:"query_uuid,omitempty"`
+	// WantGate asks the service to put its current EventGate in the
+	// reply (a package without one, or whose gate is about to expire).
+	WantGate bool `json:"want_gate,omitempty"`
+	// Passed says the host has already let the event pass by its
+	// EventGate: the reply's decision cannot be applied any more, and the
+	// service records the event as what happened (an AI reply was sent).
+	Passed bool `json:"passed,omitempty"`
 }
 
 // Tool is the body field of a tool invocation.
@@ -254,6 +261,26 @@ type EventReply struct {
 	PreventDefault    bool        `json:"prevent_default"`
 	PreventPostorder  bool        `json:"prevent_postorder"`
 	ReplyMessageChain []Component `json:"reply_message_chain,omitempty"`
+	// Gate, when the request asked for it and the service can tell, is
+	// the rule by which the host may let this installation's events pass
+	// at once, without waiting for a decision (docs/protocol.md, "Event
+	// gate").
+	Gate *EventGate `json:"gate,omitempty"`
+}
+
+// EventGate is a service's promise, valid for TTLMillis from its receipt
+// unless revoked (ActionGateRevoke) or the host's connection drops, that
+// it would answer an event with no effect when all of these hold: the
+// event's name is in Events; its chat (launcher type and id, under any
+// bot) is not in Loud; and, for a message, the pattern Words (a Python
+// regular expression; empty: none) does not match the text of its Plain
+// components joined in order. Such an event is let pass at once and
+// forwarded in the background with Passed set.
+type EventGate struct {
+	TTLMillis int         `json:"ttl_ms"`
+	Events    []string    `json:"events"`
+	Loud      [][2]string `json:"loud"`
+	Words     string      `json:"words"`
 }
 
 // ToolReply is the reply to a tool call.

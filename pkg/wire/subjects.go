@@ -42,6 +42,10 @@ const (
 	// reply LLMAnswer); the LangBot packages forward it to the SDK's
 	// get_llm_models and invoke_llm.
 	ActionInvokeLLM = "invoke_llm"
+	// ActionGateRevoke is not a host action but a notice on the same
+	// subject space, published without a reply: the installation's
+	// EventGate is void from its receipt (a chat became watched).
+	ActionGateRevoke = "gate_revoke"
 )
 
 // DefaultHostTimeout bounds a host action whose caller set no earlier

@@ -81,6 +81,11 @@ func (rc *recording) event(ctx context.Context, inv *bus.Invocation, data model.
 			blocked = true
 		}
 	}
+	if blocked && ev.Passed {
+		// the package's gate let it pass before a revocation reached it
+		rc.metrics.gateMissed.Inc()
+		rc.log.WarnContext(ctx, "an event passed by the event gate would have been blocked", "scope", inv.Scope.String(), "event", ev.Name)
+	}
 	took := time.Since(start)
 	rc.metrics.decisionSeconds.Observe(took.Seconds())
 	if rc.onDecision != nil {
@@ -97,8 +102,9 @@ func (rc *recording) event(ctx context.Context, inv *bus.Invocation, data model.
 		job.withMessage(data, chain, lid)
 		job.word, job.hit = word, hit
 	} else {
-		// a blocked reply was never seen by the user; an empty one is not kept
-		if blocked || data.ResponseText == "" {
+		// a blocked reply was never seen by the user (unless the gate let
+		// it pass); an empty one is not kept
+		if (blocked && !ev.Passed) || data.ResponseText == "" {
 			return reply
 		}
 		job.ai = true

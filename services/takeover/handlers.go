@@ -17,8 +17,21 @@ import (
 // alerts.go).
 
 // handleEvent answers an event (spec §3.1): the recording part decides
-// and records it.
+// and records it; the reply carries the event gate when asked for it
+// (gate.go).
 func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, error) {
+	reply, err := s.event(ctx, inv)
+	if err != nil {
+		return nil, err
+	}
+	if inv.Event.WantGate {
+		reply.Gate = s.gate(inv.Scope, s.settings.get(inv.Scope, inv.Binding, inv.Config), s.now.ms())
+	}
+	return reply, nil
+}
+
+// event decides and records an event.
+func (s *Service) event(ctx context.Context, inv *bus.Invocation) (wire.EventReply, error) {
 	ev := inv.Event
 	switch ev.Name {
 	case EventPersonMessage, EventGroupMessage, EventResponded:
@@ -31,14 +44,14 @@ func (s *Service) handleEvent(ctx context.Context, inv *bus.Invocation) (any, er
 	}
 	var data model.EventData
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
-		return nil, wire.Errorf(wire.ErrBadRequest, "event data is malformed")
+		return wire.EventReply{}, wire.Errorf(wire.ErrBadRequest, "event data is malformed")
 	}
 	if data.LauncherType != model.LauncherPerson && data.LauncherType != model.LauncherGroup {
-		return nil, wire.Errorf(wire.ErrBadRequest, "launcher_type must be person or group")
+		return wire.EventReply{}, wire.Errorf(wire.ErrBadRequest, "launcher_type must be person or group")
 	}
 	lid, ok := model.LauncherID(data.LauncherID)
 	if !ok {
-		return nil, wire.Errorf(wire.ErrBadRequest, "launcher_id must be a string or number of 1 to 256 characters")
+		return wire.EventReply{}, wire.Errorf(wire.ErrBadRequest, "launcher_id must be a string or number of 1 to 256 characters")
 	}
 	if ev.Name != EventResponded {
 		set := s.settings.get(inv.Scope, inv.Binding, inv.Config)

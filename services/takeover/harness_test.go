@@ -175,11 +175,16 @@ func (h *harness) event(b binding.Binding, config, name, bot string, data json.R
 }
 
 func (h *harness) eventID(b binding.Binding, config, name, bot string, data json.RawMessage, id string) (wire.EventReply, error) {
+	return h.eventOf(b, config, &wire.Event{Name: name, BotUUID: bot, Data: data}, id)
+}
+
+// eventOf invokes ev, as given, under invocation id id.
+func (h *harness) eventOf(b binding.Binding, config string, ev *wire.Event, id string) (wire.EventReply, error) {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
 	raw, err := h.inv.Invoke(ctx, takeover.Plugin, wire.EndpointEvent, id, &wire.Request{
-		Binding: b, Config: json.RawMessage(config), Event: &wire.Event{Name: name, BotUUID: bot, Data: data},
+		Binding: b, Config: json.RawMessage(config), Event: ev,
 	})
 	var r wire.EventReply
 	if err != nil {

@@ -49,8 +49,9 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 			Original:    plugin.Identity{Author: "langbot-team", Name: "HumanTakeover"},
 			Repository:  "https://github.com/langbot-nats/plugins",
 		},
-		Events: []string{EventPersonMessage, EventGroupMessage, EventResponded},
-		Pages:  []plugin.Page{{ID: ConsolePageID, Label: t("Human Takeover", "人工接管")}},
+		Events:    []string{EventPersonMessage, EventGroupMessage, EventResponded},
+		EventGate: true,
+		Pages:     []plugin.Page{{ID: ConsolePageID, Label: t("Human Takeover", "人工接管")}},
 		Config: []plugin.ConfigItem{
 			cfg("takeover_timeout", "integer", def.TakeoverTimeout),
 			cfg("trigger_words", "array[string]", def.TriggerWords),

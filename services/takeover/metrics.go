@@ -12,6 +12,8 @@ type metrics struct {
 	decisions       *prometheus.CounterVec
 	decisionSeconds prometheus.Histogram
 	unkeyed         prometheus.Counter
+	gateMissed      prometheus.Counter
+	gates           *prometheus.CounterVec
 	recordDropped   *prometheus.CounterVec
 	identityRefused prometheus.Counter
 	noticeFailed    prometheus.Counter
@@ -32,6 +34,13 @@ func newMetrics(reg prometheus.Registerer, view *store.View, nowMS func() int64)
 		unkeyed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "takeover_events_unkeyed_total", Help: "Events without a valid trusted bot uuid.",
 		}),
+		gateMissed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "takeover_gate_missed_total",
+			Help: "Events a package let pass by its event gate that this replica would have blocked (the gate was revoked too late).",
+		}),
+		gates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "takeover_gates_total", Help: "Event gates asked for, by result (given, refused).",
+		}, []string{"result"}),
 		recordDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "takeover_record_dropped_total", Help: "Recordings dropped, by reason.",
 		}, []string{"reason"}),
@@ -62,7 +71,7 @@ func newMetrics(reg prometheus.Registerer, view *store.View, nowMS func() int64)
 	active := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "takeover_sessions_active", Help: "Sessions taken over, as this replica's view sees them.",
 	}, func() float64 { return float64(view.ActiveCount(nowMS())) })
-	for _, c := range []prometheus.Collector{m.decisions, m.decisionSeconds, m.unkeyed, m.recordDropped, m.identityRefused, m.noticeFailed, m.alertFailed, m.metaPending, m.trims, stale, active} {
+	for _, c := range []prometheus.Collector{m.decisions, m.decisionSeconds, m.unkeyed, m.gateMissed, m.gates, m.recordDropped, m.identityRefused, m.noticeFailed, m.alertFailed, m.metaPending, m.trims, stale, active} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -115,6 +115,7 @@ func New(cfg Config, deps bus.Deps) (*Service, error) {
 	s := &Service{now: now, faults: &faults{},
 		settings: &settingsCache{log: log, minTimeout: int(cfg.MinTakeoverTimeout / time.Second)}}
 	s.view = store.NewView(deps.Conn, deps.JetStream, bus.Bucket(Plugin))
+	s.view.WatchGate(now.ms, revokeGates(deps.Conn, deps.Subjects, log))
 	met, err := newMetrics(deps.Registerer, s.view, now.ms)
 	if err != nil {
 		return nil, fmt.Errorf("%w: metrics: %w", bus.ErrInvalidConfig, err)

@@ -63,6 +63,7 @@ type Host struct {
 	wg      sync.WaitGroup // calls being answered
 	mu      sync.Mutex
 	calls   []HostCall
+	revokes []binding.Scope
 	respond func(HostCall) HostReply
 	llm     func(wire.InvokeLLM) HostReply
 	changed chan struct{}
@@ -80,6 +81,13 @@ func NewHost(t testing.TB, nc *nats.Conn, subjects wire.Subjects) *Host {
 	sub, err := nc.Subscribe(subjects.HostAll(), func(m *nats.Msg) {
 		action, sc, err := subjects.ParseHostAction(m.Subject)
 		if err != nil {
+			return
+		}
+		if action == wire.ActionGateRevoke {
+			// a notice to the package, not an action: kept apart
+			h.mu.Lock()
+			h.revokes = append(h.revokes, sc)
+			h.mu.Unlock()
 			return
 		}
 		call := HostCall{Action: action, Scope: sc, IdempotencyKey: m.Header.Get(wire.HeaderIdempotencyKey), Header: m.Header, At: time.Now()}
@@ -133,6 +141,14 @@ func NewHost(t testing.TB, nc *nats.Conn, subjects wire.Subjects) *Host {
 		}
 	})
 	return h
+}
+
+// Revokes returns the scopes of the event-gate revocations received
+// (wire.ActionGateRevoke), in order; they are not calls.
+func (h *Host) Revokes() []binding.Scope {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]binding.Scope(nil), h.revokes...)
 }
 
 func defaultReply(c HostCall) HostReply {

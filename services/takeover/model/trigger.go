@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -85,4 +86,43 @@ func isWordRune(r rune) bool {
 		return false
 	}
 	return !unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai)
+}
+
+// TriggerPattern is a Python regular expression that matches, with
+// re.search, every text in which MatchTrigger finds one of the settings'
+// words in substring mode (a superset in word mode): an event gate
+// (docs/protocol.md) lets a message pass without asking only when it does
+// not match. Each rune is written as an escape; without case sensitivity
+// it is the class of every rune of its simple-fold orbit, which is
+// exactly what foldString compares. "" when there is no word.
+func TriggerPattern(s Settings) string {
+	var alts []string
+	for _, w := range s.TriggerWords {
+		if w == "" {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range w {
+			if s.TriggerCaseSensitive {
+				b.WriteString(pyRune(r))
+				continue
+			}
+			b.WriteByte('[')
+			b.WriteString(pyRune(r))
+			for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+				b.WriteString(pyRune(f))
+			}
+			b.WriteByte(']')
+		}
+		alts = append(alts, b.String())
+	}
+	return strings.Join(alts, "|")
+}
+
+// pyRune is r as an escape of Python's re, valid in and out of a class.
+func pyRune(r rune) string {
+	if r <= 0xFFFF {
+		return fmt.Sprintf(`\u%04x`, r)
+	}
+	return fmt.Sprintf(`\U%08x`, r)
 }

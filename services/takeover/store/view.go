@@ -56,6 +56,14 @@ type View struct {
 	entries map[string]ViewEntry
 	pending map[string]int64 // trigger takeovers decided but not yet stored: key -> expires_at
 	removed map[string]bool  // tombstoned scopes
+	// marks holds, by scope, the sessions that make their chat watched
+	// (event gate): key -> mark. Only such sessions are kept, so a gate is
+	// built from a few entries, not from every session of the scope.
+	marks map[string]map[string]mark
+	// gateNow and revoke are set by WatchGate; revoke is called when a
+	// chat of a scope becomes watched.
+	gateNow func() int64
+	revoke  func(scope string)
 
 	initialized atomic.Bool
 	stopped     atomic.Bool
@@ -77,6 +85,7 @@ func NewView(nc *nats.Conn, js jetstream.JetStream, bucket string) *View {
 		entries: make(map[string]ViewEntry),
 		pending: make(map[string]int64),
 		removed: make(map[string]bool),
+		marks:   make(map[string]map[string]mark),
 	}
 }
 
@@ -180,14 +189,22 @@ func scopeOfKey(key string) string {
 // removed.
 func (v *View) apply(key string, e ViewEntry) {
 	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.removed[scopeOfKey(key)] {
+	scope := scopeOfKey(key)
+	if v.removed[scope] {
+		v.mu.Unlock()
 		return
 	}
 	if cur, ok := v.entries[key]; ok && cur.Rev >= e.Rev {
+		v.mu.Unlock()
 		return
 	}
 	v.entries[key] = e
+	louder := v.setMark(scope, key, e)
+	revoke := v.revoke
+	v.mu.Unlock()
+	if louder {
+		revoke(scope)
+	}
 }
 
 func (v *View) remove(key string, rev uint64) {
@@ -198,6 +215,7 @@ func (v *View) remove(key string, rev uint64) {
 	}
 	// keep the revision so an older update cannot revive the entry
 	v.entries[key] = ViewEntry{Rev: rev}
+	v.setMark(scopeOfKey(key), key, ViewEntry{})
 }
 
 // ApplyRecord applies a record this replica just wrote at rev.
@@ -215,6 +233,7 @@ func (v *View) DropScope(sc binding.Scope) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.removed[sc.String()] = true
+	delete(v.marks, sc.String())
 	for k := range v.entries {
 		if strings.HasPrefix(k, prefix) {
 			delete(v.entries, k)
@@ -241,10 +260,17 @@ func (v *View) PendingTakenOver(key string, now int64) bool {
 	return ok && now < exp
 }
 
+// AddPending marks key taken over until expiresAt before its write is
+// stored; the key's scope gives no event gate meanwhile, and every gate
+// given before is revoked.
 func (v *View) AddPending(key string, expiresAt int64) {
 	v.mu.Lock()
 	v.pending[key] = expiresAt
+	revoke := v.revoke
 	v.mu.Unlock()
+	if revoke != nil {
+		revoke(scopeOfKey(key))
+	}
 }
 
 // SettlePending drops a pending entry once its write settled (the stored

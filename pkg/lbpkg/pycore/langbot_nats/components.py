@@ -203,19 +203,26 @@ def event_body(ctx: typing.Any, bot_uuid: str, data: dict[str, typing.Any]) -> d
     return body
 
 
-async def observe_event(fw: Forwarder, gen: p.Generated, ctx: typing.Any) -> asyncio.Task[None] | None:
-    """Forward an event the service only observes (observe_events), off the
-    chat's critical path: the returned task (None when dropped, see
-    Forwarder.observe) asks the bot, sends the event and drops the answer;
-    the caller returns at once. Only the get_bot_uuid request is written
-    before this returns, so it leaves the worker before the event's answer:
-    LangBot 4.10.8 finds the query (pipeline/pool.py) only until its
-    pipeline ends, which may be right after the answer. Each task is bounded
-    by the event timeout, their number by Forwarder.observe."""
+async def observe_event(
+    fw: Forwarder, gen: p.Generated, ctx: typing.Any, gated: tuple[str, str] | None = None
+) -> asyncio.Task[None] | None:
+    """Forward an event the service only observes (observe_events), or one
+    its event gate let pass (gated: the event's chat), off the chat's
+    critical path: the returned task (None when dropped, see
+    Forwarder.observe) asks the bot, sends the event and, for a gated one,
+    keeps the gate of its reply; the caller returns at once. Only the
+    get_bot_uuid request is written before this returns, so it leaves the
+    worker before the event's answer: LangBot 4.10.8 finds the query
+    (pipeline/pool.py) only until its pipeline ends, which may be right
+    after the answer. Each task is bounded by the event timeout, their
+    number by Forwarder.observe; a gated event waits first for its chat's
+    previous one, so the service records a chat in order."""
     carried = carried_bot_uuid(ctx.event)
     name = getattr(ctx, "event_name", "?")
     loop = asyncio.get_running_loop()
     ask = None if carried else loop.create_task(ctx.get_bot_uuid())
+    epoch, want = fw.gate_epoch(), fw.wants_gate()
+    prev: list[asyncio.Task[typing.Any] | None] = [None]
 
     async def run() -> None:
         deadline = loop.time() + gen.timeout("event")
@@ -227,13 +234,24 @@ async def observe_event(fw: Forwarder, gen: p.Generated, ctx: typing.Any) -> asy
             if ask is None:
                 await asyncio.sleep(0)
             data = ctx.event.model_dump(mode="json")
-            await fw.request("event", event_body(ctx, bot_uuid, data), max(deadline - loop.time(), 0.001))
+            body = event_body(ctx, bot_uuid, data)
+            if gated is not None:
+                body["passed"] = True
+                if want:
+                    body["want_gate"] = True
+                if prev[0] is not None and not prev[0].done():
+                    await asyncio.wait({prev[0]}, timeout=max(deadline - loop.time(), 0.001))
+            reply = await fw.request("event", body, max(deadline - loop.time(), 0.001))
+            if gated is not None and isinstance(reply, dict):
+                fw.take_gate(epoch, reply.get("gate"))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # nothing waits for it: logged, never raised
             log.warning("event %s not delivered: %s", name, type(exc).__name__)
 
     task = fw.observe(run())
+    if task is not None and gated is not None:
+        prev[0] = fw.chain(gated, task)
     if ask is not None:
         if task is None:
             ask.cancel()  # dropped: never asked
@@ -246,6 +264,37 @@ async def observe_event(fw: Forwarder, gen: p.Generated, ctx: typing.Any) -> asy
             # still holds the query.
             await asyncio.sleep(0)
     return task
+
+
+def event_chat(event: typing.Any) -> tuple[str, str] | None:
+    """The event's chat as an event gate names it (launcher type and id,
+    the id as the service keeps it: a number's digits), or None."""
+    lt = getattr(event, "launcher_type", None)
+    lt = getattr(lt, "value", lt)
+    lid = getattr(event, "launcher_id", None)
+    if not isinstance(lt, str) or isinstance(lid, bool) or not isinstance(lid, (int, str)):
+        return None
+    return lt, str(lid)
+
+
+def trigger_text(event: typing.Any) -> str | None:
+    """The text an event gate's words are matched against: the Plain
+    components of the event's message chain joined in order, as the
+    service reads them; "" without a chain, None when it cannot be read."""
+    chain = getattr(event, "message_chain", None)
+    if chain is None:
+        return ""
+    comps = getattr(chain, "root", chain)
+    if not isinstance(comps, list):
+        return None
+    parts = []
+    for c in comps:
+        if getattr(c, "type", None) == "Plain":
+            text = getattr(c, "text", None)
+            if not isinstance(text, str):
+                return None
+            parts.append(text)
+    return "".join(parts)
 
 
 async def forward_event(fw: Forwarder | None, gen: p.Generated, ctx: typing.Any) -> None:
@@ -265,8 +314,18 @@ async def forward_event(fw: Forwarder | None, gen: p.Generated, ctx: typing.Any)
     if gen.plugin.get("observe_events") is True:
         await observe_event(fw, gen, ctx)
         return
+    chat = event_chat(ctx.event) if gen.plugin.get("event_gate") is True else None
+    if chat is not None:
+        gate = fw.gate()
+        name = getattr(ctx, "event_name", "")
+        # Beyond the background bound the event waits for its decision
+        # instead: a gated event is never dropped unrecorded.
+        if gate is not None and fw.can_observe() and gate.passes(name, chat, trigger_text(ctx.event)):
+            await observe_event(fw, gen, ctx, gated=chat)
+            return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + gen.timeout("event")
+    epoch, want = fw.gate_epoch(), chat is not None and fw.wants_gate()
 
     async def run() -> dict[str, typing.Any]:
         ask, carried = await _ask_bot_uuid(ctx)
@@ -276,7 +335,12 @@ async def forward_event(fw: Forwarder | None, gen: p.Generated, ctx: typing.Any)
         finally:
             if ask is not None and not ask.done():
                 ask.cancel()  # the event timeout ended the wait
-        return await fw.request("event", event_body(ctx, bot_uuid, data), max(deadline - loop.time(), 0.001))
+        body = event_body(ctx, bot_uuid, data)
+        if want:
+            body["want_gate"] = True
+        if chat is not None:
+            await fw.after(chat, max(deadline - loop.time(), 0.001))
+        return await fw.request("event", body, max(deadline - loop.time(), 0.001))
 
     try:
         reply = await asyncio.wait_for(run(), gen.timeout("event"))
@@ -285,6 +349,8 @@ async def forward_event(fw: Forwarder | None, gen: p.Generated, ctx: typing.Any)
         return
     if not isinstance(reply, dict):
         return
+    if chat is not None:
+        fw.take_gate(epoch, reply.get("gate"))
     if reply.get("prevent_default") is True:
         ctx.prevent_default()
     if reply.get("prevent_postorder") is True:

@@ -72,6 +72,48 @@ OBSERVE_IN_FLIGHT = 64
 # reported again (with how many since the last report).
 OBSERVE_DROP_LOG_INTERVAL = 60.0
 
+# GATE_TTL_MAX caps the life of a service's event gate whatever it says:
+# a lost revocation is outlived by at most this.
+GATE_TTL_MAX = 60.0
+
+
+class Gate:
+    """A service's event gate (docs/protocol.md, "Event gate"), as received.
+
+    ``passes`` tells whether an event may pass at once: its name is
+    covered, its chat is not watched, and its text matches no trigger.
+    """
+
+    def __init__(self, raw: typing.Any, now: float) -> None:
+        if not isinstance(raw, dict):
+            raise ValueError("gate is not an object")
+        ttl, events, loud, words = raw.get("ttl_ms"), raw.get("events"), raw.get("loud"), raw.get("words")
+        if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0:
+            raise ValueError("gate ttl_ms is not a positive integer")
+        if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
+            raise ValueError("gate events is not a list of names")
+        if not isinstance(loud, list) or not all(
+            isinstance(c, list) and len(c) == 2 and all(isinstance(x, str) for x in c) for c in loud
+        ):
+            raise ValueError("gate loud is not a list of [type, id]")
+        if not isinstance(words, str):
+            raise ValueError("gate words is not a string")
+        self.ttl = min(ttl / 1000.0, GATE_TTL_MAX)
+        self.until = now + self.ttl
+        self.events = frozenset(events)
+        self.loud = frozenset((c[0], c[1]) for c in loud)
+        self.words = re.compile(words) if words else None
+
+    def passes(self, name: str, chat: tuple[str, str], text: str | None) -> bool:
+        """Whether an event named name of chat, whose trigger text is text
+        (None: it cannot be read), may pass without a decision."""
+        if name not in self.events or chat in self.loud:
+            return False
+        if self.words is None:
+            return True
+        return text is not None and self.words.search(text) is None
+
+
 # ERROR_LOG_INTERVAL is how often a repeated connection error (a wrong
 # password, NATS down) is logged again: the client retries every second,
 # and a log line a second tells the operator nothing new.
@@ -196,6 +238,16 @@ class Forwarder:
         self._idem: collections.OrderedDict[str, asyncio.Future[typing.Any]] = collections.OrderedDict()
         self.attach_acks = 0
         self._closing = False
+        # The event gate and its epoch: every revocation, disconnect or
+        # connection error drops the gate and moves the epoch on, and a
+        # gate is taken from a reply only if the epoch did not move while
+        # its request was out (it may predate the revocation).
+        self._gate: Gate | None = None
+        self._gate_epoch = 0
+        self.gate_revokes = 0
+        # The last background forwarding of each chat, which the chat's
+        # next event waits for: its history keeps the order of the chat.
+        self._chains: dict[tuple[str, str], asyncio.Task[typing.Any]] = {}
 
     # ----- lifecycle
 
@@ -262,6 +314,10 @@ class Forwarder:
         self._err_kind, self._err_logged, self._err_repeats = "", 0.0, 0
         serve = p.subject(self.gen, "host_serve", prefix=self.prefix, scope=self.scope)
         await nc.subscribe(serve, queue=f"{self.gen.name}-{self.binding['installation_uuid']}", cb=self._on_host)
+        if self.gen.plugin.get("event_gate") is True:
+            # Every worker of the installation must hear a revocation: no
+            # queue group.
+            await nc.subscribe(self._revoke_subject, cb=self._on_revoke)
         await nc.flush()
         self._connected.set()
         self._tried.set()
@@ -277,6 +333,8 @@ class Forwarder:
         since its text may carry the address.
         """
         self._tried.set()
+        # a revocation may have been lost with it (a slow consumer)
+        self.drop_gate()
         reason = _auth_reason(exc)
         kind = "auth" if reason else type(exc).__name__
         now = asyncio.get_running_loop().time()
@@ -304,6 +362,7 @@ class Forwarder:
             )
 
     async def _on_disconnected(self) -> None:
+        self.drop_gate()
         if not self._closing:
             log.warning("disconnected from nats for %s; calls answer unavailable until reconnected", self.scope)
 
@@ -343,7 +402,70 @@ class Forwarder:
                 return
             await asyncio.sleep(self.gen.timeout("attach_refresh"))
 
+    # ----- event gate
+
+    @property
+    def _revoke_subject(self) -> str:
+        return p.subject(self.gen, "host", prefix=self.prefix, action=self.gen.protocol["gate_revoke_action"], scope=self.scope)
+
+    async def _on_revoke(self, msg: typing.Any) -> None:
+        self.gate_revokes += 1
+        self.drop_gate()
+
+    def drop_gate(self) -> None:
+        """Forget the event gate; replies to requests already out bring none."""
+        self._gate = None
+        self._gate_epoch += 1
+
+    def gate(self) -> Gate | None:
+        """The event gate while it may be used: received, not expired, connected."""
+        g = self._gate
+        if g is None or not self.connected or asyncio.get_running_loop().time() >= g.until:
+            return None
+        return g
+
+    def gate_epoch(self) -> int:
+        """The epoch to pass to take_gate for a request sent now."""
+        return self._gate_epoch
+
+    def wants_gate(self) -> bool:
+        """Whether the next event should ask for a gate: none, or half its life gone."""
+        g = self._gate
+        return g is None or asyncio.get_running_loop().time() >= g.until - g.ttl / 2
+
+    def take_gate(self, epoch: int, raw: typing.Any) -> None:
+        """Keep a reply's gate, if any, unless the epoch moved since its
+        request was sent (a revocation or disconnect came meanwhile)."""
+        if raw is None or epoch != self._gate_epoch or not self.connected:
+            return
+        try:
+            self._gate = Gate(raw, asyncio.get_running_loop().time())
+        except (ValueError, re.error) as exc:
+            log.warning("event gate for %s ignored: %s", self.scope, type(exc).__name__)
+
+    def chain(self, chat: tuple[str, str], task: asyncio.Task[typing.Any]) -> asyncio.Task[typing.Any] | None:
+        """Make task the chat's last background forwarding; return the one before it."""
+        prev = self._chains.get(chat)
+        self._chains[chat] = task
+
+        def done(t: asyncio.Task[typing.Any]) -> None:
+            if self._chains.get(chat) is t:
+                del self._chains[chat]
+
+        task.add_done_callback(done)
+        return prev
+
+    async def after(self, chat: tuple[str, str], timeout: float) -> None:
+        """Wait, at most timeout, for the chat's last background forwarding."""
+        prev = self._chains.get(chat)
+        if prev is not None and not prev.done():
+            await asyncio.wait({prev}, timeout=timeout)
+
     # ----- observed events
+
+    def can_observe(self) -> bool:
+        """Whether observe would take one more event now."""
+        return not self._closing and len(self._observed) < OBSERVE_IN_FLIGHT
 
     def observe(self, work: typing.Coroutine[typing.Any, typing.Any, None]) -> asyncio.Task[None] | None:
         """Run work (one observed event's forwarding) in the background.
@@ -445,6 +567,8 @@ class Forwarder:
     # ----- host actions
 
     async def _on_host(self, msg: typing.Any) -> None:
+        if msg.subject == self._revoke_subject:
+            return  # served by _on_revoke, in every worker
         # nats-py runs a subscription's callbacks one after another; a send
         # may take seconds, so each request gets its own task, bounded.
         if self._host_slots.locked():

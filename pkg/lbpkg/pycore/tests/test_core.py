@@ -33,6 +33,8 @@ GEN = p.load()
 # (HumanTakeover) and as one that only observes them (observe_events).
 DECIDES = p.Generated(protocol=GEN.protocol, plugin={**GEN.plugin, "observe_events": False})
 OBSERVES = p.Generated(protocol=GEN.protocol, plugin={**GEN.plugin, "observe_events": True})
+# ... and as one that gives an event gate (HumanTakeover's declaration).
+GATED = p.Generated(protocol=GEN.protocol, plugin={**GEN.plugin, "observe_events": False, "event_gate": True})
 PKG_KEYS = GEN.protocol["package_config_keys"]
 
 
@@ -104,6 +106,13 @@ class Base(unittest.IsolatedAsyncioTestCase):
     async def asyncTearDown(self) -> None:
         await self.fw.close()
         await self.nc.close()
+
+    async def until(self, cond: typing.Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 10
+        while not cond():
+            if time.monotonic() > deadline:
+                self.fail("never: " + what)
+            await asyncio.sleep(0.01)
 
     def subject(self, endpoint: str) -> str:
         return p.subject(GEN, "invocation", prefix="langbot", plugin=GEN.name, endpoint=endpoint, scope=self.fw.scope)
@@ -562,13 +571,6 @@ class ObservedEventTest(Base):
     """An event of a service that only observes (observe_events) passes at
     once; the package forwards it in the background, bounded."""
 
-    async def until(self, cond: typing.Callable[[], bool], what: str) -> None:
-        deadline = time.monotonic() + 10
-        while not cond():
-            if time.monotonic() > deadline:
-                self.fail("never: " + what)
-            await asyncio.sleep(0.01)
-
     async def test_the_event_returns_before_the_service_answers(self) -> None:
         release = asyncio.Event()
 
@@ -613,6 +615,167 @@ class ObservedEventTest(Base):
         await c.forward_event(fw, OBSERVES, ctx)
         self.assertEqual((ctx.bot_asked, len(fw._observed)), (0, 0))
         await fw.close()
+
+
+def gated_context(chat: str = "g1", text: str = "hi", name: str = "GroupMessageReceived") -> FakeEventContext:
+    """An event context whose event has the fields an event gate reads,
+    with the SDK's own message chain."""
+    from langbot_plugin.api.entities.builtin.platform.message import MessageChain, Plain
+
+    class Ev:
+        launcher_type, launcher_id = "group", chat
+        message_chain = MessageChain([Plain(text=text)])
+
+        def model_dump(self, mode: str = "python") -> dict[str, typing.Any]:
+            return {"launcher_type": "group", "launcher_id": chat, "sender_id": "u1", "message_chain": [{"type": "Plain", "text": text}]}
+
+    ctx = FakeEventContext()
+    ctx.event_name = name
+    ctx.event = Ev()  # type: ignore[assignment]
+    return ctx
+
+
+def gate(loud: list[list[str]] | None = None, words: str = "", ttl_ms: int = 60000) -> dict[str, typing.Any]:
+    return {"ttl_ms": ttl_ms, "events": ["GroupMessageReceived", "NormalMessageResponded"], "loud": loud or [], "words": words}
+
+
+class EventGateTest(Base):
+    """A service's event gate (docs/protocol.md, "Event gate"): the events
+    it covers pass at once and go to the service in the background; a
+    watched chat, a trigger word, a revocation or a lost connection make
+    an event wait for its decision again."""
+
+    async def asyncSetUp(self) -> None:
+        await super().asyncSetUp()
+        await self.fw.close()
+        self.fw = Forwarder(GATED, self.binding, config(), self.runtime)
+        self.fw.start()
+        await asyncio.wait_for(self.fw._connected.wait(), 5)
+        # the service's answers, in order; then the last one again. Each
+        # request is answered by its own task, so a held one holds no other.
+        self.answers: list[dict[str, typing.Any]] = []
+        self.hold: asyncio.Event | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
+
+        async def respond(m: typing.Any, hold: asyncio.Event | None, answer: dict[str, typing.Any]) -> None:
+            if hold is not None:
+                await hold.wait()
+            headers, body = ok(answer)
+            await self.nc.publish(m.reply, body, headers=headers)
+
+        async def answer(m: typing.Any) -> None:
+            a = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+            t = asyncio.get_running_loop().create_task(respond(m, self.hold, a))
+            self.tasks.add(t)
+            t.add_done_callback(self.tasks.discard)
+
+        self.seen = await self.serve("event", answer)
+
+    def event_of(self, i: int) -> dict[str, typing.Any]:
+        return json.loads(self.seen[i].data)["event"]
+
+    async def gated(self, **g: typing.Any) -> None:
+        """Give the forwarder a gate through a first, waited-for event."""
+        self.answers = [{"prevent_default": False, "prevent_postorder": False, "gate": gate(**g)}]
+        n = len(self.seen)
+        await c.forward_event(self.fw, GATED, gated_context(chat="first"))
+        self.assertTrue(self.event_of(n).get("want_gate"), "an event without a gate asks for one")
+        self.assertIsNotNone(self.fw.gate())
+
+    async def test_covered_event_passes_before_the_service_answers(self) -> None:
+        await self.gated()
+        self.answers = [{"prevent_default": True, "prevent_postorder": True}]
+        self.hold = asyncio.Event()
+        ctx = gated_context()
+        await asyncio.wait_for(c.forward_event(self.fw, GATED, ctx), 1)
+        self.assertEqual(ctx.bot_asked, 1, "LangBot is asked for the bot before the event returns")
+        await self.until(lambda: len(self.seen) == 2, "the service got the event")
+        body = self.event_of(1)
+        self.assertTrue(body.get("passed"), "the service is told the event already passed")
+        self.assertNotIn("want_gate", body, "a fresh gate is not asked for again")
+        self.assertEqual(body["data"]["launcher_id"], "g1")
+        self.hold.set()
+        await self.until(lambda: not self.fw._observed, "the background forwarding ended")
+        self.assertFalse(ctx.is_prevent_default or ctx.is_prevent_postorder, "a passed event's answer is not applied")
+
+    async def test_watched_chat_uncovered_event_and_trigger_word_wait(self) -> None:
+        # "help" in any case, as the service writes a word's rune classes
+        await self.gated(loud=[["group", "held"]], words=r"[\u0068\u0048][\u0065\u0045][\u006c\u004c][\u0070\u0050]")
+        self.answers = [{"prevent_default": True, "prevent_postorder": True}]
+        for what, ctx in [
+            ("watched chat", gated_context(chat="held")),
+            ("trigger word", gated_context(text="I need HeLp now")),
+            ("event the gate does not cover", gated_context(name="PersonMessageReceived")),
+        ]:
+            with self.subTest(what):
+                await c.forward_event(self.fw, GATED, ctx)
+                self.assertTrue(ctx.is_prevent_default and ctx.is_prevent_postorder, "waited for and applied the decision")
+                self.assertNotIn("passed", self.event_of(-1))
+        ctx = gated_context(chat="other", text="hel p")
+        await c.forward_event(self.fw, GATED, ctx)
+        self.assertFalse(ctx.is_prevent_default, "another chat without a trigger word passes")
+
+    async def test_revocation_and_disconnect_drop_the_gate(self) -> None:
+        await self.gated()
+        await self.nc.publish(p.subject(GEN, "host", prefix="langbot", action=GEN.protocol["gate_revoke_action"], scope=self.fw.scope), b"")
+        await self.until(lambda: self.fw.gate() is None, "the revocation dropped the gate")
+        self.assertEqual(self.fw.gate_revokes, 1)
+        await self.gated()
+        await self.fw._on_disconnected()
+        self.assertIsNone(self.fw.gate(), "a disconnect drops the gate")
+        await self.gated()
+        await self.fw._on_error(nats.errors.SlowConsumerError("x", "", 1, None))
+        self.assertIsNone(self.fw.gate(), "a connection error (a lost revocation) drops the gate")
+
+    async def test_gate_of_a_request_older_than_a_revocation_is_ignored(self) -> None:
+        self.answers = [{"prevent_default": False, "prevent_postorder": False, "gate": gate()}]
+        self.hold = asyncio.Event()
+        pending = asyncio.get_running_loop().create_task(c.forward_event(self.fw, GATED, gated_context()))
+        await self.until(lambda: len(self.seen) == 1, "the service got the event")
+        await self.fw._on_revoke(None)
+        self.hold.set()
+        await pending
+        self.assertIsNone(self.fw.gate(), "the gate was decided before the revocation")
+
+    async def test_expired_or_malformed_gate_is_not_used(self) -> None:
+        await self.gated(ttl_ms=1)
+        await asyncio.sleep(0.01)
+        self.assertIsNone(self.fw.gate(), "expired")
+        for bad in [{**gate(), "ttl_ms": 0}, {**gate(), "words": "("}, {**gate(), "loud": [["group"]]}, "gate"]:
+            with self.subTest(bad=bad):
+                self.fw.drop_gate()
+                self.answers = [{"prevent_default": False, "gate": bad}]
+                with self.assertLogs("langbot_nats", "WARNING"):
+                    await c.forward_event(self.fw, GATED, gated_context())
+                self.assertIsNone(self.fw.gate())
+
+    async def test_a_chat_is_forwarded_in_order(self) -> None:
+        await self.gated()
+        self.answers = [{"prevent_default": False}]
+        self.hold = asyncio.Event()
+        await c.forward_event(self.fw, GATED, gated_context(text="one"))
+        await self.until(lambda: len(self.seen) == 2, "the service got the first event")
+        await c.forward_event(self.fw, GATED, gated_context(text="two"))
+        await c.forward_event(self.fw, GATED, gated_context(chat="g2", text="other chat"))
+        await self.until(lambda: len(self.seen) == 3, "the other chat's event went at once")
+        self.assertEqual(self.event_of(2)["data"]["launcher_id"], "g2")
+        self.hold.set()
+        await self.until(lambda: len(self.seen) == 4, "the chat's second event followed its first")
+        await self.until(lambda: not self.fw._observed, "the background forwarding ended")
+
+    async def test_full_background_waits_instead_of_dropping(self) -> None:
+        await self.gated()
+        self.answers = [{"prevent_default": False}]
+        self.hold = asyncio.Event()
+        for i in range(f.OBSERVE_IN_FLIGHT):
+            await c.forward_event(self.fw, GATED, gated_context(chat=f"c{i}"))
+        waited = asyncio.get_running_loop().create_task(c.forward_event(self.fw, GATED, gated_context(chat="last")))
+        await asyncio.sleep(0.05)
+        self.assertFalse(waited.done(), "beyond the bound an event waits for its decision")
+        self.hold.set()
+        await asyncio.wait_for(waited, 5)
+        self.assertEqual(self.fw.observe_dropped, 0)
+        await self.until(lambda: not self.fw._observed, "the background forwarding ended")
 
 
 class PageTest(Base):
