@@ -18,6 +18,7 @@ import (
 	"github.com/langbot-nats/plugins/services/githubkit"
 	"github.com/langbot-nats/plugins/services/schenotify"
 	"github.com/langbot-nats/plugins/services/takeover"
+	"github.com/langbot-nats/plugins/services/takeover/model"
 )
 
 // BenchmarkPackageScheList is the benchmark of spec/langbot-packages.md
@@ -150,17 +151,25 @@ func BenchmarkPackageEvent(b *testing.B) {
 			in    *runtimetest.Installation
 			event string
 			text  string
+			// chat: the launcher id when not one of the 50 chats
+			chat string
+			// blocks: "always", or "nats-up" (the service's decision)
+			blocks string
 		}
 		const received, responded = "GroupMessageReceived", "NormalMessageResponded"
+		tk := e.ins[takeover.Plugin]
+		watched := takeOverChat(b, e, tk, "200000")
 		ops := []op{
-			{"floor", pr, received, "hello there"},
-			{"floor+get_bot_uuid", pr, received, "block please"}, // the fixture asks LangBot for the bot, then blocks
-			{"floor+dump", padded, received, "hello there"},      // the fixture with a dump as large as GitHubKit's
-			{"floor+ask", pr, received, "ask"},                   // the fixture sends get_bot_uuid and returns without its answer
-			{githubkit.Plugin, e.ins[githubkit.Plugin], received, "hello there"},
-			{takeover.Plugin, e.ins[takeover.Plugin], received, "hello there"},
-			{takeover.Plugin + "/responded", e.ins[takeover.Plugin], responded, "the AI's answer"}, // carries its bot
-			{schenotify.Plugin, e.ins[schenotify.Plugin], received, "hello there"},
+			{name: "floor", in: pr, event: received, text: "hello there"},
+			{name: "floor+get_bot_uuid", in: pr, event: received, text: "block please", blocks: "always"}, // the fixture asks LangBot for the bot, then blocks
+			{name: "floor+dump", in: padded, event: received, text: "hello there"},                        // the fixture with a dump as large as GitHubKit's
+			{name: "floor+ask", in: pr, event: received, text: "ask"},                                     // the fixture sends get_bot_uuid and returns without its answer
+			{name: githubkit.Plugin, in: e.ins[githubkit.Plugin], event: received, text: "hello there"},
+			{name: takeover.Plugin, in: tk, event: received, text: "hello there"},
+			{name: takeover.Plugin + "/responded", in: tk, event: responded, text: "the AI's answer"}, // carries its bot
+			// a chat a human holds: no event gate, each event waits for its decision
+			{name: takeover.Plugin + "/watched", in: tk, event: received, text: "hello there", chat: watched, blocks: "nats-up"},
+			{name: schenotify.Plugin, in: e.ins[schenotify.Plugin], event: received, text: "hello there"},
 		}
 		// The same event requests sent on NATS by a Go invoker: NATS and
 		// the service's share (nats-up only).
@@ -178,13 +187,16 @@ func BenchmarkPackageEvent(b *testing.B) {
 				for j, o := range ops {
 					s := group
 					s.LauncherID = fmt.Sprint(100000 + i%50) // 50 chats
+					if o.chat != "" {
+						s.LauncherID = o.chat
+					}
 					start := time.Now()
 					res, err := e.rt.Emit(ctx, o.in, runtimetest.Event{Name: o.event, Session: s, Text: o.text})
 					if err != nil {
 						b.Fatalf("%s %s: %v", phase, o.name, err)
 					}
 					took := res.Arrived.Sub(start) // to the answer's arrival: not the fake's decoding of it
-					if res.PreventDefault != (o.name == "floor+get_bot_uuid") {
+					if res.PreventDefault != (o.blocks == "always" || o.blocks == phase) {
 						b.Fatalf("%s %s: prevent_default %v", phase, o.name, res.PreventDefault)
 					}
 					if i >= warmup {
@@ -235,6 +247,24 @@ func BenchmarkPackageEvent(b *testing.B) {
 		measure("nats-down")
 		e.stack.srv.Restart(b) // the services stop cleanly on a live server
 	}
+}
+
+// takeOverChat makes group chat id a session of tk's service and takes it
+// over through the console page, as an operator would; it returns id.
+func takeOverChat(b *testing.B, e *env, tk *runtimetest.Installation, id string) string {
+	b.Helper()
+	ctx := ctxT(b, time.Minute)
+	s := group
+	s.LauncherID = id
+	if _, err := e.rt.Emit(ctx, tk, runtimetest.Event{Name: "GroupMessageReceived", Session: s, Text: "hello"}); err != nil {
+		b.Fatal(err)
+	}
+	sid := model.SID(model.SessionKey(s.BotUUID, s.LauncherType, id))
+	bustest.EventuallyWithin(b, time.Minute, "the takeover of chat "+id, func() bool {
+		page, err := e.rt.Page(ctx, tk, "console", "/takeover", "POST", map[string]any{"sid": sid})
+		return err == nil && page.Error == ""
+	})
+	return id
 }
 
 // directEvent is one package's event request, sent on NATS by Go.

@@ -245,6 +245,9 @@ class Forwarder:
         self._gate: Gate | None = None
         self._gate_epoch = 0
         self.gate_revokes = 0
+        # Set when the server refused the revocation subscription: a gate
+        # that cannot be revoked is never used.
+        self.gate_refused = False
         # The last background forwarding of each chat, which the chat's
         # next event waits for: its history keeps the order of the chat.
         self._chains: dict[tuple[str, str], asyncio.Task[typing.Any]] = {}
@@ -335,6 +338,10 @@ class Forwarder:
         self._tried.set()
         # a revocation may have been lost with it (a slow consumer)
         self.drop_gate()
+        if "permissions violation" in str(exc).lower() and self.gen.protocol["gate_revoke_action"] in str(exc):
+            if not self.gate_refused:
+                log.error("nats refused %s the event gate's revocations: every event waits for its decision", self.scope)
+            self.gate_refused = True
         reason = _auth_reason(exc)
         kind = "auth" if reason else type(exc).__name__
         now = asyncio.get_running_loop().time()
@@ -436,7 +443,7 @@ class Forwarder:
     def take_gate(self, epoch: int, raw: typing.Any) -> None:
         """Keep a reply's gate, if any, unless the epoch moved since its
         request was sent (a revocation or disconnect came meanwhile)."""
-        if raw is None or epoch != self._gate_epoch or not self.connected:
+        if raw is None or epoch != self._gate_epoch or not self.connected or self.gate_refused:
             return
         try:
             self._gate = Gate(raw, asyncio.get_running_loop().time())

@@ -726,6 +726,13 @@ class EventGateTest(Base):
         await self.gated()
         await self.fw._on_error(nats.errors.SlowConsumerError("x", "", 1, None))
         self.assertIsNone(self.fw.gate(), "a connection error (a lost revocation) drops the gate")
+        await self.gated()
+        revoke = p.subject(GEN, "host", prefix="langbot", action=GEN.protocol["gate_revoke_action"], scope=self.fw.scope)
+        with self.assertLogs("langbot_nats", "ERROR"):
+            await self.fw._on_error(nats.errors.Error(f"nats: permissions violation for subscription to {revoke!r}"))
+        self.answers = [{"prevent_default": False, "prevent_postorder": False, "gate": gate()}]
+        await c.forward_event(self.fw, GATED, gated_context())
+        self.assertIsNone(self.fw.gate(), "a gate that cannot be revoked is not used")
 
     async def test_gate_of_a_request_older_than_a_revocation_is_ignored(self) -> None:
         self.answers = [{"prevent_default": False, "prevent_postorder": False, "gate": gate()}]
