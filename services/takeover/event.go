@@ -37,6 +37,8 @@ const (
 var (
 	attrPath    = attribute.Key("takeover.decision.path")
 	attrBlocked = attribute.Key("takeover.blocked")
+	// attrPassed marks an event the package's event gate let pass.
+	attrPassed = attribute.Key("takeover.passed")
 )
 
 // unkeyed accounts an event without a valid trusted bot uuid, which
@@ -93,7 +95,7 @@ func (rc *recording) event(ctx context.Context, inv *bus.Invocation, data model.
 	}
 	rc.metrics.decisions.WithLabelValues(path, strconv.FormatBool(blocked)).Inc()
 	span := trace.SpanFromContext(ctx)
-	span.SetAttributes(attrPath.String(path), attrBlocked.Bool(blocked))
+	span.SetAttributes(attrPath.String(path), attrBlocked.Bool(blocked), attrPassed.Bool(ev.Passed))
 	reply := wire.EventReply{PreventDefault: blocked, PreventPostorder: blocked}
 
 	job := newJob(inv, set, data, lid, sid, key, taken, now, span.SpanContext())

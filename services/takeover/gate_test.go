@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/langbot-nats/plugins/pkg/binding"
 	"github.com/langbot-nats/plugins/pkg/bus"
@@ -154,5 +155,28 @@ func TestEventGatePassedReplyIsRecorded(t *testing.T) {
 	}
 	if got := h.metric("takeover_gate_missed_total", nil); got != 1 {
 		t.Fatalf("takeover_gate_missed_total %v, want 1", got)
+	}
+}
+
+// TestEventGateRevokedForAnotherReplicasWrite: a takeover written by
+// another replica (here: straight into the bucket) revokes the gates when
+// this replica's view sees it, and the next gate lists the chat.
+func TestEventGateRevokedForAnotherReplicasWrite(t *testing.T) {
+	h := newHarness(t)
+	b := newBinding("gate4")
+	sc, _ := b.Scope()
+	h.attach(b, `{}`, true)
+	if g := h.gateOf(b, `{}`, 11, "hi").Gate; g == nil || watched(g, "person", "11") {
+		t.Fatalf("gate before the takeover: %+v", g)
+	}
+	sid := sidOf("bot-g", "person", 11)
+	bustest.Eventually(t, "the session's record", func() bool { return h.record(b, sid) != nil })
+	rec := h.record(b, sid)
+	rec.Takeover = model.TakeoverState{Active: true, StartedAt: h.now().UnixMilli(), ExpiresAt: h.now().Add(time.Hour).UnixMilli(), Operator: "elsewhere", Via: "console"}
+	n := revokesOf(h, sc)
+	h.putRecord(b, sid, rec)
+	h.revokedSince(sc, n)
+	if g := h.gateOf(b, `{}`, 12, "hi").Gate; g == nil || !watched(g, "person", "11") {
+		t.Fatalf("gate after the takeover: %+v", g)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/langbot-nats/plugins/pkg/bus"
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
+	"github.com/langbot-nats/plugins/pkg/wire"
 	"github.com/langbot-nats/plugins/services/takeover"
 )
 
@@ -37,6 +38,13 @@ func TestPartlyBrokenRecordStillBlocks(t *testing.T) {
 	r := h.mustEvent(b, `{}`, takeover.EventPersonMessage, "bot-a", msgData("person", 77, 77, plain("hello")))
 	if !r.PreventDefault {
 		t.Fatal("a taken-over session with a broken field was not blocked")
+	}
+	// nor may a package let any chat of the scope pass on its own: the
+	// record cannot say which chat it holds
+	r, err = h.eventOf(b, `{}`, &wire.Event{Name: takeover.EventPersonMessage, BotUUID: "bot-a",
+		Data: msgData("person", 78, 78, plain("hello")), WantGate: true}, bus.NewInvocationID())
+	if err != nil || r.Gate != nil {
+		t.Fatalf("a scope with a broken record got a gate: %+v, %v", r.Gate, err)
 	}
 	bustest.Eventually(t, "the recording to fail", func() bool {
 		return h.metric("takeover_record_dropped_total", map[string]string{"reason": "storage"}) >= 1
