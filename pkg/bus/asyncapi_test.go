@@ -31,7 +31,7 @@ func TestAsyncAPIMatchesSubjects(t *testing.T) {
 	}
 	add(s.Lifecycle(bustest.DocPlugin, wire.LifecycleAttach, sc))
 	add(s.Lifecycle(bustest.DocPlugin, wire.LifecycleRevoke, sc))
-	for _, a := range []string{wire.ActionSendMessage, wire.ActionGetBotInfo, wire.ActionGetBots, wire.ActionInvokeLLM} {
+	for _, a := range []string{wire.ActionSendMessage, wire.ActionGetBotInfo, wire.ActionGetBots, wire.ActionInvokeLLM, wire.ActionGateRevoke} {
 		add(s.HostAction(a, sc))
 	}
 	slices.Sort(built)
