@@ -33,6 +33,10 @@ const (
 	EventResponded     = "NormalMessageResponded"
 )
 
+// decidedEvents are the events the service decides (spec §3.1): the ones
+// it declares and its event gate covers.
+func decidedEvents() []string { return []string{EventPersonMessage, EventGroupMessage, EventResponded} }
+
 // Span attributes of an event (spec §3.8).
 var (
 	attrPath    = attribute.Key("takeover.decision.path")

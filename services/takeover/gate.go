@@ -2,6 +2,7 @@ package takeover
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -24,9 +25,6 @@ const gateTTL = 5 * time.Second
 // gets no gate, and each of its events waits for its decision.
 const gateLimit = 1000
 
-// gateEvents are the events a gate covers: the ones the service decides.
-var gateEvents = []string{EventPersonMessage, EventGroupMessage, EventResponded}
-
 // gate returns the event gate of sc under set at now, or nil when the
 // view cannot vouch for one (store.View.Watched).
 func (s *Service) gate(sc binding.Scope, set model.Settings, now int64) *wire.EventGate {
@@ -43,7 +41,7 @@ func (s *Service) gate(sc binding.Scope, set model.Settings, now int64) *wire.Ev
 		return nil
 	}
 	s.rec.metrics.gates.WithLabelValues("given").Inc()
-	return &wire.EventGate{TTLMillis: int(gateTTL.Milliseconds()), Events: gateEvents, Loud: loud, Words: model.TriggerPattern(set)}
+	return &wire.EventGate{TTLMillis: int(gateTTL.Milliseconds()), Events: decidedEvents(), Loud: loud, Words: model.TriggerPattern(set)}
 }
 
 func containsChat(chats [][2]string, typ, id string) bool {
@@ -58,9 +56,7 @@ func containsChat(chats [][2]string, typ, id string) bool {
 // revokeGates returns the view's revocation hook: a notice without reply on
 // the scope's gate_revoke subject, which its package serves. A notice that
 // cannot be published is logged; the gate's TTL bounds the damage.
-func revokeGates(nc *nats.Conn, subj wire.Subjects, log interface {
-	WarnContext(context.Context, string, ...any)
-}) func(scope string) {
+func revokeGates(nc *nats.Conn, subj wire.Subjects, log *slog.Logger) func(scope string) {
 	return func(scope string) {
 		sc, err := binding.ParseScope(scope)
 		if err != nil {

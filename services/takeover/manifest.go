@@ -49,7 +49,7 @@ func declaration(cat *i18n.Catalog) plugin.Declaration {
 			Original:    plugin.Identity{Author: "langbot-team", Name: "HumanTakeover"},
 			Repository:  "https://github.com/langbot-nats/plugins",
 		},
-		Events:    []string{EventPersonMessage, EventGroupMessage, EventResponded},
+		Events:    decidedEvents(),
 		EventGate: true,
 		Pages:     []plugin.Page{{ID: ConsolePageID, Label: t("Human Takeover", "人工接管")}},
 		Config: []plugin.ConfigItem{

@@ -303,7 +303,11 @@ async def forward_event(fw: Forwarder | None, gen: p.Generated, ctx: typing.Any)
     While NATS is disconnected or the config unusable the event passes at
     once, before anything else is asked (issue 32 D3). An event of a
     service that only observes (generated.json's observe_events) is
-    forwarded in the background (observe_event) and passes at once.
+    forwarded in the background (observe_event) and passes at once; so is
+    one the service's event gate covers (event_gate: its chat unwatched,
+    its text without a trigger word; docs/protocol.md, "Event gate").
+    Every other event waits for the decision, asking for a gate when the
+    forwarder has none or it is half spent.
     """
     if fw is None:
         return
