@@ -57,7 +57,7 @@ func (s *Server) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(s.Port
 // NewServer starts a single-node server and creates LANGBOT_LIFECYCLE.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
-	s := startServer(t, natsembed.Config{Dir: t.TempDir(), Port: freePort(t), ServerName: "test"})
+	s := startServer(t, natsembed.Config{Dir: t.TempDir(), Port: -1, ServerName: "test"})
 	s.ensureLifecycle(t)
 	return s
 }
@@ -66,7 +66,7 @@ func NewServer(t testing.TB) *Server {
 // bytes, as a deployment sets it (32 MiB for takeover attachments).
 func NewServerMaxPayload(t testing.TB, maxPayload int32) *Server {
 	t.Helper()
-	s := startServer(t, natsembed.Config{Dir: t.TempDir(), Port: freePort(t), ServerName: "test", MaxPayload: maxPayload})
+	s := startServer(t, natsembed.Config{Dir: t.TempDir(), Port: -1, ServerName: "test", MaxPayload: maxPayload})
 	s.ensureLifecycle(t)
 	return s
 }
@@ -86,7 +86,7 @@ func (s *Server) ensureLifecycle(t testing.TB) {
 // users), for permission tests. The lifecycle stream is not created.
 func NewServerWithConfig(t testing.TB, file string) *Server {
 	t.Helper()
-	return startServer(t, natsembed.Config{Dir: t.TempDir(), Port: freePort(t), ServerName: "test", ConfigFile: file})
+	return startServer(t, natsembed.Config{Dir: t.TempDir(), Port: -1, ServerName: "test", ConfigFile: file})
 }
 
 func startServer(t testing.TB, cfg natsembed.Config) *Server {
@@ -102,6 +102,15 @@ func startServer(t testing.TB, cfg natsembed.Config) *Server {
 	srv, err := natsembed.Start(cfg)
 	if err != nil {
 		t.Fatalf("bustest: %v", err)
+	}
+	if cfg.Port < 0 {
+		// the server bound a free port itself (no window in which another
+		// test's listener can take it); a restart binds the same one
+		addr, ok := srv.Addr().(*net.TCPAddr)
+		if !ok {
+			t.Fatalf("bustest: the server listens on %v", srv.Addr())
+		}
+		cfg.Port = addr.Port
 	}
 	s := &Server{Server: srv, t: t, cfg: cfg, Dir: cfg.Dir, Port: cfg.Port}
 	t.Cleanup(func() { s.shutdown() })

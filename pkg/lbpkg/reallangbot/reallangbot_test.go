@@ -113,6 +113,72 @@ func TestRealLangBot(t *testing.T) {
 		}
 	})
 
+	// HumanTakeover's event gate against LangBot 4.10.8: after the first
+	// message, a chat no human watches is neither held nor lost. The
+	// messages and the AI's answers pass without waiting for the service
+	// (their requests say passed), and the service records them all, in
+	// order, from the background.
+	run("event gate", func(t *testing.T) {
+		ctx := within(t, step)
+		mark := "gated-" + time.Now().Format("150405.000")
+		texts := []string{mark + " one", mark + " two"}
+		first := len(w.takeoverEventsSince(0))
+		for _, text := range texts {
+			say(t, ctx, user, text, "fake-llm answer")
+		}
+		waitUntil(t, ctx, "both messages and both answers forwarded", func() bool { return len(w.takeoverEventsSince(first)) >= 4 })
+		evs := w.takeoverEventsSince(first)
+		want := []string{"PersonMessageReceived", "NormalMessageResponded", "PersonMessageReceived", "NormalMessageResponded"}
+		for i, e := range evs {
+			if i >= len(want) || e.name != want[i] || !e.passed {
+				t.Fatalf("event requests %+v, want %v, each passed by the gate", evs, want)
+			}
+		}
+		var out struct {
+			Sessions []session `json:"sessions"`
+		}
+		if err := w.lb.PageAPI(ctx, w.ids[takeover.Plugin], "console", "/sessions", "GET", map[string]any{}, &out); err != nil {
+			t.Fatal(err)
+		}
+		var sid string
+		for _, s := range out.Sessions {
+			if strings.HasSuffix(s.TargetID, user.SessionID) {
+				sid = s.SID
+			}
+		}
+		// the chat's last entries, oldest first: each message, then its answer
+		var got []string
+		waitUntil(t, ctx, "the passed messages recorded", func() bool {
+			var page struct {
+				Messages []struct {
+					Role  string `json:"role"`
+					Parts []struct {
+						Text string `json:"text"`
+					} `json:"parts"`
+				} `json:"messages"`
+			}
+			if err := w.lb.PageAPI(ctx, w.ids[takeover.Plugin], "console", "/messages", "GET", map[string]any{"sid": sid}, &page); err != nil {
+				return false
+			}
+			got = got[:0]
+			for i := len(page.Messages) - 1; i >= 0; i-- {
+				m := page.Messages[i]
+				text := ""
+				if len(m.Parts) > 0 {
+					text = m.Parts[0].Text
+				}
+				if strings.HasPrefix(text, mark) || len(got) > 0 {
+					got = append(got, m.Role+": "+text)
+				}
+			}
+			return len(got) >= 4
+		})
+		if len(got) != 4 || got[0] != "user: "+texts[0] || !strings.HasPrefix(got[1], "ai: fake-llm answer") ||
+			got[2] != "user: "+texts[1] || !strings.HasPrefix(got[3], "ai: fake-llm answer") {
+			t.Fatalf("history of the gated messages: %q, want each message then its answer", got)
+		}
+	})
+
 	// A reminder set in the web chat is pushed into it at its due second.
 	run("sche add in 5s", func(t *testing.T) {
 		ctx := within(t, step)

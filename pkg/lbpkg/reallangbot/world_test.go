@@ -43,6 +43,16 @@ type world struct {
 	attaches map[string]int64       // plugin -> highest revision attached
 	sends    []sent                 // send_message requests, in order
 	replies  map[string]*wire.Error // by reply subject: nil for a success
+	// takeover's event requests, in order: the event's name, whether the
+	// package's event gate had let it pass, and its Plain text
+	takeoverEvents []seenEvent
+}
+
+// seenEvent is one event request of the HumanTakeover package.
+type seenEvent struct {
+	name   string
+	passed bool
+	body   string
 }
 
 // sent is one send_message request a service made.
@@ -227,6 +237,17 @@ func (w *world) watch() {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := nc.Subscribe(subj.InvocationAll(takeover.Plugin, wire.EndpointEvent), func(m *nats.Msg) {
+		var req wire.Request
+		if json.Unmarshal(m.Data, &req) != nil || req.Event == nil {
+			return
+		}
+		w.mu.Lock()
+		w.takeoverEvents = append(w.takeoverEvents, seenEvent{name: req.Event.Name, passed: req.Event.Passed, body: string(req.Event.Data)})
+		w.mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
 	// The services' connections use the default inbox prefix (no NATS
 	// user here): every reply to their requests passes this subscription.
 	if _, err := nc.Subscribe(nats.InboxPrefix+">", func(m *nats.Msg) {
@@ -239,6 +260,14 @@ func (w *world) watch() {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// takeoverEventsSince returns the HumanTakeover event requests after the
+// first n.
+func (w *world) takeoverEventsSince(n int) []seenEvent {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]seenEvent(nil), w.takeoverEvents[min(n, len(w.takeoverEvents)):]...)
 }
 
 // revision returns the highest runtime revision plugin's workers attached
