@@ -11,10 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -166,13 +164,10 @@ func Launch(ctx context.Context, py *Python, opts Options) (*Runtime, error) {
 // launch starts the process and replays LangBot's connect sequence,
 // installing every installation it holds (a reconnect).
 func (r *Runtime) launch(ctx context.Context) error {
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	// The runtime also opens a debug WebSocket listener; each runtime gets
-	// its own port so that tests can run side by side.
-	cmd := exec.Command(r.py.Exe, "-m", "langbot_plugin.cli.__init__", "rt", "-s", "--ws-debug-port", strconv.Itoa(port))
+	// The runtime also opens a debug WebSocket listener; port 0 lets each
+	// runtime's listener bind a free port of its own, so that tests can run
+	// side by side (a port picked here could be taken before it binds).
+	cmd := exec.Command(r.py.Exe, "-m", "langbot_plugin.cli.__init__", "rt", "-s", "--ws-debug-port", "0")
 	// A fresh working directory (the runtime keeps its data/ there) on
 	// every launch: a restarted runtime knows only what LangBot replays.
 	dir, err := os.MkdirTemp(r.opts.WorkDir, "runtime-")
@@ -508,15 +503,6 @@ func (r *Runtime) stream(ctx context.Context, b *binding.Binding, action string,
 		bind = raw
 	}
 	return p.conn.call(ctx, action, data, bind, each)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randomBytes(n int) []byte {
