@@ -34,11 +34,10 @@ func watched(g *wire.EventGate, typ, id string) bool {
 // revokedSince waits for a revocation of sc beyond the first n.
 func (h *harness) revokedSince(sc binding.Scope, n int) {
 	h.t.Helper()
-	bustest.Eventually(h.t, "a gate revocation", func() bool {
-		return len(slices.DeleteFunc(h.host.Revokes(), func(s binding.Scope) bool { return s != sc })) > n
-	})
+	bustest.Eventually(h.t, "a gate revocation", func() bool { return revokesOf(h, sc) > n })
 }
 
+// revokesOf counts the gate revocations of sc the host received.
 func revokesOf(h *harness, sc binding.Scope) int {
 	return len(slices.DeleteFunc(h.host.Revokes(), func(s binding.Scope) bool { return s != sc }))
 }
