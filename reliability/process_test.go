@@ -53,11 +53,28 @@ func freeAddr(t testing.TB) string {
 }
 
 // spawn starts a replica of plugin as a process connected to natsURL and
-// waits until its /readyz answers 200.
+// waits until its /readyz answers 200. A replica that exits because its
+// HTTP port was taken between freeAddr and its bind (another test's
+// listener) is started again on a new address, at most twice.
 func (s *stack) spawn(t testing.TB, plugin, name, natsURL string) *proc {
 	t.Helper()
+	for attempt := 0; ; attempt++ {
+		p, taken := s.startProc(t, plugin, name, natsURL)
+		if !taken || attempt == 2 {
+			if taken {
+				t.Fatalf("%s exited: %s", name, p.out.String())
+			}
+			return p
+		}
+	}
+}
+
+// startProc is one attempt of spawn; taken reports that the process exited
+// on an address already in use.
+func (s *stack) startProc(t testing.TB, plugin, name, natsURL string) (p *proc, taken bool) {
+	t.Helper()
 	dir := binaries(t)
-	p := &proc{plugin: plugin, name: name, addr: freeAddr(t), out: &bustest.LogBuffer{}, exited: make(chan struct{})}
+	p = &proc{plugin: plugin, name: name, addr: freeAddr(t), out: &bustest.LogBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(filepath.Join(dir, plugin))
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TZ=UTC",
 		"NATS_URL=" + natsURL, "LANGBOT_HTTP_ADDR=" + p.addr, "LANGBOT_STATE_KEY=" + s.keyStr,
@@ -87,6 +104,9 @@ func (s *stack) spawn(t testing.TB, plugin, name, natsURL string) *proc {
 	for {
 		select {
 		case <-p.exited:
+			if strings.Contains(p.out.String(), "address already in use") {
+				return p, true
+			}
 			t.Fatalf("%s exited: %s", name, p.out.String())
 		default:
 		}
@@ -94,7 +114,7 @@ func (s *stack) spawn(t testing.TB, plugin, name, natsURL string) *proc {
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return p
+				return p, false
 			}
 		}
 		if time.Now().After(deadline) {
