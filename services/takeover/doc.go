@@ -8,6 +8,10 @@
 // GroupMessageReceived, NormalMessageResponded) with a blocking decision that
 // is made first, from an in-process view of the takeover records kept current
 // by a JetStream consumer, and never waits on storage while that view is live.
+// Asked for it, the reply also carries an event gate (gate.go; the watched
+// chats from store/gate.go): the chats no human watches, whose messages the
+// package lets pass at once and forwards with passed set; every replica's
+// view revokes the gates of a scope when one of its chats becomes watched.
 // Recording happens afterwards, within a small budget: session metadata is a
 // KV record per session written by compare-and-set, the history is one stream
 // subject per session, and attachments live in an object store. Takeovers
