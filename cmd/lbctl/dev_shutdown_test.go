@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +16,7 @@ func TestDevStopsQuietly(t *testing.T) {
 	out, errOut := &bustest.LogBuffer{}, &bustest.LogBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	args := []string{"dev", "--listen", "127.0.0.1:" + strconv.Itoa(freePort(t)), "--http", "127.0.0.1:0",
+	args := []string{"dev", "--listen", anyPort, "--http", "127.0.0.1:0",
 		"--data", t.TempDir(), "--no-prompt", "--fake-github"}
 	done := make(chan int, 1)
 	go func() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +20,8 @@ import (
 // for the dev instance) is served, while another instance's scopes are
 // refused by NATS.
 func TestDevTenantCredential(t *testing.T) {
-	dir, port := t.TempDir(), freePort(t)
-	d := startDev(t, "--data", dir, "--listen", "127.0.0.1:"+strconv.Itoa(port))
+	dir := t.TempDir()
+	d := startDev(t, "--data", dir)
 	secretFile := filepath.Join(dir, "tenant-first.secret")
 	if !strings.Contains(d.out.String(), "nats_user "+bus.FirstTenant+", nats_password the content of "+secretFile) {
 		t.Fatalf("the banner does not say what goes in the forms:\n%s", d.out.String())
@@ -38,7 +37,7 @@ func TestDevTenantCredential(t *testing.T) {
 	b := devBinding("schenotify")
 	sc, _ := b.Scope()
 	errs := make(chan error, 4)
-	nc, err := nats.Connect("nats://127.0.0.1:"+strconv.Itoa(port), nats.UserInfo(bus.FirstTenant, secret),
+	nc, err := nats.Connect(natsURL(t, d.out.String()), nats.UserInfo(bus.FirstTenant, secret),
 		nats.Name(wire.PackageConnName("schenotify", sc)), nats.CustomInboxPrefix(wire.InboxPrefixFor(bus.FirstTenant)),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err }))
 	if err != nil {

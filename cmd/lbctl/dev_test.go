@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
-	"strconv"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,14 +12,19 @@ import (
 	"github.com/langbot-nats/plugins/pkg/bus/bustest"
 )
 
-func freePort(t *testing.T) int {
+// anyPort is the --listen address of a test's lbctl dev: port -1 lets its
+// NATS server bind a free port itself (a port picked before could be taken
+// by another test first); the banner names the one it got (natsURL).
+const anyPort = "127.0.0.1:-1"
+
+// natsURL is the NATS address the banner of out names.
+func natsURL(t *testing.T, out string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	m := regexp.MustCompile(`NATS\s+(nats://\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the banner names no NATS address:\n%s", out)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return m[1]
 }
 
 // devSession runs lbctl dev with a scripted prompt.
@@ -36,7 +40,7 @@ func startDev(t *testing.T, extra ...string) *devSession {
 	pr, pw := io.Pipe()
 	out := &bustest.LogBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	args := append([]string{"dev", "--listen", "127.0.0.1:" + strconv.Itoa(freePort(t)), "--http", "127.0.0.1:0",
+	args := append([]string{"dev", "--listen", anyPort, "--http", "127.0.0.1:0",
 		"--data", t.TempDir(), "--log-level", "error"}, extra...)
 	d := &devSession{t: t, in: pw, out: out, done: make(chan int, 1)}
 	go func() {
