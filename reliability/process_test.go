@@ -58,15 +58,15 @@ func freeAddr(t testing.TB) string {
 // listener) is started again on a new address, at most twice.
 func (s *stack) spawn(t testing.TB, plugin, name, natsURL string) *proc {
 	t.Helper()
-	for attempt := 0; ; attempt++ {
-		p, taken := s.startProc(t, plugin, name, natsURL)
-		if !taken || attempt == 2 {
-			if taken {
-				t.Fatalf("%s exited: %s", name, p.out.String())
-			}
+	var p *proc
+	for range 3 {
+		var taken bool
+		if p, taken = s.startProc(t, plugin, name, natsURL); !taken {
 			return p
 		}
 	}
+	t.Fatalf("%s exited: %s", name, p.out.String())
+	return nil
 }
 
 // startProc is one attempt of spawn; taken reports that the process exited

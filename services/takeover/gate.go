@@ -3,6 +3,7 @@ package takeover
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -32,8 +33,8 @@ func (s *Service) gate(sc binding.Scope, set model.Settings, now int64) *wire.Ev
 	// relay (relay.go)
 	loud, ok := s.view.Watched(sc, now, len(set.CancelWords) > 0, gateLimit)
 	for _, o := range set.OperatorChats {
-		if ok && !containsChat(loud, o.Type, o.ID) {
-			loud = append(loud, [2]string{o.Type, o.ID})
+		if c := [2]string{o.Type, o.ID}; ok && !slices.Contains(loud, c) {
+			loud = append(loud, c)
 		}
 	}
 	if !ok || len(loud) > gateLimit {
@@ -42,15 +43,6 @@ func (s *Service) gate(sc binding.Scope, set model.Settings, now int64) *wire.Ev
 	}
 	s.rec.metrics.gates.WithLabelValues("given").Inc()
 	return &wire.EventGate{TTLMillis: int(gateTTL.Milliseconds()), Events: decidedEvents(), Loud: loud, Words: model.TriggerPattern(set)}
-}
-
-func containsChat(chats [][2]string, typ, id string) bool {
-	for _, c := range chats {
-		if c[0] == typ && c[1] == id {
-			return true
-		}
-	}
-	return false
 }
 
 // revokeGates returns the view's revocation hook: a notice without reply on

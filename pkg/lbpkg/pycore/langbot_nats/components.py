@@ -222,7 +222,8 @@ async def observe_event(
     loop = asyncio.get_running_loop()
     ask = None if carried else loop.create_task(ctx.get_bot_uuid())
     epoch, want = fw.gate_epoch(), fw.wants_gate()
-    prev: list[asyncio.Task[typing.Any] | None] = [None]
+    # the chat's forwarding before this one, which this one waits for
+    prev = fw.last_forward(gated) if gated is not None else None
 
     async def run() -> None:
         deadline = loop.time() + gen.timeout("event")
@@ -239,8 +240,8 @@ async def observe_event(
                 body["passed"] = True
                 if want:
                     body["want_gate"] = True
-                if prev[0] is not None and not prev[0].done():
-                    await asyncio.wait({prev[0]}, timeout=max(deadline - loop.time(), 0.001))
+                if prev is not None and not prev.done():
+                    await asyncio.wait({prev}, timeout=max(deadline - loop.time(), 0.001))
             reply = await fw.request("event", body, max(deadline - loop.time(), 0.001))
             if gated is not None and isinstance(reply, dict):
                 fw.take_gate(epoch, reply.get("gate"))
@@ -251,7 +252,7 @@ async def observe_event(
 
     task = fw.observe(run())
     if task is not None and gated is not None:
-        prev[0] = fw.chain(gated, task)
+        fw.chain(gated, task)
     if ask is not None:
         if task is None:
             ask.cancel()  # dropped: never asked

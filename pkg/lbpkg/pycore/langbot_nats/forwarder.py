@@ -450,9 +450,13 @@ class Forwarder:
         except (ValueError, re.error) as exc:
             log.warning("event gate for %s ignored: %s", self.scope, type(exc).__name__)
 
-    def chain(self, chat: tuple[str, str], task: asyncio.Task[typing.Any]) -> asyncio.Task[typing.Any] | None:
-        """Make task the chat's last background forwarding; return the one before it."""
+    def last_forward(self, chat: tuple[str, str]) -> asyncio.Task[typing.Any] | None:
+        """The chat's last background forwarding, while it runs."""
         prev = self._chains.get(chat)
+        return prev if prev is not None and not prev.done() else None
+
+    def chain(self, chat: tuple[str, str], task: asyncio.Task[typing.Any]) -> None:
+        """Make task the chat's last background forwarding."""
         self._chains[chat] = task
 
         def done(t: asyncio.Task[typing.Any]) -> None:
@@ -460,12 +464,11 @@ class Forwarder:
                 del self._chains[chat]
 
         task.add_done_callback(done)
-        return prev
 
     async def after(self, chat: tuple[str, str], timeout: float) -> None:
         """Wait, at most timeout, for the chat's last background forwarding."""
-        prev = self._chains.get(chat)
-        if prev is not None and not prev.done():
+        prev = self.last_forward(chat)
+        if prev is not None:
             await asyncio.wait({prev}, timeout=timeout)
 
     # ----- observed events
