@@ -134,18 +134,11 @@ func TestRealLangBot(t *testing.T) {
 				t.Fatalf("event requests %+v, want %v, each passed by the gate", evs, want)
 			}
 		}
-		var out struct {
-			Sessions []session `json:"sessions"`
+		ses, ok := w.sessionOf(ctx, user)
+		if !ok {
+			t.Fatal("the chat is not listed by HumanTakeover's page")
 		}
-		if err := w.lb.PageAPI(ctx, w.ids[takeover.Plugin], "console", "/sessions", "GET", map[string]any{}, &out); err != nil {
-			t.Fatal(err)
-		}
-		var sid string
-		for _, s := range out.Sessions {
-			if strings.HasSuffix(s.TargetID, user.SessionID) {
-				sid = s.SID
-			}
-		}
+		sid := ses.SID
 		// the chat's last entries, oldest first: each message, then its answer
 		var got []string
 		waitUntil(t, ctx, "the passed messages recorded", func() bool {
@@ -386,21 +379,31 @@ func (w *world) takenSession(t *testing.T, ctx context.Context, c *reallangbot.C
 	t.Helper()
 	var sid string
 	waitUntil(t, ctx, "the chat listed as taken over", func() bool {
-		var out struct {
-			Sessions []session `json:"sessions"`
-		}
-		if err := w.lb.PageAPI(ctx, w.ids[takeover.Plugin], "console", "/sessions", "GET", map[string]any{}, &out); err != nil {
-			return false
-		}
-		for _, s := range out.Sessions {
-			if strings.HasSuffix(s.TargetID, c.SessionID) && len(s.Takeover) > 0 && string(s.Takeover) != "null" {
-				sid = s.SID
-				return true
-			}
+		s, ok := w.sessionOf(ctx, c)
+		if ok && len(s.Takeover) > 0 && string(s.Takeover) != "null" {
+			sid = s.SID
+			return true
 		}
 		return false
 	})
 	return sid
+}
+
+// sessionOf returns c's chat as HumanTakeover's page lists it through
+// LangBot's page API, and whether it is listed.
+func (w *world) sessionOf(ctx context.Context, c *reallangbot.Chat) (session, bool) {
+	var out struct {
+		Sessions []session `json:"sessions"`
+	}
+	if err := w.lb.PageAPI(ctx, w.ids[takeover.Plugin], "console", "/sessions", "GET", map[string]any{}, &out); err != nil {
+		return session{}, false
+	}
+	for _, s := range out.Sessions {
+		if strings.HasSuffix(s.TargetID, c.SessionID) {
+			return s, true
+		}
+	}
+	return session{}, false
 }
 
 // historyHas reports whether the console's history of sid holds text.
